@@ -1,0 +1,23 @@
+# Writes every cpp/data/**/*.json into one C++ file as (path, contents) pairs.
+# Run as: cmake -DDATA_DIR=... -DOUT=... -P embed_data.cmake
+file(GLOB_RECURSE files RELATIVE ${DATA_DIR} ${DATA_DIR}/*.json)
+list(SORT files)
+set(body "// Generated from cpp/data by cpp/embed_data.cmake. Do not edit.\n")
+string(APPEND body "#include \"trainmem/embedded_data.hpp\"\nnamespace trainmem {\n")
+string(APPEND body "const std::vector<EmbeddedFile>& embedded_files() {\n")
+string(APPEND body "  static const std::vector<EmbeddedFile> files = {\n")
+foreach(f ${files})
+  file(READ ${DATA_DIR}/${f} content)
+  # Raw string literals have a length limit on some compilers; split into 8 KB pieces.
+  string(LENGTH "${content}" len)
+  string(APPEND body "    {\"${f}\", std::string()")
+  set(pos 0)
+  while(pos LESS len)
+    string(SUBSTRING "${content}" ${pos} 8000 piece)
+    string(APPEND body "\n      + R\"TMJSON(${piece})TMJSON\"")
+    math(EXPR pos "${pos} + 8000")
+  endwhile()
+  string(APPEND body "},\n")
+endforeach()
+string(APPEND body "  };\n  return files;\n}\n}  // namespace trainmem\n")
+file(WRITE ${OUT} "${body}")

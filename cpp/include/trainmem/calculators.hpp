@@ -1,0 +1,15 @@
+// JSON-level entry points of the calculators (one per public API function). Each parses and
+// validates its request (throwing RequestError), computes, and returns the result object.
+#pragma once
+#include <nlohmann/json.hpp>
+
+namespace trainmem {
+
+nlohmann::json checkpoint_size_json(const nlohmann::json& request);  // checkpoint_size.cpp
+nlohmann::json describe_model_json(const nlohmann::json& request);   // model.cpp
+nlohmann::json peak_memory_json(const nlohmann::json& request);      // peak_memory.cpp
+nlohmann::json accumulation_json(const nlohmann::json& request);     // accumulation.cpp
+nlohmann::json placement_json(const nlohmann::json& request);        // placement.cpp
+nlohmann::json presets_json(const nlohmann::json& request);          // presets.cpp
+
+}  // namespace trainmem

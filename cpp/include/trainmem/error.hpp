@@ -1,0 +1,39 @@
+// Errors of the core. Inside C++ a bad request throws RequestError; api.cpp turns it into
+// data ({code, field, message}) so that no exception ever crosses into JavaScript.
+#pragma once
+#include <stdexcept>
+#include <string>
+
+namespace trainmem {
+
+// Stable error codes (listed with their meaning in README.md, "Errors").
+namespace code {
+inline constexpr const char* kInvalidJson = "invalid_json";          // request is not JSON
+inline constexpr const char* kUnknownFunction = "unknown_function";  // no such calculator
+inline constexpr const char* kMissingField = "missing_field";        // required key absent
+inline constexpr const char* kInvalidType = "invalid_type";          // wrong JSON type
+inline constexpr const char* kOutOfRange = "out_of_range";           // number outside its range
+inline constexpr const char* kNotInteger = "not_integer";        // fractional where whole needed
+inline constexpr const char* kUnknownKey = "unknown_key";        // key not part of the request
+inline constexpr const char* kUnknownValue = "unknown_value";    // enum value not known
+inline constexpr const char* kUnknownPreset = "unknown_preset";  // preset id not in data
+inline constexpr const char* kInconsistent = "inconsistent";     // fields disagree
+inline constexpr const char* kInfeasible = "infeasible";         // no plan fits the budget
+inline constexpr const char* kTooLarge = "too_large";            // input exceeds a documented limit
+inline constexpr const char* kUnsupported = "unsupported";       // valid but not modelled
+inline constexpr const char* kInternal = "internal";             // a bug: please report
+}  // namespace code
+
+class RequestError : public std::runtime_error {
+ public:
+  RequestError(std::string error_code, std::string field, const std::string& message)
+      : std::runtime_error(message), code_(std::move(error_code)), field_(std::move(field)) {}
+  const std::string& code() const noexcept { return code_; }
+  const std::string& field() const noexcept { return field_; }
+
+ private:
+  std::string code_;
+  std::string field_;
+};
+
+}  // namespace trainmem

@@ -1,0 +1,76 @@
+// Model descriptions: from a parameter count, a preset, a HuggingFace config.json, or an
+// explicit tensor list — to one structure every calculator shares.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "trainmem/dtype.hpp"
+#include "trainmem/request.hpp"
+
+namespace trainmem {
+
+struct TensorSpec {
+  std::string name;             // state_dict key, e.g. "h.0.attn.c_attn.weight"
+  std::vector<uint64_t> shape;  // PyTorch shape
+  DType dtype = DType::fp32;    // dtype as stored in the model (before a precision override)
+  std::string tied_to;          // non-empty: shares storage with that tensor (stored once)
+  bool trainable = true;
+  uint64_t numel() const;
+};
+
+struct BufferSpec {
+  std::string name;
+  std::vector<uint64_t> shape;
+  DType dtype = DType::fp32;
+  bool persistent = true;  // non-persistent buffers are not in state_dict()
+  uint64_t numel() const;
+};
+
+// Architecture facts the activation and time models need; 0 / "" when unknown (e.g. a model
+// given only as a parameter count).
+struct Architecture {
+  std::string model_type;  // HF model_type: "gpt2", "bert", "llama", "mistral", "mixtral", ...
+  uint64_t layers = 0;     // transformer blocks (decoder blocks for encoder-decoder: see below)
+  uint64_t encoder_layers = 0;  // t5: encoder blocks (layers = decoder blocks)
+  uint64_t hidden = 0;          // d_model
+  uint64_t heads = 0;
+  uint64_t kv_heads = 0;  // grouped-query attention; == heads when absent
+  uint64_t head_dim = 0;
+  uint64_t intermediate = 0;  // MLP inner size (per expert for MoE)
+  uint64_t vocab = 0;
+  uint64_t max_positions = 0;  // 0 = unlimited (rotary / relative)
+  uint64_t num_experts = 0;    // MoE: experts per layer (0 = dense)
+  uint64_t experts_per_token = 0;
+  bool gated_mlp = false;          // SwiGLU / GeGLU (three MLP matrices)
+  std::string activation;          // "gelu", "gelu_new", "silu", "relu", ...
+  std::string norm = "layernorm";  // "layernorm" | "rmsnorm"
+  bool tied_embeddings = false;
+  bool encoder_only = false;    // bert-like (no causal mask, no LM head unless a head is set)
+  double hidden_dropout = 0.0;  // dropout probabilities (masks are saved when > 0 in training)
+  double attention_dropout = 0.0;
+  uint64_t num_labels = 0;  // classification head, when present
+};
+
+struct ModelDescription {
+  std::string source;  // "params" | "preset" | "config" | "tensors"
+  std::string preset_id;
+  std::string name;     // display name
+  uint64_t params = 0;  // total distinct parameters (tied weights counted once)
+  uint64_t trainable_params = 0;
+  DType dtype = DType::fp32;        // default parameter dtype (config torch_dtype or fp32)
+  std::vector<TensorSpec> tensors;  // empty when only a count is known
+  std::vector<BufferSpec> buffers;
+  Architecture arch;
+  bool has_tensors() const { return !tensors.empty(); }
+  bool has_architecture() const { return arch.layers > 0 && arch.hidden > 0; }
+};
+
+// Parses the `model` field of any request (the four forms). `model` is an Obj at its path
+// ("model"), so errors name e.g. "model.config.hidden_size". Calls model.finish().
+ModelDescription parse_model(const Obj& model);
+
+// JSON of a description (the describeModel result).
+nlohmann::json describe_model(const ModelDescription& m);
+
+}  // namespace trainmem

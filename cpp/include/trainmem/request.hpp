@@ -1,0 +1,81 @@
+// Strict reading of request objects: every read names its field path, so that an error
+// can say exactly which input is wrong; unread keys are errors with a suggestion.
+#pragma once
+#include <cstdint>
+#include <initializer_list>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "trainmem/error.hpp"
+
+namespace trainmem {
+
+using json = nlohmann::json;
+
+// Largest integer a JSON number (IEEE double) holds exactly: 2^53.
+inline constexpr uint64_t kMaxExactJson = 9007199254740992ULL;
+
+// Levenshtein-closest candidate within distance 3 (or a case-insensitive match), else "".
+std::string closest_match(const std::string& word, const std::vector<std::string>& candidates);
+
+// A view of one JSON object in a request. Reads mark keys as used; finish() rejects the
+// rest (typos such as `microbatch` must not be ignored silently).
+class Obj {
+ public:
+  // `path` is the dotted path of this object ("" for the request root).
+  Obj(const json& j, std::string path);
+
+  const std::string& path() const { return path_; }
+  std::string field(const std::string& key) const;  // path + "." + key
+  bool has(const std::string& key) const;
+  const json& raw(const std::string& key) const;  // marks used; throws missing_field
+  const json& json_value() const { return *j_; }
+  void mark_used(const std::string& key) const { used_.insert(key); }
+
+  // Whole numbers (a JSON float with an integral value, e.g. 1e9, is accepted).
+  uint64_t u64(const std::string& key, uint64_t min = 0, uint64_t max = UINT64_MAX) const;
+  uint64_t u64_or(const std::string& key, uint64_t fallback, uint64_t min = 0,
+                  uint64_t max = UINT64_MAX) const;
+  // Finite numbers in [min, max].
+  double num(const std::string& key, double min, double max) const;
+  double num_or(const std::string& key, double fallback, double min, double max) const;
+  bool boolean(const std::string& key) const;
+  bool boolean_or(const std::string& key, bool fallback) const;
+  std::string str(const std::string& key, size_t max_len = 256) const;
+  std::string str_or(const std::string& key, const std::string& fallback,
+                     size_t max_len = 256) const;
+  // A string that must be one of `allowed`; errors suggest the closest one.
+  std::string one_of(const std::string& key, const std::vector<std::string>& allowed) const;
+  std::string one_of_or(const std::string& key, const std::vector<std::string>& allowed,
+                        const std::string& fallback) const;
+  Obj obj(const std::string& key) const;  // required nested object
+  // Array of at most max_items elements (throws too_large beyond).
+  const json& array(const std::string& key, size_t max_items) const;
+
+  // Throws unknown_key for the first key never read, suggesting the closest known one.
+  // `also_known` lists keys accepted elsewhere (for a better suggestion).
+  void finish(std::initializer_list<const char*> also_known = {}) const;
+
+ private:
+  const json* j_;
+  std::string path_;
+  mutable std::set<std::string> used_;
+};
+
+// Element path helpers: "layers[3]".
+std::string index_path(const std::string& path, size_t index);
+
+// Standalone checks on a json value at a given path.
+uint64_t read_u64(const json& v, const std::string& path, uint64_t min = 0,
+                  uint64_t max = UINT64_MAX);
+double read_num(const json& v, const std::string& path, double min, double max);
+std::string read_str(const json& v, const std::string& path, size_t max_len = 256);
+
+// Checked arithmetic on byte and element counts: throws too_large naming `field`.
+uint64_t checked_mul(uint64_t a, uint64_t b, const std::string& field);
+uint64_t checked_add(uint64_t a, uint64_t b, const std::string& field);
+
+}  // namespace trainmem

@@ -1,0 +1,242 @@
+#include "trainmem/request.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <limits>
+
+namespace trainmem {
+namespace {
+
+std::string type_name(const json& v) {
+  switch (v.type()) {
+    case json::value_t::null:
+      return "null";
+    case json::value_t::boolean:
+      return "boolean";
+    case json::value_t::string:
+      return "string";
+    case json::value_t::array:
+      return "array";
+    case json::value_t::object:
+      return "object";
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned:
+    case json::value_t::number_float:
+      return "number";
+    default:
+      return "value";
+  }
+}
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const char ca = static_cast<char>(std::tolower(static_cast<unsigned char>(a[i - 1])));
+      const char cb = static_cast<char>(std::tolower(static_cast<unsigned char>(b[j - 1])));
+      const size_t sub = prev[j - 1] + (ca == cb ? 0 : 1);
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, sub});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+std::string printable(const std::string& s) {
+  // Error messages quote user text; keep them short and printable.
+  std::string out;
+  for (char c : s.substr(0, 64)) out += (c >= 0x20 && c < 0x7f) ? c : '?';
+  if (s.size() > 64) out += "...";
+  return out;
+}
+
+}  // namespace
+
+std::string closest_match(const std::string& word, const std::vector<std::string>& candidates) {
+  if (word.size() > 256) return "";
+  std::string best;
+  size_t best_d = 4;
+  for (const auto& c : candidates) {
+    const size_t d = edit_distance(word, c);
+    if (d < best_d) {
+      best_d = d;
+      best = c;
+    }
+  }
+  return best_d <= std::max<size_t>(1, std::min<size_t>(3, word.size() / 2)) ? best : "";
+}
+
+std::string index_path(const std::string& path, size_t index) {
+  return path + "[" + std::to_string(index) + "]";
+}
+
+uint64_t read_u64(const json& v, const std::string& path, uint64_t min, uint64_t max) {
+  uint64_t value = 0;
+  if (v.is_number_unsigned()) {
+    value = v.get<uint64_t>();
+  } else if (v.is_number_integer()) {
+    const int64_t s = v.get<int64_t>();
+    if (s < 0)
+      throw RequestError(
+          code::kOutOfRange, path,
+          path + " must be at least " + std::to_string(min) + ", got " + std::to_string(s));
+    value = static_cast<uint64_t>(s);
+  } else if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (!std::isfinite(d))
+      throw RequestError(code::kOutOfRange, path, path + " must be a finite number");
+    if (d < 0)
+      throw RequestError(code::kOutOfRange, path,
+                         path + " must be at least " + std::to_string(min));
+    if (d != std::floor(d))
+      throw RequestError(code::kNotInteger, path, path + " must be a whole number");
+    if (d >= 18446744073709551616.0)
+      throw RequestError(code::kOutOfRange, path, path + " must be at most " + std::to_string(max));
+    value = static_cast<uint64_t>(d);
+  } else {
+    throw RequestError(code::kInvalidType, path,
+                       path + " must be a whole number, got " + type_name(v));
+  }
+  if (value < min || value > max)
+    throw RequestError(code::kOutOfRange, path,
+                       path + " must be between " + std::to_string(min) + " and " +
+                           std::to_string(max) + ", got " + std::to_string(value));
+  return value;
+}
+
+double read_num(const json& v, const std::string& path, double min, double max) {
+  if (!v.is_number())
+    throw RequestError(code::kInvalidType, path, path + " must be a number, got " + type_name(v));
+  const double d = v.get<double>();
+  if (!std::isfinite(d))
+    throw RequestError(code::kOutOfRange, path, path + " must be a finite number");
+  if (d < min || d > max) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, " must be between %.10g and %.10g, got %.10g", min, max, d);
+    throw RequestError(code::kOutOfRange, path, path + buf);
+  }
+  return d;
+}
+
+std::string read_str(const json& v, const std::string& path, size_t max_len) {
+  if (!v.is_string())
+    throw RequestError(code::kInvalidType, path, path + " must be a string, got " + type_name(v));
+  const auto& s = v.get_ref<const std::string&>();
+  if (s.size() > max_len)
+    throw RequestError(code::kTooLarge, path,
+                       path + " is longer than " + std::to_string(max_len) + " characters");
+  return s;
+}
+
+uint64_t checked_mul(uint64_t a, uint64_t b, const std::string& field) {
+  if (a != 0 && b > UINT64_MAX / a)
+    throw RequestError(code::kTooLarge, field, field + ": result exceeds 2^64");
+  return a * b;
+}
+
+uint64_t checked_add(uint64_t a, uint64_t b, const std::string& field) {
+  if (b > UINT64_MAX - a)
+    throw RequestError(code::kTooLarge, field, field + ": result exceeds 2^64");
+  return a + b;
+}
+
+Obj::Obj(const json& j, std::string path) : j_(&j), path_(std::move(path)) {
+  if (!j.is_object())
+    throw RequestError(code::kInvalidType, path_,
+                       (path_.empty() ? std::string("request") : path_) +
+                           " must be an object, got " + type_name(j));
+}
+
+std::string Obj::field(const std::string& key) const {
+  return path_.empty() ? key : path_ + "." + key;
+}
+
+bool Obj::has(const std::string& key) const {
+  auto it = j_->find(key);
+  return it != j_->end() && !it->is_null();
+}
+
+const json& Obj::raw(const std::string& key) const {
+  used_.insert(key);
+  auto it = j_->find(key);
+  if (it == j_->end() || it->is_null())
+    throw RequestError(code::kMissingField, field(key), field(key) + " is required");
+  return *it;
+}
+
+uint64_t Obj::u64(const std::string& key, uint64_t min, uint64_t max) const {
+  return read_u64(raw(key), field(key), min, max);
+}
+uint64_t Obj::u64_or(const std::string& key, uint64_t fallback, uint64_t min, uint64_t max) const {
+  used_.insert(key);
+  return has(key) ? u64(key, min, max) : fallback;
+}
+double Obj::num(const std::string& key, double min, double max) const {
+  return read_num(raw(key), field(key), min, max);
+}
+double Obj::num_or(const std::string& key, double fallback, double min, double max) const {
+  used_.insert(key);
+  return has(key) ? num(key, min, max) : fallback;
+}
+bool Obj::boolean(const std::string& key) const {
+  const json& v = raw(key);
+  if (!v.is_boolean())
+    throw RequestError(code::kInvalidType, field(key),
+                       field(key) + " must be true or false, got " + type_name(v));
+  return v.get<bool>();
+}
+bool Obj::boolean_or(const std::string& key, bool fallback) const {
+  used_.insert(key);
+  return has(key) ? boolean(key) : fallback;
+}
+std::string Obj::str(const std::string& key, size_t max_len) const {
+  return read_str(raw(key), field(key), max_len);
+}
+std::string Obj::str_or(const std::string& key, const std::string& fallback, size_t max_len) const {
+  used_.insert(key);
+  return has(key) ? str(key, max_len) : fallback;
+}
+std::string Obj::one_of(const std::string& key, const std::vector<std::string>& allowed) const {
+  const std::string s = str(key);
+  if (std::find(allowed.begin(), allowed.end(), s) != allowed.end()) return s;
+  std::string msg = field(key) + ": unknown value \"" + printable(s) + "\"";
+  const std::string near = closest_match(s, allowed);
+  if (!near.empty()) msg += " (did you mean \"" + near + "\"?)";
+  msg += "; expected one of:";
+  for (size_t i = 0; i < allowed.size(); ++i) msg += (i ? ", " : " ") + allowed[i];
+  throw RequestError(code::kUnknownValue, field(key), msg);
+}
+std::string Obj::one_of_or(const std::string& key, const std::vector<std::string>& allowed,
+                           const std::string& fallback) const {
+  used_.insert(key);
+  return has(key) ? one_of(key, allowed) : fallback;
+}
+Obj Obj::obj(const std::string& key) const { return Obj(raw(key), field(key)); }
+
+const json& Obj::array(const std::string& key, size_t max_items) const {
+  const json& v = raw(key);
+  if (!v.is_array())
+    throw RequestError(code::kInvalidType, field(key),
+                       field(key) + " must be an array, got " + type_name(v));
+  if (v.size() > max_items)
+    throw RequestError(code::kTooLarge, field(key),
+                       field(key) + " has more than " + std::to_string(max_items) + " items");
+  return v;
+}
+
+void Obj::finish(std::initializer_list<const char*> also_known) const {
+  for (auto it = j_->begin(); it != j_->end(); ++it) {
+    if (used_.count(it.key())) continue;
+    std::vector<std::string> known(used_.begin(), used_.end());
+    for (const char* k : also_known) known.emplace_back(k);
+    std::string msg = field(it.key()) + " is not a known input";
+    const std::string near = closest_match(it.key(), known);
+    if (!near.empty()) msg += " (did you mean \"" + near + "\"?)";
+    throw RequestError(code::kUnknownKey, field(printable(it.key())), msg);
+  }
+}
+
+}  // namespace trainmem

@@ -1,0 +1,30 @@
+'use strict';
+// CommonJS entry: the core is an ES module, loaded with a dynamic import inside load().
+// TrainmemError comes from the same global slot as errors.js, so instanceof agrees.
+const SLOT = Symbol.for('trainmem.TrainmemError');
+const TrainmemError =
+  globalThis[SLOT] ||
+  (globalThis[SLOT] = class TrainmemError extends Error {
+    constructor(code, field, message) {
+      super(message);
+      this.name = 'TrainmemError';
+      this.code = code;
+      this.field = field;
+    }
+  });
+
+let loading = null;
+function load() {
+  if (!loading) {
+    loading = import('./index.js').then(
+      (m) => m.load(),
+      (e) => {
+        loading = null;
+        throw e;
+      },
+    );
+  }
+  return loading;
+}
+
+module.exports = { load, TrainmemError };
