@@ -1,0 +1,58 @@
+// A small static server for the page (no dependencies): serves web/ on 127.0.0.1:$PORT
+// (default 8080); "/" redirects to the page. Sends a strict Content-Security-Policy.
+import { createServer } from 'node:http';
+import { readFile, stat } from 'node:fs/promises';
+import { extname, join, normalize, resolve, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = resolve(fileURLToPath(new URL('../web/', import.meta.url)));
+const port = Number(process.env.PORT || 8080);
+const host = process.env.HOST || '127.0.0.1';
+const types = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.mjs': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.json': 'application/json; charset=utf-8',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+  '.wasm': 'application/wasm',
+};
+export const CSP =
+  "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors *; base-uri 'none'; form-action 'none'; object-src 'none'";
+
+export function startServer(listenPort = port) {
+  const server = createServer(async (req, res) => {
+    try {
+      const url = new URL(req.url, 'http://localhost');
+      let path = decodeURIComponent(url.pathname);
+      if (path === '/') {
+        res.writeHead(302, { Location: '/app/' });
+        return res.end();
+      }
+      if (path.endsWith('/')) path += 'index.html';
+      const file = normalize(join(root, path));
+      if (!file.startsWith(root + sep)) throw new Error('outside root');
+      const info = await stat(file);
+      if (!info.isFile()) throw new Error('not a file');
+      const body = await readFile(file);
+      res.writeHead(200, {
+        'Content-Type': types[extname(file)] || 'application/octet-stream',
+        'Content-Security-Policy': CSP,
+        'X-Content-Type-Options': 'nosniff',
+        'Cache-Control': 'no-cache',
+      });
+      res.end(body);
+    } catch {
+      res.writeHead(404, { 'Content-Type': 'text/plain' });
+      res.end('not found');
+    }
+  });
+  return new Promise((ok) => server.listen(listenPort, host, () => ok(server)));
+}
+
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const server = await startServer();
+  const { port: actual } = server.address();
+  console.log(`trainmem page: http://${host}:${actual}/`);
+}

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The README's test command (`npm test`): sets up what is missing, builds, and runs every
+# suite. Stops at the first failing step and says which.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+step() { printf '\n==== %s\n' "$*"; }
+
+step "setup (Debian packages and npm dependencies, only when missing)"
+bash tools/setup.sh
+
+step "format: clang-format and prettier"
+bash tools/format.sh --check
+
+step "native build + Catch2 (ctest)"
+bash tools/build.sh native
+(cd build/native && ctest --output-on-failure -j2)
+
+step "WebAssembly build"
+bash tools/build.sh wasm
+
+if [ -x tests/fuzz/run.sh ]; then
+  step "bounded fuzzing (libFuzzer + ASan/UBSan)"
+  tests/fuzz/run.sh "${TRAINMEM_FUZZ_SECONDS:-60}"
+fi
+
+step "Node tests (WASM core, npm package, CLI)"
+node --test --test-concurrency=1 tests/js/
+
+step "browser tests (Debian Chromium + playwright-core)"
+node --test --test-concurrency=1 tests/e2e/
