@@ -18,8 +18,11 @@ const types = {
   '.png': 'image/png',
   '.wasm': 'application/wasm',
 };
+// No 'unsafe-eval' and no 'unsafe-inline': the WASM core (built with -sDYNAMIC_EXECUTION=0)
+// only needs 'wasm-unsafe-eval' to compile. connect-src allows data: because the single-file
+// module first tries fetch() on its embedded data: URL (a fetch that never leaves the page).
 export const CSP =
-  "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors *; base-uri 'none'; form-action 'none'; object-src 'none'";
+  "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'; img-src 'self' data:; connect-src 'self' data:; worker-src 'self'; frame-ancestors *; base-uri 'none'; form-action 'none'; object-src 'none'";
 
 export function startServer(listenPort = port) {
   const server = createServer(async (req, res) => {
@@ -41,6 +44,9 @@ export function startServer(listenPort = port) {
         'Content-Security-Policy': CSP,
         'X-Content-Type-Options': 'nosniff',
         'Cache-Control': 'no-cache',
+        // The <trainmem-calculator> element loads its modules from this origin into other
+        // sites' pages: module scripts across origins need CORS.
+        'Access-Control-Allow-Origin': '*',
       });
       res.end(body);
     } catch {

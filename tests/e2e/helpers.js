@@ -1,0 +1,67 @@
+// Shared set-up for the browser suites: the page's own server (tools/serve.js) in-process on
+// a free port, Debian Chromium through playwright-core, and a console/CSP error collector.
+import { chromium } from 'playwright-core';
+import { existsSync, mkdirSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { startServer } from '../../tools/serve.js';
+
+export const repo = fileURLToPath(new URL('../../', import.meta.url));
+export const shots = `${repo}build/screenshots`;
+
+export function ensureBuilt() {
+  if (!existsSync(`${repo}web/lib/wasm/trainmem_wasm.mjs`)) {
+    throw new Error('web/lib/wasm/trainmem_wasm.mjs missing: run `bash tools/build.sh wasm` first');
+  }
+  if (!existsSync(`${repo}web/app/dist/uplot.js`)) {
+    execFileSync('bash', [`${repo}tools/build-page.sh`], { stdio: 'inherit' });
+  }
+  mkdirSync(shots, { recursive: true });
+}
+
+export async function setup() {
+  ensureBuilt();
+  const server = await startServer(0);
+  const base = `http://127.0.0.1:${server.address().port}`;
+  const browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+    headless: true,
+    args: ['--disable-gpu', '--disable-quic'],
+  });
+  return {
+    server,
+    base,
+    browser,
+    async close() {
+      await browser.close();
+      await new Promise((ok) => server.close(ok));
+    },
+  };
+}
+
+/** A new page that records console errors, page errors, CSP violations and foreign requests. */
+export async function openPage(browser, url, contextOptions = {}) {
+  const context = await browser.newContext({ viewport: { width: 1100, height: 900 }, ...contextOptions });
+  const page = await context.newPage();
+  const problems = [];
+  const origin = new URL(url).origin;
+  page.on('console', (m) => {
+    if (m.type() === 'error') problems.push(`console: ${m.text()}`);
+  });
+  page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
+  page.on('request', (r) => {
+    const u = r.url();
+    if (!u.startsWith(origin) && !u.startsWith('data:') && !u.startsWith('blob:')) problems.push(`foreign request: ${u}`);
+  });
+  await page.addInitScript(() => {
+    window.__csp = [];
+    document.addEventListener('securitypolicyviolation', (e) => window.__csp.push(`${e.violatedDirective} ${e.blockedURI}`));
+  });
+  await page.goto(url);
+  return { page, context, problems };
+}
+
+/** Waits until the app has shown its first result. */
+export async function ready(page, root = '.tm') {
+  await page.waitForSelector(`${root}[data-ready="1"]`, { timeout: 15000 });
+}

@@ -1,0 +1,853 @@
+// The trainmem page: four calculators sharing one model / optimizer / GPU context, the seeds'
+// worked examples, pictures, exports and embed codes. mountApp() serves the full page, the
+// iframe mode and the <trainmem-calculator> element alike.
+import { load } from '../lib/index.js';
+import { h, put } from './dom.js';
+import { loadStrings, makeTranslator, browserLang } from './i18n.js';
+import { FIELDS, TABS, defaults, toQuery } from './state.js';
+import { BUILDERS, isHeavy, InputError, modelOf } from './requests.js';
+import { Solver } from './solver.js';
+import { EXAMPLES, findPreset } from './examples.js';
+import { flatten, isBytesKey, breakdownParts, toCSV, toMarkdown } from './format.js';
+import { stackedBars, lines } from './charts.js';
+import { placementDiagram, accumulationDiagram } from './diagrams.js';
+
+// Inputs of each part of the page, in focus order.
+const CONTEXT_FIELDS = ['modelSource', 'params', 'preset', 'config', 'optimizer', 'gpu', 'gpuGB', 'microBatch', 'seqLen'];
+const TAB_FIELDS = {
+  size: ['weightDtype', 'stateDtype', 'masterWeights', 'format'],
+  peak: ['precision', 'checkpointing', 'budgetGB', 'accumSteps', 'dataParallel', 'zeroStage', 'attention', 'runtime'],
+  accum: ['accMode', 'targetGlobalBatch', 'accumSteps', 'dataParallel', 'precision', 'checkpointing', 'datasetSize'],
+  place: ['chainSource', 'layers', 'layerMB', 'precision', 'strategy', 'k', 'segments', 'snapshots', 'budgetGB', 'slots', 'frontier'],
+};
+// Which context inputs each calculator reads.
+const USES = {
+  size: new Set(['modelSource', 'params', 'preset', 'config', 'optimizer']),
+  peak: new Set(CONTEXT_FIELDS),
+  accum: new Set(CONTEXT_FIELDS),
+  place: new Set(['modelSource', 'params', 'preset', 'config', 'microBatch', 'seqLen']),
+};
+// A change of these re-lays out the form (other inputs update results in place).
+const STRUCTURAL = new Set(['modelSource', 'gpu', 'accMode', 'chainSource', 'strategy', 'checkpointing', 'tab', 'lang']);
+
+function visible(key, st, tab) {
+  switch (key) {
+    case 'params':
+      return st.modelSource === 'params';
+    case 'preset':
+      return st.modelSource === 'preset';
+    case 'config':
+      return st.modelSource === 'config';
+    case 'gpuGB':
+      return !st.gpu;
+    case 'budgetGB':
+      return tab === 'peak' ? st.checkpointing === 'optimal' : ['chen-greedy', 'optimal-single-level', 'optimal'].includes(st.strategy);
+    case 'k':
+      return st.strategy === 'every-k';
+    case 'segments':
+      return st.strategy === 'sequential';
+    case 'snapshots':
+      return st.strategy === 'revolve';
+    case 'slots':
+      return st.strategy === 'optimal';
+    case 'layers':
+    case 'layerMB':
+      return st.chainSource === 'uniform';
+    case 'precision':
+      return tab !== 'place' || st.chainSource === 'model';
+    case 'targetGlobalBatch':
+    case 'checkpointing':
+      return tab !== 'accum' || st.accMode === 'plan';
+    case 'accumSteps':
+    case 'datasetSize':
+      return tab !== 'accum' || st.accMode === 'forward';
+    default:
+      return true;
+  }
+}
+
+/** "7B", "124M", "6,738,415,616", "6.7e9" → a whole number, or NaN. */
+export function parseCount(text) {
+  const m = /^\s*(\d+(?:\.\d+)?(?:e\d+)?)\s*([kmbt])?\s*$/i.exec(String(text).replace(/[,_\s](?=\d)/g, ''));
+  if (!m) return NaN;
+  const mult = { k: 1e3, m: 1e6, b: 1e9, t: 1e12 }[(m[2] || '').toLowerCase()] || 1;
+  const n = Number(m[1]) * mult;
+  return Number.isSafeInteger(Math.round(n)) ? Math.round(n) : NaN;
+}
+
+function normalizePresets(raw) {
+  const list = (v) =>
+    Array.isArray(v)
+      ? v.filter((x) => x && typeof x.id === 'string')
+      : v && typeof v === 'object'
+        ? Object.entries(v).map(([id, x]) => ({ id, ...(x && typeof x === 'object' ? x : {}) }))
+        : [];
+  return { models: list(raw?.models), gpus: list(raw?.gpus) };
+}
+
+export async function mountApp(root, options = {}) {
+  const embed = !!options.embed;
+  const show = options.show || null; // Set of input keys to show (embeds)
+  const tabs = options.tabs?.length ? options.tabs : TABS;
+  let st = { ...defaults(), ...options.state };
+  if (!tabs.includes(st.tab)) st.tab = tabs[0];
+  const lang0 = st.lang || options.lang || browserLang();
+  const [tm, en, strings] = await Promise.all([load(), loadStrings('en'), loadStrings(lang0)]);
+  let t = makeTranslator(lang0, strings, en);
+  const solver = new Solver(tm);
+  let presets = { models: [], gpus: [] };
+  try {
+    presets = normalizePresets(tm.presets({}));
+  } catch {
+    /* presets not in this build: the model picker offers a parameter count and config.json */
+  }
+  const known = {
+    llama: findPreset(presets, ['llama27bhf', 'llama27b', 'llama2-7b']),
+    bert: findPreset(presets, ['bertlargeuncased', 'bertlarge']),
+    gpt2: findPreset(presets, ['gpt2', 'gpt2small', 'gpt2124m']),
+    v100: presets.gpus.find((g) => /v100.*16/i.test(g.id))?.id || '',
+  };
+
+  const rootEl = h('div', { class: `tm${embed ? ' tm-embed' : ''}` });
+  root.append(rootEl);
+  let last = null; // { tab, fn, request, result } of the shown result
+  let exampleOut = null; // explanation of the active worked example
+  let firstDone = false;
+  const invalid = new Map(); // key -> message for inputs that do not parse
+
+  function setLangAttrs() {
+    rootEl.setAttribute('lang', t.lang);
+    rootEl.setAttribute('dir', t.dir);
+    if (!embed && options.ownsDocument) {
+      document.documentElement.lang = t.lang;
+      document.documentElement.dir = t.dir;
+      document.title = t('page.title');
+    }
+  }
+
+  function update(patch, { rebuild = false, fromExample = false } = {}) {
+    const structural = Object.keys(patch).some((k) => STRUCTURAL.has(k));
+    st = { ...st, ...patch };
+    if (!fromExample && !('ex' in patch) && Object.keys(patch).some((k) => k !== 'tab')) st.ex = '';
+    options.onState?.(st);
+    if (rebuild || structural) build();
+    else compute();
+  }
+
+  // ---- inputs -------------------------------------------------------------------------
+  function optionLabel(key, v) {
+    const k = `opt.${key}.${v}`;
+    const s = t(k);
+    return s === k ? v : s;
+  }
+
+  function helpFor(key) {
+    const k = `help.${key}`;
+    const s = t(k);
+    return s === k ? '' : s;
+  }
+
+  function field(key, tab) {
+    const f = FIELDS[key];
+    const id = `tm-${key}`;
+    const help = helpFor(key);
+    const helpId = help ? `${id}-help` : null;
+    const errId = `${id}-err`;
+    let control;
+    if (key === 'modelSource') {
+      const radios = f.values.map((v) =>
+        h(
+          'label',
+          { class: 'radio' },
+          h('input', {
+            type: 'radio',
+            name: `${id}-r`,
+            value: v,
+            checked: st.modelSource === v,
+            disabled: v === 'preset' && !presets.models.length,
+            onchange: () => update({ modelSource: v }),
+          }),
+          ' ',
+          t(`opt.modelSource.${v}`),
+        ),
+      );
+      return h(
+        'fieldset',
+        { class: 'field field-wide' },
+        h('legend', {}, t('field.modelSource')),
+        h('div', { class: 'radios' }, radios),
+        !presets.models.length ? h('small', { class: 'help' }, t('help.noPresets')) : null,
+      );
+    }
+    if (key === 'preset') {
+      control = h(
+        'select',
+        { id, onchange: (e) => update({ preset: e.target.value }), 'aria-describedby': helpId },
+        h('option', { value: '' }, t('opt.preset.none')),
+        presets.models.map((m) => h('option', { value: m.id, selected: st.preset === m.id }, m.name || m.id)),
+      );
+    } else if (key === 'gpu') {
+      control = h(
+        'select',
+        { id, onchange: (e) => update({ gpu: e.target.value }), 'aria-describedby': helpId },
+        h('option', { value: '' }, t('opt.gpu.custom')),
+        presets.gpus.map((g) => h('option', { value: g.id, selected: st.gpu === g.id }, g.name || g.id)),
+      );
+    } else if (key === 'config') {
+      const area = h('textarea', {
+        id,
+        rows: 5,
+        spellcheck: false,
+        'aria-describedby': [helpId, errId].filter(Boolean).join(' '),
+        placeholder: '{ "model_type": "llama", "hidden_size": 4096, … }',
+        oninput: (e) => update({ config: e.target.value }),
+      });
+      area.value = st.config;
+      const file = h('input', {
+        type: 'file',
+        id: `${id}-file`,
+        accept: '.json,application/json',
+        onchange: async (e) => {
+          const text = await e.target.files?.[0]?.text();
+          if (typeof text === 'string') {
+            area.value = text.slice(0, FIELDS.config.max);
+            update({ config: area.value });
+          }
+        },
+      });
+      return h(
+        'div',
+        { class: 'field field-wide' },
+        h('label', { for: id }, t('field.config')),
+        area,
+        h('label', { for: `${id}-file`, class: 'file-label' }, t('field.configFile')),
+        file,
+        help ? h('small', { id: helpId, class: 'help' }, help) : null,
+      );
+    } else if (f.kind === 'choice') {
+      control = h(
+        'select',
+        { id, 'aria-describedby': helpId, onchange: (e) => update({ [key]: e.target.value }) },
+        f.values.map((v) => h('option', { value: v, selected: st[key] === v }, optionLabel(key, v))),
+      );
+    } else if (f.kind === 'bool') {
+      control = h('input', { id, type: 'checkbox', checked: !!st[key], 'aria-describedby': helpId, onchange: (e) => update({ [key]: e.target.checked }) });
+      return h(
+        'div',
+        { class: 'field field-check' },
+        control,
+        h('label', { for: id }, t(`field.${key}`)),
+        help ? h('small', { id: helpId, class: 'help' }, help) : null,
+      );
+    } else {
+      const err = h('small', { id: errId, class: 'field-error', 'aria-live': 'polite' });
+      control = h('input', {
+        id,
+        type: 'text',
+        inputmode: f.kind === 'int' ? 'numeric' : 'decimal',
+        autocomplete: 'off',
+        value: key === 'params' ? t.int(st[key]) : String(st[key]),
+        'aria-describedby': [helpId, errId].filter(Boolean).join(' '),
+        oninput: (e) => {
+          const raw = e.target.value;
+          const n = f.kind === 'int' ? parseCount(raw) : Number(raw.replace(/,/g, ''));
+          const ok = raw.trim() !== '' && Number.isFinite(n) && n >= f.min && n <= f.max && (f.kind !== 'int' || Number.isInteger(n));
+          e.target.setAttribute('aria-invalid', ok ? 'false' : 'true');
+          if (ok) {
+            invalid.delete(key);
+            err.textContent = '';
+            update({ [key]: n });
+          } else {
+            const msg = t('error.number', { min: t.int(f.min), max: t.int(f.max) });
+            invalid.set(key, msg);
+            err.textContent = msg;
+            compute();
+          }
+        },
+      });
+      return h(
+        'div',
+        { class: 'field' },
+        h('label', { for: id }, t(`field.${key}`)),
+        control,
+        help ? h('small', { id: helpId, class: 'help' }, help) : null,
+        err,
+      );
+    }
+    return h('div', { class: 'field' }, h('label', { for: id }, t(`field.${key}`)), control, help ? h('small', { id: helpId, class: 'help' }, help) : null);
+  }
+
+  function fields(keys, tab) {
+    return keys.filter((k) => visible(k, st, tab) && (!show || show.has(k))).map((k) => field(k, tab));
+  }
+
+  // ---- layout -------------------------------------------------------------------------
+  let resultsEl;
+  let statusEl;
+  let exampleEl;
+  let dialogEl;
+
+  function build() {
+    const focused = root.activeElement?.id || document.activeElement?.id;
+    invalid.clear();
+    setLangAttrs();
+    const tab = st.tab;
+    const header = h(
+      'header',
+      { class: 'top' },
+      h('div', { class: 'brand' }, h(embed ? 'p' : 'h1', { class: 'title' }, 'trainmem'), h('p', { class: 'tagline' }, t('page.tagline'))),
+      h(
+        'div',
+        { class: 'top-controls' },
+        h('label', { for: 'tm-lang', class: 'sr-only' }, t('field.lang')),
+        h(
+          'select',
+          { id: 'tm-lang', onchange: (e) => switchLang(e.target.value) },
+          h('option', { value: 'en', selected: t.lang === 'en', lang: 'en' }, 'English'),
+          h('option', { value: 'ar', selected: t.lang === 'ar', lang: 'ar' }, 'العربية'),
+        ),
+        embed ? null : h('button', { type: 'button', id: 'tm-embed-btn', onclick: openEmbed }, t('embed.button')),
+      ),
+    );
+    const examples =
+      embed && !options.showExamples
+        ? null
+        : h(
+            'section',
+            { class: 'examples', 'aria-labelledby': 'tm-ex-h' },
+            h('h2', { id: 'tm-ex-h' }, t('ex.heading')),
+            h(
+              'div',
+              { class: 'ex-buttons' },
+              EXAMPLES.map((ex) =>
+                h('button', { type: 'button', class: `ex-btn${st.ex === ex.id ? ' active' : ''}`, 'data-example': ex.id, 'aria-pressed': st.ex === ex.id ? 'true' : 'false', onclick: () => runExample(ex.id) }, t(`ex.${ex.id}.title`)),
+              ),
+            ),
+          );
+    exampleEl = h('section', { class: 'example-out', 'aria-live': 'polite', id: 'tm-example' });
+    const ctxKeys = CONTEXT_FIELDS.filter((k) => USES[tab].has(k));
+    const context = h(
+      'section',
+      { class: 'context', 'aria-labelledby': 'tm-ctx-h' },
+      h('h2', { id: 'tm-ctx-h' }, t('ctx.heading')),
+      h('div', { class: 'fields' }, fields(ctxKeys, tab)),
+    );
+    const tabList = h(
+      'div',
+      { role: 'tablist', class: 'tabs', 'aria-label': t('tabs.label') },
+      tabs.map((id) =>
+        h(
+          'button',
+          {
+            type: 'button',
+            role: 'tab',
+            id: `tm-tab-${id}`,
+            'aria-selected': id === tab ? 'true' : 'false',
+            'aria-controls': 'tm-panel',
+            tabindex: id === tab ? '0' : '-1',
+            onclick: () => update({ tab: id }),
+            onkeydown: (e) => {
+              const i = tabs.indexOf(id);
+              const dirSign = t.dir === 'rtl' ? -1 : 1;
+              let j = null;
+              if (e.key === 'ArrowRight') j = i + dirSign;
+              else if (e.key === 'ArrowLeft') j = i - dirSign;
+              else if (e.key === 'Home') j = 0;
+              else if (e.key === 'End') j = tabs.length - 1;
+              if (j === null) return;
+              e.preventDefault();
+              const next = tabs[(j + tabs.length) % tabs.length];
+              update({ tab: next });
+              rootEl.querySelector(`#tm-tab-${next}`)?.focus();
+            },
+          },
+          t(`tab.${id}`),
+        ),
+      ),
+    );
+    statusEl = h('div', { class: 'status', role: 'status', 'aria-live': 'polite' });
+    resultsEl = h('div', { class: 'results', id: 'tm-results' });
+    const panel = h(
+      'section',
+      { role: 'tabpanel', id: 'tm-panel', 'aria-labelledby': `tm-tab-${tab}`, class: 'panel' },
+      h('p', { class: 'panel-intro' }, t(`tab.${tab}.intro`)),
+      h('div', { class: 'fields' }, fields(TAB_FIELDS[tab], tab)),
+      statusEl,
+      resultsEl,
+      exportBar(),
+    );
+    dialogEl = embed ? null : embedDialog();
+    put(
+      rootEl,
+      header,
+      h('main', { class: 'layout' }, examples, exampleEl, context, tabs.length > 1 ? tabList : null, panel),
+      embed ? null : h('footer', { class: 'foot' }, h('p', {}, t('foot.text'))),
+      dialogEl,
+    );
+    if (focused) rootEl.querySelector(`#${CSS.escape(focused)}`)?.focus();
+    compute();
+  }
+
+  async function switchLang(lang) {
+    const strs = await loadStrings(lang);
+    t = makeTranslator(lang, strs, en);
+    st = { ...st, lang };
+    options.onState?.(st);
+    build();
+  }
+
+  // ---- computing ----------------------------------------------------------------------
+  let computeSeq = 0;
+
+  function errorBox(e) {
+    const unsupported = e.code === 'unsupported';
+    const box = h(
+      'div',
+      { class: unsupported ? 'notice' : 'error', role: 'alert', 'data-code': e.code || '' },
+      h('strong', {}, unsupported ? t('error.unsupportedTitle') : t('error.title')),
+      h('p', {}, unsupported ? t('error.unsupported') : String(e.message)),
+      unsupported ? h('p', { class: 'muted' }, String(e.message)) : null,
+      e.field ? h('p', { class: 'muted' }, t('error.field'), ' ', h('code', {}, String(e.field)), e.code ? [' · ', h('code', {}, String(e.code))] : null) : null,
+    );
+    const fieldKey = e.field && { 'model.config': 'config', 'model.params': 'params' }[e.field.split('.').slice(0, 2).join('.')];
+    if (fieldKey) rootEl.querySelector(`#tm-${fieldKey}`)?.setAttribute('aria-invalid', 'true');
+    return box;
+  }
+
+  function compute() {
+    const tab = st.tab;
+    const seq = ++computeSeq;
+    solver.cancel();
+    if (invalid.size) {
+      put(statusEl);
+      put(resultsEl, h('div', { class: 'error', role: 'alert' }, h('strong', {}, t('error.title')), h('p', {}, [...invalid.values()][0])));
+      return;
+    }
+    const [fn, builder] = BUILDERS[tab];
+    let request;
+    try {
+      request = builder(st);
+    } catch (e) {
+      put(statusEl);
+      put(resultsEl, errorBox(e));
+      return;
+    }
+    const done = (result) => {
+      if (seq !== computeSeq) return;
+      put(statusEl);
+      last = { tab, fn, request, result };
+      put(resultsEl);
+      try {
+        RENDER[tab](resultsEl, result, request);
+      } catch (e) {
+        resultsEl.append(errorBox({ code: 'internal', message: `display: ${e.message}` }));
+      }
+      markFirst();
+    };
+    const fail = (e) => {
+      if (seq !== computeSeq || e.code === 'cancelled') return;
+      put(statusEl);
+      last = null;
+      put(resultsEl, errorBox(e));
+      markFirst();
+    };
+    if (isHeavy(tab, st)) {
+      const started = performance.now();
+      const bar = h('progress', { 'aria-label': t('status.solving') });
+      const timer = h('span', { class: 'muted' });
+      put(statusEl, h('div', { class: 'solving' }, bar, ' ', t('status.solving'), ' ', timer, ' ', h('button', { type: 'button', class: 'small', onclick: () => { solver.cancel(); put(statusEl, t('status.cancelled')); } }, t('status.cancel'))));
+      const tick = setInterval(() => {
+        if (seq !== computeSeq || !statusEl.isConnected || !statusEl.firstChild) return clearInterval(tick);
+        timer.textContent = `${((performance.now() - started) / 1000).toFixed(1)} s`;
+      }, 100);
+      solver.runHeavy(fn, request).then(done, fail).finally(() => clearInterval(tick));
+    } else {
+      try {
+        done(solver.run(fn, request));
+      } catch (e) {
+        fail(e);
+      }
+    }
+    renderExample();
+  }
+
+  function markFirst() {
+    if (firstDone) return;
+    firstDone = true;
+    rootEl.setAttribute('data-ready', '1');
+    try {
+      performance.mark('trainmem:first-result');
+    } catch {
+      /* marks unsupported */
+    }
+  }
+
+  // ---- result views -------------------------------------------------------------------
+  function headline(labelKey, bytes, extra) {
+    return h(
+      'div',
+      { class: 'headline' },
+      h('span', { class: 'headline-label' }, t(labelKey)),
+      h('span', { class: 'headline-value', 'data-bytes': String(bytes) }, t.both(bytes)),
+      h('span', { class: 'headline-exact' }, t.n(t.bytes(bytes))),
+      extra,
+    );
+  }
+
+  function partLabel(k) {
+    const key = `part.${k}`;
+    const s = t(key);
+    return s === key ? k : s;
+  }
+
+  function breakdownTable(breakdown) {
+    const parts = breakdownParts(breakdown);
+    if (!parts.length) return null;
+    const total = parts.reduce((a, [, v]) => a + v, 0);
+    return h(
+      'table',
+      { class: 'data' },
+      h('caption', {}, t('result.breakdown')),
+      h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, t('result.part')), h('th', { scope: 'col' }, 'GB (10⁹)'), h('th', { scope: 'col' }, 'GiB (2³⁰)'), h('th', { scope: 'col' }, t('unit.bytes')), h('th', { scope: 'col' }, '%'))),
+      h(
+        'tbody',
+        {},
+        parts.map(([k, v]) =>
+          h('tr', {}, h('th', { scope: 'row' }, partLabel(k)), h('td', {}, t.n(t.fixed2(v / 1e9))), h('td', {}, t.n(t.fixed2(v / 2 ** 30))), h('td', {}, t.n(t.int(v))), h('td', {}, t.n(t.num((100 * v) / total)))),
+        ),
+      ),
+    );
+  }
+
+  function breakdownChart(el, scenarios) {
+    // scenarios: [{ label, breakdown }]
+    const keys = [];
+    for (const sc of scenarios) for (const [k] of breakdownParts(sc.breakdown)) if (!keys.includes(k)) keys.push(k);
+    if (!keys.length) return;
+    const parts = keys.map((k) => ({ key: k, label: partLabel(k), values: scenarios.map((sc) => sc.breakdown?.[k] || 0) }));
+    const holder = h('div', { class: 'chart-holder' });
+    el.append(holder);
+    stackedBars(holder, { label: t('result.breakdownChart'), scenarios: scenarios.map((s) => s.label), parts, t });
+  }
+
+  function details(result) {
+    const rows = flatten(result).filter(([, v]) => v !== null && v !== undefined && v !== '');
+    return h(
+      'details',
+      { class: 'details' },
+      h('summary', {}, t('result.details')),
+      h(
+        'table',
+        { class: 'data' },
+        h('tbody', {}, rows.map(([k, v]) => h('tr', {}, h('th', { scope: 'row' }, h('code', {}, k)), h('td', {}, typeof v === 'number' ? (isBytesKey(k) ? [t.n(t.int(v)), ' = ', t.both(v)] : t.n(Number.isInteger(v) ? t.int(v) : t.num(v))) : String(v))))),
+      ),
+    );
+  }
+
+  function renderSize(el, res, req) {
+    el.append(
+      headline('size.total', res.totalBytes, [
+        typeof res.bytesPerParam === 'number' ? h('span', { class: 'chip' }, t('size.perParam', { n: '' }), t.n(t.num(res.bytesPerParam))) : null,
+      ]),
+    );
+    if (res.formula) el.append(h('p', { class: 'formula' }, t('size.formula'), ' ', h('code', {}, String(res.formula))));
+    const scenarios = [{ label: t('size.thisConfig'), breakdown: res.breakdown }];
+    if (req.format) {
+      try {
+        const { format, ...simpleReq } = req;
+        const simple = tm.checkpointSize(simpleReq);
+        scenarios.unshift({ label: t('size.simpleFormula'), breakdown: simple.breakdown });
+        el.append(h('p', {}, t('size.simpleVsExact'), ' ', t.both(simple.totalBytes), ' → ', t.both(res.totalBytes)));
+      } catch {
+        /* only the exact answer */
+      }
+    }
+    breakdownChart(el, scenarios);
+    el.append(breakdownTable(res.breakdown) || '', details(res));
+  }
+
+  function timelineValues(timeline) {
+    const keys = ['totalBytes', 'bytes', 'allocatedBytes', 'liveBytes', 'memoryBytes', 'peakBytes'];
+    const key = keys.find((k) => timeline.some((e) => typeof e?.[k] === 'number'));
+    return key ? timeline.map((e) => (typeof e[key] === 'number' ? e[key] : null)) : null;
+  }
+
+  function timelineChart(el, timeline, titleKey) {
+    if (!Array.isArray(timeline) || timeline.length < 2) return;
+    const vals = timelineValues(timeline);
+    if (!vals) return;
+    const x = vals.map((_, i) => i);
+    const phases = [...new Set(timeline.map((e) => e.phase || 'step'))];
+    const series = phases.map((ph, i) => ({
+      key: { forward: 'weights', backward: 'gradients', recompute: 'activations', optimizer: 'optimizerState' }[ph] || 'runtime',
+      label: optionLabel('phase', ph),
+      values: vals.map((v, j) => ((timeline[j].phase || 'step') === ph || (timeline[j + 1] && (timeline[j + 1].phase || 'step') === ph) ? v / 2 ** 30 : null)),
+    }));
+    let peak = 0;
+    vals.forEach((v, i) => {
+      if (v > vals[peak]) peak = i;
+    });
+    const holder = h('div', { class: 'chart-holder' }, h('h3', {}, t(titleKey)));
+    el.append(holder);
+    lines(holder, { label: t(titleKey), x, xLabel: t('chart.event'), yLabel: 'GiB', series, mark: { index: peak, value: vals[peak] / 2 ** 30, label: t('chart.peak') }, t });
+  }
+
+  function renderPeak(el, res, req) {
+    const fits = res.fits;
+    el.append(
+      headline('peak.total', res.peakBytes, [
+        typeof fits === 'boolean' ? h('span', { class: `badge ${fits ? 'ok' : 'bad'}` }, fits ? t('peak.fits') : t('peak.noFit')) : null,
+        res.peakPhase ? h('span', { class: 'chip' }, t('peak.phase'), ' ', optionLabel('phase', res.peakPhase)) : null,
+      ]),
+    );
+    if (typeof res.headroomBytes === 'number') el.append(h('p', {}, t('peak.headroom'), ' ', t.both(res.headroomBytes)));
+    if (typeof res.maxMicroBatch === 'number') el.append(h('p', {}, t('peak.maxMicroBatch'), ' ', t.n(t.int(res.maxMicroBatch))));
+    if (fits === false) el.append(suggestions(req));
+    breakdownChart(el, [{ label: t('size.thisConfig'), breakdown: res.breakdown }]);
+    el.append(breakdownTable(res.breakdown) || '');
+    timelineChart(el, res.timeline, 'peak.timeline');
+    el.append(details(res));
+  }
+
+  /** When the run does not fit: the changes (one at a time, then combined) that make it fit. */
+  function suggestions(req) {
+    const variants = [
+      ['sug.ckpt', { checkpointing: 'full' }],
+      ['sug.micro1', { microBatch: 1, gradientAccumulationSteps: (req.gradientAccumulationSteps || 1) * req.microBatch }],
+      ['sug.adam8', { optimizer: 'adam-8bit' }],
+      ['sug.bf16', { precision: 'bf16' }],
+      ['sug.zero3', { zeroStage: 3, dataParallel: Math.max(8, req.dataParallel || 1) }],
+      ['sug.combo', { checkpointing: 'full', optimizer: 'adam-8bit', precision: 'bf16' }],
+    ];
+    const items = [];
+    for (const [key, patch] of variants) {
+      try {
+        const r = tm.peakMemory({ ...req, ...patch });
+        items.push(h('li', { class: r.fits ? 'fit' : 'nofit' }, h('span', { class: `badge ${r.fits ? 'ok' : 'bad'}` }, r.fits ? t('peak.fits') : t('peak.noFit')), ' ', t(key), ': ', t.both(r.peakBytes)));
+      } catch {
+        /* that change is not modelled for this request */
+      }
+    }
+    return items.length ? h('div', { class: 'suggest' }, h('h3', {}, t('sug.heading')), h('ul', {}, items)) : '';
+  }
+
+  function renderAccum(el, res, req) {
+    const plans = Array.isArray(res.plans) ? res.plans : null;
+    if (!plans) {
+      if (typeof res.effectiveBatch === 'number') {
+        el.append(h('div', { class: 'headline' }, h('span', { class: 'headline-label' }, t('acc.effective')), h('span', { class: 'headline-value' }, t.n(t.int(res.effectiveBatch)))));
+      }
+      accumulationDiagram(el, { micro: req.microBatch || 1, steps: req.accumulationSteps || 1, dp: req.dataParallel || 1, t });
+      el.append(details(res));
+      return;
+    }
+    const rec = typeof res.recommended === 'number' ? plans[res.recommended] : res.recommended && typeof res.recommended === 'object' ? res.recommended : plans.find((p) => p.recommended);
+    if (rec) {
+      el.append(
+        h('div', { class: 'headline' }, h('span', { class: 'headline-label' }, t('acc.recommended')), h('span', { class: 'headline-value' }, t.n(`${t.int(rec.microBatch)} × ${t.int(rec.accumulationSteps)}${req.dataParallel > 1 ? ` × ${t.int(req.dataParallel)}` : ''}`)), typeof rec.peakBytes === 'number' ? t.both(rec.peakBytes) : null),
+      );
+    }
+    const cols = [];
+    for (const p of plans.slice(0, 50)) for (const [k, v] of Object.entries(p)) if ((typeof v === 'number' || typeof v === 'boolean') && !cols.includes(k)) cols.push(k);
+    el.append(
+      h(
+        'table',
+        { class: 'data plans' },
+        h('caption', {}, t('acc.plans')),
+        h('thead', {}, h('tr', {}, cols.map((c) => h('th', { scope: 'col' }, optionLabel('col', c))))),
+        h(
+          'tbody',
+          {},
+          plans.slice(0, 50).map((p) =>
+            h('tr', { class: p === rec ? 'rec' : '' }, cols.map((c) => h('td', {}, typeof p[c] === 'boolean' ? (p[c] ? '✓' : '✗') : typeof p[c] === 'number' ? (isBytesKey(c) ? t.n(t.gb(p[c])) : t.n(t.num(p[c]))) : ''))),
+          ),
+        ),
+      ),
+    );
+    if (rec) accumulationDiagram(el, { micro: rec.microBatch, steps: rec.accumulationSteps, dp: req.dataParallel || 1, t });
+    el.append(details(res));
+  }
+
+  function renderPlace(el, res, req) {
+    el.append(
+      headline('place.peak', res.peakActivationBytes, [
+        typeof res.overheadFraction === 'number' ? h('span', { class: 'chip' }, t('place.overhead'), ' ', t.n(`${t.num(100 * res.overheadFraction)} %`)) : null,
+      ]),
+    );
+    if (typeof res.storedBytes === 'number') el.append(h('p', {}, t('place.stored'), ' ', t.both(res.storedBytes)));
+    const segs = Array.isArray(res.checkpointed) ? res.checkpointed : [];
+    el.append(h('p', {}, t('place.segments', { n: segs.length }), ' ', t.n(segs.slice(0, 40).map(([a, b]) => `${a + 1}–${b + 1}`).join(', ') + (segs.length > 40 ? ' …' : ''))));
+    const n = req.chain?.layers?.length || res.layers || (Array.isArray(res.timeline) ? Math.max(0, ...res.timeline.map((e) => e.layer ?? -1)) + 1 : 0);
+    if (n > 0) placementDiagram(el, { n, segments: segs, t });
+    timelineChart(el, res.timeline, 'place.timeline');
+    if (st.frontier) {
+      const holder = h('div', { class: 'chart-holder' }, h('h3', {}, t('place.frontier')));
+      el.append(holder);
+      solver
+        .runHeavy('placement', { ...req, strategy: req.strategy, frontier: true })
+        .then((fr) => {
+          const pts = Array.isArray(fr) ? fr : fr?.frontier || fr?.points;
+          if (!Array.isArray(pts) || !pts.length) return;
+          const mem = (p) => p.budgetBytes ?? p.peakActivationBytes ?? p.peakBytes ?? p.memoryBytes;
+          const cost = (p) => p.totalCost ?? p.cost;
+          const sorted = pts.filter((p) => typeof mem(p) === 'number' && typeof cost(p) === 'number').sort((a, b) => mem(a) - mem(b));
+          const x = sorted.map((p) => mem(p) / 2 ** 30);
+          let idx = 0;
+          x.forEach((v, i) => {
+            if (Math.abs(v - res.peakActivationBytes / 2 ** 30) < Math.abs(x[idx] - res.peakActivationBytes / 2 ** 30)) idx = i;
+          });
+          lines(holder, { label: t('place.frontier'), x, xLabel: 'GiB', yLabel: t('place.cost'), series: [{ key: 'activations', label: t('place.cost'), values: sorted.map(cost) }], mark: { index: idx, value: cost(sorted[idx]), label: t('place.chosen') }, stepped: true, t });
+        })
+        .catch((e) => {
+          if (e.code !== 'cancelled') holder.append(h('p', { class: 'muted' }, e.code === 'unsupported' ? t('error.unsupported') : String(e.message)));
+        });
+    }
+    el.append(details(res));
+  }
+
+  const RENDER = { size: renderSize, peak: renderPeak, accum: renderAccum, place: renderPlace };
+
+  // ---- worked examples ----------------------------------------------------------------
+  function runExample(id) {
+    const ex = EXAMPLES.find((e) => e.id === id);
+    if (!ex) return;
+    update({ ...ex.state(known), tab: tabs.includes(ex.tab) ? ex.tab : st.tab, ex: id }, { rebuild: true, fromExample: true });
+  }
+
+  function renderExample() {
+    if (!exampleEl) return;
+    const ex = EXAMPLES.find((e) => e.id === st.ex);
+    if (!ex) return put(exampleEl);
+    let out;
+    try {
+      out = ex.explain(tm, t, known);
+    } catch (e) {
+      out = { steps: [], result: errorBox(e) };
+    }
+    if (out.patch && Object.entries(out.patch).some(([k, v]) => st[k] !== v)) {
+      st = { ...st, ...out.patch };
+      options.onState?.(st);
+      queueMicrotask(build);
+    }
+    exampleOut = out;
+    put(
+      exampleEl,
+      h(
+        'article',
+        { class: 'example' },
+        h('h2', {}, t(`ex.${ex.id}.title`)),
+        h('p', {}, t(`ex.${ex.id}.question`)),
+        h('h3', {}, t('ex.steps')),
+        h('ol', {}, out.steps),
+        h('h3', {}, t('ex.result')),
+        out.result || '',
+      ),
+    );
+  }
+
+  // ---- export & embed -----------------------------------------------------------------
+  function exportRows() {
+    if (!last) return [];
+    const rows = [['calculator', last.fn, '', '']];
+    for (const [k, v] of flatten(last.request)) rows.push([`request.${k}`, v, '', '']);
+    for (const [k, v] of flatten(last.result)) {
+      if (typeof v === 'number' && isBytesKey(k)) rows.push([`result.${k}`, v, (v / 1e9).toFixed(3), (v / 2 ** 30).toFixed(3)]);
+      else rows.push([`result.${k}`, v, '', '']);
+    }
+    return rows;
+  }
+
+  function download(name, type, text) {
+    const url = URL.createObjectURL(new Blob([text], { type }));
+    const a = h('a', { href: url, download: name, class: 'sr-only' });
+    rootEl.append(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 1000);
+  }
+
+  async function copy(text, btn) {
+    let ok = false;
+    try {
+      await navigator.clipboard.writeText(text);
+      ok = true;
+    } catch {
+      ok = false;
+    }
+    const old = btn.textContent;
+    btn.textContent = ok ? t('export.copied') : t('export.copyFailed');
+    setTimeout(() => (btn.textContent = old), 1500);
+    return ok;
+  }
+
+  const header4 = ['field', 'value', 'GB', 'GiB'];
+  const exporters = {
+    json: () => JSON.stringify({ trainmem: tm.version, calculator: last?.fn, request: last?.request, result: last?.result }, null, 2) + '\n',
+    csv: () => toCSV([header4, ...exportRows()]),
+    md: () => toMarkdown(exportRows(), header4),
+  };
+
+  function exportBar() {
+    const name = () => `trainmem-${last?.fn || 'result'}`;
+    const copyBtn = h('button', { type: 'button', class: 'small', 'data-export': 'copy', onclick: (e) => last && copy(exporters.md(), e.currentTarget) }, t('export.copy'));
+    return h(
+      'div',
+      { class: 'export', role: 'group', 'aria-label': t('export.label') },
+      h('button', { type: 'button', class: 'small', 'data-export': 'json', onclick: () => last && download(`${name()}.json`, 'application/json', exporters.json()) }, 'JSON'),
+      h('button', { type: 'button', class: 'small', 'data-export': 'csv', onclick: () => last && download(`${name()}.csv`, 'text/csv', exporters.csv()) }, 'CSV'),
+      h('button', { type: 'button', class: 'small', 'data-export': 'md', onclick: () => last && download(`${name()}.md`, 'text/markdown', exporters.md()) }, 'Markdown'),
+      copyBtn,
+      embed ? null : h('button', { type: 'button', class: 'small', 'data-export': 'link', onclick: (e) => copy(location.href, e.currentTarget) }, t('export.link')),
+    );
+  }
+
+  function embedCodes() {
+    const base = new URL('./', import.meta.url).href;
+    const q = toQuery({ ...st, lang: st.lang || '', ex: '' }).slice(1);
+    const elementCode = `<script type="module" src="${base}element.js"></script>\n<trainmem-calculator calculator="${st.tab}" lang="${t.lang}"${q ? ` state="${q.replace(/&/g, '&amp;').replace(/"/g, '&quot;')}"` : ''}></trainmem-calculator>`;
+    const iframeCode = `<iframe src="${base}?embed=1&tab=${st.tab}&lang=${t.lang}${q ? `&${q.replace(/&/g, '&amp;')}` : ''}" title="trainmem" width="100%" height="900" style="border:0"></iframe>`;
+    return { elementCode, iframeCode };
+  }
+
+  function embedDialog() {
+    const a = h('textarea', { id: 'tm-embed-element', rows: 4, readonly: true });
+    const b = h('textarea', { id: 'tm-embed-iframe', rows: 3, readonly: true });
+    const dlg = h(
+      'dialog',
+      { class: 'embed-dialog', 'aria-labelledby': 'tm-embed-h' },
+      h('h2', { id: 'tm-embed-h' }, t('embed.title')),
+      h('label', { for: 'tm-embed-element' }, t('embed.element')),
+      a,
+      h('button', { type: 'button', class: 'small', onclick: (e) => copy(a.value, e.currentTarget) }, t('export.copy')),
+      h('label', { for: 'tm-embed-iframe' }, t('embed.iframe')),
+      b,
+      h('button', { type: 'button', class: 'small', onclick: (e) => copy(b.value, e.currentTarget) }, t('export.copy')),
+      h('p', {}, h('button', { type: 'button', onclick: () => dlg.close() }, t('embed.close'))),
+    );
+    dlg.fill = () => {
+      const c = embedCodes();
+      a.value = c.elementCode;
+      b.value = c.iframeCode;
+    };
+    return dlg;
+  }
+
+  function openEmbed() {
+    dialogEl.fill();
+    dialogEl.showModal();
+  }
+
+  build();
+  return {
+    get state() {
+      return st;
+    },
+    setState: (patch) => update(patch, { rebuild: true }),
+    runExample,
+    exportText: (kind) => exporters[kind](),
+    embedCodes,
+    element: rootEl,
+  };
+}
+
+export { modelOf };

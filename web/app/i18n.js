@@ -1,0 +1,57 @@
+// Languages: labels live in i18n/<lang>.json (data, not code). Numbers keep Latin digits in
+// both languages (as the seed articles write them: "8681 MB"), and every number + unit is
+// isolated (<bdi dir="ltr">) so a right-to-left line never reorders "40.43 GB".
+import { h } from './dom.js';
+
+export const LANGS = ['en', 'ar'];
+const cache = new Map();
+
+export async function loadStrings(lang) {
+  if (!cache.has(lang)) {
+    cache.set(
+      lang,
+      fetch(new URL(`./i18n/${lang}.json`, import.meta.url)).then((r) => {
+        if (!r.ok) throw new Error(`i18n/${lang}.json: HTTP ${r.status}`);
+        return r.json();
+      }),
+    );
+  }
+  return cache.get(lang);
+}
+
+/** The browser's preferred language among ours (English when none matches). */
+export function browserLang() {
+  for (const l of navigator.languages || [navigator.language || 'en']) {
+    const base = String(l).toLowerCase().split('-')[0];
+    if (LANGS.includes(base)) return base;
+  }
+  return 'en';
+}
+
+export function makeTranslator(lang, strings, fallback) {
+  const locale = lang === 'ar' ? 'ar-u-nu-latn' : 'en';
+  const nf = new Intl.NumberFormat(locale, { maximumFractionDigits: 0 });
+  const nf2 = new Intl.NumberFormat(locale, { minimumFractionDigits: 2, maximumFractionDigits: 2 });
+  const nf3 = new Intl.NumberFormat(locale, { maximumSignificantDigits: 4 });
+  const t = (key, vars) => {
+    let text = strings[key] ?? fallback?.[key] ?? key;
+    if (vars) text = text.replace(/\{(\w+)\}/g, (m, k) => (k in vars ? String(vars[k]) : m));
+    return text;
+  };
+  t.lang = lang;
+  t.dir = lang === 'ar' ? 'rtl' : 'ltr';
+  t.int = (n) => (Number.isFinite(n) ? nf.format(n) : String(n));
+  t.num = (n) => (Number.isFinite(n) ? nf3.format(n) : String(n));
+  t.fixed2 = (n) => (Number.isFinite(n) ? nf2.format(n) : String(n));
+  /** Bytes as "40.43 GB" (10^9) and "37.65 GiB" (2^30), chosen scale by size. */
+  t.gb = (b) => `${nf2.format(b / 1e9)} GB`;
+  t.gib = (b) => `${nf2.format(b / 2 ** 30)} GiB`;
+  t.mb = (b) => `${nf2.format(b / 1e6)} MB`;
+  t.bytes = (b) => `${nf.format(b)} ${t('unit.bytes')}`;
+  /** <bdi dir=ltr> holding a number with its unit. */
+  t.n = (text, cls) => h('bdi', { dir: 'ltr', class: cls || 'num' }, text);
+  /** "40.43 GB · 37.65 GiB" as a node. */
+  t.both = (b) =>
+    h('span', { class: 'both' }, t.n(t.gb(b)), h('span', { class: 'sep', 'aria-hidden': 'true' }, ' · '), t.n(t.gib(b)));
+  return t;
+}

@@ -1,0 +1,39 @@
+// Page entry (index.html): the state lives in the URL; ?embed=1 is the iframe mode
+// (no header chrome), ?show=a,b limits the inputs shown, ?tabs=size,peak the calculators.
+import { mountApp } from './app.js';
+import { fromQuery, toQuery, FIELDS, TABS } from './state.js';
+
+const q = new URLSearchParams(location.search);
+const embed = q.get('embed') === '1';
+const listParam = (name, allowed) =>
+  (q.get(name) || '')
+    .split(',')
+    .map((x) => x.trim())
+    .filter((x) => allowed.includes(x));
+const show = listParam('show', Object.keys(FIELDS));
+const tabs = listParam('tabs', TABS);
+const extra = () => {
+  const keep = new URLSearchParams();
+  for (const k of ['embed', 'show', 'tabs']) if (q.get(k)) keep.set(k, q.get(k));
+  return keep.toString();
+};
+
+const host = document.getElementById('app');
+host.textContent = '';
+if (embed) document.documentElement.classList.add('embedded');
+mountApp(host, {
+  state: fromQuery(location.search),
+  embed,
+  ownsDocument: true,
+  show: show.length ? new Set(show) : null,
+  tabs,
+  onState: (st) => {
+    const own = toQuery(st);
+    const more = extra();
+    const search = own && more ? `${own}&${more}` : own || (more ? `?${more}` : '');
+    if (search !== location.search) history.replaceState(null, '', `${location.pathname}${search}`);
+  },
+}).catch((e) => {
+  host.textContent = `trainmem could not start: ${e.message}`;
+  host.setAttribute('role', 'alert');
+});

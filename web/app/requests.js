@@ -1,0 +1,118 @@
+// Requests for the core, built from the page state. Only documented request keys are sent;
+// optional ones only when the user set them, so the core's documented defaults apply.
+
+/** A client-side input problem, shaped like TrainmemError (code, field, message). */
+export class InputError extends Error {
+  constructor(code, field, message) {
+    super(message);
+    this.code = code;
+    this.field = field;
+  }
+}
+
+export function modelOf(st) {
+  if (st.modelSource === 'preset' && st.preset) return { preset: st.preset };
+  if (st.modelSource === 'config') {
+    let config;
+    try {
+      config = JSON.parse(st.config);
+    } catch (e) {
+      throw new InputError('invalid_json', 'model.config', `config.json is not valid JSON (${e.message})`);
+    }
+    if (!config || typeof config !== 'object' || Array.isArray(config)) {
+      throw new InputError('invalid_type', 'model.config', 'config.json must hold one JSON object');
+    }
+    return { config };
+  }
+  return { params: st.params };
+}
+
+function gpuOf(st) {
+  return st.gpu ? { gpu: st.gpu } : { gpuMemoryBytes: Math.round(st.gpuGB * 1e9) };
+}
+
+export function checkpointSizeRequest(st) {
+  const r = { model: modelOf(st), optimizer: st.optimizer, weightDtype: st.weightDtype };
+  if (st.stateDtype) r.stateDtype = st.stateDtype;
+  if (st.masterWeights) r.masterWeights = true;
+  if (st.format) r.format = st.format;
+  return r;
+}
+
+export function peakMemoryRequest(st) {
+  const r = {
+    model: modelOf(st),
+    microBatch: st.microBatch,
+    seqLen: st.seqLen,
+    precision: st.precision,
+    optimizer: st.optimizer,
+    checkpointing: st.checkpointing,
+    ...gpuOf(st),
+  };
+  if (st.checkpointing === 'optimal') r.budgetBytes = Math.round(st.budgetGB * 1e9);
+  if (st.accumSteps > 1) r.gradientAccumulationSteps = st.accumSteps;
+  if (st.dataParallel > 1) r.dataParallel = st.dataParallel;
+  if (st.zeroStage !== '0') r.zeroStage = Number(st.zeroStage);
+  if (st.attention) r.attention = st.attention;
+  if (st.runtime) r.runtime = st.runtime;
+  return r;
+}
+
+export function accumulationRequest(st) {
+  if (st.accMode === 'forward') {
+    const r = {
+      microBatch: st.microBatch,
+      accumulationSteps: st.accumSteps,
+      dataParallel: st.dataParallel,
+      seqLen: st.seqLen,
+    };
+    if (st.datasetSize > 0) r.datasetSize = st.datasetSize;
+    return r;
+  }
+  return {
+    targetGlobalBatch: st.targetGlobalBatch,
+    model: modelOf(st),
+    seqLen: st.seqLen,
+    precision: st.precision,
+    optimizer: st.optimizer,
+    checkpointing: st.checkpointing,
+    dataParallel: st.dataParallel,
+    ...gpuOf(st),
+  };
+}
+
+/** A uniform chain: n equal layers (Chen et al.'s setting), costs forward 1, backward 2. */
+export function uniformChain(n, layerBytes) {
+  const layer = { forwardCost: 1, backwardCost: 2, outputBytes: layerBytes, savedBytes: layerBytes };
+  return { inputBytes: layerBytes, layers: Array.from({ length: n }, () => ({ ...layer })) };
+}
+
+export function placementRequest(st) {
+  const r =
+    st.chainSource === 'model'
+      ? { model: modelOf(st), microBatch: st.microBatch, seqLen: st.seqLen, precision: st.precision }
+      : { chain: uniformChain(st.layers, Math.round(st.layerMB * 1e6)) };
+  r.strategy = st.strategy;
+  if (st.strategy === 'every-k') r.k = st.k;
+  if (st.strategy === 'sequential') r.segments = st.segments;
+  if (st.strategy === 'revolve') r.snapshots = st.snapshots;
+  if (['chen-greedy', 'optimal-single-level', 'optimal'].includes(st.strategy)) {
+    r.budgetBytes = Math.round(st.budgetGB * 1e9);
+  }
+  if (st.strategy === 'optimal') r.slots = st.slots;
+  return r;
+}
+
+export const BUILDERS = {
+  size: ['checkpointSize', checkpointSizeRequest],
+  peak: ['peakMemory', peakMemoryRequest],
+  accum: ['accumulation', accumulationRequest],
+  place: ['placement', placementRequest],
+};
+
+/** Solves that may take long run in the Web Worker. */
+export function isHeavy(tab, st) {
+  if (tab === 'place') return ['optimal', 'optimal-single-level', 'chen-greedy'].includes(st.strategy) || st.frontier;
+  if (tab === 'peak' || tab === 'accum') return st.checkpointing === 'optimal';
+  return false;
+}

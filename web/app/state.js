@@ -1,0 +1,121 @@
+// The page state: every input, its default, its allowed values, and its URL key. The URL is
+// parsed field by field against this schema (numbers must parse and lie in range, choices
+// must be listed); anything else is dropped — URL text never reaches the DOM as markup.
+
+export const TABS = ['size', 'peak', 'accum', 'place'];
+export const OPTIMIZERS = ['sgd', 'sgd-momentum', 'adam', 'adamw', 'adafactor', 'lion', 'adagrad', 'rmsprop', 'adam-8bit'];
+export const DTYPES = ['fp32', 'fp16', 'bf16', 'int8'];
+
+// kind: 'int' | 'num' | 'choice' | 'bool' | 'text'
+export const FIELDS = {
+  lang: { kind: 'choice', values: ['en', 'ar'], default: '' },
+  tab: { kind: 'choice', values: TABS, default: 'size' },
+  ex: { kind: 'text', max: 40, default: '' }, // worked example shown
+  // shared context
+  modelSource: { kind: 'choice', values: ['params', 'preset', 'config'], default: 'params', url: 'ms' },
+  params: { kind: 'int', min: 1, max: 1e15, default: 6738415616, url: 'p' },
+  preset: { kind: 'text', max: 80, default: '', url: 'm' },
+  config: { kind: 'text', max: 20000, default: '', url: 'cfg' },
+  optimizer: { kind: 'choice', values: OPTIMIZERS, default: 'adamw', url: 'opt' },
+  gpu: { kind: 'text', max: 40, default: '' },
+  gpuGB: { kind: 'num', min: 0.1, max: 1e5, default: 80, url: 'gb' },
+  microBatch: { kind: 'int', min: 1, max: 1e6, default: 1, url: 'mb' },
+  seqLen: { kind: 'int', min: 1, max: 1e7, default: 512, url: 'seq' },
+  // checkpoint size
+  weightDtype: { kind: 'choice', values: DTYPES, default: 'fp16', url: 'wd' },
+  stateDtype: { kind: 'choice', values: ['', ...DTYPES], default: '', url: 'sd' },
+  masterWeights: { kind: 'bool', default: false, url: 'mw' },
+  format: { kind: 'choice', values: ['', 'raw', 'torch', 'safetensors'], default: '', url: 'fmt' },
+  // peak memory
+  precision: { kind: 'choice', values: ['fp32', 'amp-fp16', 'amp-bf16', 'bf16'], default: 'amp-bf16', url: 'prec' },
+  checkpointing: {
+    kind: 'choice',
+    values: ['none', 'full', 'selective', 'sqrt', 'every-k', 'sequential', 'optimal'],
+    default: 'none',
+    url: 'ckpt',
+  },
+  accumSteps: { kind: 'int', min: 1, max: 1e6, default: 1, url: 'gas' },
+  dataParallel: { kind: 'int', min: 1, max: 1e6, default: 1, url: 'dp' },
+  zeroStage: { kind: 'choice', values: ['0', '1', '2', '3'], default: '0', url: 'zero' },
+  attention: { kind: 'choice', values: ['', 'eager', 'sdpa'], default: '', url: 'attn' },
+  runtime: { kind: 'choice', values: ['', 'pytorch-cuda', 'pytorch-cpu'], default: '', url: 'rt' },
+  // accumulation
+  accMode: { kind: 'choice', values: ['plan', 'forward'], default: 'plan', url: 'am' },
+  targetGlobalBatch: { kind: 'int', min: 1, max: 1e9, default: 32, url: 'gbs' },
+  datasetSize: { kind: 'int', min: 0, max: 1e12, default: 0, url: 'ds' },
+  // placement
+  chainSource: { kind: 'choice', values: ['uniform', 'model'], default: 'uniform', url: 'cs' },
+  layers: { kind: 'int', min: 1, max: 100000, default: 32, url: 'n' },
+  layerMB: { kind: 'num', min: 0.001, max: 1e7, default: 100, url: 'lmb' },
+  strategy: {
+    kind: 'choice',
+    values: ['none', 'sqrt', 'every-k', 'sequential', 'chen-greedy', 'revolve', 'optimal-single-level', 'optimal'],
+    default: 'sqrt',
+    url: 'st',
+  },
+  k: { kind: 'int', min: 1, max: 100000, default: 4 },
+  segments: { kind: 'int', min: 1, max: 100000, default: 4, url: 'seg' },
+  snapshots: { kind: 'int', min: 1, max: 100000, default: 4, url: 'snap' },
+  budgetGB: { kind: 'num', min: 0.000001, max: 1e6, default: 1, url: 'bud' },
+  slots: { kind: 'int', min: 10, max: 5000, default: 500 },
+  frontier: { kind: 'bool', default: true, url: 'fr' },
+};
+
+export function defaults() {
+  const st = {};
+  for (const [k, f] of Object.entries(FIELDS)) st[k] = f.default;
+  return st;
+}
+
+const urlKey = (k) => FIELDS[k].url || k;
+
+/** One value from text, or undefined when it does not fit the field. */
+export function parseField(key, text) {
+  const f = FIELDS[key];
+  if (!f || typeof text !== 'string') return undefined;
+  switch (f.kind) {
+    case 'int': {
+      if (!/^\d{1,16}$/.test(text.trim())) return undefined;
+      const n = Number(text);
+      return n >= f.min && n <= f.max ? n : undefined;
+    }
+    case 'num': {
+      if (!/^\d{0,16}(\.\d{0,12})?$/.test(text.trim()) || text.trim() === '' || text.trim() === '.') return undefined;
+      const n = Number(text);
+      return Number.isFinite(n) && n >= f.min && n <= f.max ? n : undefined;
+    }
+    case 'choice':
+      return f.values.includes(text) ? text : undefined;
+    case 'bool':
+      return text === '1' ? true : text === '0' ? false : undefined;
+    case 'text':
+      return text.length <= f.max ? text : undefined;
+    default:
+      return undefined;
+  }
+}
+
+/** State from a query string ("?p=1&opt=adam"), defaults for what is absent or invalid. */
+export function fromQuery(search, base = defaults()) {
+  const st = { ...base };
+  const q = new URLSearchParams(search);
+  for (const key of Object.keys(FIELDS)) {
+    const raw = q.get(urlKey(key));
+    if (raw === null) continue;
+    const v = parseField(key, raw);
+    if (v !== undefined) st[key] = v;
+  }
+  return st;
+}
+
+/** Query string holding every value that differs from its default. */
+export function toQuery(st) {
+  const q = new URLSearchParams();
+  for (const [key, f] of Object.entries(FIELDS)) {
+    const v = st[key];
+    if (v === undefined || v === f.default) continue;
+    q.set(urlKey(key), f.kind === 'bool' ? (v ? '1' : '0') : String(v));
+  }
+  const s = q.toString();
+  return s ? `?${s}` : '';
+}

@@ -1,0 +1,14 @@
+// Module worker: heavy solves (optimal placement, frontiers) run here so the page never
+// freezes. Messages: {id, fn, request} → {id, result} | {id, error: {code, field, message}}.
+import { load } from '../lib/index.js';
+
+const ready = load();
+self.onmessage = async (e) => {
+  const { id, fn, request } = e.data;
+  try {
+    const tm = await ready;
+    self.postMessage({ id, result: tm[fn](request) });
+  } catch (err) {
+    self.postMessage({ id, error: { code: err.code || 'internal', field: err.field || '', message: String(err.message) } });
+  }
+};
