@@ -1,6 +1,5 @@
 #include "trainmem/api.hpp"
 
-#include <algorithm>
 #include <cmath>
 #include <utility>
 
@@ -30,6 +29,28 @@ void check_finite(const json& v, const std::string& path) {
     for (size_t i = 0; i < v.size(); ++i) check_finite(v[i], index_path(path, i));
 }
 
+// Integers: none above 2^63 (README "Numeric limits"; a calculator that gets there without
+// checked_mul is a bug), and every one beyond 2^53 — which a JSON/JavaScript number cannot hold
+// exactly — is listed in result.inexact as {field, exact} (exact: the decimal digits).
+void check_integers(const json& v, const std::string& path, json* inexact) {
+  if (v.is_number_unsigned() || v.is_number_integer()) {
+    const bool negative = v.is_number_integer() && v.get<int64_t>() < 0;
+    const uint64_t magnitude =
+        negative ? 0 - static_cast<uint64_t>(v.get<int64_t>()) : v.get<uint64_t>();
+    if (!negative && magnitude > kMaxCount)
+      throw RequestError(code::kInternal, path,
+                         "internal error: result " + path + " exceeds 2^63 unchecked");
+    if (magnitude > kMaxExactJson)
+      inexact->push_back(
+          {{"field", path}, {"exact", (negative ? "-" : "") + std::to_string(magnitude)}});
+  } else if (v.is_object()) {
+    for (auto it = v.begin(); it != v.end(); ++it)
+      check_integers(*it, path.empty() ? it.key() : path + "." + it.key(), inexact);
+  } else if (v.is_array()) {
+    for (size_t i = 0; i < v.size(); ++i) check_integers(v[i], index_path(path, i), inexact);
+  }
+}
+
 std::string error_envelope(const std::string& c, const std::string& field,
                            const std::string& message) {
   json e = {{"ok", false}, {"error", {{"code", c}, {"field", field}, {"message", message}}}};
@@ -57,40 +78,14 @@ std::string call(const std::string& function, const std::string& request_json) n
       if (!near.empty()) msg += " (did you mean \"" + near + "\"?)";
       return error_envelope(code::kUnknownFunction, "", msg);
     }
-    if (request_json.size() > (16u << 20))
-      return error_envelope(code::kTooLarge, "", "request is larger than 16 MiB");
-    json request;
-    try {
-      // Depth is bounded by nlohmann's recursive parser only through the stack, so reject
-      // deep nesting first: a request is never nested more than 64 levels.
-      int depth = 0, max_depth = 0;
-      bool in_string = false, escaped = false;
-      for (char ch : request_json) {
-        if (in_string) {
-          if (escaped)
-            escaped = false;
-          else if (ch == '\\')
-            escaped = true;
-          else if (ch == '"')
-            in_string = false;
-          continue;
-        }
-        if (ch == '"')
-          in_string = true;
-        else if (ch == '[' || ch == '{')
-          max_depth = std::max(max_depth, ++depth);
-        else if (ch == ']' || ch == '}')
-          --depth;
-      }
-      if (max_depth > 64)
-        return error_envelope(code::kTooLarge, "", "request nested deeper than 64 levels");
-      request = json::parse(request_json);
-    } catch (const json::parse_error& e) {
-      return error_envelope(code::kInvalidJson, "",
-                            std::string("request is not valid JSON: ") + e.what());
-    }
+    const json request = parse_request(request_json);
     json result = handler(request);
+    if (!result.is_object())
+      throw RequestError(code::kInternal, "", "internal error: result is not an object");
     check_finite(result, "result");
+    json inexact = json::array();
+    check_integers(result, "", &inexact);
+    if (!inexact.empty()) result["inexact"] = std::move(inexact);
     json ok = {{"ok", true}, {"result", std::move(result)}};
     return ok.dump(-1, ' ', false, json::error_handler_t::replace);
   } catch (const RequestError& e) {

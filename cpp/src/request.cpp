@@ -132,15 +132,136 @@ std::string read_str(const json& v, const std::string& path, size_t max_len) {
 }
 
 uint64_t checked_mul(uint64_t a, uint64_t b, const std::string& field) {
-  if (a != 0 && b > UINT64_MAX / a)
-    throw RequestError(code::kTooLarge, field, field + ": result exceeds 2^64");
+  if (a != 0 && b > kMaxCount / a)
+    throw RequestError(code::kTooLarge, field, field + ": result exceeds 2^63");
   return a * b;
 }
 
 uint64_t checked_add(uint64_t a, uint64_t b, const std::string& field) {
-  if (b > UINT64_MAX - a)
-    throw RequestError(code::kTooLarge, field, field + ": result exceeds 2^64");
+  if (a > kMaxCount || b > kMaxCount - a)
+    throw RequestError(code::kTooLarge, field, field + ": result exceeds 2^63");
   return a + b;
+}
+
+namespace {
+
+// SAX front end of nlohmann's DOM builder: tracks the field path of the value being read, so
+// that a number overflow or a duplicate key names its field, and bounds depth and size
+// before anything deep or huge is built. nlohmann's SAX parser itself is iterative.
+class RequestSax {
+ public:
+  explicit RequestSax(json* root) : dom_(*root) {}
+
+  bool null() { return value() && dom_.null(); }
+  bool boolean(bool v) { return value() && dom_.boolean(v); }
+  bool number_integer(json::number_integer_t v) { return value() && dom_.number_integer(v); }
+  bool number_unsigned(json::number_unsigned_t v) { return value() && dom_.number_unsigned(v); }
+  bool number_float(json::number_float_t v, const std::string& s) {
+    return value() && dom_.number_float(v, s);
+  }
+  bool string(std::string& v) { return value() && dom_.string(v); }
+  bool binary(json::binary_t& v) { return value() && dom_.binary(v); }
+  bool start_object(std::size_t n) {
+    value();
+    push(false);
+    return dom_.start_object(n);
+  }
+  bool key(std::string& k) {
+    Frame& f = stack_.back();
+    f.key = k;
+    if (!f.keys.insert(k).second)
+      throw RequestError(code::kInvalidJson, path(false),
+                         path(false) + " appears twice in one object");
+    return dom_.key(k);
+  }
+  bool end_object() {
+    stack_.pop_back();
+    return dom_.end_object();
+  }
+  bool start_array(std::size_t n) {
+    value();
+    push(true);
+    return dom_.start_array(n);
+  }
+  bool end_array() {
+    stack_.pop_back();
+    return dom_.end_array();
+  }
+  template <class Exception>
+  bool parse_error(std::size_t position, const std::string& token, const Exception& ex) {
+    if (ex.id == 406) {  // out_of_range.406: a number beyond the range of a double
+      const std::string field = path(true);
+      throw RequestError(code::kOutOfRange, field,
+                         (field.empty() ? std::string("request") : field) +
+                             " is a number beyond the range of a double (" + token.substr(0, 40) +
+                             ")");
+    }
+    return dom_.parse_error(position, token, ex);
+  }
+
+ private:
+  struct Frame {
+    bool array;
+    size_t index;  // array: elements started so far
+    std::string key;
+    std::set<std::string> keys;
+  };
+
+  // Called when a value starts: counts it, and advances the enclosing array's index.
+  bool value() {
+    if (++values_ > kMaxRequestValues)
+      throw RequestError(
+          code::kTooLarge, "",
+          "request has more than " + std::to_string(kMaxRequestValues) + " JSON values");
+    if (!stack_.empty() && stack_.back().array) ++stack_.back().index;
+    return true;
+  }
+  void push(bool array) {
+    if (static_cast<int>(stack_.size()) >= kMaxRequestDepth)
+      throw RequestError(
+          code::kTooLarge, path(false),
+          "request nested deeper than " + std::to_string(kMaxRequestDepth) + " levels");
+    stack_.push_back(Frame{array, 0, std::string(), {}});
+  }
+  // Dotted path of the current value; `pending`: the value has not started yet (its array
+  // index is one past the last counted).
+  std::string path(bool pending) const {
+    std::string p;
+    for (size_t i = 0; i < stack_.size(); ++i) {
+      const Frame& f = stack_[i];
+      if (f.array) {
+        const bool last = i + 1 == stack_.size();
+        const size_t idx = f.index + (last && pending ? 1 : 0);
+        if (idx == 0) break;  // no element yet
+        p = index_path(p, idx - 1);
+      } else {
+        if (f.key.empty() && f.keys.empty()) break;
+        p += (p.empty() ? "" : ".") + printable(f.key);
+      }
+    }
+    return p;
+  }
+
+  nlohmann::detail::json_sax_dom_parser<json> dom_;
+  std::vector<Frame> stack_;
+  size_t values_ = 0;
+};
+
+}  // namespace
+
+json parse_request(const std::string& text) {
+  if (text.size() > kMaxRequestBytes)
+    throw RequestError(code::kTooLarge, "",
+                       "request is larger than " + std::to_string(kMaxRequestBytes >> 20) + " MiB");
+  json root;
+  RequestSax sax(&root);
+  try {
+    json::sax_parse(text, &sax);
+  } catch (const json::exception& e) {
+    throw RequestError(code::kInvalidJson, "",
+                       std::string("request is not valid JSON: ") + e.what());
+  }
+  return root;
 }
 
 Obj::Obj(const json& j, std::string path) : j_(&j), path_(std::move(path)) {

@@ -17,6 +17,18 @@ using json = nlohmann::json;
 
 // Largest integer a JSON number (IEEE double) holds exactly: 2^53.
 inline constexpr uint64_t kMaxExactJson = 9007199254740992ULL;
+// Largest byte or element count any result may carry: 2^63 (README "Numeric limits");
+// checked_mul / checked_add refuse anything larger.
+inline constexpr uint64_t kMaxCount = 9223372036854775808ULL;
+// Request text limits (README "Numeric limits"): size, nesting depth, number of JSON values.
+inline constexpr size_t kMaxRequestBytes = 16u << 20;
+inline constexpr int kMaxRequestDepth = 64;
+inline constexpr size_t kMaxRequestValues = 1000000;
+
+// Parses request text strictly: invalid JSON -> invalid_json; a number beyond double range
+// (1e400) -> out_of_range naming its field path; a key twice in one object -> invalid_json
+// naming it; deeper than kMaxRequestDepth or more than kMaxRequestValues values -> too_large.
+json parse_request(const std::string& text);
 
 // Levenshtein-closest candidate within distance 3 (or a case-insensitive match), else "".
 std::string closest_match(const std::string& word, const std::vector<std::string>& candidates);
@@ -74,7 +86,8 @@ uint64_t read_u64(const json& v, const std::string& path, uint64_t min = 0,
 double read_num(const json& v, const std::string& path, double min, double max);
 std::string read_str(const json& v, const std::string& path, size_t max_len = 256);
 
-// Checked arithmetic on byte and element counts: throws too_large naming `field`.
+// Checked arithmetic on byte and element counts: throws too_large naming `field` when the
+// result would exceed kMaxCount (2^63).
 uint64_t checked_mul(uint64_t a, uint64_t b, const std::string& field);
 uint64_t checked_add(uint64_t a, uint64_t b, const std::string& field);
 

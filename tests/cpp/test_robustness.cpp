@@ -1,0 +1,81 @@
+// Robustness of the entry point (issue 8): strict request parsing, numeric limits, the
+// inexact-integer report. Expected values are hand calculations noted beside each check.
+#include <catch2/catch.hpp>
+#include <string>
+
+#include "trainmem/api.hpp"
+#include "trainmem/request.hpp"
+
+using namespace trainmem;
+
+namespace {
+json envelope(const std::string& function, const std::string& request) {
+  return json::parse(call(function, request));
+}
+}  // namespace
+
+TEST_CASE("robustness: a number beyond double range names its field") {
+  // 1e400 > DBL_MAX (~1.8e308): strtod gives infinity; nlohmann reports out_of_range.406.
+  const json e = envelope("checkpointSize", R"({"model":{"params":1e400},"optimizer":"adam"})");
+  CHECK(e["ok"] == false);
+  CHECK(e["error"]["code"] == "out_of_range");
+  CHECK(e["error"]["field"] == "model.params");
+  const json a = envelope("checkpointSize", R"({"x":[1,2,[3,-1e999]]})");
+  CHECK(a["error"]["code"] == "out_of_range");
+  CHECK(a["error"]["field"] == "x[2][1]");
+}
+
+TEST_CASE("robustness: duplicate keys are refused, naming the key") {
+  const json e = envelope("checkpointSize", R"({"model":{"params":5,"params":7}})");
+  CHECK(e["error"]["code"] == "invalid_json");
+  CHECK(e["error"]["field"] == "model.params");
+}
+
+TEST_CASE("robustness: depth, value count and size limits") {
+  // kMaxRequestDepth = 64: 64 nested arrays parse (then fail as a non-object request),
+  // 65 are too deep.
+  const json ok64 = envelope("checkpointSize", std::string(64, '[') + std::string(64, ']'));
+  CHECK(ok64["error"]["code"] == "invalid_type");
+  const json deep = envelope("checkpointSize", std::string(65, '[') + std::string(65, ']'));
+  CHECK(deep["error"]["code"] == "too_large");
+  std::string many = "[0";
+  for (size_t i = 0; i < kMaxRequestValues; ++i) many += ",0";  // 1 + 1e6 numbers + 1 array
+  many += "]";
+  CHECK(envelope("checkpointSize", many)["error"]["code"] == "too_large");
+  const std::string big(kMaxRequestBytes + 1, ' ');
+  CHECK(envelope("checkpointSize", big)["error"]["code"] == "too_large");
+  // Unbalanced closers never confuse the depth limit: plain invalid JSON.
+  CHECK(envelope("checkpointSize", "]]]]" + std::string(100, '['))["error"]["code"] ==
+        "invalid_json");
+}
+
+TEST_CASE("robustness: checked arithmetic stops at 2^63") {
+  CHECK(checked_mul(1ULL << 32, 1ULL << 31, "x") == (1ULL << 63));
+  CHECK_THROWS_AS(checked_mul((1ULL << 32) + 1, 1ULL << 31, "x"), RequestError);
+  CHECK(checked_add(1ULL << 62, 1ULL << 62, "x") == (1ULL << 63));
+  CHECK_THROWS_AS(checked_add(1ULL << 63, 1, "x"), RequestError);
+}
+
+TEST_CASE("robustness: integers beyond 2^53 are listed in result.inexact with exact digits") {
+  // 1e15 params, Adam with fp32 master weights and fp64 weights:
+  // weights 8 B + master 4 B + 2 states x 4 B (fp32, the default with a master copy) = 20 B per
+  // param (seed 003), total 2e16 > 2^53 = 9,007,199,254,740,992; weights 8e15 < 2^53.
+  const json e = envelope("checkpointSize",
+                          R"({"model":{"params":1e15},"optimizer":"adam","weightDtype":"fp64",
+                              "masterWeights":true})");
+  REQUIRE(e["ok"] == true);
+  const json& r = e["result"];
+  REQUIRE(r.contains("inexact"));
+  bool total = false;
+  for (const auto& w : r["inexact"]) {
+    if (w["field"] == "totalBytes") {
+      total = true;
+      CHECK(w["exact"] == "20000000000000000");
+    }
+    CHECK(w["field"] != "breakdown.weights");
+  }
+  CHECK(total);
+  // A result entirely below 2^53 carries no inexact list (seed 003 example 2a: 4e8 bytes).
+  const json small = envelope("checkpointSize", R"({"model":{"params":1e8},"optimizer":"sgd"})");
+  CHECK_FALSE(small["result"].contains("inexact"));
+}
