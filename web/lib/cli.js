@@ -1,0 +1,774 @@
+#!/usr/bin/env node
+// trainmem command line: `trainmem <command> [flags]`. Flags map onto request fields through
+// the FLAGS table below (data, not code paths), so a new request field is one new row.
+// Output: the result as JSON on stdout (exit 0), or as a table / Markdown (--format).
+// Bad input: {"error":{code, field, flag, message}} on stderr, exit 2, naming the flag.
+import { readFileSync } from 'node:fs';
+import { load, TrainmemError } from './index.js';
+
+// ---- Commands --------------------------------------------------------------------------
+const COMMANDS = {
+  'checkpoint-size': {
+    fn: 'checkpointSize',
+    summary: 'size of a checkpoint: weights, master copy and optimizer state (seed 003)',
+    examples: [
+      'trainmem checkpoint-size --model llama-2-7b --optimizer adamw --weight-dtype fp16',
+      'trainmem checkpoint-size --params 100M --optimizer sgd --weight-dtype fp32 --vs --optimizer adam --weight-dtype bf16',
+      'trainmem checkpoint-size --params 6738415616 --optimizer adamw --weight-dtype fp16 --master-weights --format table',
+    ],
+  },
+  'describe-model': {
+    fn: 'describeModel',
+    summary: 'parameter tensors, buffers and architecture of a model',
+    examples: [
+      'trainmem describe-model --model gpt2 --format table',
+      'trainmem describe-model --config ./config.json',
+    ],
+  },
+  'peak-memory': {
+    fn: 'peakMemory',
+    summary: 'peak memory of one training step, with breakdown and timeline',
+    examples: [
+      'trainmem peak-memory --model llama-2-7b --optimizer adamw --precision amp-bf16 --micro-batch 4 --seq-len 2048 --gpu a100-80gb',
+    ],
+  },
+  accumulation: {
+    fn: 'accumulation',
+    summary:
+      'effective batch of a gradient-accumulation setup, or the plan that fits a target batch',
+    examples: [
+      'trainmem accumulation --micro-batch 4 --accumulation-steps 8 --data-parallel 2 --seq-len 2048',
+      'trainmem accumulation --target-global-batch 64 --model bert-large-uncased --seq-len 512 --optimizer adamw --precision fp32 --gpu v100-16gb',
+    ],
+  },
+  placement: {
+    fn: 'placement',
+    summary: 'which layers to checkpoint (activation recompute) for a memory budget',
+    examples: [
+      'trainmem placement --chain chain.json --strategy sqrt',
+      'trainmem placement --chain chain.json --strategy optimal --budget 6GiB',
+    ],
+  },
+  presets: {
+    fn: 'presets',
+    summary: 'the presets this build knows (models, GPUs, examples)',
+    examples: ['trainmem presets'],
+  },
+};
+const ALL = Object.keys(COMMANDS);
+const MODEL_COMMANDS = [
+  'checkpoint-size',
+  'describe-model',
+  'peak-memory',
+  'accumulation',
+  'placement',
+];
+const TRAINING = ['peak-memory', 'accumulation'];
+
+// ---- Flags -----------------------------------------------------------------------------
+// kind: string | number | count (7e9, 6.7B, 100M) | bytes (80GB, 80GiB, 1e9) | boolean |
+// jsonFile (path or '-') | model (preset id or a count). `path` is the request field it sets,
+// either one dotted path or an object { command: path } where commands differ.
+const FLAGS = [
+  {
+    flag: 'model',
+    kind: 'model',
+    path: 'model',
+    commands: MODEL_COMMANDS,
+    help: 'model preset id (llama-2-7b, gpt2, ...) or a parameter count (7e9, 6.7B)',
+  },
+  { flag: 'params', kind: 'count', path: 'model.params', commands: MODEL_COMMANDS },
+  {
+    flag: 'config',
+    kind: 'jsonFile',
+    path: 'model.config',
+    commands: MODEL_COMMANDS,
+    help: "the model's HuggingFace config.json (file, or - for stdin)",
+  },
+  {
+    flag: 'tensors',
+    kind: 'jsonFile',
+    path: 'model.tensors',
+    commands: MODEL_COMMANDS,
+    help: 'JSON list of parameter tensors [{name, shape, dtype?, tiedTo?}]',
+  },
+  {
+    flag: 'optimizer',
+    kind: 'string',
+    path: 'optimizer',
+    commands: ['checkpoint-size', ...TRAINING],
+    help: 'sgd | sgd-momentum | adam | adamw | adafactor | lion | adagrad | rmsprop | adam-8bit',
+  },
+  {
+    flag: 'weight-dtype',
+    kind: 'string',
+    path: 'weightDtype',
+    commands: ['checkpoint-size'],
+    help: 'fp32 | fp16 | bf16 | int8 | ...',
+  },
+  { flag: 'state-dtype', kind: 'string', path: 'stateDtype', commands: ['checkpoint-size'] },
+  {
+    flag: 'master-weights',
+    kind: 'boolean',
+    path: 'masterWeights',
+    commands: ['checkpoint-size'],
+    help: 'an fp32 master copy of the weights is saved (mixed precision)',
+  },
+  {
+    flag: 'file-format',
+    kind: 'string',
+    path: 'format',
+    commands: ['checkpoint-size'],
+    help: 'raw | torch | safetensors',
+  },
+  {
+    flag: 'include-optimizer',
+    kind: 'boolean',
+    path: 'includeOptimizer',
+    commands: ['checkpoint-size'],
+  },
+  { flag: 'shards', kind: 'number', path: 'shards', commands: ['checkpoint-size'] },
+  {
+    flag: 'max-shard-size',
+    kind: 'bytes',
+    path: 'maxShardBytes',
+    commands: ['checkpoint-size'],
+  },
+  {
+    flag: 'precision',
+    kind: 'string',
+    path: 'precision',
+    commands: TRAINING,
+    help: 'fp32 | amp-fp16 | amp-bf16 | bf16',
+  },
+  {
+    flag: 'micro-batch',
+    kind: 'number',
+    path: 'microBatch',
+    commands: [...TRAINING, 'placement'],
+  },
+  { flag: 'seq-len', kind: 'number', path: 'seqLen', commands: [...TRAINING, 'placement'] },
+  { flag: 'gpu', kind: 'string', path: 'gpu', commands: TRAINING, help: 'GPU preset id' },
+  { flag: 'gpu-memory', kind: 'bytes', path: 'gpuMemoryBytes', commands: TRAINING },
+  {
+    flag: 'checkpointing',
+    kind: 'string',
+    path: 'checkpointing',
+    commands: TRAINING,
+    help: 'activation checkpointing: none | full | selective | every-k | sqrt | sequential | optimal',
+  },
+  {
+    flag: 'accumulation-steps',
+    kind: 'number',
+    path: { 'peak-memory': 'gradientAccumulationSteps', accumulation: 'accumulationSteps' },
+    commands: TRAINING,
+  },
+  { flag: 'data-parallel', kind: 'number', path: 'dataParallel', commands: TRAINING },
+  { flag: 'zero-stage', kind: 'number', path: 'zeroStage', commands: TRAINING },
+  { flag: 'tensor-parallel', kind: 'number', path: 'tensorParallel', commands: TRAINING },
+  {
+    flag: 'target-global-batch',
+    kind: 'number',
+    path: 'targetGlobalBatch',
+    commands: ['accumulation'],
+  },
+  { flag: 'dataset-size', kind: 'number', path: 'datasetSize', commands: ['accumulation'] },
+  {
+    flag: 'chain',
+    kind: 'jsonFile',
+    path: 'chain',
+    commands: ['placement'],
+    help: 'layer chain {inputBytes, layers: [...]} (file, or - for stdin)',
+  },
+  {
+    flag: 'strategy',
+    kind: 'string',
+    path: 'strategy',
+    commands: ['placement'],
+    help: 'none | manual | every-k | block | sequential | sqrt | chen-greedy | revolve | optimal-single-level | optimal',
+  },
+  { flag: 'budget', kind: 'bytes', path: 'budgetBytes', commands: ['placement'] },
+  { flag: 'k', kind: 'number', path: 'k', commands: ['placement'] },
+  { flag: 'segments', kind: 'number', path: 'segments', commands: ['placement'] },
+  { flag: 'snapshots', kind: 'number', path: 'snapshots', commands: ['placement'] },
+  { flag: 'slots', kind: 'number', path: 'slots', commands: ['placement'] },
+  { flag: 'frontier', kind: 'boolean', path: 'frontier', commands: ['placement'] },
+];
+
+// Options of the CLI itself (not request fields).
+const OPTIONS = [
+  { flag: 'json', help: 'request file (JSON object, or an array of requests); - reads stdin' },
+  {
+    flag: 'set',
+    help: 'set any request field: --set path.to.field=value (value parsed as JSON when it is JSON)',
+  },
+  { flag: 'vs', help: 'start another scenario: the flags after it change a copy of the request' },
+  { flag: 'format', help: 'json (default) | table | markdown' },
+  { flag: 'help', help: 'this help (also: trainmem <command> --help)' },
+  { flag: 'version', help: 'print the version' },
+];
+
+// ---- Errors ----------------------------------------------------------------------------
+class UsageError extends Error {
+  constructor(code, flag, message, field = '') {
+    super(message);
+    this.code = code;
+    this.flag = flag;
+    this.field = field;
+  }
+}
+
+function levenshtein(a, b) {
+  const d = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    let prev = d[0];
+    d[0] = i;
+    for (let j = 1; j <= b.length; j++) {
+      const tmp = d[j];
+      d[j] = Math.min(d[j] + 1, d[j - 1] + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1));
+      prev = tmp;
+    }
+  }
+  return d[b.length];
+}
+function suggest(word, candidates) {
+  let best = '';
+  let bestD = Infinity;
+  for (const c of candidates) {
+    const dist = levenshtein(word, c);
+    if (dist < bestD) [best, bestD] = [c, dist];
+  }
+  return bestD <= Math.max(2, Math.floor(word.length / 3)) ? best : '';
+}
+
+// ---- Values ----------------------------------------------------------------------------
+const NUMBER = /^[+-]?(\d[\d_]*)?(\.\d+)?(e[+-]?\d+)?$/i;
+const COUNT_SUFFIX = { k: 3, K: 3, m: 6, M: 6, b: 9, B: 9, g: 9, G: 9, t: 12, T: 12 };
+// Decimal (SI) and binary (IEC) byte units. Source: IEC 80000-13.
+const BYTE_UNITS = {
+  b: 1,
+  kb: 1e3,
+  mb: 1e6,
+  gb: 1e9,
+  tb: 1e12,
+  pb: 1e15,
+  kib: 2 ** 10,
+  mib: 2 ** 20,
+  gib: 2 ** 30,
+  tib: 2 ** 40,
+  pib: 2 ** 50,
+};
+
+// A decimal number text -> the nearest double (parsed as a whole string, so 6.7e9 is exact).
+function parseNumber(text, flag) {
+  const t = String(text).trim();
+  if (!t || !NUMBER.test(t) || !/\d/.test(t)) {
+    throw new UsageError('invalid_number', flag, `--${flag} needs a number, got "${text}"`);
+  }
+  return Number(t.replace(/_/g, ''));
+}
+function parseCount(text, flag) {
+  const m = /^(.*?)([kKmMbBgGtT])$/.exec(String(text).trim());
+  if (!m) return parseNumber(text, flag);
+  const base = String(m[1]).trim().replace(/_/g, '');
+  if (!NUMBER.test(base) || !/\d/.test(base)) {
+    throw new UsageError(
+      'invalid_number',
+      flag,
+      `--${flag} needs a count like 7e9 or 6.7B, got "${text}"`,
+    );
+  }
+  // Shift the decimal exponent in the text, so "6.7B" parses exactly like "6.7e9".
+  const [, mant, exp = '0'] = /^([^eE]*)(?:[eE](.*))?$/.exec(base);
+  return Number(`${mant}e${Number(exp) + COUNT_SUFFIX[m[2]]}`);
+}
+function parseBytes(text, flag) {
+  const m = /^(.*?)\s*([kKmMgGtTpP]i?[bB]|[bB])$/.exec(String(text).trim());
+  if (!m) return parseNumber(text, flag);
+  const unit = BYTE_UNITS[m[2].toLowerCase()];
+  const n = parseNumber(m[1], flag);
+  if (unit >= 1e3 && unit % 1000 === 0) {
+    const [, mant, exp = '0'] = /^([^eE]*)(?:[eE](.*))?$/.exec(m[1].trim().replace(/_/g, ''));
+    return Number(`${mant}e${Number(exp) + Math.round(Math.log10(unit))}`);
+  }
+  return n * unit; // binary units: exact for any value a double can hold
+}
+function parseBoolean(text, flag) {
+  if (text === undefined || text === true) return true;
+  const t = String(text).toLowerCase();
+  if (['true', 'yes', '1', 'on'].includes(t)) return true;
+  if (['false', 'no', '0', 'off'].includes(t)) return false;
+  throw new UsageError('invalid_boolean', flag, `--${flag} is true or false, got "${text}"`);
+}
+
+let stdinText = null;
+function readJsonArg(file, flag) {
+  let text;
+  try {
+    if (file === '-') {
+      if (stdinText === null) stdinText = readFileSync(0, 'utf8');
+      text = stdinText;
+    } else {
+      text = readFileSync(file, 'utf8');
+    }
+  } catch (e) {
+    throw new UsageError(
+      'file_not_readable',
+      flag,
+      `--${flag}: cannot read "${file}": ${e.code || e.message}`,
+    );
+  }
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    throw new UsageError(
+      'invalid_json',
+      flag,
+      `--${flag}: "${file}" is not valid JSON: ${e.message}`,
+    );
+  }
+}
+
+// ---- Request building ------------------------------------------------------------------
+function setPath(obj, path, value) {
+  const parts = path.split('.');
+  let cur = obj;
+  for (const p of parts.slice(0, -1)) {
+    if (cur[p] === null || typeof cur[p] !== 'object' || Array.isArray(cur[p])) cur[p] = {};
+    cur = cur[p];
+  }
+  cur[parts[parts.length - 1]] = value;
+}
+
+const FLAG_BY_NAME = new Map(FLAGS.map((f) => [f.flag, f]));
+const OPTION_NAMES = new Set(OPTIONS.map((o) => o.flag));
+
+function flagPath(def, command) {
+  return typeof def.path === 'string' ? def.path : def.path[command];
+}
+
+// Applies one request flag to a scenario: { request, origin: Map(path -> '--flag') }.
+function applyFlag(scenario, def, command, raw) {
+  const flag = def.flag;
+  if (!def.commands.includes(command)) {
+    throw new UsageError(
+      'flag_not_for_command',
+      flag,
+      `--${flag} does not apply to "${command}" (it applies to: ${def.commands.join(', ')})`,
+    );
+  }
+  if (raw === undefined && def.kind !== 'boolean') {
+    throw new UsageError('missing_value', flag, `--${flag} needs a value`);
+  }
+  const path = flagPath(def, command);
+  let value;
+  let target = path;
+  switch (def.kind) {
+    case 'string':
+      value = String(raw);
+      break;
+    case 'number':
+      value = parseNumber(raw, flag);
+      break;
+    case 'count':
+      value = parseCount(raw, flag);
+      break;
+    case 'bytes':
+      value = parseBytes(raw, flag);
+      break;
+    case 'boolean':
+      value = parseBoolean(raw, flag);
+      break;
+    case 'jsonFile':
+      value = readJsonArg(raw, flag);
+      break;
+    case 'model': {
+      // A count (7e9, 6.7B) -> model.params; anything else is a preset id.
+      let count = null;
+      try {
+        count = parseCount(raw, flag);
+      } catch {
+        count = null;
+      }
+      target = count === null ? `${path}.preset` : `${path}.params`;
+      value = count === null ? String(raw) : count;
+      break;
+    }
+    default:
+      throw new Error(`flag table: unknown kind ${def.kind}`);
+  }
+  if (target === 'model' || target.startsWith('model.')) {
+    // One model form per request: the first model flag of a scenario replaces the model of
+    // the --json file (or of the scenario before --vs); two different ones conflict.
+    if (scenario.modelFlag && scenario.modelFlag !== flag) {
+      throw new UsageError(
+        'conflicting_flags',
+        flag,
+        `--${flag} and --${scenario.modelFlag} both describe the model: give one`,
+      );
+    }
+    if (!scenario.modelFlag) {
+      scenario.request.model = {};
+      for (const k of [...scenario.origin.keys()]) {
+        if (k === 'model' || k.startsWith('model.')) scenario.origin.delete(k);
+      }
+    }
+    scenario.modelFlag = flag;
+  }
+  setPath(scenario.request, target, value);
+  scenario.origin.set(target, `--${flag}`);
+}
+
+function applySet(scenario, raw) {
+  if (raw === undefined || !String(raw).includes('=')) {
+    throw new UsageError('invalid_set', 'set', '--set needs path=value, e.g. --set zeroStage=2');
+  }
+  const text = String(raw);
+  const eq = text.indexOf('=');
+  const path = text.slice(0, eq).trim();
+  const valueText = text.slice(eq + 1);
+  if (!/^[A-Za-z_$][\w$]*(\.[A-Za-z_$][\w$]*)*$/.test(path)) {
+    throw new UsageError('invalid_set', 'set', `--set: "${path}" is not a dotted field path`);
+  }
+  let value;
+  try {
+    value = JSON.parse(valueText);
+  } catch {
+    value = valueText; // a bare word is a string: --set attention=sdpa
+  }
+  setPath(scenario.request, path, value);
+  scenario.origin.set(path, '--set');
+}
+
+// argv -> { command, format, help, version, scenarios: [{ request, origin }] }
+function parseArgs(argv) {
+  const out = { command: null, format: 'json', help: false, version: false, scenarios: [] };
+  const tokens = [];
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === '--') {
+      throw new UsageError('unexpected_argument', '', 'no positional arguments after --');
+    }
+    if (a.startsWith('--')) {
+      const eq = a.indexOf('=');
+      let name = eq > 0 ? a.slice(2, eq) : a.slice(2);
+      let value = eq > 0 ? a.slice(eq + 1) : undefined;
+      let negated = false;
+      if (name.startsWith('no-') && FLAG_BY_NAME.get(name.slice(3))?.kind === 'boolean') {
+        name = name.slice(3);
+        negated = true;
+      }
+      const def = FLAG_BY_NAME.get(name);
+      const isOption = OPTION_NAMES.has(name);
+      if (!def && !isOption) {
+        const near = suggest(name, [...FLAG_BY_NAME.keys(), ...OPTION_NAMES]);
+        throw new UsageError(
+          'unknown_flag',
+          name,
+          `unknown flag --${name}${near ? ` (did you mean --${near}?)` : ''}`,
+        );
+      }
+      const takesValue = isOption
+        ? ['json', 'set', 'format'].includes(name)
+        : def.kind !== 'boolean';
+      if (negated) value = 'false';
+      else if (value === undefined && takesValue) {
+        const next = argv[i + 1];
+        if (next !== undefined && (next === '-' || !next.startsWith('--'))) {
+          value = next;
+          i++;
+        }
+      } else if (value === undefined && !isOption && def.kind === 'boolean') {
+        // A boolean takes an explicit true/false as its next word, nothing else.
+        const next = argv[i + 1];
+        if (next !== undefined && /^(true|false|yes|no|on|off)$/i.test(next)) {
+          value = next;
+          i++;
+        }
+      }
+      tokens.push({ name, value, def });
+    } else if (a === '-h') {
+      tokens.push({ name: 'help' });
+    } else if (out.command === null && tokens.length === 0) {
+      out.command = a;
+    } else {
+      throw new UsageError(
+        'unexpected_argument',
+        '',
+        `unexpected argument "${a}" (flags start with --)`,
+      );
+    }
+  }
+  for (const t of tokens) {
+    if (t.name === 'help') out.help = true;
+    if (t.name === 'version') out.version = true;
+  }
+  if (out.help || out.version) return out;
+  if (out.command === null) {
+    throw new UsageError('missing_command', '', `name a command: ${ALL.join(' | ')}`);
+  }
+  if (!COMMANDS[out.command]) {
+    const near = suggest(out.command, ALL);
+    throw new UsageError(
+      'unknown_command',
+      '',
+      `unknown command "${out.command}"${near ? ` (did you mean "${near}"?)` : ''}; commands: ${ALL.join(', ')}`,
+    );
+  }
+
+  // Scenarios: the base (--json file or {}), then one more after each --vs.
+  let base = [{}];
+  const baseTokens = [];
+  const groups = [[]];
+  for (const t of tokens) {
+    if (t.name === 'vs') groups.push([]);
+    else if (t.name === 'json') {
+      if (groups.length > 1) {
+        throw new UsageError('invalid_vs', 'json', '--json goes before the first --vs');
+      }
+      if (t.value === undefined)
+        throw new UsageError('missing_value', 'json', '--json needs a file (or -)');
+      const data = readJsonArg(t.value, 'json');
+      base = Array.isArray(data) ? data : [data];
+      if (base.length === 0)
+        throw new UsageError('invalid_json', 'json', '--json: the list of requests is empty');
+      baseTokens.push(t);
+    } else if (t.name === 'format') {
+      if (!['json', 'table', 'markdown'].includes(t.value)) {
+        throw new UsageError(
+          'invalid_format',
+          'format',
+          `--format is json, table or markdown, got "${t.value ?? ''}"`,
+        );
+      }
+      out.format = t.value;
+    } else groups[groups.length - 1].push(t);
+  }
+  if (groups.length > 1 && base.length > 1) {
+    throw new UsageError('invalid_vs', 'vs', '--vs needs a single base request, not a --json list');
+  }
+  const apply = (scenario, group) => {
+    for (const t of group) {
+      if (t.name === 'set') applySet(scenario, t.value);
+      else applyFlag(scenario, t.def, out.command, t.value);
+    }
+  };
+  for (const req of base) {
+    if (req === null || typeof req !== 'object' || Array.isArray(req)) {
+      throw new UsageError('invalid_json', 'json', '--json: a request is a JSON object');
+    }
+    const scenario = { request: structuredClone(req), origin: new Map(), modelFlag: null };
+    apply(scenario, groups[0]);
+    out.scenarios.push(scenario);
+  }
+  for (const group of groups.slice(1)) {
+    const prev = out.scenarios[out.scenarios.length - 1];
+    const scenario = {
+      request: structuredClone(prev.request),
+      origin: new Map(prev.origin),
+      modelFlag: null,
+    };
+    apply(scenario, group);
+    out.scenarios.push(scenario);
+  }
+  return out;
+}
+
+// The flag that set a field (or the closest enclosing field): "model.config.hidden_size"
+// came from --config when --config set "model.config".
+function flagForField(origin, field) {
+  let f = field;
+  while (f) {
+    if (origin.has(f)) return origin.get(f);
+    const cut = Math.max(f.lastIndexOf('.'), f.lastIndexOf('['));
+    if (cut < 0) break;
+    f = f.slice(0, cut);
+  }
+  return null;
+}
+
+// ---- Output ----------------------------------------------------------------------------
+const isBytesKey = (path) => {
+  const last = path
+    .split('.')
+    .pop()
+    .replace(/\[\d+\]$/, '');
+  if (/perParam|PerParam|fraction|Fraction/.test(last)) return false;
+  return /Bytes$|^bytes$/.test(last) || /(^|\.)breakdown(\.|$)/.test(path);
+};
+const GB = (n) => `${(n / 1e9).toFixed(2)} GB`;
+const GiB = (n) => `${(n / 2 ** 30).toFixed(2)} GiB`;
+
+function flatten(value, path, rows) {
+  if (Array.isArray(value)) {
+    if (value.every((v) => v === null || typeof v !== 'object') && value.length <= 16) {
+      rows.push([path, JSON.stringify(value)]);
+    } else if (
+      value.length > 16 ||
+      value.some(
+        (v) => v && typeof v === 'object' && !Array.isArray(v) && Object.keys(v).length > 8,
+      )
+    ) {
+      rows.push([path, `(${value.length} entries: see --format json)`]);
+    } else {
+      value.forEach((v, i) => flatten(v, `${path}[${i}]`, rows));
+    }
+  } else if (value !== null && typeof value === 'object') {
+    const keys = Object.keys(value);
+    if (keys.length === 0) rows.push([path, '{}']);
+    for (const k of keys) flatten(value[k], path ? `${path}.${k}` : k, rows);
+  } else {
+    rows.push([path, value]);
+  }
+}
+
+function tableRows(results) {
+  const perResult = results.map((r) => {
+    const rows = [];
+    flatten(r, '', rows);
+    return new Map(rows);
+  });
+  const paths = [];
+  for (const m of perResult) for (const p of m.keys()) if (!paths.includes(p)) paths.push(p);
+  return paths.map((p) => {
+    const cells = perResult.map((m) => (m.has(p) ? m.get(p) : ''));
+    const bytes = isBytesKey(p);
+    return { path: p, cells, bytes };
+  });
+}
+
+const cellText = (v, bytes) => {
+  if (typeof v === 'number') {
+    const plain = Number.isInteger(v) ? v.toLocaleString('en-US') : String(v);
+    return bytes && v !== 0 ? `${plain} (${GB(v)}, ${GiB(v)})` : plain;
+  }
+  return String(v);
+};
+
+function renderTable(results, markdown) {
+  const heads = ['field', ...results.map((_, i) => (results.length > 1 ? `#${i + 1}` : 'value'))];
+  const body = tableRows(results).map((r) => [r.path, ...r.cells.map((c) => cellText(c, r.bytes))]);
+  if (markdown) {
+    const esc = (s) => String(s).replace(/\|/g, '\\|');
+    return [
+      `| ${heads.join(' | ')} |`,
+      `| ${heads.map((_, i) => (i === 0 ? '---' : '---:')).join(' | ')} |`,
+      ...body.map((r) => `| ${r.map(esc).join(' | ')} |`),
+    ].join('\n');
+  }
+  const widths = heads.map((h, i) => Math.max(h.length, ...body.map((r) => String(r[i]).length)));
+  const line = (r) =>
+    r
+      .map((c, i) => (i === 0 ? String(c).padEnd(widths[i]) : String(c).padStart(widths[i])))
+      .join('  ');
+  return [line(heads), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(line)].join('\n');
+}
+
+// ---- Help ------------------------------------------------------------------------------
+function helpText(command) {
+  const lines = [];
+  if (command && COMMANDS[command]) {
+    const c = COMMANDS[command];
+    lines.push(
+      `trainmem ${command}: ${c.summary}`,
+      '',
+      `usage: trainmem ${command} [flags]`,
+      '',
+      'flags (request field they set):',
+    );
+    for (const f of FLAGS.filter((d) => d.commands.includes(command))) {
+      const path = f.kind === 'model' ? 'model.preset | model.params' : flagPath(f, command);
+      const arg = f.kind === 'boolean' ? '' : ` <${f.kind}>`;
+      lines.push(`  --${f.flag}${arg}`.padEnd(30) + ` ${path}${f.help ? `: ${f.help}` : ''}`);
+    }
+  } else {
+    lines.push(
+      'trainmem: training memory, exactly (checkpoint size, peak memory, accumulation, checkpoint placement)',
+      '',
+      'usage: trainmem <command> [flags]',
+      '',
+      'commands:',
+      ...ALL.map((k) => `  ${k.padEnd(18)} ${COMMANDS[k].summary}`),
+      '',
+      'request flags: trainmem <command> --help lists the flags of a command.',
+    );
+  }
+  lines.push('', 'options:');
+  for (const o of OPTIONS) lines.push(`  --${o.flag}`.padEnd(30) + ` ${o.help}`);
+  lines.push(
+    '',
+    'numbers: counts take k/M/B/T (6.7B = 6.7e9); bytes take B, kB, MB, GB, TB (10^3 steps) or KiB, MiB, GiB, TiB (2^10 steps).',
+    'output: the result as JSON on stdout (exit 0); bad input: {"error":{code, field, flag, message}} on stderr (exit 2).',
+    '',
+    'examples:',
+  );
+  const examples =
+    command && COMMANDS[command]
+      ? COMMANDS[command].examples
+      : ALL.flatMap((k) => COMMANDS[k].examples.slice(0, 1));
+  for (const e of examples) lines.push(`  ${e}`);
+  if (!command)
+    lines.push(
+      '  trainmem checkpoint-size --json request.json',
+      '  echo \'{"model":{"params":7e9},"optimizer":"adam"}\' | trainmem checkpoint-size --json -',
+    );
+  return lines.join('\n') + '\n';
+}
+
+// ---- Main ------------------------------------------------------------------------------
+function fail(err, code = 2) {
+  process.stderr.write(`${JSON.stringify({ error: err })}\n`);
+  process.exitCode = code;
+}
+
+async function main(argv) {
+  let args;
+  try {
+    args = parseArgs(argv);
+  } catch (e) {
+    if (!(e instanceof UsageError)) throw e;
+    return fail({
+      code: e.code,
+      field: e.field,
+      flag: e.flag ? `--${e.flag}` : null,
+      message: e.message,
+    });
+  }
+  if (args.help) {
+    process.stdout.write(helpText(args.command));
+    return;
+  }
+  const tm = await load();
+  if (args.version) {
+    process.stdout.write(`${tm.version}\n`);
+    return;
+  }
+  const fn = COMMANDS[args.command].fn;
+  const results = [];
+  for (const [i, s] of args.scenarios.entries()) {
+    try {
+      results.push(tm[fn](s.request));
+    } catch (e) {
+      if (!(e instanceof TrainmemError)) throw e;
+      const err = {
+        code: e.code,
+        field: e.field,
+        flag: flagForField(s.origin, e.field),
+        message: e.message,
+      };
+      if (args.scenarios.length > 1) err.scenario = i + 1;
+      return fail(err, e.code === 'internal' ? 1 : 2);
+    }
+  }
+  let text;
+  if (args.format === 'json') {
+    text = JSON.stringify(results.length === 1 ? results[0] : results, null, 2);
+  } else {
+    text = renderTable(results, args.format === 'markdown');
+  }
+  process.stdout.write(`${text}\n`);
+}
+
+await main(process.argv.slice(2)).catch((e) => {
+  fail({ code: 'internal', field: '', flag: null, message: String(e && e.stack ? e.stack : e) }, 1);
+});
