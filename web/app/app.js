@@ -325,8 +325,8 @@ export async function mountApp(root, options = {}) {
             ),
           );
     exampleEl = h('section', { class: 'example-out', 'aria-live': 'polite', id: 'tm-example' });
-    const ctxKeys = CONTEXT_FIELDS.filter((k) => USES[tab].has(k));
-    const context = h(
+    const ctxKeys = CONTEXT_FIELDS.filter((k) => USES[tab].has(k) && !(tab === 'place' && st.chainSource === 'uniform'));
+    const context = !ctxKeys.length ? null : h(
       'section',
       { class: 'context', 'aria-labelledby': 'tm-ctx-h' },
       h('h2', { id: 'tm-ctx-h' }, t('ctx.heading')),
@@ -421,6 +421,7 @@ export async function mountApp(root, options = {}) {
     if (invalid.size) {
       put(statusEl);
       put(resultsEl, h('div', { class: 'error', role: 'alert' }, h('strong', {}, t('error.title')), h('p', {}, [...invalid.values()][0])));
+      markFirst();
       return;
     }
     const [fn, builder] = BUILDERS[tab];
@@ -429,7 +430,10 @@ export async function mountApp(root, options = {}) {
       request = builder(st);
     } catch (e) {
       put(statusEl);
+      last = null;
       put(resultsEl, errorBox(e));
+      markFirst();
+      renderExample();
       return;
     }
     const done = (result) => {

@@ -1,0 +1,200 @@
+// Browser tests of the page (Debian Chromium + playwright-core), one browser for the suite.
+// Expected numbers are seed 003's hand calculations (parameters × copies × bytes per copy,
+// Llama-2-7b-hf's published 6,738,415,616 parameters), never the page's own output.
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { setup, openPage, ready, shots, repo } from './helpers.js';
+import { CSP } from '../../tools/serve.js';
+
+let env;
+let A; // one page shared by the tests that do not need a fresh load (keeps the suite fast)
+before(async () => {
+  env = await setup();
+  A = await openPage(env.browser, `${env.base}/app/?lang=en`);
+  await ready(A.page);
+});
+after(async () => {
+  await A?.context.close();
+  await env?.close();
+});
+
+const headlineBytes = (page) => page.getAttribute('.headline-value', 'data-bytes').then(Number);
+
+describe('page', () => {
+  it('runs under a CSP without unsafe-eval / unsafe-inline, computes seed 003 LLaMA-2 7B, and logs no error', async () => {
+    assert.doesNotMatch(CSP, /'unsafe-eval'|'unsafe-inline'/);
+    const res = await fetch(`${env.base}/app/`);
+    assert.equal(res.headers.get('content-security-policy'), CSP);
+    const { page, problems } = A;
+    // 6,738,415,616 params × 3 copies (W, m, v) × 2 bytes (fp16) = 40,430,493,696 bytes
+    assert.equal(await headlineBytes(page), 40430493696);
+    const text = await page.textContent('.headline');
+    assert.match(text, /40\.43 GB/); // 10^9
+    assert.match(text, /37\.65 GiB/); // 2^30
+    assert.deepEqual(await page.evaluate(() => window.__csp), []);
+    await page.screenshot({ path: `${shots}/page-en-light.png`, fullPage: true });
+    assert.deepEqual(problems, []);
+  });
+
+  it('each worked example shows steps and a result with the seeds\' numbers', async () => {
+    const { page, problems } = A;
+    const ids = await page.$$eval('[data-example]', (bs) => bs.map((b) => b.dataset.example));
+    assert.deepEqual(ids, ['llama2-7b', 'sgd-vs-adam', 'bert-hf', 'chain-1000', 'gpt2-budget']);
+    for (const id of ids) {
+      await page.click(`[data-example="${id}"]`);
+      await page.waitForSelector('#tm-example article ol li');
+      const steps = await page.$$eval('#tm-example ol li', (ls) => ls.length);
+      assert.ok(steps >= 1, `${id}: steps shown`);
+      assert.equal(await page.getAttribute(`[data-example="${id}"]`, 'aria-pressed'), 'true');
+      assert.match(page.url(), new RegExp(`ex=${id}`));
+      await page.waitForTimeout(50);
+      await page.screenshot({ path: `${shots}/example-${id}.png`, fullPage: true });
+    }
+    await page.click('[data-example="llama2-7b"]');
+    const llama = await page.textContent('#tm-example');
+    assert.match(llama, /6,738,415,616 × 3 × 2 = 40,430,493,696/);
+    await page.click('[data-example="sgd-vs-adam"]');
+    const sgd = await page.textContent('#tm-example');
+    assert.match(sgd, /100,000,000 × 1 × 4 = 400,000,000/); // SGD: 1 copy × 4 bytes
+    assert.match(sgd, /100,000,000 × 3 × 2 = 600,000,000/); // Adam: 3 copies × 2 bytes
+    assert.equal(await headlineBytes(page), 600000000);
+    assert.deepEqual(problems, []);
+  });
+
+  it('each calculator tab answers with a result or a readable message, never a crash', async () => {
+    const { page, problems } = A;
+    for (const tab of ['size', 'peak', 'accum', 'place']) {
+      await page.click(`#tm-tab-${tab}`);
+      await page.waitForSelector(`#tm-tab-${tab}[aria-selected="true"]`);
+      await page.waitForFunction(() => {
+        const r = document.querySelector('#tm-results');
+        return r && r.childElementCount > 0;
+      });
+      const shown = await page.$eval('#tm-results', (r) => ({
+        headline: !!r.querySelector('.headline'),
+        notice: r.querySelector('[role="alert"]')?.textContent || '',
+      }));
+      assert.ok(shown.headline || shown.notice.length > 20, `${tab}: result or readable message`);
+      await page.screenshot({ path: `${shots}/tab-${tab}.png`, fullPage: true });
+    }
+    // keyboard: arrows move between tabs
+    await page.focus('#tm-tab-place');
+    await page.keyboard.press('ArrowLeft');
+    await page.waitForSelector('#tm-tab-accum[aria-selected="true"]');
+    await page.click('#tm-tab-size');
+    assert.deepEqual(problems, []);
+  });
+
+  it('switches to Arabic (dir="rtl", the seeds\' terms, Latin numbers); dark mode follows the system', async () => {
+    const { page, problems } = A;
+    await page.click('[data-example="llama2-7b"]');
+    await page.selectOption('#tm-lang', 'ar');
+    await page.waitForFunction(() => document.documentElement.dir === 'rtl');
+    assert.equal(await page.getAttribute('html', 'lang'), 'ar');
+    assert.equal(await page.textContent('#tm-tab-size'), 'حجم نقطة التحقق');
+    assert.equal(await page.textContent('#tm-tab-accum'), 'تراكم التّدرّج');
+    assert.match(await page.textContent('label[for="tm-optimizer"]'), /المحسن/);
+    assert.match(await page.textContent('.headline'), /40\.43 GB/);
+    assert.match(page.url(), /lang=ar/);
+    await page.screenshot({ path: `${shots}/page-ar-light.png`, fullPage: true });
+    await page.emulateMedia({ colorScheme: 'dark' });
+    assert.equal(await page.$eval('.tm', (e) => getComputedStyle(e).backgroundColor), 'rgb(13, 17, 23)');
+    await page.screenshot({ path: `${shots}/page-ar-dark.png`, fullPage: true });
+    await page.selectOption('#tm-lang', 'en');
+    await page.waitForFunction(() => document.documentElement.dir === 'ltr');
+    await page.screenshot({ path: `${shots}/page-en-dark.png`, fullPage: true });
+    await page.emulateMedia({ colorScheme: 'light' });
+    assert.deepEqual(problems, []);
+  });
+
+  it('every input lives in the URL: a shared link reproduces the view', async () => {
+    const { page, context, problems } = await openPage(env.browser, `${env.base}/app/?lang=en`);
+    await ready(page);
+    await page.selectOption('#tm-optimizer', 'sgd');
+    await page.selectOption('#tm-weightDtype', 'fp32');
+    await page.fill('#tm-params', '1B');
+    await page.waitForFunction(() => /p=1000000000/.test(location.search));
+    // 1e9 × 1 copy × 4 bytes
+    assert.equal(await headlineBytes(page), 4e9);
+    const url = page.url();
+    const second = await openPage(env.browser, url);
+    await ready(second.page);
+    assert.equal(await headlineBytes(second.page), 4e9);
+    assert.equal(await second.page.inputValue('#tm-optimizer'), 'sgd');
+    assert.equal(await second.page.inputValue('#tm-weightDtype'), 'fp32');
+    assert.deepEqual([...problems, ...second.problems], []);
+    await second.context.close();
+    await context.close();
+  });
+
+  it('bad input is a readable message; HTML/script payloads in the URL and config.json stay inert', async () => {
+    const payload = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>';
+    const q = new URLSearchParams({ lang: 'en', ms: 'config', cfg: payload, m: payload, ex: payload, opt: payload });
+    const { page, context, problems } = await openPage(env.browser, `${env.base}/app/?${q}`);
+    await ready(page);
+    await page.waitForSelector('#tm-results [role="alert"]');
+    assert.match(await page.textContent('#tm-results [role="alert"]'), /config\.json is not valid JSON/);
+    assert.equal(await page.inputValue('#tm-config'), payload); // shown as text, in a textarea
+    assert.equal(await page.inputValue('#tm-optimizer'), 'adamw'); // not a listed value: default
+    // a config that is JSON but wrong: the core names the field
+    await page.fill('#tm-config', JSON.stringify({ model_type: payload, hidden_size: -4 }));
+    await page.waitForFunction(() => !/not valid JSON/.test(document.querySelector('#tm-results').textContent));
+    const msg = await page.textContent('#tm-results [role="alert"]');
+    assert.match(msg, /model|config/);
+    // a negative parameter count: inline message, no number shown
+    await page.check('input[value="params"]');
+    await page.fill('#tm-params', '-5');
+    await page.waitForSelector('#tm-params[aria-invalid="true"]');
+    assert.match(await page.textContent('#tm-results [role="alert"]'), /Enter a number/);
+    assert.equal(await page.$('#tm-results .headline'), null);
+    assert.equal(await page.evaluate(() => window.__pwned), undefined);
+    assert.equal(await page.$$eval('img', (i) => i.length), 0);
+    await page.fill('#tm-params', '7B');
+    await page.waitForSelector('#tm-results .headline');
+    assert.equal(await headlineBytes(page), 7e9 * 6); // 3 copies × 2 bytes
+    assert.deepEqual(problems, []);
+    await context.close();
+  });
+
+  it('exports JSON, CSV and Markdown, and copies to the clipboard', async () => {
+    const { page, context, problems } = A;
+    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: env.base });
+    await page.click('[data-example="llama2-7b"]');
+    const grab = async (kind) => {
+      const [dl] = await Promise.all([page.waitForEvent('download'), page.click(`[data-export="${kind}"]`)]);
+      return readFileSync(await dl.path(), 'utf8');
+    };
+    const json = JSON.parse(await grab('json'));
+    assert.equal(json.calculator, 'checkpointSize');
+    assert.equal(json.result.totalBytes, 40430493696);
+    const csv = await grab('csv');
+    assert.match(csv, /^field,value,GB,GiB\n/);
+    assert.match(csv, /result\.totalBytes,40430493696,40\.430,37\.654/);
+    const md = await grab('md');
+    assert.match(md, /\| result\.totalBytes \| 40430493696 \| 40\.430 \| 37\.654 \|/);
+    await page.click('[data-export="copy"]');
+    await page.waitForFunction(() => document.querySelector('[data-export="copy"]').textContent === 'Copied');
+    assert.match(await page.evaluate(() => navigator.clipboard.readText()), /result\.totalBytes/);
+    assert.deepEqual(problems, []);
+  });
+
+  it('axe-core finds no accessibility violation (English and Arabic, light and dark)', async () => {
+    const { page } = A;
+    await page.evaluate(readFileSync(`${repo}node_modules/axe-core/axe.min.js`, 'utf8'));
+    const audit = () =>
+      page.evaluate(async () => {
+        const r = await window.axe.run(document, { resultTypes: ['violations'] });
+        return r.violations.map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+      });
+    for (const scheme of ['light', 'dark']) {
+      await page.emulateMedia({ colorScheme: scheme });
+      for (const lang of ['en', 'ar']) {
+        await page.selectOption('#tm-lang', lang);
+        await page.waitForFunction((l) => document.documentElement.lang === l, lang);
+        assert.deepEqual(await audit(), [], `${lang} ${scheme}`);
+      }
+    }
+    await page.emulateMedia({ colorScheme: 'light' });
+  });
+});
