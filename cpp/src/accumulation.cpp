@@ -1,9 +1,399 @@
-// Placeholder until its issue lands: reports "unsupported" as data, never a number.
-#include "trainmem/calculators.hpp"
+// Gradient accumulation: batch arithmetic and the planner core (see accumulation.hpp).
+#include "trainmem/accumulation.hpp"
+
+#include <algorithm>
+#include <cmath>
+
 #include "trainmem/error.hpp"
+#include "trainmem/request.hpp"
 
 namespace trainmem {
-nlohmann::json accumulation_json(const nlohmann::json&) {
-  throw RequestError(code::kUnsupported, "", "accumulation is not available yet in this build");
+namespace accumulation {
+
+using nlohmann::json;
+
+namespace {
+uint64_t ceil_div(uint64_t a, uint64_t b) { return a / b + (a % b ? 1 : 0); }
+}  // namespace
+
+ForwardResult forward(const ForwardInputs& in) {
+  ForwardResult r;
+  // HF TrainingArguments: total batch = per_device_train_batch_size x
+  // gradient_accumulation_steps x world_size; PyTorch DDP averages gradients over ranks.
+  r.per_device_batch = checked_mul(in.micro_batch, in.accumulation_steps, "accumulationSteps");
+  r.effective_batch = checked_mul(r.per_device_batch, in.data_parallel, "dataParallel");
+  if (in.seq_len) r.tokens_per_step = checked_mul(r.effective_batch, in.seq_len, "seqLen");
+  if (in.dataset_size) {
+    // torch.utils.data.DistributedSampler (drop_last=False): num_samples = ceil(N / replicas),
+    // padding by repeating samples; DataLoader(drop_last=False): ceil(num_samples / batch).
+    r.samples_per_rank = ceil_div(in.dataset_size, in.data_parallel);
+    r.padded_samples = r.samples_per_rank * in.data_parallel - in.dataset_size;
+    r.micro_batches_per_epoch = ceil_div(r.samples_per_rank, in.micro_batch);
+    // transformers >= 4.46 Trainer: the last, shorter accumulation also steps (ceil);
+    // older Trainers stepped on total_batched_samples % steps == 0 (floor, remainder carried
+    // into the next epoch). Both are reported.
+    r.optimizer_steps_per_epoch = ceil_div(r.micro_batches_per_epoch, in.accumulation_steps);
+    r.full_optimizer_steps_per_epoch = r.micro_batches_per_epoch / in.accumulation_steps;
+    r.remainder_micro_batches = r.micro_batches_per_epoch % in.accumulation_steps;
+  }
+  return r;
 }
+
+json to_json(const ForwardResult& r, const ForwardInputs& in) {
+  json out = {{"mode", "forward"},
+              {"microBatch", in.micro_batch},
+              {"accumulationSteps", in.accumulation_steps},
+              {"dataParallel", in.data_parallel},
+              {"effectiveBatch", r.effective_batch},
+              {"perDeviceBatch", r.per_device_batch},
+              {"microStepsPerOptimizerStep", in.accumulation_steps},
+              {"formula",
+               "effectiveBatch = microBatch x accumulationSteps x dataParallel "
+               "(HF Trainer total train batch size; PyTorch DDP)"}};
+  if (in.seq_len) out["tokensPerStep"] = r.tokens_per_step;
+  if (in.dataset_size) {
+    out["samplesPerRank"] = r.samples_per_rank;
+    out["paddedSamples"] = r.padded_samples;
+    out["microBatchesPerEpoch"] = r.micro_batches_per_epoch;
+    out["optimizerStepsPerEpoch"] = r.optimizer_steps_per_epoch;
+    out["fullOptimizerStepsPerEpoch"] = r.full_optimizer_steps_per_epoch;
+    out["remainderMicroBatches"] = r.remainder_micro_batches;
+  }
+  return out;
+}
+
+double recompute_flops_per_token(const time_model::ForwardFlops& flops, const std::string& strategy,
+                                 bool* known) {
+  *known = true;
+  if (strategy == "none") return 0.0;
+  // HF gradient_checkpointing / full recompute: every block's forward runs again once in the
+  // backward (Chen et al. 2016; Korthikanti et al. 2022 "full").
+  if (strategy == "full") return flops.blocks;
+  // Megatron selective recompute repeats the attention core only (Korthikanti et al. 2022).
+  if (strategy == "selective") return flops.attention_core;
+  *known = false;
+  return flops.blocks;  // upper bound: every block once
+}
+
+namespace {
+
+std::vector<uint64_t> divisors(uint64_t n) {
+  std::vector<uint64_t> small, large;
+  for (uint64_t d = 1; d * d <= n; ++d) {
+    if (n % d) continue;
+    small.push_back(d);
+    if (d != n / d) large.push_back(n / d);
+  }
+  small.insert(small.end(), large.rbegin(), large.rend());
+  return small;
+}
+
+Plan evaluate(const PlannerInputs& in, const PeakMemoryFn& peak_memory, uint64_t micro,
+              uint64_t steps, const std::string& ckpt, json* warnings) {
+  Plan p;
+  p.micro_batch = micro;
+  p.accumulation_steps = steps;
+  p.global_batch = micro * steps * in.data_parallel;
+  p.exact = p.global_batch == in.target_global_batch;
+  p.checkpointing = ckpt;
+  p.memory = peak_memory(micro, steps, ckpt);
+  bool known = true;
+  p.recompute_flops_per_token = p.memory.recompute_flops_per_token >= 0
+                                    ? p.memory.recompute_flops_per_token
+                                    : recompute_flops_per_token(in.flops, ckpt, &known);
+  if (!known && warnings) {
+    const std::string msg = "checkpointing \"" + ckpt +
+                            "\": recompute time taken as one extra forward of every block "
+                            "(upper bound) because the memory model gave no plan";
+    bool seen = false;
+    for (const auto& w : *warnings) seen = seen || w.value("message", "") == msg;
+    if (!seen) warnings->push_back({{"code", "recompute-upper-bound"}, {"message", msg}});
+  }
+  time_model::StepInputs si;
+  si.micro_batch = micro;
+  si.accumulation_steps = steps;
+  si.data_parallel = in.data_parallel;
+  si.seq_len = in.seq_len;
+  si.recompute_flops_per_token = p.recompute_flops_per_token;
+  si.optimizer_bytes = in.optimizer_bytes;
+  si.allreduce_bytes = in.gradient_bytes;
+  p.time = time_model::estimate_step(in.flops, si, in.device, in.knobs);
+  return p;
+}
+
+bool faster(const Plan& a, const Plan& b) {
+  if (a.time.samples_per_second != b.time.samples_per_second)
+    return a.time.samples_per_second > b.time.samples_per_second;
+  return a.accumulation_steps < b.accumulation_steps;
+}
+
+int best_fitting(const std::vector<Plan>& plans, bool want_ckpt, bool any_ckpt) {
+  int best = -1;
+  for (size_t i = 0; i < plans.size(); ++i) {
+    const Plan& p = plans[i];
+    if (!p.memory.fits) continue;
+    if (!any_ckpt && ((p.checkpointing != "none") != want_ckpt)) continue;
+    if (best < 0) {
+      best = static_cast<int>(i);
+      continue;
+    }
+    const Plan& b = plans[static_cast<size_t>(best)];
+    // Exact plans (global batch == target) win over the nearest inexact ones.
+    if (p.exact != b.exact) {
+      if (p.exact) best = static_cast<int>(i);
+      continue;
+    }
+    if (faster(p, b)) best = static_cast<int>(i);
+  }
+  return best;
+}
+
+uint64_t largest_fitting_micro(const std::vector<Plan>& plans, bool ckpt) {
+  uint64_t m = 0;
+  for (const auto& p : plans)
+    if (p.memory.fits && (p.checkpointing != "none") == ckpt) m = std::max(m, p.micro_batch);
+  return m;
+}
+
+json plan_json(const Plan& p) {
+  json j = {{"microBatch", p.micro_batch},
+            {"accumulationSteps", p.accumulation_steps},
+            {"globalBatch", p.global_batch},
+            {"exact", p.exact},
+            {"checkpointing", p.checkpointing},
+            {"peakBytes", p.memory.peak_bytes},
+            {"fits", p.memory.fits},
+            {"stepSeconds", p.time.step_seconds},
+            {"samplesPerSecond", p.time.samples_per_second},
+            {"time", time_model::to_json(p.time)}};
+  return j;
+}
+
+std::string pct(double fraction) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f %%", fraction * 100.0);
+  return buf;
+}
+
+json make_verdict(const std::vector<Plan>& plans) {
+  const int best_none = best_fitting(plans, false, false);
+  const int best_ckpt = best_fitting(plans, true, false);
+  const uint64_t m_none = largest_fitting_micro(plans, false);
+  const uint64_t m_ckpt = largest_fitting_micro(plans, true);
+  json v = {{"largestMicroBatchWithout", m_none}, {"largestMicroBatchWith", m_ckpt}};
+  const bool enables = m_ckpt > m_none;
+  v["enablesLargerMicroBatch"] = enables;
+  bool any_ckpt_plan = false;
+  for (const auto& p : plans) any_ckpt_plan = any_ckpt_plan || p.checkpointing != "none";
+  if (!any_ckpt_plan) {
+    v["message"] = "checkpointing was not considered";
+    return v;
+  }
+  if (best_ckpt < 0 && best_none < 0) {
+    v["message"] = "no plan fits, with or without checkpointing";
+    return v;
+  }
+  if (best_ckpt >= 0 && best_none < 0) {
+    const Plan& c = plans[static_cast<size_t>(best_ckpt)];
+    v["checkpointingRequired"] = true;
+    v["message"] = "only checkpointing makes the target fit: micro-batch " +
+                   std::to_string(c.micro_batch) + " x " + std::to_string(c.accumulation_steps) +
+                   " steps with \"" + c.checkpointing + "\"";
+    return v;
+  }
+  v["checkpointingRequired"] = false;
+  if (best_ckpt < 0) {
+    v["message"] = "checkpointing does not help: no checkpointed plan fits";
+    return v;
+  }
+  const Plan& n = plans[static_cast<size_t>(best_none)];
+  const Plan& c = plans[static_cast<size_t>(best_ckpt)];
+  const double ratio =
+      n.time.step_seconds > 0 ? (c.time.samples_per_second / n.time.samples_per_second) - 1.0 : 0.0;
+  v["fasterThanMoreAccumulation"] = enables && ratio > 0;
+  v["speedupOverBestWithout"] = ratio;
+  std::string msg;
+  if (!enables) {
+    msg =
+        "checkpointing lets no larger micro-batch fit (largest without: " + std::to_string(m_none) +
+        "); it only adds recompute time";
+  } else if (ratio > 0) {
+    msg = "checkpointing lets micro-batch " + std::to_string(c.micro_batch) +
+          " fit (largest without: " + std::to_string(m_none) + ") and is " + pct(ratio) +
+          " faster than " + std::to_string(n.micro_batch) + " x " +
+          std::to_string(n.accumulation_steps) + " accumulation";
+  } else {
+    msg = "checkpointing lets micro-batch " + std::to_string(m_ckpt) +
+          " fit (largest without: " + std::to_string(m_none) + ") but is " + pct(-ratio) +
+          " slower than " + std::to_string(n.micro_batch) + " x " +
+          std::to_string(n.accumulation_steps) + " accumulation without it";
+  }
+  v["message"] = msg;
+  return v;
+}
+
+// Seed 000's comparison table, computed: where each technique acts, what memory it saves,
+// what it costs, for the user's configuration.
+json make_comparison(const PlannerInputs& in, const PeakMemoryFn& peak_memory, uint64_t per_device,
+                     const std::string& ckpt, json* warnings) {
+  uint64_t c = std::min<uint64_t>(std::max<uint64_t>(in.compare_micro_batch, 1), per_device);
+  while (per_device % c) --c;  // largest divisor <= the requested micro-batch
+  const uint64_t steps = per_device / c;
+  struct Row {
+    const char* id;
+    uint64_t micro, steps;
+    std::string ckpt;
+  };
+  const Row rows[] = {{"baseline", per_device, 1, "none"},
+                      {"accumulation", c, steps, "none"},
+                      {"checkpointing", per_device, 1, ckpt},
+                      {"accumulationAndCheckpointing", c, steps, ckpt}};
+  std::vector<Plan> plans;
+  json jrows = json::array();
+  for (const auto& r : rows) {
+    plans.push_back(evaluate(in, peak_memory, r.micro, r.steps, r.ckpt, warnings));
+    json j = plan_json(plans.back());
+    j["id"] = r.id;
+    if (!plans.back().memory.breakdown.is_null()) j["breakdown"] = plans.back().memory.breakdown;
+    jrows.push_back(j);
+  }
+  const double base_t = plans[0].time.step_seconds;
+  for (size_t i = 0; i < jrows.size(); ++i) {
+    jrows[i]["relativeTime"] = plans[i].time.step_seconds / base_t;
+    jrows[i]["relativeToAccumulation"] = plans[i].time.step_seconds / plans[1].time.step_seconds;
+  }
+  auto saved = [&](size_t i, size_t j) -> double {
+    return static_cast<double>(plans[i].memory.peak_bytes) -
+           static_cast<double>(plans[j].memory.peak_bytes);
+  };
+  const double fwd_tokens = static_cast<double>(per_device) * static_cast<double>(in.seq_len);
+  json acc = {
+      {"technique", "gradientAccumulation"},
+      {"actsOn", "forward and backward passes: each pass sees a micro-batch of " +
+                     std::to_string(c) + " instead of " + std::to_string(per_device) +
+                     "; the optimizer steps once per " + std::to_string(steps) + " micro-steps"},
+      {"memoryActsOn",
+       "activations (they follow the micro-batch); gradients, weights and "
+       "optimizer state are unchanged"},
+      {"memorySavedBytes", saved(0, 1)},
+      {"extraSeconds", plans[1].time.step_seconds - plans[0].time.step_seconds},
+      {"extraTimeFraction", plans[1].time.step_seconds / base_t - 1.0},
+      {"extraFlops", 0.0},
+      {"cost", "more, smaller passes: per-micro-step fixed costs repeat and utilisation falls"}};
+  json ck = {{"technique", "gradientCheckpointing"},
+             {"strategy", ckpt},
+             {"actsOn", "backward pass: dropped activations are recomputed from the kept ones"},
+             {"memoryActsOn", "activations only"},
+             {"memorySavedBytes", saved(0, 2)},
+             {"extraSeconds", plans[2].time.step_seconds - plans[0].time.step_seconds},
+             {"extraTimeFraction", plans[2].time.step_seconds / base_t - 1.0},
+             {"extraFlops", plans[2].recompute_flops_per_token * fwd_tokens},
+             {"cost", "compute: one extra forward of the recomputed layers per micro-step"}};
+  return {{"microBatch", per_device},
+          {"accumulationMicroBatch", c},
+          {"accumulationSteps", steps},
+          {"checkpointing", ckpt},
+          {"rows", jrows},
+          {"techniques", json::array({acc, ck})},
+          {"seedTableNote",
+           "seed 000's table lists 'gradient memory' as what accumulation saves; the numbers "
+           "above show it saves activation memory: gradients stay allocated across micro-steps"}};
+}
+
+}  // namespace
+
+PlannerResult plan(const PlannerInputs& in, const PeakMemoryFn& peak_memory) {
+  PlannerResult r;
+  if (in.target_global_batch < in.data_parallel)
+    throw RequestError(code::kInconsistent, "targetGlobalBatch",
+                       "targetGlobalBatch (" + std::to_string(in.target_global_batch) +
+                           ") is smaller than dataParallel (" + std::to_string(in.data_parallel) +
+                           "): every rank needs at least one sample per step");
+  std::vector<uint64_t> per_device;
+  if (in.target_global_batch % in.data_parallel == 0) {
+    per_device.push_back(in.target_global_batch / in.data_parallel);
+  } else {
+    const uint64_t lo = in.target_global_batch / in.data_parallel;
+    per_device = {lo, lo + 1};
+    r.warnings.push_back(
+        {{"code", "target-not-divisible"},
+         {"message", "targetGlobalBatch " + std::to_string(in.target_global_batch) +
+                         " is not a multiple of dataParallel " + std::to_string(in.data_parallel) +
+                         ": plans use the nearest global batches " +
+                         std::to_string(lo * in.data_parallel) + " and " +
+                         std::to_string((lo + 1) * in.data_parallel) + " (exact: false)"}});
+  }
+  std::vector<std::string> strategies = {"none"};
+  for (const auto& s : in.checkpointing)
+    if (s != "none" && std::find(strategies.begin(), strategies.end(), s) == strategies.end())
+      strategies.push_back(s);
+
+  for (uint64_t b : per_device) {
+    const std::vector<uint64_t> ds = divisors(b);
+    for (const auto& ckpt : strategies) {
+      // Peak memory grows with the micro-batch: after 2 micro-batches that do not fit, larger
+      // ones are counted as omitted when the candidate list is long.
+      int misses = 0;
+      for (uint64_t m : ds) {
+        if (ds.size() > 64 && misses >= 2) {
+          ++r.omitted_plans;
+          continue;
+        }
+        r.plans.push_back(evaluate(in, peak_memory, m, b / m, ckpt, &r.warnings));
+        if (!r.plans.back().memory.fits) ++misses;
+      }
+    }
+  }
+  r.recommended = best_fitting(r.plans, false, true);
+  r.checkpointing_verdict = make_verdict(r.plans);
+  const std::string cmp_ckpt = strategies.size() > 1 ? strategies[1] : "full";
+  r.comparison = make_comparison(in, peak_memory, per_device.front(), cmp_ckpt, &r.warnings);
+
+  // Equivalence warnings (what accumulation does not reproduce exactly).
+  uint64_t max_steps = 0;
+  for (const auto& p : r.plans) max_steps = std::max(max_steps, p.accumulation_steps);
+  if (max_steps > 1 || in.data_parallel > 1) {
+    if (in.model_has_batchnorm || in.model_may_have_batchnorm)
+      r.warnings.push_back(
+          {{"code", "batchnorm-per-micro-batch"},
+           {"message", std::string(in.model_has_batchnorm ? "the model has BatchNorm: "
+                                                          : "if the model has BatchNorm: ") +
+                           "its batch statistics (and running-stat updates) are computed per "
+                           "micro-batch of each rank, not over the global batch, so accumulation "
+                           "is not equivalent to the large batch (use SyncBatchNorm across ranks, "
+                           "GroupNorm/LayerNorm, or a larger micro-batch)"}});
+    r.warnings.push_back(
+        {{"code", "loss-averaging"},
+         {"message",
+          "averaging each micro-batch's mean loss weights tokens unequally when sequences differ "
+          "in length (padding, -100 labels): divide the summed token loss by the token count of "
+          "the whole global batch instead (transformers >= 4.46 passes num_items_in_batch for "
+          "this; older Trainers and hand-written loops averaged per micro-batch)"}});
+  }
+  return r;
+}
+
+json to_json(const PlannerResult& r, const PlannerInputs& in) {
+  json plans = json::array();
+  for (const auto& p : r.plans) plans.push_back(plan_json(p));
+  json out = {{"mode", "plan"},
+              {"targetGlobalBatch", in.target_global_batch},
+              {"dataParallel", in.data_parallel},
+              {"seqLen", in.seq_len},
+              {"plans", plans},
+              {"omittedPlans", r.omitted_plans},
+              {"checkpointing", r.checkpointing_verdict},
+              {"comparison", r.comparison},
+              {"flops", time_model::to_json(in.flops)},
+              {"warnings", r.warnings}};
+  if (r.recommended >= 0) {
+    out["recommended"] = plan_json(r.plans[static_cast<size_t>(r.recommended)]);
+    out["recommendedIndex"] = r.recommended;
+  } else {
+    out["recommended"] = nullptr;
+  }
+  return out;
+}
+
+}  // namespace accumulation
 }  // namespace trainmem
