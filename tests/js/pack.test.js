@@ -5,6 +5,7 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { cpSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { publint } from 'publint';
 import { packAndInstall, repoRoot, run } from './fixtures/packed.js';
 
@@ -52,6 +53,13 @@ test('the tarball stays within its size budget (bench/size-budget.json)', () => 
   assert.ok(
     pkg.info.unpackedSize <= budget.unpackedBytes,
     `unpacked ${pkg.info.unpackedSize} B > ${budget.unpackedBytes} B`,
+  );
+  // What a browser downloads: the one-file module, gzip-compressed by the server.
+  const module = readFileSync(join(pkg.pkgDir, 'web/lib/wasm/trainmem_wasm.mjs'));
+  const gz = gzipSync(module, { level: 9 }).length;
+  assert.ok(
+    gz <= budget.wasmModuleGzipBytes,
+    `module ${gz} B gzip > ${budget.wasmModuleGzipBytes} B`,
   );
 });
 
