@@ -3,7 +3,8 @@
 // the FLAGS table below (data, not code paths), so a new request field is one new row.
 // Output: the result as JSON on stdout (exit 0), or as a table / Markdown (--format).
 // Bad input: {"error":{code, field, flag, message}} on stderr, exit 2, naming the flag.
-import { readFileSync } from 'node:fs';
+import { readFileSync, realpathSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { load, TrainmemError } from './index.js';
 
 // ---- Commands --------------------------------------------------------------------------
@@ -301,12 +302,14 @@ function parseBoolean(text, flag) {
   throw new UsageError('invalid_boolean', flag, `--${flag} is true or false, got "${text}"`);
 }
 
+// Standard input of the current run (read once, on first use; main() sets the reader).
+let readStdin = () => readFileSync(0, 'utf8');
 let stdinText = null;
 function readJsonArg(file, flag) {
   let text;
   try {
     if (file === '-') {
-      if (stdinText === null) stdinText = readFileSync(0, 'utf8');
+      if (stdinText === null) stdinText = readStdin();
       text = stdinText;
     } else {
       text = readFileSync(file, 'utf8');
@@ -596,8 +599,19 @@ const isBytesKey = (path) => {
   if (/perParam|PerParam|fraction|Fraction/.test(last)) return false;
   return /Bytes$|^bytes$/.test(last) || /(^|\.)breakdown(\.|$)/.test(path);
 };
-const GB = (n) => `${(n / 1e9).toFixed(2)} GB`;
-const GiB = (n) => `${(n / 2 ** 30).toFixed(2)} GiB`;
+// Bytes in both unit systems, as the page shows them: decimal (GB = 10^9) and binary
+// (GiB = 2^30), at the scale of the value.
+const SCALES = [
+  [1e12, 'TB', 2 ** 40, 'TiB'],
+  [1e9, 'GB', 2 ** 30, 'GiB'],
+  [1e6, 'MB', 2 ** 20, 'MiB'],
+  [1e3, 'kB', 2 ** 10, 'KiB'],
+];
+const humanBytes = (n) => {
+  const s = SCALES.find(([d]) => Math.abs(n) >= d);
+  if (!s) return '';
+  return `${(n / s[0]).toFixed(2)} ${s[1]}, ${(n / s[2]).toFixed(2)} ${s[3]}`;
+};
 
 function flatten(value, path, rows) {
   if (Array.isArray(value)) {
@@ -640,7 +654,8 @@ function tableRows(results) {
 const cellText = (v, bytes) => {
   if (typeof v === 'number') {
     const plain = Number.isInteger(v) ? v.toLocaleString('en-US') : String(v);
-    return bytes && v !== 0 ? `${plain} (${GB(v)}, ${GiB(v)})` : plain;
+    const human = bytes ? humanBytes(v) : '';
+    return human ? `${plain} (${human})` : plain;
   }
   return String(v);
 };
@@ -716,59 +731,76 @@ function helpText(command) {
 }
 
 // ---- Main ------------------------------------------------------------------------------
-function fail(err, code = 2) {
-  process.stderr.write(`${JSON.stringify({ error: err })}\n`);
-  process.exitCode = code;
-}
+const processIo = {
+  out: (text) => process.stdout.write(text),
+  err: (text) => process.stderr.write(text),
+  stdin: () => readFileSync(0, 'utf8'),
+};
 
-async function main(argv) {
-  let args;
+/**
+ * Runs the CLI on `argv` (without node and the script). Returns the exit code: 0 result on
+ * `io.out`; 2 bad input, 1 internal error, each as {"error":{...}} on `io.err`.
+ */
+export async function main(argv, io = processIo) {
+  readStdin = io.stdin;
+  stdinText = null;
+  const fail = (err, code = 2) => {
+    io.err(`${JSON.stringify({ error: err })}\n`);
+    return code;
+  };
   try {
-    args = parseArgs(argv);
-  } catch (e) {
-    if (!(e instanceof UsageError)) throw e;
-    return fail({
-      code: e.code,
-      field: e.field,
-      flag: e.flag ? `--${e.flag}` : null,
-      message: e.message,
-    });
-  }
-  if (args.help) {
-    process.stdout.write(helpText(args.command));
-    return;
-  }
-  const tm = await load();
-  if (args.version) {
-    process.stdout.write(`${tm.version}\n`);
-    return;
-  }
-  const fn = COMMANDS[args.command].fn;
-  const results = [];
-  for (const [i, s] of args.scenarios.entries()) {
+    let args;
     try {
-      results.push(tm[fn](s.request));
+      args = parseArgs(argv);
     } catch (e) {
-      if (!(e instanceof TrainmemError)) throw e;
-      const err = {
+      if (!(e instanceof UsageError)) throw e;
+      return fail({
         code: e.code,
         field: e.field,
-        flag: flagForField(s.origin, e.field),
+        flag: e.flag ? `--${e.flag}` : null,
         message: e.message,
-      };
-      if (args.scenarios.length > 1) err.scenario = i + 1;
-      return fail(err, e.code === 'internal' ? 1 : 2);
+      });
     }
+    if (args.help) {
+      io.out(helpText(args.command));
+      return 0;
+    }
+    const tm = await load();
+    if (args.version) {
+      io.out(`${tm.version}\n`);
+      return 0;
+    }
+    const fn = COMMANDS[args.command].fn;
+    const results = [];
+    for (const [i, s] of args.scenarios.entries()) {
+      try {
+        results.push(tm[fn](s.request));
+      } catch (e) {
+        if (!(e instanceof TrainmemError)) throw e;
+        const err = {
+          code: e.code,
+          field: e.field,
+          flag: flagForField(s.origin, e.field),
+          message: e.message,
+        };
+        if (args.scenarios.length > 1) err.scenario = i + 1;
+        return fail(err, e.code === 'internal' ? 1 : 2);
+      }
+    }
+    const text =
+      args.format === 'json'
+        ? JSON.stringify(results.length === 1 ? results[0] : results, null, 2)
+        : renderTable(results, args.format === 'markdown');
+    io.out(`${text}\n`);
+    return 0;
+  } catch (e) {
+    return fail({ code: 'internal', field: '', flag: null, message: String(e?.stack ?? e) }, 1);
   }
-  let text;
-  if (args.format === 'json') {
-    text = JSON.stringify(results.length === 1 ? results[0] : results, null, 2);
-  } else {
-    text = renderTable(results, args.format === 'markdown');
-  }
-  process.stdout.write(`${text}\n`);
 }
 
-await main(process.argv.slice(2)).catch((e) => {
-  fail({ code: 'internal', field: '', flag: null, message: String(e && e.stack ? e.stack : e) }, 1);
-});
+// Run when executed (also through the npm bin symlink), not when imported by the tests.
+const self = fileURLToPath(import.meta.url);
+const invoked = process.argv[1] ? realpathSync(process.argv[1]) : '';
+if (invoked === self || invoked === realpathSync(self)) {
+  process.exitCode = await main(process.argv.slice(2));
+}

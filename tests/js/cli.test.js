@@ -1,0 +1,301 @@
+// The CLI (web/lib/cli.js) from the working tree: flags -> request fields, request files,
+// scenarios (--vs), output formats, and errors that name the flag. Expected numbers are
+// hand calculations from seed 003 (size = params x copies x bytes per copy) or GPT-2's
+// published architecture. The packed bin is tested in pack.test.js.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { repoRoot, run } from './fixtures/packed.js';
+import { main } from '../../web/lib/cli.js';
+
+const cliPath = join(repoRoot, 'web/lib/cli.js');
+// Most cases run the CLI's main() in this process (one WASM load); the last tests spawn it.
+const work = mkdtempSync(join(tmpdir(), 'trainmem-cli-'));
+after(() => rmSync(work, { recursive: true, force: true }));
+const file = (name, value) => {
+  const path = join(work, name);
+  writeFileSync(path, typeof value === 'string' ? value : JSON.stringify(value));
+  return path;
+};
+const cli = async (args, input = '') => {
+  let stdout = '';
+  let stderr = '';
+  const status = await main(args, {
+    out: (t) => (stdout += t),
+    err: (t) => (stderr += t),
+    stdin: () => input,
+  });
+  return { status, stdout, stderr };
+};
+const spawnCli = (args, input) => run(process.execPath, [cliPath, ...args], { cwd: work, input });
+const ok = async (args, input) => {
+  const r = await cli(args, input);
+  assert.equal(r.status, 0, `exit ${r.status}: ${r.stderr}`);
+  assert.equal(r.stderr, '');
+  return r.stdout;
+};
+const json = async (args, input) => JSON.parse(await ok(args, input));
+const bad = async (args, input) => {
+  const r = await cli(args, input);
+  assert.equal(r.status, 2, `expected exit 2, got ${r.status}: ${r.stdout}${r.stderr}`);
+  assert.equal(r.stdout, '');
+  return JSON.parse(r.stderr).error;
+};
+
+// Seed 003 worked examples, one command each.
+test('seed 003 example 1: LLaMA-2 7B, AdamW, fp16 weights (preset)', async () => {
+  const r = await json([
+    'checkpoint-size',
+    '--model',
+    'llama-2-7b',
+    '--optimizer',
+    'adamw',
+    '--weight-dtype',
+    'fp16',
+  ]);
+  // 6,738,415,616 params (Llama-2-7b-hf model index) x 3 copies (W, m, v) x 2 B.
+  assert.equal(r.totalBytes, 40430493696);
+});
+
+test('seed 003 example 2: 100 M params, SGD fp32 vs Adam bf16, in one command (--vs)', async () => {
+  const r = await json([
+    'checkpoint-size',
+    '--params',
+    '100M',
+    '--optimizer',
+    'sgd',
+    '--weight-dtype',
+    'fp32',
+    '--vs',
+    '--optimizer',
+    'adam',
+    '--weight-dtype',
+    'bf16',
+  ]);
+  assert.equal(r.length, 2);
+  assert.equal(r[0].totalBytes, 400e6); // 1e8 x 1 copy x 4 B
+  assert.equal(r[1].totalBytes, 600e6); // 1e8 x 3 copies x 2 B
+});
+
+test('counts take k/M/B/T suffixes exactly; --model takes a count too', async () => {
+  // 6.738415616B is 6,738,415,616 exactly (no floating-point residue).
+  assert.equal(
+    (await json(['checkpoint-size', '--params', '6.738415616B', '--optimizer', 'sgd'])).params,
+    6738415616,
+  );
+  assert.equal(
+    (await json(['checkpoint-size', '--model', '7e9', '--optimizer', 'sgd'])).totalBytes,
+    28e9,
+  );
+  assert.equal(
+    (await json(['checkpoint-size', '--params', '1_000', '--optimizer', 'sgd'])).totalBytes,
+    4000,
+  );
+});
+
+test('boolean flags: --master-weights, --master-weights false, --no-master-weights', async () => {
+  const base = [
+    'checkpoint-size',
+    '--params',
+    '1e9',
+    '--optimizer',
+    'adamw',
+    '--weight-dtype',
+    'fp16',
+  ];
+  // Mixed precision: 2 B weights + 4 B master + 2 x 4 B moments = 14 B/param (seed 003).
+  assert.equal((await json([...base, '--master-weights'])).totalBytes, 14e9);
+  assert.equal((await json([...base, '--master-weights', 'false'])).totalBytes, 6e9);
+  assert.equal((await json([...base, '--master-weights', '--no-master-weights'])).totalBytes, 6e9);
+  assert.equal((await json([...base, '--master-weights=yes'])).totalBytes, 14e9);
+});
+
+test('--config reads a HuggingFace config.json (GPT-2 shapes, counted by hand)', async () => {
+  const config = file('gpt2-tiny.json', {
+    model_type: 'gpt2',
+    n_layer: 2,
+    n_head: 4,
+    n_embd: 32,
+    vocab_size: 100,
+    n_positions: 64,
+  });
+  // HF GPT-2: wte 100x32 + wpe 64x32 + 2 blocks x (ln 2x32 + c_attn 32x96+96 + c_proj 32x32+32
+  // + ln 2x32 + c_fc 32x128+128 + c_proj 128x32+32) + ln_f 2x32, lm_head tied to wte.
+  const params = 3200 + 2048 + 2 * (64 + 3168 + 1056 + 64 + 4224 + 4128) + 64;
+  const r = await json(['checkpoint-size', '--config', config, '--optimizer', 'sgd']);
+  assert.equal(r.totalBytes, params * 4);
+});
+
+test('--json request file, flags override it, and an array of requests', async () => {
+  const req = file('req.json', { model: { params: 1e8 }, optimizer: 'adam', weightDtype: 'bf16' });
+  assert.equal((await json(['checkpoint-size', '--json', req])).totalBytes, 600e6);
+  assert.equal(
+    (await json(['checkpoint-size', '--json', req, '--optimizer', 'sgd'])).totalBytes,
+    200e6,
+  );
+  // A model flag replaces the file's model.
+  assert.equal((await json(['checkpoint-size', '--json', req, '--params', '1e9'])).totalBytes, 6e9);
+  const list = file('list.json', [
+    { model: { params: 1e8 }, optimizer: 'sgd', weightDtype: 'fp32' },
+    { model: { params: 1e8 }, optimizer: 'adam', weightDtype: 'bf16' },
+  ]);
+  assert.deepEqual(
+    (await json(['checkpoint-size', '--json', list])).map((r) => r.totalBytes),
+    [400e6, 600e6],
+  );
+  const stdin = await json(
+    ['checkpoint-size', '--json', '-'],
+    '{"model":{"params":1e8},"optimizer":"sgd"}',
+  );
+  assert.equal(stdin.totalBytes, 400e6);
+});
+
+test('--set sets any request field (JSON values, bare words as strings)', async () => {
+  const r = await json([
+    'checkpoint-size',
+    '--params',
+    '1e8',
+    '--set',
+    'optimizer=adam',
+    '--set',
+    'weightDtype="bf16"',
+  ]);
+  assert.equal(r.totalBytes, 600e6);
+  const e = await bad([
+    'checkpoint-size',
+    '--params',
+    '1e8',
+    '--optimizer',
+    'sgd',
+    '--set',
+    'weightDtyp=fp16',
+  ]);
+  assert.deepEqual([e.code, e.field, e.flag], ['unknown_key', 'weightDtyp', '--set']);
+});
+
+test('--format table and markdown show bytes in GB (10^9) and GiB (2^30)', async () => {
+  const args = [
+    'checkpoint-size',
+    '--params',
+    '100M',
+    '--optimizer',
+    'adam',
+    '--weight-dtype',
+    'bf16',
+  ];
+  const table = await ok([...args, '--format', 'table']);
+  // 600,000,000 B = 600.00 MB = 572.20 MiB (600e6 / 2^20 = 572.204...).
+  assert.match(table, /^totalBytes\s+600,000,000 \(600\.00 MB, 572\.20 MiB\)$/m);
+  const md = await ok([...args, '--format', 'markdown', '--vs', '--optimizer', 'sgd']);
+  assert.match(md, /^\| field \| #1 \| #2 \|$/m);
+  assert.match(
+    md,
+    /^\| totalBytes \| 600,000,000 \(600\.00 MB, 572\.20 MiB\) \| 200,000,000 \(200\.00 MB, 190\.73 MiB\) \|$/m,
+  );
+});
+
+test('byte sizes take decimal and binary units', async () => {
+  // A budget in GiB reaches the request as bytes: the flag table maps --budget to budgetBytes.
+  const e = await bad(['placement', '--budget', '1.5GiBs']);
+  assert.deepEqual([e.code, e.flag], ['invalid_number', '--budget']);
+});
+
+test('errors from the core name the flag that set the field', async () => {
+  let e = await bad(['checkpoint-size', '--params', '-5', '--optimizer', 'adam']);
+  assert.deepEqual([e.code, e.field, e.flag], ['out_of_range', 'model.params', '--params']);
+  e = await bad(['checkpoint-size', '--params', '1e9', '--optimizer', 'adamx']);
+  assert.deepEqual([e.code, e.field, e.flag], ['unknown_value', 'optimizer', '--optimizer']);
+  assert.match(e.message, /adam/);
+  e = await bad([
+    'checkpoint-size',
+    '--params',
+    '1e9',
+    '--optimizer',
+    'adam',
+    '--weight-dtype',
+    'fp12',
+  ]);
+  assert.deepEqual([e.field, e.flag], ['weightDtype', '--weight-dtype']);
+  const config = file('no-embd.json', {
+    model_type: 'gpt2',
+    n_layer: 2,
+    n_head: 4,
+    vocab_size: 100,
+  });
+  e = await bad(['describe-model', '--config', config]);
+  assert.equal(e.flag, '--config');
+  assert.match(e.field, /^model\.config\./);
+  e = await bad(['checkpoint-size', '--optimizer', 'adam']);
+  assert.deepEqual([e.code, e.field, e.flag], ['missing_field', 'model', null]);
+  e = await bad([
+    'checkpoint-size',
+    '--params',
+    '1e8',
+    '--optimizer',
+    'sgd',
+    '--vs',
+    '--optimizer',
+    'adamx',
+  ]);
+  assert.deepEqual([e.flag, e.scenario], ['--optimizer', 2]);
+});
+
+test('usage errors name the flag: unknown, misplaced, missing value, not a number, conflicts', async () => {
+  let e = await bad(['checkpoint-size', '--optimiser', 'adam']);
+  assert.deepEqual([e.code, e.flag], ['unknown_flag', '--optimiser']);
+  assert.match(e.message, /did you mean --optimizer/);
+  e = await bad(['checkpoint-size', '--params', '1e9', '--micro-batch', '4']);
+  assert.deepEqual([e.code, e.flag], ['flag_not_for_command', '--micro-batch']);
+  e = await bad(['checkpoint-size', '--params']);
+  assert.deepEqual([e.code, e.flag], ['missing_value', '--params']);
+  e = await bad(['checkpoint-size', '--params', 'seven']);
+  assert.deepEqual([e.code, e.flag], ['invalid_number', '--params']);
+  e = await bad(['checkpoint-size', '--params', '1e9', '--model', 'gpt2']);
+  assert.deepEqual([e.code, e.flag], ['conflicting_flags', '--model']);
+  e = await bad(['checkpoint-size', '--json', join(work, 'missing.json')]);
+  assert.deepEqual([e.code, e.flag], ['file_not_readable', '--json']);
+  e = await bad(['checkpoint-size', '--json', file('broken.json', '{"model":')]);
+  assert.deepEqual([e.code, e.flag], ['invalid_json', '--json']);
+  e = await bad(['checkpoint-size', '--format', 'yaml']);
+  assert.deepEqual([e.code, e.flag], ['invalid_format', '--format']);
+  e = await bad(['checkpoint-sise']);
+  assert.equal(e.code, 'unknown_command');
+  assert.match(e.message, /did you mean "checkpoint-size"/);
+  e = await bad([]);
+  assert.equal(e.code, 'missing_command');
+});
+
+test('--help: global and per command, with examples; --version', async () => {
+  const global = await ok(['--help']);
+  assert.match(global, /usage: trainmem <command>/);
+  assert.match(
+    global,
+    /trainmem checkpoint-size --model llama-2-7b --optimizer adamw --weight-dtype fp16/,
+  );
+  const perCommand = await ok(['peak-memory', '--help']);
+  assert.match(perCommand, /--micro-batch <number>\s+microBatch/);
+  assert.match(perCommand, /--accumulation-steps <number>\s+gradientAccumulationSteps/);
+  assert.match(
+    await ok(['accumulation', '-h']),
+    /--accumulation-steps <number>\s+accumulationSteps/,
+  );
+  assert.match(await ok(['--version']), /^\d+\.\d+\.\d+\n$/);
+});
+
+test('as a process: result on stdout with exit 0; bad input on stderr with exit 2; stdin', () => {
+  const good = spawnCli(
+    ['checkpoint-size', '--json', '-'],
+    '{"model":{"params":1e8},"optimizer":"sgd"}',
+  );
+  assert.equal(good.status, 0, good.stderr);
+  assert.equal(JSON.parse(good.stdout).totalBytes, 400e6);
+  const wrong = spawnCli(['checkpoint-size', '--params', '0', '--optimizer', 'sgd']);
+  assert.equal(wrong.status, 2);
+  assert.equal(wrong.stdout, '');
+  assert.equal(JSON.parse(wrong.stderr).error.flag, '--params');
+  const usage = spawnCli(['checkpoint-size', '--nope']);
+  assert.equal(usage.status, 2);
+  assert.equal(JSON.parse(usage.stderr).error.code, 'unknown_flag');
+});
