@@ -660,23 +660,37 @@ const cellText = (v, bytes) => {
   return String(v);
 };
 
+// Plain tables: numbers right-aligned, text left-aligned and cut at TEXT_WIDTH characters
+// (--format json or markdown keep every character).
+const TEXT_WIDTH = 72;
 function renderTable(results, markdown) {
   const heads = ['field', ...results.map((_, i) => (results.length > 1 ? `#${i + 1}` : 'value'))];
-  const body = tableRows(results).map((r) => [r.path, ...r.cells.map((c) => cellText(c, r.bytes))]);
+  const rows = tableRows(results);
   if (markdown) {
     const esc = (s) => String(s).replace(/\|/g, '\\|');
+    const body = rows.map((r) => [r.path, ...r.cells.map((c) => cellText(c, r.bytes))]);
     return [
       `| ${heads.join(' | ')} |`,
       `| ${heads.map((_, i) => (i === 0 ? '---' : '---:')).join(' | ')} |`,
       ...body.map((r) => `| ${r.map(esc).join(' | ')} |`),
     ].join('\n');
   }
-  const widths = heads.map((h, i) => Math.max(h.length, ...body.map((r) => String(r[i]).length)));
+  const cut = (t) => (t.length > TEXT_WIDTH ? `${t.slice(0, TEXT_WIDTH - 1)}…` : t);
+  const body = rows.map((r) => [
+    { text: r.path, right: false },
+    ...r.cells.map((c) => ({ text: cut(cellText(c, r.bytes)), right: typeof c === 'number' })),
+  ]);
+  const widths = heads.map((h, i) => Math.max(h.length, ...body.map((r) => r[i].text.length)));
   const line = (r) =>
     r
-      .map((c, i) => (i === 0 ? String(c).padEnd(widths[i]) : String(c).padStart(widths[i])))
-      .join('  ');
-  return [line(heads), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(line)].join('\n');
+      .map((c, i) => (c.right ? c.text.padStart(widths[i]) : c.text.padEnd(widths[i])))
+      .join('  ')
+      .trimEnd();
+  return [
+    line(heads.map((text) => ({ text, right: false }))),
+    widths.map((w) => '-'.repeat(w)).join('  '),
+    ...body.map(line),
+  ].join('\n');
 }
 
 // ---- Help ------------------------------------------------------------------------------
