@@ -1,67 +1,326 @@
-// Checkpoint size, seed 003: size = parameters x copies per parameter x bytes per copy.
+// Checkpoint size: the exact bytes of a checkpoint from the model's tensors, the optimizer's
+// real state layout (optimizer.cpp) and the container format (checkpoint_format_*.cpp), with
+// seed 003's simple formula (params x copies x bytes per copy) beside it.
+#include <cmath>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "trainmem/calculators.hpp"
+#include "trainmem/checkpoint_format.hpp"
 #include "trainmem/dtype.hpp"
 #include "trainmem/model.hpp"
+#include "trainmem/optimizer.hpp"
 #include "trainmem/request.hpp"
 
 namespace trainmem {
 namespace {
 
-struct OptimizerCopies {
-  const char* name;
-  uint32_t copies;  // state copies per parameter (seed 003; torch/optim/*.py)
-};
-// Seed 003: SGD keeps no state, Adam two moments. torch/optim: SGD momentum_buffer,
-// Adagrad sum, RMSprop square_avg; Lion (Chen et al. 2023) one moment.
-const OptimizerCopies kCopies[] = {
-    {"sgd", 0},  {"sgd-momentum", 1}, {"adam", 2},    {"adamw", 2},
-    {"lion", 1}, {"adagrad", 1},      {"rmsprop", 1},
-};
+bool is_float(DType t) {
+  return t == DType::fp64 || t == DType::fp32 || t == DType::fp16 || t == DType::bf16 ||
+         t == DType::fp8;
+}
 
-DType read_dtype(const Obj& o, const std::string& key, DType fallback) {
+bool read_dtype(const Obj& o, const std::string& key, DType* out) {
   if (!o.has(key)) {
     o.mark_used(key);
-    return fallback;
+    return false;
   }
   const std::string s = o.str(key, 32);
-  DType t;
-  if (!parse_dtype(s, &t)) o.one_of(key, dtype_names());  // throws with a suggestion
-  return t;
+  if (!parse_dtype(s, out)) o.one_of(key, dtype_names());  // throws with a suggestion
+  return true;
+}
+
+struct Request {
+  ModelDescription model;
+  OptimizerSpec opt;
+  bool has_weight_dtype = false, has_state_dtype = false;
+  DType weight = DType::fp32, state = DType::fp32;
+  bool master = false;
+  std::string format = "raw";
+  bool include_optimizer = true;
+  std::string file_name = "checkpoint.pt";
+  uint64_t max_shard_bytes = 0;
+};
+
+struct Stored {          // one storage of the checkpoint
+  std::string category;  // weights | buffers | masterWeights | optimizerState
+  std::string state;     // state name for optimizer entries
+  uint64_t bytes = 0;
+};
+
+// Seed 003, as the foundation computed it: params x copies x bytes per copy.
+json simple_formula(const Request& r) {
+  const uint64_t n = r.model.params;
+  const DType state = r.has_state_dtype ? r.state : (r.master ? DType::fp32 : r.weight);
+  const uint64_t weights = dtype_bytes_for(r.weight, n);
+  const uint64_t masters = r.master ? dtype_bytes_for(DType::fp32, n) : 0;
+  uint32_t copies = r.include_optimizer ? simple_state_copies(r.opt) : 0;
+  // 8-bit Adam: two 1-byte moments per parameter (Transformer Math 101: 8-bit Adam 2 B/param
+  // of moments + the fp32 master copy in mixed precision).
+  const DType copy_dtype = r.opt.name == "adam-8bit" ? DType::uint8 : state;
+  const uint64_t states = checked_mul(copies, dtype_bytes_for(copy_dtype, n), "model.params");
+  const uint64_t total =
+      checked_add(checked_add(weights, masters, "model.params"), states, "model.params");
+  json s;
+  s["totalBytes"] = total;
+  s["breakdown"] = {{"weights", weights}, {"masterWeights", masters}, {"optimizerState", states}};
+  s["copies"] = 1 + copies + (r.master ? 1 : 0);
+  s["bytesPerParam"] = n ? static_cast<double>(total) / static_cast<double>(n) : 0.0;
+  s["formula"] = "params x copies x bytes per copy (seed 003)";
+  if (r.opt.name == "adafactor" || r.opt.name == "torch-adafactor")
+    s["note"] = "seed 003 gives Adafactor only as O(sqrt(N)); the exact value uses the shapes";
+  return s;
 }
 
 }  // namespace
 
 json checkpoint_size_json(const json& request) {
   Obj req(request, "");
-  ModelDescription model = parse_model(req.obj("model"));
-  std::vector<std::string> names;
-  for (const auto& c : kCopies) names.emplace_back(c.name);
-  const std::string optimizer = req.one_of("optimizer", names);
-  const DType weight = read_dtype(req, "weightDtype", DType::fp32);
-  const bool master = req.boolean_or("masterWeights", false);
-  // Default state dtype: PyTorch keeps states in the parameter dtype; with an fp32 master
-  // copy (mixed precision) states are fp32 (seed 003).
-  const DType state = read_dtype(req, "stateDtype", master ? DType::fp32 : weight);
+  Request r;
+  r.model = parse_model(req.obj("model"));
+  r.format = req.one_of_or("format", {"raw", "torch", "safetensors"}, "raw");
+  r.include_optimizer = req.boolean_or("includeOptimizer", r.format != "safetensors");
+  if (r.include_optimizer || req.has("optimizer"))
+    r.opt = parse_optimizer(req, "optimizer");
+  else
+    req.mark_used("optimizer");
+  r.has_weight_dtype = read_dtype(req, "weightDtype", &r.weight);
+  r.master = req.boolean_or("masterWeights", false);
+  r.has_state_dtype = read_dtype(req, "stateDtype", &r.state);
+  r.file_name = req.str_or("fileName",
+                           r.format == "safetensors" ? "model.safetensors" : "checkpoint.pt", 256);
+  r.max_shard_bytes = req.u64_or("maxShardBytes", 0, 0, UINT64_MAX);
   req.finish();
+  if (r.format == "safetensors" && r.include_optimizer)
+    throw RequestError(code::kInconsistent, "includeOptimizer",
+                       "includeOptimizer: safetensors files hold weights only (save the "
+                       "optimizer with torch.save)");
+  if (r.max_shard_bytes && r.format != "safetensors")
+    throw RequestError(code::kUnsupported, "maxShardBytes",
+                       "maxShardBytes: sharding is modelled for safetensors files only");
 
-  uint32_t copies = 0;
-  for (const auto& c : kCopies)
-    if (optimizer == c.name) copies = c.copies;
-  const uint64_t n = model.params;
-  const uint64_t weights = dtype_bytes_for(weight, n);
-  const uint64_t masters = master ? dtype_bytes_for(DType::fp32, n) : 0;
-  const uint64_t states = checked_mul(copies, dtype_bytes_for(state, n), "model.params");
-  const uint64_t total =
-      checked_add(checked_add(weights, masters, "model.params"), states, "model.params");
+  ModelDescription& m = r.model;
+  const bool count_only = !m.has_tensors();
+  std::vector<std::string> notes;
+  if (count_only) {
+    // A count is one flat tensor: per-tensor scalars (Adam `step`, Adafactor factors, the
+    // pickle's per-tensor entries) cannot be known without the tensor list.
+    TensorSpec t;
+    t.name = "params";
+    t.shape = {m.params};
+    t.dtype = r.weight;
+    m.tensors.push_back(t);
+    m.module_count = 1;
+    notes.push_back(
+        "model given as a count: treated as one flat tensor; per-tensor state "
+        "(e.g. Adam's step scalars) and container entries are approximate");
+  }
+  if (!r.has_weight_dtype) r.weight = m.tensors.front().dtype;
+
+  // Storage table and the state_dict views.
+  std::vector<StorageInfo> storages;
+  std::vector<Stored> stored;
+  auto add_storage = [&](DType dt, uint64_t numel, const std::string& cat, const char* state) {
+    StorageInfo s;
+    s.dtype = dt;
+    s.numel = numel;
+    s.bytes = dtype_bytes_for(dt, numel);
+    storages.push_back(s);
+    stored.push_back({cat, state ? state : "", s.bytes});
+    return static_cast<int64_t>(storages.size() - 1);
+  };
+  TorchSaveInput in;
+  in.file_name = r.file_name;
+  in.module_count = m.module_count ? m.module_count : 1;
+  in.module_name_bytes = m.module_name_bytes;
+  in.wrap = r.include_optimizer;
+  in.has_optimizer = r.include_optimizer;
+  std::map<std::string, int64_t> storage_of;  // untied tensor name -> storage
+  std::vector<DType> eff(m.tensors.size());
+  std::vector<SafetensorsEntry> st_entries;
+  for (size_t i = 0; i < m.tensors.size(); ++i) {
+    const TensorSpec& t = m.tensors[i];
+    eff[i] = r.has_weight_dtype && is_float(t.dtype) ? r.weight : t.dtype;
+    int64_t sid;
+    if (t.tied_to.empty()) {
+      sid = add_storage(eff[i], t.numel(), "weights", nullptr);
+      storage_of[t.name] = sid;
+      st_entries.push_back({&t.name, &t.shape, eff[i]});
+    } else {
+      sid = storage_of.at(t.tied_to);
+    }
+    in.model.push_back({&t.name, &t.shape, eff[i], sid});
+  }
+  for (const auto& b : m.buffers) {
+    if (!b.persistent) continue;  // not in state_dict()
+    // module.to(dtype) casts floating buffers; integer counters keep their dtype.
+    const DType dt = r.has_weight_dtype && is_float(b.dtype) ? r.weight : b.dtype;
+    const int64_t sid = add_storage(dt, b.numel(), "buffers", nullptr);
+    in.model.push_back({&b.name, &b.shape, dt, sid});
+    st_entries.push_back({&b.name, &b.shape, dt});
+  }
+
+  // Optimizer state, parameter by parameter (the order of model.parameters()).
+  std::vector<std::vector<StateTensor>> states;
+  std::vector<TensorSpec> fake_params;  // count-only Adafactor: a square-ish matrix estimate
+  if (r.include_optimizer) {
+    int64_t qmap[2] = {-1, -1};
+    for (size_t i = 0; i < m.tensors.size(); ++i) {
+      const TensorSpec& t = m.tensors[i];
+      if (!t.tied_to.empty() || !t.trainable) continue;
+      const DType state_dtype = r.has_state_dtype ? r.state : (r.master ? DType::fp32 : eff[i]);
+      TensorSpec p = t;
+      p.dtype = eff[i];
+      if (count_only && (r.opt.name == "adafactor" || r.opt.name == "torch-adafactor")) {
+        const uint64_t rows = static_cast<uint64_t>(std::ceil(std::sqrt(double(t.numel()))));
+        p.shape = {rows, (t.numel() + rows - 1) / rows};
+        notes.push_back("Adafactor on a count: factors estimated for one square matrix");
+      }
+      std::vector<StateTensor> s = optimizer_state(r.opt, p, state_dtype);
+      if (count_only) {  // no per-tensor scalars for a bare count (seed 003 parity)
+        std::vector<StateTensor> kept;
+        for (auto& e : s)
+          if (!(e.kind == StateKind::tensor && e.shape.empty()) && e.kind != StateKind::python_int)
+            kept.push_back(e);
+        s.swap(kept);
+      }
+      if (r.master) {
+        StateTensor mw;
+        mw.name = "fp32_master";
+        mw.shape = t.shape;
+        mw.dtype = DType::fp32;
+        s.push_back(mw);
+      }
+      states.push_back(std::move(s));
+    }
+    in.optimizer_params = states.size();
+    in.param_group = optimizer_param_group(r.opt);
+    in.optimizer_state.resize(states.size());
+    for (size_t i = 0; i < states.size(); ++i) {
+      for (const StateTensor& e : states[i]) {
+        int64_t sid = -1;
+        const bool is_master = std::string(e.name) == "fp32_master";
+        if (e.kind == StateKind::tensor) {
+          sid = add_storage(e.dtype, e.numel(), is_master ? "masterWeights" : "optimizerState",
+                            e.name);
+        } else if (e.kind == StateKind::shared_tensor) {
+          int64_t& q = qmap[std::string(e.name) == "qmap1" ? 0 : 1];
+          if (q < 0) q = add_storage(e.dtype, e.numel(), "optimizerState", e.name);
+          sid = q;
+        }
+        in.optimizer_state[i].push_back({e.name, e.kind, &e.shape, e.dtype, sid});
+      }
+    }
+  } else if (r.master) {
+    for (size_t i = 0; i < m.tensors.size(); ++i)
+      if (m.tensors[i].tied_to.empty() && m.tensors[i].trainable)
+        add_storage(DType::fp32, m.tensors[i].numel(), "masterWeights", "fp32_master");
+    notes.push_back("masterWeights without the optimizer: counted as raw fp32 copies");
+  }
+  in.storages = storages;
+
+  // Categories and per-state totals (raw payload).
+  std::map<std::string, uint64_t> cat = {
+      {"weights", 0}, {"buffers", 0}, {"masterWeights", 0}, {"optimizerState", 0}};
+  std::map<std::string, uint64_t> by_state;
+  uint64_t payload = 0;
+  for (const auto& s : stored) {
+    cat[s.category] = checked_add(cat[s.category], s.bytes, "checkpoint");
+    if (s.category == "optimizerState")
+      by_state[s.state] = checked_add(by_state[s.state], s.bytes, "checkpoint");
+    payload = checked_add(payload, s.bytes, "checkpoint");
+  }
+
   json out;
+  json container = nullptr;
+  json files = json::array();
+  uint64_t total = payload;
+  if (r.format == "torch") {
+    const ContainerSize c = torch_save_size(in);
+    total = c.file_bytes;
+    container = {{"pickleBytes", c.pickle_bytes},
+                 {"records", c.records},
+                 {"alignmentPaddingBytes", c.padding_bytes},
+                 {"overheadBytes", c.overhead_bytes},
+                 {"payloadBytes", c.payload_bytes}};
+    files.push_back({{"name", r.file_name}, {"bytes", total}});
+  } else if (r.format == "safetensors") {
+    // Weights and persistent buffers only (tied tensors once).
+    std::vector<std::vector<SafetensorsEntry>> shards(1);
+    uint64_t cur = 0;
+    for (const auto& e : st_entries) {
+      uint64_t numel = 1;
+      for (uint64_t d : *e.shape) numel = checked_mul(numel, d, "model");
+      const uint64_t n = dtype_bytes_for(e.dtype, numel);
+      // huggingface_hub split_torch_state_dict_into_shards: start a new shard when the next
+      // tensor would exceed the limit (a tensor larger than the limit gets its own shard).
+      if (r.max_shard_bytes && !shards.back().empty() && cur + n > r.max_shard_bytes) {
+        shards.emplace_back();
+        cur = 0;
+      }
+      shards.back().push_back(e);
+      cur += n;
+    }
+    total = 0;
+    uint64_t header = 0, padding = 0, overhead = 0;
+    for (size_t i = 0; i < shards.size(); ++i) {
+      const ContainerSize c = safetensors_size(shards[i], true);
+      total = checked_add(total, c.file_bytes, "checkpoint");
+      header += c.pickle_bytes;
+      padding += c.padding_bytes;
+      overhead += c.overhead_bytes;
+      char name[96];
+      if (shards.size() == 1)
+        files.push_back({{"name", r.file_name}, {"bytes", c.file_bytes}});
+      else {
+        std::snprintf(name, sizeof name, "model-%05zu-of-%05zu.safetensors", i + 1, shards.size());
+        files.push_back({{"name", name}, {"bytes", c.file_bytes}, {"tensors", c.records}});
+      }
+    }
+    if (shards.size() > 1)
+      notes.push_back("sharded safetensors: the model.safetensors.index.json file is not counted");
+    container = {{"headerBytes", header},
+                 {"alignmentPaddingBytes", padding},
+                 {"overheadBytes", overhead},
+                 {"shards", shards.size()}};
+    cat["optimizerState"] = 0;
+    cat["masterWeights"] = 0;
+  }
+
   out["totalBytes"] = total;
-  out["breakdown"] = {{"weights", weights}, {"masterWeights", masters}, {"optimizerState", states}};
-  out["bytesPerParam"] = n ? static_cast<double>(total) / static_cast<double>(n) : 0.0;
-  out["params"] = n;
-  out["formula"] = "params x copies x bytes per copy (seed 003)";
+  out["format"] = r.format;
+  json breakdown = {
+      {"weights", cat["weights"]},
+      {"buffers", cat["buffers"]},
+      {"masterWeights", cat["masterWeights"]},
+      {"optimizerState", cat["optimizerState"]},
+      {"container",
+       total - (r.format == "safetensors" ? cat["weights"] + cat["buffers"] : payload)}};
+  out["breakdown"] = std::move(breakdown);
+  json per_state = json::object();
+  if (r.format != "safetensors")
+    for (const auto& kv : by_state) per_state[kv.first] = kv.second;
+  out["optimizerStates"] = std::move(per_state);
+  out["params"] = m.params;
+  out["trainableParams"] = m.trainable_params;
+  out["bytesPerParam"] =
+      m.params ? static_cast<double>(total) / static_cast<double>(m.params) : 0.0;
+  if (r.include_optimizer) out["optimizer"] = r.opt.name;
+  out["weightDtype"] = dtype_name(r.weight);
+  out["includeOptimizer"] = r.include_optimizer;
+  if (!container.is_null()) out["container"] = std::move(container);
+  if (!files.empty()) out["files"] = std::move(files);
+  json simple = simple_formula(r);
+  out["differenceFromSimple"] =
+      static_cast<double>(total) - static_cast<double>(simple["totalBytes"].get<uint64_t>());
+  out["simple"] = std::move(simple);
+  out["exact"] = !count_only;
+  out["notes"] = notes;
+  out["formula"] = r.format == "raw" ? "sum of tensor storages: weights + buffers + optimizer state"
+                   : r.format == "torch" ? "torch.save zip: records aligned to 64 bytes + "
+                                           "pickle + zip directory (torch 1.13 layout)"
+                                         : "safetensors: 8 + header (padded to 8) + data";
   return out;
 }
 

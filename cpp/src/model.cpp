@@ -1,6 +1,12 @@
+// The `model` field of every request: a parameter count, a preset, a HuggingFace config.json,
+// or an explicit tensor list — parsed into one ModelDescription.
 #include "trainmem/model.hpp"
 
+#include <set>
+#include <unordered_map>
+
 #include "trainmem/calculators.hpp"
+#include "trainmem/embedded_data.hpp"
 
 namespace trainmem {
 
@@ -17,18 +23,211 @@ uint64_t BufferSpec::numel() const {
 
 // Largest accepted parameter count: 1e15 (README "Numeric limits").
 constexpr uint64_t kMaxParams = 1000000000000000ULL;
+// Largest accepted tensor list (a 70B model has ~700 tensors; MoE models a few thousand).
+constexpr size_t kMaxTensors = 200000;
+
+void finalize_tensors(ModelDescription* m) {
+  uint64_t total = 0, trainable = 0;
+  for (const auto& t : m->tensors) {
+    if (!t.tied_to.empty()) continue;  // shares storage: counted once
+    const uint64_t n = t.numel();
+    total = checked_add(total, n, "model.tensors");
+    if (t.trainable) trainable = checked_add(trainable, n, "model.tensors");
+  }
+  m->params = total;
+  m->trainable_params = trainable;
+  if (m->module_count == 0) {
+    // Modules inferred from tensor-name prefixes ("a.b.c.weight" -> "", "a", "a.b", "a.b.c").
+    std::set<std::string> mods{""};
+    auto add_prefixes = [&](const std::string& name) {
+      for (size_t i = 0; i < name.size(); ++i)
+        if (name[i] == '.') mods.insert(name.substr(0, i));
+    };
+    for (const auto& t : m->tensors) add_prefixes(t.name);
+    for (const auto& b : m->buffers) add_prefixes(b.name);
+    m->module_count = mods.size();
+    for (const auto& s : mods) m->module_name_bytes += s.size();
+  }
+}
+
+namespace {
+
+DType read_dtype_field(const Obj& o, const std::string& key, DType fallback) {
+  if (!o.has(key)) {
+    o.mark_used(key);
+    return fallback;
+  }
+  DType t;
+  if (!parse_dtype(o.str(key, 32), &t)) o.one_of(key, dtype_names());
+  return t;
+}
+
+std::vector<uint64_t> read_shape(const Obj& o, const std::string& key) {
+  const json& a = o.array(key, 8);
+  std::vector<uint64_t> shape;
+  for (size_t i = 0; i < a.size(); ++i)
+    shape.push_back(read_u64(a[i], index_path(o.field(key), i), 0, kMaxExactJson));
+  return shape;
+}
+
+ModelDescription parse_tensor_list(const Obj& model) {
+  ModelDescription m;
+  m.source = "tensors";
+  m.name = model.str_or("name", "custom model", 200);
+  const json& arr = model.array("tensors", kMaxTensors);
+  if (arr.empty())
+    throw RequestError(code::kOutOfRange, model.field("tensors"),
+                       model.field("tensors") + " must list at least one tensor");
+  std::unordered_map<std::string, size_t> index;
+  m.tensors.reserve(arr.size());
+  for (size_t i = 0; i < arr.size(); ++i) {
+    Obj t(arr[i], index_path(model.field("tensors"), i));
+    TensorSpec s;
+    s.name = t.str("name", 512);
+    if (s.name.empty())
+      throw RequestError(code::kOutOfRange, t.field("name"), t.field("name") + " is empty");
+    s.shape = read_shape(t, "shape");
+    s.dtype = read_dtype_field(t, "dtype", DType::fp32);
+    s.trainable = t.boolean_or("trainable", true);
+    if (t.has("tiedTo")) {
+      s.tied_to = t.str("tiedTo", 512);
+      auto it = index.find(s.tied_to);
+      if (it == index.end())
+        throw RequestError(code::kInconsistent, t.field("tiedTo"),
+                           t.field("tiedTo") + " must name an earlier tensor, got \"" +
+                               s.tied_to.substr(0, 64) + "\"");
+      if (m.tensors[it->second].shape != s.shape)
+        throw RequestError(code::kInconsistent, t.field("shape"),
+                           t.field("shape") + " must equal the shape of the tied tensor");
+      // Tie to the storage owner (a chain a -> b -> c stores once).
+      if (!m.tensors[it->second].tied_to.empty()) s.tied_to = m.tensors[it->second].tied_to;
+    } else {
+      t.mark_used("tiedTo");
+    }
+    t.finish();
+    if (!index.emplace(s.name, m.tensors.size()).second)
+      throw RequestError(code::kInconsistent, t.field("name"),
+                         t.field("name") + " repeats \"" + s.name.substr(0, 64) + "\"");
+    m.tensors.push_back(std::move(s));
+  }
+  if (model.has("buffers")) {
+    const json& b = model.array("buffers", kMaxTensors);
+    for (size_t i = 0; i < b.size(); ++i) {
+      Obj t(b[i], index_path(model.field("buffers"), i));
+      BufferSpec s;
+      s.name = t.str("name", 512);
+      s.shape = read_shape(t, "shape");
+      s.dtype = read_dtype_field(t, "dtype", DType::fp32);
+      s.persistent = t.boolean_or("persistent", true);
+      t.finish();
+      m.buffers.push_back(std::move(s));
+    }
+  } else {
+    model.mark_used("buffers");
+  }
+  if (model.has("modules")) {
+    const json& mods = model.array("modules", kMaxTensors);
+    m.module_count = mods.size();
+    for (size_t i = 0; i < mods.size(); ++i)
+      m.module_name_bytes += read_str(mods[i], index_path(model.field("modules"), i), 512).size();
+    if (m.module_count == 0)
+      throw RequestError(code::kOutOfRange, model.field("modules"),
+                         model.field("modules") + " must include the root module \"\"");
+  } else {
+    model.mark_used("modules");
+  }
+  finalize_tensors(&m);
+  if (m.params == 0)
+    throw RequestError(code::kOutOfRange, model.field("tensors"),
+                       model.field("tensors") + " hold no parameters (every shape has a 0)");
+  return m;
+}
+
+}  // namespace
 
 ModelDescription parse_model(const Obj& model) {
+  static const char* kForms[] = {"params", "preset", "config", "tensors"};
+  int forms = 0;
+  for (const char* f : kForms) forms += model.has(f) ? 1 : 0;
+  if (forms == 0)
+    throw RequestError(code::kMissingField, model.field("params"),
+                       model.path() + " needs one of params, preset, config or tensors");
+  if (forms > 1)
+    throw RequestError(code::kInconsistent, model.path(),
+                       model.path() + " must use only one of params, preset, config, tensors");
   ModelDescription m;
-  m.source = "params";
-  m.params = model.u64("params", 1, kMaxParams);
-  m.trainable_params = m.params;
-  model.finish({"preset", "config", "tensors", "buffers"});
+  if (model.has("params")) {
+    m.source = "params";
+    m.params = model.u64("params", 1, kMaxParams);
+    m.trainable_params = m.params;
+    m.name = model.str_or("name", "", 200);
+  } else if (model.has("preset")) {
+    m = model_from_preset(model.str("preset", 128), model.field("preset"));
+  } else if (model.has("config")) {
+    const std::string arch = model.str_or("architecture", "", 128);
+    m = model_from_config(model.obj("config"), arch);
+    m.source = "config";
+  } else {
+    m = parse_tensor_list(model);
+  }
+  model.finish(
+      {"params", "preset", "config", "tensors", "buffers", "modules", "architecture", "name"});
   return m;
 }
 
 nlohmann::json describe_model(const ModelDescription& m) {
-  return {{"source", m.source}, {"params", m.params}, {"trainableParams", m.trainable_params}};
+  json out;
+  out["source"] = m.source;
+  if (!m.preset_id.empty()) out["presetId"] = m.preset_id;
+  out["name"] = m.name;
+  out["params"] = m.params;
+  out["trainableParams"] = m.trainable_params;
+  if (m.published_params) out["publishedParams"] = m.published_params;
+  if (!m.source_note.empty()) out["sourceNote"] = m.source_note;
+  if (!m.architecture.empty()) out["architecture"] = m.architecture;
+  json tensors = json::array();
+  uint64_t stored = 0;
+  for (const auto& t : m.tensors) {
+    json e = {
+        {"name", t.name}, {"shape", t.shape}, {"dtype", dtype_name(t.dtype)}, {"numel", t.numel()}};
+    if (!t.tied_to.empty()) e["tiedTo"] = t.tied_to;
+    if (!t.trainable) e["trainable"] = false;
+    if (t.tied_to.empty()) ++stored;
+    tensors.push_back(std::move(e));
+  }
+  out["tensors"] = std::move(tensors);
+  out["storedTensors"] = stored;
+  json buffers = json::array();
+  for (const auto& b : m.buffers)
+    buffers.push_back({{"name", b.name},
+                       {"shape", b.shape},
+                       {"dtype", dtype_name(b.dtype)},
+                       {"numel", b.numel()},
+                       {"persistent", b.persistent}});
+  out["buffers"] = std::move(buffers);
+  const Architecture& a = m.arch;
+  out["modelType"] = a.model_type;
+  out["layers"] = a.layers;
+  out["hidden"] = a.hidden;
+  out["heads"] = a.heads;
+  out["kvHeads"] = a.kv_heads;
+  out["headDim"] = a.head_dim;
+  out["intermediate"] = a.intermediate;
+  out["vocab"] = a.vocab;
+  out["maxPositions"] = a.max_positions;
+  out["numExperts"] = a.num_experts;
+  out["expertsPerToken"] = a.experts_per_token;
+  out["gatedMlp"] = a.gated_mlp;
+  out["activation"] = a.activation;
+  out["norm"] = a.norm;
+  out["tiedEmbeddings"] = a.tied_embeddings;
+  out["encoderOnly"] = a.encoder_only;
+  out["encoderLayers"] = a.encoder_layers;
+  out["numLabels"] = a.num_labels;
+  out["hiddenDropout"] = a.hidden_dropout;
+  out["attentionDropout"] = a.attention_dropout;
+  out["modules"] = m.module_count;
+  return out;
 }
 
 json describe_model_json(const json& request) {

@@ -1,9 +1,43 @@
-// Placeholder until its issue lands: reports "unsupported" as data, never a number.
+// presets(): model presets (id, name, parameter count, source) and, generically, every data
+// file under cpp/data/gpus/ and cpp/data/examples/ (added by other calculators).
+#include <string>
+
 #include "trainmem/calculators.hpp"
-#include "trainmem/error.hpp"
+#include "trainmem/embedded_data.hpp"
+#include "trainmem/model.hpp"
+#include "trainmem/request.hpp"
 
 namespace trainmem {
-nlohmann::json presets_json(const nlohmann::json&) {
-  throw RequestError(code::kUnsupported, "", "presets is not available yet in this build");
+
+json presets_json(const json& request) {
+  Obj req(request, "");
+  req.finish();
+  json models = json::array();
+  for (const auto& id : model_preset_ids()) {
+    const ModelDescription m = model_from_preset(id, "preset");
+    json e = {{"id", id},
+              {"name", m.name},
+              {"params", m.params},
+              {"modelType", m.arch.model_type},
+              {"architecture", m.architecture},
+              {"layers", m.arch.layers},
+              {"hidden", m.arch.hidden},
+              {"source", m.source_note}};
+    if (m.published_params) e["publishedParams"] = m.published_params;
+    models.push_back(std::move(e));
+  }
+  json out;
+  out["models"] = std::move(models);
+  for (const char* kind : {"gpus", "examples"}) {
+    json list = json::array();
+    for (const auto& f : embedded_under(std::string(kind) + "/")) {
+      json e = *f.second;
+      if (e.is_object() && !e.contains("file")) e["file"] = f.first;
+      list.push_back(std::move(e));
+    }
+    out[kind] = std::move(list);
+  }
+  return out;
 }
+
 }  // namespace trainmem

@@ -62,6 +62,13 @@ struct ModelDescription {
   std::vector<TensorSpec> tensors;  // empty when only a count is known
   std::vector<BufferSpec> buffers;
   Architecture arch;
+  std::string architecture;       // HF class the tensor list follows, e.g. "LlamaForCausalLM"
+  std::string source_note;        // presets: where the config and the published count come from
+  uint64_t published_params = 0;  // presets: the published parameter count (0 = none)
+  // Modules that Module.state_dict() visits (its `_metadata` keys, root "" included): their
+  // number and total name length. Estimated from tensor-name prefixes when not known.
+  uint64_t module_count = 0;
+  uint64_t module_name_bytes = 0;
   bool has_tensors() const { return !tensors.empty(); }
   bool has_architecture() const { return arch.layers > 0 && arch.hidden > 0; }
 };
@@ -72,5 +79,17 @@ ModelDescription parse_model(const Obj& model);
 
 // JSON of a description (the describeModel result).
 nlohmann::json describe_model(const ModelDescription& m);
+
+// Builds the exact tensor list of a HuggingFace config.json (model_type gpt2, bert, llama,
+// mistral, mixtral, qwen2, gpt_neox, t5). `config` is an Obj at "model.config"; `arch_override`
+// (may be empty) replaces config.architectures[0]. Throws RequestError naming the field.
+ModelDescription model_from_config(const Obj& config, const std::string& arch_override);
+
+// Model presets (cpp/data/models/*.json): ids, and one preset's description.
+std::vector<std::string> model_preset_ids();
+ModelDescription model_from_preset(const std::string& id, const std::string& field);
+
+// Fills params / trainable_params / module counts from `tensors` (tied tensors once).
+void finalize_tensors(ModelDescription* m);
 
 }  // namespace trainmem

@@ -1,0 +1,82 @@
+// Optimizer state layouts as data: for each parameter tensor, which state entries the
+// optimizer keeps (names, shapes, dtypes), exactly as the framework's state_dict holds them.
+// Used by the checkpoint-size calculator and by peak memory (optimizer state bytes).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "trainmem/dtype.hpp"
+#include "trainmem/model.hpp"
+#include "trainmem/request.hpp"
+
+namespace trainmem {
+
+// Canonical optimizer names: sgd adam adamw adagrad rmsprop adafactor torch-adafactor lion
+// adam-8bit (request aliases: sgd-momentum, adamw-8bit, adafactor-hf).
+struct OptimizerSpec {
+  std::string name = "adamw";
+  double momentum = 0;            // sgd, rmsprop: momentum_buffer when != 0
+  bool nesterov = false;          // sgd (no extra state)
+  bool amsgrad = false;           // adam, adamw: max_exp_avg_sq
+  bool centered = false;          // rmsprop: grad_avg
+  bool has_beta1 = false;         // HF adafactor: exp_avg when beta1 is set (default None)
+  double beta1 = 0;               //
+  uint64_t block_size = 2048;     // adam-8bit: values per absmax block (bitsandbytes)
+  uint64_t min_8bit_size = 4096;  // adam-8bit: smaller tensors keep fp32 state1/state2
+  bool weight_decay_set = false;  // a float weight_decay given (pickle width only)
+};
+
+// How a state entry is held in optimizer.state_dict()['state'][i].
+enum class StateKind {
+  tensor,         // its own storage
+  shared_tensor,  // one tensor object shared by every parameter (bitsandbytes qmap1/qmap2)
+  python_int,     // e.g. RMSprop / HF Adafactor `step` (no storage)
+  python_none,    // torch 1.13 SGD without momentum stores momentum_buffer = None
+};
+
+struct StateTensor {
+  const char* name = "";  // "exp_avg", "step", ...
+  StateKind kind = StateKind::tensor;
+  std::vector<uint64_t> shape;  // tensors: shape (empty = 0-dim scalar)
+  DType dtype = DType::fp32;
+  bool follows_param = false;  // dtype follows the parameter / requested state dtype
+  uint64_t numel() const;      // 1 for a 0-dim tensor, 0 for non-tensors
+  uint64_t bytes() const;      // storage bytes (0 for non-tensors)
+};
+
+// Parses the request's optimizer field: a name string or {name, momentum, nesterov, amsgrad,
+// centered, beta1, blockSize, min8bitSize, weightDecay}. `key` is the field name in `parent`.
+OptimizerSpec parse_optimizer(const Obj& parent, const std::string& key);
+// Names accepted as optimizer strings (for messages and docs).
+const std::vector<std::string>& optimizer_names();
+
+// State entries of one parameter tensor, in the order the optimizer inserts them.
+// `state_dtype` is the dtype of the entries that follow the parameter (the parameter's dtype
+// in PyTorch; fp32 with a mixed-precision master copy). Fixed-dtype entries (Adam `step`
+// float32, 8-bit uint8 states, fp32 absmax, HF Adafactor fp32 factors) ignore it.
+std::vector<StateTensor> optimizer_state(const OptimizerSpec& opt, const TensorSpec& param,
+                                         DType state_dtype);
+
+// State bytes of one parameter tensor (sum of optimizer_state(...).bytes(); shared tensors
+// excluded — see optimizer_shared_state_bytes).
+uint64_t optimizer_state_bytes(const OptimizerSpec& opt, const TensorSpec& param,
+                               DType state_dtype);
+// Bytes held once per optimizer (bitsandbytes quantization maps), given whether any tensor
+// uses 8-bit state.
+uint64_t optimizer_shared_state_bytes(const OptimizerSpec& opt, bool any_8bit);
+
+// torch 1.13 param_group entries of the optimizer (keys and pickled value kinds), for the
+// container model: 'f' float, 'i' small int, 'b' bool, 'n' None, 't' (float, float),
+// 'u' (None, float).
+struct GroupEntry {
+  const char* key;
+  char kind;
+};
+std::vector<GroupEntry> optimizer_param_group(const OptimizerSpec& opt);
+
+// Copies per parameter in seed 003's simple formula (weights excluded): sgd 0, momentum 1,
+// adam 2, ... (adam-8bit counts its two 1-byte moments as 2 copies of 1 byte: see checkpoint).
+uint32_t simple_state_copies(const OptimizerSpec& opt);
+
+}  // namespace trainmem

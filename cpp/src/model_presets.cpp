@@ -1,0 +1,42 @@
+// Model presets: cpp/data/models/<id>.json, each a copied HuggingFace config.json with the
+// source named and the published parameter count it must reproduce.
+#include <string>
+#include <vector>
+
+#include "trainmem/embedded_data.hpp"
+#include "trainmem/model.hpp"
+
+namespace trainmem {
+
+std::vector<std::string> model_preset_ids() {
+  std::vector<std::string> ids;
+  for (const auto& f : embedded_under("models/")) {
+    const json& j = *f.second;
+    if (j.is_object() && j.contains("id") && j["id"].is_string())
+      ids.push_back(j["id"].get<std::string>());
+  }
+  return ids;
+}
+
+ModelDescription model_from_preset(const std::string& id, const std::string& field) {
+  const json* found = nullptr;
+  for (const auto& f : embedded_under("models/"))
+    if (f.second->is_object() && f.second->value("id", "") == id) found = f.second;
+  if (!found) {
+    std::string msg = field + ": unknown preset \"" + id.substr(0, 64) + "\"";
+    const std::string near = closest_match(id, model_preset_ids());
+    if (!near.empty()) msg += " (did you mean \"" + near + "\"?)";
+    throw RequestError(code::kUnknownPreset, field, msg);
+  }
+  const json& p = *found;
+  Obj cfg(p.at("config"), "preset:" + id + ".config");
+  ModelDescription m = model_from_config(cfg, p.value("architecture", ""));
+  m.source = "preset";
+  m.preset_id = id;
+  m.name = p.value("name", id);
+  m.published_params = p.value("publishedParams", uint64_t{0});
+  m.source_note = p.value("source", "");
+  return m;
+}
+
+}  // namespace trainmem

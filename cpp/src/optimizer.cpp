@@ -1,0 +1,272 @@
+// Optimizer state layouts. Sources (read for each layout; measured in
+// tests/fixtures/torch_checkpoints.json with torch 1.13):
+//   torch/optim/{sgd,adam,adamw,adagrad,rmsprop}.py (torch 1.13 and 2.x),
+//   torch/optim/_adafactor.py (torch >= 2.5), transformers/optimization.py (Adafactor),
+//   lucidrains/lion-pytorch lion_pytorch.py, bitsandbytes/optim/optimizer.py (Optimizer2State).
+#include "trainmem/optimizer.hpp"
+
+#include <algorithm>
+
+namespace trainmem {
+
+uint64_t StateTensor::numel() const {
+  if (kind != StateKind::tensor && kind != StateKind::shared_tensor) return 0;
+  uint64_t n = 1;
+  for (uint64_t d : shape) n = checked_mul(n, d, "optimizer state");
+  return n;
+}
+
+uint64_t StateTensor::bytes() const { return dtype_bytes_for(dtype, numel()); }
+
+const std::vector<std::string>& optimizer_names() {
+  static const std::vector<std::string> names = {
+      "sgd",       "sgd-momentum",    "adam", "adamw",     "adagrad",    "rmsprop",
+      "adafactor", "torch-adafactor", "lion", "adam-8bit", "adamw-8bit", "adafactor-hf"};
+  return names;
+}
+
+namespace {
+
+std::string canonical(const std::string& n) {
+  if (n == "adamw-8bit") return "adam-8bit";  // bitsandbytes AdamW8bit: same Optimizer2State
+  if (n == "adafactor-hf") return "adafactor";
+  return n;
+}
+
+StateTensor tensor(const char* name, std::vector<uint64_t> shape, DType dtype, bool follows) {
+  StateTensor s;
+  s.name = name;
+  s.kind = StateKind::tensor;
+  s.shape = std::move(shape);
+  s.dtype = dtype;
+  s.follows_param = follows;
+  return s;
+}
+
+StateTensor scalar_kind(const char* name, StateKind kind) {
+  StateTensor s;
+  s.name = name;
+  s.kind = kind;
+  return s;
+}
+
+}  // namespace
+
+OptimizerSpec parse_optimizer(const Obj& parent, const std::string& key) {
+  OptimizerSpec o;
+  const json& v = parent.raw(key);
+  const std::string path = parent.field(key);
+  if (v.is_string()) {
+    const std::string n = parent.one_of(key, optimizer_names());
+    o.name = canonical(n);
+    if (n == "sgd-momentum") {
+      o.name = "sgd";
+      o.momentum = 0.9;  // seed 003's "SGD with momentum" (torch default momentum is 0)
+    }
+    return o;
+  }
+  Obj obj(v, path);
+  const std::string n = obj.one_of("name", optimizer_names());
+  o.name = canonical(n);
+  if (n == "sgd-momentum") {
+    o.name = "sgd";
+    o.momentum = 0.9;
+  }
+  const bool sgd = o.name == "sgd", rms = o.name == "rmsprop";
+  const bool adam = o.name == "adam" || o.name == "adamw";
+  if (sgd || rms) {
+    o.momentum = obj.num_or("momentum", o.momentum, 0, 1);
+  }
+  if (sgd) o.nesterov = obj.boolean_or("nesterov", false);
+  if (adam) o.amsgrad = obj.boolean_or("amsgrad", false);
+  if (rms) o.centered = obj.boolean_or("centered", false);
+  if (o.name == "adafactor" && obj.has("beta1")) {
+    o.has_beta1 = true;
+    o.beta1 = obj.num("beta1", 0, 1);
+  } else if (o.name == "adafactor") {
+    obj.mark_used("beta1");
+  }
+  if (o.name == "adam-8bit") {
+    o.block_size = obj.u64_or("blockSize", 2048, 1, 1ULL << 32);
+    o.min_8bit_size = obj.u64_or("min8bitSize", 4096, 0, kMaxExactJson);
+  }
+  if (obj.has("weightDecay")) {
+    obj.num("weightDecay", 0, 1e6);
+    o.weight_decay_set = true;
+  } else {
+    obj.mark_used("weightDecay");
+  }
+  obj.finish({"momentum", "nesterov", "amsgrad", "centered", "beta1", "blockSize", "min8bitSize"});
+  if (o.nesterov && o.momentum == 0)
+    throw RequestError(code::kInconsistent, path + ".nesterov",
+                       path + ".nesterov needs momentum > 0 (torch.optim.SGD raises otherwise)");
+  return o;
+}
+
+std::vector<StateTensor> optimizer_state(const OptimizerSpec& opt, const TensorSpec& param,
+                                         DType state_dtype) {
+  std::vector<StateTensor> s;
+  const std::vector<uint64_t>& shape = param.shape;
+  if (!param.trainable) return s;
+  const std::string& n = opt.name;
+  if (n == "sgd") {
+    // torch 1.13 sgd.py: state['momentum_buffer'] is written for every parameter, None when
+    // momentum == 0 (measured); torch >= 2.0 writes it only when momentum != 0.
+    if (opt.momentum != 0)
+      s.push_back(tensor("momentum_buffer", shape, state_dtype, true));
+    else
+      s.push_back(scalar_kind("momentum_buffer", StateKind::python_none));
+  } else if (n == "adam" || n == "adamw") {
+    // adam.py: step is a 0-dim float32 tensor (torch >= 1.12); moments zeros_like(param).
+    s.push_back(tensor("step", {}, DType::fp32, false));
+    s.push_back(tensor("exp_avg", shape, state_dtype, true));
+    s.push_back(tensor("exp_avg_sq", shape, state_dtype, true));
+    if (opt.amsgrad) s.push_back(tensor("max_exp_avg_sq", shape, state_dtype, true));
+  } else if (n == "adagrad") {
+    // adagrad.py: step (0-dim float32 tensor) and sum, created in the constructor.
+    s.push_back(tensor("step", {}, DType::fp32, false));
+    s.push_back(tensor("sum", shape, state_dtype, true));
+  } else if (n == "rmsprop") {
+    // rmsprop.py (1.13): step is a Python int; square_avg; momentum_buffer if momentum > 0;
+    // grad_avg if centered.
+    s.push_back(scalar_kind("step", StateKind::python_int));
+    s.push_back(tensor("square_avg", shape, state_dtype, true));
+    if (opt.momentum > 0) s.push_back(tensor("momentum_buffer", shape, state_dtype, true));
+    if (opt.centered) s.push_back(tensor("grad_avg", shape, state_dtype, true));
+  } else if (n == "adafactor") {
+    // transformers Adafactor: step int; exp_avg if beta1; for >= 2-D tensors factored
+    // exp_avg_sq_row = shape[:-1], exp_avg_sq_col = shape[:-2] + shape[-1:]; else a full
+    // exp_avg_sq; RMS becomes a 0-dim tensor after the first step. States are created from the
+    // fp32 gradient (16-bit grads are upcast), so they are float32.
+    s.push_back(scalar_kind("step", StateKind::python_int));
+    if (opt.has_beta1) s.push_back(tensor("exp_avg", shape, DType::fp32, false));
+    if (shape.size() >= 2) {
+      std::vector<uint64_t> row(shape.begin(), shape.end() - 1);
+      std::vector<uint64_t> col(shape.begin(), shape.end() - 2);
+      col.push_back(shape.back());
+      s.push_back(tensor("exp_avg_sq_row", row, DType::fp32, false));
+      s.push_back(tensor("exp_avg_sq_col", col, DType::fp32, false));
+    } else {
+      s.push_back(tensor("exp_avg_sq", shape, DType::fp32, false));
+    }
+    s.push_back(tensor("RMS", {}, DType::fp32, false));
+  } else if (n == "torch-adafactor") {
+    // torch/optim/_adafactor.py (torch >= 2.5): step 0-dim float32; >= 2-D: row_var with the
+    // last dim 1, col_var with dim -2 set to 1; else variance zeros_like(grad).
+    s.push_back(tensor("step", {}, DType::fp32, false));
+    if (shape.size() >= 2) {
+      std::vector<uint64_t> row = shape, col = shape;
+      row.back() = 1;
+      col[col.size() - 2] = 1;
+      s.push_back(tensor("row_var", row, state_dtype, true));
+      s.push_back(tensor("col_var", col, state_dtype, true));
+    } else {
+      s.push_back(tensor("variance", shape, state_dtype, true));
+    }
+  } else if (n == "lion") {
+    // lion-pytorch: exp_avg only (Chen et al. 2023 keep one moment).
+    s.push_back(tensor("exp_avg", shape, state_dtype, true));
+  } else if (n == "adam-8bit") {
+    // bitsandbytes Optimizer2State.init_state: step int; tensors with < min_8bit_size (and
+    // < 4096) values keep fp32 state1/state2; others uint8 state1/state2, the shared 256-entry
+    // fp32 maps qmap1/qmap2 and per-block fp32 absmax1/absmax2 (blocks of 2048 values).
+    s.push_back(scalar_kind("step", StateKind::python_int));
+    const uint64_t numel = param.numel();
+    if (numel < opt.min_8bit_size || numel < 4096) {
+      s.push_back(tensor("state1", shape, DType::fp32, false));
+      s.push_back(tensor("state2", shape, DType::fp32, false));
+    } else {
+      const uint64_t blocks = numel / opt.block_size + (numel % opt.block_size ? 1 : 0);
+      s.push_back(tensor("state1", shape, DType::uint8, false));
+      StateTensor q1 = tensor("qmap1", {256}, DType::fp32, false);
+      q1.kind = StateKind::shared_tensor;
+      s.push_back(q1);
+      s.push_back(tensor("state2", shape, DType::uint8, false));
+      StateTensor q2 = tensor("qmap2", {256}, DType::fp32, false);
+      q2.kind = StateKind::shared_tensor;
+      s.push_back(q2);
+      s.push_back(tensor("absmax1", {blocks}, DType::fp32, false));
+      s.push_back(tensor("absmax2", {blocks}, DType::fp32, false));
+    }
+  }
+  return s;
+}
+
+uint64_t optimizer_state_bytes(const OptimizerSpec& opt, const TensorSpec& param,
+                               DType state_dtype) {
+  uint64_t total = 0;
+  for (const auto& st : optimizer_state(opt, param, state_dtype))
+    if (st.kind == StateKind::tensor) total = checked_add(total, st.bytes(), "optimizer state");
+  return total;
+}
+
+uint64_t optimizer_shared_state_bytes(const OptimizerSpec& opt, bool any_8bit) {
+  // bitsandbytes: name2qmap["dynamic"] and ["udynamic"], 256 float32 values each.
+  return opt.name == "adam-8bit" && any_8bit ? 2 * 256 * 4 : 0;
+}
+
+std::vector<GroupEntry> optimizer_param_group(const OptimizerSpec& opt) {
+  // torch 1.13 defaults (measured: tests/fixtures/torch_checkpoints.json "layout").
+  const std::string& n = opt.name;
+  const char wd = opt.weight_decay_set ? 'f' : 'i';
+  if (n == "sgd")
+    return {{"lr", 'f'},        {"momentum", opt.momentum != 0 ? 'f' : 'i'},
+            {"dampening", 'i'}, {"weight_decay", wd},
+            {"nesterov", 'b'},  {"maximize", 'b'},
+            {"foreach", 'n'},   {"differentiable", 'b'}};
+  if (n == "adam")
+    return {{"lr", 'f'},          {"betas", 't'},      {"eps", 'f'},
+            {"weight_decay", wd}, {"amsgrad", 'b'},    {"maximize", 'b'},
+            {"foreach", 'n'},     {"capturable", 'b'}, {"differentiable", 'b'},
+            {"fused", 'b'}};
+  if (n == "adamw")
+    return {{"lr", 'f'},      {"betas", 't'},   {"eps", 'f'},      {"weight_decay", 'f'},
+            {"amsgrad", 'b'}, {"foreach", 'n'}, {"maximize", 'b'}, {"capturable", 'b'}};
+  if (n == "adagrad")
+    return {{"lr", 'f'},
+            {"lr_decay", 'i'},
+            {"eps", 'f'},
+            {"weight_decay", wd},
+            {"initial_accumulator_value", 'i'},
+            {"foreach", 'n'},
+            {"maximize", 'b'}};
+  if (n == "rmsprop")
+    return {{"lr", 'f'},
+            {"momentum", opt.momentum != 0 ? 'f' : 'i'},
+            {"alpha", 'f'},
+            {"eps", 'f'},
+            {"centered", 'b'},
+            {"weight_decay", wd},
+            {"foreach", 'n'},
+            {"maximize", 'b'},
+            {"differentiable", 'b'}};
+  if (n == "adafactor")  // transformers Adafactor defaults (lr None, eps tuple, ...)
+    return {{"lr", 'n'},
+            {"eps", 't'},
+            {"clip_threshold", 'f'},
+            {"decay_rate", 'f'},
+            {"beta1", opt.has_beta1 ? 'f' : 'n'},
+            {"weight_decay", 'f'},
+            {"scale_parameter", 'b'},
+            {"relative_step", 'b'},
+            {"warmup_init", 'b'}};
+  if (n == "torch-adafactor")  // torch 2.5 Adafactor defaults (not measurable on 1.13)
+    return {{"lr", 'f'},           {"beta2_decay", 'f'}, {"eps", 'u'},     {"d", 'f'},
+            {"weight_decay", 'f'}, {"foreach", 'n'},     {"maximize", 'b'}};
+  if (n == "lion") return {{"lr", 'f'}, {"betas", 't'}, {"weight_decay", 'f'}};
+  if (n == "adam-8bit") return {{"lr", 'f'}, {"betas", 't'}, {"eps", 'f'}, {"weight_decay", wd}};
+  return {};
+}
+
+uint32_t simple_state_copies(const OptimizerSpec& opt) {
+  // Seed 003: SGD keeps no state (momentum: one buffer), Adam two moments (+ amsgrad max).
+  const std::string& n = opt.name;
+  if (n == "sgd") return opt.momentum != 0 ? 1 : 0;
+  if (n == "adam" || n == "adamw") return opt.amsgrad ? 3 : 2;
+  if (n == "rmsprop") return 1 + (opt.momentum > 0 ? 1 : 0) + (opt.centered ? 1 : 0);
+  if (n == "adagrad" || n == "lion") return 1;
+  if (n == "adam-8bit") return 2;
+  return 0;  // adafactor: sublinear, no per-parameter copy in the simple formula
+}
+
+}  // namespace trainmem

@@ -1,0 +1,144 @@
+// trainmem's checkpoint sizes against REAL torch.save files (tests/fixtures/
+// torch_checkpoints.json, measured by tools/measure_checkpoints.py with torch 1.13).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <fstream>
+
+#include "trainmem/api.hpp"
+#include "trainmem/optimizer.hpp"
+#include "trainmem/request.hpp"
+
+using trainmem::json;
+
+namespace {
+
+const json& fixture() {
+  static const json j = [] {
+    std::ifstream in(std::string(TM_SOURCE_DIR) + "/tests/fixtures/torch_checkpoints.json");
+    REQUIRE(in.good());
+    return json::parse(in);
+  }();
+  return j;
+}
+
+json call(const char* fn, const json& req) {
+  const json env = json::parse(trainmem::call(fn, req.dump()));
+  INFO(env.dump().substr(0, 1500));
+  REQUIRE(env["ok"] == true);
+  return env["result"];
+}
+
+json request_for(const json& c, const char* format) {
+  json req;
+  req["model"] = fixture()["models"][c["model"].get<std::string>()]["request"];
+  req["weightDtype"] = c["weightDtype"];
+  req["format"] = format;
+  req["includeOptimizer"] = c["includeOptimizer"];
+  req["fileName"] = c["fileName"];
+  if (c.contains("optimizer")) req["optimizer"] = c["optimizer"];
+  return req;
+}
+
+}  // namespace
+
+TEST_CASE("torch.save file size within 0.1% of every measured checkpoint", "[checkpoint]") {
+  double worst = 0;
+  uint64_t exact = 0, n = 0;
+  for (const auto& c : fixture()["cases"]) {
+    INFO(c["name"].get<std::string>());
+    const json r = call("checkpointSize", request_for(c, "torch"));
+    const double want = c["measured"]["fileBytes"].get<double>();
+    const double got = r["totalBytes"].get<double>();
+    const double rel = std::fabs(got - want) / want;
+    INFO("got " << got << " want " << want << " pickle " << r["container"]["pickleBytes"] << " vs "
+                << c["measured"]["pickleBytes"]);
+    CHECK(rel <= 0.001);
+    worst = std::max(worst, rel);
+    exact += got == want ? 1 : 0;
+    ++n;
+  }
+  WARN("torch format: " << exact << "/" << n << " cases byte-exact, worst relative error "
+                        << worst);
+}
+
+TEST_CASE("raw payload equals the measured storage bytes exactly", "[checkpoint]") {
+  for (const auto& c : fixture()["cases"]) {
+    INFO(c["name"].get<std::string>());
+    const json r = call("checkpointSize", request_for(c, "raw"));
+    const json& m = c["measured"];
+    const uint64_t want =
+        m["rawModelBytes"].get<uint64_t>() +
+        (m.contains("rawOptimizerBytes") ? m["rawOptimizerBytes"].get<uint64_t>() : 0);
+    CHECK(r["totalBytes"].get<uint64_t>() == want);
+  }
+}
+
+TEST_CASE("safetensors size of every fixture model (format reimplementation)", "[checkpoint]") {
+  for (const auto& c : fixture()["cases"]) {
+    if (!c["measured"].contains("safetensorsBytes")) continue;
+    INFO(c["name"].get<std::string>());
+    json req = request_for(c, "safetensors");
+    req["includeOptimizer"] = false;
+    req["fileName"] = "model.safetensors";
+    const json r = call("checkpointSize", req);
+    CHECK(r["totalBytes"].get<uint64_t>() == c["measured"]["safetensorsBytes"].get<uint64_t>());
+  }
+}
+
+TEST_CASE("optimizer state layouts equal the measured state_dict entries", "[optimizer]") {
+  for (const auto& c : fixture()["cases"]) {
+    if (!c["measured"].contains("layout")) continue;
+    INFO(c["name"].get<std::string>());
+    // Describe the model to get its tensors, then compare per parameter.
+    const json d = call("describeModel",
+                        {{"model", fixture()["models"][c["model"].get<std::string>()]["request"]}});
+    json holder = {{"optimizer", c["optimizer"]}};
+    const trainmem::Obj o(holder, "");
+    const trainmem::OptimizerSpec spec = trainmem::parse_optimizer(o, "optimizer");
+    trainmem::DType wd;
+    REQUIRE(trainmem::parse_dtype(c["weightDtype"].get<std::string>(), &wd));
+    const json& layout = c["measured"]["layout"]["state"];
+    size_t p = 0;
+    for (const auto& t : d["tensors"]) {
+      if (t.contains("tiedTo")) continue;
+      REQUIRE(p < layout.size());
+      trainmem::TensorSpec ts;
+      ts.name = t["name"];
+      ts.shape = t["shape"].get<std::vector<uint64_t>>();
+      const auto st = trainmem::optimizer_state(spec, ts, wd);
+      const json& want = layout[p++];
+      REQUIRE(st.size() == want.size());
+      for (size_t i = 0; i < st.size(); ++i) {
+        INFO("param " << ts.name << " state " << want[i].dump());
+        CHECK(std::string(st[i].name) == want[i]["key"].get<std::string>());
+        if (want[i].contains("shape")) {
+          CHECK(st[i].shape == want[i]["shape"].get<std::vector<uint64_t>>());
+          CHECK(std::string(trainmem::dtype_name(st[i].dtype)) ==
+                want[i]["dtype"].get<std::string>());
+        } else if (want[i]["python"] == "int") {
+          CHECK(st[i].kind == trainmem::StateKind::python_int);
+        } else {
+          CHECK(st[i].kind == trainmem::StateKind::python_none);
+        }
+      }
+    }
+    CHECK(p == layout.size());
+  }
+}
+
+TEST_CASE("config builder reproduces the measured state_dict names and shapes", "[model]") {
+  for (const char* kind : {"gpt2", "llama"}) {
+    INFO(kind);
+    const json& m = fixture()["models"][kind];
+    const json d = call("describeModel", {{"model", m["request"]}});
+    const json& want = m["stateDict"]["tensors"];
+    REQUIRE(d["tensors"].size() == want.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      CHECK(d["tensors"][i]["name"] == want[i]["name"]);
+      CHECK(d["tensors"][i]["shape"] == want[i]["shape"]);
+      CHECK(d["tensors"][i].contains("tiedTo") == want[i].contains("tiedTo"));
+    }
+    CHECK(d["modules"].get<uint64_t>() == m["stateDict"]["modules"].size());
+  }
+}
