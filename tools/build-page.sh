@@ -1,18 +1,14 @@
 #!/usr/bin/env bash
-# Page build step (run by tools/start.sh and by the browser tests when needed): copies the
-# charting library (uPlot, MIT) out of node_modules into web/app/dist/, minified as an ES
-# module, so the page serves it from its own origin (no CDN).
+# Page build step (run by tools/start.sh, and by the browser tests when web/app/dist is missing
+# or older than its sources): bundles and minifies the page into web/app/dist/ with esbuild,
+# including the charting library (uPlot) taken from node_modules (no CDN).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=web/app/dist
-mkdir -p "$out"
-src=node_modules/uplot/dist
-if [ ! -f "$src/uPlot.esm.js" ]; then
-  echo "build-page: npm package uplot missing (npm install)" >&2
-  exit 1
-fi
-node_modules/.bin/esbuild "$src/uPlot.esm.js" --minify --format=esm --log-level=warning \
-  --legal-comments=inline --outfile="$out/uplot.js"
-cp "$src/uPlot.min.css" "$out/uplot.css"
-cp node_modules/uplot/LICENSE "$out/uplot.LICENSE.txt"
-echo "build-page: $out/uplot.js $(wc -c <"$out/uplot.js") bytes"
+for pkg in esbuild uplot; do
+  if [ ! -d "node_modules/$pkg" ]; then
+    echo "build-page: npm package $pkg missing (run npm install)" >&2
+    exit 1
+  fi
+done
+node tools/build-page.mjs
+echo "build-page: web/app/dist/ built ($(du -sk web/app/dist | cut -f1) KiB)"

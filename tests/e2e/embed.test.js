@@ -37,10 +37,10 @@ describe('embedding', () => {
     pages.set(
       '/doc.html',
       `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Docs</title><link rel="icon" href="data:,">
-<script type="module" src="${env.base}/app/element.js"></script></head>
+<script type="module" src="${env.base}/app/dist/element.js"></script></head>
 <body><main><h1>Our docs</h1>
 <trainmem-calculator id="a" calculator="checkpoint-size" example="sgd-vs-adam" lang="ar" inputs="params,optimizer"></trainmem-calculator>
-<trainmem-calculator id="b" calculator="size" lang="en" state="p=1000000000&amp;opt=sgd&amp;wd=fp32"></trainmem-calculator>
+<trainmem-calculator id="b" calculator="size" lang="en" state="ms=params&amp;p=1000000000&amp;opt=sgd&amp;wd=fp32"></trainmem-calculator>
 </main></body></html>`,
     );
     const { page, context, problems } = await openPage(env.browser, `${foreignBase}/doc.html`);
@@ -64,13 +64,13 @@ describe('embedding', () => {
   });
 
   it('the iframe mode and the "copy embed code" dialog', async () => {
-    const { page, context, problems } = await openPage(env.browser, `${env.base}/app/?lang=en&opt=sgd&wd=fp32&p=1000000000`);
+    const { page, context, problems } = await openPage(env.browser, `${env.base}/app/?lang=en&ms=params&opt=sgd&wd=fp32&p=1000000000`);
     await page.waitForSelector('.tm[data-ready="1"]');
     await page.click('#tm-embed-btn');
     await page.waitForSelector('dialog[open]');
     const elementCode = await page.inputValue('#tm-embed-element');
     const iframeCode = await page.inputValue('#tm-embed-iframe');
-    assert.match(elementCode, /<script type="module" src="http:\/\/127\.0\.0\.1:\d+\/app\/element\.js"><\/script>/);
+    assert.match(elementCode, /<script type="module" src="http:\/\/127\.0\.0\.1:\d+\/app\/dist\/element\.js"><\/script>/);
     assert.match(elementCode, /<trainmem-calculator calculator="size" lang="en" state="[^"]*opt=sgd/);
     assert.match(iframeCode, /<iframe src="http:\/\/127\.0\.0\.1:\d+\/app\/\?embed=1/);
     await page.screenshot({ path: `${shots}/embed-dialog.png` });

@@ -1,7 +1,7 @@
 // Shared set-up for the browser suites: the page's own server (tools/serve.js) in-process on
 // a free port, Debian Chromium through playwright-core, and a console/CSP error collector.
 import { chromium } from 'playwright-core';
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { startServer } from '../../tools/serve.js';
@@ -13,7 +13,15 @@ export function ensureBuilt() {
   if (!existsSync(`${repo}web/lib/wasm/trainmem_wasm.mjs`)) {
     throw new Error('web/lib/wasm/trainmem_wasm.mjs missing: run `bash tools/build.sh wasm` first');
   }
-  if (!existsSync(`${repo}web/app/dist/uplot.js`)) {
+  // The page is served from its bundle (web/app/dist): rebuild it when a source is newer.
+  const built = `${repo}web/app/dist/main.js`;
+  const sources = [`${repo}web/app`, `${repo}web/app/i18n`, `${repo}web/lib`].flatMap((d) =>
+    readdirSync(d)
+      .filter((f) => /\.(js|css|json)$/.test(f))
+      .map((f) => `${d}/${f}`),
+  );
+  const newest = Math.max(...sources.map((f) => statSync(f).mtimeMs));
+  if (!existsSync(built) || statSync(built).mtimeMs < newest) {
     execFileSync('bash', [`${repo}tools/build-page.sh`], { stdio: 'inherit' });
   }
   mkdirSync(shots, { recursive: true });

@@ -11,7 +11,7 @@ let env;
 let A; // one page shared by the tests that do not need a fresh load (keeps the suite fast)
 before(async () => {
   env = await setup();
-  A = await openPage(env.browser, `${env.base}/app/?lang=en`);
+  A = await openPage(env.browser, `${env.base}/app/?lang=en&ms=params`);
   await ready(A.page);
 });
 after(async () => {
@@ -86,6 +86,26 @@ describe('page', () => {
     assert.deepEqual(problems, []);
   });
 
+  it('a first visit answers "does LLaMA-2 7B full fine-tuning fit on one 80 GB GPU, and what do I change if not"', async (t) => {
+    const { page, context, problems } = await openPage(env.browser, `${env.base}/app/?lang=en&tab=peak`);
+    await ready(page);
+    if (!(await page.$('#tm-preset'))) return t.skip('model presets not in this WASM build');
+    assert.equal(new URL(page.url()).search, '?lang=en&tab=peak'); // defaults are not repeated
+    await page.waitForSelector('#tm-results .headline, #tm-results [role="alert"]');
+    if (await page.$('#tm-results [data-code="unsupported"]')) return t.skip('peakMemory not in this WASM build');
+    assert.equal(await page.inputValue('#tm-preset'), 'llama-2-7b');
+    assert.equal(await page.inputValue('#tm-gpuGB'), '80');
+    // Full fine-tuning with AdamW keeps at least weights + grads + 2 fp32 moments: 6.74e9 × 12 B
+    // = 80.9 GB before activations (Transformer Math 101), so it cannot fit in 80 GB.
+    assert.ok(Number(await page.getAttribute('.headline-value', 'data-bytes')) > 80e9);
+    assert.equal(await page.textContent('.headline .badge'), 'Does not fit');
+    const changes = await page.$$eval('.suggest li', (ls) => ls.map((l) => l.textContent));
+    assert.ok(changes.length >= 3, 'alternatives listed');
+    await page.screenshot({ path: `${shots}/first-visit-peak.png`, fullPage: true });
+    assert.deepEqual(problems, []);
+    await context.close();
+  });
+
   it('switches to Arabic (dir="rtl", the seeds\' terms, Latin numbers); dark mode follows the system', async () => {
     const { page, problems } = A;
     await page.click('[data-example="llama2-7b"]');
@@ -109,7 +129,7 @@ describe('page', () => {
   });
 
   it('every input lives in the URL: a shared link reproduces the view', async () => {
-    const { page, context, problems } = await openPage(env.browser, `${env.base}/app/?lang=en`);
+    const { page, context, problems } = await openPage(env.browser, `${env.base}/app/?lang=en&ms=params`);
     await ready(page);
     await page.selectOption('#tm-optimizer', 'sgd');
     await page.selectOption('#tm-weightDtype', 'fp32');

@@ -8,7 +8,7 @@ import { FIELDS, TABS, defaults, toQuery } from './state.js';
 import { BUILDERS, isHeavy, InputError, modelOf } from './requests.js';
 import { Solver } from './solver.js';
 import { EXAMPLES, findPreset } from './examples.js';
-import { flatten, isBytesKey, breakdownParts, toCSV, toMarkdown } from './format.js';
+import { flatten, isBytesKey, breakdownParts, partBytes, toCSV, toMarkdown } from './format.js';
 import { stackedBars, lines } from './charts.js';
 import { placementDiagram, accumulationDiagram } from './diagrams.js';
 
@@ -101,12 +101,18 @@ export async function mountApp(root, options = {}) {
   } catch {
     /* presets not in this build: the model picker offers a parameter count and config.json */
   }
-  const known = {
+  const knownTmp = {
     llama: findPreset(presets, ['llama27bhf', 'llama27b', 'llama2-7b']),
     bert: findPreset(presets, ['bertlargeuncased', 'bertlarge']),
     gpt2: findPreset(presets, ['gpt2', 'gpt2small', 'gpt2124m']),
     v100: presets.gpus.find((g) => /v100.*16/i.test(g.id))?.id || '',
   };
+  const known = knownTmp;
+  // The default model is the LLaMA-2 7B preset; a core built without presets falls back to
+  // its parameter count.
+  if (st.modelSource === 'preset' && !presets.models.some((m) => m.id === st.preset)) {
+    st = { ...st, modelSource: 'params', preset: '' };
+  }
 
   const rootEl = h('div', { class: `tm${embed ? ' tm-embed' : ''}` });
   root.append(rootEl);
@@ -405,8 +411,8 @@ export async function mountApp(root, options = {}) {
       'div',
       { class: unsupported ? 'notice' : 'error', role: 'alert', 'data-code': e.code || '' },
       h('strong', {}, unsupported ? t('error.unsupportedTitle') : t('error.title')),
-      h('p', {}, unsupported ? t('error.unsupported') : String(e.message)),
-      unsupported ? h('p', { class: 'muted' }, String(e.message)) : null,
+      h('p', { lang: 'en' }, String(e.message)),
+      unsupported ? h('p', { class: 'muted' }, t('error.unsupported')) : null,
       e.field ? h('p', { class: 'muted' }, t('error.field'), ' ', h('code', {}, String(e.field)), e.code ? [' · ', h('code', {}, String(e.code))] : null) : null,
     );
     const fieldKey = e.field && { 'model.config': 'config', 'model.params': 'params' }[e.field.split('.').slice(0, 2).join('.')];
@@ -508,16 +514,26 @@ export async function mountApp(root, options = {}) {
     const parts = breakdownParts(breakdown);
     if (!parts.length) return null;
     const total = parts.reduce((a, [, v]) => a + v, 0);
+    const sources = parts.some(([, , src]) => src);
     return h(
       'table',
       { class: 'data' },
       h('caption', {}, t('result.breakdown')),
-      h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, t('result.part')), h('th', { scope: 'col' }, 'GB (10⁹)'), h('th', { scope: 'col' }, 'GiB (2³⁰)'), h('th', { scope: 'col' }, t('unit.bytes')), h('th', { scope: 'col' }, '%'))),
+      h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, t('result.part')), h('th', { scope: 'col' }, 'GB (10⁹)'), h('th', { scope: 'col' }, 'GiB (2³⁰)'), h('th', { scope: 'col' }, t('unit.bytes')), h('th', { scope: 'col' }, '%'), sources ? h('th', { scope: 'col' }, t('result.source')) : null)),
       h(
         'tbody',
         {},
-        parts.map(([k, v]) =>
-          h('tr', {}, h('th', { scope: 'row' }, partLabel(k)), h('td', {}, t.n(t.fixed2(v / 1e9))), h('td', {}, t.n(t.fixed2(v / 2 ** 30))), h('td', {}, t.n(t.int(v))), h('td', {}, t.n(t.num((100 * v) / total)))),
+        parts.map(([k, v, src]) =>
+          h(
+            'tr',
+            {},
+            h('th', { scope: 'row' }, partLabel(k)),
+            h('td', {}, t.n(t.fixed2(v / 1e9))),
+            h('td', {}, t.n(t.fixed2(v / 2 ** 30))),
+            h('td', {}, t.n(t.int(v))),
+            h('td', {}, t.n(t.num((100 * v) / total))),
+            sources ? h('td', { class: 'source', lang: 'en', dir: 'ltr' }, src) : null,
+          ),
         ),
       ),
     );
@@ -528,7 +544,7 @@ export async function mountApp(root, options = {}) {
     const keys = [];
     for (const sc of scenarios) for (const [k] of breakdownParts(sc.breakdown)) if (!keys.includes(k)) keys.push(k);
     if (!keys.length) return;
-    const parts = keys.map((k) => ({ key: k, label: partLabel(k), values: scenarios.map((sc) => sc.breakdown?.[k] || 0) }));
+    const parts = keys.map((k) => ({ key: k, label: partLabel(k), values: scenarios.map((sc) => partBytes(sc.breakdown?.[k]) || 0) }));
     const holder = h('div', { class: 'chart-holder' });
     el.append(holder);
     stackedBars(holder, { label: t('result.breakdownChart'), scenarios: scenarios.map((s) => s.label), parts, t });
@@ -635,6 +651,25 @@ export async function mountApp(root, options = {}) {
     return items.length ? h('div', { class: 'suggest' }, h('h3', {}, t('sug.heading')), h('ul', {}, items)) : '';
   }
 
+  /** A table of plans / comparison rows: the scalar fields, bytes in GB, times in seconds. */
+  function planTable(list, caption, rec, lead = []) {
+    const cols = [...lead];
+    for (const p of list) for (const [k, v] of Object.entries(p)) if (['number', 'boolean', 'string'].includes(typeof v) && !cols.includes(k) && k !== 'exact') cols.push(k);
+    const cell = (c, v) =>
+      typeof v === 'boolean' ? (v ? '✓' : '✗') : typeof v === 'number' ? t.n(isBytesKey(c) ? t.gb(v) : /Seconds$/.test(c) ? `${t.num(v)} s` : t.num(v)) : typeof v === 'string' ? optionLabel(c === 'id' ? 'row' : c, v) : '';
+    return h(
+      'div',
+      { class: 'table-scroll' },
+      h(
+        'table',
+        { class: 'data plans' },
+        h('caption', {}, caption),
+        h('thead', {}, h('tr', {}, cols.map((c) => h('th', { scope: 'col' }, optionLabel('col', c))))),
+        h('tbody', {}, list.map((p) => h('tr', { class: p === rec || (rec && p.microBatch === rec.microBatch && p.accumulationSteps === rec.accumulationSteps && p.checkpointing === rec.checkpointing) ? 'rec' : '' }, cols.map((c) => h('td', {}, cell(c, p[c])))))),
+      ),
+    );
+  }
+
   function renderAccum(el, res, req) {
     const plans = Array.isArray(res.plans) ? res.plans : null;
     if (!plans) {
@@ -651,24 +686,20 @@ export async function mountApp(root, options = {}) {
         h('div', { class: 'headline' }, h('span', { class: 'headline-label' }, t('acc.recommended')), h('span', { class: 'headline-value' }, t.n(`${t.int(rec.microBatch)} × ${t.int(rec.accumulationSteps)}${req.dataParallel > 1 ? ` × ${t.int(req.dataParallel)}` : ''}`)), typeof rec.peakBytes === 'number' ? t.both(rec.peakBytes) : null),
       );
     }
-    const cols = [];
-    for (const p of plans.slice(0, 50)) for (const [k, v] of Object.entries(p)) if ((typeof v === 'number' || typeof v === 'boolean') && !cols.includes(k)) cols.push(k);
-    el.append(
-      h(
-        'table',
-        { class: 'data plans' },
-        h('caption', {}, t('acc.plans')),
-        h('thead', {}, h('tr', {}, cols.map((c) => h('th', { scope: 'col' }, optionLabel('col', c))))),
-        h(
-          'tbody',
-          {},
-          plans.slice(0, 50).map((p) =>
-            h('tr', { class: p === rec ? 'rec' : '' }, cols.map((c) => h('td', {}, typeof p[c] === 'boolean' ? (p[c] ? '✓' : '✗') : typeof p[c] === 'number' ? (isBytesKey(c) ? t.n(t.gb(p[c])) : t.n(t.num(p[c]))) : ''))),
-          ),
-        ),
-      ),
-    );
-    if (rec) accumulationDiagram(el, { micro: rec.microBatch, steps: rec.accumulationSteps, dp: req.dataParallel || 1, t });
+    const notes = [res.checkpointing?.message, ...(Array.isArray(res.warnings) ? res.warnings.map((w) => w?.message) : [])].filter((m) => typeof m === 'string');
+    if (notes.length) el.append(h('ul', { class: 'notes', lang: 'en' }, notes.map((m) => h('li', {}, m))));
+    const rows = Array.isArray(res.comparison?.rows) ? res.comparison.rows : null;
+    if (rows) {
+      el.append(planTable(rows, t('acc.comparison'), null, ['id']));
+      breakdownChart(
+        el,
+        rows.filter((r) => r.breakdown).map((r) => ({ label: optionLabel('row', r.id), breakdown: r.breakdown })),
+      );
+    }
+    el.append(planTable(plans.slice(0, 60), t('acc.plans'), rec));
+    // Figure 2 shows accumulation: the recommended plan, or the fastest fitting plan that accumulates.
+    const shown = rec?.accumulationSteps > 1 ? rec : plans.find((p) => p.fits && p.accumulationSteps > 1) || rec;
+    if (shown) accumulationDiagram(el, { micro: shown.microBatch, steps: shown.accumulationSteps, dp: req.dataParallel || 1, t });
     el.append(details(res));
   }
 
@@ -809,7 +840,8 @@ export async function mountApp(root, options = {}) {
     const base = new URL('./', import.meta.url).href;
     const q = toQuery({ ...st, lang: st.lang || '', ex: '' }).slice(1);
     const elementCode = `<script type="module" src="${base}element.js"></script>\n<trainmem-calculator calculator="${st.tab}" lang="${t.lang}"${q ? ` state="${q.replace(/&/g, '&amp;').replace(/"/g, '&quot;')}"` : ''}></trainmem-calculator>`;
-    const iframeCode = `<iframe src="${base}?embed=1&tab=${st.tab}&lang=${t.lang}${q ? `&${q.replace(/&/g, '&amp;')}` : ''}" title="trainmem" width="100%" height="900" style="border:0"></iframe>`;
+    const page = new URL('./', location.href).href;
+    const iframeCode = `<iframe src="${page}?embed=1&tab=${st.tab}&lang=${t.lang}${q ? `&${q.replace(/&/g, '&amp;')}` : ''}" title="trainmem" width="100%" height="900" style="border:0"></iframe>`;
     return { elementCode, iframeCode };
   }
 

@@ -1,12 +1,12 @@
-// Charts drawn with uPlot (MIT, ~23 KB gzip, canvas, no dependencies), served from our own
-// origin (tools/build-page.sh copies it into dist/). If it is missing, the tables beside each
-// chart still carry every number.
+// Charts drawn with uPlot (MIT, ~23 KB gzip, canvas, no dependencies), bundled from
+// node_modules by tools/build-page.sh into a lazily loaded chunk served by our own origin. If it
+// cannot load, the tables beside each chart still carry every number.
 import { h } from './dom.js';
 
 let uplotPromise = null;
 function loadUPlot() {
   if (!uplotPromise) {
-    uplotPromise = import('./dist/uplot.js').then((m) => m.default).catch(() => null);
+    uplotPromise = import('uplot').then((m) => m.default).catch(() => null);
   }
   return uplotPromise;
 }

@@ -77,6 +77,7 @@ export function placementDiagram(container, { n, segments, t }) {
   const width = Math.max(320, 60 + items.length * (w + gap));
   const svg = s('svg', {
     viewBox: `0 0 ${width} 150`,
+    width,
     class: 'plan-svg',
     role: 'img',
     'aria-labelledby': 'plan-caption',
@@ -139,7 +140,7 @@ export function accumulationDiagram(container, { micro, steps, dp, t }) {
   const shown = Math.min(steps, 8);
   const bw = 64;
   const width = 90 + shown * (bw + 14) + 150;
-  const svg = s('svg', { viewBox: `0 0 ${width} 170`, class: 'acc-svg', role: 'img', 'aria-labelledby': 'acc-caption', dir: 'ltr' });
+  const svg = s('svg', { viewBox: `0 0 ${width} 170`, width, class: 'acc-svg', role: 'img', 'aria-labelledby': 'acc-caption', dir: 'ltr' });
   svg.append(s('rect', { x: 4, y: 8, width: 70 + shown * (bw + 14), height: 30, rx: 6, class: 'acc-global' }));
   svg.append(s('text', { x: 12, y: 28, class: 'svg-label' }, t('acc.fig.global', { n: micro * steps })));
   for (let i = 0; i < shown; i++) {

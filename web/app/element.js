@@ -1,5 +1,5 @@
 // <trainmem-calculator>: embed trainmem in any page with one script tag:
-//   <script type="module" src="https://…/app/element.js"></script>
+//   <script type="module" src="https://…/app/dist/element.js"></script>   (the built bundle)
 //   <trainmem-calculator calculator="size" example="llama2-7b" lang="ar"
 //                        inputs="params,optimizer,weightDtype" state="p=7000000000"></trainmem-calculator>
 // Attributes: calculator (size | peak | accum | place, or a comma list), example (a worked
@@ -15,7 +15,7 @@ class TrainmemCalculator extends HTMLElement {
   connectedCallback() {
     if (this.shadowRoot) return;
     const root = this.attachShadow({ mode: 'open' });
-    for (const css of ['./style.css', './dist/uplot.css']) {
+    for (const css of ['./style.css']) {
       root.append(Object.assign(document.createElement('link'), { rel: 'stylesheet', href: new URL(css, import.meta.url).href }));
     }
     const list = (name, allowed) =>

@@ -43,9 +43,14 @@ export const PART_ORDER = [
   'container',
 ];
 
+/** Bytes of a breakdown entry: a number, or { bytes, source }. */
+export const partBytes = (v) => (typeof v === 'number' ? v : typeof v?.bytes === 'number' ? v.bytes : NaN);
+
 export function breakdownParts(breakdown) {
   if (!breakdown || typeof breakdown !== 'object') return [];
-  const entries = Object.entries(breakdown).filter(([, v]) => typeof v === 'number' && v > 0);
+  const entries = Object.entries(breakdown)
+    .map(([k, v]) => [k, partBytes(v), typeof v?.source === 'string' ? v.source : ''])
+    .filter(([, b]) => b > 0);
   const rank = (k) => (PART_ORDER.includes(k) ? PART_ORDER.indexOf(k) : PART_ORDER.length);
   return entries.sort((a, b) => rank(a[0]) - rank(b[0]));
 }

@@ -12,9 +12,10 @@ export const FIELDS = {
   tab: { kind: 'choice', values: TABS, default: 'size' },
   ex: { kind: 'text', max: 40, default: '' }, // worked example shown
   // shared context
-  modelSource: { kind: 'choice', values: ['params', 'preset', 'config'], default: 'params', url: 'ms' },
+  // First visit: LLaMA-2 7B (preset), so that every calculator answers at once.
+  modelSource: { kind: 'choice', values: ['params', 'preset', 'config'], default: 'preset', url: 'ms' },
   params: { kind: 'int', min: 1, max: 1e15, default: 6738415616, url: 'p' },
-  preset: { kind: 'text', max: 80, default: '', url: 'm' },
+  preset: { kind: 'text', max: 80, default: 'llama-2-7b', url: 'm' },
   config: { kind: 'text', max: 20000, default: '', url: 'cfg' },
   optimizer: { kind: 'choice', values: OPTIMIZERS, default: 'adamw', url: 'opt' },
   gpu: { kind: 'text', max: 40, default: '' },
