@@ -69,19 +69,28 @@ const TRAINING = ['peak-memory', 'accumulation'];
 // ---- Flags -----------------------------------------------------------------------------
 // kind: string | number | count (7e9, 6.7B, 100M) | bytes (80GB, 80GiB, 1e9) | boolean |
 // jsonFile (path or '-') | model (preset id or a count). `path` is the request field it sets,
-// either one dotted path or an object { command: path } where commands differ.
+// either one dotted path or an object { command: path } where commands differ. `modelForm`
+// flags choose the form of `model` (one per request; the first replaces a --json file's).
 const FLAGS = [
   {
     flag: 'model',
     kind: 'model',
+    modelForm: true,
     path: 'model',
     commands: MODEL_COMMANDS,
     help: 'model preset id (llama-2-7b, gpt2, ...) or a parameter count (7e9, 6.7B)',
   },
-  { flag: 'params', kind: 'count', path: 'model.params', commands: MODEL_COMMANDS },
+  {
+    flag: 'params',
+    kind: 'count',
+    modelForm: true,
+    path: 'model.params',
+    commands: MODEL_COMMANDS,
+  },
   {
     flag: 'config',
     kind: 'jsonFile',
+    modelForm: true,
     path: 'model.config',
     commands: MODEL_COMMANDS,
     help: "the model's HuggingFace config.json (file, or - for stdin)",
@@ -89,9 +98,17 @@ const FLAGS = [
   {
     flag: 'tensors',
     kind: 'jsonFile',
+    modelForm: true,
     path: 'model.tensors',
     commands: MODEL_COMMANDS,
     help: 'JSON list of parameter tensors [{name, shape, dtype?, tiedTo?}]',
+  },
+  {
+    flag: 'architecture',
+    kind: 'string',
+    path: 'model.architecture',
+    commands: MODEL_COMMANDS,
+    help: 'with --config: the HF class, e.g. BertForSequenceClassification',
   },
   {
     flag: 'optimizer',
@@ -400,7 +417,7 @@ function applyFlag(scenario, def, command, raw) {
     default:
       throw new Error(`flag table: unknown kind ${def.kind}`);
   }
-  if (target === 'model' || target.startsWith('model.')) {
+  if (def.modelForm) {
     // One model form per request: the first model flag of a scenario replaces the model of
     // the --json file (or of the scenario before --vs); two different ones conflict.
     if (scenario.modelFlag && scenario.modelFlag !== flag) {

@@ -144,6 +144,8 @@ export type ErrorCode =
 export interface ModelByParams {
   /** Number of parameters (whole number ≥ 1; tied weights counted once). */
   params: number;
+  /** Display name. */
+  name?: string;
 }
 /** A model preset shipped with trainmem (`tm.presets()` lists them), e.g. `"llama-2-7b"`. */
 export interface ModelByPreset {
@@ -155,6 +157,13 @@ export interface ModelByPreset {
  */
 export interface ModelByConfig {
   config: HuggingFaceConfig;
+  /**
+   * HF class to build when the config's `architectures` does not say (e.g.
+   * `"BertForSequenceClassification"`, `"BertModel"`, `"LlamaForCausalLM"`).
+   */
+  architecture?: string;
+  /** Display name. */
+  name?: string;
 }
 /** A HuggingFace `config.json` object (keys as HF writes them). */
 export interface HuggingFaceConfig {
@@ -186,6 +195,13 @@ export interface BufferInput {
 export interface ModelByTensors {
   tensors: TensorInput[];
   buffers?: BufferInput[];
+  /**
+   * Qualified names of every module (`[n for n, _ in model.named_modules()]`, root `""`
+   * included): `torch.save` pickles them, so the `torch` format size depends on them.
+   */
+  modules?: string[];
+  /** Display name. Default "custom model". */
+  name?: string;
 }
 /** Any of the four model forms. */
 export type ModelInput = ModelByParams | ModelByPreset | ModelByConfig | ModelByTensors;
