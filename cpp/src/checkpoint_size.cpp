@@ -47,6 +47,7 @@ struct Stored {          // one storage of the checkpoint
   std::string category;  // weights | buffers | masterWeights | optimizerState
   std::string state;     // state name for optimizer entries
   uint64_t bytes = 0;
+  uint64_t numel = 0;
 };
 
 // Seed 003, as the foundation computed it: params x copies x bytes per copy.
@@ -127,7 +128,7 @@ json checkpoint_size_json(const json& request) {
     s.numel = numel;
     s.bytes = dtype_bytes_for(dt, numel);
     storages.push_back(s);
-    stored.push_back({cat, state ? state : "", s.bytes});
+    stored.push_back({cat, state ? state : "", s.bytes, numel});
     return static_cast<int64_t>(storages.size() - 1);
   };
   TorchSaveInput in;
@@ -223,12 +224,14 @@ json checkpoint_size_json(const json& request) {
   // Categories and per-state totals (raw payload).
   std::map<std::string, uint64_t> cat = {
       {"weights", 0}, {"buffers", 0}, {"masterWeights", 0}, {"optimizerState", 0}};
-  std::map<std::string, uint64_t> by_state;
+  std::map<std::string, uint64_t> by_state, elements_by_state;
   uint64_t payload = 0;
   for (const auto& s : stored) {
     cat[s.category] = checked_add(cat[s.category], s.bytes, "checkpoint");
-    if (s.category == "optimizerState")
+    if (s.category == "optimizerState") {
       by_state[s.state] = checked_add(by_state[s.state], s.bytes, "checkpoint");
+      elements_by_state[s.state] = checked_add(elements_by_state[s.state], s.numel, "checkpoint");
+    }
     payload = checked_add(payload, s.bytes, "checkpoint");
   }
 
@@ -298,10 +301,13 @@ json checkpoint_size_json(const json& request) {
       {"container",
        total - (r.format == "safetensors" ? cat["weights"] + cat["buffers"] : payload)}};
   out["breakdown"] = std::move(breakdown);
-  json per_state = json::object();
-  if (r.format != "safetensors")
+  json per_state = json::object(), per_state_elements = json::object();
+  if (r.format != "safetensors") {
     for (const auto& kv : by_state) per_state[kv.first] = kv.second;
+    for (const auto& kv : elements_by_state) per_state_elements[kv.first] = kv.second;
+  }
   out["optimizerStates"] = std::move(per_state);
+  out["optimizerStateElements"] = std::move(per_state_elements);
   out["params"] = m.params;
   out["trainableParams"] = m.trainable_params;
   out["bytesPerParam"] =
