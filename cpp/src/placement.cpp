@@ -1,9 +1,137 @@
-// Placeholder until its issue lands: reports "unsupported" as data, never a number.
+// tm.placement(request): parses the request (strict reader), runs the strategy, and returns
+// the plan measured by the one simulator, and on request the memory-time frontier.
+//
+// Request: { chain: { inputBytes, layers: [{ name?, forwardCost, backwardCost, outputBytes,
+//   savedBytes, forwardTempBytes?, backwardTempBytes? }] }, strategy?, k?, segments?,
+//   snapshots?, budgetBytes?, slots?, checkpointed?, greedyBytes?, frontier?, timeline? }
+// (docs/placement.md lists defaults and meaning).
+#include "placement_internal.hpp"
 #include "trainmem/calculators.hpp"
 #include "trainmem/error.hpp"
+#include "trainmem/placement.hpp"
+#include "trainmem/request.hpp"
 
 namespace trainmem {
-nlohmann::json placement_json(const nlohmann::json&) {
-  throw RequestError(code::kUnsupported, "", "placement is not available yet in this build");
+namespace {
+
+using placement::Chain;
+using placement::Layer;
+using placement::Segment;
+using placement::StrategyRequest;
+
+const std::vector<std::string> kStrategies = {"none",
+                                              "manual",
+                                              "every-k",
+                                              "block",
+                                              "sequential",
+                                              "sqrt",
+                                              "chen-greedy",
+                                              "revolve",
+                                              "optimal-single-level",
+                                              "optimal"};
+
+Chain parse_chain(const Obj& c) {
+  Chain chain;
+  chain.input_bytes = c.u64("inputBytes", 0, kMaxExactJson);
+  const json& layers = c.array("layers", 100000);
+  const std::string lp = c.field("layers");
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const Obj o(layers[i], index_path(lp, i));
+    Layer L;
+    L.name = o.str_or("name", "", 256);
+    L.forward_cost = o.num("forwardCost", 0, 1e300);
+    L.backward_cost = o.num("backwardCost", 0, 1e300);
+    L.output_bytes = o.u64("outputBytes", 0, kMaxExactJson);
+    L.saved_bytes = o.u64("savedBytes", 0, kMaxExactJson);
+    L.forward_temp_bytes = o.u64_or("forwardTempBytes", 0, 0, kMaxExactJson);
+    L.backward_temp_bytes = o.u64_or("backwardTempBytes", 0, 0, kMaxExactJson);
+    o.finish();
+    chain.layers.push_back(std::move(L));
+  }
+  c.finish();
+  placement::validate_chain(chain, c.path());
+  return chain;
 }
+
+std::vector<Segment> parse_segments(const Obj& root) {
+  std::vector<Segment> segs;
+  const json& arr = root.array("checkpointed", 100000);
+  for (size_t s = 0; s < arr.size(); ++s) {
+    const std::string f = index_path("checkpointed", s);
+    if (!arr[s].is_array() || arr[s].size() != 2)
+      throw RequestError(code::kInvalidType, f,
+                         f + " must be a pair [start, end] of layer indices (inclusive)");
+    Segment g;
+    g.first = static_cast<uint32_t>(read_u64(arr[s][0], index_path(f, 0), 0, 100000));
+    g.last = static_cast<uint32_t>(read_u64(arr[s][1], index_path(f, 1), 0, 100000));
+    segs.push_back(g);
+  }
+  return segs;
+}
+
+// Parameters that belong to one strategy only: given with another, they are an error rather
+// than silently ignored.
+void only_for(const Obj& root, const char* key, const std::string& strategy,
+              std::initializer_list<const char*> allowed) {
+  if (!root.has(key)) return;
+  for (const char* a : allowed)
+    if (strategy == a) return;
+  std::string list;
+  for (const char* a : allowed) list += std::string(list.empty() ? "" : ", ") + a;
+  throw RequestError(code::kInconsistent, key,
+                     std::string(key) + " applies to strategy " + list + " only, not " + strategy);
+}
+
+}  // namespace
+
+json placement_json(const json& request) {
+  const Obj root(request, "");
+  if (root.has("model"))
+    throw RequestError(code::kUnsupported, "model",
+                       "placement from a model description is not available in this build yet: "
+                       "give the layer chain as `chain`");
+  const Chain chain = parse_chain(root.obj("chain"));
+  StrategyRequest sr;
+  sr.strategy = root.one_of_or("strategy", kStrategies, "none");
+  const std::string& st = sr.strategy;
+  only_for(root, "k", st, {"every-k", "block"});
+  only_for(root, "segments", st, {"sequential"});
+  only_for(root, "snapshots", st, {"revolve"});
+  only_for(root, "slots", st, {"optimal"});
+  only_for(root, "checkpointed", st, {"manual"});
+  only_for(root, "greedyBytes", st, {"chen-greedy"});
+  sr.k = static_cast<uint32_t>(root.u64_or("k", 0, 0, 100000));
+  sr.segments = static_cast<uint32_t>(root.u64_or("segments", 0, 1, 100000));
+  sr.snapshots = static_cast<uint32_t>(root.u64_or("snapshots", 0, 1, 100000));
+  sr.slots = static_cast<uint32_t>(root.u64_or("slots", 500, 1, 100000));
+  sr.budget_bytes = root.u64_or("budgetBytes", 0, 1, kMaxExactJson);
+  sr.greedy_bytes = root.u64_or("greedyBytes", 0, 1, kMaxExactJson);
+  if (st == "manual") sr.manual = parse_segments(root);
+  if (st == "block" && !root.has("k"))
+    throw RequestError(code::kMissingField, "k", "k is required for strategy block");
+  const bool want_frontier = root.boolean_or("frontier", false);
+  const bool want_timeline = root.boolean_or("timeline", true);
+  root.finish();
+
+  json out;
+  const bool budgeted = st == "optimal" || st == "optimal-single-level";
+  if (!want_frontier || !budgeted || sr.budget_bytes > 0) {
+    const placement::PlanResult r = placement::plan(chain, sr);
+    out = placement::to_json(r);
+    if (!want_timeline) out.erase("timeline");
+    if (sr.budget_bytes > 0) {
+      out["budgetBytes"] = sr.budget_bytes;
+      out["fits"] = r.peak_bytes <= sr.budget_bytes;
+    }
+  } else {
+    out["strategy"] = st;
+  }
+  if (want_frontier) {
+    json pts = json::array();
+    for (const auto& p : placement::frontier(chain, sr)) pts.push_back(placement::to_json(p));
+    out["frontier"] = std::move(pts);
+  }
+  return out;
+}
+
 }  // namespace trainmem

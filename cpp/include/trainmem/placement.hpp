@@ -1,5 +1,6 @@
 // Checkpoint placement on a chain of layers: strategies produce plans; ONE simulator
-// (evaluate) measures every plan. The memory model is stated in placement.cpp and README.
+// (simulate; evaluate for single-level plans) measures every plan. The memory model is stated
+// in placement_simulator.cpp and docs/placement.md.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -10,13 +11,17 @@
 namespace trainmem {
 namespace placement {
 
+// Layer i reads activation a[i] (bytes: the chain input for i = 0, else outputBytes of layer
+// i-1) and writes a[i+1]. saved_bytes counts what the layer keeps for its backward when run
+// normally, its output included and its input excluded (the input is counted once, as the
+// previous layer's output or the chain input), so saved_bytes >= output_bytes.
 struct Layer {
   std::string name;
   double forward_cost = 1;  // time units (e.g. FLOPs or ms); recompute costs the same
   double backward_cost = 2;
-  uint64_t output_bytes = 0;        // the layer's output activation
-  uint64_t saved_bytes = 0;         // everything kept for backward when run normally (output incl.)
-  uint64_t forward_temp_bytes = 0;  // transient extra during the forward of this layer
+  uint64_t output_bytes = 0;         // the layer's output activation
+  uint64_t saved_bytes = 0;          // everything kept for backward when run normally (output incl.)
+  uint64_t forward_temp_bytes = 0;   // transient extra during the forward of this layer
   uint64_t backward_temp_bytes = 0;  // transient extra during its backward
 };
 
@@ -33,16 +38,23 @@ struct Segment {
 };
 
 struct StepEvent {
-  std::string phase;  // "forward" | "recompute" | "backward"
-  int32_t layer = -1;
+  std::string phase;  // "forward" | "loss" | "recompute" | "backward"
+  int32_t layer = -1;       // -1 for the loss
+  std::string op;           // "forward-all" | "forward-check" | "forward-nograd" | "loss" | "backward"
   uint64_t live_bytes = 0;  // activation bytes live at the highest point of this event
 };
 
 struct PlanResult {
   std::string strategy;
+  // Per layer, what the first forward pass does: "store" (runs with autograd, keeps its saved
+  // tensors), "checkpoint" (first layer of a checkpointed segment: runs without autograd,
+  // its input kept), "drop" (runs without autograd inside a segment).
+  std::vector<std::string> plan;
   std::vector<Segment> checkpointed;
   uint64_t stored_bytes = 0;  // held at the end of the forward pass
   uint64_t peak_bytes = 0;    // highest point of forward and backward
+  std::string peak_phase;     // phase of the first event reaching peak_bytes
+  int32_t peak_layer = -1;
   double forward_cost = 0;
   double backward_cost = 0;
   double recompute_cost = 0;     // extra forward work
@@ -50,6 +62,7 @@ struct PlanResult {
   double overhead_fraction = 0;  // recompute / (forward + backward)
   std::vector<StepEvent> timeline;
   nlohmann::json schedule;  // multi-level strategies: the op sequence; else null
+  nlohmann::json details;   // strategy facts (segment size, repetitions, slot size...); or null
 };
 
 // The single simulator of single-level plans (segments must be disjoint and sorted).
@@ -61,15 +74,53 @@ struct StrategyRequest {
   uint32_t k = 0;                 // every-k: layers per checkpointed chunk; block: N layers
   uint32_t segments = 0;          // sequential
   uint32_t snapshots = 0;         // revolve
-  uint64_t budget_bytes = 0;      // chen-greedy, optimal-single-level, optimal
+  uint64_t budget_bytes = 0;      // chen-greedy, optimal-single-level, optimal (0 = none)
   uint32_t slots = 500;           // optimal: budget discretisation
   std::vector<Segment> manual;
+  uint64_t greedy_bytes = 0;  // chen-greedy: Alg. 3's threshold B given directly (0 = search)
 };
 
 // Runs a strategy (throws RequestError: infeasible budgets say the minimum feasible one).
 PlanResult plan(const Chain& chain, const StrategyRequest& request);
 
 nlohmann::json to_json(const PlanResult& r);
+
+// ---- Extensions (h2): the op-level simulator, frontier, and helpers. ----
+
+// Operations of a schedule (Beaumont et al. 2019 notation): F_all runs a layer with autograd
+// (keeps its saved tensors), F_ck without autograd keeping its input, F_n without autograd
+// dropping its input, the loss, and B the backward of one layer.
+enum class OpKind { kForwardAll, kForwardCheck, kForwardNoGrad, kLoss, kBackward };
+struct Op {
+  OpKind kind;
+  uint32_t layer;  // chain.layers.size() for the loss
+};
+
+// Runs any schedule through the memory model; throws code "internal" when the sequence is
+// not executable (a bug in a strategy). Single-level plans go through here too.
+PlanResult simulate(const Chain& chain, const std::vector<Op>& ops);
+
+// The op sequence of a single-level plan (what torch.utils.checkpoint executes).
+std::vector<Op> single_level_ops(const Chain& chain, const std::vector<Segment>& checkpointed);
+
+// Throws RequestError on an invalid chain (field paths under `path`, e.g. "chain").
+void validate_chain(const Chain& chain, const std::string& path);
+
+struct FrontierPoint {
+  uint64_t peak_bytes = 0;  // simulated peak of the plan (the budget it needs)
+  double total_cost = 0;
+  double recompute_cost = 0;
+  std::vector<Segment> checkpointed;  // single-level plans
+  nlohmann::json parameter;           // the strategy parameter that produced it, or null
+};
+
+// Pareto points (peak ascending, cost strictly descending) of a strategy: the exact
+// single-level frontier, Rotor's over budgets, or a sweep of the strategy's parameter.
+std::vector<FrontierPoint> frontier(const Chain& chain, const StrategyRequest& request);
+nlohmann::json to_json(const FrontierPoint& p);
+
+// Op sequence as JSON ([{"op": "forward-check", "layer": 0}, ...]).
+nlohmann::json schedule_json(const std::vector<Op>& ops);
 
 }  // namespace placement
 }  // namespace trainmem

@@ -1,0 +1,336 @@
+// optimal: the multi-level checkpointing dynamic programme of Beaumont, Eyraud-Dubois,
+// Herrmann, Joly, Shilova, "Optimal checkpointing for heterogeneous chains" (arXiv 1911.13214,
+// "Rotor"), with the budget discretised into slots. Written from the paper's recurrence over
+// (memory, first stage, last stage); the accounting is exactly the simulator's
+// (placement_simulator.cpp), so the cost the table promises is the cost the simulator measures.
+//
+// Sub-problem C(i, j, m): a[i] is held outside m; the gradient d[j+1] (0 bytes after the loss)
+// is live inside m; process stages i..j (stage n is the loss) and leave d[i]. Options:
+//  - F_all(i), then C(i+1, j, m - xbar[i+1]), then B(i)                     ("chain");
+//  - F_ck(i), F_n(i+1..k-1), then C(k, j, m - x[k]), then C(i, k-1, m)      ("leaf" at k).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "placement_internal.hpp"
+#include "trainmem/error.hpp"
+
+namespace trainmem {
+namespace placement {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// Stage sizes in some unit (bytes or slots). Index k of x is the activation entering stage k;
+// stage n is the loss (no cost, no memory), x[n+1] = xb[n+1] = 0.
+struct Sizes {
+  std::vector<uint64_t> x, xb, ft, bt;
+  std::vector<double> f, b;
+};
+
+// The slot grid: a size of v bytes takes ceil(v * den / num) slots, and the budget is `total`
+// slots. When every size is a multiple of g (their gcd) and budget / g <= slots, the grid is
+// g bytes per slot and exact; otherwise a slot is budget / slots bytes and sizes round up,
+// so that a schedule fitting the slots always fits the budget in bytes.
+struct Grid {
+  uint64_t num = 1, den = 1, total = 0;
+};
+
+uint64_t gcd64(uint64_t a, uint64_t b) {
+  while (b) {
+    const uint64_t t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
+Grid grid_for(const Chain& chain, uint64_t budget, uint32_t slots) {
+  uint64_t g = chain.input_bytes;
+  for (const Layer& L : chain.layers)
+    for (uint64_t v : {L.output_bytes, L.saved_bytes, L.forward_temp_bytes, L.backward_temp_bytes})
+      g = gcd64(g, v);
+  if (g == 0) g = 1;
+  if (budget / g <= slots) return {g, 1, budget / g};
+  return {budget, slots, slots};
+}
+
+Sizes sizes_of(const Chain& chain, const Grid& grid) {
+  const size_t n = chain.layers.size();
+  Sizes s;
+  s.x.assign(n + 2, 0);
+  s.xb.assign(n + 2, 0);
+  s.ft.assign(n + 1, 0);
+  s.bt.assign(n + 1, 0);
+  s.f.assign(n + 1, 0);
+  s.b.assign(n + 1, 0);
+  auto conv = [&](uint64_t v) -> uint64_t {
+    const unsigned __int128 num = static_cast<unsigned __int128>(v) * grid.den;
+    const unsigned __int128 q = (num + grid.num - 1) / grid.num;
+    return q > (uint64_t{1} << 40) ? (uint64_t{1} << 40) : static_cast<uint64_t>(q);
+  };
+  s.x[0] = conv(chain.input_bytes);
+  for (size_t i = 0; i < n; ++i) {
+    const Layer& L = chain.layers[i];
+    s.x[i + 1] = conv(L.output_bytes);
+    s.xb[i + 1] = conv(L.saved_bytes);
+    s.ft[i] = conv(L.forward_temp_bytes);
+    s.bt[i] = conv(L.backward_temp_bytes);
+    s.f[i] = L.forward_cost;
+    s.b[i] = L.backward_cost;
+  }
+  return s;
+}
+
+// Smallest m for which C(i, j, m) is finite, for every (i, j): O(n^3) without the m axis.
+struct MinMemory {
+  size_t n;
+  std::vector<uint64_t> v;  // triangular, index tri(j) + i
+  uint64_t at(size_t i, size_t j) const { return v[j * (j + 1) / 2 + i]; }
+};
+
+MinMemory min_memory(const Sizes& s, size_t n) {
+  MinMemory mm{n, std::vector<uint64_t>((n + 1) * (n + 2) / 2, 0)};
+  auto set = [&](size_t i, size_t j, uint64_t val) { mm.v[j * (j + 1) / 2 + i] = val; };
+  for (size_t i = 0; i < n; ++i) set(i, i, s.x[i + 1] + s.xb[i + 1] + std::max(s.ft[i], s.bt[i]));
+  set(n, n, 0);
+  for (size_t d = 1; d <= n; ++d) {
+    for (size_t i = 0; i + d <= n; ++i) {
+      const size_t j = i + d;
+      const uint64_t dj = s.x[j + 1];
+      uint64_t best = std::max({dj + s.xb[i + 1] + s.ft[i], s.xb[i + 1] + s.x[i + 1] + s.bt[i],
+                                s.xb[i + 1] + mm.at(i + 1, j)});
+      uint64_t fp = s.x[i + 1] + s.ft[i];
+      for (size_t k = i + 1; k <= j; ++k) {
+        if (k > i + 1) fp = std::max(fp, s.x[k - 1] + s.x[k] + s.ft[k - 1]);
+        if (dj + fp >= best) break;  // fp only grows with k
+        best = std::min(best, std::max({dj + fp, s.x[k] + mm.at(k, j), mm.at(i, k - 1)}));
+      }
+      set(i, j, best);
+    }
+  }
+  return mm;
+}
+
+class Table {
+ public:
+  Table(const Sizes& s, size_t n, uint64_t m_max) : s_(s), n_(n), M_(m_max) {
+    const uint64_t pairs = (n + 1) * (n + 2) / 2;
+    if (pairs * (M_ + 1) > kRotorMaxCells)
+      throw RequestError(code::kTooLarge, "slots",
+                         "optimal needs (layers+1)(layers+2)/2 x (slots+1) table cells; " +
+                             std::to_string(pairs * (M_ + 1)) + " exceeds the limit of " +
+                             std::to_string(kRotorMaxCells) + ": use fewer slots");
+    t_.assign(pairs * (M_ + 1), kInf);
+    mn_.assign(pairs, M_ + 1);
+    solve();
+  }
+  double at(size_t i, size_t j, uint64_t m) const { return row(i, j)[m]; }
+  uint64_t min_m(size_t i, size_t j) const { return mn_[idx(i, j)]; }
+  uint64_t m_max() const { return M_; }
+
+  // Appends the schedule achieving C(i, j, m) (which must be finite).
+  void schedule(size_t i, size_t j, uint64_t m, std::vector<Op>& ops) const {
+    if (i == j) {
+      if (i == n_) {
+        ops.push_back({OpKind::kLoss, static_cast<uint32_t>(n_)});
+      } else {
+        ops.push_back({OpKind::kForwardAll, static_cast<uint32_t>(i)});
+        ops.push_back({OpKind::kBackward, static_cast<uint32_t>(i)});
+      }
+      return;
+    }
+    const double target = row(i, j)[m];
+    const uint64_t lo_chain = chain_lo(i, j);
+    if (m >= lo_chain && chain_value(i, row(i + 1, j)[m - s_.xb[i + 1]]) == target) {
+      ops.push_back({OpKind::kForwardAll, static_cast<uint32_t>(i)});
+      schedule(i + 1, j, m - s_.xb[i + 1], ops);
+      ops.push_back({OpKind::kBackward, static_cast<uint32_t>(i)});
+      return;
+    }
+    const uint64_t dj = s_.x[j + 1];
+    uint64_t fp = s_.x[i + 1] + s_.ft[i];
+    double sf = s_.f[i];
+    for (size_t k = i + 1; k <= j; ++k) {
+      if (k > i + 1) {
+        fp = std::max(fp, s_.x[k - 1] + s_.x[k] + s_.ft[k - 1]);
+        sf += s_.f[k - 1];
+      }
+      const uint64_t lo = std::max({dj + fp, s_.x[k] + min_m(k, j), min_m(i, k - 1)});
+      if (m < lo) continue;
+      if (leaf_value(sf, row(k, j)[m - s_.x[k]], row(i, k - 1)[m]) == target) {
+        ops.push_back({OpKind::kForwardCheck, static_cast<uint32_t>(i)});
+        for (size_t p = i + 1; p < k; ++p)
+          ops.push_back({OpKind::kForwardNoGrad, static_cast<uint32_t>(p)});
+        schedule(k, j, m - s_.x[k], ops);
+        schedule(i, k - 1, m, ops);
+        return;
+      }
+    }
+    throw RequestError(code::kInternal, "", "internal error: optimal backtracking failed");
+  }
+
+ private:
+  static double leaf_value(double sf, double a, double b) { return sf + a + b; }
+  double chain_value(size_t i, double sub) const { return (s_.f[i] + s_.b[i]) + sub; }
+  size_t idx(size_t i, size_t j) const { return j * (j + 1) / 2 + i; }
+  const double* row(size_t i, size_t j) const { return &t_[idx(i, j) * (M_ + 1)]; }
+  double* row(size_t i, size_t j) { return &t_[idx(i, j) * (M_ + 1)]; }
+  uint64_t chain_lo(size_t i, size_t j) const {
+    return std::max({s_.x[j + 1] + s_.xb[i + 1] + s_.ft[i], s_.xb[i + 1] + s_.x[i + 1] + s_.bt[i],
+                     s_.xb[i + 1] + min_m(i + 1, j)});
+  }
+
+  void finish_row(size_t i, size_t j) {
+    const double* r = row(i, j);
+    uint64_t m = 0;
+    while (m <= M_ && r[m] == kInf) ++m;
+    mn_[idx(i, j)] = m;
+  }
+
+  void solve() {
+    for (size_t i = 0; i <= n_; ++i) {
+      double* r = row(i, i);
+      if (i == n_) {
+        std::fill(r, r + M_ + 1, 0.0);
+      } else {
+        const uint64_t need = s_.x[i + 1] + s_.xb[i + 1] + std::max(s_.ft[i], s_.bt[i]);
+        for (uint64_t m = need; m <= M_; ++m) r[m] = s_.f[i] + s_.b[i];
+      }
+      finish_row(i, i);
+    }
+    for (size_t d = 1; d <= n_; ++d) {
+      for (size_t i = 0; i + d <= n_; ++i) {
+        const size_t j = i + d;
+        double* out = row(i, j);
+        const uint64_t dj = s_.x[j + 1];
+        // chain: F_all(i), C(i+1, j, m - xbar[i+1]), B(i)
+        {
+          const uint64_t lo = chain_lo(i, j);
+          const uint64_t xb = s_.xb[i + 1];
+          const double* sub = row(i + 1, j);
+          for (uint64_t m = lo; m <= M_; ++m) out[m] = chain_value(i, sub[m - xb]);
+        }
+        // leaf at k: F_ck(i), F_n(i+1..k-1), C(k, j, m - x[k]), C(i, k-1, m)
+        uint64_t fp = s_.x[i + 1] + s_.ft[i];
+        double sf = s_.f[i];
+        for (size_t k = i + 1; k <= j; ++k) {
+          if (k > i + 1) {
+            fp = std::max(fp, s_.x[k - 1] + s_.x[k] + s_.ft[k - 1]);
+            sf += s_.f[k - 1];
+          }
+          if (dj + fp > M_) break;  // fp only grows with k
+          const uint64_t xk = s_.x[k];
+          const uint64_t lo = std::max({dj + fp, xk + min_m(k, j), min_m(i, k - 1)});
+          if (lo > M_) continue;
+          const double* a = row(k, j) - xk;  // a[m] = C(k, j, m - x[k])
+          const double* b = row(i, k - 1);
+          for (uint64_t m = lo; m <= M_; ++m) {
+            const double v = leaf_value(sf, a[m], b[m]);
+            out[m] = v < out[m] ? v : out[m];
+          }
+        }
+        finish_row(i, j);
+      }
+    }
+  }
+
+  const Sizes& s_;
+  size_t n_;
+  uint64_t M_;
+  std::vector<double> t_;
+  std::vector<uint64_t> mn_;
+};
+
+// Smallest budget (bytes) whose discretisation into `slots` admits a schedule, searched near
+// the exact minimum (feasibility in slots only grows, up to rounding, with the budget).
+uint64_t min_budget_discretised(const Chain& chain, uint32_t slots, uint64_t exact) {
+  const size_t n = chain.layers.size();
+  auto feasible = [&](uint64_t budget) {
+    const Grid g = grid_for(chain, budget, slots);
+    const Sizes s = sizes_of(chain, g);
+    if (s.x[0] > g.total) return false;
+    return min_memory(s, n).at(0, n) <= g.total - s.x[0];
+  };
+  uint64_t lo = exact, hi = std::max<uint64_t>(exact, 1);
+  while (!feasible(hi)) {
+    if (hi > (uint64_t{1} << 62)) return hi;
+    hi *= 2;
+  }
+  if (lo >= hi) return hi;
+  // invariant: feasible(hi); lo is the exact bound (a budget below it never fits)
+  while (hi - lo > 1) {
+    const uint64_t mid = lo + (hi - lo) / 2;
+    if (feasible(mid))
+      hi = mid;
+    else
+      lo = mid;
+  }
+  return feasible(lo) ? lo : hi;
+}
+
+}  // namespace
+
+uint64_t rotor_min_budget_exact(const Chain& chain) {
+  const Sizes s = sizes_of(chain, Grid{1, 1, 0});
+  return s.x[0] + min_memory(s, chain.layers.size()).at(0, chain.layers.size());
+}
+
+PlanResult rotor_optimal(const Chain& chain, uint64_t budget, uint32_t slots) {
+  const size_t n = chain.layers.size();
+  const Grid grid = grid_for(chain, budget, slots);
+  const Sizes s = sizes_of(chain, grid);
+  const uint64_t exact = rotor_min_budget_exact(chain);
+  if (budget < exact || s.x[0] > grid.total || min_memory(s, n).at(0, n) > grid.total - s.x[0]) {
+    const uint64_t need = min_budget_discretised(chain, slots, exact);
+    throw_infeasible("optimal", budget, need,
+                     " with " + std::to_string(slots) + " slots (exact minimum without "
+                     "discretisation: " + std::to_string(exact) + ")");
+  }
+  const uint64_t M = grid.total - s.x[0];
+  const Table t(s, n, M);
+  std::vector<Op> ops;
+  t.schedule(0, n, M, ops);
+  PlanResult r = simulate(chain, ops);
+  r.schedule = schedule_json(ops);
+  const double slot = static_cast<double>(grid.num) / static_cast<double>(grid.den);
+  r.details = {{"slots", grid.total},
+               {"slotBytes", slot},
+               {"exactGrid", grid.den == 1},
+               {"predictedTotalCost", t.at(0, n, M)}};
+  if (r.peak_bytes > budget)
+    throw RequestError(code::kInternal, "", "internal error: optimal schedule exceeds the budget");
+  return r;
+}
+
+std::vector<FrontierPoint> rotor_frontier(const Chain& chain, uint64_t budget, uint32_t slots) {
+  const size_t n = chain.layers.size();
+  const Grid grid = grid_for(chain, budget, slots);
+  const Sizes s = sizes_of(chain, grid);
+  std::vector<FrontierPoint> pts;
+  if (s.x[0] > grid.total) return pts;
+  const uint64_t M = grid.total - s.x[0];
+  const Table t(s, n, M);
+  double last = kInf;
+  for (uint64_t m = t.min_m(0, n); m <= M; ++m) {
+    const double c = t.at(0, n, m);
+    if (!(c < last)) continue;
+    last = c;
+    std::vector<Op> ops;
+    t.schedule(0, n, m, ops);
+    const PlanResult r = simulate(chain, ops);
+    FrontierPoint p;
+    p.peak_bytes = r.peak_bytes;
+    p.total_cost = r.total_cost;
+    p.recompute_cost = r.recompute_cost;
+    p.checkpointed = r.checkpointed;
+    const unsigned __int128 bytes =
+        static_cast<unsigned __int128>(m + s.x[0]) * grid.num / grid.den;  // floor
+    p.parameter = {{"slotBudgetBytes", static_cast<uint64_t>(bytes)}};
+    pts.push_back(std::move(p));
+  }
+  return pareto(std::move(pts));
+}
+
+}  // namespace placement
+}  // namespace trainmem

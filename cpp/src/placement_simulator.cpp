@@ -1,0 +1,279 @@
+// The one simulator of checkpoint placement: every strategy's plan (single-level segments or a
+// multi-level schedule) is executed here op by op, and its memory and cost are read off.
+//
+// Memory model (bytes live at each step; docs/placement.md states it for users):
+// - a[k] is the activation entering layer k (a[0] = chain input, a[k+1] = output of layer k,
+//   outputBytes); abar[k+1] is what layer k keeps for its backward when run with autograd
+//   (savedBytes, its output included); d[k] is the gradient of a[k] (same size as a[k]).
+// - The chain input a[0] is live from start to end.
+// - F_all(i) (forward with autograd): needs a[i]; peak = live + savedBytes_i + forwardTemp_i;
+//   afterwards abar[i+1] stays until B(i). The input a[i] stays too (B(i) needs it).
+// - F_ck(i) / F_n(i) (forward without autograd, torch.no_grad): peak = live + outputBytes_i +
+//   forwardTemp_i; a[i+1] is kept as a standalone buffer. F_n frees its input a[i] (a transient
+//   of the previous no-grad step); F_ck keeps it (the input of a checkpointed segment).
+//   So a checkpointed segment keeps its input and, until the following part of the chain has
+//   been back-propagated, its output: that output is the input of the next layer (for a plain
+//   next layer, the tensor its backward reads; for a checkpointed one, its checkpoint).
+// - loss: needs a[n]; its gradient d[n] is live afterwards (a standalone a[n] is freed).
+// - B(i): needs abar[i+1], d[i+1] and a[i]; peak = live + backwardTemp_i; afterwards abar[i+1]
+//   and d[i+1] are freed, a standalone a[i] is freed, and d[i] is live. The gradient B(i)
+//   writes is charged from the next step on: Rotor's accounting (Beaumont et al. 2019, as in
+//   ColossalAI ckpt_solver_rotor.py: a stage's backward needs x[i+1] + xbar[i+1] + btmp[i]).
+// - Costs: every forward op costs forwardCost, every backward op backwardCost; recompute is
+//   the forward work beyond one forward per layer.
+#include <algorithm>
+#include <string>
+
+#include "trainmem/error.hpp"
+#include "trainmem/placement.hpp"
+
+namespace trainmem {
+namespace placement {
+namespace {
+
+[[noreturn]] void bad_schedule(const std::string& why) {
+  throw RequestError(code::kInternal, "", "internal error: invalid placement schedule: " + why);
+}
+
+const char* op_name(OpKind k) {
+  switch (k) {
+    case OpKind::kForwardAll:
+      return "forward-all";
+    case OpKind::kForwardCheck:
+      return "forward-check";
+    case OpKind::kForwardNoGrad:
+      return "forward-nograd";
+    case OpKind::kLoss:
+      return "loss";
+    case OpKind::kBackward:
+      return "backward";
+  }
+  return "?";
+}
+
+}  // namespace
+
+std::vector<Op> single_level_ops(const Chain& chain, const std::vector<Segment>& checkpointed) {
+  const uint32_t n = static_cast<uint32_t>(chain.layers.size());
+  std::vector<Op> ops;
+  ops.reserve(4 * static_cast<size_t>(n) + 1);
+  // Units in order: a checkpointed segment or one plain layer.
+  struct Unit {
+    uint32_t first, last;
+    bool ckpt;
+  };
+  std::vector<Unit> units;
+  size_t s = 0;
+  for (uint32_t i = 0; i < n;) {
+    if (s < checkpointed.size() && checkpointed[s].first == i) {
+      units.push_back({i, checkpointed[s].last, true});
+      i = checkpointed[s].last + 1;
+      ++s;
+    } else {
+      units.push_back({i, i, false});
+      ++i;
+    }
+  }
+  for (const auto& u : units) {
+    if (!u.ckpt) {
+      ops.push_back({OpKind::kForwardAll, u.first});
+      continue;
+    }
+    ops.push_back({OpKind::kForwardCheck, u.first});
+    for (uint32_t p = u.first + 1; p <= u.last; ++p) ops.push_back({OpKind::kForwardNoGrad, p});
+  }
+  ops.push_back({OpKind::kLoss, n});
+  for (auto it = units.rbegin(); it != units.rend(); ++it) {
+    // torch.utils.checkpoint: recompute the segment with autograd, then back-propagate it.
+    if (it->ckpt)
+      for (uint32_t p = it->first; p <= it->last; ++p) ops.push_back({OpKind::kForwardAll, p});
+    for (uint32_t p = it->last + 1; p-- > it->first;) ops.push_back({OpKind::kBackward, p});
+  }
+  return ops;
+}
+
+PlanResult simulate(const Chain& chain, const std::vector<Op>& ops) {
+  const uint32_t n = static_cast<uint32_t>(chain.layers.size());
+  if (n == 0) bad_schedule("empty chain");
+  auto x = [&](uint32_t k) -> uint64_t {
+    return k == 0 ? chain.input_bytes : chain.layers[k - 1].output_bytes;
+  };
+  auto xbar = [&](uint32_t k) -> uint64_t { return chain.layers[k - 1].saved_bytes; };
+  std::vector<uint8_t> a(n + 1, 0), abar(n + 1, 0), d(n + 1, 0), done(n, 0);
+  a[0] = 1;
+  uint64_t live = x(0);
+  bool loss_done = false;
+  PlanResult r;
+  r.timeline.reserve(ops.size());
+  double forward_work = 0;
+  auto have = [&](uint32_t k) { return a[k] || (k > 0 && abar[k]); };
+  auto event = [&](const Op& op, uint64_t peak) {
+    StepEvent e;
+    e.op = op_name(op.kind);
+    e.layer = op.kind == OpKind::kLoss ? -1 : static_cast<int32_t>(op.layer);
+    if (op.kind == OpKind::kLoss)
+      e.phase = "loss";
+    else if (op.kind == OpKind::kBackward)
+      e.phase = "backward";
+    else
+      e.phase = loss_done ? "recompute" : "forward";
+    e.live_bytes = peak;
+    if (peak > r.peak_bytes || r.timeline.empty()) {
+      r.peak_bytes = peak;
+      r.peak_phase = e.phase;
+      r.peak_layer = e.layer;
+    }
+    r.timeline.push_back(std::move(e));
+  };
+  for (const Op& op : ops) {
+    const uint32_t i = op.layer;
+    if (op.kind != OpKind::kLoss && i >= n) bad_schedule("layer out of range");
+    switch (op.kind) {
+      case OpKind::kForwardAll: {
+        const Layer& L = chain.layers[i];
+        if (!have(i)) bad_schedule("F_all without its input");
+        if (abar[i + 1]) bad_schedule("F_all twice");
+        event(op, live + L.saved_bytes + L.forward_temp_bytes);
+        live += L.saved_bytes;
+        abar[i + 1] = 1;
+        forward_work += L.forward_cost;
+        break;
+      }
+      case OpKind::kForwardCheck:
+      case OpKind::kForwardNoGrad: {
+        const Layer& L = chain.layers[i];
+        if (!have(i)) bad_schedule("forward without its input");
+        if (have(i + 1)) bad_schedule("output computed twice");
+        event(op, live + L.output_bytes + L.forward_temp_bytes);
+        live += L.output_bytes;
+        a[i + 1] = 1;
+        if (op.kind == OpKind::kForwardNoGrad && i > 0 && a[i]) {
+          a[i] = 0;
+          live -= x(i);
+        }
+        forward_work += L.forward_cost;
+        break;
+      }
+      case OpKind::kLoss: {
+        if (loss_done || i != n) bad_schedule("loss misplaced");
+        if (!have(n)) bad_schedule("loss without the chain output");
+        r.stored_bytes = live;  // what the forward pass leaves behind
+        event(op, live);
+        if (a[n]) {
+          a[n] = 0;
+          live -= x(n);
+        }
+        d[n] = 1;
+        live += x(n);
+        loss_done = true;
+        break;
+      }
+      case OpKind::kBackward: {
+        const Layer& L = chain.layers[i];
+        if (!abar[i + 1] || !d[i + 1] || !have(i)) bad_schedule("backward without its inputs");
+        event(op, live + L.backward_temp_bytes);
+        live -= xbar(i + 1) + x(i + 1);
+        abar[i + 1] = 0;
+        d[i + 1] = 0;
+        if (i > 0 && a[i]) {
+          a[i] = 0;
+          live -= x(i);
+        }
+        if (i > 0) {
+          d[i] = 1;
+          live += x(i);
+        }
+        done[i] = 1;
+        r.backward_cost += L.backward_cost;
+        break;
+      }
+    }
+  }
+  if (!loss_done) bad_schedule("no loss");
+  for (uint32_t i = 0; i < n; ++i)
+    if (!done[i]) bad_schedule("layer " + std::to_string(i) + " never back-propagated");
+  for (const Layer& L : chain.layers) r.forward_cost += L.forward_cost;
+  r.recompute_cost = std::max(0.0, forward_work - r.forward_cost);
+  r.total_cost = r.forward_cost + r.backward_cost + r.recompute_cost;
+  const double base = r.forward_cost + r.backward_cost;
+  r.overhead_fraction = base > 0 ? r.recompute_cost / base : 0.0;
+  // The checkpointed segments of the first forward pass: an F_ck and the F_n that follow it.
+  r.plan.assign(n, "store");
+  for (size_t k = 0; k < ops.size() && ops[k].kind != OpKind::kLoss; ++k) {
+    if (ops[k].kind == OpKind::kForwardNoGrad) r.plan[ops[k].layer] = "drop";
+    if (ops[k].kind == OpKind::kForwardCheck) {
+      r.plan[ops[k].layer] = "checkpoint";
+      Segment s{ops[k].layer, ops[k].layer};
+      while (k + 1 < ops.size() && ops[k + 1].kind == OpKind::kForwardNoGrad) {
+        s.last = ops[++k].layer;
+        r.plan[s.last] = "drop";
+      }
+      r.checkpointed.push_back(s);
+    }
+  }
+  return r;
+}
+
+PlanResult evaluate(const Chain& chain, const std::vector<Segment>& checkpointed) {
+  const size_t n = chain.layers.size();
+  for (size_t s = 0; s < checkpointed.size(); ++s) {
+    const Segment& g = checkpointed[s];
+    if (g.first > g.last || g.last >= n || (s > 0 && g.first <= checkpointed[s - 1].last))
+      throw RequestError(code::kInconsistent, "checkpointed",
+                         "checkpointed segments must be sorted, disjoint and within the chain");
+  }
+  return simulate(chain, single_level_ops(chain, checkpointed));
+}
+
+nlohmann::json schedule_json(const std::vector<Op>& ops) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const Op& op : ops) {
+    nlohmann::json o = {{"op", op_name(op.kind)}};
+    if (op.kind != OpKind::kLoss) o["layer"] = op.layer;
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
+namespace {
+nlohmann::json segments_json(const std::vector<Segment>& segs) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const Segment& s : segs) out.push_back({s.first, s.last});
+  return out;
+}
+}  // namespace
+
+nlohmann::json to_json(const PlanResult& r) {
+  nlohmann::json j;
+  j["strategy"] = r.strategy;
+  j["plan"] = r.plan;
+  j["checkpointed"] = segments_json(r.checkpointed);
+  j["storedBytes"] = r.stored_bytes;
+  j["peakActivationBytes"] = r.peak_bytes;
+  j["peakPhase"] = r.peak_phase;
+  j["peakLayer"] = r.peak_layer;
+  j["forwardCost"] = r.forward_cost;
+  j["backwardCost"] = r.backward_cost;
+  j["recomputeCost"] = r.recompute_cost;
+  j["totalCost"] = r.total_cost;
+  j["overheadFraction"] = r.overhead_fraction;
+  nlohmann::json tl = nlohmann::json::array();
+  for (const StepEvent& e : r.timeline)
+    tl.push_back({{"phase", e.phase}, {"op", e.op}, {"layer", e.layer}, {"liveBytes", e.live_bytes}});
+  j["timeline"] = std::move(tl);
+  if (!r.schedule.is_null()) j["schedule"] = r.schedule;
+  if (!r.details.is_null()) j["details"] = r.details;
+  return j;
+}
+
+nlohmann::json to_json(const FrontierPoint& p) {
+  nlohmann::json j = {{"peakActivationBytes", p.peak_bytes},
+                      {"totalCost", p.total_cost},
+                      {"recomputeCost", p.recompute_cost},
+                      {"checkpointed", segments_json(p.checkpointed)}};
+  if (!p.parameter.is_null()) j["parameter"] = p.parameter;
+  return j;
+}
+
+}  // namespace placement
+}  // namespace trainmem

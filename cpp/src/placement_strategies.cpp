@@ -1,0 +1,337 @@
+// The strategies that name a plan directly (none, manual, every-k, block, sequential, sqrt,
+// chen-greedy), the dispatcher plan(), and the frontier. Every plan is measured by the one
+// simulator (placement_simulator.cpp); no strategy computes its own memory or cost.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "placement_internal.hpp"
+#include "trainmem/error.hpp"
+#include "trainmem/request.hpp"
+
+namespace trainmem {
+namespace placement {
+
+void throw_infeasible(const std::string& strategy, uint64_t budget, uint64_t minimum,
+                      const std::string& note) {
+  throw RequestError(code::kInfeasible, "budgetBytes",
+                     "no " + strategy + " plan fits budgetBytes " + std::to_string(budget) +
+                         ": minimum feasible budgetBytes is " + std::to_string(minimum) + note);
+}
+
+// PyTorch torch.utils.checkpoint.checkpoint_sequential (v1.13 torch/utils/checkpoint.py):
+// segment_size = n // segments; for start in range(0, segment_size * (segments - 1),
+// segment_size) checkpoint layers start..start+segment_size-1; the rest run plainly.
+std::vector<Segment> sequential_segments(uint32_t n, uint32_t segments) {
+  std::vector<Segment> out;
+  const uint32_t size = n / segments;
+  for (uint32_t s = 0; s + 1 < segments; ++s) out.push_back({s * size, s * size + size - 1});
+  return out;
+}
+
+// Megatron-LM --recompute-method uniform --recompute-num-layers k: chunks of k layers from the
+// first, each checkpointed as one unit (the last chunk may be shorter).
+std::vector<Segment> every_k_segments(uint32_t n, uint32_t k) {
+  std::vector<Segment> out;
+  for (uint32_t s = 0; s < n; s += k) out.push_back({s, std::min(n, s + k) - 1});
+  return out;
+}
+
+// Megatron-LM --recompute-method block --recompute-num-layers k: the first k layers are each
+// checkpointed on their own; the rest run plainly.
+std::vector<Segment> block_segments(uint32_t n, uint32_t k) {
+  std::vector<Segment> out;
+  for (uint32_t s = 0; s < std::min(n, k); ++s) out.push_back({s, s});
+  return out;
+}
+
+// Chen et al. 2016 (arXiv 1604.06174) Sec. 4.1: k = floor(sqrt(n)) segments, all recomputed in
+// the backward (one extra forward pass). Sizes differ by at most one: the first n mod k
+// segments have one layer more.
+std::vector<Segment> sqrt_segments(uint32_t n) {
+  uint32_t k = static_cast<uint32_t>(std::floor(std::sqrt(static_cast<double>(n))));
+  while (static_cast<uint64_t>(k + 1) * (k + 1) <= n) ++k;
+  while (static_cast<uint64_t>(k) * k > n) --k;
+  std::vector<Segment> out;
+  uint32_t s = 0;
+  for (uint32_t q = 0; q < k; ++q) {
+    const uint32_t len = n / k + (q < n % k ? 1 : 0);
+    out.push_back({s, s + len - 1});
+    s += len;
+  }
+  return out;
+}
+
+// Chen et al. 2016 Alg. 3 ("memory planning with budget") on a chain: walking the layers,
+// temp accumulates what each layer would keep (savedBytes); when temp exceeds B the layer
+// becomes a stage split: its output is kept (x += outputBytes), y = max(y, temp), temp = 0.
+// Every other layer is dropped and recomputed: the layers up to each split (and after the
+// last one) form checkpointed segments.
+ChenResult chen_greedy(const Chain& chain, uint64_t threshold) {
+  ChenResult r;
+  uint64_t temp = 0;
+  uint32_t start = 0;
+  const uint32_t n = static_cast<uint32_t>(chain.layers.size());
+  for (uint32_t i = 0; i < n; ++i) {
+    temp += chain.layers[i].saved_bytes;
+    if (temp > threshold) {
+      r.x += chain.layers[i].output_bytes;
+      r.y = std::max(r.y, temp);
+      r.segments.push_back({start, i});
+      start = i + 1;
+      temp = 0;
+    }
+  }
+  r.y = std::max(r.y, temp);
+  if (start < n) r.segments.push_back({start, n - 1});
+  return r;
+}
+
+std::vector<FrontierPoint> pareto(std::vector<FrontierPoint> pts) {
+  std::sort(pts.begin(), pts.end(), [](const FrontierPoint& a, const FrontierPoint& b) {
+    return a.peak_bytes != b.peak_bytes ? a.peak_bytes < b.peak_bytes : a.total_cost < b.total_cost;
+  });
+  std::vector<FrontierPoint> out;
+  for (auto& p : pts)
+    if (out.empty() || p.total_cost < out.back().total_cost) out.push_back(std::move(p));
+  return out;
+}
+
+void validate_chain(const Chain& chain, const std::string& path) {
+  const std::string layers = path + ".layers";
+  if (chain.layers.empty())
+    throw RequestError(code::kOutOfRange, layers, layers + " must hold at least one layer");
+  if (chain.layers.size() > 100000)
+    throw RequestError(code::kTooLarge, layers, layers + " holds more than 100000 layers");
+  // Sums of sizes stay far below 2^64 so that no peak overflows.
+  const uint64_t cap = uint64_t{1} << 62;
+  uint64_t total = chain.input_bytes;
+  if (chain.input_bytes > kMaxExactJson)
+    throw RequestError(code::kOutOfRange, path + ".inputBytes",
+                       path + ".inputBytes must be at most 2^53");
+  for (size_t i = 0; i < chain.layers.size(); ++i) {
+    const Layer& L = chain.layers[i];
+    const std::string lp = index_path(layers, i);
+    const std::pair<const char*, uint64_t> sizes[] = {{"outputBytes", L.output_bytes},
+                                                      {"savedBytes", L.saved_bytes},
+                                                      {"forwardTempBytes", L.forward_temp_bytes},
+                                                      {"backwardTempBytes", L.backward_temp_bytes}};
+    for (const auto& s : sizes) {
+      if (s.second > kMaxExactJson)
+        throw RequestError(code::kOutOfRange, lp + "." + s.first,
+                           lp + "." + s.first + " must be at most 2^53");
+      total += s.second;
+    }
+    if (total > cap)
+      throw RequestError(code::kTooLarge, lp, path + ": the sizes add up to more than 2^62 bytes");
+    if (L.saved_bytes < L.output_bytes)
+      throw RequestError(code::kInconsistent, lp + ".savedBytes",
+                         lp + ".savedBytes (" + std::to_string(L.saved_bytes) +
+                             ") must include the layer's output (outputBytes " +
+                             std::to_string(L.output_bytes) + ")");
+    if (!(L.forward_cost >= 0) || !(L.backward_cost >= 0) || !std::isfinite(L.forward_cost) ||
+        !std::isfinite(L.backward_cost))
+      throw RequestError(code::kOutOfRange, lp + ".forwardCost",
+                         lp + ": costs must be finite and non-negative");
+  }
+}
+
+namespace {
+
+[[noreturn]] void missing(const std::string& field, const std::string& strategy) {
+  throw RequestError(code::kMissingField, field,
+                     field + " is required for strategy " + strategy);
+}
+
+uint32_t layer_count(const Chain& chain) { return static_cast<uint32_t>(chain.layers.size()); }
+
+struct ChenSearch {
+  PlanResult best;
+  uint64_t threshold = 0;
+  bool found = false;
+  uint64_t min_peak = std::numeric_limits<uint64_t>::max();
+};
+
+// Thresholds tried by the budget search: Chen et al. 2016 Sec. 4.3 search B around
+// sqrt(x * y), x and y from a first run with B = 0; we try B = sqrt(x*y) * 2^(q/8),
+// q = -64..64, plus 0 and every layer's cumulative savedBytes bound, keeping distinct plans.
+std::vector<uint64_t> chen_thresholds(const Chain& chain) {
+  const ChenResult first = chen_greedy(chain, 0);
+  const double g = std::sqrt(static_cast<double>(first.x) * static_cast<double>(first.y));
+  std::vector<uint64_t> ts = {0};
+  for (int q = -64; q <= 64; ++q) {
+    const double v = g * std::pow(2.0, q / 8.0);
+    if (v >= 0 && v < 1.8e19) ts.push_back(static_cast<uint64_t>(v));
+  }
+  uint64_t total = 0;
+  for (const Layer& L : chain.layers) total += L.saved_bytes;
+  ts.push_back(total);  // one segment: everything recomputed
+  std::sort(ts.begin(), ts.end());
+  ts.erase(std::unique(ts.begin(), ts.end()), ts.end());
+  return ts;
+}
+
+PlanResult chen_plan(const Chain& chain, const StrategyRequest& req) {
+  if (req.greedy_bytes > 0) {
+    const ChenResult c = chen_greedy(chain, req.greedy_bytes);
+    PlanResult r = evaluate(chain, c.segments);
+    r.details = {{"greedyBytes", req.greedy_bytes}, {"x", c.x}, {"y", c.y}};
+    return r;
+  }
+  ChenSearch s;
+  for (uint64_t t : chen_thresholds(chain)) {
+    const ChenResult c = chen_greedy(chain, t);
+    PlanResult r = evaluate(chain, c.segments);
+    s.min_peak = std::min(s.min_peak, r.peak_bytes);
+    if (req.budget_bytes > 0 && r.peak_bytes > req.budget_bytes) continue;
+    // With a budget: the cheapest plan that fits (then the lower peak); without: the lowest
+    // peak (then the cheaper).
+    bool better = !s.found;
+    if (s.found) {
+      if (req.budget_bytes > 0)
+        better = r.total_cost < s.best.total_cost ||
+                 (r.total_cost == s.best.total_cost && r.peak_bytes < s.best.peak_bytes);
+      else
+        better = r.peak_bytes < s.best.peak_bytes ||
+                 (r.peak_bytes == s.best.peak_bytes && r.total_cost < s.best.total_cost);
+    }
+    if (better) {
+      s.best = std::move(r);
+      s.threshold = t;
+      s.found = true;
+    }
+  }
+  if (!s.found)
+    throw_infeasible("chen-greedy", req.budget_bytes, s.min_peak,
+                     " among the thresholds searched (strategy optimal-single-level may fit less)");
+  const ChenResult c = chen_greedy(chain, s.threshold);
+  s.best.details = {{"greedyBytes", s.threshold}, {"x", c.x}, {"y", c.y}};
+  return s.best;
+}
+
+void check_manual(const Chain& chain, const std::vector<Segment>& segs) {
+  const uint32_t n = layer_count(chain);
+  for (size_t s = 0; s < segs.size(); ++s) {
+    const std::string f = index_path("checkpointed", s);
+    if (segs[s].first > segs[s].last)
+      throw RequestError(code::kInconsistent, f, f + ": start must not exceed end");
+    if (segs[s].last >= n)
+      throw RequestError(code::kOutOfRange, f,
+                         f + ": layers are numbered 0.." + std::to_string(n - 1));
+    if (s > 0 && segs[s].first <= segs[s - 1].last)
+      throw RequestError(code::kInconsistent, f,
+                         f + " overlaps or precedes checkpointed[" + std::to_string(s - 1) +
+                             "]: list disjoint segments in order");
+  }
+}
+
+}  // namespace
+
+PlanResult plan(const Chain& chain, const StrategyRequest& req) {
+  validate_chain(chain, "chain");
+  const uint32_t n = layer_count(chain);
+  const std::string& st = req.strategy;
+  PlanResult r;
+  if (st == "none") {
+    r = evaluate(chain, {});
+  } else if (st == "manual") {
+    check_manual(chain, req.manual);
+    r = evaluate(chain, req.manual);
+  } else if (st == "every-k") {
+    if (req.k == 0) missing("k", st);
+    if (req.k > n)
+      throw RequestError(code::kOutOfRange, "k", "k must be between 1 and the layer count " +
+                                                     std::to_string(n));
+    r = evaluate(chain, every_k_segments(n, req.k));
+    r.details = {{"k", req.k}};
+  } else if (st == "block") {
+    if (req.k > n)
+      throw RequestError(code::kOutOfRange, "k",
+                         "k must be between 0 and the layer count " + std::to_string(n));
+    r = evaluate(chain, block_segments(n, req.k));
+    r.details = {{"k", req.k}};
+  } else if (st == "sequential") {
+    if (req.segments == 0) missing("segments", st);
+    if (req.segments > n)
+      throw RequestError(code::kOutOfRange, "segments",
+                         "segments (" + std::to_string(req.segments) + ") exceeds the layer count " +
+                             std::to_string(n) +
+                             ": PyTorch checkpoint_sequential fails (segment size n // segments "
+                             "is 0)");
+    r = evaluate(chain, sequential_segments(n, req.segments));
+    r.details = {{"segments", req.segments}, {"segmentSize", n / req.segments}};
+  } else if (st == "sqrt") {
+    r = evaluate(chain, sqrt_segments(n));
+    r.details = {{"segments", r.checkpointed.size()}};
+  } else if (st == "chen-greedy") {
+    r = chen_plan(chain, req);
+  } else if (st == "revolve") {
+    if (req.snapshots == 0) missing("snapshots", st);
+    if (n > 4096)
+      throw RequestError(code::kTooLarge, "chain.layers",
+                         "revolve builds its schedule for at most 4096 layers");
+    r = revolve_plan(chain, req.snapshots);
+  } else if (st == "optimal-single-level") {
+    if (req.budget_bytes == 0) missing("budgetBytes", st);
+    r = single_level_optimal(chain, req.budget_bytes);
+  } else if (st == "optimal") {
+    if (req.budget_bytes == 0) missing("budgetBytes", st);
+    if (req.slots == 0) throw RequestError(code::kOutOfRange, "slots", "slots must be at least 1");
+    r = rotor_optimal(chain, req.budget_bytes, req.slots);
+  } else {
+    throw RequestError(code::kUnknownValue, "strategy", "unknown strategy \"" + st + "\"");
+  }
+  r.strategy = st;
+  return r;
+}
+
+std::vector<FrontierPoint> frontier(const Chain& chain, const StrategyRequest& req) {
+  validate_chain(chain, "chain");
+  const uint32_t n = layer_count(chain);
+  const std::string& st = req.strategy;
+  if (st == "optimal-single-level") return single_level_frontier(chain, req.budget_bytes);
+  if (st == "optimal") {
+    // Without a budget, the slot grid spans up to the peak of storing everything.
+    const uint64_t top = req.budget_bytes > 0 ? req.budget_bytes : evaluate(chain, {}).peak_bytes;
+    return rotor_frontier(chain, top, req.slots == 0 ? 500 : req.slots);
+  }
+  std::vector<FrontierPoint> pts;
+  auto add = [&](const PlanResult& r, nlohmann::json param) {
+    FrontierPoint p;
+    p.peak_bytes = r.peak_bytes;
+    p.total_cost = r.total_cost;
+    p.recompute_cost = r.recompute_cost;
+    p.checkpointed = r.checkpointed;
+    p.parameter = std::move(param);
+    pts.push_back(std::move(p));
+  };
+  if (st == "every-k") {
+    for (uint32_t k = 1; k <= n; ++k) add(evaluate(chain, every_k_segments(n, k)), {{"k", k}});
+  } else if (st == "block") {
+    for (uint32_t k = 0; k <= n; ++k) add(evaluate(chain, block_segments(n, k)), {{"k", k}});
+  } else if (st == "sequential") {
+    for (uint32_t s = 1; s <= n; ++s)
+      add(evaluate(chain, sequential_segments(n, s)), {{"segments", s}});
+  } else if (st == "revolve") {
+    if (n > 1024)
+      throw RequestError(code::kTooLarge, "chain.layers",
+                         "the revolve frontier is computed for at most 1024 layers");
+    for (uint32_t c = 1; c <= std::min<uint32_t>(n, 16); ++c)
+      add(revolve_plan(chain, c), {{"snapshots", c}});
+  } else if (st == "chen-greedy") {
+    for (uint64_t t : chen_thresholds(chain))
+      add(evaluate(chain, chen_greedy(chain, t).segments), {{"greedyBytes", t}});
+  } else {
+    StrategyRequest one = req;
+    one.budget_bytes = st == "none" || st == "manual" || st == "sqrt" ? 0 : req.budget_bytes;
+    add(plan(chain, one), nullptr);
+  }
+  if (req.budget_bytes > 0)
+    pts.erase(std::remove_if(pts.begin(), pts.end(),
+                             [&](const FrontierPoint& p) { return p.peak_bytes > req.budget_bytes; }),
+              pts.end());
+  return pareto(std::move(pts));
+}
+
+}  // namespace placement
+}  // namespace trainmem
