@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { repoRoot, run } from './fixtures/packed.js';
-import { main } from '../../web/lib/cli.js';
+import { COMMANDS, FLAGS, main } from '../../web/lib/cli.js';
 
 const cliPath = join(repoRoot, 'web/lib/cli.js');
 // Most cases run the CLI's main() in this process (one WASM load); the last tests spawn it.
@@ -55,8 +55,12 @@ test('seed 003 example 1: LLaMA-2 7B, AdamW, fp16 weights (preset)', async () =>
     '--weight-dtype',
     'fp16',
   ]);
-  // 6,738,415,616 params (Llama-2-7b-hf model index) x 3 copies (W, m, v) x 2 B.
-  assert.equal(r.totalBytes, 40430493696);
+  // Seed 003's formula: 6,738,415,616 params (Llama-2-7b-hf model index) x 3 copies (W, m, v)
+  // x 2 B. The exact size adds AdamW's `step`, a float32 scalar tensor per parameter tensor
+  // (torch/optim/adamw.py, PyTorch >= 1.12): Llama-2-7B has 32 x 9 + 3 = 291 tensors (q, k, v,
+  // o, gate, up, down, two norms per block; embeddings, final norm, lm_head).
+  assert.equal(r.simple.totalBytes, 40430493696);
+  assert.equal(r.totalBytes, 40430493696 + 291 * 4);
 });
 
 test('seed 003 example 2: 100 M params, SGD fp32 vs Adam bf16, in one command (--vs)', async () => {
@@ -298,4 +302,60 @@ test('as a process: result on stdout with exit 0; bad input on stderr with exit 
   const usage = spawnCli(['checkpoint-size', '--nope']);
   assert.equal(usage.status, 2);
   assert.equal(JSON.parse(usage.stderr).error.code, 'unknown_flag');
+});
+
+test('every flag sets a field the core knows (no unknown_key for any flag of any command)', async () => {
+  const { load } = await import('../../web/lib/index.js');
+  const tm = await load();
+  const chain = {
+    inputBytes: 1,
+    layers: [{ forwardCost: 1, backwardCost: 1, outputBytes: 1, savedBytes: 1 }],
+  };
+  const tinyGpt2 = {
+    model_type: 'gpt2',
+    n_layer: 1,
+    n_head: 2,
+    n_embd: 8,
+    vocab_size: 16,
+    n_positions: 8,
+  };
+  // A valid request per command; each flag's field is added to it in turn.
+  const base = {
+    'checkpoint-size': { model: { params: 1e8 }, optimizer: 'adam' },
+    'describe-model': { model: { params: 1e8 } },
+    'peak-memory': { model: { params: 1e8 }, microBatch: 1, seqLen: 128 },
+    accumulation: [
+      { microBatch: 1, accumulationSteps: 1 },
+      { targetGlobalBatch: 4, model: { params: 1e8 }, seqLen: 128, gpu: 'a100-80gb' },
+    ],
+    placement: { chain },
+  };
+  // The field is unknown only if every base request of the command (its modes) rejects it.
+  const rejects = (command, path, value) =>
+    [base[command]].flat().every((b) => {
+      const request = structuredClone(b);
+      // Model modifiers (--architecture) go with a HF config (GPT-2 shapes, tiny).
+      if (path.startsWith('model.')) request.model = { config: tinyGpt2 };
+      const parts = path.split('.');
+      let cur = request;
+      for (const p of parts.slice(0, -1)) cur = cur[p] ??= {};
+      cur[parts.at(-1)] = value;
+      try {
+        tm[COMMANDS[command].fn](request);
+        return false;
+      } catch (e) {
+        return e.code === 'unknown_key';
+      }
+    });
+  const sample = { number: 1, count: 1e8, bytes: 1e9, boolean: true, string: 'x', jsonFile: {} };
+  const unknown = [];
+  for (const def of FLAGS) {
+    for (const command of def.commands) {
+      if (def.modelForm) continue; // the model forms are checked by the golden vectors
+      const path = typeof def.path === 'string' ? def.path : def.path[command];
+      if (rejects(command, path, sample[def.kind]))
+        unknown.push(`${command} --${def.flag} -> ${path}`);
+    }
+  }
+  assert.deepEqual(unknown, []);
 });

@@ -54,9 +54,14 @@ test('every golden request and the result the core returns match the declared ty
     const fn = JSON.stringify(c.function);
     lines.push(`// ${c.name.replace(/\n/g, ' ')}`);
     lines.push(`export const request${i}: Req<${fn}> = ${JSON.stringify(c.request)};`);
-    lines.push(
-      `export const result${i}: Res<${fn}> = ${JSON.stringify(tm[c.function](c.request))};`,
-    );
+    // A case the core rejects is golden.test.js's failure to report; its request is still checked.
+    let result;
+    try {
+      result = tm[c.function](c.request);
+    } catch {
+      return;
+    }
+    lines.push(`export const result${i}: Res<${fn}> = ${JSON.stringify(result)};`);
   });
   golden.errors.forEach((c, i) => {
     lines.push(`export const code${i}: ErrorCode = ${JSON.stringify(c.code)};`);

@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { load, TrainmemError } from './index.js';
 
 // ---- Commands --------------------------------------------------------------------------
-const COMMANDS = {
+export const COMMANDS = {
   'checkpoint-size': {
     fn: 'checkpointSize',
     summary: 'size of a checkpoint: weights, master copy and optimizer state (seed 003)',
@@ -71,7 +71,7 @@ const TRAINING = ['peak-memory', 'accumulation'];
 // jsonFile (path or '-') | model (preset id or a count). `path` is the request field it sets,
 // either one dotted path or an object { command: path } where commands differ. `modelForm`
 // flags choose the form of `model` (one per request; the first replaces a --json file's).
-const FLAGS = [
+export const FLAGS = [
   {
     flag: 'model',
     kind: 'model',
@@ -115,7 +115,7 @@ const FLAGS = [
     kind: 'string',
     path: 'optimizer',
     commands: ['checkpoint-size', ...TRAINING],
-    help: 'sgd | sgd-momentum | adam | adamw | adafactor | lion | adagrad | rmsprop | adam-8bit',
+    help: 'sgd | sgd-momentum | adam | adamw | adagrad | rmsprop | adafactor | torch-adafactor | lion | adam-8bit | adamw-8bit',
   },
   {
     flag: 'weight-dtype',
@@ -145,12 +145,19 @@ const FLAGS = [
     path: 'includeOptimizer',
     commands: ['checkpoint-size'],
   },
-  { flag: 'shards', kind: 'number', path: 'shards', commands: ['checkpoint-size'] },
+  {
+    flag: 'file-name',
+    kind: 'string',
+    path: 'fileName',
+    commands: ['checkpoint-size'],
+    help: 'file name inside the torch zip (default checkpoint.pt / model.safetensors)',
+  },
   {
     flag: 'max-shard-size',
     kind: 'bytes',
     path: 'maxShardBytes',
     commands: ['checkpoint-size'],
+    help: 'safetensors: largest shard file (HF max_shard_size)',
   },
   {
     flag: 'precision',
@@ -163,9 +170,9 @@ const FLAGS = [
     flag: 'micro-batch',
     kind: 'number',
     path: 'microBatch',
-    commands: [...TRAINING, 'placement'],
+    commands: TRAINING,
   },
-  { flag: 'seq-len', kind: 'number', path: 'seqLen', commands: [...TRAINING, 'placement'] },
+  { flag: 'seq-len', kind: 'number', path: 'seqLen', commands: TRAINING },
   { flag: 'gpu', kind: 'string', path: 'gpu', commands: TRAINING, help: 'GPU preset id' },
   { flag: 'gpu-memory', kind: 'bytes', path: 'gpuMemoryBytes', commands: TRAINING },
   {
@@ -173,7 +180,7 @@ const FLAGS = [
     kind: 'string',
     path: 'checkpointing',
     commands: TRAINING,
-    help: 'activation checkpointing: none | full | selective | every-k | sqrt | sequential | optimal',
+    help: 'none | full | selective | every-k | block | sequential | sqrt | chen-greedy | revolve | optimal-single-level | optimal (accumulation: also auto)',
   },
   {
     flag: 'accumulation-steps',
@@ -184,6 +191,74 @@ const FLAGS = [
   { flag: 'data-parallel', kind: 'number', path: 'dataParallel', commands: TRAINING },
   { flag: 'zero-stage', kind: 'number', path: 'zeroStage', commands: TRAINING },
   { flag: 'tensor-parallel', kind: 'number', path: 'tensorParallel', commands: TRAINING },
+  {
+    flag: 'sequence-parallel',
+    kind: 'boolean',
+    path: 'sequenceParallel',
+    commands: TRAINING,
+  },
+  {
+    flag: 'offload-optimizer',
+    kind: 'boolean',
+    path: 'offload.optimizer',
+    commands: TRAINING,
+    help: 'ZeRO: optimizer state in CPU memory',
+  },
+  {
+    flag: 'offload-params',
+    kind: 'boolean',
+    path: 'offload.params',
+    commands: TRAINING,
+    help: 'ZeRO-3: parameters in CPU memory',
+  },
+  {
+    flag: 'lora-rank',
+    kind: 'number',
+    path: 'lora.rank',
+    commands: TRAINING,
+    help: 'train LoRA adapters of this rank (frozen base)',
+  },
+  {
+    flag: 'qlora',
+    kind: 'boolean',
+    path: 'lora.qlora',
+    commands: TRAINING,
+    help: 'with --lora-rank: 4-bit base weights (QLoRA)',
+  },
+  {
+    flag: 'attention',
+    kind: 'string',
+    path: 'attention',
+    commands: TRAINING,
+    help: 'eager | sdpa | flash',
+  },
+  {
+    flag: 'runtime',
+    kind: 'string',
+    path: 'runtime',
+    commands: TRAINING,
+    help: 'pytorch-cuda | pytorch-cpu',
+  },
+  {
+    flag: 'runtime-overhead',
+    kind: 'bytes',
+    path: 'runtimeOverheadBytes',
+    commands: TRAINING,
+    help: 'CUDA context and workspaces (overrides the runtime default)',
+  },
+  {
+    flag: 'utilization',
+    kind: 'number',
+    path: 'utilization',
+    commands: ['accumulation'],
+    help: 'fraction of the GPU peak reached (default 0.5)',
+  },
+  {
+    flag: 'gpu-peak-tflops',
+    kind: 'number',
+    path: 'gpuPeakTflops',
+    commands: ['accumulation'],
+  },
   {
     flag: 'target-global-batch',
     kind: 'number',
@@ -206,6 +281,7 @@ const FLAGS = [
     help: 'none | manual | every-k | block | sequential | sqrt | chen-greedy | revolve | optimal-single-level | optimal',
   },
   { flag: 'budget', kind: 'bytes', path: 'budgetBytes', commands: ['placement'] },
+  { flag: 'greedy-bytes', kind: 'bytes', path: 'greedyBytes', commands: ['placement'] },
   { flag: 'k', kind: 'number', path: 'k', commands: ['placement'] },
   { flag: 'segments', kind: 'number', path: 'segments', commands: ['placement'] },
   { flag: 'snapshots', kind: 'number', path: 'snapshots', commands: ['placement'] },
@@ -711,6 +787,15 @@ function renderTable(results, markdown) {
 }
 
 // ---- Help ------------------------------------------------------------------------------
+const ARG_LABEL = {
+  model: 'id|count',
+  count: 'count',
+  jsonFile: 'file|-',
+  bytes: 'bytes',
+  number: 'number',
+  string: 'value',
+};
+
 function helpText(command) {
   const lines = [];
   if (command && COMMANDS[command]) {
@@ -724,8 +809,8 @@ function helpText(command) {
     );
     for (const f of FLAGS.filter((d) => d.commands.includes(command))) {
       const path = f.kind === 'model' ? 'model.preset | model.params' : flagPath(f, command);
-      const arg = f.kind === 'boolean' ? '' : ` <${f.kind}>`;
-      lines.push(`  --${f.flag}${arg}`.padEnd(30) + ` ${path}${f.help ? `: ${f.help}` : ''}`);
+      const arg = f.kind === 'boolean' ? '' : ` <${ARG_LABEL[f.kind]}>`;
+      lines.push(`  --${f.flag}${arg}`.padEnd(34) + ` ${path}${f.help ? `: ${f.help}` : ''}`);
     }
   } else {
     lines.push(
@@ -740,7 +825,7 @@ function helpText(command) {
     );
   }
   lines.push('', 'options:');
-  for (const o of OPTIONS) lines.push(`  --${o.flag}`.padEnd(30) + ` ${o.help}`);
+  for (const o of OPTIONS) lines.push(`  --${o.flag}`.padEnd(34) + ` ${o.help}`);
   lines.push(
     '',
     'numbers: counts take k/M/B/T (6.7B = 6.7e9); bytes take B, kB, MB, GB, TB (10^3 steps) or KiB, MiB, GiB, TiB (2^10 steps).',

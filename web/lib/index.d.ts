@@ -267,34 +267,97 @@ export interface CheckpointBreakdown {
 export interface DescribeModelRequest {
   model: ModelInput;
 }
-/** One parameter tensor of a described model. */
+/** One parameter tensor of a described model, in `state_dict()` order. */
 export interface TensorDescription {
+  /** state_dict key, e.g. `"h.0.attn.c_attn.weight"`. */
+  name: string;
+  /** PyTorch shape. */
+  shape: number[];
+  /** Storage dtype name (`"fp32"`, `"bf16"`, …). */
+  dtype: string;
+  /** Elements (product of the shape). */
+  numel: number;
+  /** The tensor whose storage this one shares (tied weights: stored and counted once). */
+  tiedTo?: string;
+  /** Present (false) only for frozen tensors. */
+  trainable?: false;
+}
+/** One buffer of a described model. */
+export interface BufferDescription {
   name: string;
   shape: number[];
   dtype: string;
-  /** Elements in the tensor. */
   numel: number;
-  tiedTo?: string;
-  trainable?: boolean;
-  [extra: string]: unknown;
+  /** Non-persistent buffers are not in `state_dict()` (not saved). */
+  persistent: boolean;
 }
-/** Result of {@link Trainmem.describeModel}. */
+/**
+ * Result of {@link Trainmem.describeModel}. Architecture fields are 0 / "" when unknown (a
+ * model given only as a parameter count or a tensor list).
+ */
 export interface DescribeModelResult {
+  /** Which form the model came from. */
+  source: 'params' | 'preset' | 'config' | 'tensors';
+  /** Preset id, for presets. */
+  presetId?: string;
+  /** Display name. */
+  name: string;
   /** Distinct parameters (tied weights counted once). */
   params: number;
   /** Parameters the optimizer trains. */
   trainableParams: number;
+  /** The parameter count published for the preset (model card / model index). */
+  publishedParams?: number;
+  /** Where the preset's numbers come from. */
+  sourceNote?: string;
+  /** HF class built (e.g. `"LlamaForCausalLM"`). */
+  architecture?: string;
   tensors: TensorDescription[];
-  buffers: Array<{ name: string; shape: number[]; dtype: string; persistent?: boolean }>;
-  /** Transformer blocks (0 when unknown). */
-  layers?: number;
+  /** Tensors with their own storage (tied ones excluded). */
+  storedTensors: number;
+  buffers: BufferDescription[];
+  /** HF `model_type` (`"gpt2"`, `"bert"`, `"llama"`, …). */
+  modelType: string;
+  /** Transformer blocks (decoder blocks for encoder-decoder models). */
+  layers: number;
   /** d_model. */
-  hidden?: number;
+  hidden: number;
   /** Attention heads. */
-  heads?: number;
+  heads: number;
+  /** Key/value heads (grouped-query attention); equals `heads` without GQA. */
+  kvHeads: number;
+  /** Dimension per head. */
+  headDim: number;
+  /** MLP inner size (per expert for mixture-of-experts). */
+  intermediate: number;
   /** Vocabulary size. */
-  vocab?: number;
-  [extra: string]: unknown;
+  vocab: number;
+  /** Maximum positions (0: unlimited, rotary / relative). */
+  maxPositions: number;
+  /** Experts per layer (0: dense). */
+  numExperts: number;
+  /** Experts each token is routed to. */
+  expertsPerToken: number;
+  /** SwiGLU / GeGLU MLP (three matrices). */
+  gatedMlp: boolean;
+  /** Activation function (`"gelu"`, `"gelu_new"`, `"silu"`, …). */
+  activation: string;
+  /** `"layernorm"` or `"rmsnorm"`. */
+  norm: string;
+  /** Output embedding tied to the input embedding. */
+  tiedEmbeddings: boolean;
+  /** BERT-like encoder (no causal mask). */
+  encoderOnly: boolean;
+  /** Encoder blocks of encoder-decoder models (T5). */
+  encoderLayers: number;
+  /** Classification labels of a sequence-classification head (0: none). */
+  numLabels: number;
+  /** Hidden dropout probability (masks are saved in training when > 0). */
+  hiddenDropout: number;
+  /** Attention dropout probability. */
+  attentionDropout: number;
+  /** Modules (`named_modules()`), when known; 0 otherwise. */
+  modules: number;
 }
 
 // ---------------------------------------------------------------------------------------
