@@ -213,50 +213,125 @@ export type ModelInput = ModelByParams | ModelByPreset | ModelByConfig | ModelBy
 /** Request of {@link Trainmem.checkpointSize}. */
 export interface CheckpointSizeRequest {
   model: ModelInput;
-  /** Optimizer whose state the checkpoint holds. */
-  optimizer: Optimizer;
-  /** Dtype of the saved weights. Default fp32 (a count-only model), else the model's dtype. */
+  /**
+   * Optimizer whose state the checkpoint holds. Required unless `includeOptimizer` is false
+   * (and for `safetensors`, which holds weights only).
+   */
+  optimizer?: Optimizer;
+  /**
+   * Dtype of the saved weights. Default: the model's tensor dtype — fp32 for a count, a
+   * preset or a config (`from_pretrained` loads fp32 unless told; `torch_dtype` is not
+   * applied), the listed `dtype` for a tensor list.
+   */
   weightDtype?: DType;
   /**
    * Dtype of the optimizer states that follow the parameter. Default: the weight dtype
    * (PyTorch keeps states in the parameter dtype), fp32 when `masterWeights` is true
-   * (mixed precision keeps states in fp32, seed 003).
+   * (mixed precision keeps states in fp32, seed 003). Fixed-dtype entries keep theirs
+   * (Adam `step` fp32, 8-bit states uint8 with fp32 scales).
    */
   stateDtype?: DType;
   /** An fp32 master copy of the weights is saved too (mixed precision). Default false. */
   masterWeights?: boolean;
-  /** Container: `raw` tensor bytes only (default), `torch` (`torch.save`), `safetensors`. */
+  /**
+   * Container: `raw` tensor bytes only (default); `torch` the zip `torch.save` writes
+   * (PyTorch 1.13 layout: 64-byte aligned records, pickle, zip directory); `safetensors`
+   * (8-byte length + JSON header + data; weights only).
+   */
   format?: CheckpointFormat;
-  /** `torch` format: save the optimizer state_dict beside the model. Default true. */
+  /**
+   * Save the optimizer state_dict beside the model (`torch.save({'model': …, 'optimizer':
+   * …})`). Default true; false for `safetensors`.
+   */
   includeOptimizer?: boolean;
-  /** Split into this many files (sharded checkpoints). */
-  shards?: number;
-  /** Split into files of at most this many bytes (HF `max_shard_size`). */
+  /**
+   * File name; `torch.save` writes it into every record name, so it changes the size.
+   * Default `"checkpoint.pt"` (`"model.safetensors"` for safetensors).
+   */
+  fileName?: string;
+  /**
+   * `safetensors` only: split into shards of at most this many bytes, as
+   * `huggingface_hub.split_torch_state_dict_into_shards` does (HF `max_shard_size`).
+   * Default 0 (one file).
+   */
   maxShardBytes?: number;
+}
+
+/** An integer of a result beyond 2^53, which a JavaScript number cannot hold exactly. */
+export interface InexactNumber {
+  /** Dotted path of the number in the result. */
+  field: string;
+  /** Its exact decimal digits. */
+  exact: string;
+}
+
+/** Seed 003's simple formula: params × copies per parameter × bytes per copy. */
+export interface SimpleCheckpointSize {
+  totalBytes: number;
+  breakdown: { weights: number; masterWeights: number; optimizerState: number };
+  /** Copies per parameter: weights + optimizer states (+ master copy). */
+  copies: number;
+  bytesPerParam: number;
+  formula: string;
+  /** Adafactor: why the simple formula differs from the factored state. */
+  note?: string;
 }
 
 /** Result of {@link Trainmem.checkpointSize}. All sizes in bytes. */
 export interface CheckpointSizeResult {
-  /** Size of the checkpoint in bytes. */
+  /** Size of the checkpoint: the file size for `torch` / `safetensors` (all shards). */
   totalBytes: number;
+  format: CheckpointFormat;
   breakdown: CheckpointBreakdown;
+  /** Bytes per optimizer state entry (`exp_avg`, `exp_avg_sq`, `step`, `momentum_buffer`, …). */
+  optimizerStates: Record<string, number>;
+  /** Elements per optimizer state entry. */
+  optimizerStateElements: Record<string, number>;
+  /** Parameters (tied weights once). */
+  params: number;
+  trainableParams: number;
   /** totalBytes / params. */
   bytesPerParam: number;
-  /** Parameter count the size was computed for. */
-  params: number;
-  /** The formula used, with its source. */
+  /** Canonical optimizer name (absent without the optimizer). */
+  optimizer?: string;
+  /** Dtype the weights were saved in. */
+  weightDtype: string;
+  includeOptimizer: boolean;
+  /** `torch`: pickle, records, alignment; `safetensors`: header, alignment, shards. */
+  container?: {
+    pickleBytes?: number;
+    records?: number;
+    headerBytes?: number;
+    alignmentPaddingBytes: number;
+    overheadBytes: number;
+    payloadBytes?: number;
+    shards?: number;
+  };
+  /** The files written (one per shard). */
+  files?: Array<{ name: string; bytes: number; tensors?: number }>;
+  /** The same checkpoint by seed 003's simple formula, to compare. */
+  simple: SimpleCheckpointSize;
+  /** totalBytes − simple.totalBytes. */
+  differenceFromSimple: number;
+  /** True when computed from the exact tensor list; false for a bare count. */
+  exact: boolean;
+  notes: string[];
+  /** How totalBytes was computed. */
   formula: string;
-  [extra: string]: unknown;
+  inexact?: InexactNumber[];
 }
 /** Bytes per category of a checkpoint. */
 export interface CheckpointBreakdown {
-  /** Model weights in `weightDtype`. */
+  /** Model weights (tied tensors once). */
   weights: number;
+  /** Persistent buffers (BatchNorm statistics, …) in their own dtype. */
+  buffers: number;
   /** fp32 master copy (0 without `masterWeights`). */
   masterWeights: number;
   /** Optimizer state (moments, buffers, steps, scales). */
   optimizerState: number;
-  [category: string]: number;
+  /** Container overhead: pickle, alignment, headers, zip directory (0 for `raw`). */
+  container: number;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -358,6 +433,7 @@ export interface DescribeModelResult {
   attentionDropout: number;
   /** Modules (`named_modules()`), when known; 0 otherwise. */
   modules: number;
+  inexact?: InexactNumber[];
 }
 
 // ---------------------------------------------------------------------------------------
