@@ -43,7 +43,9 @@ const times = [];
 for (let i = 0; i < RUNS; i++) {
   const { page, context } = await openPage(env.browser, `${env.base}/app/?lang=en`);
   await ready(page);
-  times.push(await page.evaluate(() => performance.getEntriesByName('trainmem:first-result')[0].startTime));
+  times.push(
+    await page.evaluate(() => performance.getEntriesByName('trainmem:first-result')[0].startTime),
+  );
   await context.close();
 }
 await env.close();
@@ -52,6 +54,10 @@ const median = times[Math.floor(times.length / 2)];
 
 console.log('file | bytes | gzip bytes');
 for (const [p, b, g] of rows) console.log(`${p} | ${b} | ${g}`);
-console.log(`\npage weight (gzip -9, all files above): ${(total / 1024).toFixed(1)} KiB = ${total} bytes (budget 150 KB)`);
-console.log(`first computed result after navigation: median ${median.toFixed(0)} ms, min ${times[0].toFixed(0)} ms, max ${times[times.length - 1].toFixed(0)} ms over ${RUNS} cold loads (budget 300 ms)`);
+console.log(
+  `\npage weight (gzip -9, all files above): ${(total / 1024).toFixed(1)} KiB = ${total} bytes (budget 150 KB)`,
+);
+console.log(
+  `first computed result after navigation: median ${median.toFixed(0)} ms, min ${times[0].toFixed(0)} ms, max ${times[times.length - 1].toFixed(0)} ms over ${RUNS} cold loads (budget 300 ms)`,
+);
 console.log(`machine load average (1 min) during the run: ${loadavg()[0].toFixed(1)}`);

@@ -16,7 +16,10 @@ mkdirSync(out, { recursive: true });
 const wasmExternal = {
   name: 'wasm-external',
   setup(b) {
-    b.onResolve({ filter: /trainmem_wasm\.mjs$/ }, () => ({ path: '../../lib/wasm/trainmem_wasm.mjs', external: true }));
+    b.onResolve({ filter: /trainmem_wasm\.mjs$/ }, () => ({
+      path: '../../lib/wasm/trainmem_wasm.mjs',
+      external: true,
+    }));
   },
 };
 
@@ -41,4 +44,7 @@ await build({
   logLevel: 'warning',
 });
 cpSync(`${app}i18n`, `${out}i18n`, { recursive: true });
-cpSync(fileURLToPath(new URL('../node_modules/uplot/LICENSE', import.meta.url)), `${out}uplot.LICENSE.txt`);
+cpSync(
+  fileURLToPath(new URL('../node_modules/uplot/LICENSE', import.meta.url)),
+  `${out}uplot.LICENSE.txt`,
+);

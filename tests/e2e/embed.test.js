@@ -48,10 +48,17 @@ describe('embedding', () => {
     await page.waitForSelector('#b .tm[data-ready="1"]');
     // seed 003: 100 M params, Adam, bf16 → 1e8 × 3 × 2 = 600,000,000 bytes
     assert.equal(Number(await page.getAttribute('#a .headline-value', 'data-bytes')), 6e8);
-    assert.equal(await page.$eval('#a', (el) => el.shadowRoot.querySelector('.tm').getAttribute('dir')), 'rtl');
+    assert.equal(
+      await page.$eval('#a', (el) => el.shadowRoot.querySelector('.tm').getAttribute('dir')),
+      'rtl',
+    );
     assert.match(await page.textContent('#a #tm-example'), /100,000,000 × 1 × 4 = 400,000,000/);
     // only the inputs asked for
-    const inputs = await page.$eval('#a', (el) => [...el.shadowRoot.querySelectorAll('input, select, textarea')].map((e) => e.id).filter(Boolean));
+    const inputs = await page.$eval('#a', (el) =>
+      [...el.shadowRoot.querySelectorAll('input, select, textarea')]
+        .map((e) => e.id)
+        .filter(Boolean),
+    );
     assert.deepEqual(inputs.sort(), ['tm-lang', 'tm-optimizer', 'tm-params']);
     // state attribute, parsed by the page's URL schema: 1e9 × 1 copy × 4 bytes (SGD, fp32)
     assert.equal(Number(await page.getAttribute('#b .headline-value', 'data-bytes')), 4e9);
@@ -59,33 +66,59 @@ describe('embedding', () => {
     assert.equal(new URL(page.url()).search, '');
     await page.screenshot({ path: `${shots}/embed-element.png`, fullPage: true });
     // requests go to the doc site and to trainmem's own origin only
-    assert.deepEqual(problems.filter((p) => !p.startsWith(`foreign request: ${env.base}/`)), []);
+    assert.deepEqual(
+      problems.filter((p) => !p.startsWith(`foreign request: ${env.base}/`)),
+      [],
+    );
     await context.close();
   });
 
   it('the iframe mode and the "copy embed code" dialog', async () => {
-    const { page, context, problems } = await openPage(env.browser, `${env.base}/app/?lang=en&ms=params&opt=sgd&wd=fp32&p=1000000000`);
+    const { page, context, problems } = await openPage(
+      env.browser,
+      `${env.base}/app/?lang=en&ms=params&opt=sgd&wd=fp32&p=1000000000`,
+    );
     await page.waitForSelector('.tm[data-ready="1"]');
     await page.click('#tm-embed-btn');
     await page.waitForSelector('dialog[open]');
     const elementCode = await page.inputValue('#tm-embed-element');
     const iframeCode = await page.inputValue('#tm-embed-iframe');
-    assert.match(elementCode, /<script type="module" src="http:\/\/127\.0\.0\.1:\d+\/app\/dist\/element\.js"><\/script>/);
-    assert.match(elementCode, /<trainmem-calculator calculator="size" lang="en" state="[^"]*opt=sgd/);
+    assert.match(
+      elementCode,
+      /<script type="module" src="http:\/\/127\.0\.0\.1:\d+\/app\/dist\/element\.js"><\/script>/,
+    );
+    assert.match(
+      elementCode,
+      /<trainmem-calculator calculator="size" lang="en" state="[^"]*opt=sgd/,
+    );
     assert.match(iframeCode, /<iframe src="http:\/\/127\.0\.0\.1:\d+\/app\/\?embed=1/);
     await page.screenshot({ path: `${shots}/embed-dialog.png` });
     await page.keyboard.press('Escape');
     // both snippets work as given, pasted into a foreign page
-    pages.set('/snippets.html', `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Snippets</title><link rel="icon" href="data:,"></head><body>${elementCode.replace(/ style="border:0"/, '')}${iframeCode.replace(/ style="border:0"/, '')}</body></html>`);
+    pages.set(
+      '/snippets.html',
+      `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Snippets</title><link rel="icon" href="data:,"></head><body>${elementCode.replace(/ style="border:0"/, '')}${iframeCode.replace(/ style="border:0"/, '')}</body></html>`,
+    );
     const foreignPage = await openPage(env.browser, `${foreignBase}/snippets.html`);
     await foreignPage.page.waitForSelector('trainmem-calculator .tm[data-ready="1"]');
-    assert.equal(Number(await foreignPage.page.getAttribute('trainmem-calculator .headline-value', 'data-bytes')), 4e9);
+    assert.equal(
+      Number(
+        await foreignPage.page.getAttribute('trainmem-calculator .headline-value', 'data-bytes'),
+      ),
+      4e9,
+    );
     const frame = foreignPage.page.frames().find((f) => f.url().includes('embed=1'));
     assert.ok(frame, 'iframe loaded');
     await frame.waitForSelector('.tm[data-ready="1"]');
     assert.equal(Number(await frame.getAttribute('.headline-value', 'data-bytes')), 4e9);
     assert.equal(await frame.$('#tm-embed-btn'), null); // no page chrome in iframe mode
-    assert.deepEqual([...problems, ...foreignPage.problems.filter((p) => !p.startsWith(`foreign request: ${env.base}/`))], []);
+    assert.deepEqual(
+      [
+        ...problems,
+        ...foreignPage.problems.filter((p) => !p.startsWith(`foreign request: ${env.base}/`)),
+      ],
+      [],
+    );
     await foreignPage.context.close();
     await context.close();
   });

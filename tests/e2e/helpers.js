@@ -49,7 +49,10 @@ export async function setup() {
 
 /** A new page that records console errors, page errors, CSP violations and foreign requests. */
 export async function openPage(browser, url, contextOptions = {}) {
-  const context = await browser.newContext({ viewport: { width: 1100, height: 900 }, ...contextOptions });
+  const context = await browser.newContext({
+    viewport: { width: 1100, height: 900 },
+    ...contextOptions,
+  });
   const page = await context.newPage();
   const problems = [];
   const origin = new URL(url).origin;
@@ -59,11 +62,14 @@ export async function openPage(browser, url, contextOptions = {}) {
   page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
   page.on('request', (r) => {
     const u = r.url();
-    if (!u.startsWith(origin) && !u.startsWith('data:') && !u.startsWith('blob:')) problems.push(`foreign request: ${u}`);
+    if (!u.startsWith(origin) && !u.startsWith('data:') && !u.startsWith('blob:'))
+      problems.push(`foreign request: ${u}`);
   });
   await page.addInitScript(() => {
     window.__csp = [];
-    document.addEventListener('securitypolicyviolation', (e) => window.__csp.push(`${e.violatedDirective} ${e.blockedURI}`));
+    document.addEventListener('securitypolicyviolation', (e) =>
+      window.__csp.push(`${e.violatedDirective} ${e.blockedURI}`),
+    );
   });
   await page.goto(url);
   return { page, context, problems };

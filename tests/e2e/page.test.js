@@ -37,7 +37,7 @@ describe('page', () => {
     assert.deepEqual(problems, []);
   });
 
-  it('each worked example shows steps and a result with the seeds\' numbers', async () => {
+  it("each worked example shows steps and a result with the seeds' numbers", async () => {
     const { page, problems } = A;
     const ids = await page.$$eval('[data-example]', (bs) => bs.map((b) => b.dataset.example));
     assert.deepEqual(ids, ['llama2-7b', 'sgd-vs-adam', 'bert-hf', 'chain-1000', 'gpt2-budget']);
@@ -87,12 +87,16 @@ describe('page', () => {
   });
 
   it('a first visit answers "does LLaMA-2 7B full fine-tuning fit on one 80 GB GPU, and what do I change if not"', async (t) => {
-    const { page, context, problems } = await openPage(env.browser, `${env.base}/app/?lang=en&tab=peak`);
+    const { page, context, problems } = await openPage(
+      env.browser,
+      `${env.base}/app/?lang=en&tab=peak`,
+    );
     await ready(page);
     if (!(await page.$('#tm-preset'))) return t.skip('model presets not in this WASM build');
     assert.equal(new URL(page.url()).search, '?lang=en&tab=peak'); // defaults are not repeated
     await page.waitForSelector('#tm-results .headline, #tm-results [role="alert"]');
-    if (await page.$('#tm-results [data-code="unsupported"]')) return t.skip('peakMemory not in this WASM build');
+    if (await page.$('#tm-results [data-code="unsupported"]'))
+      return t.skip('peakMemory not in this WASM build');
     assert.equal(await page.inputValue('#tm-preset'), 'llama-2-7b');
     assert.equal(await page.inputValue('#tm-gpuGB'), '80');
     // Full fine-tuning with AdamW keeps at least weights + grads + 2 fp32 moments: 6.74e9 × 12 B
@@ -119,17 +123,25 @@ describe('page', () => {
     assert.match(page.url(), /lang=ar/);
     await page.screenshot({ path: `${shots}/page-ar-light.png`, fullPage: true });
     await page.emulateMedia({ colorScheme: 'dark' });
-    assert.equal(await page.$eval('.tm', (e) => getComputedStyle(e).backgroundColor), 'rgb(13, 17, 23)');
+    assert.equal(
+      await page.$eval('.tm', (e) => getComputedStyle(e).backgroundColor),
+      'rgb(13, 17, 23)',
+    );
+    await page.waitForTimeout(300); // charts redraw in the dark palette
     await page.screenshot({ path: `${shots}/page-ar-dark.png`, fullPage: true });
     await page.selectOption('#tm-lang', 'en');
     await page.waitForFunction(() => document.documentElement.dir === 'ltr');
+    await page.waitForTimeout(300);
     await page.screenshot({ path: `${shots}/page-en-dark.png`, fullPage: true });
     await page.emulateMedia({ colorScheme: 'light' });
     assert.deepEqual(problems, []);
   });
 
   it('every input lives in the URL: a shared link reproduces the view', async () => {
-    const { page, context, problems } = await openPage(env.browser, `${env.base}/app/?lang=en&ms=params`);
+    const { page, context, problems } = await openPage(
+      env.browser,
+      `${env.base}/app/?lang=en&ms=params`,
+    );
     await ready(page);
     await page.selectOption('#tm-optimizer', 'sgd');
     await page.selectOption('#tm-weightDtype', 'fp32');
@@ -150,16 +162,28 @@ describe('page', () => {
 
   it('bad input is a readable message; HTML/script payloads in the URL and config.json stay inert', async () => {
     const payload = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>';
-    const q = new URLSearchParams({ lang: 'en', ms: 'config', cfg: payload, m: payload, ex: payload, opt: payload });
+    const q = new URLSearchParams({
+      lang: 'en',
+      ms: 'config',
+      cfg: payload,
+      m: payload,
+      ex: payload,
+      opt: payload,
+    });
     const { page, context, problems } = await openPage(env.browser, `${env.base}/app/?${q}`);
     await ready(page);
     await page.waitForSelector('#tm-results [role="alert"]');
-    assert.match(await page.textContent('#tm-results [role="alert"]'), /config\.json is not valid JSON/);
+    assert.match(
+      await page.textContent('#tm-results [role="alert"]'),
+      /config\.json is not valid JSON/,
+    );
     assert.equal(await page.inputValue('#tm-config'), payload); // shown as text, in a textarea
     assert.equal(await page.inputValue('#tm-optimizer'), 'adamw'); // not a listed value: default
     // a config that is JSON but wrong: the core names the field
     await page.fill('#tm-config', JSON.stringify({ model_type: payload, hidden_size: -4 }));
-    await page.waitForFunction(() => !/not valid JSON/.test(document.querySelector('#tm-results').textContent));
+    await page.waitForFunction(
+      () => !/not valid JSON/.test(document.querySelector('#tm-results').textContent),
+    );
     const msg = await page.textContent('#tm-results [role="alert"]');
     assert.match(msg, /model|config/);
     // a negative parameter count: inline message, no number shown
@@ -181,8 +205,17 @@ describe('page', () => {
     const { page, context, problems } = A;
     await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: env.base });
     await page.click('[data-example="llama2-7b"]');
+    // the seed's simple count: the parameter count only (a preset adds Adam's per-tensor step)
+    await page.check('input[type="radio"][value="params"]');
+    await page.fill('#tm-params', '6738415616');
+    await page.waitForFunction(
+      () => document.querySelector('.headline-value')?.dataset.bytes === '40430493696',
+    );
     const grab = async (kind) => {
-      const [dl] = await Promise.all([page.waitForEvent('download'), page.click(`[data-export="${kind}"]`)]);
+      const [dl] = await Promise.all([
+        page.waitForEvent('download'),
+        page.click(`[data-export="${kind}"]`),
+      ]);
       return readFileSync(await dl.path(), 'utf8');
     };
     const json = JSON.parse(await grab('json'));
@@ -194,7 +227,9 @@ describe('page', () => {
     const md = await grab('md');
     assert.match(md, /\| result\.totalBytes \| 40430493696 \| 40\.430 \| 37\.654 \|/);
     await page.click('[data-export="copy"]');
-    await page.waitForFunction(() => document.querySelector('[data-export="copy"]').textContent === 'Copied');
+    await page.waitForFunction(
+      () => document.querySelector('[data-export="copy"]').textContent === 'Copied',
+    );
     assert.match(await page.evaluate(() => navigator.clipboard.readText()), /result\.totalBytes/);
     assert.deepEqual(problems, []);
   });
@@ -205,7 +240,9 @@ describe('page', () => {
     const audit = () =>
       page.evaluate(async () => {
         const r = await window.axe.run(document, { resultTypes: ['violations'] });
-        return r.violations.map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+        return r.violations.map(
+          (v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`,
+        );
       });
     for (const scheme of ['light', 'dark']) {
       await page.emulateMedia({ colorScheme: scheme });

@@ -13,12 +13,51 @@ import { stackedBars, lines } from './charts.js';
 import { placementDiagram, accumulationDiagram } from './diagrams.js';
 
 // Inputs of each part of the page, in focus order.
-const CONTEXT_FIELDS = ['modelSource', 'params', 'preset', 'config', 'optimizer', 'gpu', 'gpuGB', 'microBatch', 'seqLen'];
+const CONTEXT_FIELDS = [
+  'modelSource',
+  'params',
+  'preset',
+  'config',
+  'optimizer',
+  'gpu',
+  'gpuGB',
+  'microBatch',
+  'seqLen',
+];
 const TAB_FIELDS = {
   size: ['weightDtype', 'stateDtype', 'masterWeights', 'format'],
-  peak: ['precision', 'checkpointing', 'budgetGB', 'accumSteps', 'dataParallel', 'zeroStage', 'attention', 'runtime'],
-  accum: ['accMode', 'targetGlobalBatch', 'accumSteps', 'dataParallel', 'precision', 'checkpointing', 'datasetSize'],
-  place: ['chainSource', 'layers', 'layerMB', 'precision', 'strategy', 'k', 'segments', 'snapshots', 'budgetGB', 'slots', 'frontier'],
+  peak: [
+    'precision',
+    'checkpointing',
+    'budgetGB',
+    'accumSteps',
+    'dataParallel',
+    'zeroStage',
+    'attention',
+    'runtime',
+  ],
+  accum: [
+    'accMode',
+    'targetGlobalBatch',
+    'accumSteps',
+    'dataParallel',
+    'precision',
+    'checkpointing',
+    'datasetSize',
+  ],
+  place: [
+    'chainSource',
+    'layers',
+    'layerMB',
+    'precision',
+    'strategy',
+    'k',
+    'segments',
+    'snapshots',
+    'budgetGB',
+    'slots',
+    'frontier',
+  ],
 };
 // Which context inputs each calculator reads.
 const USES = {
@@ -28,7 +67,16 @@ const USES = {
   place: new Set(['modelSource', 'params', 'preset', 'config', 'microBatch', 'seqLen']),
 };
 // A change of these re-lays out the form (other inputs update results in place).
-const STRUCTURAL = new Set(['modelSource', 'gpu', 'accMode', 'chainSource', 'strategy', 'checkpointing', 'tab', 'lang']);
+const STRUCTURAL = new Set([
+  'modelSource',
+  'gpu',
+  'accMode',
+  'chainSource',
+  'strategy',
+  'checkpointing',
+  'tab',
+  'lang',
+]);
 
 function visible(key, st, tab) {
   switch (key) {
@@ -41,7 +89,9 @@ function visible(key, st, tab) {
     case 'gpuGB':
       return !st.gpu;
     case 'budgetGB':
-      return tab === 'peak' ? st.checkpointing === 'optimal' : ['chen-greedy', 'optimal-single-level', 'optimal'].includes(st.strategy);
+      return tab === 'peak'
+        ? st.checkpointing === 'optimal'
+        : ['chen-greedy', 'optimal-single-level', 'optimal'].includes(st.strategy);
     case 'k':
       return st.strategy === 'every-k';
     case 'segments':
@@ -68,7 +118,9 @@ function visible(key, st, tab) {
 
 /** "7B", "124M", "6,738,415,616", "6.7e9" → a whole number, or NaN. */
 export function parseCount(text) {
-  const m = /^\s*(\d+(?:\.\d+)?(?:e\d+)?)\s*([kmbt])?\s*$/i.exec(String(text).replace(/[,_\s](?=\d)/g, ''));
+  const m = /^\s*(\d+(?:\.\d+)?(?:e\d+)?)\s*([kmbt])?\s*$/i.exec(
+    String(text).replace(/[,_\s](?=\d)/g, ''),
+  );
   if (!m) return NaN;
   const mult = { k: 1e3, m: 1e6, b: 1e9, t: 1e12 }[(m[2] || '').toLowerCase()] || 1;
   const n = Number(m[1]) * mult;
@@ -190,14 +242,18 @@ export async function mountApp(root, options = {}) {
         'select',
         { id, onchange: (e) => update({ preset: e.target.value }), 'aria-describedby': helpId },
         h('option', { value: '' }, t('opt.preset.none')),
-        presets.models.map((m) => h('option', { value: m.id, selected: st.preset === m.id }, m.name || m.id)),
+        presets.models.map((m) =>
+          h('option', { value: m.id, selected: st.preset === m.id }, m.name || m.id),
+        ),
       );
     } else if (key === 'gpu') {
       control = h(
         'select',
         { id, onchange: (e) => update({ gpu: e.target.value }), 'aria-describedby': helpId },
         h('option', { value: '' }, t('opt.gpu.custom')),
-        presets.gpus.map((g) => h('option', { value: g.id, selected: st.gpu === g.id }, g.name || g.id)),
+        presets.gpus.map((g) =>
+          h('option', { value: g.id, selected: st.gpu === g.id }, g.name || g.id),
+        ),
       );
     } else if (key === 'config') {
       const area = h('textarea', {
@@ -234,10 +290,18 @@ export async function mountApp(root, options = {}) {
       control = h(
         'select',
         { id, 'aria-describedby': helpId, onchange: (e) => update({ [key]: e.target.value }) },
-        f.values.map((v) => h('option', { value: v, selected: st[key] === v }, optionLabel(key, v))),
+        f.values.map((v) =>
+          h('option', { value: v, selected: st[key] === v }, optionLabel(key, v)),
+        ),
       );
     } else if (f.kind === 'bool') {
-      control = h('input', { id, type: 'checkbox', checked: !!st[key], 'aria-describedby': helpId, onchange: (e) => update({ [key]: e.target.checked }) });
+      control = h('input', {
+        id,
+        type: 'checkbox',
+        checked: !!st[key],
+        'aria-describedby': helpId,
+        onchange: (e) => update({ [key]: e.target.checked }),
+      });
       return h(
         'div',
         { class: 'field field-check' },
@@ -257,7 +321,12 @@ export async function mountApp(root, options = {}) {
         oninput: (e) => {
           const raw = e.target.value;
           const n = f.kind === 'int' ? parseCount(raw) : Number(raw.replace(/,/g, ''));
-          const ok = raw.trim() !== '' && Number.isFinite(n) && n >= f.min && n <= f.max && (f.kind !== 'int' || Number.isInteger(n));
+          const ok =
+            raw.trim() !== '' &&
+            Number.isFinite(n) &&
+            n >= f.min &&
+            n <= f.max &&
+            (f.kind !== 'int' || Number.isInteger(n));
           e.target.setAttribute('aria-invalid', ok ? 'false' : 'true');
           if (ok) {
             invalid.delete(key);
@@ -280,11 +349,19 @@ export async function mountApp(root, options = {}) {
         err,
       );
     }
-    return h('div', { class: 'field' }, h('label', { for: id }, t(`field.${key}`)), control, help ? h('small', { id: helpId, class: 'help' }, help) : null);
+    return h(
+      'div',
+      { class: 'field' },
+      h('label', { for: id }, t(`field.${key}`)),
+      control,
+      help ? h('small', { id: helpId, class: 'help' }, help) : null,
+    );
   }
 
   function fields(keys, tab) {
-    return keys.filter((k) => visible(k, st, tab) && (!show || show.has(k))).map((k) => field(k, tab));
+    return keys
+      .filter((k) => visible(k, st, tab) && (!show || show.has(k)))
+      .map((k) => field(k, tab));
   }
 
   // ---- layout -------------------------------------------------------------------------
@@ -301,7 +378,12 @@ export async function mountApp(root, options = {}) {
     const header = h(
       'header',
       { class: 'top' },
-      h('div', { class: 'brand' }, h(embed ? 'p' : 'h1', { class: 'title' }, 'trainmem'), h('p', { class: 'tagline' }, t('page.tagline'))),
+      h(
+        'div',
+        { class: 'brand' },
+        h(embed ? 'p' : 'h1', { class: 'title' }, 'trainmem'),
+        h('p', { class: 'tagline' }, t('page.tagline')),
+      ),
       h(
         'div',
         { class: 'top-controls' },
@@ -312,7 +394,13 @@ export async function mountApp(root, options = {}) {
           h('option', { value: 'en', selected: t.lang === 'en', lang: 'en' }, 'English'),
           h('option', { value: 'ar', selected: t.lang === 'ar', lang: 'ar' }, 'العربية'),
         ),
-        embed ? null : h('button', { type: 'button', id: 'tm-embed-btn', onclick: openEmbed }, t('embed.button')),
+        embed
+          ? null
+          : h(
+              'button',
+              { type: 'button', id: 'tm-embed-btn', onclick: openEmbed },
+              t('embed.button'),
+            ),
       ),
     );
     const examples =
@@ -326,18 +414,32 @@ export async function mountApp(root, options = {}) {
               'div',
               { class: 'ex-buttons' },
               EXAMPLES.map((ex) =>
-                h('button', { type: 'button', class: `ex-btn${st.ex === ex.id ? ' active' : ''}`, 'data-example': ex.id, 'aria-pressed': st.ex === ex.id ? 'true' : 'false', onclick: () => runExample(ex.id) }, t(`ex.${ex.id}.title`)),
+                h(
+                  'button',
+                  {
+                    type: 'button',
+                    class: `ex-btn${st.ex === ex.id ? ' active' : ''}`,
+                    'data-example': ex.id,
+                    'aria-pressed': st.ex === ex.id ? 'true' : 'false',
+                    onclick: () => runExample(ex.id),
+                  },
+                  t(`ex.${ex.id}.title`),
+                ),
               ),
             ),
           );
     exampleEl = h('section', { class: 'example-out', 'aria-live': 'polite', id: 'tm-example' });
-    const ctxKeys = CONTEXT_FIELDS.filter((k) => USES[tab].has(k) && !(tab === 'place' && st.chainSource === 'uniform'));
-    const context = !ctxKeys.length ? null : h(
-      'section',
-      { class: 'context', 'aria-labelledby': 'tm-ctx-h' },
-      h('h2', { id: 'tm-ctx-h' }, t('ctx.heading')),
-      h('div', { class: 'fields' }, fields(ctxKeys, tab)),
+    const ctxKeys = CONTEXT_FIELDS.filter(
+      (k) => USES[tab].has(k) && !(tab === 'place' && st.chainSource === 'uniform'),
     );
+    const context = !ctxKeys.length
+      ? null
+      : h(
+          'section',
+          { class: 'context', 'aria-labelledby': 'tm-ctx-h' },
+          h('h2', { id: 'tm-ctx-h' }, t('ctx.heading')),
+          h('div', { class: 'fields' }, fields(ctxKeys, tab)),
+        );
     const tabList = h(
       'div',
       { role: 'tablist', class: 'tabs', 'aria-label': t('tabs.label') },
@@ -386,7 +488,15 @@ export async function mountApp(root, options = {}) {
     put(
       rootEl,
       header,
-      h('main', { class: 'layout' }, examples, exampleEl, context, tabs.length > 1 ? tabList : null, panel),
+      h(
+        'main',
+        { class: 'layout' },
+        examples,
+        exampleEl,
+        context,
+        tabs.length > 1 ? tabList : null,
+        panel,
+      ),
       embed ? null : h('footer', { class: 'foot' }, h('p', {}, t('foot.text'))),
       dialogEl,
     );
@@ -413,9 +523,22 @@ export async function mountApp(root, options = {}) {
       h('strong', {}, unsupported ? t('error.unsupportedTitle') : t('error.title')),
       h('p', { lang: 'en' }, String(e.message)),
       unsupported ? h('p', { class: 'muted' }, t('error.unsupported')) : null,
-      e.field ? h('p', { class: 'muted' }, t('error.field'), ' ', h('code', {}, String(e.field)), e.code ? [' · ', h('code', {}, String(e.code))] : null) : null,
+      e.field
+        ? h(
+            'p',
+            { class: 'muted' },
+            t('error.field'),
+            ' ',
+            h('code', {}, String(e.field)),
+            e.code ? [' · ', h('code', {}, String(e.code))] : null,
+          )
+        : null,
     );
-    const fieldKey = e.field && { 'model.config': 'config', 'model.params': 'params' }[e.field.split('.').slice(0, 2).join('.')];
+    const fieldKey =
+      e.field &&
+      { 'model.config': 'config', 'model.params': 'params' }[
+        e.field.split('.').slice(0, 2).join('.')
+      ];
     if (fieldKey) rootEl.querySelector(`#tm-${fieldKey}`)?.setAttribute('aria-invalid', 'true');
     return box;
   }
@@ -426,7 +549,15 @@ export async function mountApp(root, options = {}) {
     solver.cancel();
     if (invalid.size) {
       put(statusEl);
-      put(resultsEl, h('div', { class: 'error', role: 'alert' }, h('strong', {}, t('error.title')), h('p', {}, [...invalid.values()][0])));
+      put(
+        resultsEl,
+        h(
+          'div',
+          { class: 'error', role: 'alert' },
+          h('strong', {}, t('error.title')),
+          h('p', {}, [...invalid.values()][0]),
+        ),
+      );
       markFirst();
       return;
     }
@@ -465,12 +596,40 @@ export async function mountApp(root, options = {}) {
       const started = performance.now();
       const bar = h('progress', { 'aria-label': t('status.solving') });
       const timer = h('span', { class: 'muted' });
-      put(statusEl, h('div', { class: 'solving' }, bar, ' ', t('status.solving'), ' ', timer, ' ', h('button', { type: 'button', class: 'small', onclick: () => { solver.cancel(); put(statusEl, t('status.cancelled')); } }, t('status.cancel'))));
+      put(
+        statusEl,
+        h(
+          'div',
+          { class: 'solving' },
+          bar,
+          ' ',
+          t('status.solving'),
+          ' ',
+          timer,
+          ' ',
+          h(
+            'button',
+            {
+              type: 'button',
+              class: 'small',
+              onclick: () => {
+                solver.cancel();
+                put(statusEl, t('status.cancelled'));
+              },
+            },
+            t('status.cancel'),
+          ),
+        ),
+      );
       const tick = setInterval(() => {
-        if (seq !== computeSeq || !statusEl.isConnected || !statusEl.firstChild) return clearInterval(tick);
+        if (seq !== computeSeq || !statusEl.isConnected || !statusEl.firstChild)
+          return clearInterval(tick);
         timer.textContent = `${((performance.now() - started) / 1000).toFixed(1)} s`;
       }, 100);
-      solver.runHeavy(fn, request).then(done, fail).finally(() => clearInterval(tick));
+      solver
+        .runHeavy(fn, request)
+        .then(done, fail)
+        .finally(() => clearInterval(tick));
     } else {
       try {
         done(solver.run(fn, request));
@@ -519,7 +678,20 @@ export async function mountApp(root, options = {}) {
       'table',
       { class: 'data' },
       h('caption', {}, t('result.breakdown')),
-      h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, t('result.part')), h('th', { scope: 'col' }, 'GB (10⁹)'), h('th', { scope: 'col' }, 'GiB (2³⁰)'), h('th', { scope: 'col' }, t('unit.bytes')), h('th', { scope: 'col' }, '%'), sources ? h('th', { scope: 'col' }, t('result.source')) : null)),
+      h(
+        'thead',
+        {},
+        h(
+          'tr',
+          {},
+          h('th', { scope: 'col' }, t('result.part')),
+          h('th', { scope: 'col' }, 'GB (10⁹)'),
+          h('th', { scope: 'col' }, 'GiB (2³⁰)'),
+          h('th', { scope: 'col' }, t('unit.bytes')),
+          h('th', { scope: 'col' }, '%'),
+          sources ? h('th', { scope: 'col' }, t('result.source')) : null,
+        ),
+      ),
       h(
         'tbody',
         {},
@@ -542,12 +714,22 @@ export async function mountApp(root, options = {}) {
   function breakdownChart(el, scenarios) {
     // scenarios: [{ label, breakdown }]
     const keys = [];
-    for (const sc of scenarios) for (const [k] of breakdownParts(sc.breakdown)) if (!keys.includes(k)) keys.push(k);
+    for (const sc of scenarios)
+      for (const [k] of breakdownParts(sc.breakdown)) if (!keys.includes(k)) keys.push(k);
     if (!keys.length) return;
-    const parts = keys.map((k) => ({ key: k, label: partLabel(k), values: scenarios.map((sc) => partBytes(sc.breakdown?.[k]) || 0) }));
+    const parts = keys.map((k) => ({
+      key: k,
+      label: partLabel(k),
+      values: scenarios.map((sc) => partBytes(sc.breakdown?.[k]) || 0),
+    }));
     const holder = h('div', { class: 'chart-holder' });
     el.append(holder);
-    stackedBars(holder, { label: t('result.breakdownChart'), scenarios: scenarios.map((s) => s.label), parts, t });
+    stackedBars(holder, {
+      label: t('result.breakdownChart'),
+      scenarios: scenarios.map((s) => s.label),
+      parts,
+      t,
+    });
   }
 
   function details(result) {
@@ -559,7 +741,26 @@ export async function mountApp(root, options = {}) {
       h(
         'table',
         { class: 'data' },
-        h('tbody', {}, rows.map(([k, v]) => h('tr', {}, h('th', { scope: 'row' }, h('code', {}, k)), h('td', {}, typeof v === 'number' ? (isBytesKey(k) ? [t.n(t.int(v)), ' = ', t.both(v)] : t.n(Number.isInteger(v) ? t.int(v) : t.num(v))) : String(v))))),
+        h(
+          'tbody',
+          {},
+          rows.map(([k, v]) =>
+            h(
+              'tr',
+              {},
+              h('th', { scope: 'row' }, h('code', {}, k)),
+              h(
+                'td',
+                {},
+                typeof v === 'number'
+                  ? isBytesKey(k)
+                    ? [t.n(t.int(v)), ' = ', t.both(v)]
+                    : t.n(Number.isInteger(v) ? t.int(v) : t.num(v))
+                  : String(v),
+              ),
+            ),
+          ),
+        ),
       ),
     );
   }
@@ -567,21 +768,54 @@ export async function mountApp(root, options = {}) {
   function renderSize(el, res, req) {
     el.append(
       headline('size.total', res.totalBytes, [
-        typeof res.bytesPerParam === 'number' ? h('span', { class: 'chip' }, t('size.perParam', { n: '' }), t.n(t.num(res.bytesPerParam))) : null,
+        typeof res.bytesPerParam === 'number'
+          ? h(
+              'span',
+              { class: 'chip' },
+              t('size.perParam', { n: '' }),
+              t.n(t.num(res.bytesPerParam)),
+            )
+          : null,
       ]),
     );
-    if (res.formula) el.append(h('p', { class: 'formula' }, t('size.formula'), ' ', h('code', {}, String(res.formula))));
+    if (res.formula)
+      el.append(
+        h('p', { class: 'formula' }, t('size.formula'), ' ', h('code', {}, String(res.formula))),
+      );
     const scenarios = [{ label: t('size.thisConfig'), breakdown: res.breakdown }];
-    if (req.format) {
-      try {
-        const { format, ...simpleReq } = req;
-        const simple = tm.checkpointSize(simpleReq);
-        scenarios.unshift({ label: t('size.simpleFormula'), breakdown: simple.breakdown });
-        el.append(h('p', {}, t('size.simpleVsExact'), ' ', t.both(simple.totalBytes), ' → ', t.both(res.totalBytes)));
-      } catch {
-        /* only the exact answer */
-      }
+    // The core returns the seed's simple formula beside the exact answer (res.simple).
+    if (res.simple && typeof res.simple.totalBytes === 'number') {
+      scenarios.unshift({ label: t('size.simpleFormula'), breakdown: res.simple.breakdown });
+      el.append(
+        h(
+          'p',
+          {},
+          t('size.simpleVsExact'),
+          ' ',
+          t.both(res.simple.totalBytes),
+          ' → ',
+          t.both(res.totalBytes),
+          typeof res.differenceFromSimple === 'number'
+            ? [
+                ' (',
+                t.n(
+                  `${res.differenceFromSimple >= 0 ? '+' : ''}${t.int(res.differenceFromSimple)} ${t('unit.bytes')}`,
+                ),
+                ')',
+              ]
+            : null,
+        ),
+      );
     }
+    const notes = Array.isArray(res.notes) ? res.notes.filter((n) => typeof n === 'string') : [];
+    if (notes.length)
+      el.append(
+        h(
+          'ul',
+          { class: 'notes', lang: 'en' },
+          notes.map((n) => h('li', {}, n)),
+        ),
+      );
     breakdownChart(el, scenarios);
     el.append(breakdownTable(res.breakdown) || '', details(res));
   }
@@ -599,9 +833,20 @@ export async function mountApp(root, options = {}) {
     const x = vals.map((_, i) => i);
     const phases = [...new Set(timeline.map((e) => e.phase || 'step'))];
     const series = phases.map((ph, i) => ({
-      key: { forward: 'weights', backward: 'gradients', recompute: 'activations', optimizer: 'optimizerState' }[ph] || 'runtime',
+      key:
+        {
+          forward: 'weights',
+          backward: 'gradients',
+          recompute: 'activations',
+          optimizer: 'optimizerState',
+        }[ph] || 'runtime',
       label: optionLabel('phase', ph),
-      values: vals.map((v, j) => ((timeline[j].phase || 'step') === ph || (timeline[j + 1] && (timeline[j + 1].phase || 'step') === ph) ? v / 2 ** 30 : null)),
+      values: vals.map((v, j) =>
+        (timeline[j].phase || 'step') === ph ||
+        (timeline[j + 1] && (timeline[j + 1].phase || 'step') === ph)
+          ? v / 2 ** 30
+          : null,
+      ),
     }));
     let peak = 0;
     vals.forEach((v, i) => {
@@ -609,19 +854,37 @@ export async function mountApp(root, options = {}) {
     });
     const holder = h('div', { class: 'chart-holder' }, h('h3', {}, t(titleKey)));
     el.append(holder);
-    lines(holder, { label: t(titleKey), x, xLabel: t('chart.event'), yLabel: 'GiB', series, mark: { index: peak, value: vals[peak] / 2 ** 30, label: t('chart.peak') }, t });
+    lines(holder, {
+      label: t(titleKey),
+      x,
+      xLabel: t('chart.event'),
+      yLabel: 'GiB',
+      series,
+      mark: { index: peak, value: vals[peak] / 2 ** 30, label: t('chart.peak') },
+      t,
+    });
   }
 
   function renderPeak(el, res, req) {
     const fits = res.fits;
     el.append(
       headline('peak.total', res.peakBytes, [
-        typeof fits === 'boolean' ? h('span', { class: `badge ${fits ? 'ok' : 'bad'}` }, fits ? t('peak.fits') : t('peak.noFit')) : null,
-        res.peakPhase ? h('span', { class: 'chip' }, t('peak.phase'), ' ', optionLabel('phase', res.peakPhase)) : null,
+        typeof fits === 'boolean'
+          ? h(
+              'span',
+              { class: `badge ${fits ? 'ok' : 'bad'}` },
+              fits ? t('peak.fits') : t('peak.noFit'),
+            )
+          : null,
+        res.peakPhase
+          ? h('span', { class: 'chip' }, t('peak.phase'), ' ', optionLabel('phase', res.peakPhase))
+          : null,
       ]),
     );
-    if (typeof res.headroomBytes === 'number') el.append(h('p', {}, t('peak.headroom'), ' ', t.both(res.headroomBytes)));
-    if (typeof res.maxMicroBatch === 'number') el.append(h('p', {}, t('peak.maxMicroBatch'), ' ', t.n(t.int(res.maxMicroBatch))));
+    if (typeof res.headroomBytes === 'number')
+      el.append(h('p', {}, t('peak.headroom'), ' ', t.both(res.headroomBytes)));
+    if (typeof res.maxMicroBatch === 'number')
+      el.append(h('p', {}, t('peak.maxMicroBatch'), ' ', t.n(t.int(res.maxMicroBatch))));
     if (fits === false) el.append(suggestions(req));
     breakdownChart(el, [{ label: t('size.thisConfig'), breakdown: res.breakdown }]);
     el.append(breakdownTable(res.breakdown) || '');
@@ -633,7 +896,13 @@ export async function mountApp(root, options = {}) {
   function suggestions(req) {
     const variants = [
       ['sug.ckpt', { checkpointing: 'full' }],
-      ['sug.micro1', { microBatch: 1, gradientAccumulationSteps: (req.gradientAccumulationSteps || 1) * req.microBatch }],
+      [
+        'sug.micro1',
+        {
+          microBatch: 1,
+          gradientAccumulationSteps: (req.gradientAccumulationSteps || 1) * req.microBatch,
+        },
+      ],
       ['sug.adam8', { optimizer: 'adam-8bit' }],
       ['sug.bf16', { precision: 'bf16' }],
       ['sug.zero3', { zeroStage: 3, dataParallel: Math.max(8, req.dataParallel || 1) }],
@@ -643,20 +912,51 @@ export async function mountApp(root, options = {}) {
     for (const [key, patch] of variants) {
       try {
         const r = tm.peakMemory({ ...req, ...patch });
-        items.push(h('li', { class: r.fits ? 'fit' : 'nofit' }, h('span', { class: `badge ${r.fits ? 'ok' : 'bad'}` }, r.fits ? t('peak.fits') : t('peak.noFit')), ' ', t(key), ': ', t.both(r.peakBytes)));
+        items.push(
+          h(
+            'li',
+            { class: r.fits ? 'fit' : 'nofit' },
+            h(
+              'span',
+              { class: `badge ${r.fits ? 'ok' : 'bad'}` },
+              r.fits ? t('peak.fits') : t('peak.noFit'),
+            ),
+            ' ',
+            t(key),
+            ': ',
+            t.both(r.peakBytes),
+          ),
+        );
       } catch {
         /* that change is not modelled for this request */
       }
     }
-    return items.length ? h('div', { class: 'suggest' }, h('h3', {}, t('sug.heading')), h('ul', {}, items)) : '';
+    return items.length
+      ? h('div', { class: 'suggest' }, h('h3', {}, t('sug.heading')), h('ul', {}, items))
+      : '';
   }
 
   /** A table of plans / comparison rows: the scalar fields, bytes in GB, times in seconds. */
   function planTable(list, caption, rec, lead = []) {
     const cols = [...lead];
-    for (const p of list) for (const [k, v] of Object.entries(p)) if (['number', 'boolean', 'string'].includes(typeof v) && !cols.includes(k) && k !== 'exact') cols.push(k);
+    for (const p of list)
+      for (const [k, v] of Object.entries(p))
+        if (
+          ['number', 'boolean', 'string'].includes(typeof v) &&
+          !cols.includes(k) &&
+          k !== 'exact'
+        )
+          cols.push(k);
     const cell = (c, v) =>
-      typeof v === 'boolean' ? (v ? '✓' : '✗') : typeof v === 'number' ? t.n(isBytesKey(c) ? t.gb(v) : /Seconds$/.test(c) ? `${t.num(v)} s` : t.num(v)) : typeof v === 'string' ? optionLabel(c === 'id' ? 'row' : c, v) : '';
+      typeof v === 'boolean'
+        ? v
+          ? '✓'
+          : '✗'
+        : typeof v === 'number'
+          ? t.n(isBytesKey(c) ? t.gb(v) : /Seconds$/.test(c) ? `${t.num(v)} s` : t.num(v))
+          : typeof v === 'string'
+            ? optionLabel(c === 'id' ? 'row' : c, v)
+            : '';
     return h(
       'div',
       { class: 'table-scroll' },
@@ -664,8 +964,35 @@ export async function mountApp(root, options = {}) {
         'table',
         { class: 'data plans' },
         h('caption', {}, caption),
-        h('thead', {}, h('tr', {}, cols.map((c) => h('th', { scope: 'col' }, optionLabel('col', c))))),
-        h('tbody', {}, list.map((p) => h('tr', { class: p === rec || (rec && p.microBatch === rec.microBatch && p.accumulationSteps === rec.accumulationSteps && p.checkpointing === rec.checkpointing) ? 'rec' : '' }, cols.map((c) => h('td', {}, cell(c, p[c])))))),
+        h(
+          'thead',
+          {},
+          h(
+            'tr',
+            {},
+            cols.map((c) => h('th', { scope: 'col' }, optionLabel('col', c))),
+          ),
+        ),
+        h(
+          'tbody',
+          {},
+          list.map((p) =>
+            h(
+              'tr',
+              {
+                class:
+                  p === rec ||
+                  (rec &&
+                    p.microBatch === rec.microBatch &&
+                    p.accumulationSteps === rec.accumulationSteps &&
+                    p.checkpointing === rec.checkpointing)
+                    ? 'rec'
+                    : '',
+              },
+              cols.map((c) => h('td', {}, cell(c, p[c]))),
+            ),
+          ),
+        ),
       ),
     );
   }
@@ -674,45 +1001,122 @@ export async function mountApp(root, options = {}) {
     const plans = Array.isArray(res.plans) ? res.plans : null;
     if (!plans) {
       if (typeof res.effectiveBatch === 'number') {
-        el.append(h('div', { class: 'headline' }, h('span', { class: 'headline-label' }, t('acc.effective')), h('span', { class: 'headline-value' }, t.n(t.int(res.effectiveBatch)))));
+        el.append(
+          h(
+            'div',
+            { class: 'headline' },
+            h('span', { class: 'headline-label' }, t('acc.effective')),
+            h('span', { class: 'headline-value' }, t.n(t.int(res.effectiveBatch))),
+          ),
+        );
       }
-      accumulationDiagram(el, { micro: req.microBatch || 1, steps: req.accumulationSteps || 1, dp: req.dataParallel || 1, t });
+      accumulationDiagram(el, {
+        micro: req.microBatch || 1,
+        steps: req.accumulationSteps || 1,
+        dp: req.dataParallel || 1,
+        t,
+      });
       el.append(details(res));
       return;
     }
-    const rec = typeof res.recommended === 'number' ? plans[res.recommended] : res.recommended && typeof res.recommended === 'object' ? res.recommended : plans.find((p) => p.recommended);
+    const rec =
+      typeof res.recommended === 'number'
+        ? plans[res.recommended]
+        : res.recommended && typeof res.recommended === 'object'
+          ? res.recommended
+          : plans.find((p) => p.recommended);
     if (rec) {
       el.append(
-        h('div', { class: 'headline' }, h('span', { class: 'headline-label' }, t('acc.recommended')), h('span', { class: 'headline-value' }, t.n(`${t.int(rec.microBatch)} × ${t.int(rec.accumulationSteps)}${req.dataParallel > 1 ? ` × ${t.int(req.dataParallel)}` : ''}`)), typeof rec.peakBytes === 'number' ? t.both(rec.peakBytes) : null),
+        h(
+          'div',
+          { class: 'headline' },
+          h('span', { class: 'headline-label' }, t('acc.recommended')),
+          h(
+            'span',
+            { class: 'headline-value' },
+            t.n(
+              `${t.int(rec.microBatch)} × ${t.int(rec.accumulationSteps)}${req.dataParallel > 1 ? ` × ${t.int(req.dataParallel)}` : ''}`,
+            ),
+          ),
+          typeof rec.peakBytes === 'number' ? t.both(rec.peakBytes) : null,
+        ),
       );
     }
-    const notes = [res.checkpointing?.message, ...(Array.isArray(res.warnings) ? res.warnings.map((w) => w?.message) : [])].filter((m) => typeof m === 'string');
-    if (notes.length) el.append(h('ul', { class: 'notes', lang: 'en' }, notes.map((m) => h('li', {}, m))));
+    const notes = [
+      res.checkpointing?.message,
+      ...(Array.isArray(res.warnings) ? res.warnings.map((w) => w?.message) : []),
+    ].filter((m) => typeof m === 'string');
+    if (notes.length)
+      el.append(
+        h(
+          'ul',
+          { class: 'notes', lang: 'en' },
+          notes.map((m) => h('li', {}, m)),
+        ),
+      );
     const rows = Array.isArray(res.comparison?.rows) ? res.comparison.rows : null;
     if (rows) {
       el.append(planTable(rows, t('acc.comparison'), null, ['id']));
       breakdownChart(
         el,
-        rows.filter((r) => r.breakdown).map((r) => ({ label: optionLabel('row', r.id), breakdown: r.breakdown })),
+        rows
+          .filter((r) => r.breakdown)
+          .map((r) => ({ label: optionLabel('row', r.id), breakdown: r.breakdown })),
       );
     }
     el.append(planTable(plans.slice(0, 60), t('acc.plans'), rec));
     // Figure 2 shows accumulation: the recommended plan, or the fastest fitting plan that accumulates.
-    const shown = rec?.accumulationSteps > 1 ? rec : plans.find((p) => p.fits && p.accumulationSteps > 1) || rec;
-    if (shown) accumulationDiagram(el, { micro: shown.microBatch, steps: shown.accumulationSteps, dp: req.dataParallel || 1, t });
+    const shown =
+      rec?.accumulationSteps > 1
+        ? rec
+        : plans.find((p) => p.fits && p.accumulationSteps > 1) || rec;
+    if (shown)
+      accumulationDiagram(el, {
+        micro: shown.microBatch,
+        steps: shown.accumulationSteps,
+        dp: req.dataParallel || 1,
+        t,
+      });
     el.append(details(res));
   }
 
   function renderPlace(el, res, req) {
     el.append(
       headline('place.peak', res.peakActivationBytes, [
-        typeof res.overheadFraction === 'number' ? h('span', { class: 'chip' }, t('place.overhead'), ' ', t.n(`${t.num(100 * res.overheadFraction)} %`)) : null,
+        typeof res.overheadFraction === 'number'
+          ? h(
+              'span',
+              { class: 'chip' },
+              t('place.overhead'),
+              ' ',
+              t.n(`${t.num(100 * res.overheadFraction)} %`),
+            )
+          : null,
       ]),
     );
-    if (typeof res.storedBytes === 'number') el.append(h('p', {}, t('place.stored'), ' ', t.both(res.storedBytes)));
+    if (typeof res.storedBytes === 'number')
+      el.append(h('p', {}, t('place.stored'), ' ', t.both(res.storedBytes)));
     const segs = Array.isArray(res.checkpointed) ? res.checkpointed : [];
-    el.append(h('p', {}, t('place.segments', { n: segs.length }), ' ', t.n(segs.slice(0, 40).map(([a, b]) => `${a + 1}–${b + 1}`).join(', ') + (segs.length > 40 ? ' …' : ''))));
-    const n = req.chain?.layers?.length || res.layers || (Array.isArray(res.timeline) ? Math.max(0, ...res.timeline.map((e) => e.layer ?? -1)) + 1 : 0);
+    el.append(
+      h(
+        'p',
+        {},
+        t('place.segments', { n: segs.length }),
+        ' ',
+        t.n(
+          segs
+            .slice(0, 40)
+            .map(([a, b]) => `${a + 1}–${b + 1}`)
+            .join(', ') + (segs.length > 40 ? ' …' : ''),
+        ),
+      ),
+    );
+    const n =
+      req.chain?.layers?.length ||
+      res.layers ||
+      (Array.isArray(res.timeline)
+        ? Math.max(0, ...res.timeline.map((e) => e.layer ?? -1)) + 1
+        : 0);
     if (n > 0) placementDiagram(el, { n, segments: segs, t });
     timelineChart(el, res.timeline, 'place.timeline');
     if (st.frontier) {
@@ -725,16 +1129,38 @@ export async function mountApp(root, options = {}) {
           if (!Array.isArray(pts) || !pts.length) return;
           const mem = (p) => p.budgetBytes ?? p.peakActivationBytes ?? p.peakBytes ?? p.memoryBytes;
           const cost = (p) => p.totalCost ?? p.cost;
-          const sorted = pts.filter((p) => typeof mem(p) === 'number' && typeof cost(p) === 'number').sort((a, b) => mem(a) - mem(b));
+          const sorted = pts
+            .filter((p) => typeof mem(p) === 'number' && typeof cost(p) === 'number')
+            .sort((a, b) => mem(a) - mem(b));
           const x = sorted.map((p) => mem(p) / 2 ** 30);
           let idx = 0;
           x.forEach((v, i) => {
-            if (Math.abs(v - res.peakActivationBytes / 2 ** 30) < Math.abs(x[idx] - res.peakActivationBytes / 2 ** 30)) idx = i;
+            if (
+              Math.abs(v - res.peakActivationBytes / 2 ** 30) <
+              Math.abs(x[idx] - res.peakActivationBytes / 2 ** 30)
+            )
+              idx = i;
           });
-          lines(holder, { label: t('place.frontier'), x, xLabel: 'GiB', yLabel: t('place.cost'), series: [{ key: 'activations', label: t('place.cost'), values: sorted.map(cost) }], mark: { index: idx, value: cost(sorted[idx]), label: t('place.chosen') }, stepped: true, t });
+          lines(holder, {
+            label: t('place.frontier'),
+            x,
+            xLabel: 'GiB',
+            yLabel: t('place.cost'),
+            series: [{ key: 'activations', label: t('place.cost'), values: sorted.map(cost) }],
+            mark: { index: idx, value: cost(sorted[idx]), label: t('place.chosen') },
+            stepped: true,
+            t,
+          });
         })
         .catch((e) => {
-          if (e.code !== 'cancelled') holder.append(h('p', { class: 'muted' }, e.code === 'unsupported' ? t('error.unsupported') : String(e.message)));
+          if (e.code !== 'cancelled')
+            holder.append(
+              h(
+                'p',
+                { class: 'muted' },
+                e.code === 'unsupported' ? t('error.unsupported') : String(e.message),
+              ),
+            );
         });
     }
     el.append(details(res));
@@ -746,7 +1172,10 @@ export async function mountApp(root, options = {}) {
   function runExample(id) {
     const ex = EXAMPLES.find((e) => e.id === id);
     if (!ex) return;
-    update({ ...ex.state(known), tab: tabs.includes(ex.tab) ? ex.tab : st.tab, ex: id }, { rebuild: true, fromExample: true });
+    update(
+      { ...ex.state(known), tab: tabs.includes(ex.tab) ? ex.tab : st.tab, ex: id },
+      { rebuild: true, fromExample: true },
+    );
   }
 
   function renderExample() {
@@ -786,7 +1215,8 @@ export async function mountApp(root, options = {}) {
     const rows = [['calculator', last.fn, '', '']];
     for (const [k, v] of flatten(last.request)) rows.push([`request.${k}`, v, '', '']);
     for (const [k, v] of flatten(last.result)) {
-      if (typeof v === 'number' && isBytesKey(k)) rows.push([`result.${k}`, v, (v / 1e9).toFixed(3), (v / 2 ** 30).toFixed(3)]);
+      if (typeof v === 'number' && isBytesKey(k))
+        rows.push([`result.${k}`, v, (v / 1e9).toFixed(3), (v / 2 ** 30).toFixed(3)]);
       else rows.push([`result.${k}`, v, '', '']);
     }
     return rows;
@@ -817,22 +1247,79 @@ export async function mountApp(root, options = {}) {
 
   const header4 = ['field', 'value', 'GB', 'GiB'];
   const exporters = {
-    json: () => JSON.stringify({ trainmem: tm.version, calculator: last?.fn, request: last?.request, result: last?.result }, null, 2) + '\n',
+    json: () =>
+      JSON.stringify(
+        {
+          trainmem: tm.version,
+          calculator: last?.fn,
+          request: last?.request,
+          result: last?.result,
+        },
+        null,
+        2,
+      ) + '\n',
     csv: () => toCSV([header4, ...exportRows()]),
     md: () => toMarkdown(exportRows(), header4),
   };
 
   function exportBar() {
     const name = () => `trainmem-${last?.fn || 'result'}`;
-    const copyBtn = h('button', { type: 'button', class: 'small', 'data-export': 'copy', onclick: (e) => last && copy(exporters.md(), e.currentTarget) }, t('export.copy'));
+    const copyBtn = h(
+      'button',
+      {
+        type: 'button',
+        class: 'small',
+        'data-export': 'copy',
+        onclick: (e) => last && copy(exporters.md(), e.currentTarget),
+      },
+      t('export.copy'),
+    );
     return h(
       'div',
       { class: 'export', role: 'group', 'aria-label': t('export.label') },
-      h('button', { type: 'button', class: 'small', 'data-export': 'json', onclick: () => last && download(`${name()}.json`, 'application/json', exporters.json()) }, 'JSON'),
-      h('button', { type: 'button', class: 'small', 'data-export': 'csv', onclick: () => last && download(`${name()}.csv`, 'text/csv', exporters.csv()) }, 'CSV'),
-      h('button', { type: 'button', class: 'small', 'data-export': 'md', onclick: () => last && download(`${name()}.md`, 'text/markdown', exporters.md()) }, 'Markdown'),
+      h(
+        'button',
+        {
+          type: 'button',
+          class: 'small',
+          'data-export': 'json',
+          onclick: () => last && download(`${name()}.json`, 'application/json', exporters.json()),
+        },
+        'JSON',
+      ),
+      h(
+        'button',
+        {
+          type: 'button',
+          class: 'small',
+          'data-export': 'csv',
+          onclick: () => last && download(`${name()}.csv`, 'text/csv', exporters.csv()),
+        },
+        'CSV',
+      ),
+      h(
+        'button',
+        {
+          type: 'button',
+          class: 'small',
+          'data-export': 'md',
+          onclick: () => last && download(`${name()}.md`, 'text/markdown', exporters.md()),
+        },
+        'Markdown',
+      ),
       copyBtn,
-      embed ? null : h('button', { type: 'button', class: 'small', 'data-export': 'link', onclick: (e) => copy(location.href, e.currentTarget) }, t('export.link')),
+      embed
+        ? null
+        : h(
+            'button',
+            {
+              type: 'button',
+              class: 'small',
+              'data-export': 'link',
+              onclick: (e) => copy(location.href, e.currentTarget),
+            },
+            t('export.link'),
+          ),
     );
   }
 
@@ -854,10 +1341,18 @@ export async function mountApp(root, options = {}) {
       h('h2', { id: 'tm-embed-h' }, t('embed.title')),
       h('label', { for: 'tm-embed-element' }, t('embed.element')),
       a,
-      h('button', { type: 'button', class: 'small', onclick: (e) => copy(a.value, e.currentTarget) }, t('export.copy')),
+      h(
+        'button',
+        { type: 'button', class: 'small', onclick: (e) => copy(a.value, e.currentTarget) },
+        t('export.copy'),
+      ),
       h('label', { for: 'tm-embed-iframe' }, t('embed.iframe')),
       b,
-      h('button', { type: 'button', class: 'small', onclick: (e) => copy(b.value, e.currentTarget) }, t('export.copy')),
+      h(
+        'button',
+        { type: 'button', class: 'small', onclick: (e) => copy(b.value, e.currentTarget) },
+        t('export.copy'),
+      ),
       h('p', {}, h('button', { type: 'button', onclick: () => dlg.close() }, t('embed.close'))),
     );
     dlg.fill = () => {
@@ -873,6 +1368,8 @@ export async function mountApp(root, options = {}) {
     dialogEl.showModal();
   }
 
+  // Charts take their colours when drawn: redraw when the system switches light/dark.
+  window.matchMedia?.('(prefers-color-scheme: dark)').addEventListener?.('change', () => compute());
   build();
   return {
     get state() {

@@ -28,7 +28,16 @@ export const PART_COLORS = {
 };
 
 export function partColor(el, key, i = 0) {
-  const fallback = ['#4e79a7', '#f28e2b', '#59a14f', '#e15759', '#76b7b2', '#edc948', '#b07aa1', '#9c755f'];
+  const fallback = [
+    '#4e79a7',
+    '#f28e2b',
+    '#59a14f',
+    '#e15759',
+    '#76b7b2',
+    '#edc948',
+    '#b07aa1',
+    '#9c755f',
+  ];
   return cssVar(el, PART_COLORS[key] || '--c-other', fallback[i % fallback.length]);
 }
 
@@ -66,7 +75,10 @@ export async function stackedBars(el, { label, scenarios, parts, t }) {
     height: 240,
     legend: { show: true, live: false },
     cursor: { show: false },
-    scales: { x: { time: false, range: [-0.6, scenarios.length - 0.4] }, y: { range: (u, mn, mx) => [0, mx * 1.08 || 1] } },
+    scales: {
+      x: { time: false, range: [-0.6, scenarios.length - 0.4] },
+      y: { range: (u, mn, mx) => [0, mx * 1.08 || 1] },
+    },
     axes: [
       {
         stroke: text,
@@ -74,7 +86,12 @@ export async function stackedBars(el, { label, scenarios, parts, t }) {
         splits: () => xs,
         values: (u, splits) => splits.map((i) => scenarios[i] ?? ''),
       },
-      { stroke: text, grid: { stroke: grid }, label: 'GiB', values: (u, v) => v.map((x) => t.num(x)) },
+      {
+        stroke: text,
+        grid: { stroke: grid },
+        label: 'GiB',
+        values: (u, v) => v.map((x) => t.num(x)),
+      },
     ],
     series: [
       {},
@@ -126,8 +143,18 @@ export async function lines(el, { label, x, xLabel, yLabel, series, mark, t, ste
     legend: { show: true, live: false },
     scales: { x: { time: false } },
     axes: [
-      { stroke: text, grid: { stroke: grid }, label: xLabel, values: (u, v) => v.map((z) => t.num(z)) },
-      { stroke: text, grid: { stroke: grid }, label: yLabel, values: (u, v) => v.map((z) => t.num(z)) },
+      {
+        stroke: text,
+        grid: { stroke: grid },
+        label: xLabel,
+        values: (u, v) => v.map((z) => t.num(z)),
+      },
+      {
+        stroke: text,
+        grid: { stroke: grid },
+        label: yLabel,
+        values: (u, v) => v.map((z) => t.num(z)),
+      },
     ],
     series: ser,
   };

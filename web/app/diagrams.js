@@ -108,17 +108,56 @@ export function placementDiagram(container, { n, segments, t }) {
       const state = states[i];
       const cls = `node node-${state}${cur && cur.item === i ? ' node-current' : ''}`;
       svg.append(s('line', { x1: x - gap, y1: 68, x2: x, y2: 68, class: 'edge' }));
-      svg.append(s('rect', { x, y: 50, width: w, height: 36, rx: 6, class: cls }, s('title', {}, `${label(it)}: ${t(`plan.state.${state}`)}`)));
-      svg.append(s('text', { x: x + w / 2, y: 104, class: 'svg-small', 'text-anchor': 'middle' }, label(it)));
+      svg.append(
+        s(
+          'rect',
+          { x, y: 50, width: w, height: 36, rx: 6, class: cls },
+          s('title', {}, `${label(it)}: ${t(`plan.state.${state}`)}`),
+        ),
+      );
+      svg.append(
+        s('text', { x: x + w / 2, y: 104, class: 'svg-small', 'text-anchor': 'middle' }, label(it)),
+      );
     });
     const arrowX = cur ? 32 + cur.item * (w + gap) + w / 2 : 0;
-    svg.append(s('path', { d: `M${arrowX - 6} ${cur?.phase === 'forward' ? 40 : 118} l6 ${cur?.phase === 'forward' ? 8 : -8} l6 ${cur?.phase === 'forward' ? -8 : 8} z`, class: `marker marker-${cur?.phase}` }));
+    svg.append(
+      s('path', {
+        d: `M${arrowX - 6} ${cur?.phase === 'forward' ? 40 : 118} l6 ${cur?.phase === 'forward' ? 8 : -8} l6 ${cur?.phase === 'forward' ? -8 : 8} z`,
+        class: `marker marker-${cur?.phase}`,
+      }),
+    );
     const it = items[cur.item];
-    caption.textContent = t(`plan.caption.${cur.phase}`, { layers: label(it), step: k + 1, steps: steps.length });
+    caption.textContent = t(`plan.caption.${cur.phase}`, {
+      layers: label(it),
+      step: k + 1,
+      steps: steps.length,
+    });
     slider.value = String(k);
   };
-  const prev = h('button', { type: 'button', class: 'small', onclick: () => { k = Math.max(0, k - 1); draw(); } }, t('plan.prev'));
-  const next = h('button', { type: 'button', class: 'small', onclick: () => { k = Math.min(steps.length - 1, k + 1); draw(); } }, t('plan.next'));
+  const prev = h(
+    'button',
+    {
+      type: 'button',
+      class: 'small',
+      onclick: () => {
+        k = Math.max(0, k - 1);
+        draw();
+      },
+    },
+    t('plan.prev'),
+  );
+  const next = h(
+    'button',
+    {
+      type: 'button',
+      class: 'small',
+      onclick: () => {
+        k = Math.min(steps.length - 1, k + 1);
+        draw();
+      },
+    },
+    t('plan.next'),
+  );
   slider.addEventListener('input', () => {
     k = Number(slider.value);
     draw();
@@ -127,12 +166,27 @@ export function placementDiagram(container, { n, segments, t }) {
     'ul',
     { class: 'plan-legend' },
     ['stored', 'checkpoint', 'discarded', 'recomputed', 'done'].map((st) =>
-      h('li', {}, h('span', { class: `swatch node-${st === 'checkpoint' ? 'stored' : st}`, 'aria-hidden': 'true' }), t(`plan.state.${st}`)),
+      h(
+        'li',
+        {},
+        h('span', {
+          class: `swatch node-${st === 'checkpoint' ? 'stored' : st}`,
+          'aria-hidden': 'true',
+        }),
+        t(`plan.state.${st}`),
+      ),
     ),
   );
   draw();
   container.append(
-    h('figure', { class: 'plan-figure' }, h('div', { class: 'svg-scroll' }, svg), h('div', { class: 'plan-controls' }, prev, slider, next), caption, legend),
+    h(
+      'figure',
+      { class: 'plan-figure' },
+      h('div', { class: 'svg-scroll' }, svg),
+      h('div', { class: 'plan-controls' }, prev, slider, next),
+      caption,
+      legend,
+    ),
   );
 }
 
@@ -140,25 +194,69 @@ export function accumulationDiagram(container, { micro, steps, dp, t }) {
   const shown = Math.min(steps, 8);
   const bw = 64;
   const width = 90 + shown * (bw + 14) + 150;
-  const svg = s('svg', { viewBox: `0 0 ${width} 170`, width, class: 'acc-svg', role: 'img', 'aria-labelledby': 'acc-caption', dir: 'ltr' });
-  svg.append(s('rect', { x: 4, y: 8, width: 70 + shown * (bw + 14), height: 30, rx: 6, class: 'acc-global' }));
-  svg.append(s('text', { x: 12, y: 28, class: 'svg-label' }, t('acc.fig.global', { n: micro * steps })));
+  const svg = s('svg', {
+    viewBox: `0 0 ${width} 170`,
+    width,
+    class: 'acc-svg',
+    role: 'img',
+    'aria-labelledby': 'acc-caption',
+    dir: 'ltr',
+  });
+  svg.append(
+    s('rect', {
+      x: 4,
+      y: 8,
+      width: 70 + shown * (bw + 14),
+      height: 30,
+      rx: 6,
+      class: 'acc-global',
+    }),
+  );
+  svg.append(
+    s('text', { x: 12, y: 28, class: 'svg-label' }, t('acc.fig.global', { n: micro * steps })),
+  );
   for (let i = 0; i < shown; i++) {
     const x = 80 + i * (bw + 14);
     const idx = shown < steps && i === shown - 1 ? steps - 1 : i;
     const name = shown < steps && i === shown - 2 ? '…' : String(idx);
     svg.append(s('rect', { x, y: 54, width: bw, height: 30, rx: 6, class: 'acc-micro' }));
-    svg.append(s('text', { x: x + bw / 2, y: 74, 'text-anchor': 'middle', class: 'svg-small' }, name === '…' ? '…' : t('acc.fig.micro', { i: name, b: micro })));
+    svg.append(
+      s(
+        'text',
+        { x: x + bw / 2, y: 74, 'text-anchor': 'middle', class: 'svg-small' },
+        name === '…' ? '…' : t('acc.fig.micro', { i: name, b: micro }),
+      ),
+    );
     svg.append(s('line', { x1: x + bw / 2, y1: 84, x2: x + bw / 2, y2: 104, class: 'edge' }));
-    svg.append(s('text', { x: x + bw / 2, y: 120, 'text-anchor': 'middle', class: 'svg-small' }, name === '…' ? '…' : `grad${name}`));
+    svg.append(
+      s(
+        'text',
+        { x: x + bw / 2, y: 120, 'text-anchor': 'middle', class: 'svg-small' },
+        name === '…' ? '…' : `grad${name}`,
+      ),
+    );
   }
   const endX = 80 + shown * (bw + 14);
   svg.append(s('rect', { x: 80, y: 130, width: endX - 94, height: 10, rx: 3, class: 'acc-sum' }));
   svg.append(s('text', { x: 80, y: 160, class: 'svg-small' }, t('acc.fig.sum')));
   svg.append(s('line', { x1: endX - 10, y1: 135, x2: endX + 20, y2: 135, class: 'edge arrow' }));
-  svg.append(s('rect', { x: endX + 24, y: 118, width: 118, height: 34, rx: 8, class: 'acc-update' }));
-  svg.append(s('text', { x: endX + 83, y: 140, 'text-anchor': 'middle', class: 'svg-label' }, t('acc.fig.update')));
+  svg.append(
+    s('rect', { x: endX + 24, y: 118, width: 118, height: 34, rx: 8, class: 'acc-update' }),
+  );
+  svg.append(
+    s(
+      'text',
+      { x: endX + 83, y: 140, 'text-anchor': 'middle', class: 'svg-label' },
+      t('acc.fig.update'),
+    ),
+  );
   svg.append(s('text', { x: 80, y: 48, class: 'svg-small time' }, t('acc.fig.time')));
-  const caption = h('figcaption', { id: 'acc-caption' }, t('acc.fig.caption', { micro, steps, dp, global: micro * steps * dp }));
-  container.append(h('figure', { class: 'acc-figure' }, h('div', { class: 'svg-scroll' }, svg), caption));
+  const caption = h(
+    'figcaption',
+    { id: 'acc-caption' },
+    t('acc.fig.caption', { micro, steps, dp, global: micro * steps * dp }),
+  );
+  container.append(
+    h('figure', { class: 'acc-figure' }, h('div', { class: 'svg-scroll' }, svg), caption),
+  );
 }

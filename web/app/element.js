@@ -9,14 +9,24 @@ import { mountApp } from './app.js';
 import { fromQuery, FIELDS, TABS } from './state.js';
 import { EXAMPLES } from './examples.js';
 
-const ALIASES = { 'checkpoint-size': 'size', 'peak-memory': 'peak', accumulation: 'accum', placement: 'place' };
+const ALIASES = {
+  'checkpoint-size': 'size',
+  'peak-memory': 'peak',
+  accumulation: 'accum',
+  placement: 'place',
+};
 
 class TrainmemCalculator extends HTMLElement {
   connectedCallback() {
     if (this.shadowRoot) return;
     const root = this.attachShadow({ mode: 'open' });
     for (const css of ['./style.css']) {
-      root.append(Object.assign(document.createElement('link'), { rel: 'stylesheet', href: new URL(css, import.meta.url).href }));
+      root.append(
+        Object.assign(document.createElement('link'), {
+          rel: 'stylesheet',
+          href: new URL(css, import.meta.url).href,
+        }),
+      );
     }
     const list = (name, allowed) =>
       (this.getAttribute(name) || '')
@@ -43,10 +53,15 @@ class TrainmemCalculator extends HTMLElement {
         this.dispatchEvent(new CustomEvent('trainmem-ready', { bubbles: true }));
       },
       (e) => {
-        root.append(Object.assign(document.createElement('p'), { textContent: `trainmem could not start: ${e.message}` }));
+        root.append(
+          Object.assign(document.createElement('p'), {
+            textContent: `trainmem could not start: ${e.message}`,
+          }),
+        );
       },
     );
   }
 }
 
-if (!customElements.get('trainmem-calculator')) customElements.define('trainmem-calculator', TrainmemCalculator);
+if (!customElements.get('trainmem-calculator'))
+  customElements.define('trainmem-calculator', TrainmemCalculator);

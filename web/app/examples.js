@@ -15,7 +15,12 @@ export function findPreset(presets, patterns) {
     if (hit) return hit;
   }
   for (const p of patterns) {
-    const hit = ids.find((id) => id.toLowerCase().replace(/[^a-z0-9]/g, '').includes(p));
+    const hit = ids.find((id) =>
+      id
+        .toLowerCase()
+        .replace(/[^a-z0-9]/g, '')
+        .includes(p),
+    );
     if (hit) return hit;
   }
   return '';
@@ -32,7 +37,11 @@ function attempt(tm, fn, req) {
 const GB = (t, b) => t.n(`${t.gb(b)} = ${t.gib(b)}`);
 
 function errorNote(t, e) {
-  return h('span', { class: 'muted' }, e.code === 'unsupported' ? t('ex.notYet') : `${t('error.title')}: ${e.message}`);
+  return h(
+    'span',
+    { class: 'muted' },
+    e.code === 'unsupported' ? t('ex.notYet') : `${t('error.title')}: ${e.message}`,
+  );
 }
 
 export const EXAMPLES = [
@@ -51,31 +60,78 @@ export const EXAMPLES = [
     }),
     explain(tm, t, p) {
       const N = LLAMA2_7B_PARAMS;
-      const simple = attempt(tm, 'checkpointSize', { model: { params: N }, optimizer: 'adamw', weightDtype: 'fp16' });
-      const mixed = attempt(tm, 'checkpointSize', { model: { params: N }, optimizer: 'adamw', weightDtype: 'fp16', masterWeights: true });
+      const simple = attempt(tm, 'checkpointSize', {
+        model: { params: N },
+        optimizer: 'adamw',
+        weightDtype: 'fp16',
+      });
+      const mixed = attempt(tm, 'checkpointSize', {
+        model: { params: N },
+        optimizer: 'adamw',
+        weightDtype: 'fp16',
+        masterWeights: true,
+      });
       const steps = [
         h('li', {}, t('ex.llama.s1', { n: '' }), t.n(t.int(N))),
         h('li', {}, t('ex.llama.s2')),
         h('li', {}, t('ex.llama.s3')),
       ];
       if (simple.ok) {
-        steps.push(h('li', {}, t.n(`${t.int(N)} × 3 × 2 = ${t.int(simple.result.totalBytes)}`), ' ', t('unit.bytes'), ' = ', GB(t, simple.result.totalBytes)));
+        steps.push(
+          h(
+            'li',
+            {},
+            t.n(`${t.int(N)} × 3 × 2 = ${t.int(simple.result.totalBytes)}`),
+            ' ',
+            t('unit.bytes'),
+            ' = ',
+            GB(t, simple.result.totalBytes),
+          ),
+        );
       }
       if (mixed.ok) {
-        steps.push(h('li', {}, t('ex.llama.s5'), ' ', t.n(`${t.int(N)} × ${t.num(mixed.result.bytesPerParam)} = `), GB(t, mixed.result.totalBytes)));
+        const b = mixed.result.totalBytes;
+        steps.push(
+          h(
+            'li',
+            {},
+            t('ex.llama.s5'),
+            ' ',
+            t.n(`${t.int(N)} × ${t.num(mixed.result.bytesPerParam)} = ${t.gb(b)} = ${t.gib(b)}`),
+          ),
+        );
       }
       let exact = null;
       if (p.llama) {
-        exact = attempt(tm, 'checkpointSize', { model: { preset: p.llama }, optimizer: 'adamw', weightDtype: 'fp16', format: 'torch' });
+        exact = attempt(tm, 'checkpointSize', {
+          model: { preset: p.llama },
+          optimizer: 'adamw',
+          weightDtype: 'fp16',
+          format: 'torch',
+        });
       }
       const result = [
-        h('p', {}, h('strong', {}, t('ex.simple')), ' ', simple.ok ? GB(t, simple.result.totalBytes) : errorNote(t, simple.error)),
+        h(
+          'p',
+          {},
+          h('strong', {}, t('ex.simple')),
+          ' ',
+          simple.ok ? GB(t, simple.result.totalBytes) : errorNote(t, simple.error),
+        ),
         h(
           'p',
           {},
           h('strong', {}, t('ex.exact')),
           ' ',
-          exact?.ok ? [GB(t, exact.result.totalBytes), ' ', t.n(`(${t.int(exact.result.totalBytes)} ${t('unit.bytes')})`)] : exact ? errorNote(t, exact.error) : h('span', { class: 'muted' }, t('ex.notYet')),
+          exact?.ok
+            ? [
+                GB(t, exact.result.totalBytes),
+                ' ',
+                t.n(`(${t.int(exact.result.totalBytes)} ${t('unit.bytes')})`),
+              ]
+            : exact
+              ? errorNote(t, exact.error)
+              : h('span', { class: 'muted' }, t('ex.notYet')),
         ),
       ];
       return { steps, result };
@@ -84,16 +140,67 @@ export const EXAMPLES = [
   {
     id: 'sgd-vs-adam',
     tab: 'size',
-    state: () => ({ modelSource: 'params', params: 100000000, optimizer: 'adam', weightDtype: 'bf16', stateDtype: '', masterWeights: false, format: '' }),
+    state: () => ({
+      modelSource: 'params',
+      params: 100000000,
+      optimizer: 'adam',
+      weightDtype: 'bf16',
+      stateDtype: '',
+      masterWeights: false,
+      format: '',
+    }),
     explain(tm, t) {
       const N = 1e8;
-      const a = attempt(tm, 'checkpointSize', { model: { params: N }, optimizer: 'sgd', weightDtype: 'fp32' });
-      const b = attempt(tm, 'checkpointSize', { model: { params: N }, optimizer: 'adam', weightDtype: 'bf16' });
+      const a = attempt(tm, 'checkpointSize', {
+        model: { params: N },
+        optimizer: 'sgd',
+        weightDtype: 'fp32',
+      });
+      const b = attempt(tm, 'checkpointSize', {
+        model: { params: N },
+        optimizer: 'adam',
+        weightDtype: 'bf16',
+      });
       const steps = [
-        h('li', {}, t('ex.sgd.s1'), ' ', a.ok ? [t.n(`${t.int(N)} × 1 × 4 = ${t.int(a.result.totalBytes)}`), ' ', t('unit.bytes'), ' = ', GB(t, a.result.totalBytes)] : errorNote(t, a.error)),
-        h('li', {}, t('ex.sgd.s2'), ' ', b.ok ? [t.n(`${t.int(N)} × 3 × 2 = ${t.int(b.result.totalBytes)}`), ' ', t('unit.bytes'), ' = ', GB(t, b.result.totalBytes)] : errorNote(t, b.error)),
+        h(
+          'li',
+          {},
+          t('ex.sgd.s1'),
+          ' ',
+          a.ok
+            ? [
+                t.n(`${t.int(N)} × 1 × 4 = ${t.int(a.result.totalBytes)}`),
+                ' ',
+                t('unit.bytes'),
+                ' = ',
+                GB(t, a.result.totalBytes),
+              ]
+            : errorNote(t, a.error),
+        ),
+        h(
+          'li',
+          {},
+          t('ex.sgd.s2'),
+          ' ',
+          b.ok
+            ? [
+                t.n(`${t.int(N)} × 3 × 2 = ${t.int(b.result.totalBytes)}`),
+                ' ',
+                t('unit.bytes'),
+                ' = ',
+                GB(t, b.result.totalBytes),
+              ]
+            : errorNote(t, b.error),
+        ),
       ];
-      const result = a.ok && b.ok ? h('p', {}, t('ex.sgd.result', { ratio: t.num(b.result.totalBytes / a.result.totalBytes) })) : null;
+      const result =
+        a.ok && b.ok
+          ? h(
+              'p',
+              {},
+              t('ex.sgd.result', { ratio: t.num(b.result.totalBytes / a.result.totalBytes) }),
+            )
+          : null;
       return { steps, result };
     },
   },
@@ -122,12 +229,28 @@ export const EXAMPLES = [
       const base = { model, seqLen: 512, precision: 'fp32', optimizer: 'adamw', ...gpu };
       const runs = [
         ['ex.bert.b4', { ...base, microBatch: 4, checkpointing: 'none' }],
-        ['ex.bert.acc', { ...base, microBatch: 1, gradientAccumulationSteps: 4, checkpointing: 'none' }],
-        ['ex.bert.accCkpt', { ...base, microBatch: 1, gradientAccumulationSteps: 4, checkpointing: 'full' }],
+        [
+          'ex.bert.acc',
+          { ...base, microBatch: 1, gradientAccumulationSteps: 4, checkpointing: 'none' },
+        ],
+        [
+          'ex.bert.accCkpt',
+          { ...base, microBatch: 1, gradientAccumulationSteps: 4, checkpointing: 'full' },
+        ],
       ].map(([key, req]) => [key, attempt(tm, 'peakMemory', req)]);
       const steps = [h('li', {}, t('ex.bert.s1')), h('li', {}, t('ex.bert.s2'))];
       for (const [key, r] of runs) {
-        steps.push(h('li', {}, t(key), ': ', r.ok ? [t.n(t.mb(r.result.peakBytes)), ' (', GB(t, r.result.peakBytes), ')'] : errorNote(t, r.error)));
+        steps.push(
+          h(
+            'li',
+            {},
+            t(key),
+            ': ',
+            r.ok
+              ? [t.n(t.mb(r.result.peakBytes)), ' (', GB(t, r.result.peakBytes), ')']
+              : errorNote(t, r.error),
+          ),
+        );
       }
       const result = h('p', {}, t('ex.bert.reported'));
       return { steps, result, runs };
@@ -136,17 +259,48 @@ export const EXAMPLES = [
   {
     id: 'chain-1000',
     tab: 'place',
-    state: () => ({ chainSource: 'uniform', layers: 1000, layerMB: 10, strategy: 'sqrt', frontier: false }),
+    state: () => ({
+      chainSource: 'uniform',
+      layers: 1000,
+      layerMB: 10,
+      strategy: 'sqrt',
+      frontier: false,
+    }),
     explain(tm, t) {
       const chain = uniformChain(1000, 10e6);
       const none = attempt(tm, 'placement', { chain, strategy: 'none' });
       const sq = attempt(tm, 'placement', { chain, strategy: 'sqrt' });
-      const steps = [h('li', {}, t('ex.chain.s1')), h('li', {}, t('ex.chain.s2', { k: Math.floor(Math.sqrt(1000)) }))];
-      if (none.ok) steps.push(h('li', {}, t('ex.chain.none'), ' ', GB(t, none.result.peakActivationBytes)));
+      const steps = [
+        h('li', {}, t('ex.chain.s1')),
+        h('li', {}, t('ex.chain.s2', { k: Math.floor(Math.sqrt(1000)) })),
+      ];
+      if (none.ok)
+        steps.push(h('li', {}, t('ex.chain.none'), ' ', GB(t, none.result.peakActivationBytes)));
       if (sq.ok) {
-        steps.push(h('li', {}, t('ex.chain.sqrt'), ' ', GB(t, sq.result.peakActivationBytes), ' · ', t('place.overhead'), ' ', t.n(`${t.num(100 * sq.result.overheadFraction)} %`)));
+        steps.push(
+          h(
+            'li',
+            {},
+            t('ex.chain.sqrt'),
+            ' ',
+            GB(t, sq.result.peakActivationBytes),
+            ' · ',
+            t('place.overhead'),
+            ' ',
+            t.n(`${t.num(100 * sq.result.overheadFraction)} %`),
+          ),
+        );
       }
-      const result = none.ok && sq.ok ? h('p', {}, t('ex.chain.result', { ratio: t.num(none.result.peakActivationBytes / sq.result.peakActivationBytes) })) : h('p', {}, errorNote(t, (none.ok ? sq : none).error));
+      const result =
+        none.ok && sq.ok
+          ? h(
+              'p',
+              {},
+              t('ex.chain.result', {
+                ratio: t.num(none.result.peakActivationBytes / sq.result.peakActivationBytes),
+              }),
+            )
+          : h('p', {}, errorNote(t, (none.ok ? sq : none).error));
       return { steps, result };
     },
   },
@@ -174,9 +328,20 @@ export const EXAMPLES = [
       const budget = Math.round(none.result.peakActivationBytes / 2);
       steps.push(h('li', {}, t('ex.chain.none'), ' ', GB(t, none.result.peakActivationBytes)));
       steps.push(h('li', {}, t('ex.gpt2.s3'), ' ', GB(t, budget)));
-      const plan = attempt(tm, 'placement', { ...base, strategy: 'optimal-single-level', budgetBytes: budget });
+      const plan = attempt(tm, 'placement', {
+        ...base,
+        strategy: 'optimal-single-level',
+        budgetBytes: budget,
+      });
       const result = plan.ok
-        ? h('p', {}, t('ex.gpt2.result', { segs: plan.result.checkpointed.map(([a, b]) => `${a + 1}–${b + 1}`).join(', ') || '—', over: t.num(100 * plan.result.overheadFraction) }))
+        ? h(
+            'p',
+            {},
+            t('ex.gpt2.result', {
+              segs: plan.result.checkpointed.map(([a, b]) => `${a + 1}–${b + 1}`).join(', ') || '—',
+              over: t.num(100 * plan.result.overheadFraction),
+            }),
+          )
         : h('p', {}, errorNote(t, plan.error));
       return { steps, result, patch: { budgetGB: Math.round(budget / 1e6) / 1e3 } };
     },

@@ -26,7 +26,8 @@ export function flatten(obj, prefix = '', rows = [], depth = 0) {
     rows.push([prefix, '{…}']);
     return rows;
   }
-  for (const [k, v] of Object.entries(obj)) flatten(v, prefix ? `${prefix}.${k}` : k, rows, depth + 1);
+  for (const [k, v] of Object.entries(obj))
+    flatten(v, prefix ? `${prefix}.${k}` : k, rows, depth + 1);
   return rows;
 }
 
@@ -44,7 +45,8 @@ export const PART_ORDER = [
 ];
 
 /** Bytes of a breakdown entry: a number, or { bytes, source }. */
-export const partBytes = (v) => (typeof v === 'number' ? v : typeof v?.bytes === 'number' ? v.bytes : NaN);
+export const partBytes = (v) =>
+  typeof v === 'number' ? v : typeof v?.bytes === 'number' ? v.bytes : NaN;
 
 export function breakdownParts(breakdown) {
   if (!breakdown || typeof breakdown !== 'object') return [];
@@ -67,8 +69,14 @@ export function toCSV(rows) {
 }
 
 export function toMarkdown(rows, header = ['field', 'value']) {
-  const esc = (v) => String(v ?? '').replace(/\|/g, '\\|').replace(/\n/g, ' ');
-  const lines = [`| ${header.map(esc).join(' | ')} |`, `| ${header.map(() => '---').join(' | ')} |`];
+  const esc = (v) =>
+    String(v ?? '')
+      .replace(/\|/g, '\\|')
+      .replace(/\n/g, ' ');
+  const lines = [
+    `| ${header.map(esc).join(' | ')} |`,
+    `| ${header.map(() => '---').join(' | ')} |`,
+  ];
   for (const r of rows) lines.push(`| ${r.map(esc).join(' | ')} |`);
   return lines.join('\n') + '\n';
 }

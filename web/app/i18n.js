@@ -52,6 +52,12 @@ export function makeTranslator(lang, strings, fallback) {
   t.n = (text, cls) => h('bdi', { dir: 'ltr', class: cls || 'num' }, text);
   /** "40.43 GB · 37.65 GiB" as a node. */
   t.both = (b) =>
-    h('span', { class: 'both' }, t.n(t.gb(b)), h('span', { class: 'sep', 'aria-hidden': 'true' }, ' · '), t.n(t.gib(b)));
+    h(
+      'span',
+      { class: 'both' },
+      t.n(t.gb(b)),
+      h('span', { class: 'sep', 'aria-hidden': 'true' }, ' · '),
+      t.n(t.gib(b)),
+    );
   return t;
 }

@@ -17,7 +17,11 @@ export function modelOf(st) {
     try {
       config = JSON.parse(st.config);
     } catch (e) {
-      throw new InputError('invalid_json', 'model.config', `config.json is not valid JSON (${e.message})`);
+      throw new InputError(
+        'invalid_json',
+        'model.config',
+        `config.json is not valid JSON (${e.message})`,
+      );
     }
     if (!config || typeof config !== 'object' || Array.isArray(config)) {
       throw new InputError('invalid_type', 'model.config', 'config.json must hold one JSON object');
@@ -83,14 +87,24 @@ export function accumulationRequest(st) {
 
 /** A uniform chain: n equal layers (Chen et al.'s setting), costs forward 1, backward 2. */
 export function uniformChain(n, layerBytes) {
-  const layer = { forwardCost: 1, backwardCost: 2, outputBytes: layerBytes, savedBytes: layerBytes };
+  const layer = {
+    forwardCost: 1,
+    backwardCost: 2,
+    outputBytes: layerBytes,
+    savedBytes: layerBytes,
+  };
   return { inputBytes: layerBytes, layers: Array.from({ length: n }, () => ({ ...layer })) };
 }
 
 export function placementRequest(st) {
   const r =
     st.chainSource === 'model'
-      ? { model: modelOf(st), microBatch: st.microBatch, seqLen: st.seqLen, precision: st.precision }
+      ? {
+          model: modelOf(st),
+          microBatch: st.microBatch,
+          seqLen: st.seqLen,
+          precision: st.precision,
+        }
       : { chain: uniformChain(st.layers, Math.round(st.layerMB * 1e6)) };
   r.strategy = st.strategy;
   if (st.strategy === 'every-k') r.k = st.k;
@@ -112,7 +126,8 @@ export const BUILDERS = {
 
 /** Solves that may take long run in the Web Worker. */
 export function isHeavy(tab, st) {
-  if (tab === 'place') return ['optimal', 'optimal-single-level', 'chen-greedy'].includes(st.strategy) || st.frontier;
+  if (tab === 'place')
+    return ['optimal', 'optimal-single-level', 'chen-greedy'].includes(st.strategy) || st.frontier;
   if (tab === 'peak' || tab === 'accum') return st.checkpointing === 'optimal';
   return false;
 }

@@ -3,7 +3,17 @@
 // must be listed); anything else is dropped — URL text never reaches the DOM as markup.
 
 export const TABS = ['size', 'peak', 'accum', 'place'];
-export const OPTIMIZERS = ['sgd', 'sgd-momentum', 'adam', 'adamw', 'adafactor', 'lion', 'adagrad', 'rmsprop', 'adam-8bit'];
+export const OPTIMIZERS = [
+  'sgd',
+  'sgd-momentum',
+  'adam',
+  'adamw',
+  'adafactor',
+  'lion',
+  'adagrad',
+  'rmsprop',
+  'adam-8bit',
+];
 export const DTYPES = ['fp32', 'fp16', 'bf16', 'int8'];
 
 // kind: 'int' | 'num' | 'choice' | 'bool' | 'text'
@@ -13,7 +23,12 @@ export const FIELDS = {
   ex: { kind: 'text', max: 40, default: '' }, // worked example shown
   // shared context
   // First visit: LLaMA-2 7B (preset), so that every calculator answers at once.
-  modelSource: { kind: 'choice', values: ['params', 'preset', 'config'], default: 'preset', url: 'ms' },
+  modelSource: {
+    kind: 'choice',
+    values: ['params', 'preset', 'config'],
+    default: 'preset',
+    url: 'ms',
+  },
   params: { kind: 'int', min: 1, max: 1e15, default: 6738415616, url: 'p' },
   preset: { kind: 'text', max: 80, default: 'llama-2-7b', url: 'm' },
   config: { kind: 'text', max: 20000, default: '', url: 'cfg' },
@@ -28,7 +43,12 @@ export const FIELDS = {
   masterWeights: { kind: 'bool', default: false, url: 'mw' },
   format: { kind: 'choice', values: ['', 'raw', 'torch', 'safetensors'], default: '', url: 'fmt' },
   // peak memory
-  precision: { kind: 'choice', values: ['fp32', 'amp-fp16', 'amp-bf16', 'bf16'], default: 'amp-bf16', url: 'prec' },
+  precision: {
+    kind: 'choice',
+    values: ['fp32', 'amp-fp16', 'amp-bf16', 'bf16'],
+    default: 'amp-bf16',
+    url: 'prec',
+  },
   checkpointing: {
     kind: 'choice',
     values: ['none', 'full', 'selective', 'sqrt', 'every-k', 'sequential', 'optimal'],
@@ -50,7 +70,16 @@ export const FIELDS = {
   layerMB: { kind: 'num', min: 0.001, max: 1e7, default: 100, url: 'lmb' },
   strategy: {
     kind: 'choice',
-    values: ['none', 'sqrt', 'every-k', 'sequential', 'chen-greedy', 'revolve', 'optimal-single-level', 'optimal'],
+    values: [
+      'none',
+      'sqrt',
+      'every-k',
+      'sequential',
+      'chen-greedy',
+      'revolve',
+      'optimal-single-level',
+      'optimal',
+    ],
     default: 'sqrt',
     url: 'st',
   },
@@ -81,7 +110,8 @@ export function parseField(key, text) {
       return n >= f.min && n <= f.max ? n : undefined;
     }
     case 'num': {
-      if (!/^\d{0,16}(\.\d{0,12})?$/.test(text.trim()) || text.trim() === '' || text.trim() === '.') return undefined;
+      if (!/^\d{0,16}(\.\d{0,12})?$/.test(text.trim()) || text.trim() === '' || text.trim() === '.')
+        return undefined;
       const n = Number(text);
       return Number.isFinite(n) && n >= f.min && n <= f.max ? n : undefined;
     }

@@ -9,6 +9,9 @@ self.onmessage = async (e) => {
     const tm = await ready;
     self.postMessage({ id, result: tm[fn](request) });
   } catch (err) {
-    self.postMessage({ id, error: { code: err.code || 'internal', field: err.field || '', message: String(err.message) } });
+    self.postMessage({
+      id,
+      error: { code: err.code || 'internal', field: err.field || '', message: String(err.message) },
+    });
   }
 };
