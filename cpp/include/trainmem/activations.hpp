@@ -1,0 +1,104 @@
+// Activation memory of training: what autograd saves for the backward pass, derived per block
+// from the operations and shapes of the model (HF transformers' eager modules, as PyTorch
+// runs them), and the placement::Chain that the placement engine and peak memory share.
+// Calibrated against torch 1.13 (tests/fixtures/torch_activations.json); docs/peak-memory.md.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "trainmem/model.hpp"
+#include "trainmem/placement.hpp"
+
+namespace trainmem {
+namespace activations {
+
+// fp32; torch.autocast with fp32 parameters (amp-*); parameters and activations in bf16/fp16.
+enum class Precision { fp32, amp_fp16, amp_bf16, bf16, fp16 };
+enum class Attention { eager, sdpa };
+
+bool parse_precision(const std::string& s, Precision* out);
+const std::vector<std::string>& precision_names();
+const char* precision_name(Precision p);
+
+// Behaviour of the runtime that changes what is saved (cpp/data/runtime-*.json).
+struct RuntimeTraits {
+  std::string id = "pytorch-cuda";
+  // Bytes per dropout-mask element: 1 on CUDA (native_dropout's bool mask); 0 = the masked
+  // tensor's element size (torch 1.13 CPU: _dropout multiplies by a float noise tensor).
+  uint32_t dropout_mask_bytes = 1;
+  bool mean_saves_input = false;  // torch 1.13: MeanBackward1 keeps its input (x^2 in RMSNorm)
+  bool norm_stats_fp32 = true;    // LayerNorm mean/rstd in fp32 for 16-bit inputs (CUDA)
+};
+
+struct Settings {
+  uint64_t micro_batch = 1;
+  uint64_t seq_len = 1;
+  Precision precision = Precision::fp32;
+  Attention attention = Attention::sdpa;
+  uint64_t tensor_parallel = 1;
+  bool sequence_parallel = false;
+  bool dropout = true;  // training mode: dropout layers with p > 0 keep masks
+  RuntimeTraits runtime;
+};
+
+// One saved tensor (or a group of equal ones) of a layer.
+struct Saved {
+  std::string name;
+  uint64_t bytes = 0;
+  std::string source;  // the op that keeps it
+};
+
+struct LayerActivations {
+  std::string name;                  // "embeddings", "block 0", ..., "head"
+  std::vector<Saved> saved;          // internal saves (input excluded) + the output
+  uint64_t saved_bytes = 0;          // sum of saved (output included: placement::Layer semantics)
+  uint64_t output_bytes = 0;         // the tensor passed to the next layer
+  uint64_t forward_temp_bytes = 0;   // transient beyond saved during the forward
+  uint64_t backward_temp_bytes = 0;  // transient during the backward (incl. the input gradient)
+  double forward_flops = 0;
+  uint64_t params = 0;  // parameters of this layer (gradients appear at its backward)
+};
+
+struct ModelActivations {
+  std::string recipe;        // "gpt2" | "bert" | "llama" | "mlp"
+  uint64_t input_bytes = 0;  // the batch (int64 token ids)
+  std::vector<LayerActivations> layers;
+  uint64_t total_saved_bytes = 0;        // input + sum of saved_bytes (no checkpointing)
+  uint64_t korthikanti_layer_bytes = 0;  // sbh(34 + 5as/h) (tensor-parallel forms with t > 1)
+  std::vector<std::string> assumptions;
+};
+
+// Throws RequestError(unsupported, "model") when the model has no architecture.
+ModelActivations transformer_activations(const ModelDescription& model, const Settings& s);
+
+// Korthikanti et al. 2022 (arXiv 2205.05198) eq. 1-2 / section 4.2: per transformer layer, 16-bit
+// activations, 1-byte dropout masks: sbh(34 + 5as/h); with tensor parallel t: sbh(10 + 24/t +
+// 5as/(ht)); with sequence parallel too: sbh(34 + 5as/h)/t; selective recompute drops 5as/h.
+double korthikanti_layer_bytes(uint64_t s, uint64_t b, uint64_t h, uint64_t a, uint64_t t,
+                               bool sequence_parallel, bool selective);
+
+// A plain MLP chain: Linear(sizes[i], sizes[i+1]) + activation for each i (input batch x
+// sizes[0]); the calibration's MLP (tools/tm_torch_models.py mlp()).
+struct MlpSpec {
+  std::vector<uint64_t> sizes;
+  std::string activation = "relu";  // relu | gelu | none
+  bool bias = true;
+  bool input_requires_grad = false;
+};
+ModelActivations mlp_activations(const MlpSpec& mlp, const Settings& s);
+uint64_t mlp_params(const MlpSpec& mlp);
+
+// The chain the placement engine plans on (one placement::Layer per LayerActivations, costs in
+// FLOPs: forward, backward = 2 x forward).
+placement::Chain to_chain(const ModelActivations& acts);
+
+// Convenience: transformer_activations + to_chain (h2's `{model, microBatch, seqLen}` form).
+placement::Chain build_chain(const ModelDescription& model, const Settings& s);
+
+nlohmann::json to_json(const ModelActivations& acts);
+
+}  // namespace activations
+}  // namespace trainmem

@@ -1,0 +1,548 @@
+// Saved-for-backward bytes of transformer blocks, derived op by op from HF transformers' eager
+// modules (modeling_gpt2.py, modeling_bert.py, modeling_llama.py) and PyTorch's autograd
+// formulas (tools/derivatives.yaml: which inputs/outputs each backward needs). Each entry names
+// the op that keeps it. Measured counterpart: tools/measure_activations.py ->
+// tests/fixtures/torch_activations.json (test_activations.cpp compares them).
+#include "trainmem/activations.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "trainmem/error.hpp"
+#include "trainmem/request.hpp"
+
+namespace trainmem {
+namespace activations {
+
+bool parse_precision(const std::string& s, Precision* out) {
+  if (s == "fp32")
+    *out = Precision::fp32;
+  else if (s == "amp-fp16")
+    *out = Precision::amp_fp16;
+  else if (s == "amp-bf16")
+    *out = Precision::amp_bf16;
+  else if (s == "bf16")
+    *out = Precision::bf16;
+  else if (s == "fp16")
+    *out = Precision::fp16;
+  else
+    return false;
+  return true;
+}
+
+const std::vector<std::string>& precision_names() {
+  static const std::vector<std::string> names = {"fp32", "amp-fp16", "amp-bf16", "bf16", "fp16"};
+  return names;
+}
+
+const char* precision_name(Precision p) {
+  switch (p) {
+    case Precision::fp32:
+      return "fp32";
+    case Precision::amp_fp16:
+      return "amp-fp16";
+    case Precision::amp_bf16:
+      return "amp-bf16";
+    case Precision::bf16:
+      return "bf16";
+    case Precision::fp16:
+      return "fp16";
+  }
+  return "fp32";
+}
+
+double korthikanti_layer_bytes(uint64_t s, uint64_t b, uint64_t h, uint64_t a, uint64_t t,
+                               bool sequence_parallel, bool selective) {
+  const double sbh = static_cast<double>(s) * b * h;
+  const double attn = selective ? 0.0 : 5.0 * a * s / static_cast<double>(h);
+  const double tt = static_cast<double>(t == 0 ? 1 : t);
+  // Korthikanti et al. 2022 eq. (1) t = 1; eq. (2) tensor parallel; sequence parallel: all / t.
+  if (tt == 1.0) return sbh * (34.0 + attn);
+  if (sequence_parallel) return sbh * (34.0 + attn) / tt;
+  return sbh * (10.0 + 24.0 / tt + attn / tt);
+}
+
+namespace {
+
+// Element widths of one precision (bytes).
+struct Widths {
+  uint64_t res = 4;    // residual stream, norm inputs (fp32 under autocast: embeddings and
+                       // layer_norm run in fp32 — PyTorch autocast op lists)
+  uint64_t lin = 4;    // matmul operands and outputs (16-bit under autocast)
+  uint64_t sm = 4;     // softmax output (autocast runs softmax in fp32)
+  uint64_t stats = 4;  // LayerNorm mean / rstd
+  bool amp = false;
+};
+
+Widths widths(const Settings& s) {
+  Widths w;
+  switch (s.precision) {
+    case Precision::fp32:
+      break;
+    case Precision::amp_fp16:
+    case Precision::amp_bf16:
+      w.lin = 2;
+      w.amp = true;
+      break;
+    case Precision::bf16:
+    case Precision::fp16:
+      w.res = w.lin = w.sm = 2;
+      w.stats = s.runtime.norm_stats_fp32 ? 4 : 2;
+      break;
+  }
+  return w;
+}
+
+class Builder {
+ public:
+  Builder(const Settings& s, const std::string& field) : s_(s), field_(field) {}
+  uint64_t mul(std::initializer_list<uint64_t> xs) const {
+    uint64_t r = 1;
+    for (uint64_t x : xs) r = checked_mul(r, x, field_);
+    return r;
+  }
+  // Tensor-parallel split (heads, intermediate): / t. Replicated (norms, residual, dropout
+  // masks of h-sized tensors): / t only with sequence parallelism (Korthikanti et al. 4.2.2).
+  uint64_t tp(uint64_t bytes) const { return bytes / s_.tensor_parallel; }
+  uint64_t rep(uint64_t bytes) const {
+    return s_.sequence_parallel ? bytes / s_.tensor_parallel : bytes;
+  }
+  uint64_t mask(uint64_t elements, uint64_t masked_width) const {
+    const uint64_t w = s_.runtime.dropout_mask_bytes ? s_.runtime.dropout_mask_bytes : masked_width;
+    return mul({elements, w});
+  }
+  void add(LayerActivations* l, const std::string& name, uint64_t bytes, const char* source) const {
+    if (bytes == 0) return;
+    l->saved.push_back({name, bytes, source});
+    l->saved_bytes = checked_add(l->saved_bytes, bytes, field_);
+  }
+  void output(LayerActivations* l, const std::string& name, uint64_t bytes,
+              const char* source) const {
+    add(l, name, bytes, source);
+    l->output_bytes = bytes;
+  }
+
+ private:
+  const Settings& s_;
+  std::string field_;
+};
+
+struct Dims {
+  uint64_t b, s, T, h, a, i, V, d;
+  bool p_attn, p_hid;
+};
+
+// Eager attention core shared by the recipes: QK^T, softmax, dropout, PV.
+// `probs_cast`: the probabilities are cast before PV (GPT-2 `.type(value.dtype)` under
+// autocast, Llama `.to(query.dtype)` after an fp32 softmax).
+void eager_core(const Builder& B, const Dims& d, const Widths& w, uint64_t sm_width,
+                bool cast_before_dropout, LayerActivations* l) {
+  const uint64_t bas2 = B.mul({d.b, d.a, d.s, d.s});
+  B.add(l, "q, k^T (bmm operands, reshape copies)", B.tp(B.mul({2, d.T, d.h, w.lin})),
+        "torch.matmul -> bmm saves both operands (BmmBackward0)");
+  B.add(l, "softmax output", B.tp(bas2 * sm_width), "SoftmaxBackward0 keeps its result");
+  const uint64_t p_width = cast_before_dropout ? w.lin : sm_width;
+  if (cast_before_dropout && w.lin != sm_width) {
+    // the cast copy is what dropout (or PV) reads; kept by PV when there is no dropout
+    if (!d.p_attn)
+      B.add(l, "probabilities cast for PV", B.tp(bas2 * w.lin), "BmmBackward0 keeps its operand");
+  }
+  if (d.p_attn) {
+    B.add(l, "attention dropout mask", B.tp(B.mask(bas2, p_width)),
+          "native_dropout mask (CUDA: bool) / _dropout noise tensor (CPU)");
+    B.add(l, "attention dropout output (PV operand)", B.tp(bas2 * w.lin),
+          "BmmBackward0 keeps its operand (autocast: 16-bit copy)");
+  } else if (!cast_before_dropout && w.lin != sm_width) {
+    B.add(l, "probabilities cast for PV", B.tp(bas2 * w.lin), "BmmBackward0 keeps its operand");
+  }
+  B.add(l, "v (bmm operand, reshape copy)", B.tp(B.mul({d.T, d.h, w.lin})),
+        "BmmBackward0 keeps its operand");
+}
+
+void sdpa_core(const Builder& B, const Dims& d, const Widths& w, LayerActivations* l) {
+  B.add(l, "q, k, v (kept by scaled_dot_product_attention)", B.tp(B.mul({3, d.T, d.h, w.lin})),
+        "flash / memory-efficient SDPA backward reads q, k, v");
+  B.add(l, "SDPA output", B.tp(B.mul({d.T, d.h, w.lin})), "flash SDPA backward reads out");
+  B.add(l, "SDPA logsumexp (fp32)", B.tp(B.mul({d.b, d.a, d.s, 4})),
+        "flash SDPA backward reads softmax_lse");
+}
+
+uint64_t attn_forward_temp(const Builder& B, const Dims& d, const Widths& w, bool eager) {
+  // eager: the score tensor and its scaled/masked successor coexist (2 x b a s^2);
+  // sdpa: the kernel output only.
+  if (eager) return B.tp(B.mul({2, d.b, d.a, d.s, d.s, std::max(w.lin, w.sm)}));
+  return B.tp(B.mul({d.T, d.h, w.lin}));
+}
+
+uint64_t attn_backward_temp(const Builder& B, const Dims& d, const Widths& w, bool eager) {
+  // eager: grad of the probabilities and grad of the scores (softmax backward) coexist;
+  // sdpa: dq, dk, dv (+ fp32 dq accumulator of flash-attention 2).
+  if (eager) return B.tp(B.mul({2, d.b, d.a, d.s, d.s, std::max(w.lin, w.sm)}));
+  return B.tp(B.mul({d.T, d.h, 3 * w.lin + 4}));
+}
+
+// Llama-style RMSNorm written with tensor ops (HF LlamaRMSNorm): x.to(fp32); pow(2).mean;
+// rsqrt; x * rsqrt; weight * x.to(input dtype). `input_counted`: the fp32 input is the previous
+// layer's output (fp32 runs) and is not counted again. `consumers`: linears reading the output
+// (each casts it separately under autocast).
+void rms_norm(const Builder& B, const Dims& d, const Widths& w, const Settings& s,
+              bool input_counted, int consumers, const std::string& what, LayerActivations* l) {
+  // A 16-bit input is not kept itself (only its fp32 copy is), but the chain counts the input
+  // once as the previous layer's output: the copy adds (4 - w.res) bytes per element here.
+  if (!input_counted)
+    B.add(l, what + " input in fp32 (beyond the 16-bit input)", B.rep(B.mul({d.T, d.h, 4 - w.res})),
+          "PowBackward0 / MulBackward0 keep x.to(float32)");
+  if (s.runtime.mean_saves_input)
+    B.add(l, what + " x^2", B.rep(B.mul({d.T, d.h, 4})),
+          "MeanBackward1 keeps its input (torch 1.13)");
+  B.add(l, what + " rsqrt", B.rep(B.mul({d.T, 4})), "RsqrtBackward0 keeps its result");
+  B.add(l, what + " normalized", B.rep(B.mul({d.T, d.h, w.res == 4 ? 4 : w.lin})),
+        "weight * x.to(dtype): MulBackward0 keeps x");
+  if (w.amp)
+    B.add(l, what + " output, cast to 16-bit per linear",
+          B.rep(B.mul({uint64_t(consumers), d.T, d.h, 2})),
+          "autocast casts the fp32 input of each linear; the mm keeps the copy");
+  else
+    B.add(l, what + " output (linear input)", B.rep(B.mul({d.T, d.h, w.lin})),
+          "MmBackward0 keeps its input");
+}
+
+void layer_norm_stats(const Builder& B, const Dims& d, const Widths& w, const std::string& what,
+                      LayerActivations* l) {
+  B.add(l, what + " mean, rstd", B.rep(B.mul({2, d.T, w.stats})), "NativeLayerNormBackward0");
+}
+
+std::string family(const Architecture& a) {
+  const std::string& t = a.model_type;
+  if (t == "gpt2" || t == "gpt_neox" || t == "gptj" || t == "opt" || t == "gpt_bigcode")
+    return "gpt2";
+  if (t == "bert" || t == "roberta" || t == "distilbert" || t == "electra") return "bert";
+  if (t == "llama" || t == "mistral" || t == "mixtral" || t == "qwen2" || t == "gemma" ||
+      t == "qwen2_moe" || t == "phi3")
+    return "llama";
+  if (a.gated_mlp || a.norm == "rmsnorm") return "llama";
+  if (a.encoder_only) return "bert";
+  return "gpt2";
+}
+
+bool python_gelu(const Architecture& a) {
+  // HF ACT2FN["gelu_new"] is NewGELUActivation, a Python formula of 8 tensor ops.
+  return a.activation == "gelu_new";
+}
+
+}  // namespace
+
+ModelActivations transformer_activations(const ModelDescription& m, const Settings& s) {
+  const Architecture& ar = m.arch;
+  if (!m.has_architecture() || ar.heads == 0 || ar.vocab == 0)
+    throw RequestError(
+        code::kUnsupported, "model",
+        "activation memory needs the architecture (layers, hidden size, heads, "
+        "vocabulary): give the model as a preset or a config, not a parameter count");
+  if (s.micro_batch == 0)
+    throw RequestError(code::kOutOfRange, "microBatch", "microBatch must be >= 1");
+  if (s.seq_len == 0) throw RequestError(code::kOutOfRange, "seqLen", "seqLen must be >= 1");
+  if (ar.heads % s.tensor_parallel != 0)
+    throw RequestError(code::kInconsistent, "tensorParallel",
+                       "tensorParallel (" + std::to_string(s.tensor_parallel) +
+                           ") must divide the number of attention heads (" +
+                           std::to_string(ar.heads) + ")");
+  const std::string field = "microBatch";
+  Builder B(s, field);
+  const Widths w = widths(s);
+  Dims d{};
+  d.b = s.micro_batch;
+  d.s = s.seq_len;
+  d.T = B.mul({d.b, d.s});
+  d.h = ar.hidden;
+  d.a = ar.heads;
+  d.d = ar.head_dim ? ar.head_dim : ar.hidden / ar.heads;
+  d.i = ar.intermediate ? ar.intermediate : 4 * ar.hidden;
+  d.V = ar.vocab;
+  d.p_attn = s.dropout && ar.attention_dropout > 0;
+  d.p_hid = s.dropout && ar.hidden_dropout > 0;
+  const bool eager = s.attention == Attention::eager;
+
+  ModelActivations out;
+  out.recipe = family(ar);
+  out.input_bytes = B.mul({d.T, 8});  // int64 input_ids
+  const uint64_t L = ar.layers + ar.encoder_layers;
+
+  // ---------------- embeddings
+  LayerActivations emb;
+  emb.name = "embeddings";
+  if (out.recipe == "gpt2") {
+    B.add(&emb, "position ids (int64)", B.mul({d.s, 8}), "EmbeddingBackward0 keeps its indices");
+    if (d.p_hid)
+      B.add(&emb, "embedding dropout mask", B.rep(B.mask(B.mul({d.T, d.h}), w.res)), "dropout");
+    B.output(&emb, "embedding output", B.rep(B.mul({d.T, d.h, w.res})), "read by the first block");
+  } else if (out.recipe == "bert") {
+    B.add(&emb, "LayerNorm input (word + position + token type)", B.rep(B.mul({d.T, d.h, w.res})),
+          "NativeLayerNormBackward0 keeps its input");
+    layer_norm_stats(B, d, w, "LayerNorm", &emb);
+    if (d.p_hid)
+      B.add(&emb, "embedding dropout mask", B.rep(B.mask(B.mul({d.T, d.h}), w.res)), "dropout");
+    B.output(&emb, "embedding output", B.rep(B.mul({d.T, d.h, w.res})), "read by the first layer");
+  } else {
+    B.add(&emb, "RoPE cos, sin (shared by all layers)", B.mul({2, d.b, d.s, d.d, w.res}),
+          "q * cos + rotate_half(q) * sin: MulBackward0 keeps cos and sin");
+    B.output(&emb, "embedding output", B.rep(B.mul({d.T, d.h, w.res})), "read by the first layer");
+  }
+  emb.forward_flops = 2.0 * d.T * d.h;                    // a gather (no matmul): nominal cost
+  emb.backward_temp_bytes = B.rep(B.mul({d.T, d.h, 4}));  // dense grad before index_add
+  out.layers.push_back(emb);
+
+  // ---------------- blocks
+  const double block_matmul_params =
+      out.recipe == "llama"
+          ? static_cast<double>(d.h) * (2.0 * d.h + 2.0 * (ar.kv_heads ? ar.kv_heads : d.a) * d.d) +
+                3.0 * d.h * d.i * std::max<uint64_t>(1, ar.experts_per_token)
+          : 4.0 * d.h * d.h + 2.0 * d.h * d.i;
+  for (uint64_t li = 0; li < L; ++li) {
+    LayerActivations l;
+    l.name = "block " + std::to_string(li);
+    uint64_t pre_attn = 0, pre_mlp = 0;  // saved bytes when the attention core / MLP starts
+    if (out.recipe == "gpt2") {
+      layer_norm_stats(B, d, w, "ln_1", &l);
+      B.add(&l, "c_attn input (ln_1 output)", B.rep(B.mul({d.T, d.h, w.lin})),
+            "AddmmBackward0 keeps mat1 (autocast: the 16-bit copy)");
+      pre_attn = l.saved_bytes;
+      if (eager)
+        eager_core(B, d, w, w.sm, true, &l);
+      else
+        sdpa_core(B, d, w, &l);
+      B.add(&l, "attention c_proj input (heads merged)", B.tp(B.mul({d.T, d.h, w.lin})),
+            "AddmmBackward0 keeps mat1");
+      if (d.p_hid)
+        B.add(&l, "attention residual dropout mask", B.rep(B.mask(B.mul({d.T, d.h}), w.lin)),
+              "dropout");
+      B.add(&l, "ln_2 input (residual sum)", B.rep(B.mul({d.T, d.h, w.res})),
+            "NativeLayerNormBackward0 keeps its input");
+      layer_norm_stats(B, d, w, "ln_2", &l);
+      pre_mlp = l.saved_bytes;
+      B.add(&l, "c_fc input (ln_2 output)", B.rep(B.mul({d.T, d.h, w.lin})),
+            "AddmmBackward0 keeps mat1");
+      if (python_gelu(ar)) {
+        // 0.5*x*(1+tanh(c*(x+0.044715*x^3))): pow keeps x, tanh its result, the final mul both
+        // factors (0.5x and 1+tanh). Autocast runs pow in fp32: x fp32 copy, fp32 tanh and sum.
+        const uint64_t per = w.amp ? 4 + 4 + 4 + 2 : 4 * w.lin;
+        B.add(&l, "gelu_new: x, tanh(.), 0.5x, 1+tanh(.)", B.tp(B.mul({d.T, d.i, per})),
+              "NewGELUActivation as Python ops (PowBackward0, TanhBackward0, MulBackward0)");
+      } else {
+        B.add(&l, "activation input", B.tp(B.mul({d.T, d.i, w.lin})),
+              "GeluBackward0 keeps its input");
+      }
+      B.add(&l, "mlp c_proj input (activation output)", B.tp(B.mul({d.T, d.i, w.lin})),
+            "AddmmBackward0 keeps mat1");
+      if (d.p_hid)
+        B.add(&l, "mlp dropout mask", B.rep(B.mask(B.mul({d.T, d.h}), w.lin)), "dropout");
+      B.output(&l, "block output (residual sum)", B.rep(B.mul({d.T, d.h, w.res})),
+               "read by the next block's ln_1 (NativeLayerNormBackward0)");
+    } else if (out.recipe == "bert") {
+      if (w.amp)
+        B.add(&l, "q, k, v linear inputs (16-bit copies)", B.rep(B.mul({3, d.T, d.h, 2})),
+              "autocast casts the fp32 input per linear; AddmmBackward0 keeps it");
+      pre_attn = l.saved_bytes;
+      if (eager)
+        eager_core(B, d, w, w.sm, false, &l);
+      else
+        sdpa_core(B, d, w, &l);
+      B.add(&l, "attention output dense input (context)", B.tp(B.mul({d.T, d.h, w.lin})),
+            "AddmmBackward0 keeps mat1");
+      if (d.p_hid)
+        B.add(&l, "attention output dropout mask", B.rep(B.mask(B.mul({d.T, d.h}), w.lin)),
+              "dropout");
+      B.add(&l, "LayerNorm input (residual sum)", B.rep(B.mul({d.T, d.h, w.res})),
+            "NativeLayerNormBackward0 keeps its input");
+      layer_norm_stats(B, d, w, "attention LayerNorm", &l);
+      pre_mlp = l.saved_bytes;
+      B.add(&l, "intermediate dense input (LayerNorm output)", B.rep(B.mul({d.T, d.h, w.lin})),
+            "AddmmBackward0 keeps mat1 (autocast: the 16-bit copy)");
+      B.add(&l, "GELU input", B.tp(B.mul({d.T, d.i, w.lin})), "GeluBackward0 keeps its input");
+      B.add(&l, "output dense input (GELU output)", B.tp(B.mul({d.T, d.i, w.lin})),
+            "AddmmBackward0 keeps mat1");
+      if (d.p_hid)
+        B.add(&l, "output dropout mask", B.rep(B.mask(B.mul({d.T, d.h}), w.lin)), "dropout");
+      B.add(&l, "LayerNorm input (residual sum)", B.rep(B.mul({d.T, d.h, w.res})),
+            "NativeLayerNormBackward0 keeps its input");
+      layer_norm_stats(B, d, w, "output LayerNorm", &l);
+      B.output(&l, "layer output (LayerNorm output)", B.rep(B.mul({d.T, d.h, w.res})),
+               "read by the next layer's q, k, v linears");
+    } else {  // llama family
+      rms_norm(B, d, w, s, w.res == 4, 3, "input_layernorm", &l);
+      pre_attn = l.saved_bytes;
+      if (eager) {
+        eager_core(B, d, w, 4, false, &l);  // softmax(dtype=float32) then .to(query dtype)
+      } else {
+        sdpa_core(B, d, w, &l);
+      }
+      B.add(&l, "o_proj input", B.tp(B.mul({d.T, d.h, w.lin})), "MmBackward0 keeps its input");
+      B.add(&l, "post_attention_layernorm input (residual sum, fp32)", B.rep(B.mul({d.T, d.h, 4})),
+            "PowBackward0 / MulBackward0 keep x.to(float32)");
+      rms_norm(B, d, w, s, true, 2, "post_attention_layernorm", &l);
+      pre_mlp = l.saved_bytes;
+      const uint64_t k = std::max<uint64_t>(1, ar.experts_per_token);
+      if (ar.num_experts > 0)
+        B.add(&l, "router logits and routing weights (fp32)", B.mul({d.T, ar.num_experts, 4 + 4}),
+              "softmax over experts in fp32 (HF MixtralSparseMoeBlock)");
+      B.add(&l, "SwiGLU: gate, SiLU(gate), up, product", B.tp(B.mul({4, d.T, k, d.i, w.lin})),
+            "SiluBackward0 keeps its input; MulBackward0 both factors; MmBackward0 the product");
+      B.output(&l, "block output (residual sum)", B.rep(B.mul({d.T, d.h, w.res})),
+               "read by the next block's input_layernorm");
+    }
+    // Transients, as the excess over what the layer has saved at that moment (the simulator
+    // adds them on top of the whole layer's saved bytes): in the forward, the attention scores
+    // exist before anything from the attention on is saved, the MLP holds one intermediate; in
+    // the backward (MLP first) the MLP's gradients coexist with all saved tensors, the
+    // attention's once the MLP's saved tensors are freed; plus the input gradient d[i].
+    const uint64_t after_attn = l.saved_bytes - pre_attn, mlp_saved = l.saved_bytes - pre_mlp;
+    const uint64_t attn_ft = attn_forward_temp(B, d, w, eager),
+                   attn_bt = attn_backward_temp(B, d, w, eager);
+    const uint64_t mlp_ft = B.tp(B.mul({d.T, d.i, w.lin}));
+    const uint64_t mlp_bt = 2 * mlp_ft;
+    l.forward_temp_bytes = std::max(mlp_ft, attn_ft > after_attn ? attn_ft - after_attn : 0);
+    l.backward_temp_bytes = std::max(mlp_bt, attn_bt > mlp_saved ? attn_bt - mlp_saved : 0) +
+                            B.rep(B.mul({d.T, d.h, w.res}));
+    l.forward_flops = 2.0 * d.T * block_matmul_params / s.tensor_parallel +
+                      4.0 * d.b * d.s * d.s * d.h / s.tensor_parallel;  // QK^T and PV
+    out.layers.push_back(l);
+  }
+
+  // ---------------- head
+  LayerActivations head;
+  head.name = "head";
+  const uint64_t Vt = d.V / s.tensor_parallel;  // Megatron vocab-parallel logits
+  if (out.recipe == "bert" && ar.num_labels > 0) {
+    if (w.amp) B.add(&head, "pooler input (16-bit copy)", B.mul({d.b, d.h, 2}), "autocast copy");
+    B.add(&head, "pooler tanh output", B.mul({d.b, d.h, w.lin}), "TanhBackward0 keeps its result");
+    if (d.p_hid)
+      B.add(&head, "classifier dropout mask", B.mask(B.mul({d.b, d.h}), w.lin), "dropout");
+    B.add(&head, "classifier input", B.mul({d.b, d.h, w.lin}), "AddmmBackward0 keeps mat1");
+    B.add(&head, "log_softmax output (fp32)", B.mul({d.b, ar.num_labels, 4}),
+          "LogSoftmaxBackward0");
+    B.add(&head, "labels (int64)", B.mul({d.b, 8}), "NllLossBackward0 keeps its target");
+    head.forward_flops = 2.0 * d.b * d.h * (d.h + ar.num_labels);
+  } else {
+    if (out.recipe == "llama") {
+      rms_norm(B, d, w, s, w.res == 4, 1, "final norm", &head);
+    } else {
+      layer_norm_stats(B, d, w, "final LayerNorm", &head);
+      B.add(&head, "lm_head input (final LayerNorm output)", B.rep(B.mul({d.T, d.h, w.lin})),
+            "MmBackward0 keeps its input");
+    }
+    B.add(&head, "log_softmax output (logits upcast to fp32)", B.mul({d.T, Vt, 4}),
+          "HF ForCausalLMLoss: logits.float(); cross_entropy -> LogSoftmaxBackward0 keeps its "
+          "result");
+    B.add(&head, "labels (int64)", B.mul({d.T, 8}), "NllLossBackward0 keeps its target");
+    // logits (and their fp32 copy) exist while log_softmax runs; freed when forward returns
+    head.forward_temp_bytes = B.mul({d.T, Vt, w.lin + (w.lin == 4 ? 0 : 4)});
+    // nll_loss backward's grad + log_softmax backward's grad (fp32), with the saved result
+    head.backward_temp_bytes = B.mul({2, d.T, Vt, 4});
+    head.forward_flops = 2.0 * d.T * d.h * Vt;
+  }
+  B.output(&head, "loss (scalar)", 4, "the loss tensor");
+  out.layers.push_back(head);
+
+  out.total_saved_bytes = out.input_bytes;
+  for (auto& l : out.layers) {
+    if (l.forward_flops <= 0) l.forward_flops = 1;
+    out.total_saved_bytes = checked_add(out.total_saved_bytes, l.saved_bytes, field);
+  }
+  out.korthikanti_layer_bytes = static_cast<uint64_t>(
+      korthikanti_layer_bytes(d.s, d.b, d.h, d.a, s.tensor_parallel, s.sequence_parallel, false));
+  out.assumptions.push_back(std::string("recipe '") + out.recipe +
+                            "' (HF transformers eager modules for model_type '" + ar.model_type +
+                            "')");
+  if (ar.num_experts > 0)
+    out.assumptions.push_back(
+        "mixture of experts: each token's expert MLP counted experts_per_token "
+        "times (not calibrated)");
+  return out;
+}
+
+uint64_t mlp_params(const MlpSpec& mlp) {
+  uint64_t p = 0;
+  for (size_t i = 0; i + 1 < mlp.sizes.size(); ++i)
+    p = checked_add(p,
+                    checked_mul(mlp.sizes[i], mlp.sizes[i + 1], "model.mlp") +
+                        (mlp.bias ? mlp.sizes[i + 1] : 0),
+                    "model.mlp");
+  return p;
+}
+
+ModelActivations mlp_activations(const MlpSpec& mlp, const Settings& s) {
+  if (s.micro_batch == 0)
+    throw RequestError(code::kOutOfRange, "microBatch", "microBatch must be >= 1");
+  Builder B(s, "microBatch");
+  const Widths w = widths(s);
+  ModelActivations out;
+  out.recipe = "mlp";
+  out.input_bytes = B.mul({s.micro_batch, mlp.sizes.at(0), w.lin});
+  for (size_t i = 0; i + 1 < mlp.sizes.size(); ++i) {
+    LayerActivations l;
+    l.name = "layer " + std::to_string(i);
+    const uint64_t out_bytes = B.mul({s.micro_batch, mlp.sizes[i + 1], w.lin});
+    if (mlp.activation == "gelu")
+      B.add(&l, "GELU input (linear output)", out_bytes, "GeluBackward0 keeps its input");
+    // ReLU keeps its result, which is the output (one storage); a linear keeps its input,
+    // i.e. the previous layer's output (counted there).
+    B.output(&l, mlp.activation == "relu" ? "ReLU output" : "layer output", out_bytes,
+             "ThresholdBackward0 keeps its result / next AddmmBackward0 keeps its input");
+    l.forward_temp_bytes =
+        mlp.activation == "none" ? 0 : out_bytes;  // linear output before the activation
+    // input gradient and the pre-activation gradient coexist
+    l.backward_temp_bytes = B.mul({s.micro_batch, mlp.sizes[i], w.lin}) + out_bytes;
+    l.forward_flops = 2.0 * s.micro_batch * mlp.sizes[i] * mlp.sizes[i + 1];
+    l.params = mlp.sizes[i] * mlp.sizes[i + 1] + (mlp.bias ? mlp.sizes[i + 1] : 0);
+    out.layers.push_back(l);
+  }
+  out.total_saved_bytes = out.input_bytes;
+  for (auto& l : out.layers) out.total_saved_bytes += l.saved_bytes;
+  return out;
+}
+
+placement::Chain to_chain(const ModelActivations& acts) {
+  placement::Chain c;
+  c.input_bytes = acts.input_bytes;
+  for (const auto& l : acts.layers) {
+    placement::Layer pl;
+    pl.name = l.name;
+    pl.forward_cost = l.forward_flops;
+    pl.backward_cost = 2 * l.forward_flops;  // Kaplan et al. 2020: backward = 2 x forward
+    pl.output_bytes = l.output_bytes;
+    pl.saved_bytes = l.saved_bytes;
+    pl.forward_temp_bytes = l.forward_temp_bytes;
+    pl.backward_temp_bytes = l.backward_temp_bytes;
+    c.layers.push_back(pl);
+  }
+  return c;
+}
+
+placement::Chain build_chain(const ModelDescription& model, const Settings& s) {
+  return to_chain(transformer_activations(model, s));
+}
+
+nlohmann::json to_json(const ModelActivations& a) {
+  nlohmann::json layers = nlohmann::json::array();
+  for (const auto& l : a.layers) {
+    nlohmann::json saved = nlohmann::json::array();
+    for (const auto& t : l.saved)
+      saved.push_back({{"name", t.name}, {"bytes", t.bytes}, {"source", t.source}});
+    layers.push_back({{"name", l.name},
+                      {"savedBytes", l.saved_bytes},
+                      {"outputBytes", l.output_bytes},
+                      {"forwardTempBytes", l.forward_temp_bytes},
+                      {"backwardTempBytes", l.backward_temp_bytes},
+                      {"forwardFlops", l.forward_flops},
+                      {"saved", saved}});
+  }
+  return {{"recipe", a.recipe},
+          {"inputBytes", a.input_bytes},
+          {"totalSavedBytes", a.total_saved_bytes},
+          {"korthikantiLayerBytes", a.korthikanti_layer_bytes},
+          {"layers", layers},
+          {"assumptions", a.assumptions}};
+}
+
+}  // namespace activations
+}  // namespace trainmem
