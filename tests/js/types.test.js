@@ -42,7 +42,7 @@ test('error codes in the types are exactly those of the core (error.hpp)', () =>
   assert.deepEqual([...typed].sort(), [...core].sort());
 });
 
-test('every golden request and the result the core returns match the declared types', async () => {
+test('every golden request (and more variants) and the result the core returns match the declared types', async () => {
   const golden = JSON.parse(readFileSync(join(repoRoot, 'tests/fixtures/golden.json'), 'utf8'));
   const tm = await load();
   const lines = [
@@ -62,6 +62,16 @@ test('every golden request and the result the core returns match the declared ty
       return;
     }
     lines.push(`export const result${i}: Res<${fn}> = ${JSON.stringify(result)};`);
+  });
+  // More result variants (fixtures/type-shapes.json): every one must run and type-check.
+  const shapes = JSON.parse(
+    readFileSync(join(repoRoot, 'tests/js/fixtures/type-shapes.json'), 'utf8'),
+  );
+  shapes.cases.forEach((c, i) => {
+    const fn = JSON.stringify(c.function);
+    lines.push(`export const shapeRequest${i}: Req<${fn}> = ${JSON.stringify(c.request)};`);
+    const result = tm[c.function](c.request);
+    lines.push(`export const shapeResult${i}: Res<${fn}> = ${JSON.stringify(result)};`);
   });
   golden.errors.forEach((c, i) => {
     lines.push(`export const code${i}: ErrorCode = ${JSON.stringify(c.code)};`);

@@ -110,11 +110,9 @@ export type PlacementStrategy =
 /**
  * Activation checkpointing inside a training step: `none`; `full` (every block, HF
  * `gradient_checkpointing=True`); `selective` (Megatron: the attention core, Korthikanti et
- * al. 2022); `every-k`, `sqrt`, `sequential`, `optimal` as in {@link PlacementStrategy}.
- * `auto` (accumulation planner only): try `none` and `full`.
+ * al. 2022); or any {@link PlacementStrategy}, applied to the blocks by the placement engine.
  */
-export type CheckpointingStrategy =
-  'auto' | 'none' | 'full' | 'selective' | 'every-k' | 'sqrt' | 'sequential' | 'optimal';
+export type CheckpointingStrategy = 'full' | 'selective' | PlacementStrategy;
 
 /** Checkpoint file containers. */
 export type CheckpointFormat = 'raw' | 'torch' | 'safetensors';
@@ -440,60 +438,151 @@ export interface DescribeModelResult {
 // peakMemory
 // ---------------------------------------------------------------------------------------
 
-/** Request of {@link Trainmem.peakMemory}. */
+/** A plain MLP (a chain of Linear layers) instead of a model, e.g. for CPU calibration. */
+export interface MlpInput {
+  /** Layer widths, input first: `[784, 1024, 10]` is two Linear layers. At least 2. */
+  sizes: number[];
+  /** Activation between layers. Default `relu`. */
+  activation?: 'relu' | 'gelu' | 'none';
+  /** Linear layers have a bias. Default true. */
+  bias?: boolean;
+}
+
+/** Activation checkpointing with its strategy options (the placement engine's). */
+export interface CheckpointingOptions {
+  strategy: CheckpointingStrategy;
+  /** `every-k`: blocks per checkpointed chunk (default 1); `block`: the first k blocks. */
+  k?: number;
+  /** `sequential`: segments (PyTorch `checkpoint_sequential`). */
+  segments?: number;
+  /** `revolve`: snapshots. */
+  snapshots?: number;
+  /** `optimal` / `optimal-single-level` / `chen-greedy`: activation budget, bytes. */
+  budgetBytes?: number;
+  /** `optimal`: budget discretisation. Default 500. */
+  slots?: number;
+  /** `manual`: checkpointed blocks as inclusive 0-based [first, last] ranges. */
+  checkpointed?: Array<[number, number]>;
+}
+
+/** Request of {@link Trainmem.peakMemory}. Every default is documented in docs/peak-memory.md. */
 export interface PeakMemoryRequest {
-  model: ModelInput;
-  /** Samples per micro-step (per GPU), whole number ≥ 1. */
+  /** The model (any form). Give `model` or `mlp`. */
+  model?: ModelInput;
+  /** A plain MLP instead of `model`. */
+  mlp?: MlpInput;
+  /** Samples per micro-step per GPU, whole number ≥ 1. */
   microBatch: number;
-  /** Tokens per sample, whole number ≥ 1 (at most the model's positions). */
-  seqLen: number;
+  /** Tokens per sample, whole number ≥ 1, at most the model's positions (not for `mlp`). */
+  seqLen?: number;
   /** Default fp32. */
   precision?: Precision;
   /** Default adamw. */
   optimizer?: Optimizer;
-  /** Activation checkpointing. Default none. */
-  checkpointing?: CheckpointingStrategy;
-  /** Gradients persist across micro-steps. Default 1. */
+  /** Activation checkpointing: a strategy name or options. Default none. */
+  checkpointing?: CheckpointingStrategy | CheckpointingOptions;
+  /** Micro-steps per optimizer step: gradients persist across them. Default 1. */
   gradientAccumulationSteps?: number;
   /** DeepSpeed ZeRO stage 0–3. Default 0. */
   zeroStage?: 0 | 1 | 2 | 3;
   /** Data-parallel ranks sharding ZeRO state. Default 1. */
   dataParallel?: number;
-  /** Megatron tensor parallelism. Default 1. */
+  /** ZeRO-Offload: optimizer state (needs zeroStage ≥ 1) / parameters (zeroStage 3) in CPU memory. */
+  offload?: { optimizer?: boolean; params?: boolean };
+  /** Megatron tensor parallelism (must divide the heads). Default 1. */
   tensorParallel?: number;
-  /** GPU preset id (`tm.presets()`), e.g. `"a100-80gb"`. */
-  gpu?: string;
-  /** GPU memory in bytes (instead of, or overriding, the preset's). */
-  gpuMemoryBytes?: number;
-  /** Memory model of the runtime. Default `pytorch-cuda`. */
+  /** Megatron sequence parallelism (needs tensorParallel > 1). Default false. */
+  sequenceParallel?: boolean;
+  /** LoRA / QLoRA: frozen base, trainable adapters (needs an architecture). */
+  lora?: {
+    /** Adapter rank. Default 8. */
+    rank?: number;
+    /** 4-bit NF4 base weights (QLoRA). Default false. */
+    qlora?: boolean;
+    /** LoRA dropout probability. Default 0.05. */
+    dropout?: number;
+    /** Module names adapted (PEFT `target_modules`). Default: the model type's PEFT default. */
+    targetModules?: string[];
+  };
+  /** Attention: `eager` keeps the s×s probabilities; `sdpa` / `flash` do not. Default sdpa (eager on pytorch-cpu). */
+  attention?: 'eager' | 'sdpa' | 'flash';
+  /** Runtime memory model. Default `pytorch-cuda`. */
   runtime?: 'pytorch-cuda' | 'pytorch-cpu';
-  [option: string]: unknown;
+  /** CUDA context and workspaces, bytes (overrides the runtime's default). */
+  runtimeOverheadBytes?: number;
+  /** GPU preset id (`tm.presets()`), e.g. `"a100-80gb"`. Not with `gpuMemoryBytes`. */
+  gpu?: string;
+  /** GPU memory in bytes. Not with `gpu`. */
+  gpuMemoryBytes?: number;
+  /** PyTorch optimizer implementation (foreach holds more temporaries). Default: the runtime's. */
+  optimizerImplementation?: 'foreach' | 'for-loop';
+  /** With a GPU: search the largest micro-batch that fits. Default true. */
+  searchMaxMicroBatch?: boolean;
+  /** Include the timeline. Default true. */
+  timeline?: boolean;
 }
+
+/** One line of a breakdown: bytes and the source of its formula. */
+export interface SourcedBytes {
+  bytes: number;
+  source: string;
+}
+
+/** One point of the step's memory timeline. */
+export interface TimelinePoint {
+  /** `forward`, `backward`, `recompute`, `optimizer`, … */
+  phase: string;
+  /** Layer index (−1 outside layers). */
+  layer: number;
+  name: string;
+  /** Everything allocated at this point. */
+  totalBytes: number;
+  activationBytes: number;
+  gradientBytes: number;
+}
+
 /** Result of {@link Trainmem.peakMemory}. Sizes in bytes. */
 export interface PeakMemoryResult {
-  /** Highest memory of the step. */
+  /** Highest memory of the step, as the runtime reports it (CUDA: reserved by the caching allocator + context). */
   peakBytes: number;
-  /** Where the peak happens (forward, backward, optimizer step). */
+  /** Highest memory allocated by tensors (`torch.cuda.max_memory_allocated`). */
+  allocatedPeakBytes: number;
+  /** Where the peak happens (forward, backward, optimizer). */
   peakPhase: string;
+  /** The layer at the peak (−1 outside layers). */
+  peakLayer: number;
+  /** Memory at the peak, by category, each with its source. */
   breakdown: {
-    weights: number;
-    masterWeights: number;
-    gradients: number;
-    optimizerState: number;
-    activations: number;
-    temporaries: number;
-    runtime: number;
-    [category: string]: number;
+    weights: SourcedBytes;
+    masterWeights: SourcedBytes;
+    gradients: SourcedBytes;
+    optimizerState: SourcedBytes;
+    activations: SourcedBytes;
+    temporaries: SourcedBytes;
+    runtime: SourcedBytes;
   };
-  /** Memory over the step, for a chart. */
-  timeline: Array<{ phase: string; bytes: number; [extra: string]: unknown }>;
-  /** Whether the peak fits the GPU (when one was given). */
-  fits?: boolean;
-  /** GPU memory minus the peak (negative: short by that much). */
-  headroomBytes?: number;
-  /** The largest micro-batch that fits the GPU. */
-  maxMicroBatch?: number;
-  [extra: string]: unknown;
+  params: number;
+  trainableParams: number;
+  /** Activations held at the end of the forward pass. */
+  storedActivationBytes: number;
+  /** Extra forward work of recomputation, as a fraction of the forward. */
+  recomputeFraction: number;
+  /** Saved-for-backward bytes of one transformer block, derived per op, and Korthikanti et al.'s formula beside it. */
+  activationsPerLayer: {
+    derivedBytes: number;
+    korthikantiBytes: number;
+    korthikantiSource: string;
+  };
+  assumptions: string[];
+  /** Whether the peak fits the GPU; null without a GPU. */
+  fits: boolean | null;
+  /** GPU memory minus the peak (negative: short by that much); null without a GPU. */
+  headroomBytes: number | null;
+  /** Largest micro-batch that fits (0: none); null without a GPU. */
+  maxMicroBatch: number | null;
+  /** Memory over the step (absent with `timeline: false`). */
+  timeline?: TimelinePoint[];
+  inexact?: InexactNumber[];
 }
 
 // ---------------------------------------------------------------------------------------
@@ -502,61 +591,210 @@ export interface PeakMemoryResult {
 
 /** Forward mode of {@link Trainmem.accumulation}: the batch arithmetic of a given setup. */
 export interface AccumulationRequest {
-  /** Samples per micro-step per GPU, whole number ≥ 1. */
+  /** Samples per micro-step per GPU (HF `per_device_train_batch_size`), whole number ≥ 1. */
   microBatch: number;
-  /** Micro-steps per optimizer step (`gradient_accumulation_steps`), whole number ≥ 1. */
+  /** Micro-steps per optimizer step (HF `gradient_accumulation_steps`), whole number ≥ 1. */
   accumulationSteps: number;
-  /** Data-parallel ranks. Default 1. */
+  /** Data-parallel ranks (PyTorch DDP world size). Default 1. */
   dataParallel?: number;
-  /** Tokens per sample: adds tokensPerStep. */
+  /** Tokens per sample: adds `tokensPerStep`. */
   seqLen?: number;
-  /** Samples in the dataset: adds optimizer steps per epoch. */
+  /** Samples in the dataset: adds the per-epoch counts. */
   datasetSize?: number;
 }
-/** Planner mode of {@link Trainmem.accumulation}: every split of a target batch that fits. */
-export interface AccumulationPlanRequest {
-  /** Global batch (samples per optimizer step, all ranks). */
+/**
+ * Plan mode of {@link Trainmem.accumulation}: every (microBatch, accumulationSteps) split of a
+ * target batch, each with its peak memory and step time. Takes any peakMemory input (passed to
+ * peakMemory's own parser, same defaults); the planner picks the micro-batch and steps.
+ */
+export interface AccumulationPlanRequest extends Omit<
+  PeakMemoryRequest,
+  'microBatch' | 'gradientAccumulationSteps' | 'checkpointing' | 'timeline' | 'searchMaxMicroBatch'
+> {
+  /** Global batch: micro × steps × dataParallel to reach, samples; ≥ dataParallel. */
   targetGlobalBatch: number;
-  model: ModelInput;
-  /** Tokens per sample. */
-  seqLen: number;
-  /** Default fp32. */
-  precision?: Precision;
-  /** Default adamw. */
-  optimizer?: Optimizer;
-  /** Strategies to try. Default `auto` (none and full). */
-  checkpointing?: CheckpointingStrategy;
-  /** Data-parallel ranks. Default 1. */
-  dataParallel?: number;
-  /** GPU preset id. One of `gpu` or `gpuMemoryBytes` is needed. */
-  gpu?: string;
-  /** GPU memory in bytes. */
-  gpuMemoryBytes?: number;
-  /** GPU dense peak, TFLOP/s (needed without a preset). */
+  /** Tokens per sample (required, except for `mlp`). */
+  seqLen?: number;
+  /**
+   * Strategies compared: `auto` (default) compares `none` with `full` (every block, HF
+   * `gradient_checkpointing`); a peakMemory strategy compares `none` with it.
+   */
+  checkpointing?: 'auto' | CheckpointingStrategy | CheckpointingOptions;
+  /** GPU dense peak, TFLOP/s (overrides the preset's for the precision). */
   gpuPeakTflops?: number;
-  /** GPU memory bandwidth, GB/s (10^9 B/s). */
+  /** GPU memory bandwidth, GB/s (10^9 B/s), to time the optimizer step. Default: the preset's. */
   gpuMemoryBandwidthGBps?: number;
-  /** Interconnect bandwidth per GPU, GB/s, for the gradient all-reduce. Default 0 (not modelled). */
+  /** Interconnect bandwidth per GPU, GB/s, for the ring all-reduce. Default: not modelled. */
   interconnectGBps?: number;
-  /** Fraction of peak throughput reached at large micro-batches. Default 0.5. */
+  /** Share of the dense peak reached at large micro-batches. Default 0.5 (docs/accumulation.md). */
   utilization?: number;
-  /** Fixed cost per block and micro-step, seconds. Default 0.00089. */
+  /** Fixed cost per block and micro-step, seconds. Default 0.00089 (calibrated on HF's V100 runs). */
   overheadPerLayerSeconds?: number;
-  /** Micro-batch of the "accumulation" row of the comparison. Default 1 (seed 000). */
+  /** Micro-batch of the comparison's accumulation rows. Default 1 (seed 000). */
   compareMicroBatch?: number;
-  /** Extra fields passed to every peak-memory computation. */
-  peakMemory?: Partial<PeakMemoryRequest>;
 }
-/** Result of {@link Trainmem.accumulation} (forward mode fields, or the plans). */
-export interface AccumulationResult {
-  /** micro-batch × steps × data-parallel ranks (HF Trainer "Total train batch size"). */
-  effectiveBatch?: number;
-  /** effectiveBatch × seqLen. */
+
+/** Result of the forward mode. */
+export interface AccumulationForwardResult {
+  mode: 'forward';
+  microBatch: number;
+  accumulationSteps: number;
+  dataParallel: number;
+  /** microBatch × accumulationSteps × dataParallel (HF Trainer "Total train batch size"). */
+  effectiveBatch: number;
+  /** microBatch × accumulationSteps. */
+  perDeviceBatch: number;
+  microStepsPerOptimizerStep: number;
+  formula: string;
+  /** effectiveBatch × seqLen (with seqLen). */
   tokensPerStep?: number;
-  /** With datasetSize. */
+  /** With datasetSize: ⌈N / DP⌉ (DistributedSampler pads). */
+  samplesPerRank?: number;
+  /** Samples the sampler repeats to fill the ranks. */
+  paddedSamples?: number;
+  /** ⌈samplesPerRank / microBatch⌉ (DataLoader drop_last=False). */
+  microBatchesPerEpoch?: number;
+  /** ⌈microBatchesPerEpoch / steps⌉ (transformers ≥ 4.46 steps on the short last one). */
   optimizerStepsPerEpoch?: number;
-  [extra: string]: unknown;
+  /** ⌊microBatchesPerEpoch / steps⌋. */
+  fullOptimizerStepsPerEpoch?: number;
+  /** Micro-batches of the last, short accumulation. */
+  remainderMicroBatches?: number;
+  inexact?: InexactNumber[];
 }
+
+/** Step time of one plan (seconds, FLOPs). */
+export interface StepTime {
+  flopsPerMicroStep: number;
+  recomputeFlopsPerMicroStep: number;
+  computeSecondsPerMicroStep: number;
+  overheadSecondsPerMicroStep: number;
+  microStepSeconds: number;
+  optimizerSeconds: number;
+  allReduceSeconds: number;
+  /** One optimizer step: steps × micro-step + optimizer + all-reduce. */
+  stepSeconds: number;
+  /** Global samples (all ranks) per second. */
+  samplesPerSecond: number;
+  tokensPerSecond: number;
+  /** PaLM's MFU (useful FLOPs / peak × time). */
+  modelFlopsUtilization: number;
+  /** Including recompute. */
+  hardwareFlopsUtilization: number;
+}
+
+/** One (microBatch, accumulationSteps, checkpointing) candidate. */
+export interface AccumulationPlan {
+  microBatch: number;
+  accumulationSteps: number;
+  /** micro × steps × dataParallel. */
+  globalBatch: number;
+  /** globalBatch equals the target. */
+  exact: boolean;
+  checkpointing: string;
+  /** From peakMemory. */
+  peakBytes: number;
+  fits: boolean;
+  stepSeconds: number;
+  samplesPerSecond: number;
+  time: StepTime;
+}
+
+/** A row of seed 000's comparison table, computed for the request. */
+export interface ComparisonRow extends AccumulationPlan {
+  /** `baseline`, `accumulation`, `checkpointing`, `accumulationAndCheckpointing`. */
+  id: string;
+  /** Peak memory by category, bytes. */
+  breakdown: {
+    weights: number;
+    masterWeights: number;
+    gradients: number;
+    optimizerState: number;
+    activations: number;
+    temporaries: number;
+    runtime: number;
+  };
+  /** Step time relative to the baseline. */
+  relativeTime: number;
+  /** Step time relative to the accumulation row. */
+  relativeToAccumulation: number;
+}
+
+/** Result of the plan mode. */
+export interface AccumulationPlanResult {
+  mode: 'plan';
+  targetGlobalBatch: number;
+  dataParallel: number;
+  seqLen: number;
+  /** Every split evaluated, per strategy compared. */
+  plans: AccumulationPlan[];
+  /** Candidates not evaluated (larger than two in a row that did not fit). */
+  omittedPlans: number;
+  /** The fastest plan that fits (exact plans first, fewer steps on ties); null if none fits. */
+  recommended: AccumulationPlan | null;
+  /** Index of `recommended` in `plans`. */
+  recommendedIndex?: number;
+  /** What checkpointing buys here. */
+  checkpointing: {
+    largestMicroBatchWithout: number;
+    largestMicroBatchWith: number;
+    enablesLargerMicroBatch: boolean;
+    checkpointingRequired: boolean;
+    fasterThanMoreAccumulation: boolean;
+    speedupOverBestWithout: number;
+    message: string;
+  };
+  /** Seed 000's comparison table, computed. */
+  comparison: {
+    microBatch: number;
+    accumulationMicroBatch: number;
+    accumulationSteps: number;
+    checkpointing: string;
+    rows: ComparisonRow[];
+    techniques: Array<{
+      technique: string;
+      strategy?: string;
+      actsOn: string;
+      memoryActsOn: string;
+      memorySavedBytes: number;
+      extraSeconds: number;
+      extraTimeFraction: number;
+      extraFlops: number;
+      cost: string;
+    }>;
+    seedTableNote: string;
+  };
+  /** Forward FLOPs per token and how they were counted. */
+  flops: {
+    forwardPerToken: number;
+    trainingPerToken: number;
+    blockMatmulPerToken: number;
+    attentionPerToken: number;
+    headPerToken: number;
+    layers: number;
+    method: string;
+    assumptions: string[];
+  };
+  gpu: {
+    id: string;
+    memoryBytes: number;
+    peakFlops: number;
+    throughputPrecision: string;
+    memoryBandwidthBytesPerSecond: number;
+  };
+  timeModel: {
+    utilization: number;
+    overheadPerLayerSeconds: number;
+    optimizerBytesPerStep: number;
+    formula: string;
+  };
+  /** `target-not-divisible`, `batchnorm-per-micro-batch`, `loss-averaging`, … */
+  warnings: Array<{ code: string; message: string }>;
+  inexact?: InexactNumber[];
+}
+
+/** Result of {@link Trainmem.accumulation}: by `mode`. */
+export type AccumulationResult = AccumulationForwardResult | AccumulationPlanResult;
 
 // ---------------------------------------------------------------------------------------
 // placement
@@ -584,59 +822,149 @@ export interface Chain {
   inputBytes: number;
   layers: ChainLayer[];
 }
-/** Request of {@link Trainmem.placement}. */
+/** Request of {@link Trainmem.placement}. Every strategy is measured by one simulator. */
 export interface PlacementRequest {
-  /** The chain (or give `model`, `microBatch`, `seqLen` to derive one). */
-  chain?: Chain;
-  model?: ModelInput;
-  microBatch?: number;
-  seqLen?: number;
+  /** The chain of layers. */
+  chain: Chain;
   /** Default none. */
   strategy?: PlacementStrategy;
   /** `manual`: checkpointed segments as inclusive 0-based [first, last] layer ranges. */
   checkpointed?: Array<[number, number]>;
-  /** `every-k`: layers per checkpointed chunk; `block`: first k layers. */
+  /** `every-k`: layers per checkpointed chunk; `block` (required): the first k layers. */
   k?: number;
-  /** `sequential`: segments (PyTorch `checkpoint_sequential`). */
+  /** `sequential`: segments, as PyTorch `checkpoint_sequential(functions, segments)`. */
   segments?: number;
-  /** `revolve`: snapshots. */
+  /** `revolve`: snapshots c (Griewank & Walther 2000). */
   snapshots?: number;
-  /** `chen-greedy`, `optimal-single-level`, `optimal`: activation budget in bytes. */
-  budgetBytes?: number;
-  /** `optimal`: budget discretisation. Default 500. */
+  /** `optimal`: budget discretisation (Rotor). Default 500. */
   slots?: number;
-  /** Return the memory–time Pareto frontier. Default false. */
+  /** `chen-greedy`, `optimal-single-level`, `optimal`: activation budget, bytes. */
+  budgetBytes?: number;
+  /** `chen-greedy`: the threshold x of Chen et al. Alg. 3, bytes (else searched). */
+  greedyBytes?: number;
+  /** Also return the memory–time Pareto frontier. Default false. */
   frontier?: boolean;
-  [option: string]: unknown;
+  /** Include the timeline. Default true. */
+  timeline?: boolean;
 }
-/** Result of {@link Trainmem.placement}. Bytes; costs in the request's time unit. */
-export interface PlacementResult {
+
+/** One point of the memory–time Pareto frontier. */
+export interface FrontierPoint {
+  /** Simulated activation peak (the budget the plan needs), bytes. */
+  peakActivationBytes: number;
+  totalCost: number;
+  recomputeCost: number;
+  /** Single-level plans: the checkpointed segments. */
+  checkpointed: Array<[number, number]>;
+  /** The strategy parameter that produced it (e.g. `{ slotBudgetBytes }`). */
+  parameter?: Record<string, unknown>;
+}
+
+/** One step of the simulated plan. */
+export interface PlacementEvent {
+  /** `forward`, `recompute`, `backward`, `loss`. */
+  phase: string;
+  op: string;
+  layer: number;
+  /** Activation bytes live at the highest point of this step. */
+  liveBytes: number;
+}
+
+/** A plan, measured by the simulator. Bytes; costs in the request's time unit. */
+export interface PlacementPlanResult {
+  strategy: PlacementStrategy;
+  /** Per layer: `store` (runs normally), `checkpoint` (keeps its input, recomputed), `drop`. */
+  plan: Array<'store' | 'checkpoint' | 'drop'>;
   /** Checkpointed segments, inclusive 0-based [first, last]. */
   checkpointed: Array<[number, number]>;
   /** Activation bytes held at the end of the forward pass. */
   storedBytes: number;
   /** Highest activation bytes over forward and backward. */
   peakActivationBytes: number;
+  peakPhase: string;
+  peakLayer: number;
+  forwardCost: number;
+  backwardCost: number;
   /** Extra forward work. */
   recomputeCost: number;
   /** forward + backward + recompute. */
   totalCost: number;
   /** recomputeCost / (forward + backward). */
   overheadFraction: number;
-  [extra: string]: unknown;
+  /** Absent with `timeline: false`. */
+  timeline?: PlacementEvent[];
+  /** Multi-level strategies (`optimal`, `revolve`): the operation sequence. */
+  schedule?: Array<{ op: string; layer?: number }>;
+  /** Strategy details (e.g. `optimal`: slots, slotBytes, exactGrid, predictedTotalCost). */
+  details?: Record<string, unknown>;
+  /** With budgetBytes. */
+  budgetBytes?: number;
+  /** With budgetBytes: peakActivationBytes ≤ budgetBytes. */
+  fits?: boolean;
+  /** With `frontier: true`. */
+  frontier?: FrontierPoint[];
+  inexact?: InexactNumber[];
 }
+
+/** `frontier: true` for a budgeted strategy without a budget: the frontier only. */
+export interface PlacementFrontierResult {
+  strategy: PlacementStrategy;
+  frontier: FrontierPoint[];
+  inexact?: InexactNumber[];
+}
+
+/** Result of {@link Trainmem.placement}. */
+export type PlacementResult = PlacementPlanResult | PlacementFrontierResult;
 
 // ---------------------------------------------------------------------------------------
 // presets
 // ---------------------------------------------------------------------------------------
 
-/** Request of {@link Trainmem.presets}. */
-export interface PresetsRequest {
-  [option: string]: unknown;
+/** Request of {@link Trainmem.presets}: no fields. */
+export type PresetsRequest = Record<string, never>;
+
+/** A model preset (its config lives in cpp/data/models/). */
+export interface ModelPreset {
+  /** The id for `model: { preset }`, e.g. `"llama-2-7b"`. */
+  id: string;
+  name: string;
+  /** Parameters computed from the config (tied weights once). */
+  params: number;
+  /** The count published by the model's authors, when there is one. */
+  publishedParams?: number;
+  modelType: string;
+  architecture: string;
+  layers: number;
+  hidden: number;
+  /** Where the config was copied from. */
+  source: string;
 }
+
+/** A GPU preset (cpp/data/gpus/). */
+export interface GpuPreset {
+  /** The id for `gpu`, e.g. `"a100-80gb"`. */
+  id: string;
+  name: string;
+  /** Memory, bytes. */
+  memoryBytes: number;
+  /** Dense peak throughput by precision, TFLOP/s (10^12 FLOP/s); null where the GPU has none. */
+  peakTflops: Partial<Record<'fp32' | 'tf32' | 'fp16' | 'bf16' | 'fp8' | 'int8', number | null>>;
+  /** Memory bandwidth, bytes/s. */
+  memoryBandwidthBytesPerSecond: number;
+  /** Datasheet the numbers come from. */
+  source: string;
+  /** Data file it came from. */
+  file: string;
+  [field: string]: unknown;
+}
+
 /** Result of {@link Trainmem.presets}: the preset data of this build. */
 export interface PresetsResult {
-  [kind: string]: unknown;
+  models: ModelPreset[];
+  gpus: GpuPreset[];
+  /** Worked examples shipped as data (requests with their source). */
+  examples: Array<Record<string, unknown>>;
+  inexact?: InexactNumber[];
 }
 
 // ---------------------------------------------------------------------------------------
@@ -664,8 +992,10 @@ export interface Trainmem {
   describeModel(request: DescribeModelRequest): DescribeModelResult;
   /** Peak memory of one training step, with breakdown and timeline. */
   peakMemory(request: PeakMemoryRequest): PeakMemoryResult;
-  /** Effective batch of an accumulation setup, or the plans that fit a target batch. */
-  accumulation(request: AccumulationRequest | AccumulationPlanRequest): AccumulationResult;
+  /** Effective batch of an accumulation setup (forward mode). */
+  accumulation(request: AccumulationRequest): AccumulationForwardResult;
+  /** Every split of a target batch, with peak memory and step time (plan mode). */
+  accumulation(request: AccumulationPlanRequest): AccumulationPlanResult;
   /** Which layers to checkpoint for a memory budget. */
   placement(request: PlacementRequest): PlacementResult;
   /** Presets (models, GPUs, examples) of this build. */

@@ -39,8 +39,28 @@ tm.peakMemory({
   checkpointing: 'full',
   gpu: 'a100-80gb',
 });
-tm.accumulation({ microBatch: 4, accumulationSteps: 8, dataParallel: 2 });
-tm.accumulation({ targetGlobalBatch: 64, model: { params: 3.4e8 }, seqLen: 512, gpu: 'v100-16gb' });
+// accumulation: the request's mode picks the result type (overloads), no narrowing needed.
+const forward = tm.accumulation({ microBatch: 4, accumulationSteps: 8, dataParallel: 2 });
+const effective: number = forward.effectiveBatch;
+const plan = tm.accumulation({
+  targetGlobalBatch: 64,
+  model: { params: 3.4e8 },
+  seqLen: 512,
+  gpu: 'v100-16gb',
+});
+const recommended: number | undefined = plan.recommended?.microBatch;
+const peak = tm.peakMemory({ model: { params: 1e9 }, microBatch: 1, seqLen: 128 });
+const fits: boolean | null = peak.fits;
+const activationBytes: number = peak.breakdown.activations.bytes;
+const placed = tm.placement({
+  chain: {
+    inputBytes: 1,
+    layers: [{ forwardCost: 1, backwardCost: 1, outputBytes: 1, savedBytes: 1 }],
+  },
+  strategy: 'sqrt',
+});
+if ('plan' in placed) void placed.plan.includes('checkpoint');
+const gpuIds: string[] = tm.presets().gpus.map((g) => g.id);
 tm.placement({
   chain: {
     inputBytes: 1,
@@ -82,5 +102,10 @@ tm.peakMemory({ model: { params: 1e9 }, microBatch: 1, seqLen: 1, precision: 'fp
 tm.placement({ strategy: 'sqrt-n' });
 // @ts-expect-error: results are synchronous values, not promises
 tm.checkpointSize(request).then(() => {});
+// @ts-expect-error: a forward-mode result has no plans
+void forward.plans;
+// @ts-expect-error: peak-memory breakdown lines are { bytes, source }, not numbers
+const wrongLine: number = peak.breakdown.weights;
+void wrongLine;
 
-export { version, total, names };
+export { version, total, names, effective, recommended, fits, activationBytes, gpuIds };
