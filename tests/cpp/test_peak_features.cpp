@@ -1,0 +1,160 @@
+// Peak memory features checked against hand calculations from their sources: ZeRO (Rajbhandari
+// et al. 2020; DeepSpeed's estimator), LoRA (PEFT's published trainable count), QLoRA (Dettmers
+// et al. 2023), tensor parallelism, the timeline, and the maxMicroBatch search.
+#include <catch2/catch.hpp>
+
+#include "trainmem/api.hpp"
+#include "trainmem/peak_memory.hpp"
+#include "trainmem/request.hpp"
+
+using trainmem::json;
+
+namespace {
+json run(const json& req) {
+  const json env = json::parse(trainmem::call("peakMemory", req.dump()));
+  INFO(env.dump().substr(0, 1500));
+  REQUIRE(env["ok"] == true);
+  return env["result"];
+}
+json llama7b(json extra) {
+  json r = {{"model", {{"preset", "llama-2-7b"}}}, {"microBatch", 1}, {"seqLen", 512}};
+  for (auto it = extra.begin(); it != extra.end(); ++it) r[it.key()] = it.value();
+  return r;
+}
+constexpr double P7 = 6738415616.0;  // Llama-2-7b-hf, model index
+}  // namespace
+
+TEST_CASE("peak: ZeRO-2 with mixed precision follows the ZeRO paper's 2 + 2 + K split", "[peak]") {
+  const json r = run(llama7b(
+      {{"precision", "amp-bf16"}, {"optimizer", "adamw"}, {"zeroStage", 2}, {"dataParallel", 8}}));
+  // Rajbhandari et al. 2020, section 3: 16-bit params 2P, 16-bit grads 2P, fp32 master + Adam
+  // moments K = 12 B/param; ZeRO-2 partitions grads and K over N = 8 ranks.
+  CHECK(r["breakdown"]["weights"]["bytes"].get<double>() == Approx(2 * P7));
+  CHECK(r["breakdown"]["masterWeights"]["bytes"].get<double>() == Approx(4 * P7 / 8));
+  CHECK(r["breakdown"]["optimizerState"]["bytes"].get<double>() ==
+        Approx(8 * P7 / 8).epsilon(1e-6));
+  // gradients at the peak are at most 2P/N
+  CHECK(r["breakdown"]["gradients"]["bytes"].get<double>() <= 2 * P7 / 8 + 1);
+}
+
+TEST_CASE("peak: ZeRO-3 partitions the weights too; stage 0 keeps everything", "[peak]") {
+  const json z3 = run(llama7b({{"precision", "amp-bf16"}, {"zeroStage", 3}, {"dataParallel", 8}}));
+  CHECK(z3["breakdown"]["weights"]["bytes"].get<double>() == Approx(2 * P7 / 8));
+  const json z0 = run(llama7b({{"precision", "fp32"}, {"optimizer", "adamw"}}));
+  // fp32 AdamW: 4 (weights) + 8 (moments) B/param (+ 4 B step per tensor); Transformer Math 101
+  CHECK(z0["breakdown"]["weights"]["bytes"].get<double>() == Approx(4 * P7));
+  CHECK(z0["breakdown"]["optimizerState"]["bytes"].get<double>() == Approx(8 * P7).epsilon(1e-6));
+}
+
+TEST_CASE("peak: LoRA r=8 on q_proj, v_proj of Llama-2-7b trains 4,194,304 parameters", "[peak]") {
+  // PEFT print_trainable_parameters() for meta-llama/Llama-2-7b-hf, r=8, q_proj+v_proj:
+  // "trainable params: 4,194,304 || all params: 6,742,609,920" = 32 x 8 x (4096+4096) x 2.
+  const json r = run(llama7b(
+      {{"precision", "bf16"}, {"lora", {{"rank", 8}, {"targetModules", {"q_proj", "v_proj"}}}}}));
+  CHECK(r["trainableParams"] == 4194304);
+  CHECK(r["params"] == 6742609920ULL);
+  // gradients and AdamW state only for the adapters (bf16 run: adapters fp32, grads 2 B? no:
+  // adapters are fp32 parameters, so their grads and moments are fp32)
+  CHECK(r["breakdown"]["optimizerState"]["bytes"].get<double>() < 4194304.0 * 8 + 4 * 32 * 4 + 1);
+  // frozen base in bf16 (2 B) + adapters in fp32 (4 B)
+  CHECK(r["breakdown"]["weights"]["bytes"].get<double>() == Approx(2 * P7 + 4 * 4194304.0));
+}
+
+TEST_CASE("peak: QLoRA stores the block linears in 4.127 bits", "[peak]") {
+  const json r =
+      run(llama7b({{"precision", "amp-bf16"}, {"lora", {{"rank", 8}, {"qlora", true}}}}));
+  // Dettmers et al. 2023: NF4 (4 bits) + double-quantised absmax (8/64 + 32/(64*256) bits).
+  // Llama-2-7b block linears: 32 x (4 x 4096^2 + 3 x 4096 x 11008) = 6,476,005,376; the rest
+  // (embeddings, lm_head, norms) 262,410,240 stay 16-bit; adapters 4,194,304 fp32.
+  const double lin = 6476005376.0, rest = P7 - lin;
+  const double expected = lin * (0.5 + 1.0 / 64 + 4.0 / (64 * 256)) + rest * 2 + 4194304.0 * 4;
+  CHECK(r["breakdown"]["weights"]["bytes"].get<double>() == Approx(expected).epsilon(1e-9));
+}
+
+TEST_CASE("peak: tensor parallel splits weights; sequence parallel splits activations", "[peak]") {
+  const json t1 = run(llama7b({{"precision", "bf16"}, {"attention", "eager"}}));
+  const json t2 =
+      run(llama7b({{"precision", "bf16"}, {"attention", "eager"}, {"tensorParallel", 2}}));
+  const json sp = run(llama7b({{"precision", "bf16"},
+                               {"attention", "eager"},
+                               {"tensorParallel", 2},
+                               {"sequenceParallel", true}}));
+  CHECK(t2["breakdown"]["weights"]["bytes"].get<double>() ==
+        Approx(t1["breakdown"]["weights"]["bytes"].get<double>() / 2));
+  CHECK(t2["storedActivationBytes"].get<double>() < t1["storedActivationBytes"].get<double>());
+  CHECK(sp["storedActivationBytes"].get<double>() < t2["storedActivationBytes"].get<double>());
+}
+
+TEST_CASE("peak: breakdown sums to the peak, the timeline walks the step", "[peak]") {
+  const json r = run(llama7b({{"precision", "amp-bf16"}, {"checkpointing", "full"}}));
+  double sum = 0;
+  for (auto& kv : r["breakdown"].items()) {
+    sum += kv.value()["bytes"].get<double>();
+    CHECK(!kv.value()["source"].get<std::string>().empty());
+  }
+  CHECK(sum == r["peakBytes"].get<double>());
+  const json& tl = r["timeline"];
+  CHECK(tl.front()["phase"] == "forward");
+  CHECK(tl.back()["phase"] == "optimizer");
+  bool loss = false, recompute = false, backward = false;
+  double highest = 0;
+  for (const auto& p : tl) {
+    loss |= p["phase"] == "loss";
+    recompute |= p["phase"] == "recompute";
+    backward |= p["phase"] == "backward";
+    highest = std::max(highest, p["totalBytes"].get<double>());
+  }
+  CHECK((loss && recompute && backward));
+  CHECK(highest == r["peakBytes"].get<double>());
+  CHECK(r["recomputeFraction"].get<double>() > 0.2);
+}
+
+TEST_CASE("peak: checkpointing lowers the peak; strategies run through the placement engine",
+          "[peak]") {
+  const json none = run(llama7b({{"precision", "bf16"}, {"microBatch", 4}, {"seqLen", 2048}}));
+  const json full = run(llama7b(
+      {{"precision", "bf16"}, {"microBatch", 4}, {"seqLen", 2048}, {"checkpointing", "full"}}));
+  CHECK(full["peakBytes"].get<double>() < none["peakBytes"].get<double>());
+  for (const char* s : {"sqrt", "selective"}) {
+    INFO(s);
+    const json r = run(llama7b({{"precision", "bf16"},
+                                {"microBatch", 4},
+                                {"seqLen", 2048},
+                                {"attention", "eager"},
+                                {"checkpointing", s}}));
+    CHECK(r["peakBytes"].get<double>() > 0);
+  }
+  const json seq = run(llama7b(
+      {{"precision", "bf16"}, {"checkpointing", {{"strategy", "sequential"}, {"segments", 4}}}}));
+  CHECK(seq["storedActivationBytes"].get<double>() > 0);
+}
+
+TEST_CASE("peak: maxMicroBatch is the largest micro-batch that fits", "[peak]") {
+  const json base = llama7b({{"precision", "bf16"},
+                             {"optimizer", "adam-8bit"},
+                             {"gpu", "a100-80gb"},
+                             {"checkpointing", "full"}});
+  const json r = run(base);
+  const uint64_t m = r["maxMicroBatch"];
+  REQUIRE(m >= 1);
+  json at = base, above = base;
+  at["microBatch"] = m;
+  above["microBatch"] = m + 1;
+  CHECK(run(at)["fits"] == true);
+  CHECK(run(above)["fits"] == false);
+  // a 7B model in fp32 with Adam does not fit 16 GB at all: 16 B/param > 16 GiB
+  const json no = run(llama7b({{"precision", "fp32"}, {"gpu", "v100-16gb"}}));
+  CHECK(no["fits"] == false);
+  CHECK(no["maxMicroBatch"] == 0);
+  CHECK(no["headroomBytes"].get<double>() < 0);
+}
+
+TEST_CASE("peak: runtime profiles and overhead override", "[peak]") {
+  const json cuda = run(llama7b({{"precision", "bf16"}}));
+  const json cpu = run(llama7b({{"precision", "bf16"}, {"runtime", "pytorch-cpu"}}));
+  const json given = run(llama7b({{"precision", "bf16"}, {"runtimeOverheadBytes", 123456789}}));
+  CHECK(cpu["breakdown"]["runtime"]["bytes"] == 0);
+  CHECK(cuda["breakdown"]["runtime"]["bytes"].get<double>() > 1e9);
+  CHECK(given["breakdown"]["runtime"]["bytes"] == 123456789);
+  CHECK(given["peakBytes"].get<double>() - given["allocatedPeakBytes"].get<double>() == 123456789);
+}
