@@ -690,7 +690,10 @@ const isBytesKey = (path) => {
     .pop()
     .replace(/\[\d+\]$/, '');
   if (/perParam|PerParam|fraction|Fraction/.test(last)) return false;
-  return /Bytes$|^bytes$/.test(last) || /(^|\.)breakdown(\.|$)/.test(path);
+  return (
+    /Bytes$|^bytes$|^differenceFromSimple$/.test(last) ||
+    /(^|\.)(breakdown|optimizerStates)(\.|$)/.test(path)
+  );
 };
 // Bytes in both unit systems, as the page shows them: decimal (GB = 10^9) and binary
 // (GiB = 2^30), at the scale of the value.
