@@ -359,3 +359,71 @@ test('every flag sets a field the core knows (no unknown_key for any flag of any
   }
   assert.deepEqual(unknown, []);
 });
+
+test('placement from a chain file: the Rotor check and checkpoint_sequential, by flags', async () => {
+  // Issue 5's check (Beaumont et al. 2019): 4 uniform layers, forward = backward = 1,
+  // output = saved = 1, input 1: memory 4 -> total cost 13, 5 -> 10, 6 -> 8, 3 infeasible.
+  const layer = { forwardCost: 1, backwardCost: 1, outputBytes: 1, savedBytes: 1 };
+  const chain = file('chain4.json', { inputBytes: 1, layers: [layer, layer, layer, layer] });
+  const cost = async (budget) =>
+    (await json(['placement', '--chain', chain, '--strategy', 'optimal', '--budget', budget]))
+      .totalCost;
+  assert.deepEqual([await cost('4'), await cost('5B'), await cost('6')], [13, 10, 8]);
+  const e = await bad(['placement', '--chain', chain, '--strategy', 'optimal', '--budget', '3']);
+  assert.deepEqual([e.code, e.field, e.flag], ['infeasible', 'budgetBytes', '--budget']);
+  // PyTorch checkpoint_sequential(4 layers, segments=2): k = 4 // 2; the first s - 1 = 1
+  // segment [0, 1] is checkpointed, the last never; recompute 2 -> 4 + 4 + 2 = 10.
+  const seq = await json([
+    'placement',
+    '--chain',
+    chain,
+    '--strategy',
+    'sequential',
+    '--segments',
+    '2',
+  ]);
+  assert.deepEqual(seq.checkpointed, [[0, 1]]);
+  assert.equal(seq.totalCost, 10);
+});
+
+test('accumulation and peak-memory flags reach their fields', async () => {
+  // Hand calculation (HF Trainer / DDP): 4 x 8 x 2 = 64 samples, x 2048 tokens; 1000 samples
+  // over 2 ranks = 500 each, ceil(500 / 4) = 125 micro-batches, ceil(125 / 8) = 16 steps
+  // (15 full, the last one with 125 - 120 = 5 micro-batches).
+  const acc = await json([
+    'accumulation',
+    '--micro-batch',
+    '4',
+    '--accumulation-steps',
+    '8',
+    '--data-parallel',
+    '2',
+    '--seq-len',
+    '2048',
+    '--dataset-size',
+    '1000',
+  ]);
+  assert.deepEqual(
+    [acc.effectiveBatch, acc.tokensPerStep, acc.samplesPerRank, acc.microBatchesPerEpoch],
+    [64, 131072, 500, 125],
+  );
+  assert.deepEqual(
+    [acc.optimizerStepsPerEpoch, acc.fullOptimizerStepsPerEpoch, acc.remainderMicroBatches],
+    [16, 15, 5],
+  );
+  // --gpu-memory 80GB is 80e9 bytes: the headroom is what the peak leaves of it.
+  const peak = await json([
+    'peak-memory',
+    '--model',
+    'gpt2',
+    '--micro-batch',
+    '2',
+    '--seq-len',
+    '128',
+    '--gpu-memory',
+    '80GB',
+  ]);
+  assert.equal(peak.headroomBytes + peak.peakBytes, 80e9);
+  const e = await bad(['peak-memory', '--model', 'gpt2', '--micro-batch', '0', '--seq-len', '128']);
+  assert.deepEqual([e.field, e.flag], ['microBatch', '--micro-batch']);
+});
