@@ -77,6 +77,15 @@ json simple_formula(const Request& r) {
 }  // namespace
 
 json checkpoint_size_json(const json& request) {
+  {
+    // Unknown keys first (a typo such as "modle" is reported as itself, not as a missing
+    // model): mark every accepted key, and finish() names the first other one.
+    const Obj pre(request, "");
+    for (const char* k : {"model", "optimizer", "weightDtype", "stateDtype", "masterWeights",
+                          "format", "includeOptimizer", "fileName", "maxShardBytes"})
+      pre.mark_used(k);
+    pre.finish();
+  }
   Obj req(request, "");
   Request r;
   r.model = parse_model(req.obj("model"));

@@ -2,6 +2,7 @@
 // state_dict() holds them in current transformers), buffers, and the module tree size.
 // Sources: transformers/models/{gpt2,bert,llama,mistral,mixtral,qwen2,gpt_neox,t5}/
 // modeling_*.py and configuration_*.py (defaults of absent keys).
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -14,33 +15,42 @@ constexpr uint64_t kMaxDim = 1ULL << 26;    // hidden, intermediate, heads, ...
 constexpr uint64_t kMaxVocab = 1ULL << 32;  // vocabulary / positions
 constexpr uint64_t kMaxLayers = 100000;
 
+// Builds names with as few allocations as possible (a 70B preset is ~700 tensors and peak
+// memory parses it on every call): each name is base + suffix, allocated once.
 struct Builder {
   ModelDescription& m;
-  void mod(const std::string& name) {
+  void mod(const std::string& base, const char* sub = "") {
     ++m.module_count;
-    m.module_name_bytes += name.size();
+    m.module_name_bytes += base.size() + std::char_traits<char>::length(sub);
   }
-  void param(std::string name, std::vector<uint64_t> shape, std::string tied = "") {
-    TensorSpec t;
-    t.name = std::move(name);
-    t.shape = std::move(shape);
-    t.tied_to = std::move(tied);
-    m.tensors.push_back(std::move(t));
+  TensorSpec& param(const std::string& base, const char* sub, std::initializer_list<uint64_t> shape,
+                    const std::string& tied = std::string()) {
+    m.tensors.emplace_back();
+    TensorSpec& t = m.tensors.back();
+    const size_t n = std::char_traits<char>::length(sub);
+    t.name.reserve(base.size() + n);
+    t.name.append(base).append(sub, n);
+    t.shape.assign(shape);
+    t.tied_to = tied;
+    return t;
   }
-  // nn.Linear: weight [out, in] (+ bias [out]); registers the module.
-  void linear(const std::string& name, uint64_t in, uint64_t out, bool bias) {
-    mod(name);
-    param(name + ".weight", {out, in});
-    if (bias) param(name + ".bias", {out});
+  // nn.Linear: weight [out, in] (+ bias [out]); registers the module base + sub.
+  void linear(const std::string& base, const char* sub, uint64_t in, uint64_t out, bool bias) {
+    scratch.assign(base).append(sub);
+    mod(scratch);
+    param(scratch, ".weight", {out, in});
+    if (bias) param(scratch, ".bias", {out});
   }
-  void layer_norm(const std::string& name, uint64_t n, bool bias = true) {
-    mod(name);
-    param(name + ".weight", {n});
-    if (bias) param(name + ".bias", {n});
+  void layer_norm(const std::string& base, const char* sub, uint64_t n, bool bias = true) {
+    scratch.assign(base).append(sub);
+    mod(scratch);
+    param(scratch, ".weight", {n});
+    if (bias) param(scratch, ".bias", {n});
   }
-  void embedding(const std::string& name, uint64_t rows, uint64_t dim) {
-    mod(name);
-    param(name + ".weight", {rows, dim});
+  void embedding(const std::string& base, const char* sub, uint64_t rows, uint64_t dim) {
+    scratch.assign(base).append(sub);
+    mod(scratch);
+    param(scratch, ".weight", {rows, dim});
   }
   void buffer(std::string name, std::vector<uint64_t> shape, DType dt, bool persistent) {
     BufferSpec b;
@@ -50,6 +60,7 @@ struct Builder {
     b.persistent = persistent;
     m.buffers.push_back(std::move(b));
   }
+  std::string scratch;
 };
 
 std::string join(const std::string& a, const std::string& b) { return a.empty() ? b : a + "." + b; }
@@ -110,51 +121,53 @@ void build_gpt2(const Obj& c, const std::string& arch_override, ModelDescription
   const bool cross = c.boolean_or("add_cross_attention", false);
   m.architecture = pick_arch(c, arch_override, {"GPT2LMHeadModel", "GPT2Model"}, "GPT2LMHeadModel");
   const bool head = m.architecture == "GPT2LMHeadModel";
+  m.tensors.reserve(a.layers * (cross ? 20 : 12) + 6);
   const std::string t = head ? "transformer" : "";
   const uint64_t e = a.hidden, in = a.intermediate;
   b.mod("");
   if (head) b.mod(t);
-  b.embedding(join(t, "wte"), a.vocab, e);
-  b.embedding(join(t, "wpe"), a.max_positions, e);
+  b.embedding(join(t, "wte"), "", a.vocab, e);
+  b.embedding(join(t, "wpe"), "", a.max_positions, e);
   b.mod(join(t, "drop"));
   b.mod(join(t, "h"));
   for (uint64_t i = 0; i < a.layers; ++i) {
     const std::string h = join(t, "h." + std::to_string(i));
     b.mod(h);
-    b.layer_norm(h + ".ln_1", e);
+    b.layer_norm(h, ".ln_1", e);
     // Conv1D(nf, nx): weight [nx, nf] (transposed against nn.Linear), bias [nf]
     auto conv1d = [&](const std::string& n, uint64_t nx, uint64_t nf) {
       b.mod(n);
-      b.param(n + ".weight", {nx, nf});
-      b.param(n + ".bias", {nf});
+      b.param(n, ".weight", {nx, nf});
+      b.param(n, ".bias", {nf});
     };
-    b.mod(h + ".attn");
+    b.mod(h, ".attn");
     conv1d(h + ".attn.c_attn", e, 3 * e);
     conv1d(h + ".attn.c_proj", e, e);
-    b.mod(h + ".attn.attn_dropout");
-    b.mod(h + ".attn.resid_dropout");
-    b.layer_norm(h + ".ln_2", e);
+    b.mod(h, ".attn.attn_dropout");
+    b.mod(h, ".attn.resid_dropout");
+    b.layer_norm(h, ".ln_2", e);
     if (cross) {
-      b.mod(h + ".crossattention");
+      b.mod(h, ".crossattention");
       conv1d(h + ".crossattention.c_attn", e, 2 * e);
-      b.mod(h + ".crossattention.q_attn");
-      b.param(h + ".crossattention.q_attn.weight", {e, e});
-      b.param(h + ".crossattention.q_attn.bias", {e});
+      b.mod(h, ".crossattention.q_attn");
+      b.param(h + ".crossattention.q_attn", ".weight", {e, e});
+      b.param(h + ".crossattention.q_attn", ".bias", {e});
       conv1d(h + ".crossattention.c_proj", e, e);
-      b.mod(h + ".crossattention.attn_dropout");
-      b.mod(h + ".crossattention.resid_dropout");
-      b.layer_norm(h + ".ln_cross_attn", e);
+      b.mod(h, ".crossattention.attn_dropout");
+      b.mod(h, ".crossattention.resid_dropout");
+      b.layer_norm(h, ".ln_cross_attn", e);
     }
-    b.mod(h + ".mlp");
+    b.mod(h, ".mlp");
     conv1d(h + ".mlp.c_fc", e, in);
     conv1d(h + ".mlp.c_proj", in, e);
-    b.mod(h + ".mlp.act");
-    b.mod(h + ".mlp.dropout");
+    b.mod(h, ".mlp.act");
+    b.mod(h, ".mlp.dropout");
   }
-  b.layer_norm(join(t, "ln_f"), e);
+  b.layer_norm(join(t, "ln_f"), "", e);
   if (head) {
     b.mod("lm_head");
-    b.param("lm_head.weight", {a.vocab, e}, a.tied_embeddings ? join(t, "wte.weight") : "");
+    b.param(std::string("lm_head"), ".weight", {a.vocab, e},
+            a.tied_embeddings ? join(t, "wte.weight") : std::string());
   }
   // transformers >= 4.x registers attn.bias / masked_bias with persistent=False (no longer in
   // state_dict; old hub .bin files still hold them).
@@ -192,67 +205,69 @@ void build_bert(const Obj& c, const std::string& arch_override, ModelDescription
   a.tied_embeddings = (mlm || pre) && c.boolean_or("tie_word_embeddings", true);
   if (!(mlm || pre)) c.mark_used("tie_word_embeddings");
   const std::string p = bare ? "" : "bert";
+  m.tensors.reserve(a.layers * 16 + 20);
   const uint64_t h = a.hidden;
   b.mod("");
   if (!bare) b.mod(p);
   const std::string emb = join(p, "embeddings");
   b.mod(emb);
-  b.embedding(emb + ".word_embeddings", a.vocab, h);
-  b.embedding(emb + ".position_embeddings", a.max_positions, h);
-  b.embedding(emb + ".token_type_embeddings", types, h);
-  b.layer_norm(emb + ".LayerNorm", h);
-  b.mod(emb + ".dropout");
+  b.embedding(emb, ".word_embeddings", a.vocab, h);
+  b.embedding(emb, ".position_embeddings", a.max_positions, h);
+  b.embedding(emb, ".token_type_embeddings", types, h);
+  b.layer_norm(emb, ".LayerNorm", h);
+  b.mod(emb, ".dropout");
   // transformers >= 4.31: position_ids / token_type_ids are registered persistent=False.
   b.buffer(emb + ".position_ids", {1, a.max_positions}, DType::int64, false);
   b.buffer(emb + ".token_type_ids", {1, a.max_positions}, DType::int64, false);
   const std::string enc = join(p, "encoder");
   b.mod(enc);
-  b.mod(enc + ".layer");
+  b.mod(enc, ".layer");
   for (uint64_t i = 0; i < a.layers; ++i) {
     const std::string l = enc + ".layer." + std::to_string(i);
     b.mod(l);
-    b.mod(l + ".attention");
-    b.mod(l + ".attention.self");
-    b.linear(l + ".attention.self.query", h, h, true);
-    b.linear(l + ".attention.self.key", h, h, true);
-    b.linear(l + ".attention.self.value", h, h, true);
-    b.mod(l + ".attention.self.dropout");
-    b.mod(l + ".attention.output");
-    b.linear(l + ".attention.output.dense", h, h, true);
-    b.layer_norm(l + ".attention.output.LayerNorm", h);
-    b.mod(l + ".attention.output.dropout");
-    b.mod(l + ".intermediate");
-    b.linear(l + ".intermediate.dense", h, a.intermediate, true);
-    b.mod(l + ".intermediate.intermediate_act_fn");
-    b.mod(l + ".output");
-    b.linear(l + ".output.dense", a.intermediate, h, true);
-    b.layer_norm(l + ".output.LayerNorm", h);
-    b.mod(l + ".output.dropout");
+    b.mod(l, ".attention");
+    b.mod(l, ".attention.self");
+    b.linear(l, ".attention.self.query", h, h, true);
+    b.linear(l, ".attention.self.key", h, h, true);
+    b.linear(l, ".attention.self.value", h, h, true);
+    b.mod(l, ".attention.self.dropout");
+    b.mod(l, ".attention.output");
+    b.linear(l, ".attention.output.dense", h, h, true);
+    b.layer_norm(l, ".attention.output.LayerNorm", h);
+    b.mod(l, ".attention.output.dropout");
+    b.mod(l, ".intermediate");
+    b.linear(l, ".intermediate.dense", h, a.intermediate, true);
+    b.mod(l, ".intermediate.intermediate_act_fn");
+    b.mod(l, ".output");
+    b.linear(l, ".output.dense", a.intermediate, h, true);
+    b.layer_norm(l, ".output.LayerNorm", h);
+    b.mod(l, ".output.dropout");
   }
   if (pooler) {
     b.mod(join(p, "pooler"));
-    b.linear(join(p, "pooler.dense"), h, h, true);
+    b.linear(join(p, "pooler.dense"), "", h, h, true);
     b.mod(join(p, "pooler.activation"));
   }
   if (mlm || pre) {
     // BertLMPredictionHead: bias [V] (own parameter), transform, decoder tied to embeddings.
     b.mod("cls");
     b.mod("cls.predictions");
-    b.param("cls.predictions.bias", {a.vocab});
+    b.param(std::string("cls.predictions"), ".bias", {a.vocab});
     b.mod("cls.predictions.transform");
-    b.linear("cls.predictions.transform.dense", h, h, true);
+    b.linear("cls.predictions.transform.dense", "", h, h, true);
     b.mod("cls.predictions.transform.transform_act_fn");
-    b.layer_norm("cls.predictions.transform.LayerNorm", h);
+    b.layer_norm("cls.predictions.transform.LayerNorm", "", h);
     b.mod("cls.predictions.decoder");
-    b.param("cls.predictions.decoder.weight", {a.vocab, h},
+    b.param(std::string("cls.predictions.decoder"), ".weight", {a.vocab, h},
             a.tied_embeddings ? emb + ".word_embeddings.weight" : "");
-    b.param("cls.predictions.decoder.bias", {a.vocab}, "cls.predictions.bias");
-    if (pre) b.linear("cls.seq_relationship", h, 2, true);
+    b.param(std::string("cls.predictions.decoder"), ".bias", {a.vocab},
+            std::string("cls.predictions.bias"));
+    if (pre) b.linear("cls.seq_relationship", "", h, 2, true);
   }
   if (seq) {
     a.num_labels = labels;
     b.mod("dropout");
-    b.linear("classifier", h, labels, true);
+    b.linear("classifier", "", h, labels, true);
   }
 }
 
@@ -294,51 +309,52 @@ void build_llama_family(const Obj& c, const std::string& type, const std::string
   m.architecture =
       pick_arch(c, arch_override, {cls + "ForCausalLM", cls + "Model"}, cls + "ForCausalLM");
   const bool head = m.architecture == cls + "ForCausalLM";
+  m.tensors.reserve(a.layers * (moe ? 7 + 3 * a.num_experts : 16) + 4);
   const std::string p = head ? "model" : "";
   const uint64_t h = a.hidden, q = a.heads * a.head_dim, kv = a.kv_heads * a.head_dim;
   b.mod("");
   if (head) b.mod(p);
-  b.embedding(join(p, "embed_tokens"), a.vocab, h);
+  b.embedding(join(p, "embed_tokens"), "", a.vocab, h);
   b.mod(join(p, "layers"));
   for (uint64_t i = 0; i < a.layers; ++i) {
     const std::string l = join(p, "layers." + std::to_string(i));
     b.mod(l);
-    b.mod(l + ".self_attn");
-    b.linear(l + ".self_attn.q_proj", h, q, attn_bias || qwen);
-    b.linear(l + ".self_attn.k_proj", h, kv, attn_bias || qwen);
-    b.linear(l + ".self_attn.v_proj", h, kv, attn_bias || qwen);
-    b.linear(l + ".self_attn.o_proj", q, h, attn_bias);
+    b.mod(l, ".self_attn");
+    b.linear(l, ".self_attn.q_proj", h, q, attn_bias || qwen);
+    b.linear(l, ".self_attn.k_proj", h, kv, attn_bias || qwen);
+    b.linear(l, ".self_attn.v_proj", h, kv, attn_bias || qwen);
+    b.linear(l, ".self_attn.o_proj", q, h, attn_bias);
     if (moe) {
       // Hub checkpoint naming (transformers 4.x MixtralSparseMoeBlock): gate + experts.N.w1..3
       const std::string s = l + ".block_sparse_moe";
       b.mod(s);
-      b.linear(s + ".gate", h, a.num_experts, false);
-      b.mod(s + ".experts");
+      b.linear(s, ".gate", h, a.num_experts, false);
+      b.mod(s, ".experts");
       for (uint64_t x = 0; x < a.num_experts; ++x) {
         const std::string ex = s + ".experts." + std::to_string(x);
         b.mod(ex);
-        b.linear(ex + ".w1", h, a.intermediate, false);
-        b.linear(ex + ".w2", a.intermediate, h, false);
-        b.linear(ex + ".w3", h, a.intermediate, false);
-        b.mod(ex + ".act_fn");
+        b.linear(ex, ".w1", h, a.intermediate, false);
+        b.linear(ex, ".w2", a.intermediate, h, false);
+        b.linear(ex, ".w3", h, a.intermediate, false);
+        b.mod(ex, ".act_fn");
       }
     } else {
-      b.mod(l + ".mlp");
-      b.linear(l + ".mlp.gate_proj", h, a.intermediate, mlp_bias);
-      b.linear(l + ".mlp.up_proj", h, a.intermediate, mlp_bias);
-      b.linear(l + ".mlp.down_proj", a.intermediate, h, mlp_bias);
-      b.mod(l + ".mlp.act_fn");
+      b.mod(l, ".mlp");
+      b.linear(l, ".mlp.gate_proj", h, a.intermediate, mlp_bias);
+      b.linear(l, ".mlp.up_proj", h, a.intermediate, mlp_bias);
+      b.linear(l, ".mlp.down_proj", a.intermediate, h, mlp_bias);
+      b.mod(l, ".mlp.act_fn");
     }
-    b.layer_norm(l + ".input_layernorm", h, false);
-    b.layer_norm(l + ".post_attention_layernorm", h, false);
+    b.layer_norm(l, ".input_layernorm", h, false);
+    b.layer_norm(l, ".post_attention_layernorm", h, false);
   }
-  b.layer_norm(join(p, "norm"), h, false);
+  b.layer_norm(join(p, "norm"), "", h, false);
   b.mod(join(p, "rotary_emb"));
   // Rotary inverse frequencies: registered persistent=False (not in state_dict).
   b.buffer(join(p, "rotary_emb.inv_freq"), {a.head_dim / 2}, DType::fp32, false);
   if (head) {
     b.mod("lm_head");
-    b.param("lm_head.weight", {a.vocab, h},
+    b.param(std::string("lm_head"), ".weight", {a.vocab, h},
             a.tied_embeddings ? join(p, "embed_tokens.weight") : "");
   }
 }
@@ -364,35 +380,37 @@ void build_gpt_neox(const Obj& c, const std::string& arch_override, ModelDescrip
   m.architecture =
       pick_arch(c, arch_override, {"GPTNeoXForCausalLM", "GPTNeoXModel"}, "GPTNeoXForCausalLM");
   const bool head = m.architecture == "GPTNeoXForCausalLM";
+  m.tensors.reserve(a.layers * 12 + 4);
   const std::string p = head ? "gpt_neox" : "";
   const uint64_t h = a.hidden;
   b.mod("");
   if (head) b.mod(p);
-  b.embedding(join(p, "embed_in"), a.vocab, h);
+  b.embedding(join(p, "embed_in"), "", a.vocab, h);
   b.mod(join(p, "emb_dropout"));
   b.mod(join(p, "layers"));
   for (uint64_t i = 0; i < a.layers; ++i) {
     const std::string l = join(p, "layers." + std::to_string(i));
     b.mod(l);
-    b.layer_norm(l + ".input_layernorm", h);
-    b.layer_norm(l + ".post_attention_layernorm", h);
-    b.mod(l + ".post_attention_dropout");
-    b.mod(l + ".post_mlp_dropout");
-    b.mod(l + ".attention");
-    b.linear(l + ".attention.query_key_value", h, 3 * h, bias);
-    b.linear(l + ".attention.dense", h, h, bias);
-    b.mod(l + ".attention.attention_dropout");
-    b.mod(l + ".mlp");
-    b.linear(l + ".mlp.dense_h_to_4h", h, a.intermediate, true);
-    b.linear(l + ".mlp.dense_4h_to_h", a.intermediate, h, true);
-    b.mod(l + ".mlp.act");
+    b.layer_norm(l, ".input_layernorm", h);
+    b.layer_norm(l, ".post_attention_layernorm", h);
+    b.mod(l, ".post_attention_dropout");
+    b.mod(l, ".post_mlp_dropout");
+    b.mod(l, ".attention");
+    b.linear(l, ".attention.query_key_value", h, 3 * h, bias);
+    b.linear(l, ".attention.dense", h, h, bias);
+    b.mod(l, ".attention.attention_dropout");
+    b.mod(l, ".mlp");
+    b.linear(l, ".mlp.dense_h_to_4h", h, a.intermediate, true);
+    b.linear(l, ".mlp.dense_4h_to_h", a.intermediate, h, true);
+    b.mod(l, ".mlp.act");
   }
-  b.layer_norm(join(p, "final_layer_norm"), h);
+  b.layer_norm(join(p, "final_layer_norm"), "", h);
   b.mod(join(p, "rotary_emb"));
   b.buffer(join(p, "rotary_emb.inv_freq"), {a.head_dim / 2}, DType::fp32, false);
   if (head) {
     b.mod("embed_out");
-    b.param("embed_out.weight", {a.vocab, h}, a.tied_embeddings ? join(p, "embed_in.weight") : "");
+    b.param(std::string("embed_out"), ".weight", {a.vocab, h},
+            a.tied_embeddings ? join(p, "embed_in.weight") : std::string());
   }
 }
 
@@ -419,28 +437,29 @@ void build_t5(const Obj& c, const std::string& arch_override, ModelDescription& 
   m.architecture = pick_arch(c, arch_override, {"T5ForConditionalGeneration", "T5Model"},
                              "T5ForConditionalGeneration");
   const uint64_t d = a.hidden, inner = a.heads * a.head_dim;
+  m.tensors.reserve((a.layers + a.encoder_layers) * 16 + 8);
   b.mod("");
-  b.embedding("shared", a.vocab, d);
+  b.embedding("shared", "", a.vocab, d);
   auto stack = [&](const std::string& s, uint64_t blocks, bool decoder) {
     b.mod(s);
-    b.mod(s + ".embed_tokens");  // the same module as `shared`: its weight repeats
-    b.param(s + ".embed_tokens.weight", {a.vocab, d}, "shared.weight");
-    b.mod(s + ".block");
+    b.mod(s, ".embed_tokens");  // the same module as `shared`: its weight repeats
+    b.param(s, ".embed_tokens.weight", {a.vocab, d}, std::string("shared.weight"));
+    b.mod(s, ".block");
     for (uint64_t i = 0; i < blocks; ++i) {
       const std::string blk = s + ".block." + std::to_string(i);
       b.mod(blk);
-      b.mod(blk + ".layer");
+      b.mod(blk, ".layer");
       auto attention = [&](const std::string& l, const char* kind, bool rel) {
         b.mod(l);
         const std::string at = l + "." + kind;
         b.mod(at);
-        b.linear(at + ".q", d, inner, false);
-        b.linear(at + ".k", d, inner, false);
-        b.linear(at + ".v", d, inner, false);
-        b.linear(at + ".o", inner, d, false);
-        if (rel) b.embedding(at + ".relative_attention_bias", buckets, a.heads);
-        b.layer_norm(l + ".layer_norm", d, false);
-        b.mod(l + ".dropout");
+        b.linear(at, ".q", d, inner, false);
+        b.linear(at, ".k", d, inner, false);
+        b.linear(at, ".v", d, inner, false);
+        b.linear(at, ".o", inner, d, false);
+        if (rel) b.embedding(at, ".relative_attention_bias", buckets, a.heads);
+        b.layer_norm(l, ".layer_norm", d, false);
+        b.mod(l, ".dropout");
       };
       attention(blk + ".layer.0", "SelfAttention", i == 0);
       uint64_t next = 1;
@@ -450,25 +469,26 @@ void build_t5(const Obj& c, const std::string& arch_override, ModelDescription& 
       const std::string f = l + ".DenseReluDense";
       b.mod(f);
       if (a.gated_mlp) {
-        b.linear(f + ".wi_0", d, a.intermediate, false);
-        b.linear(f + ".wi_1", d, a.intermediate, false);
+        b.linear(f, ".wi_0", d, a.intermediate, false);
+        b.linear(f, ".wi_1", d, a.intermediate, false);
       } else {
-        b.linear(f + ".wi", d, a.intermediate, false);
+        b.linear(f, ".wi", d, a.intermediate, false);
       }
-      b.linear(f + ".wo", a.intermediate, d, false);
-      b.mod(f + ".dropout");
-      b.mod(f + ".act");
-      b.layer_norm(l + ".layer_norm", d, false);
-      b.mod(l + ".dropout");
+      b.linear(f, ".wo", a.intermediate, d, false);
+      b.mod(f, ".dropout");
+      b.mod(f, ".act");
+      b.layer_norm(l, ".layer_norm", d, false);
+      b.mod(l, ".dropout");
     }
-    b.layer_norm(s + ".final_layer_norm", d, false);
-    b.mod(s + ".dropout");
+    b.layer_norm(s, ".final_layer_norm", d, false);
+    b.mod(s, ".dropout");
   };
   stack("encoder", a.encoder_layers, false);
   stack("decoder", a.layers, true);
   if (m.architecture == "T5ForConditionalGeneration") {
     b.mod("lm_head");
-    b.param("lm_head.weight", {a.vocab, d}, a.tied_embeddings ? "shared.weight" : "");
+    b.param(std::string("lm_head"), ".weight", {a.vocab, d},
+            a.tied_embeddings ? std::string("shared.weight") : std::string());
   }
 }
 

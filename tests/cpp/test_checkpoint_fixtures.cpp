@@ -142,3 +142,49 @@ TEST_CASE("config builder reproduces the measured state_dict names and shapes", 
     CHECK(d["modules"].get<uint64_t>() == m["stateDict"]["modules"].size());
   }
 }
+
+TEST_CASE("torch.save above 4 GiB: zip64 records, byte-exact", "[checkpoint]") {
+  std::ifstream in(std::string(TM_SOURCE_DIR) + "/tests/fixtures/torch_checkpoint_zip64.json");
+  REQUIRE(in.good());
+  const json f = json::parse(in);
+  const json r = call("checkpointSize", f["request"]);
+  CHECK(r["totalBytes"].get<uint64_t>() == f["measured"]["fileBytes"].get<uint64_t>());
+  CHECK(r["totalBytes"].get<uint64_t>() > (1ULL << 32));
+}
+
+TEST_CASE("safetensors shards split like huggingface_hub", "[checkpoint]") {
+  // a 400 B, b 400 B, c 200 B with a 700 B limit: [a], [b, c] (split_torch_state_dict_into_
+  // shards starts a new shard when the next tensor would pass the limit).
+  const json req = {{"model",
+                     {{"tensors",
+                       {{{"name", "a"}, {"shape", {100}}},
+                        {{"name", "b"}, {"shape", {100}}},
+                        {{"name", "c"}, {"shape", {50}}}}}}},
+                    {"format", "safetensors"},
+                    {"maxShardBytes", 700}};
+  const json r = call("checkpointSize", req);
+  REQUIRE(r["files"].size() == 2);
+  CHECK(r["files"][0]["tensors"] == 1);
+  CHECK(r["files"][1]["tensors"] == 2);
+  CHECK(r["files"][1]["name"] == "model-00002-of-00002.safetensors");
+  // single file: 8 + header + 1000 bytes; header {"__metadata__":{"format":"pt"},"a":{...},...}
+  const json one = call("checkpointSize", {{"model", req["model"]}, {"format", "safetensors"}});
+  const std::string header =
+      R"({"__metadata__":{"format":"pt"},"a":{"dtype":"F32","shape":[100],"data_offsets":[0,400]},)"
+      R"("b":{"dtype":"F32","shape":[100],"data_offsets":[400,800]},)"
+      R"("c":{"dtype":"F32","shape":[50],"data_offsets":[800,1000]}})";
+  CHECK(one["totalBytes"].get<uint64_t>() == 8 + (header.size() + 7) / 8 * 8 + 1000);
+}
+
+TEST_CASE("bitsandbytes 8-bit Adam: uint8 moments, fp32 absmax per 2048 values", "[optimizer]") {
+  // One 4096x4096 matrix: state1/state2 16,777,216 B each, absmax 8192 blocks x 4 B each,
+  // shared qmaps 2 x 256 x 4 B (bitsandbytes/optim/optimizer.py Optimizer2State).
+  const json r =
+      call("checkpointSize", {{"model", {{"tensors", {{{"name", "w"}, {"shape", {4096, 4096}}}}}}},
+                              {"optimizer", "adam-8bit"},
+                              {"weightDtype", "fp32"}});
+  CHECK(r["optimizerStates"]["state1"] == 16777216);
+  CHECK(r["optimizerStates"]["absmax1"] == 32768);
+  CHECK(r["optimizerStates"]["qmap1"] == 1024);
+  CHECK(r["breakdown"]["optimizerState"] == 2 * 16777216 + 2 * 32768 + 2 * 1024);
+}
