@@ -110,6 +110,10 @@ test('Node CommonJS: require("trainmem") in an empty folder, sharing classes wit
   assert.match(out.resolved, /node_modules[/\\]trainmem[/\\]web[/\\]lib[/\\]index\.cjs$/);
 });
 
+test('Node without process.getBuiltinModule (as Node 18 to 20.15) loads and computes', () => {
+  assert.equal(node('old-node.mjs').sgd.totalBytes, 400e6);
+});
+
 test('CLI: npx trainmem checkpoint-size prints the result as JSON, exit 0', () => {
   // Seed 003, example 1 as the simple formula: 6,738,415,616 x (2 + 2 x 2) B.
   const r = npx([

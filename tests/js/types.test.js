@@ -23,6 +23,21 @@ test('the consumer fixture (ESM + CommonJS) type-checks; its @ts-expect-error li
   assert.equal(r.status, 0, r.stdout + r.stderr);
 });
 
+test('the ESM consumer also type-checks under moduleResolution "bundler" (Vite, webpack)', () => {
+  const flags = ['--ignoreConfig', '--noEmit', '--strict', '--module', 'esnext'];
+  const r = typecheck([
+    ...flags,
+    '--moduleResolution',
+    'bundler',
+    '--target',
+    'es2022',
+    '--types',
+    '',
+    'consumer.mts',
+  ]);
+  assert.equal(r.status, 0, r.stdout + r.stderr);
+});
+
 test('a deliberate misuse does not compile, at the misused places', () => {
   const r = typecheck([...FLAGS, ...FLAGS_TAIL, 'misuse.mts']);
   assert.notEqual(r.status, 0, 'tsc accepted a misuse');
