@@ -42,31 +42,73 @@ struct UnitScan {
 
 using Front = std::vector<Point>;
 
-// Builds all fronts; budget_room = budget - input (UINT64_MAX: no pruning).
+// Heap pops allowed per search (a few seconds natively): the problem contains knapsack, so an
+// exact search has no polynomial bound; past this the request is refused, never approximated.
+constexpr uint64_t kMaxWork = uint64_t{200} << 20;
+
+// One candidate list: a unit (plain layer or segment) starting at i followed by any point of
+// the front where it ends; mapped as R = max(g, S + R'), c = cost + c'. Along the list R does
+// not fall and c falls, so the lists can be merged lazily: a point costing at least the
+// cheapest point already emitted (at a smaller or equal R) is dominated, and the list skips
+// past all such points by binary search.
+struct Cand {
+  const Front* f;
+  uint32_t q, end;  // current index; end of the usable range (R within the room)
+  uint64_t g, S;
+  double cost;
+  uint32_t next;
+  bool ckpt;
+  uint64_t R() const { return std::max(g, S + (*f)[q].R); }
+  double c() const { return cost + (*f)[q].c; }
+};
+
+// Builds all fronts; room = budget - input (UINT64_MAX: no pruning).
 std::vector<Front> build(const Chain& chain, uint64_t room) {
   const size_t n = chain.layers.size();
   const UnitScan u{chain};
   std::vector<Front> fronts(n + 1);
   fronts[n].push_back({0, 0.0, static_cast<uint32_t>(n), 0, false});
-  std::vector<Point> cand;
-  for (size_t i = n; i-- > 0;) {
-    cand.clear();
-    const Layer& Li = chain.layers[i];
-    // plain layer i
-    {
-      const uint64_t g = u.plain_g(i), S = Li.saved_bytes;
-      const Front& nx = fronts[i + 1];
-      for (size_t q = 0; q < nx.size(); ++q) {
-        const uint64_t R = std::max(g, S + nx[q].R);
-        if (R > room) break;  // R grows along the front
-        cand.push_back({R, nx[q].c, static_cast<uint32_t>(i + 1), static_cast<uint32_t>(q), false});
-      }
+  std::vector<Cand> heap;
+  uint64_t work = 0;
+  auto later = [](const Cand& a, const Cand& b) {  // heap order: smallest (R, c) on top
+    const uint64_t ra = a.R(), rb = b.R();
+    return ra != rb ? ra > rb : a.c() > b.c();
+  };
+  auto add = [&](const Front& f, uint64_t g, uint64_t S, double cost, size_t next, bool ckpt) {
+    if (g > room || f.empty() || S + f[0].R > room) return;
+    // end: first point whose R exceeds the room; q0: the last point clamped to R = g (the
+    // cheapest of those; earlier ones are dominated).
+    uint32_t lo = 0, hi = static_cast<uint32_t>(f.size());
+    while (lo < hi) {
+      const uint32_t mid = (lo + hi) / 2;
+      if (S + f[mid].R > room)
+        hi = mid;
+      else
+        lo = mid + 1;
     }
+    const uint32_t end = lo;
+    lo = 0;
+    hi = end;
+    while (lo < hi) {
+      const uint32_t mid = (lo + hi) / 2;
+      if (S + f[mid].R <= g)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    const uint32_t q0 = lo > 0 ? lo - 1 : 0;
+    heap.push_back({&f, q0, end, g, S, cost, static_cast<uint32_t>(next), ckpt});
+    std::push_heap(heap.begin(), heap.end(), later);
+  };
+  for (size_t i = n; i-- > 0;) {
+    heap.clear();
+    const Layer& Li = chain.layers[i];
+    add(fronts[i + 1], u.plain_g(i), Li.saved_bytes, 0.0, i + 1, false);  // plain layer i
     // checkpointed segment [i..e]
     uint64_t fwd = Li.output_bytes + Li.forward_temp_bytes;  // F_ck(i)
-    uint64_t xb_sum = 0;     // savedBytes of i..p
-    uint64_t rec_max = 0;    // max over p of (savedBytes i..p) + forwardTemp_p   (recompute)
-    uint64_t bwd_max = 0;    // max over p of (savedBytes i..p) + outputBytes_p + backwardTemp_p
+    uint64_t xb_sum = 0;                                     // savedBytes of i..p
+    uint64_t rec_max = 0;  // max over p of (savedBytes i..p) + forwardTemp_p   (recompute)
+    uint64_t bwd_max = 0;  // max over p of (savedBytes i..p) + outputBytes_p + backwardTemp_p
     double cost = 0;
     for (size_t e = i; e < n; ++e) {
       const Layer& Le = chain.layers[e];
@@ -77,22 +119,39 @@ std::vector<Front> build(const Chain& chain, uint64_t room) {
       cost += Le.forward_cost;
       if (xb_sum > room || fwd > room) break;  // both only grow with e
       const uint64_t S = Le.output_bytes;
-      const uint64_t g = std::max({fwd, S + rec_max, bwd_max});
-      if (g > room) continue;
-      const Front& nx = fronts[e + 1];
-      for (size_t q = 0; q < nx.size(); ++q) {
-        const uint64_t R = std::max(g, S + nx[q].R);
-        if (R > room) break;
-        cand.push_back(
-            {R, cost + nx[q].c, static_cast<uint32_t>(e + 1), static_cast<uint32_t>(q), true});
-      }
+      add(fronts[e + 1], std::max({fwd, S + rec_max, bwd_max}), S, cost, e + 1, true);
     }
-    std::sort(cand.begin(), cand.end(), [](const Point& a, const Point& b) {
-      return a.R != b.R ? a.R < b.R : a.c < b.c;
-    });
-    Front& f = fronts[i];
-    for (const Point& p : cand)
-      if (f.empty() || p.c < f.back().c) f.push_back(p);
+    Front& out = fronts[i];
+    double best = std::numeric_limits<double>::infinity();
+    while (!heap.empty()) {
+      if (++work > kMaxWork)
+        throw RequestError(code::kTooLarge, "chain.layers",
+                           "the exact single-level search for this chain and budget exceeds its "
+                           "work limit (its Pareto fronts are too large): use strategy optimal, "
+                           "whose budget grid bounds the work, or a smaller budgetBytes");
+      std::pop_heap(heap.begin(), heap.end(), later);
+      Cand& t = heap.back();
+      if (t.c() < best) {
+        best = t.c();
+        out.push_back({t.R(), best, t.next, t.q, t.ckpt});
+        ++t.q;
+      } else {
+        // skip to the first point cheaper than `best` (c falls along the list)
+        uint32_t lo = t.q + 1, hi = t.end;
+        while (lo < hi) {
+          const uint32_t mid = (lo + hi) / 2;
+          if (t.cost + (*t.f)[mid].c < best)
+            hi = mid;
+          else
+            lo = mid + 1;
+        }
+        t.q = lo;
+      }
+      if (t.q < t.end)
+        std::push_heap(heap.begin(), heap.end(), later);
+      else
+        heap.pop_back();
+    }
   }
   return fronts;
 }
@@ -149,9 +208,8 @@ PlanResult single_level_optimal(const Chain& chain, uint64_t budget) {
 }
 
 std::vector<FrontierPoint> single_level_frontier(const Chain& chain, uint64_t budget) {
-  const uint64_t room =
-      budget == 0 ? std::numeric_limits<uint64_t>::max()
-                  : (budget < chain.input_bytes ? 0 : budget - chain.input_bytes);
+  const uint64_t room = budget == 0 ? std::numeric_limits<uint64_t>::max()
+                                    : (budget < chain.input_bytes ? 0 : budget - chain.input_bytes);
   const auto fronts = build(chain, room);
   std::vector<FrontierPoint> pts;
   for (size_t q = 0; q < fronts[0].size(); ++q) {
