@@ -130,6 +130,13 @@ test('--config reads a HuggingFace config.json (GPT-2 shapes, counted by hand)',
   const params = 3200 + 2048 + 2 * (64 + 3168 + 1056 + 64 + 4224 + 4128) + 64;
   const r = await json(['checkpoint-size', '--config', config, '--optimizer', 'sgd']);
   assert.equal(r.totalBytes, params * 4);
+  // A model modifier before or after the model form reaches model.architecture.
+  for (const args of [
+    ['--architecture', 'GPT2Model', '--config', config],
+    ['--config', config, '--architecture', 'GPT2Model'],
+  ]) {
+    assert.equal((await json(['describe-model', ...args])).architecture, 'GPT2Model');
+  }
 });
 
 test('--json request file, flags override it, and an array of requests', async () => {

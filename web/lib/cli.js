@@ -504,15 +504,26 @@ function applyFlag(scenario, def, command, raw) {
       );
     }
     if (!scenario.modelFlag) {
-      scenario.request.model = {};
+      // Keep the model modifiers this scenario's flags already set (--architecture).
+      const prev = scenario.request.model;
+      const kept = {};
+      if (prev && typeof prev === 'object') {
+        for (const [k, v] of Object.entries(prev)) {
+          if (scenario.setHere.has(`model.${k}`)) kept[k] = v;
+        }
+      }
+      scenario.request.model = kept;
       for (const k of [...scenario.origin.keys()]) {
-        if (k === 'model' || k.startsWith('model.')) scenario.origin.delete(k);
+        if ((k === 'model' || k.startsWith('model.')) && !scenario.setHere.has(k)) {
+          scenario.origin.delete(k);
+        }
       }
     }
     scenario.modelFlag = flag;
   }
   setPath(scenario.request, target, value);
   scenario.origin.set(target, `--${flag}`);
+  scenario.setHere.add(target);
 }
 
 function applySet(scenario, raw) {
@@ -534,6 +545,7 @@ function applySet(scenario, raw) {
   }
   setPath(scenario.request, path, value);
   scenario.origin.set(path, '--set');
+  scenario.setHere.add(path);
 }
 
 // argv -> { command, format, help, version, scenarios: [{ request, origin }] }
@@ -653,7 +665,12 @@ function parseArgs(argv) {
     if (req === null || typeof req !== 'object' || Array.isArray(req)) {
       throw new UsageError('invalid_json', 'json', '--json: a request is a JSON object');
     }
-    const scenario = { request: structuredClone(req), origin: new Map(), modelFlag: null };
+    const scenario = {
+      request: structuredClone(req),
+      origin: new Map(),
+      modelFlag: null,
+      setHere: new Set(),
+    };
     apply(scenario, groups[0]);
     out.scenarios.push(scenario);
   }
@@ -663,6 +680,7 @@ function parseArgs(argv) {
       request: structuredClone(prev.request),
       origin: new Map(prev.origin),
       modelFlag: null,
+      setHere: new Set(),
     };
     apply(scenario, group);
     out.scenarios.push(scenario);
