@@ -113,7 +113,7 @@ class Builder {
   }
   void add(LayerActivations* l, const std::string& name, uint64_t bytes, const char* source) const {
     if (bytes == 0) return;
-    l->saved.push_back({name, bytes, source});
+    if (s_.detail) l->saved.push_back({name, bytes, source});
     l->saved_bytes = checked_add(l->saved_bytes, bytes, field_);
   }
   void output(LayerActivations* l, const std::string& name, uint64_t bytes,
@@ -141,6 +141,8 @@ void eager_core(const Builder& B, const Dims& d, const Widths& w, uint64_t sm_wi
   B.add(l, "q, k^T (bmm operands, reshape copies)", B.tp(B.mul({2, d.T, d.h, w.lin})),
         "torch.matmul -> bmm saves both operands (BmmBackward0)");
   B.add(l, "softmax output", B.tp(bas2 * sm_width), "SoftmaxBackward0 keeps its result");
+  const uint64_t core_start = l->saved_bytes;
+  const uint64_t qk_v_bytes = B.tp(B.mul({2, d.T, d.h, w.lin})) + B.tp(B.mul({d.T, d.h, w.lin}));
   const uint64_t p_width = cast_before_dropout ? w.lin : sm_width;
   if (cast_before_dropout && w.lin != sm_width) {
     // the cast copy is what dropout (or PV) reads; kept by PV when there is no dropout
@@ -157,6 +159,8 @@ void eager_core(const Builder& B, const Dims& d, const Widths& w, uint64_t sm_wi
   }
   B.add(l, "v (bmm operand, reshape copy)", B.tp(B.mul({d.T, d.h, w.lin})),
         "BmmBackward0 keeps its operand");
+  // Megatron's selective recompute drops the s^2 tensors (softmax, dropout, probabilities)
+  l->attention_core_bytes += l->saved_bytes - core_start - qk_v_bytes;
 }
 
 void sdpa_core(const Builder& B, const Dims& d, const Widths& w, LayerActivations* l) {
@@ -299,6 +303,12 @@ ModelActivations transformer_activations(const ModelDescription& m, const Settin
                 3.0 * d.h * d.i * std::max<uint64_t>(1, ar.experts_per_token)
           : 4.0 * d.h * d.h + 2.0 * d.h * d.i;
   for (uint64_t li = 0; li < L; ++li) {
+    if (li > 0) {  // every block has the same shapes: copy the first
+      LayerActivations copy = out.layers.back();
+      copy.name = "block " + std::to_string(li);
+      out.layers.push_back(std::move(copy));
+      continue;
+    }
     LayerActivations l;
     l.name = "block " + std::to_string(li);
     uint64_t pre_attn = 0, pre_mlp = 0;  // saved bytes when the attention core / MLP starts

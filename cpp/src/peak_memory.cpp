@@ -169,6 +169,7 @@ Result evaluate(const Request& rq) {
   st.tensor_parallel = rq.tensor_parallel;
   st.sequence_parallel = rq.sequence_parallel;
   st.runtime = rq.runtime.traits;
+  st.detail = false;
   activations::ModelActivations acts = rq.is_mlp
                                            ? activations::mlp_activations(rq.mlp, st)
                                            : activations::transformer_activations(rq.model, st);
@@ -206,8 +207,6 @@ Result evaluate(const Request& rq) {
         if (rq.lora.dropout > 0)
           extra += static_cast<uint64_t>(T) * io.first *
                    (lin + (st.runtime.dropout_mask_bytes ? st.runtime.dropout_mask_bytes : lin));
-        acts.layers[i].saved.push_back({"LoRA adapter (dropout mask + output, A output)", extra,
-                                        "PEFT LoraLayer: lora_B(lora_A(dropout(x)))"});
         acts.layers[i].saved_bytes += extra;
       }
     }
@@ -219,13 +218,7 @@ Result evaluate(const Request& rq) {
   if (rq.checkpointing.strategy == "selective") {
     // Megatron selective recompute: the attention core (s^2 terms) is recomputed, not kept.
     for (size_t i = 1; i + 1 < nl; ++i) {
-      uint64_t core = 0;
-      for (const auto& s : acts.layers[i].saved)
-        if (s.name.find("softmax") != std::string::npos ||
-            s.name.find("attention dropout") != std::string::npos ||
-            s.name.find("probabilities") != std::string::npos)
-          core += s.bytes;
-      chain.layers[i].saved_bytes -= core;
+      chain.layers[i].saved_bytes -= acts.layers[i].attention_core_bytes;
       selective_recompute += 4.0 * rq.micro_batch * rq.seq_len * rq.seq_len * rq.model.arch.hidden /
                              rq.tensor_parallel;  // QK^T and PV again
     }
@@ -329,9 +322,24 @@ Result evaluate(const Request& rq) {
                  optimizer_state_bytes(rq.optimizer, b, state_dtype);
       }
   } else if (!rq.is_mlp && rq.model.has_tensors()) {
-    for (const auto& tn : rq.model.tensors)
-      if (tn.tied_to.empty() && tn.trainable)
-        state += optimizer_state_bytes(rq.optimizer, tn, state_dtype);
+    // many tensors share a shape: compute the layout once per (shape, dtype)
+    std::vector<std::pair<const TensorSpec*, uint64_t>> seen;
+    for (const auto& tn : rq.model.tensors) {
+      if (!tn.tied_to.empty() || !tn.trainable) continue;
+      uint64_t b = 0;
+      bool hit = false;
+      for (const auto& sv : seen)
+        if (sv.first->shape == tn.shape && sv.first->dtype == tn.dtype) {
+          b = sv.second;
+          hit = true;
+          break;
+        }
+      if (!hit) {
+        b = optimizer_state_bytes(rq.optimizer, tn, state_dtype);
+        if (seen.size() < 64) seen.push_back({&tn, b});
+      }
+      state += b;
+    }
   } else if (rq.is_mlp) {
     for (size_t i = 0; i + 1 < rq.mlp.sizes.size(); ++i) {
       TensorSpec w{"weight", {rq.mlp.sizes[i + 1], rq.mlp.sizes[i]}};

@@ -41,6 +41,7 @@ struct Settings {
   uint64_t tensor_parallel = 1;
   bool sequence_parallel = false;
   bool dropout = true;  // training mode: dropout layers with p > 0 keep masks
+  bool detail = true;   // list every saved tensor (false: byte totals only, for fast callers)
   RuntimeTraits runtime;
 };
 
@@ -52,12 +53,13 @@ struct Saved {
 };
 
 struct LayerActivations {
-  std::string name;                  // "embeddings", "block 0", ..., "head"
-  std::vector<Saved> saved;          // internal saves (input excluded) + the output
-  uint64_t saved_bytes = 0;          // sum of saved (output included: placement::Layer semantics)
-  uint64_t output_bytes = 0;         // the tensor passed to the next layer
-  uint64_t forward_temp_bytes = 0;   // transient beyond saved during the forward
-  uint64_t backward_temp_bytes = 0;  // transient during the backward (incl. the input gradient)
+  std::string name;                   // "embeddings", "block 0", ..., "head"
+  std::vector<Saved> saved;           // internal saves (input excluded) + the output
+  uint64_t saved_bytes = 0;           // sum of saved (output included: placement::Layer semantics)
+  uint64_t attention_core_bytes = 0;  // the s^2 terms (what selective recompute drops)
+  uint64_t output_bytes = 0;          // the tensor passed to the next layer
+  uint64_t forward_temp_bytes = 0;    // transient beyond saved during the forward
+  uint64_t backward_temp_bytes = 0;   // transient during the backward (incl. the input gradient)
   double forward_flops = 0;
   uint64_t params = 0;  // parameters of this layer (gradients appear at its backward)
 };

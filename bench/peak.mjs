@@ -1,0 +1,30 @@
+// Benchmark (not a test): a full peak-memory computation for a 70B preset in the WASM core
+// under Node. Run after `bash tools/build.sh wasm`:  node bench/peak.mjs
+// Issue 4 target: <= 1 ms per computation. Results: bench/RESULTS.md ("Peak memory").
+import { load } from '../web/lib/index.js';
+
+const tm = await load();
+const cases = [
+  ['llama-2-70b, bf16 AdamW, full checkpointing, one evaluation',
+    { model: { preset: 'llama-2-70b' }, microBatch: 1, seqLen: 4096, precision: 'amp-bf16',
+      optimizer: 'adamw', checkpointing: 'full', zeroStage: 3, dataParallel: 64, timeline: false }],
+  ['the same with the timeline (163 points)',
+    { model: { preset: 'llama-2-70b' }, microBatch: 1, seqLen: 4096, precision: 'amp-bf16',
+      optimizer: 'adamw', checkpointing: 'full', zeroStage: 3, dataParallel: 64 }],
+  ['the same on an h100-80gb incl. the maxMicroBatch search',
+    { model: { preset: 'llama-2-70b' }, microBatch: 1, seqLen: 4096, precision: 'amp-bf16',
+      optimizer: 'adamw', checkpointing: 'full', zeroStage: 3, dataParallel: 64, gpu: 'h100-80gb',
+      timeline: false }],
+];
+for (const [name, req] of cases) {
+  for (let i = 0; i < 20; i++) tm.peakMemory(req); // warm-up
+  const n = 200;
+  const times = [];
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now();
+    tm.peakMemory(req);
+    times.push(performance.now() - t0);
+  }
+  times.sort((a, b) => a - b);
+  console.log(`${name}: median ${times[n / 2].toFixed(3)} ms, p90 ${times[Math.floor(n * 0.9)].toFixed(3)} ms`);
+}
