@@ -276,7 +276,10 @@ nlohmann::json to_json(const Result& r, bool include_timeline) {
 
 nlohmann::json peak_memory_json(const nlohmann::json& request) {
   const peak::Request r = peak::parse_request(request);
-  const bool timeline = request.is_object() ? request.value("timeline", true) : true;
+  // "timeline": null means absent, as in parse_request (json::value() would throw on null).
+  const auto t = request.is_object() ? request.find("timeline") : request.end();
+  const bool timeline =
+      !(request.is_object() && t != request.end() && t->is_boolean()) || t->get<bool>();
   return peak::to_json(peak::compute(r), timeline);
 }
 
