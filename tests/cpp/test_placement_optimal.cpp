@@ -1,0 +1,185 @@
+// Optimality by exhaustion: every single-level plan of small random chains is simulated, and
+// optimal-single-level must match the cheapest plan that fits each budget (and the Pareto
+// frontier point for point); Rotor's multi-level optimum may only be cheaper. Revolve's closed
+// form is checked against its recursion, and its schedule against the closed form.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <limits>
+#include <map>
+#include <random>
+
+#include "trainmem/error.hpp"
+#include "trainmem/placement.hpp"
+
+using namespace trainmem::placement;
+
+namespace {
+
+void all_plans(size_t n, size_t i, std::vector<Segment>& cur, std::vector<std::vector<Segment>>& out) {
+  if (i == n) {
+    out.push_back(cur);
+    return;
+  }
+  all_plans(n, i + 1, cur, out);  // layer i plain
+  for (size_t e = i; e < n; ++e) {  // checkpointed segment [i..e]
+    cur.push_back({static_cast<uint32_t>(i), static_cast<uint32_t>(e)});
+    all_plans(n, e + 1, cur, out);
+    cur.pop_back();
+  }
+}
+
+Chain random_chain(std::mt19937& rng, size_t n) {
+  std::uniform_int_distribution<int> sz(0, 6), cost(1, 5);
+  Chain c;
+  c.input_bytes = sz(rng);
+  for (size_t i = 0; i < n; ++i) {
+    Layer L;
+    L.output_bytes = sz(rng);
+    L.saved_bytes = L.output_bytes + sz(rng);
+    L.forward_temp_bytes = sz(rng) / 2;
+    L.backward_temp_bytes = sz(rng) / 2;
+    L.forward_cost = cost(rng);
+    L.backward_cost = cost(rng);
+    c.layers.push_back(L);
+  }
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("optimal-single-level equals exhaustive search over all single-level plans",
+          "[placement][optimal]") {
+  std::mt19937 rng(12345);
+  int checked = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    const size_t n = 1 + trial % 7;
+    const Chain chain = random_chain(rng, n);
+    std::vector<std::vector<Segment>> plans;
+    std::vector<Segment> cur;
+    all_plans(n, 0, cur, plans);
+    // Brute force: cheapest cost for each peak, then the Pareto staircase.
+    std::map<uint64_t, double> best_at;
+    for (const auto& p : plans) {
+      const PlanResult r = evaluate(chain, p);
+      auto it = best_at.find(r.peak_bytes);
+      if (it == best_at.end() || r.total_cost < it->second) best_at[r.peak_bytes] = r.total_cost;
+    }
+    std::vector<std::pair<uint64_t, double>> stair;
+    for (const auto& kv : best_at)
+      if (stair.empty() || kv.second < stair.back().second) stair.push_back(kv);
+    INFO("trial " << trial << " n " << n);
+    // Frontier: the same staircase.
+    StrategyRequest q;
+    q.strategy = "optimal-single-level";
+    const auto front = frontier(chain, q);
+    REQUIRE(front.size() == stair.size());
+    for (size_t k = 0; k < stair.size(); ++k) {
+      CHECK(front[k].peak_bytes == stair[k].first);
+      CHECK(front[k].total_cost == Approx(stair[k].second));
+    }
+    // Every budget from below the minimum to above the maximum.
+    for (uint64_t b = 1; b <= stair.back().first + 1; ++b) {
+      q.budget_bytes = b;
+      double want = std::numeric_limits<double>::infinity();
+      for (const auto& s : stair)
+        if (s.first <= b) want = s.second;
+      if (std::isinf(want)) {
+        try {
+          plan(chain, q);
+          FAIL("expected infeasible at budget " << b);
+        } catch (const trainmem::RequestError& e) {
+          CHECK(e.code() == "infeasible");
+          CHECK(std::string(e.what()).find("minimum feasible budgetBytes is " +
+                                           std::to_string(stair[0].first)) != std::string::npos);
+        }
+        continue;
+      }
+      const PlanResult r = plan(chain, q);
+      CHECK(r.total_cost == Approx(want));
+      CHECK(r.peak_bytes <= b);
+      // Rotor's schedules include every single-level plan: with an exact grid (sizes are
+      // whole bytes, budget <= slots) it can only be cheaper or equal.
+      StrategyRequest m = q;
+      m.strategy = "optimal";
+      const PlanResult o = plan(chain, m);
+      CHECK(o.total_cost <= r.total_cost + 1e-9);
+      CHECK(o.peak_bytes <= b);
+      CHECK(o.details["predictedTotalCost"].get<double>() == Approx(o.total_cost));
+      ++checked;
+    }
+  }
+  CHECK(checked > 300);
+}
+
+TEST_CASE("optimal: discretised budgets stay within the budget in bytes", "[placement][optimal]") {
+  std::mt19937 rng(777);
+  for (int trial = 0; trial < 20; ++trial) {
+    Chain c = random_chain(rng, 12);
+    for (auto& L : c.layers) {  // large, coprime-ish sizes force the rounded grid
+      L.output_bytes = L.output_bytes * 1000003 + 17;
+      L.saved_bytes = L.output_bytes + L.saved_bytes * 999983;
+      L.forward_temp_bytes *= 700001;
+    }
+    c.input_bytes = c.input_bytes * 1000003 + 5;
+    const uint64_t all = evaluate(c, {}).peak_bytes;
+    StrategyRequest q;
+    q.strategy = "optimal";
+    q.slots = 100;
+    q.budget_bytes = all / 2 + 1;
+    try {
+      const PlanResult r = plan(c, q);
+      CHECK(r.peak_bytes <= q.budget_bytes);
+      CHECK(r.details["predictedTotalCost"].get<double>() == Approx(r.total_cost));
+      CHECK(r.details["exactGrid"] == false);
+    } catch (const trainmem::RequestError& e) {
+      CHECK(e.code() == "infeasible");
+    }
+  }
+}
+
+namespace {
+// Griewank & Walther's recursion, memoised: t(1, c) = 0; t(l, 0) = inf for l > 1;
+// t(l, c) = min_{0<l'<l} l' + t(l - l', c - 1) + t(l', c).
+double t_rec(uint64_t l, uint64_t c, std::map<std::pair<uint64_t, uint64_t>, double>& memo) {
+  if (l <= 1) return 0;
+  if (c == 0) return std::numeric_limits<double>::infinity();
+  auto key = std::make_pair(l, c);
+  auto it = memo.find(key);
+  if (it != memo.end()) return it->second;
+  double best = std::numeric_limits<double>::infinity();
+  for (uint64_t lp = 1; lp < l; ++lp)
+    best = std::min(best, lp + t_rec(l - lp, c - 1, memo) + t_rec(lp, c, memo));
+  memo[key] = best;
+  return best;
+}
+}  // namespace
+
+TEST_CASE("revolve: closed form = recursion = the simulated schedule", "[placement][revolve]") {
+  std::map<std::pair<uint64_t, uint64_t>, double> memo;
+  CHECK(t_rec(10, 3, memo) == 15);  // REFERENCES.md checks
+  CHECK(t_rec(16, 4, memo) == 27);
+  for (uint64_t l = 1; l <= 14; ++l) {
+    CHECK(t_rec(l, 1, memo) == l * (l - 1) / 2);
+    for (uint32_t c = 1; c <= 5; ++c) {
+      Chain chain;
+      chain.input_bytes = 8;
+      for (uint64_t i = 0; i < l; ++i) {
+        Layer L;
+        L.forward_cost = 1.5;
+        L.backward_cost = 3;
+        L.output_bytes = 8;
+        L.saved_bytes = 24;
+        chain.layers.push_back(L);
+      }
+      StrategyRequest q;
+      q.strategy = "revolve";
+      q.snapshots = c;
+      const PlanResult r = plan(chain, q);
+      INFO("l " << l << " c " << c);
+      const double t = t_rec(l, c, memo);
+      CHECK(r.details["extraForwardSteps"].get<double>() == t);  // closed form vs recursion
+      CHECK(r.recompute_cost == Approx(1.5 * t));                 // schedule vs closed form
+    }
+  }
+}
