@@ -613,7 +613,11 @@ function parseArgs(argv) {
   }
   if (out.help || out.version) return out;
   if (out.command === null) {
-    throw new UsageError('missing_command', '', `name a command: ${ALL.join(' | ')}`);
+    throw new UsageError(
+      'missing_command',
+      '',
+      `name a command: ${ALL.join(' | ')} (trainmem --help shows examples)`,
+    );
   }
   if (!COMMANDS[out.command]) {
     const near = suggest(out.command, ALL);
