@@ -131,7 +131,9 @@ json checkpoint_size_json(const json& request) {
   // Storage table and the state_dict views.
   std::vector<StorageInfo> storages;
   std::vector<Stored> stored;
-  auto add_storage = [&](DType dt, uint64_t numel, const std::string& cat, const char* state) {
+  storages.reserve(m.tensors.size() * 6 + m.buffers.size() + 2);
+  stored.reserve(storages.capacity());
+  auto add_storage = [&](DType dt, uint64_t numel, const char* cat, const char* state) {
     StorageInfo s;
     s.dtype = dt;
     s.numel = numel;
@@ -146,16 +148,21 @@ json checkpoint_size_json(const json& request) {
   in.module_name_bytes = m.module_name_bytes;
   in.wrap = r.include_optimizer;
   in.has_optimizer = r.include_optimizer;
-  std::map<std::string, int64_t> storage_of;  // untied tensor name -> storage
+  std::map<std::string, int64_t> storage_of;  // tied-to target name -> storage
+  for (const auto& t : m.tensors)
+    if (!t.tied_to.empty()) storage_of[t.tied_to] = -1;
+  in.model.reserve(m.tensors.size() + m.buffers.size());
   std::vector<DType> eff(m.tensors.size());
   std::vector<SafetensorsEntry> st_entries;
+  st_entries.reserve(m.tensors.size() + m.buffers.size());
   for (size_t i = 0; i < m.tensors.size(); ++i) {
     const TensorSpec& t = m.tensors[i];
     eff[i] = r.has_weight_dtype && is_float(t.dtype) ? r.weight : t.dtype;
     int64_t sid;
     if (t.tied_to.empty()) {
       sid = add_storage(eff[i], t.numel(), "weights", nullptr);
-      storage_of[t.name] = sid;
+      auto it = storage_of.find(t.name);  // only names that something ties to
+      if (it != storage_of.end()) it->second = sid;
       st_entries.push_back({&t.name, &t.shape, eff[i]});
     } else {
       sid = storage_of.at(t.tied_to);
@@ -228,7 +235,7 @@ json checkpoint_size_json(const json& request) {
         add_storage(DType::fp32, m.tensors[i].numel(), "masterWeights", "fp32_master");
     notes.push_back("masterWeights without the optimizer: counted as raw fp32 copies");
   }
-  in.storages = storages;
+  in.storages = std::move(storages);
 
   // Categories and per-state totals (raw payload).
   std::map<std::string, uint64_t> cat = {
