@@ -5,10 +5,10 @@
 //   savedBytes, forwardTempBytes?, backwardTempBytes? }] }, strategy?, k?, segments?,
 //   snapshots?, budgetBytes?, slots?, checkpointed?, greedyBytes?, frontier?, timeline? }
 // (docs/placement.md lists defaults and meaning).
+#include "trainmem/placement.hpp"
 #include "placement_internal.hpp"
 #include "trainmem/calculators.hpp"
 #include "trainmem/error.hpp"
-#include "trainmem/placement.hpp"
 #include "trainmem/request.hpp"
 
 namespace trainmem {
@@ -19,15 +19,9 @@ using placement::Layer;
 using placement::Segment;
 using placement::StrategyRequest;
 
-const std::vector<std::string> kStrategies = {"none",
-                                              "manual",
-                                              "every-k",
-                                              "block",
-                                              "sequential",
-                                              "sqrt",
-                                              "chen-greedy",
-                                              "revolve",
-                                              "optimal-single-level",
+const std::vector<std::string> kStrategies = {"none",        "manual",     "every-k",
+                                              "block",       "sequential", "sqrt",
+                                              "chen-greedy", "revolve",    "optimal-single-level",
                                               "optimal"};
 
 Chain parse_chain(const Obj& c) {

@@ -27,7 +27,7 @@ uint64_t rotor_min_budget_exact(const Chain& chain);  // without discretisation
 inline constexpr uint64_t kRotorMaxCells = uint64_t{1} << 24;
 
 // revolve (placement_revolve.cpp).
-double revolve_extra_steps(uint64_t l, uint64_t c);  // closed form t(l, c); inf if impossible
+double revolve_extra_steps(uint64_t l, uint64_t c);    // closed form t(l, c); inf if impossible
 uint64_t revolve_repetitions(uint64_t l, uint64_t c);  // r: minimal with C(c + r, c) >= l
 PlanResult revolve_plan(const Chain& chain, uint32_t snapshots);
 

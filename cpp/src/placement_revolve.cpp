@@ -40,7 +40,8 @@ class Steps {
           continue;
         }
         while (binom(cc + r, cc) < static_cast<double>(ll)) ++r;
-        t_[cc * (l + 1) + ll] = static_cast<double>(r) * static_cast<double>(ll) - binom(cc + r, cc + 1);
+        t_[cc * (l + 1) + ll] =
+            static_cast<double>(r) * static_cast<double>(ll) - binom(cc + r, cc + 1);
       }
     }
   }

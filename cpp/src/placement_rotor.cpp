@@ -284,8 +284,10 @@ PlanResult rotor_optimal(const Chain& chain, uint64_t budget, uint32_t slots) {
   if (budget < exact || s.x[0] > grid.total || min_memory(s, n).at(0, n) > grid.total - s.x[0]) {
     const uint64_t need = min_budget_discretised(chain, slots, exact);
     throw_infeasible("optimal", budget, need,
-                     " with " + std::to_string(slots) + " slots (exact minimum without "
-                     "discretisation: " + std::to_string(exact) + ")");
+                     " with " + std::to_string(slots) +
+                         " slots (exact minimum without "
+                         "discretisation: " +
+                         std::to_string(exact) + ")");
   }
   const uint64_t M = grid.total - s.x[0];
   const Table t(s, n, M);

@@ -259,7 +259,8 @@ nlohmann::json to_json(const PlanResult& r) {
   j["overheadFraction"] = r.overhead_fraction;
   nlohmann::json tl = nlohmann::json::array();
   for (const StepEvent& e : r.timeline)
-    tl.push_back({{"phase", e.phase}, {"op", e.op}, {"layer", e.layer}, {"liveBytes", e.live_bytes}});
+    tl.push_back(
+        {{"phase", e.phase}, {"op", e.op}, {"layer", e.layer}, {"liveBytes", e.live_bytes}});
   j["timeline"] = std::move(tl);
   if (!r.schedule.is_null()) j["schedule"] = r.schedule;
   if (!r.details.is_null()) j["details"] = r.details;

@@ -139,8 +139,7 @@ void validate_chain(const Chain& chain, const std::string& path) {
 namespace {
 
 [[noreturn]] void missing(const std::string& field, const std::string& strategy) {
-  throw RequestError(code::kMissingField, field,
-                     field + " is required for strategy " + strategy);
+  throw RequestError(code::kMissingField, field, field + " is required for strategy " + strategy);
 }
 
 uint32_t layer_count(const Chain& chain) { return static_cast<uint32_t>(chain.layers.size()); }
@@ -240,8 +239,8 @@ PlanResult plan(const Chain& chain, const StrategyRequest& req) {
   } else if (st == "every-k") {
     if (req.k == 0) missing("k", st);
     if (req.k > n)
-      throw RequestError(code::kOutOfRange, "k", "k must be between 1 and the layer count " +
-                                                     std::to_string(n));
+      throw RequestError(code::kOutOfRange, "k",
+                         "k must be between 1 and the layer count " + std::to_string(n));
     r = evaluate(chain, every_k_segments(n, req.k));
     r.details = {{"k", req.k}};
   } else if (st == "block") {
@@ -254,8 +253,8 @@ PlanResult plan(const Chain& chain, const StrategyRequest& req) {
     if (req.segments == 0) missing("segments", st);
     if (req.segments > n)
       throw RequestError(code::kOutOfRange, "segments",
-                         "segments (" + std::to_string(req.segments) + ") exceeds the layer count " +
-                             std::to_string(n) +
+                         "segments (" + std::to_string(req.segments) +
+                             ") exceeds the layer count " + std::to_string(n) +
                              ": PyTorch checkpoint_sequential fails (segment size n // segments "
                              "is 0)");
     r = evaluate(chain, sequential_segments(n, req.segments));
@@ -327,9 +326,10 @@ std::vector<FrontierPoint> frontier(const Chain& chain, const StrategyRequest& r
     add(plan(chain, one), nullptr);
   }
   if (req.budget_bytes > 0)
-    pts.erase(std::remove_if(pts.begin(), pts.end(),
-                             [&](const FrontierPoint& p) { return p.peak_bytes > req.budget_bytes; }),
-              pts.end());
+    pts.erase(
+        std::remove_if(pts.begin(), pts.end(),
+                       [&](const FrontierPoint& p) { return p.peak_bytes > req.budget_bytes; }),
+        pts.end());
   return pareto(std::move(pts));
 }
 

@@ -47,7 +47,9 @@ std::vector<std::pair<uint32_t, uint32_t>> pairs(const std::vector<Segment>& s) 
 
 using P = std::vector<std::pair<uint32_t, uint32_t>>;
 
-P segments_of(const Chain& c, const StrategyRequest& req) { return pairs(plan(c, req).checkpointed); }
+P segments_of(const Chain& c, const StrategyRequest& req) {
+  return pairs(plan(c, req).checkpointed);
+}
 
 P sequential(size_t n, uint32_t s) {
   StrategyRequest q;
@@ -101,11 +103,11 @@ TEST_CASE("sequential: PyTorch checkpoint_sequential segments", "[placement]") {
   CHECK(sequential(10, 4) == P{{0, 1}, {2, 3}, {4, 5}});
   CHECK(sequential(10, 1).empty());
   CHECK(sequential(4, 4) == P{{0, 0}, {1, 1}, {2, 2}});
-  const json chain = {{"inputBytes", 1},
-                      {"layers", json::array({{{"forwardCost", 1},
-                                               {"backwardCost", 1},
-                                               {"outputBytes", 1},
-                                               {"savedBytes", 1}}})}};
+  const json chain = {
+      {"inputBytes", 1},
+      {"layers",
+       json::array(
+           {{{"forwardCost", 1}, {"backwardCost", 1}, {"outputBytes", 1}, {"savedBytes", 1}}})}};
   const json e = call({{"chain", chain}, {"strategy", "sequential"}, {"segments", 2}});
   CHECK(e["ok"] == false);
   CHECK(e["error"]["code"] == "out_of_range");

@@ -16,12 +16,13 @@ using namespace trainmem::placement;
 
 namespace {
 
-void all_plans(size_t n, size_t i, std::vector<Segment>& cur, std::vector<std::vector<Segment>>& out) {
+void all_plans(size_t n, size_t i, std::vector<Segment>& cur,
+               std::vector<std::vector<Segment>>& out) {
   if (i == n) {
     out.push_back(cur);
     return;
   }
-  all_plans(n, i + 1, cur, out);  // layer i plain
+  all_plans(n, i + 1, cur, out);    // layer i plain
   for (size_t e = i; e < n; ++e) {  // checkpointed segment [i..e]
     cur.push_back({static_cast<uint32_t>(i), static_cast<uint32_t>(e)});
     all_plans(n, e + 1, cur, out);
@@ -179,7 +180,7 @@ TEST_CASE("revolve: closed form = recursion = the simulated schedule", "[placeme
       INFO("l " << l << " c " << c);
       const double t = t_rec(l, c, memo);
       CHECK(r.details["extraForwardSteps"].get<double>() == t);  // closed form vs recursion
-      CHECK(r.recompute_cost == Approx(1.5 * t));                 // schedule vs closed form
+      CHECK(r.recompute_cost == Approx(1.5 * t));                // schedule vs closed form
     }
   }
 }

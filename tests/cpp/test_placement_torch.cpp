@@ -42,7 +42,8 @@ Layer layer(uint64_t out, uint64_t saved) {
 }
 }  // namespace
 
-TEST_CASE("placement: stored bytes equal PyTorch's under checkpoint_sequential", "[placement][torch]") {
+TEST_CASE("placement: stored bytes equal PyTorch's under checkpoint_sequential",
+          "[placement][torch]") {
   int mlp = 0, gpt = 0;
   const json fx = fixture();
   for (const json& c : fx["cases"]) {
@@ -68,9 +69,9 @@ TEST_CASE("placement: stored bytes equal PyTorch's under checkpoint_sequential",
       const uint64_t b = g["batch"], s = g["seq"], e = g["embd"], V = g["vocab"], n = g["layers"];
       const uint64_t h = b * s * e * 4;
       Chain chain;
-      chain.input_bytes = b * s * 8;                  // token ids, int64
-      chain.layers.push_back(layer(h, s * 8 + h));    // embed: position ids + output
-      for (uint64_t i = 0; i < n; ++i) chain.layers.push_back(layer(h, 3 * h));  // blocks
+      chain.input_bytes = b * s * 8;                // token ids, int64
+      chain.layers.push_back(layer(h, s * 8 + h));  // embed: position ids + output
+      for (uint64_t i = 0; i < n; ++i) chain.layers.push_back(layer(h, 3 * h));         // blocks
       chain.layers.push_back(layer(b * s * V * 4, 2 * b * s * 4 + h + b * s * V * 4));  // head
       StrategyRequest q;
       q.strategy = "manual";

@@ -19,9 +19,9 @@ struct Layer {
   std::string name;
   double forward_cost = 1;  // time units (e.g. FLOPs or ms); recompute costs the same
   double backward_cost = 2;
-  uint64_t output_bytes = 0;         // the layer's output activation
-  uint64_t saved_bytes = 0;          // everything kept for backward when run normally (output incl.)
-  uint64_t forward_temp_bytes = 0;   // transient extra during the forward of this layer
+  uint64_t output_bytes = 0;        // the layer's output activation
+  uint64_t saved_bytes = 0;         // everything kept for backward when run normally (output incl.)
+  uint64_t forward_temp_bytes = 0;  // transient extra during the forward of this layer
   uint64_t backward_temp_bytes = 0;  // transient extra during its backward
 };
 
@@ -38,9 +38,9 @@ struct Segment {
 };
 
 struct StepEvent {
-  std::string phase;  // "forward" | "loss" | "recompute" | "backward"
-  int32_t layer = -1;       // -1 for the loss
-  std::string op;           // "forward-all" | "forward-check" | "forward-nograd" | "loss" | "backward"
+  std::string phase;   // "forward" | "loss" | "recompute" | "backward"
+  int32_t layer = -1;  // -1 for the loss
+  std::string op;      // "forward-all" | "forward-check" | "forward-nograd" | "loss" | "backward"
   uint64_t live_bytes = 0;  // activation bytes live at the highest point of this event
 };
 
