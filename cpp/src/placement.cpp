@@ -7,6 +7,7 @@
 // (docs/placement.md lists defaults and meaning).
 #include "trainmem/placement.hpp"
 #include "placement_internal.hpp"
+#include "trainmem/activations.hpp"
 #include "trainmem/calculators.hpp"
 #include "trainmem/error.hpp"
 #include "trainmem/request.hpp"
@@ -80,11 +81,27 @@ void only_for(const Obj& root, const char* key, const std::string& strategy,
 
 json placement_json(const json& request) {
   const Obj root(request, "");
-  if (root.has("model"))
-    throw RequestError(code::kUnsupported, "model",
-                       "placement from a model description is not available in this build yet: "
-                       "give the layer chain as `chain`");
-  const Chain chain = parse_chain(root.obj("chain"));
+  Chain chain;
+  if (root.has("model")) {
+    // Model form: one layer per block from the peak-memory activation model (activations.hpp),
+    // costs in FLOPs (backward = 2 x forward).
+    if (root.has("chain"))
+      throw RequestError(code::kInconsistent, "chain", "give either chain or model, not both");
+    activations::Settings set;
+    set.micro_batch = root.u64("microBatch", 1, uint64_t{1} << 24);
+    set.seq_len = root.u64("seqLen", 1, uint64_t{1} << 24);
+    const std::string prec = root.one_of_or("precision", activations::precision_names(), "fp32");
+    activations::parse_precision(prec, &set.precision);
+    set.attention = root.one_of_or("attention", {"eager", "sdpa"}, "sdpa") == "eager"
+                        ? activations::Attention::eager
+                        : activations::Attention::sdpa;
+    set.detail = false;
+    const ModelDescription model = parse_model(root.obj("model"));
+    chain = activations::build_chain(model, set);
+    placement::validate_chain(chain, "chain");
+  } else {
+    chain = parse_chain(root.obj("chain"));
+  }
   StrategyRequest sr;
   sr.strategy = root.one_of_or("strategy", kStrategies, "none");
   const std::string& st = sr.strategy;

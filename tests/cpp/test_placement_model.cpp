@@ -4,8 +4,10 @@
 
 #include <string>
 
+#include "trainmem/activations.hpp"
 #include "trainmem/api.hpp"
 #include "trainmem/error.hpp"
+#include "trainmem/model.hpp"
 #include "trainmem/placement.hpp"
 #include "trainmem/request.hpp"
 
@@ -184,4 +186,22 @@ TEST_CASE("optimal: Rotor check on a uniform 4-layer chain", "[placement]") {
                                        std::to_string(4 * unit)) != std::string::npos);
     }
   }
+}
+
+TEST_CASE("placement: the model form plans on the peak-memory activation chain", "[placement]") {
+  // Wiring check: with no checkpointing, storedBytes is the activation model's total (h3's
+  // activations.hpp, calibrated there against torch 1.13).
+  const json r = call(
+      {{"model", {{"preset", "gpt2"}}}, {"microBatch", 2}, {"seqLen", 128}, {"timeline", false}});
+  REQUIRE(r["ok"] == true);
+  const json mj = {{"preset", "gpt2"}};
+  const trainmem::ModelDescription m = trainmem::parse_model(trainmem::Obj(mj, "model"));
+  trainmem::activations::Settings set;
+  set.micro_batch = 2;
+  set.seq_len = 128;
+  const auto acts = trainmem::activations::transformer_activations(m, set);
+  CHECK(r["result"]["storedBytes"].get<uint64_t>() == acts.total_saved_bytes);
+  CHECK(r["result"]["plan"].size() == acts.layers.size());
+  const json e = call({{"model", {{"preset", "gpt2"}}}, {"seqLen", 128}});
+  CHECK(e["error"]["field"] == "microBatch");
 }
