@@ -5,16 +5,48 @@ import { load } from '../web/lib/index.js';
 
 const tm = await load();
 const cases = [
-  ['llama-2-70b, bf16 AdamW, full checkpointing, one evaluation',
-    { model: { preset: 'llama-2-70b' }, microBatch: 1, seqLen: 4096, precision: 'amp-bf16',
-      optimizer: 'adamw', checkpointing: 'full', zeroStage: 3, dataParallel: 64, timeline: false }],
-  ['the same with the timeline (163 points)',
-    { model: { preset: 'llama-2-70b' }, microBatch: 1, seqLen: 4096, precision: 'amp-bf16',
-      optimizer: 'adamw', checkpointing: 'full', zeroStage: 3, dataParallel: 64 }],
-  ['the same on an h100-80gb incl. the maxMicroBatch search',
-    { model: { preset: 'llama-2-70b' }, microBatch: 1, seqLen: 4096, precision: 'amp-bf16',
-      optimizer: 'adamw', checkpointing: 'full', zeroStage: 3, dataParallel: 64, gpu: 'h100-80gb',
-      timeline: false }],
+  [
+    'llama-2-70b, bf16 AdamW, full checkpointing, one evaluation',
+    {
+      model: { preset: 'llama-2-70b' },
+      microBatch: 1,
+      seqLen: 4096,
+      precision: 'amp-bf16',
+      optimizer: 'adamw',
+      checkpointing: 'full',
+      zeroStage: 3,
+      dataParallel: 64,
+      timeline: false,
+    },
+  ],
+  [
+    'the same with the timeline (163 points)',
+    {
+      model: { preset: 'llama-2-70b' },
+      microBatch: 1,
+      seqLen: 4096,
+      precision: 'amp-bf16',
+      optimizer: 'adamw',
+      checkpointing: 'full',
+      zeroStage: 3,
+      dataParallel: 64,
+    },
+  ],
+  [
+    'the same on an h100-80gb incl. the maxMicroBatch search',
+    {
+      model: { preset: 'llama-2-70b' },
+      microBatch: 1,
+      seqLen: 4096,
+      precision: 'amp-bf16',
+      optimizer: 'adamw',
+      checkpointing: 'full',
+      zeroStage: 3,
+      dataParallel: 64,
+      gpu: 'h100-80gb',
+      timeline: false,
+    },
+  ],
 ];
 for (const [name, req] of cases) {
   for (let i = 0; i < 20; i++) tm.peakMemory(req); // warm-up
@@ -26,5 +58,7 @@ for (const [name, req] of cases) {
     times.push(performance.now() - t0);
   }
   times.sort((a, b) => a - b);
-  console.log(`${name}: median ${times[n / 2].toFixed(3)} ms, p90 ${times[Math.floor(n * 0.9)].toFixed(3)} ms`);
+  console.log(
+    `${name}: median ${times[n / 2].toFixed(3)} ms, p90 ${times[Math.floor(n * 0.9)].toFixed(3)} ms`,
+  );
 }

@@ -9,7 +9,7 @@ const { load } = await import(process.env.TRAINMEM_LIB || '../web/lib/index.js')
 const MiB = 1024 * 1024;
 function lcg(seed) {
   let s = seed >>> 0;
-  return () => ((s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 4294967296);
+  return () => (s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 4294967296;
 }
 function heterogeneous(n, seed) {
   const r = lcg(seed);
@@ -39,15 +39,27 @@ function transformerLike(n) {
   const layers = [];
   for (let i = 0; i < n; i++) {
     const [f, b, o, s, ft, bt] = types[i % 4];
-    layers.push({ forwardCost: f, backwardCost: b, outputBytes: o, savedBytes: s,
-                  forwardTempBytes: ft, backwardTempBytes: bt });
+    layers.push({
+      forwardCost: f,
+      backwardCost: b,
+      outputBytes: o,
+      savedBytes: s,
+      forwardTempBytes: ft,
+      backwardTempBytes: bt,
+    });
   }
   return { inputBytes: E, layers };
 }
 function homogeneous(n) {
   const E = 8 * MiB;
-  const layers = Array.from({ length: n }, () => ({ forwardCost: 1, backwardCost: 2,
-    outputBytes: E, savedBytes: 3 * E, forwardTempBytes: E, backwardTempBytes: 2 * E }));
+  const layers = Array.from({ length: n }, () => ({
+    forwardCost: 1,
+    backwardCost: 2,
+    outputBytes: E,
+    savedBytes: 3 * E,
+    forwardTempBytes: E,
+    backwardTempBytes: 2 * E,
+  }));
   return { inputBytes: E, layers };
 }
 const sumSaved = (c) => c.layers.reduce((a, l) => a + l.savedBytes, 0);
@@ -72,14 +84,20 @@ function time(fn, runs) {
 function rotorReference(chain, budget, slots) {
   const n = chain.layers.length;
   const conv = (v) => Number((BigInt(v) * BigInt(slots) + BigInt(budget) - 1n) / BigInt(budget));
-  const x = new Array(n + 2).fill(0), xb = new Array(n + 2).fill(0);
-  const ft = new Array(n + 1).fill(0), bt = new Array(n + 1).fill(0);
-  const f = new Array(n + 1).fill(0), b = new Array(n + 1).fill(0);
+  const x = new Array(n + 2).fill(0),
+    xb = new Array(n + 2).fill(0);
+  const ft = new Array(n + 1).fill(0),
+    bt = new Array(n + 1).fill(0);
+  const f = new Array(n + 1).fill(0),
+    b = new Array(n + 1).fill(0);
   x[0] = conv(chain.inputBytes);
   chain.layers.forEach((L, i) => {
-    x[i + 1] = conv(L.outputBytes); xb[i + 1] = conv(L.savedBytes);
-    ft[i] = conv(L.forwardTempBytes); bt[i] = conv(L.backwardTempBytes);
-    f[i] = L.forwardCost; b[i] = L.backwardCost;
+    x[i + 1] = conv(L.outputBytes);
+    xb[i + 1] = conv(L.savedBytes);
+    ft[i] = conv(L.forwardTempBytes);
+    bt[i] = conv(L.backwardTempBytes);
+    f[i] = L.forwardCost;
+    b[i] = L.backwardCost;
   });
   const M = slots - x[0];
   const W = M + 1;
@@ -93,15 +111,20 @@ function rotorReference(chain, budget, slots) {
   }
   for (let d = 1; d <= n; d++) {
     for (let i = 0; i + d <= n; i++) {
-      const j = i + d, dj = x[j + 1];
+      const j = i + d,
+        dj = x[j + 1];
       const row = new Float64Array(W).fill(Infinity);
       for (let m = 0; m <= M; m++) {
         let best = Infinity;
         if (m >= dj + xb[i + 1] + ft[i] && m >= xb[i + 1] + x[i + 1] + bt[i] && m >= xb[i + 1])
           best = f[i] + b[i] + at(i + 1, j)[m - xb[i + 1]];
-        let fp = x[i + 1] + ft[i], sf = f[i];
+        let fp = x[i + 1] + ft[i],
+          sf = f[i];
         for (let k = i + 1; k <= j; k++) {
-          if (k > i + 1) { fp = Math.max(fp, x[k - 1] + x[k] + ft[k - 1]); sf += f[k - 1]; }
+          if (k > i + 1) {
+            fp = Math.max(fp, x[k - 1] + x[k] + ft[k - 1]);
+            sf += f[k - 1];
+          }
           if (m < dj + fp || m < x[k]) continue;
           const v = sf + at(k, j)[m - x[k]] + at(i, k - 1)[m];
           if (v < best) best = v;
@@ -116,7 +139,8 @@ function rotorReference(chain, budget, slots) {
 
 // ---- Reference: exact single-level Pareto DP, straightforwardly (every candidate, sorted). ----
 function singleLevelReference(chain, budget) {
-  const n = chain.layers.length, L = chain.layers;
+  const n = chain.layers.length,
+    L = chain.layers;
   const room = budget - chain.inputBytes;
   const x = (k) => (k === 0 ? chain.inputBytes : L[k - 1].outputBytes);
   const fronts = new Array(n + 1);
@@ -124,12 +148,23 @@ function singleLevelReference(chain, budget) {
   for (let i = n - 1; i >= 0; i--) {
     const cand = [];
     const push = (g, S, cost, fr) => {
-      for (const [R0, c0] of fr) { const R = Math.max(g, S + R0); if (R <= room) cand.push([R, cost + c0]); }
+      for (const [R0, c0] of fr) {
+        const R = Math.max(g, S + R0);
+        if (R <= room) cand.push([R, cost + c0]);
+      }
     };
     const Li = L[i];
-    push(Li.savedBytes + Math.max(Li.forwardTempBytes, Li.outputBytes + Li.backwardTempBytes),
-         Li.savedBytes, 0, fronts[i + 1]);
-    let fwd = Li.outputBytes + Li.forwardTempBytes, xs = 0, rec = 0, bwd = 0, cost = 0;
+    push(
+      Li.savedBytes + Math.max(Li.forwardTempBytes, Li.outputBytes + Li.backwardTempBytes),
+      Li.savedBytes,
+      0,
+      fronts[i + 1],
+    );
+    let fwd = Li.outputBytes + Li.forwardTempBytes,
+      xs = 0,
+      rec = 0,
+      bwd = 0,
+      cost = 0;
     for (let e = i; e < n; e++) {
       const Le = L[e];
       if (e > i) fwd = Math.max(fwd, x(e) + Le.outputBytes + Le.forwardTempBytes);
@@ -157,16 +192,27 @@ function bench(name, request, reference, runs, refRuns) {
   const ref = time(reference, refRuns);
   const cost = ours.out.details?.predictedTotalCost ?? ours.out.totalCost;
   const agree = Math.abs(cost - ref.out) <= 1e-9 * Math.abs(ref.out);
-  rows.push({ name, trainmemMs: +ours.ms.toFixed(2), referenceMs: +ref.ms.toFixed(1),
-              totalCost: +cost.toFixed(4), referenceCost: +ref.out.toFixed(4), agree });
+  rows.push({
+    name,
+    trainmemMs: +ours.ms.toFixed(2),
+    referenceMs: +ref.ms.toFixed(1),
+    totalCost: +cost.toFixed(4),
+    referenceCost: +ref.out.toFixed(4),
+    agree,
+  });
   console.log(rows[rows.length - 1]);
 }
 
 {
   const chain = heterogeneous(100, 42);
   const budget = Math.floor(sumSaved(chain) / 4);
-  bench('optimal, 100 heterogeneous layers, 500 slots', { chain, strategy: 'optimal', budgetBytes: budget, slots: 500 },
-        () => rotorReference(chain, budget, 500), 5, 1);
+  bench(
+    'optimal, 100 heterogeneous layers, 500 slots',
+    { chain, strategy: 'optimal', budgetBytes: budget, slots: 500 },
+    () => rotorReference(chain, budget, 500),
+    5,
+    1,
+  );
 }
 for (const [label, chain, div] of [
   ['1000 homogeneous layers, budget = sum(saved)/10', homogeneous(1000), 10],
@@ -175,7 +221,12 @@ for (const [label, chain, div] of [
   ['1000 heterogeneous layers, budget = sum(saved)/20', heterogeneous(1000, 7), 20],
 ]) {
   const budget = Math.floor(sumSaved(chain) / div);
-  bench(`optimal-single-level, ${label}`, { chain, strategy: 'optimal-single-level', budgetBytes: budget },
-        () => singleLevelReference(chain, budget), 3, 1);
+  bench(
+    `optimal-single-level, ${label}`,
+    { chain, strategy: 'optimal-single-level', budgetBytes: budget },
+    () => singleLevelReference(chain, budget),
+    3,
+    1,
+  );
 }
 console.log(JSON.stringify(rows, null, 2));
