@@ -1,5 +1,7 @@
 #include "trainmem/dtype.hpp"
 
+#include "trainmem/request.hpp"
+
 namespace trainmem {
 
 uint32_t dtype_bits(DType t) {
@@ -32,8 +34,9 @@ uint32_t dtype_bits(DType t) {
 
 uint64_t dtype_bytes_for(DType t, uint64_t n) {
   const uint64_t bits = dtype_bits(t);
-  if (bits % 8 == 0) return n * (bits / 8);
-  return (n * bits + 7) / 8;  // sub-byte types: packed, rounded up to a whole byte
+  // Checked (README "Numeric limits"): beyond 2^63 bytes is too_large, never a wrapped number.
+  if (bits % 8 == 0) return checked_mul(n, bits / 8, "model");
+  return (checked_mul(n, bits, "model") + 7) / 8;  // sub-byte types: packed, rounded up
 }
 
 const char* dtype_name(DType t) {
