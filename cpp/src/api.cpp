@@ -34,7 +34,8 @@ void check_finite(const json& v, const std::string& path) {
 // exactly — is listed in result.inexact as {field, exact} (exact: the decimal digits).
 void check_integers(const json& v, const std::string& path, json* inexact) {
   if (v.is_number_unsigned() || v.is_number_integer()) {
-    const bool negative = v.is_number_integer() && v.get<int64_t>() < 0;
+    // (is_number_integer() is true for unsigned numbers too: test the stored type.)
+    const bool negative = v.type() == json::value_t::number_integer && v.get<int64_t>() < 0;
     const uint64_t magnitude =
         negative ? 0 - static_cast<uint64_t>(v.get<int64_t>()) : v.get<uint64_t>();
     if (!negative && magnitude > kMaxCount)
@@ -53,6 +54,8 @@ void check_integers(const json& v, const std::string& path, json* inexact) {
 
 std::string error_envelope(const std::string& c, const std::string& field,
                            const std::string& message) {
+  // Messages quote user input in places: keep every one short (and valid UTF-8, below).
+  if (message.size() > 1024) return error_envelope(c, field, message.substr(0, 1024) + "...");
   json e = {{"ok", false}, {"error", {{"code", c}, {"field", field}, {"message", message}}}};
   return e.dump(-1, ' ', false, json::error_handler_t::replace);
 }

@@ -258,8 +258,10 @@ json parse_request(const std::string& text) {
   try {
     json::sax_parse(text, &sax);
   } catch (const json::exception& e) {
-    throw RequestError(code::kInvalidJson, "",
-                       std::string("request is not valid JSON: ") + e.what());
+    // nlohmann quotes the last token read, which may be a whole (long) string: cut it short.
+    std::string what = e.what();
+    if (what.size() > 240) what = what.substr(0, 240) + "...'";
+    throw RequestError(code::kInvalidJson, "", "request is not valid JSON: " + what);
   }
   return root;
 }
@@ -353,7 +355,7 @@ void Obj::finish(std::initializer_list<const char*> also_known) const {
     if (used_.count(it.key())) continue;
     std::vector<std::string> known(used_.begin(), used_.end());
     for (const char* k : also_known) known.emplace_back(k);
-    std::string msg = field(it.key()) + " is not a known input";
+    std::string msg = field(printable(it.key())) + " is not a known input";
     const std::string near = closest_match(it.key(), known);
     if (!near.empty()) msg += " (did you mean \"" + near + "\"?)";
     throw RequestError(code::kUnknownKey, field(printable(it.key())), msg);

@@ -79,3 +79,35 @@ TEST_CASE("robustness: integers beyond 2^53 are listed in result.inexact with ex
   const json small = envelope("checkpointSize", R"({"model":{"params":1e8},"optimizer":"sgd"})");
   CHECK_FALSE(small["result"].contains("inexact"));
 }
+
+TEST_CASE("robustness: error messages stay short whatever the input") {
+  // An unterminated 70,000-character string: nlohmann quotes the whole token it last read.
+  const json e = envelope("checkpointSize", "\"" + std::string(70000, 'x'));
+  CHECK(e["error"]["code"] == "invalid_json");
+  CHECK(e["error"]["message"].get<std::string>().size() <= 1100);
+  // An unknown 70,000-character key.
+  const json k = envelope("checkpointSize", "{\"" + std::string(70000, 'k') + "\":1}");
+  CHECK(k["error"]["code"] == "unknown_key");
+  CHECK(k["error"]["message"].get<std::string>().size() <= 1100);
+  CHECK(k["error"]["field"].get<std::string>().size() <= 80);
+}
+
+TEST_CASE("robustness: byte totals up to 2^63 are exact; beyond is too_large, never wrapped") {
+  // One fp32 tensor of 2^30 x 2^31 = 2^61 elements: 2^61 x 4 B = 2^63 B exactly; SGD without
+  // momentum keeps no state (torch/optim/sgd.py), so the raw total is the weights alone.
+  const json e = envelope("checkpointSize",
+                          R"({"model":{"tensors":[{"name":"w","shape":[1073741824,2147483648]}]},
+                              "optimizer":"sgd","format":"raw"})");
+  REQUIRE(e["ok"] == true);
+  CHECK(e["result"]["totalBytes"].get<uint64_t>() == (1ULL << 63));
+  bool listed = false;
+  for (const auto& w : e["result"]["inexact"])
+    if (w["field"] == "totalBytes") listed = w["exact"] == "9223372036854775808";
+  CHECK(listed);
+  // 2^31 x 2^31 = 2^62 elements x 4 B = 2^64 B: refused (it used to wrap to 0).
+  const json over = envelope("checkpointSize",
+                             R"({"model":{"tensors":[{"name":"w","shape":[2147483648,2147483648]}]},
+                                 "optimizer":"sgd","format":"raw"})");
+  CHECK(over["ok"] == false);
+  CHECK(over["error"]["code"] == "too_large");
+}

@@ -27,7 +27,7 @@ UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
   "$out/fuzz_call" "$out/corpus" "$out/seeds" -dict="$out/all.dict" \
   -max_total_time="$left" -max_len=16384 -timeout=10 -rss_limit_mb=2048 \
   -malloc_limit_mb=1024 -artifact_prefix="$out/artifacts/" -print_final_stats=1 \
-  -close_fd_mask=0 "$@" 2>&1 | grep -v '^#[0-9]*.*\(NEW\|REDUCE\|pulse\)' || {
+  -close_fd_mask=0 "$@" 2>&1 | grep --line-buffered -v '^#[0-9]*.*\(NEW\|REDUCE\)' || {
   echo "fuzz: FAILED (see $out/artifacts/)"
   exit 1
 }
