@@ -357,11 +357,11 @@ function rawCall(fn, text, where, m = module) {
 }
 
 // Cost-weighted choice of base request: valid requests of some calculators take milliseconds
-// (presets, planners). Each base is sampled with weight min(1, 100 / length of its result),
+// (presets, planners). Each base is sampled with weight min(1, 40 / length of its result),
 // a deterministic stand-in for its cost (timing would make a seed irreproducible), which
 // keeps the storm's run time bounded while every base still appears.
 const weights = BASES.map((b) =>
-  Math.min(1, 100 / module.call(b.fn, JSON.stringify(b.request)).length),
+  Math.min(1, 40 / module.call(b.fn, JSON.stringify(b.request)).length),
 );
 const cumulative = [];
 weights.reduce((acc, w, i) => (cumulative[i] = acc + w), 0);
