@@ -20,6 +20,7 @@ namespace placement {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr uint64_t kBlock = 4;  // slots of the smallest pruning block of the leaf loop
 
 // Stage sizes in some unit (bytes or slots). Index k of x is the activation entering stage k;
 // stage n is the loss (no cost, no memory), x[n+1] = xb[n+1] = 0.
@@ -211,9 +212,16 @@ class Table {
           const double* sub = row(i + 1, j);
           for (uint64_t m = lo; m <= M_; ++m) out[m] = chain_value(i, sub[m - xb]);
         }
-        // leaf at k: F_ck(i), F_n(i+1..k-1), C(k, j, m - x[k]), C(i, k-1, m)
+        // leaf at k: F_ck(i), F_n(i+1..k-1), C(k, j, m - x[k]), C(i, k-1, m).
+        // Rows do not increase with m, so no leaf value at k is below its value at M (rounded
+        // addition is monotone, so this holds in floating point too): that is the leaf's
+        // `floor`. `out` does not increase with m either, so once out[m] <= floor, leaf k can
+        // improve neither out[m] nor any later entry. Leaves are taken cheapest floor first,
+        // which lowers `out` early and cuts the later (worse) leaves short.
+        cand_.clear();
         uint64_t fp = s_.x[i + 1] + s_.ft[i];
         double sf = s_.f[i];
+        uint64_t lo_min = M_ + 1;
         for (size_t k = i + 1; k <= j; ++k) {
           if (k > i + 1) {
             fp = std::max(fp, s_.x[k - 1] + s_.x[k] + s_.ft[k - 1]);
@@ -223,11 +231,39 @@ class Table {
           const uint64_t xk = s_.x[k];
           const uint64_t lo = std::max({dj + fp, xk + min_m(k, j), min_m(i, k - 1)});
           if (lo > M_) continue;
-          const double* a = row(k, j) - xk;  // a[m] = C(k, j, m - x[k])
+          lo_min = std::min(lo_min, lo);
+          cand_.push_back({leaf_value(sf, row(k, j)[M_ - xk], row(i, k - 1)[M_]), sf, lo,
+                           static_cast<uint32_t>(k)});
+        }
+        std::sort(cand_.begin(), cand_.end(), [](const Leaf& p, const Leaf& q) {
+          return p.floor != q.floor ? p.floor < q.floor : p.k < q.k;
+        });
+        for (const Leaf& c : cand_) {
+          if (out[lo_min] <= c.floor) break;  // every later leaf: out[lo] <= out[lo_min] <= floor
+          const size_t k = c.k;
+          const double* a = row(k, j) - s_.x[k];  // a[m] = C(k, j, m - x[k])
           const double* b = row(i, k - 1);
-          for (uint64_t m = lo; m <= M_; ++m) {
-            const double v = leaf_value(sf, a[m], b[m]);
-            out[m] = v < out[m] ? v : out[m];
+          // Blocks of m: leaf values in [m, m1) are at least the one at m1 - 1, and `out`
+          // there is at most out[m]; when out[m] is not above it, nothing in the block improves.
+          // Blocks grow while they are skipped (4, 8, ... 64 slots); a block that is not skipped
+          // is retried at 4 slots, and computed if it still fails.
+          uint64_t m = c.lo, step = kBlock;
+          while (m <= M_ && out[m] > c.floor) {
+            const uint64_t m1 = std::min<uint64_t>(m + step, M_ + 1);
+
+            if (out[m] <= leaf_value(c.sf, a[m1 - 1], b[m1 - 1])) {
+              m = m1;
+              step = std::min<uint64_t>(2 * step, 16 * kBlock);
+              continue;
+            }
+            if (step > kBlock) {  // retry with the smallest block before computing
+              step = kBlock;
+              continue;
+            }
+            for (; m < m1; ++m) {
+              const double v = leaf_value(c.sf, a[m], b[m]);
+              out[m] = v < out[m] ? v : out[m];
+            }
           }
         }
         finish_row(i, j);
@@ -235,6 +271,12 @@ class Table {
     }
   }
 
+  struct Leaf {
+    double floor, sf;
+    uint64_t lo;
+    uint32_t k;
+  };
+  std::vector<Leaf> cand_;  // scratch: the leaves of the row being computed
   const Sizes& s_;
   size_t n_;
   uint64_t M_;
