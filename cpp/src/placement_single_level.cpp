@@ -51,6 +51,7 @@ constexpr uint64_t kMaxWork = uint64_t{200} << 20;
 // not fall and c falls, so the lists can be merged lazily: a point costing at least the
 // cheapest point already emitted (at a smaller or equal R) is dominated, and the list skips
 // past all such points by binary search.
+// The head's (R, c) are cached in r and cv so that heap comparisons stay inside the heap.
 struct Cand {
   const Front* f;
   uint32_t q, end;  // current index; end of the usable range (R within the room)
@@ -58,8 +59,14 @@ struct Cand {
   double cost;
   uint32_t next;
   bool ckpt;
-  uint64_t R() const { return std::max(g, S + (*f)[q].R); }
-  double c() const { return cost + (*f)[q].c; }
+  uint64_t r;
+  double cv;
+  void load() {
+    r = std::max(g, S + (*f)[q].R);
+    cv = cost + (*f)[q].c;
+  }
+  uint64_t R() const { return r; }
+  double c() const { return cv; }
 };
 
 // Builds all fronts; room = budget - input (UINT64_MAX: no pruning).
@@ -73,6 +80,21 @@ std::vector<Front> build(const Chain& chain, uint64_t room) {
   auto later = [](const Cand& a, const Cand& b) {  // heap order: smallest (R, c) on top
     const uint64_t ra = a.R(), rb = b.R();
     return ra != rb ? ra > rb : a.c() > b.c();
+  };
+  auto sift_down = [&]() {  // the top of `heap` may be out of place
+    const size_t m = heap.size();
+    if (m < 2) return;
+    size_t at = 0;
+    const Cand v = heap[0];
+    for (;;) {
+      size_t ch = 2 * at + 1;
+      if (ch >= m) break;
+      if (ch + 1 < m && later(heap[ch], heap[ch + 1])) ++ch;
+      if (!later(v, heap[ch])) break;
+      heap[at] = heap[ch];
+      at = ch;
+    }
+    heap[at] = v;
   };
   auto add = [&](const Front& f, uint64_t g, uint64_t S, double cost, size_t next, bool ckpt) {
     if (g > room || f.empty() || S + f[0].R > room) return;
@@ -97,8 +119,8 @@ std::vector<Front> build(const Chain& chain, uint64_t room) {
         hi = mid;
     }
     const uint32_t q0 = lo > 0 ? lo - 1 : 0;
-    heap.push_back({&f, q0, end, g, S, cost, static_cast<uint32_t>(next), ckpt});
-    std::push_heap(heap.begin(), heap.end(), later);
+    heap.push_back({&f, q0, end, g, S, cost, static_cast<uint32_t>(next), ckpt, 0, 0.0});
+    heap.back().load();
   };
   for (size_t i = n; i-- > 0;) {
     heap.clear();
@@ -123,14 +145,14 @@ std::vector<Front> build(const Chain& chain, uint64_t room) {
     }
     Front& out = fronts[i];
     double best = std::numeric_limits<double>::infinity();
+    std::make_heap(heap.begin(), heap.end(), later);
     while (!heap.empty()) {
       if (++work > kMaxWork)
         throw RequestError(code::kTooLarge, "chain.layers",
                            "the exact single-level search for this chain and budget exceeds its "
                            "work limit (its Pareto fronts are too large): use strategy optimal, "
                            "whose budget grid bounds the work, or a smaller budgetBytes");
-      std::pop_heap(heap.begin(), heap.end(), later);
-      Cand& t = heap.back();
+      Cand& t = heap.front();
       if (t.c() < best) {
         best = t.c();
         out.push_back({t.R(), best, t.next, t.q, t.ckpt});
@@ -147,10 +169,14 @@ std::vector<Front> build(const Chain& chain, uint64_t room) {
         }
         t.q = lo;
       }
-      if (t.q < t.end)
-        std::push_heap(heap.begin(), heap.end(), later);
-      else
+      // The top changed in place (or left): restore the heap by one sift-down.
+      if (t.q < t.end) {
+        t.load();
+      } else {
+        t = heap.back();
         heap.pop_back();
+      }
+      sift_down();
     }
   }
   return fronts;
