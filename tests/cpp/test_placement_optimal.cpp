@@ -184,3 +184,84 @@ TEST_CASE("revolve: closed form = recursion = the simulated schedule", "[placeme
     }
   }
 }
+
+namespace {
+// Rotor's recurrence (Beaumont et al. 2019) written straightforwardly: the full table, every
+// memory value and every split, no pruning; memory accounting as in placement_rotor.cpp's
+// header (a chain step F_all(i) needs x[j+1] + xbar[i+1] + ftmp[i] and B(i) needs
+// xbar[i+1] + x[i+1] + btmp[i]; a leaf's no-grad forwards need x[k-1] + x[k] + ftmp[k-1]).
+double rotor_reference(const Chain& c, uint64_t M) {
+  const size_t n = c.layers.size();
+  std::vector<uint64_t> x(n + 2, 0), xb(n + 2, 0), ft(n + 1, 0), bt(n + 1, 0);
+  std::vector<double> f(n + 1, 0), b(n + 1, 0);
+  x[0] = c.input_bytes;
+  for (size_t i = 0; i < n; ++i) {
+    const Layer& L = c.layers[i];
+    x[i + 1] = L.output_bytes;
+    xb[i + 1] = L.saved_bytes;
+    ft[i] = L.forward_temp_bytes;
+    bt[i] = L.backward_temp_bytes;
+    f[i] = L.forward_cost;
+    b[i] = L.backward_cost;
+  }
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<double> C((n + 1) * (n + 1) * (M + 1), inf);
+  auto at = [&](size_t i, size_t j, uint64_t m) -> double& {
+    return C[(i * (n + 1) + j) * (M + 1) + m];
+  };
+  for (size_t i = 0; i <= n; ++i)
+    for (uint64_t m = 0; m <= M; ++m)
+      if (i == n)
+        at(i, i, m) = 0;
+      else if (m >= x[i + 1] + xb[i + 1] + std::max(ft[i], bt[i]))
+        at(i, i, m) = f[i] + b[i];
+  for (size_t d = 1; d <= n; ++d)
+    for (size_t i = 0; i + d <= n; ++i) {
+      const size_t j = i + d;
+      for (uint64_t m = 0; m <= M; ++m) {
+        double best = inf;
+        if (m >= x[j + 1] + xb[i + 1] + ft[i] && m >= xb[i + 1] + x[i + 1] + bt[i])
+          best = f[i] + b[i] + at(i + 1, j, m - xb[i + 1]);
+        uint64_t fp = x[i + 1] + ft[i];
+        double sf = f[i];
+        for (size_t k = i + 1; k <= j; ++k) {
+          if (k > i + 1) {
+            fp = std::max(fp, x[k - 1] + x[k] + ft[k - 1]);
+            sf += f[k - 1];
+          }
+          if (m < x[j + 1] + fp || m < x[k]) continue;
+          best = std::min(best, sf + at(k, j, m - x[k]) + at(i, k - 1, m));
+        }
+        at(i, j, m) = best;
+      }
+    }
+  return at(0, n, M);
+}
+}  // namespace
+
+TEST_CASE("optimal: the pruned Rotor table equals the straightforward recurrence",
+          "[placement][optimal]") {
+  std::mt19937 rng(2024);
+  int compared = 0;
+  for (int trial = 0; trial < 40; ++trial) {
+    const Chain chain = random_chain(rng, 4 + trial % 11);
+    const uint64_t all = evaluate(chain, {}).peak_bytes;
+    for (uint64_t budget = chain.input_bytes + 1; budget <= all + 2; budget += 3) {
+      const double want = rotor_reference(chain, budget - chain.input_bytes);
+      StrategyRequest q;
+      q.strategy = "optimal";
+      q.budget_bytes = budget;
+      q.slots = 1000;  // budget <= slots: one byte per slot, the grid is exact
+      INFO("trial " << trial << " budget " << budget);
+      if (std::isinf(want)) {
+        CHECK_THROWS_AS(plan(chain, q), trainmem::RequestError);
+        continue;
+      }
+      const PlanResult r = plan(chain, q);
+      CHECK(r.details["predictedTotalCost"].get<double>() == want);
+      CHECK(r.total_cost == Approx(want));
+      ++compared;
+    }
+  }
+  CHECK(compared > 200);
+}
