@@ -6,6 +6,7 @@
 // mz_zip_writer_add_mem_ex_v2 (data descriptor after each record, central directory, zip64
 // end records), CPython Lib/pickle.py (opcode widths, memo, 1000-item batches).
 #include <algorithm>
+#include <cstring>
 #include <string>
 
 #include "trainmem/checkpoint_format.hpp"
@@ -163,13 +164,14 @@ struct TensorPickler {
     p.op(1);       // BINPERSID
     p.integer(0);  // storage_offset
     shape_tuple(shape);
-    std::vector<uint64_t> stride(shape.size());  // contiguous strides
-    uint64_t acc = 1;
-    for (size_t i = shape.size(); i-- > 0;) {
-      stride[i] = acc;
-      acc *= shape[i];
+    // contiguous strides (product of the later dims), without allocating a vector
+    p.tuple_begin(shape.size());
+    for (size_t i = 0; i < shape.size(); ++i) {
+      uint64_t stride = 1;
+      for (size_t j = i + 1; j < shape.size(); ++j) stride *= shape[j];
+      p.integer(stride);
     }
-    shape_tuple(stride);
+    p.tuple_end(shape.size());
     p.op(1);             // NEWFALSE (requires_grad)
     ordered_dict_new();  // backward_hooks
     p.op(1);             // TUPLE
@@ -266,7 +268,7 @@ ContainerSize torch_save_size(const TorchSaveInput& in) {
       p.put();
       for (const auto& e : entries) {
         size_t k = 0;
-        while (k < key_names.size() && std::string(key_names[k]) != e.key) ++k;
+        while (k < key_names.size() && std::strcmp(key_names[k], e.key) != 0) ++k;
         if (k == key_names.size()) {
           key_names.push_back(e.key);
           key_memo.push_back(-1);

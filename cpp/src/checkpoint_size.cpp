@@ -2,6 +2,7 @@
 // real state layout (optimizer.cpp) and the container format (checkpoint_format_*.cpp), with
 // seed 003's simple formula (params x copies x bytes per copy) beside it.
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <string>
 #include <vector>
@@ -43,9 +44,14 @@ struct Request {
   uint64_t max_shard_bytes = 0;
 };
 
-struct Stored {          // one storage of the checkpoint
-  std::string category;  // weights | buffers | masterWeights | optimizerState
-  std::string state;     // state name for optimizer entries
+// Storage categories, in the order of kCategoryNames.
+enum Category { kWeights, kBuffers, kMasterWeights, kOptimizerState, kCategories };
+const char* const kCategoryNames[kCategories] = {"weights", "buffers", "masterWeights",
+                                                 "optimizerState"};
+
+struct Stored {  // one storage of the checkpoint (no strings: a 70B model has ~2,900)
+  Category category;
+  const char* state;  // state name for optimizer entries (a literal of optimizer.cpp)
   uint64_t bytes = 0;
   uint64_t numel = 0;
 };
@@ -133,7 +139,7 @@ json checkpoint_size_json(const json& request) {
   std::vector<Stored> stored;
   storages.reserve(m.tensors.size() * 6 + m.buffers.size() + 2);
   stored.reserve(storages.capacity());
-  auto add_storage = [&](DType dt, uint64_t numel, const char* cat, const char* state) {
+  auto add_storage = [&](DType dt, uint64_t numel, Category cat, const char* state) {
     StorageInfo s;
     s.dtype = dt;
     s.numel = numel;
@@ -160,7 +166,7 @@ json checkpoint_size_json(const json& request) {
     eff[i] = r.has_weight_dtype && is_float(t.dtype) ? r.weight : t.dtype;
     int64_t sid;
     if (t.tied_to.empty()) {
-      sid = add_storage(eff[i], t.numel(), "weights", nullptr);
+      sid = add_storage(eff[i], t.numel(), kWeights, nullptr);
       auto it = storage_of.find(t.name);  // only names that something ties to
       if (it != storage_of.end()) it->second = sid;
       st_entries.push_back({&t.name, &t.shape, eff[i]});
@@ -173,7 +179,7 @@ json checkpoint_size_json(const json& request) {
     if (!b.persistent) continue;  // not in state_dict()
     // module.to(dtype) casts floating buffers; integer counters keep their dtype.
     const DType dt = r.has_weight_dtype && is_float(b.dtype) ? r.weight : b.dtype;
-    const int64_t sid = add_storage(dt, b.numel(), "buffers", nullptr);
+    const int64_t sid = add_storage(dt, b.numel(), kBuffers, nullptr);
     in.model.push_back({&b.name, &b.shape, dt, sid});
     st_entries.push_back({&b.name, &b.shape, dt});
   }
@@ -183,11 +189,12 @@ json checkpoint_size_json(const json& request) {
   std::vector<TensorSpec> fake_params;  // count-only Adafactor: a square-ish matrix estimate
   if (r.include_optimizer) {
     int64_t qmap[2] = {-1, -1};
+    TensorSpec p;
     for (size_t i = 0; i < m.tensors.size(); ++i) {
       const TensorSpec& t = m.tensors[i];
       if (!t.tied_to.empty() || !t.trainable) continue;
       const DType state_dtype = r.has_state_dtype ? r.state : (r.master ? DType::fp32 : eff[i]);
-      TensorSpec p = t;
+      p = t;  // reuses the scratch tensor's buffers
       p.dtype = eff[i];
       if (count_only && (r.opt.name == "adafactor" || r.opt.name == "torch-adafactor")) {
         const uint64_t rows = static_cast<uint64_t>(std::ceil(std::sqrt(double(t.numel()))));
@@ -217,13 +224,13 @@ json checkpoint_size_json(const json& request) {
     for (size_t i = 0; i < states.size(); ++i) {
       for (const StateTensor& e : states[i]) {
         int64_t sid = -1;
-        const bool is_master = std::string(e.name) == "fp32_master";
+        const bool is_master = std::strcmp(e.name, "fp32_master") == 0;
         if (e.kind == StateKind::tensor) {
-          sid = add_storage(e.dtype, e.numel(), is_master ? "masterWeights" : "optimizerState",
-                            e.name);
+          sid =
+              add_storage(e.dtype, e.numel(), is_master ? kMasterWeights : kOptimizerState, e.name);
         } else if (e.kind == StateKind::shared_tensor) {
-          int64_t& q = qmap[std::string(e.name) == "qmap1" ? 0 : 1];
-          if (q < 0) q = add_storage(e.dtype, e.numel(), "optimizerState", e.name);
+          int64_t& q = qmap[std::strcmp(e.name, "qmap1") == 0 ? 0 : 1];
+          if (q < 0) q = add_storage(e.dtype, e.numel(), kOptimizerState, e.name);
           sid = q;
         }
         in.optimizer_state[i].push_back({e.name, e.kind, &e.shape, e.dtype, sid});
@@ -232,23 +239,37 @@ json checkpoint_size_json(const json& request) {
   } else if (r.master) {
     for (size_t i = 0; i < m.tensors.size(); ++i)
       if (m.tensors[i].tied_to.empty() && m.tensors[i].trainable)
-        add_storage(DType::fp32, m.tensors[i].numel(), "masterWeights", "fp32_master");
+        add_storage(DType::fp32, m.tensors[i].numel(), kMasterWeights, "fp32_master");
     notes.push_back("masterWeights without the optimizer: counted as raw fp32 copies");
   }
   in.storages = std::move(storages);
 
   // Categories and per-state totals (raw payload).
-  std::map<std::string, uint64_t> cat = {
-      {"weights", 0}, {"buffers", 0}, {"masterWeights", 0}, {"optimizerState", 0}};
-  std::map<std::string, uint64_t> by_state, elements_by_state;
+  // Summed in arrays (a handful of distinct states), then named.
+  uint64_t cat_bytes[kCategories] = {0, 0, 0, 0};
+  struct StateSum {
+    const char* name;
+    uint64_t bytes, numel;
+  };
+  std::vector<StateSum> state_sums;
   uint64_t payload = 0;
   for (const auto& s : stored) {
-    cat[s.category] = checked_add(cat[s.category], s.bytes, "checkpoint");
-    if (s.category == "optimizerState") {
-      by_state[s.state] = checked_add(by_state[s.state], s.bytes, "checkpoint");
-      elements_by_state[s.state] = checked_add(elements_by_state[s.state], s.numel, "checkpoint");
+    cat_bytes[s.category] = checked_add(cat_bytes[s.category], s.bytes, "checkpoint");
+    if (s.category == kOptimizerState) {
+      size_t k = 0;
+      while (k < state_sums.size() && std::strcmp(state_sums[k].name, s.state) != 0) ++k;
+      if (k == state_sums.size()) state_sums.push_back({s.state, 0, 0});
+      state_sums[k].bytes = checked_add(state_sums[k].bytes, s.bytes, "checkpoint");
+      state_sums[k].numel = checked_add(state_sums[k].numel, s.numel, "checkpoint");
     }
     payload = checked_add(payload, s.bytes, "checkpoint");
+  }
+  std::map<std::string, uint64_t> cat;
+  for (int c = 0; c < kCategories; ++c) cat[kCategoryNames[c]] = cat_bytes[c];
+  std::map<std::string, uint64_t> by_state, elements_by_state;
+  for (const auto& e : state_sums) {
+    by_state[e.name] = e.bytes;
+    elements_by_state[e.name] = e.numel;
   }
 
   json out;
