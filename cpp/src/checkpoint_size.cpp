@@ -295,12 +295,13 @@ json checkpoint_size_json(const json& request) {
       const uint64_t n = dtype_bytes_for(e.dtype, numel);
       // huggingface_hub split_torch_state_dict_into_shards: start a new shard when the next
       // tensor would exceed the limit (a tensor larger than the limit gets its own shard).
-      if (r.max_shard_bytes && !shards.back().empty() && cur + n > r.max_shard_bytes) {
+      if (r.max_shard_bytes && !shards.back().empty() &&
+          checked_add(cur, n, "model") > r.max_shard_bytes) {
         shards.emplace_back();
         cur = 0;
       }
       shards.back().push_back(e);
-      cur += n;
+      cur = checked_add(cur, n, "model");
     }
     total = 0;
     uint64_t header = 0, padding = 0, overhead = 0;
