@@ -75,17 +75,21 @@ std::vector<Front> build(const Chain& chain, uint64_t room) {
   const UnitScan u{chain};
   std::vector<Front> fronts(n + 1);
   fronts[n].push_back({0, 0.0, static_cast<uint32_t>(n), 0, false});
-  std::vector<Cand> heap;
+  // The heap holds indices into `cands` (a Cand is ~56 bytes; moving indices keeps the
+  // sift loops free of struct copies, which cost a memcpy call each in the -Oz WASM build).
+  std::vector<Cand> cands;
+  std::vector<uint32_t> heap;
   uint64_t work = 0;
-  auto later = [](const Cand& a, const Cand& b) {  // heap order: smallest (R, c) on top
-    const uint64_t ra = a.R(), rb = b.R();
-    return ra != rb ? ra > rb : a.c() > b.c();
+  auto later = [&cands](uint32_t x, uint32_t y) {  // heap order: smallest (R, c) on top
+    const Cand& a = cands[x];
+    const Cand& b = cands[y];
+    return a.r != b.r ? a.r > b.r : a.cv > b.cv;
   };
   auto sift_down = [&]() {  // the top of `heap` may be out of place
     const size_t m = heap.size();
     if (m < 2) return;
     size_t at = 0;
-    const Cand v = heap[0];
+    const uint32_t v = heap[0];
     for (;;) {
       size_t ch = 2 * at + 1;
       if (ch >= m) break;
@@ -119,11 +123,13 @@ std::vector<Front> build(const Chain& chain, uint64_t room) {
         hi = mid;
     }
     const uint32_t q0 = lo > 0 ? lo - 1 : 0;
-    heap.push_back({&f, q0, end, g, S, cost, static_cast<uint32_t>(next), ckpt, 0, 0.0});
-    heap.back().load();
+    cands.push_back({&f, q0, end, g, S, cost, static_cast<uint32_t>(next), ckpt, 0, 0.0});
+    cands.back().load();
+    heap.push_back(static_cast<uint32_t>(cands.size() - 1));
   };
   for (size_t i = n; i-- > 0;) {
     heap.clear();
+    cands.clear();
     const Layer& Li = chain.layers[i];
     add(fronts[i + 1], u.plain_g(i), Li.saved_bytes, 0.0, i + 1, false);  // plain layer i
     // checkpointed segment [i..e]
@@ -152,7 +158,7 @@ std::vector<Front> build(const Chain& chain, uint64_t room) {
                            "the exact single-level search for this chain and budget exceeds its "
                            "work limit (its Pareto fronts are too large): use strategy optimal, "
                            "whose budget grid bounds the work, or a smaller budgetBytes");
-      Cand& t = heap.front();
+      Cand& t = cands[heap.front()];
       if (t.c() < best) {
         best = t.c();
         out.push_back({t.R(), best, t.next, t.q, t.ckpt});
@@ -173,7 +179,7 @@ std::vector<Front> build(const Chain& chain, uint64_t room) {
       if (t.q < t.end) {
         t.load();
       } else {
-        t = heap.back();
+        heap.front() = heap.back();
         heap.pop_back();
       }
       sift_down();
