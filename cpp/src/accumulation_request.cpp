@@ -142,7 +142,7 @@ json plan_mode(const Obj& req) {
     in.flops.total = in.flops.blocks = first.forward_flops;  // per sample at micro-batch 1
     in.flops.layers = base.mlp.sizes.size() - 1;
   } else {
-    in.flops = time_model::forward_flops_per_token(base.model, in.seq_len);
+    in.flops = time_model::forward_flops_per_token(base.model(), in.seq_len);
   }
   // Optimizer traffic per step (weights in fp32 unless pure 16-bit: autocast keeps fp32
   // parameters and gradients).
@@ -154,13 +154,13 @@ json plan_mode(const Obj& req) {
                                        simple_state_copies(base.optimizer), wbytes, sbytes);
   in.gradient_bytes = trainable * wbytes;
   bool has_bn = false;
-  for (const auto& b : base.model.buffers)
+  for (const auto& b : base.model().buffers)
     has_bn = has_bn || b.name.find("running_mean") != std::string::npos;
   in.model_has_batchnorm = has_bn;
   // Transformers normalise with LayerNorm/RMSNorm; an MLP chain has no norm; a bare parameter
   // count or a tensor list without buffers says nothing either way.
   in.model_may_have_batchnorm =
-      !has_bn && !base.is_mlp && !base.model.has_architecture() && base.model.buffers.empty();
+      !has_bn && !base.is_mlp && !base.model().has_architecture() && base.model().buffers.empty();
 
   const time_model::ForwardFlops flops = in.flops;
   accumulation::PeakMemoryFn fn = [&base, &user_ckpt, &flops](uint64_t micro, uint64_t steps,

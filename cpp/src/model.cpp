@@ -26,8 +26,41 @@ constexpr uint64_t kMaxParams = 1000000000000000ULL;
 // Largest accepted tensor list (a 70B model has ~700 tensors; MoE models a few thousand).
 constexpr size_t kMaxTensors = 200000;
 
+namespace {
+
+// Block index of a parameter name ("h.3.attn", "layers.3.", "layer.3.", "block.3."); -1 = outside.
+int64_t block_index(const std::string& name) {
+  static const char* keys[] = {".h.", "layers.", "layer.", "h.", "block."};
+  for (const char* k : keys) {
+    size_t p = name.find(k);
+    while (p != std::string::npos) {
+      if (p == 0 || name[p - 1] == '.' || k[0] == '.') {
+        const size_t q = p + std::char_traits<char>::length(k);
+        size_t e = q;
+        int64_t v = 0;
+        while (e < name.size() && name[e] >= '0' && name[e] <= '9' && e - q < 9)
+          v = v * 10 + (name[e++] - '0');
+        if (e > q && e < name.size() && name[e] == '.') return v;
+      }
+      p = name.find(k, p + 1);
+    }
+  }
+  return -1;
+}
+
+bool is_embedding(const std::string& name) {
+  return name.find("emb") != std::string::npos || name.find("wte") != std::string::npos ||
+         name.find("wpe") != std::string::npos;
+}
+
+}  // namespace
+
 void finalize_tensors(ModelDescription* m) {
   uint64_t total = 0, trainable = 0;
+  for (auto& t : m->tensors) {
+    t.block = block_index(t.name);
+    t.embedding = is_embedding(t.name);
+  }
   for (const auto& t : m->tensors) {
     if (!t.tied_to.empty()) continue;  // shares storage: counted once
     const uint64_t n = t.numel();
@@ -162,7 +195,7 @@ ModelDescription parse_model(const Obj& model) {
     m.trainable_params = m.params;
     m.name = model.str_or("name", "", 200);
   } else if (model.has("preset")) {
-    m = model_from_preset(model.str("preset", 128), model.field("preset"));
+    m = *shared_preset(model.str("preset", 128), model.field("preset"));
   } else if (model.has("config")) {
     const std::string arch = model.str_or("architecture", "", 128);
     m = model_from_config(model.obj("config"), arch);
@@ -173,6 +206,17 @@ ModelDescription parse_model(const Obj& model) {
   model.finish(
       {"params", "preset", "config", "tensors", "buffers", "modules", "architecture", "name"});
   return m;
+}
+
+std::shared_ptr<const ModelDescription> parse_model_shared(const Obj& model) {
+  if (model.has("preset") && !model.has("params") && !model.has("config") &&
+      !model.has("tensors")) {
+    auto m = shared_preset(model.str("preset", 128), model.field("preset"));
+    model.finish(
+        {"params", "preset", "config", "tensors", "buffers", "modules", "architecture", "name"});
+    return m;
+  }
+  return std::make_shared<const ModelDescription>(parse_model(model));
 }
 
 nlohmann::json describe_model(const ModelDescription& m) {

@@ -1,5 +1,7 @@
 // Model presets: cpp/data/models/<id>.json, each a copied HuggingFace config.json with the
 // source named and the published parameter count it must reproduce.
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -36,6 +38,17 @@ ModelDescription model_from_preset(const std::string& id, const std::string& fie
   m.name = p.value("name", id);
   m.published_params = p.value("publishedParams", uint64_t{0});
   m.source_note = p.value("source", "");
+  return m;
+}
+
+std::shared_ptr<const ModelDescription> shared_preset(const std::string& id,
+                                                      const std::string& field) {
+  // Bounded: one entry per preset id that exists (unknown ids throw before insertion).
+  static std::map<std::string, std::shared_ptr<const ModelDescription>> cache;
+  auto it = cache.find(id);
+  if (it != cache.end()) return it->second;
+  auto m = std::make_shared<const ModelDescription>(model_from_preset(id, field));
+  cache.emplace(id, m);
   return m;
 }
 

@@ -19,29 +19,6 @@ using activations::Precision;
 bool is_amp(Precision p) { return p == Precision::amp_fp16 || p == Precision::amp_bf16; }
 bool is_half(Precision p) { return p == Precision::bf16 || p == Precision::fp16; }
 
-// Layer index of a parameter name ("h.3.attn", "layers.3.", "layer.3."); -1 = outside blocks.
-int64_t block_index(const std::string& name) {
-  static const char* keys[] = {".h.", "layers.", "layer.", "h.", "block."};
-  for (const char* k : keys) {
-    size_t p = name.find(k);
-    while (p != std::string::npos) {
-      if (p == 0 || name[p - 1] == '.' || k[0] == '.') {
-        size_t q = p + std::char_traits<char>::length(k);
-        size_t e = q;
-        while (e < name.size() && name[e] >= '0' && name[e] <= '9') ++e;
-        if (e > q && e < name.size() && name[e] == '.') return std::stoll(name.substr(q, e - q));
-      }
-      p = name.find(k, p + 1);
-    }
-  }
-  return -1;
-}
-
-bool is_embedding(const std::string& name) {
-  return name.find("emb") != std::string::npos || name.find("wte") != std::string::npos ||
-         name.find("wpe") != std::string::npos;
-}
-
 struct ParamLayout {
   std::vector<uint64_t> per_layer;  // parameters per chain layer (embed, blocks..., head)
   uint64_t largest_tensor = 0;
@@ -59,13 +36,13 @@ ParamLayout layout_of(const ModelDescription& m, size_t chain_layers) {
       if (!t.tied_to.empty()) continue;
       const uint64_t n = t.numel();
       p.largest_tensor = std::max(p.largest_tensor, n);
-      const int64_t b = block_index(t.name);
+      const int64_t b = t.block;
       size_t slot;
       if (b >= 0 && static_cast<size_t>(b) < blocks) {
         slot = static_cast<size_t>(b) + 1;
         seen_block = true;
         if (t.shape.size() == 2) p.block_linear += n;
-      } else if (is_embedding(t.name) || !seen_block) {
+      } else if (t.embedding || !seen_block) {
         slot = 0;
       } else {
         slot = chain_layers - 1;
@@ -172,7 +149,7 @@ Result evaluate(const Request& rq) {
   st.detail = false;
   activations::ModelActivations acts = rq.is_mlp
                                            ? activations::mlp_activations(rq.mlp, st)
-                                           : activations::transformer_activations(rq.model, st);
+                                           : activations::transformer_activations(rq.model(), st);
   const size_t nl = acts.layers.size();
 
   // ---- parameters per chain layer
@@ -185,18 +162,18 @@ Result evaluate(const Request& rq) {
     }
     lay.largest_layer = lay.largest_tensor;
   } else {
-    lay = layout_of(rq.model, nl);
+    lay = layout_of(rq.model(), nl);
   }
   uint64_t P = 0;
   for (uint64_t x : lay.per_layer) P += x;
-  if (!rq.is_mlp && rq.model.params > 0) P = rq.model.params;
+  if (!rq.is_mlp && rq.model().params > 0) P = rq.model().params;
 
   // ---- LoRA
   uint64_t lora_params_per_block = 0;
   std::vector<std::string> lora_names;
   std::vector<std::pair<uint64_t, uint64_t>> lora_io;
   if (rq.lora.enabled) {
-    lora_io = lora_targets(rq.model.arch, rq.lora, &lora_names);
+    lora_io = lora_targets(rq.model().arch, rq.lora, &lora_names);
     for (auto& io : lora_io) lora_params_per_block += rq.lora.rank * (io.first + io.second);
     const double T = static_cast<double>(rq.micro_batch) * rq.seq_len;
     const uint64_t lin = (rq.precision == Precision::fp32) ? 4 : 2;
@@ -219,8 +196,8 @@ Result evaluate(const Request& rq) {
     // Megatron selective recompute: the attention core (s^2 terms) is recomputed, not kept.
     for (size_t i = 1; i + 1 < nl; ++i) {
       chain.layers[i].saved_bytes -= acts.layers[i].attention_core_bytes;
-      selective_recompute += 4.0 * rq.micro_batch * rq.seq_len * rq.seq_len * rq.model.arch.hidden /
-                             rq.tensor_parallel;  // QK^T and PV again
+      selective_recompute += 4.0 * rq.micro_batch * rq.seq_len * rq.seq_len *
+                             rq.model().arch.hidden / rq.tensor_parallel;  // QK^T and PV again
     }
   }
   placement::PlanResult plan;
@@ -321,10 +298,10 @@ Result evaluate(const Request& rq) {
         state += optimizer_state_bytes(rq.optimizer, a, state_dtype) +
                  optimizer_state_bytes(rq.optimizer, b, state_dtype);
       }
-  } else if (!rq.is_mlp && rq.model.has_tensors()) {
+  } else if (!rq.is_mlp && rq.model().has_tensors()) {
     // many tensors share a shape: compute the layout once per (shape, dtype)
     std::vector<std::pair<const TensorSpec*, uint64_t>> seen;
-    for (const auto& tn : rq.model.tensors) {
+    for (const auto& tn : rq.model().tensors) {
       if (!tn.tied_to.empty() || !tn.trainable) continue;
       uint64_t b = 0;
       bool hit = false;

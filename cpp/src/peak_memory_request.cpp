@@ -133,12 +133,12 @@ Request parse_request(const json& request) {
     m.finish();
     r.is_mlp = true;
   } else {
-    r.model = parse_model(req.obj("model"));
+    r.model_ptr = parse_model_shared(req.obj("model"));
   }
   r.micro_batch = req.u64("microBatch", 1, kMaxBatch);
   if (!r.is_mlp) {
     r.seq_len = req.u64("seqLen", 1, kMaxSeq);
-    const uint64_t maxpos = r.model.arch.max_positions;
+    const uint64_t maxpos = r.model().arch.max_positions;
     if (maxpos > 0 && r.seq_len > maxpos)
       throw RequestError(code::kOutOfRange, "seqLen",
                          "seqLen " + std::to_string(r.seq_len) +
@@ -174,12 +174,12 @@ Request parse_request(const json& request) {
   if (r.sequence_parallel && r.tensor_parallel == 1)
     throw RequestError(code::kInconsistent, "sequenceParallel",
                        "sequenceParallel needs tensorParallel > 1");
-  if (!r.is_mlp && r.tensor_parallel > 1 && r.model.arch.heads > 0 &&
-      r.model.arch.heads % r.tensor_parallel != 0)
+  if (!r.is_mlp && r.tensor_parallel > 1 && r.model().arch.heads > 0 &&
+      r.model().arch.heads % r.tensor_parallel != 0)
     throw RequestError(code::kInconsistent, "tensorParallel",
                        "tensorParallel (" + std::to_string(r.tensor_parallel) +
                            ") must divide the number of attention heads (" +
-                           std::to_string(r.model.arch.heads) + ")");
+                           std::to_string(r.model().arch.heads) + ")");
   if (req.has("lora")) {
     const Obj l = req.obj("lora");
     r.lora.enabled = true;
@@ -193,7 +193,7 @@ Request parse_request(const json& request) {
             read_str(t[i], index_path(l.field("targetModules"), i), 64));
     }
     l.finish();
-    if (r.is_mlp || !r.model.has_architecture())
+    if (r.is_mlp || !r.model().has_architecture())
       throw RequestError(code::kUnsupported, "lora",
                          "LoRA needs a model with an architecture (preset or config)");
   }

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 
 #include "placement_internal.hpp"
 #include "trainmem/error.hpp"
@@ -115,14 +116,29 @@ MinMemory min_memory(const Sizes& s, size_t n) {
 
 class Table {
  public:
-  Table(const Sizes& s, size_t n, uint64_t m_max) : s_(s), n_(n), M_(m_max) {
+  // mm: the smallest finite m of every row (min_memory), so that a row stores only m >= it.
+  Table(const Sizes& s, size_t n, uint64_t m_max, const MinMemory& mm) : s_(s), n_(n), M_(m_max) {
     const uint64_t pairs = (n + 1) * (n + 2) / 2;
     if (pairs * (M_ + 1) > kRotorMaxCells)
       throw RequestError(code::kTooLarge, "slots",
                          "optimal needs (layers+1)(layers+2)/2 x (slots+1) table cells; " +
                              std::to_string(pairs * (M_ + 1)) + " exceeds the limit of " +
                              std::to_string(kRotorMaxCells) + ": use fewer slots");
-    t_.assign(pairs * (M_ + 1), kInf);
+    // Row (i, j) holds m in [lo, M] at base + m (base = off - lo); entries below lo are never
+    // read (every read is guarded by a bound >= the row's minimum). A pad of M + 1 cells in
+    // front keeps every base inside the buffer. The cells start uninitialised: solve() writes
+    // each row whole, which saves a pass over the (often 20 MB) table.
+    lo_.resize(pairs);
+    base_.resize(pairs);
+    uint64_t off = M_ + 1;
+    for (size_t j = 0; j <= n; ++j)
+      for (size_t i = 0; i <= j; ++i) {
+        const size_t p = idx(i, j);
+        lo_[p] = std::min<uint64_t>(mm.at(i, j), M_ + 1);
+        base_[p] = off - lo_[p];
+        off += M_ + 1 - lo_[p];
+      }
+    t_.reset(new double[off]);
     mn_.assign(pairs, M_ + 1);
     solve();
   }
@@ -175,8 +191,9 @@ class Table {
   static double leaf_value(double sf, double a, double b) { return sf + a + b; }
   double chain_value(size_t i, double sub) const { return (s_.f[i] + s_.b[i]) + sub; }
   size_t idx(size_t i, size_t j) const { return j * (j + 1) / 2 + i; }
-  const double* row(size_t i, size_t j) const { return &t_[idx(i, j) * (M_ + 1)]; }
-  double* row(size_t i, size_t j) { return &t_[idx(i, j) * (M_ + 1)]; }
+  const double* row(size_t i, size_t j) const { return t_.get() + base_[idx(i, j)]; }
+  double* row(size_t i, size_t j) { return t_.get() + base_[idx(i, j)]; }
+  uint64_t row_lo(size_t i, size_t j) const { return lo_[idx(i, j)]; }
   uint64_t chain_lo(size_t i, size_t j) const {
     return std::max({s_.x[j + 1] + s_.xb[i + 1] + s_.ft[i], s_.xb[i + 1] + s_.x[i + 1] + s_.bt[i],
                      s_.xb[i + 1] + min_m(i + 1, j)});
@@ -184,7 +201,7 @@ class Table {
 
   void finish_row(size_t i, size_t j) {
     const double* r = row(i, j);
-    uint64_t m = 0;
+    uint64_t m = row_lo(i, j);
     while (m <= M_ && r[m] == kInf) ++m;
     mn_[idx(i, j)] = m;
   }
@@ -192,11 +209,12 @@ class Table {
   void solve() {
     for (size_t i = 0; i <= n_; ++i) {
       double* r = row(i, i);
+      const uint64_t lo = row_lo(i, i);
       if (i == n_) {
-        std::fill(r, r + M_ + 1, 0.0);
+        std::fill(r + lo, r + M_ + 1, 0.0);
       } else {
         const uint64_t need = s_.x[i + 1] + s_.xb[i + 1] + std::max(s_.ft[i], s_.bt[i]);
-        for (uint64_t m = need; m <= M_; ++m) r[m] = s_.f[i] + s_.b[i];
+        for (uint64_t m = lo; m <= M_; ++m) r[m] = m < need ? kInf : s_.f[i] + s_.b[i];
       }
       finish_row(i, i);
     }
@@ -210,7 +228,9 @@ class Table {
           const uint64_t lo = chain_lo(i, j);
           const uint64_t xb = s_.xb[i + 1];
           const double* sub = row(i + 1, j);
-          for (uint64_t m = lo; m <= M_; ++m) out[m] = chain_value(i, sub[m - xb]);
+          uint64_t m = row_lo(i, j);
+          for (; m < lo && m <= M_; ++m) out[m] = kInf;
+          for (; m <= M_; ++m) out[m] = chain_value(i, sub[m - xb]);
         }
         // leaf at k: F_ck(i), F_n(i+1..k-1), C(k, j, m - x[k]), C(i, k-1, m).
         // Rows do not increase with m, so no leaf value at k is below its value at M (rounded
@@ -280,7 +300,8 @@ class Table {
   const Sizes& s_;
   size_t n_;
   uint64_t M_;
-  std::vector<double> t_;
+  std::unique_ptr<double[]> t_;
+  std::vector<uint64_t> lo_, base_;  // per row: first stored m, and index of m = 0
   std::vector<uint64_t> mn_;
 };
 
@@ -323,16 +344,17 @@ PlanResult rotor_optimal(const Chain& chain, uint64_t budget, uint32_t slots) {
   const Grid grid = grid_for(chain, budget, slots);
   const Sizes s = sizes_of(chain, grid);
   const uint64_t exact = rotor_min_budget_exact(chain);
-  if (budget < exact || s.x[0] > grid.total || min_memory(s, n).at(0, n) > grid.total - s.x[0]) {
-    const uint64_t need = min_budget_discretised(chain, slots, exact);
-    throw_infeasible("optimal", budget, need,
+  auto infeasible = [&]() {
+    throw_infeasible("optimal", budget, min_budget_discretised(chain, slots, exact),
                      " with " + std::to_string(slots) +
-                         " slots (exact minimum without "
-                         "discretisation: " +
-                         std::to_string(exact) + ")");
-  }
+                         " slots (exact minimum without discretisation: " + std::to_string(exact) +
+                         ")");
+  };
+  if (budget < exact || s.x[0] > grid.total) infeasible();
+  const MinMemory mm = min_memory(s, n);
+  if (mm.at(0, n) > grid.total - s.x[0]) infeasible();
   const uint64_t M = grid.total - s.x[0];
-  const Table t(s, n, M);
+  const Table t(s, n, M, mm);
   std::vector<Op> ops;
   t.schedule(0, n, M, ops);
   PlanResult r = simulate(chain, ops);
@@ -354,7 +376,7 @@ std::vector<FrontierPoint> rotor_frontier(const Chain& chain, uint64_t budget, u
   std::vector<FrontierPoint> pts;
   if (s.x[0] > grid.total) return pts;
   const uint64_t M = grid.total - s.x[0];
-  const Table t(s, n, M);
+  const Table t(s, n, M, min_memory(s, n));
   double last = kInf;
   for (uint64_t m = t.min_m(0, n); m <= M; ++m) {
     const double c = t.at(0, n, m);

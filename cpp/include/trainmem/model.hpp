@@ -2,6 +2,7 @@
 // explicit tensor list — to one structure every calculator shares.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,11 @@ struct TensorSpec {
   DType dtype = DType::fp32;    // dtype as stored in the model (before a precision override)
   std::string tied_to;          // non-empty: shares storage with that tensor (stored once)
   bool trainable = true;
+  // Filled by finalize_tensors from the name: the transformer block the tensor belongs to
+  // ("h.3.", "layers.3.", "layer.3.", "block.3."; -1 = outside the blocks), and whether it is an
+  // embedding ("emb", "wte", "wpe"). Peak memory assigns parameters to chain layers with them.
+  int64_t block = -1;
+  bool embedding = false;
   uint64_t numel() const;
 };
 
@@ -76,6 +82,9 @@ struct ModelDescription {
 // Parses the `model` field of any request (the four forms). `model` is an Obj at its path
 // ("model"), so errors name e.g. "model.config.hidden_size". Calls model.finish().
 ModelDescription parse_model(const Obj& model);
+// The same, shared and immutable: a preset is built once per process and then shared, so a
+// 70B preset's ~720 tensors are not rebuilt on every peak-memory call (bench/peak.mjs).
+std::shared_ptr<const ModelDescription> parse_model_shared(const Obj& model);
 
 // JSON of a description (the describeModel result).
 nlohmann::json describe_model(const ModelDescription& m);
@@ -88,6 +97,8 @@ ModelDescription model_from_config(const Obj& config, const std::string& arch_ov
 // Model presets (cpp/data/models/*.json): ids, and one preset's description.
 std::vector<std::string> model_preset_ids();
 ModelDescription model_from_preset(const std::string& id, const std::string& field);
+std::shared_ptr<const ModelDescription> shared_preset(const std::string& id,
+                                                      const std::string& field);
 
 // Fills params / trainable_params / module counts from `tensors` (tied tensors once).
 void finalize_tensors(ModelDescription* m);

@@ -56,7 +56,13 @@ struct Lora {
 };
 
 struct Request {
-  ModelDescription model;
+  // The model (shared and immutable: presets are built once, see parse_model_shared); empty
+  // for an MLP request. model() never returns a dangling reference.
+  std::shared_ptr<const ModelDescription> model_ptr;
+  const ModelDescription& model() const {
+    static const ModelDescription kNone;
+    return model_ptr ? *model_ptr : kNone;
+  }
   bool is_mlp = false;
   activations::MlpSpec mlp;
   uint64_t micro_batch = 1;
