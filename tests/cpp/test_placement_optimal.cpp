@@ -113,6 +113,37 @@ TEST_CASE("optimal-single-level equals exhaustive search over all single-level p
   CHECK(checked > 300);
 }
 
+TEST_CASE("optimal-single-level: budgeted search equals the unpruned frontier on longer chains",
+          "[placement][optimal]") {
+  // The budgeted search prunes its fronts (storage a feasible prefix must keep); the frontier
+  // search (no budget) prunes nothing. The cheapest frontier point within each budget must be
+  // exactly what the budgeted search returns.
+  std::mt19937 rng(4242);
+  for (int trial = 0; trial < 12; ++trial) {
+    const Chain chain = random_chain(rng, 20 + 5 * (trial % 5));
+    StrategyRequest q;
+    q.strategy = "optimal-single-level";
+    const auto front = frontier(chain, q);
+    REQUIRE(!front.empty());
+    for (size_t k = 0; k < front.size(); ++k) {
+      for (uint64_t extra : {uint64_t{0}, uint64_t{1}}) {
+        q.budget_bytes = front[k].peak_bytes + extra;
+        double want = front[0].total_cost;
+        for (const auto& p : front)
+          if (p.peak_bytes <= q.budget_bytes) want = p.total_cost;
+        const PlanResult r = plan(chain, q);
+        INFO("trial " << trial << " budget " << q.budget_bytes);
+        CHECK(r.total_cost == Approx(want));
+        CHECK(r.peak_bytes <= q.budget_bytes);
+      }
+    }
+    if (front[0].peak_bytes > 1) {  // (a budget of 0 means none)
+      q.budget_bytes = front[0].peak_bytes - 1;
+      CHECK_THROWS_AS(plan(chain, q), trainmem::RequestError);
+    }
+  }
+}
+
 TEST_CASE("optimal: discretised budgets stay within the budget in bytes", "[placement][optimal]") {
   std::mt19937 rng(777);
   for (int trial = 0; trial < 20; ++trial) {
