@@ -53,10 +53,13 @@ void check_integers(const json& v, const std::string& path, json* inexact) {
 }
 
 std::string error_envelope(const std::string& c, const std::string& field,
-                           const std::string& message) {
+                           const std::string& message, const RequestError* detail = nullptr) {
   // Messages quote user input in places: keep every one short (and valid UTF-8, below).
-  if (message.size() > 1024) return error_envelope(c, field, message.substr(0, 1024) + "...");
+  if (message.size() > 1024)
+    return error_envelope(c, field, message.substr(0, 1024) + "...", detail);
   json e = {{"ok", false}, {"error", {{"code", c}, {"field", field}, {"message", message}}}};
+  if (detail && detail->has_minimum_budget())
+    e["error"]["minimumBudgetBytes"] = detail->minimum_budget();
   return e.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
@@ -92,7 +95,7 @@ std::string call(const std::string& function, const std::string& request_json) n
     json ok = {{"ok", true}, {"result", std::move(result)}};
     return ok.dump(-1, ' ', false, json::error_handler_t::replace);
   } catch (const RequestError& e) {
-    return error_envelope(e.code(), e.field(), e.what());
+    return error_envelope(e.code(), e.field(), e.what(), &e);
   } catch (const std::bad_alloc&) {
     return error_envelope(code::kTooLarge, "", "out of memory while computing the request");
   } catch (const std::exception& e) {

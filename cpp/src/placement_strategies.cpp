@@ -16,7 +16,8 @@ void throw_infeasible(const std::string& strategy, uint64_t budget, uint64_t min
                       const std::string& note) {
   throw RequestError(code::kInfeasible, "budgetBytes",
                      "no " + strategy + " plan fits budgetBytes " + std::to_string(budget) +
-                         ": minimum feasible budgetBytes is " + std::to_string(minimum) + note);
+                         ": minimum feasible budgetBytes is " + std::to_string(minimum) + note)
+      .with_minimum_budget(minimum);
 }
 
 // PyTorch torch.utils.checkpoint.checkpoint_sequential (v1.13 torch/utils/checkpoint.py):

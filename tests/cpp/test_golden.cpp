@@ -73,5 +73,9 @@ TEST_CASE("golden vectors: errors name their field", "[golden]") {
     CHECK(env["error"]["code"] == c["code"]);
     CHECK(env["error"]["field"] == c["field"]);
     CHECK(!env["error"]["message"].get<std::string>().empty());
+    if (c.contains("minimumBudgetBytes"))
+      CHECK(env["error"]["minimumBudgetBytes"] == c["minimumBudgetBytes"]);
+    else
+      CHECK(!env["error"].contains("minimumBudgetBytes"));
   }
 }

@@ -98,6 +98,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (c == trainmem::code::kInternal)
       finding("internal error", function + "\n" + request + "\n" + out);
     if (!stable_codes().count(c)) finding("unknown error code", out);
+    if (e.contains("minimumBudgetBytes") &&
+        (c != trainmem::code::kInfeasible || !e["minimumBudgetBytes"].is_number_unsigned()))
+      finding("minimumBudgetBytes on a non-infeasible error, or not an unsigned integer", out);
   }
   return 0;
 }

@@ -33,7 +33,11 @@ for (const c of golden.errors) {
   test(`golden error: ${c.name}`, () => {
     assert.throws(
       () => tm[c.function](c.request),
-      (e) => e instanceof TrainmemError && e.code === c.code && e.field === c.field,
+      (e) =>
+        e instanceof TrainmemError &&
+        e.code === c.code &&
+        e.field === c.field &&
+        e.minimumBudgetBytes === c.minimumBudgetBytes,
     );
   });
 }

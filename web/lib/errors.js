@@ -6,10 +6,14 @@ const SLOT = Symbol.for('trainmem.TrainmemError');
 export const TrainmemError =
   globalThis[SLOT] ||
   (globalThis[SLOT] = class TrainmemError extends Error {
-    constructor(code, field, message) {
+    constructor(code, field, message, details) {
       super(message);
       this.name = 'TrainmemError';
       this.code = code;
       this.field = field;
+      // infeasible placement budgets: the smallest budget that admits a plan
+      if (details && details.minimumBudgetBytes !== undefined) {
+        this.minimumBudgetBytes = details.minimumBudgetBytes;
+      }
     }
   });

@@ -1011,12 +1011,22 @@ export interface Trainmem {
  * catch (e) { if (e instanceof TrainmemError) console.log(e.code, e.field) } // out_of_range model.params
  */
 export declare class TrainmemError extends Error {
-  constructor(code: ErrorCode | (string & {}), field: string, message: string);
+  constructor(
+    code: ErrorCode | (string & {}),
+    field: string,
+    message: string,
+    details?: { minimumBudgetBytes?: number },
+  );
   readonly name: 'TrainmemError';
   /** Stable error code. */
   readonly code: ErrorCode | (string & {});
   /** Dotted path of the offending input, e.g. `"model.params"`, `"chain.layers[3].savedBytes"`; `""` for the whole request. */
   readonly field: string;
+  /**
+   * Code `"infeasible"` (placement with `budgetBytes`): the smallest budget, in bytes, that admits
+   * a plan of the requested strategy (with `slots`, for `optimal`). Absent for other errors.
+   */
+  readonly minimumBudgetBytes?: number;
 }
 
 /**

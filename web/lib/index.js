@@ -28,7 +28,7 @@ function makeApi(module) {
     const envelope = JSON.parse(module.call(name, text));
     if (!envelope.ok) {
       const { code, field, message } = envelope.error;
-      throw new TrainmemError(code, field, message);
+      throw new TrainmemError(code, field, message, envelope.error);
     }
     return envelope.result;
   };

@@ -1,6 +1,7 @@
 // Errors of the core. Inside C++ a bad request throws RequestError; api.cpp turns it into
 // data ({code, field, message}) so that no exception ever crosses into JavaScript.
 #pragma once
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
@@ -30,10 +31,20 @@ class RequestError : public std::runtime_error {
       : std::runtime_error(message), code_(std::move(error_code)), field_(std::move(field)) {}
   const std::string& code() const noexcept { return code_; }
   const std::string& field() const noexcept { return field_; }
+  // Code "infeasible": the smallest budget that admits a plan (the error's minimumBudgetBytes).
+  RequestError& with_minimum_budget(uint64_t bytes) {
+    minimum_budget_ = bytes;
+    has_minimum_budget_ = true;
+    return *this;
+  }
+  bool has_minimum_budget() const noexcept { return has_minimum_budget_; }
+  uint64_t minimum_budget() const noexcept { return minimum_budget_; }
 
  private:
   std::string code_;
   std::string field_;
+  uint64_t minimum_budget_ = 0;
+  bool has_minimum_budget_ = false;
 };
 
 }  // namespace trainmem
