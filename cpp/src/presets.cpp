@@ -14,7 +14,8 @@ json presets_json(const json& request) {
   req.finish();
   json models = json::array();
   for (const auto& id : model_preset_ids()) {
-    const ModelDescription m = model_from_preset(id, "preset");
+    // Built once and kept (shared_preset): the page's later requests on a preset reuse it.
+    const ModelDescription& m = *shared_preset(id, "preset");
     json e = {{"id", id},
               {"name", m.name},
               {"params", m.params},
