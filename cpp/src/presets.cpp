@@ -15,7 +15,8 @@ json presets_json(const json& request) {
   json models = json::array();
   for (const auto& id : model_preset_ids()) {
     // Built once and kept (shared_preset): the page's later requests on a preset reuse it.
-    const ModelDescription& m = *shared_preset(id, "preset");
+    const auto shared = shared_preset(id, "preset");
+    const ModelDescription& m = *shared;
     json e = {{"id", id},
               {"name", m.name},
               {"params", m.params},
