@@ -343,14 +343,16 @@ PlanResult rotor_optimal(const Chain& chain, uint64_t budget, uint32_t slots) {
   const size_t n = chain.layers.size();
   const Grid grid = grid_for(chain, budget, slots);
   const Sizes s = sizes_of(chain, grid);
-  const uint64_t exact = rotor_min_budget_exact(chain);
+  // Feasible on the slot grid implies feasible in bytes (sizes round up), so the exact minimum
+  // (an O(n^3) pass) is only computed for the error message.
   auto infeasible = [&]() {
+    const uint64_t exact = rotor_min_budget_exact(chain);
     throw_infeasible("optimal", budget, min_budget_discretised(chain, slots, exact),
                      " with " + std::to_string(slots) +
                          " slots (exact minimum without discretisation: " + std::to_string(exact) +
                          ")");
   };
-  if (budget < exact || s.x[0] > grid.total) infeasible();
+  if (s.x[0] > grid.total) infeasible();
   const MinMemory mm = min_memory(s, n);
   if (mm.at(0, n) > grid.total - s.x[0]) infeasible();
   const uint64_t M = grid.total - s.x[0];
