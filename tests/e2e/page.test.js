@@ -137,6 +137,29 @@ describe('page', () => {
     assert.deepEqual(problems, []);
   });
 
+  it('an infeasible placement budget shows the smallest one that fits, and one click uses it', async () => {
+    // Issue 5's Rotor check: a uniform chain of 4 layers whose input, outputs and saved
+    // tensors are one unit each (here 1 GB) is infeasible at 3 units and needs 4; at 4 it
+    // recomputes 5 forwards (total 13 with unit costs, of which 4 forward + 4 backward). The
+    // page's uniform chain costs backward 2, so the overhead is 5 / (4 × 1 + 4 × 2) = 41.67 %.
+    const { page, context, problems } = await openPage(
+      env.browser,
+      `${env.base}/app/?lang=en&tab=place&n=4&lmb=1000&st=optimal&bud=3&fr=0`,
+    );
+    await ready(page);
+    await page.waitForSelector('#tm-results [data-code="infeasible"] .minimum-budget');
+    const box = await page.textContent('#tm-results [data-code="infeasible"]');
+    assert.match(box, /minimum feasible budgetBytes is 4000000000/);
+    assert.match(await page.textContent('.minimum-budget'), /4\.00 GB/);
+    await page.click('.minimum-budget button');
+    await page.waitForSelector('#tm-results .headline');
+    assert.match(page.url(), /bud=4(&|$)/);
+    assert.match(await page.textContent('#tm-results .headline'), /41\.67 %/);
+    assert.ok(Number(await page.getAttribute('.headline-value', 'data-bytes')) <= 4e9);
+    assert.deepEqual(problems, []);
+    await context.close();
+  });
+
   it('every input lives in the URL: a shared link reproduces the view', async () => {
     const { page, context, problems } = await openPage(
       env.browser,

@@ -533,6 +533,31 @@ export async function mountApp(root, options = {}) {
             e.code ? [' · ', h('code', {}, String(e.code))] : null,
           )
         : null,
+      // infeasible placement budget: the core's minimum, and one click to use it (rounded up
+      // to whole MB so that it is not below the minimum)
+      typeof e.minimumBudgetBytes === 'number'
+        ? h(
+            'p',
+            { class: 'minimum-budget' },
+            t('error.minimumBudget'),
+            ' ',
+            t.both(e.minimumBudgetBytes),
+            ' ',
+            h(
+              'button',
+              {
+                type: 'button',
+                class: 'small',
+                onclick: () =>
+                  update(
+                    { budgetGB: Math.ceil(e.minimumBudgetBytes / 1e6) / 1e3 },
+                    { rebuild: true },
+                  ),
+              },
+              t('error.useMinimum'),
+            ),
+          )
+        : null,
     );
     const fieldKey =
       e.field &&

@@ -21,9 +21,9 @@ export class Solver {
         if (!p || e.data.id !== p.id) return;
         this.pending = null;
         if (e.data.error) {
-          const { code, field, message } = e.data.error;
+          const { code, field, message, minimumBudgetBytes } = e.data.error;
           const err = new Error(message);
-          Object.assign(err, { code, field });
+          Object.assign(err, { code, field, minimumBudgetBytes });
           p.reject(err);
         } else p.resolve(e.data.result);
       };

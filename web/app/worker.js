@@ -1,5 +1,6 @@
 // Module worker: heavy solves (optimal placement, frontiers) run here so the page never
-// freezes. Messages: {id, fn, request} → {id, result} | {id, error: {code, field, message}}.
+// freezes. Messages: {id, fn, request} → {id, result} |
+// {id, error: {code, field, message, minimumBudgetBytes?}}.
 import { load } from '../lib/index.js';
 
 const ready = load();
@@ -11,7 +12,12 @@ self.onmessage = async (e) => {
   } catch (err) {
     self.postMessage({
       id,
-      error: { code: err.code || 'internal', field: err.field || '', message: String(err.message) },
+      error: {
+        code: err.code || 'internal',
+        field: err.field || '',
+        message: String(err.message),
+        minimumBudgetBytes: err.minimumBudgetBytes,
+      },
     });
   }
 };
