@@ -15,9 +15,10 @@ export function ensureBuilt() {
   }
   // The page is served from its bundle (web/app/dist): rebuild it when a source is newer.
   const built = `${repo}web/app/dist/main.js`;
-  const sources = [`${repo}web/app`, `${repo}web/app/i18n`, `${repo}web/lib`].flatMap((d) =>
+  const dirs = [`${repo}web/app`, `${repo}web/app/i18n`, `${repo}web/lib`, `${repo}web/lib/wasm`];
+  const sources = dirs.flatMap((d) =>
     readdirSync(d)
-      .filter((f) => /\.(js|css|json)$/.test(f))
+      .filter((f) => /\.(m?js|css|json)$/.test(f))
       .map((f) => `${d}/${f}`),
   );
   const newest = Math.max(...sources.map((f) => statSync(f).mtimeMs));
