@@ -54,10 +54,11 @@ void check_integers(const json& v, const std::string& path, json* inexact) {
 
 std::string error_envelope(const std::string& c, const std::string& field,
                            const std::string& message, const RequestError* detail = nullptr) {
-  // Messages quote user input in places: keep every one short (and valid UTF-8, below).
-  if (message.size() > 1024)
-    return error_envelope(c, field, message.substr(0, 1024) + "...", detail);
-  json e = {{"ok", false}, {"error", {{"code", c}, {"field", field}, {"message", message}}}};
+  // Messages quote user input in places: keep every one short (and valid UTF-8, below). Cut
+  // to 1,021 bytes + "..." in one step (a recursive cut to 1,024 + "..." never got shorter:
+  // the fuzzer's stack overflow of 2026-11-30, tests/fuzz/regressions/).
+  const std::string text = message.size() > 1024 ? message.substr(0, 1021) + "..." : message;
+  json e = {{"ok", false}, {"error", {{"code", c}, {"field", field}, {"message", text}}}};
   if (detail && detail->has_minimum_budget())
     e["error"]["minimumBudgetBytes"] = detail->minimum_budget();
   return e.dump(-1, ' ', false, json::error_handler_t::replace);

@@ -31,6 +31,23 @@ TEST_CASE("robustness: duplicate keys are refused, naming the key") {
   CHECK(e["error"]["field"] == "model.params");
 }
 
+TEST_CASE("robustness: a message longer than 1 KB is cut once, not recursively") {
+  // Found by the fuzzer (tests/fuzz/regressions/): a duplicate key at the end of a long path
+  // quotes the path; cutting to 1,024 + "..." recursed forever (stack overflow). The limit
+  // (README, "Errors"): messages stop at 1 KB.
+  std::string req = "{";
+  for (int i = 0; i < 30; ++i) req += "\"" + std::string(60, static_cast<char>('a' + i)) + "\":{";
+  req += R"("x":1,"x":2)";
+  req += std::string(31, '}');
+  const json e = envelope("placement", req);
+  REQUIRE(e["ok"] == false);
+  CHECK(e["error"]["code"] == "invalid_json");
+  const std::string m = e["error"]["message"].get<std::string>();
+  CHECK(m.size() == 1024);
+  CHECK(m.substr(1021) == "...");
+  CHECK(e["error"]["field"].get<std::string>().size() > 1024);  // the field is not cut
+}
+
 TEST_CASE("robustness: depth, value count and size limits") {
   // kMaxRequestDepth = 64: 64 nested arrays parse (then fail as a non-object request),
   // 65 are too deep.

@@ -4,7 +4,8 @@
 #   SECONDS (default 60): the whole budget of this command, build included: the fuzzer gets
 #   what the (incremental) build leaves, at least TRAINMEM_FUZZ_MIN_SECONDS (default 15).
 # Builds into build/fuzz; the growing corpus lives in build/fuzz/corpus (seeds are
-# regenerated from tests/fixtures/golden.json each run). Exits non-zero on any finding; the
+# regenerated from tests/fixtures/golden.json each run; tests/fuzz/regressions holds every
+# input that once was a finding, replayed first). Exits non-zero on any finding; the
 # crashing input is written to build/fuzz/artifacts/.
 # Extra libFuzzer flags may follow, e.g. `tests/fuzz/run.sh 3600 -runs=10000000`.
 set -euo pipefail
@@ -24,7 +25,7 @@ echo "fuzz: running for ${left} s"
 # detect_leaks: LeakSanitizer reports any request that leaks memory as a finding.
 ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1} \
 UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
-  "$out/fuzz_call" "$out/corpus" "$out/seeds" -dict="$out/all.dict" \
+  "$out/fuzz_call" "$out/corpus" "$out/seeds" tests/fuzz/regressions -dict="$out/all.dict" \
   -max_total_time="$left" -max_len=16384 -timeout=10 -rss_limit_mb=2048 \
   -malloc_limit_mb=1024 -artifact_prefix="$out/artifacts/" -print_final_stats=1 \
   -close_fd_mask=0 "$@" 2>&1 | grep --line-buffered -v '^#[0-9]*.*\(NEW\|REDUCE\)' || {
