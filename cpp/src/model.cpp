@@ -178,6 +178,10 @@ ModelDescription parse_tensor_list(const Obj& model) {
 
 }  // namespace
 
+// Every key of the `model` object (parse_model and parse_model_shared refuse any other).
+static const std::initializer_list<const char*> kModelKeys = {
+    "params", "preset", "config", "tensors", "buffers", "modules", "architecture", "name"};
+
 ModelDescription parse_model(const Obj& model) {
   static const char* kForms[] = {"params", "preset", "config", "tensors"};
   int forms = 0;
@@ -203,8 +207,7 @@ ModelDescription parse_model(const Obj& model) {
   } else {
     m = parse_tensor_list(model);
   }
-  model.finish(
-      {"params", "preset", "config", "tensors", "buffers", "modules", "architecture", "name"});
+  model.finish(kModelKeys);
   return m;
 }
 
@@ -212,8 +215,7 @@ std::shared_ptr<const ModelDescription> parse_model_shared(const Obj& model) {
   if (model.has("preset") && !model.has("params") && !model.has("config") &&
       !model.has("tensors")) {
     auto m = shared_preset(model.str("preset", 128), model.field("preset"));
-    model.finish(
-        {"params", "preset", "config", "tensors", "buffers", "modules", "architecture", "name"});
+    model.finish(kModelKeys);
     return m;
   }
   return std::make_shared<const ModelDescription>(parse_model(model));
