@@ -127,6 +127,15 @@ export function parseCount(text) {
   return Number.isSafeInteger(Math.round(n)) ? Math.round(n) : NaN;
 }
 
+// Start-up phases for bench/page.mjs (User Timing; a no-op where marks are unsupported).
+function mark(name) {
+  try {
+    performance.mark(name);
+  } catch {
+    /* marks unsupported */
+  }
+}
+
 function normalizePresets(raw) {
   const list = (v) =>
     Array.isArray(v)
@@ -145,11 +154,12 @@ export async function mountApp(root, options = {}) {
   if (!tabs.includes(st.tab)) st.tab = tabs[0];
   const lang0 = st.lang || options.lang || browserLang();
   const [tm, en, strings] = await Promise.all([load(), loadStrings('en'), loadStrings(lang0)]);
+  mark('trainmem:core-ready');
   let t = makeTranslator(lang0, strings, en);
   const solver = new Solver(tm);
   let presets = { models: [], gpus: [] };
   try {
-    presets = normalizePresets(tm.presets({}));
+    presets = normalizePresets(tm.presets({ parameterCounts: false }));
   } catch {
     /* presets not in this build: the model picker offers a parameter count and config.json */
   }
@@ -669,11 +679,7 @@ export async function mountApp(root, options = {}) {
     if (firstDone) return;
     firstDone = true;
     rootEl.setAttribute('data-ready', '1');
-    try {
-      performance.mark('trainmem:first-result');
-    } catch {
-      /* marks unsupported */
-    }
+    mark('trainmem:first-result');
   }
 
   // ---- result views -------------------------------------------------------------------

@@ -2,9 +2,12 @@
 // both languages (as the seed articles write them: "8681 MB"), and every number + unit is
 // isolated (<bdi dir="ltr">) so a right-to-left line never reorders "40.43 GB".
 import { h } from './dom.js';
+// English is the fallback of every language, so it is bundled with the page (no request on
+// the start-up path); other languages are fetched when chosen.
+import en from './i18n/en.json' with { type: 'json' };
 
 export const LANGS = ['en', 'ar'];
-const cache = new Map();
+const cache = new Map([['en', Promise.resolve(en)]]);
 
 export async function loadStrings(lang) {
   if (!cache.has(lang)) {

@@ -920,22 +920,32 @@ export type PlacementResult = PlacementPlanResult | PlacementFrontierResult;
 // presets
 // ---------------------------------------------------------------------------------------
 
-/** Request of {@link Trainmem.presets}: no fields. */
-export type PresetsRequest = Record<string, never>;
+/** Request of {@link Trainmem.presets}. */
+export interface PresetsRequest {
+  /**
+   * Build every model preset to report `params`, `publishedParams`, `architecture`, `layers`
+   * and `hidden` (default true). With false the models are listed from their data files alone
+   * (`id`, `name`, `modelType`, `source`): much faster, e.g. to fill a model picker.
+   */
+  parameterCounts?: boolean;
+}
 
 /** A model preset (its config lives in cpp/data/models/). */
 export interface ModelPreset {
   /** The id for `model: { preset }`, e.g. `"llama-2-7b"`. */
   id: string;
   name: string;
-  /** Parameters computed from the config (tied weights once). */
-  params: number;
+  /** Parameters computed from the config (tied weights once). Absent with `parameterCounts: false`. */
+  params?: number;
   /** The count published by the model's authors, when there is one. */
   publishedParams?: number;
   modelType: string;
-  architecture: string;
-  layers: number;
-  hidden: number;
+  /** HF class built. Absent with `parameterCounts: false`. */
+  architecture?: string;
+  /** Absent with `parameterCounts: false`. */
+  layers?: number;
+  /** Absent with `parameterCounts: false`. */
+  hidden?: number;
   /** Where the config was copied from. */
   source: string;
 }

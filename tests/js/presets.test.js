@@ -1,0 +1,45 @@
+// presets({ parameterCounts: false }): the model picker's fast listing. Its ids, names, model
+// types and sources must be those of the data files (cpp/data/models/*.json, read here
+// directly), and it must not carry the counts that only building a model gives.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { load, TrainmemError } from '../../web/lib/index.js';
+
+const dir = new URL('../../cpp/data/models/', import.meta.url);
+const files = readdirSync(dir)
+  .filter((f) => f.endsWith('.json'))
+  .map((f) => JSON.parse(readFileSync(new URL(f, dir))));
+const tm = await load();
+
+test('presets without parameter counts: the data files, nothing built', () => {
+  const light = tm.presets({ parameterCounts: false }).models;
+  const want = files
+    .map((p) => ({ id: p.id, name: p.name, modelType: p.config.model_type, source: p.source }))
+    .sort((a, b) => a.id.localeCompare(b.id));
+  assert.deepEqual(
+    [...light].sort((a, b) => a.id.localeCompare(b.id)),
+    want,
+  );
+});
+
+test('presets without parameter counts: same models as the full listing', () => {
+  const full = tm.presets({}).models;
+  const light = tm.presets({ parameterCounts: false }).models;
+  assert.deepEqual(
+    light.map((m) => [m.id, m.name, m.modelType]),
+    full.map((m) => [m.id, m.name, m.modelType]),
+  );
+  // the full listing's counts are the published ones where the data file has one
+  for (const m of full) {
+    const p = files.find((f) => f.id === m.id);
+    if (p.publishedParams) assert.equal(m.params, p.publishedParams, m.id);
+  }
+});
+
+test('presets: parameterCounts must be a boolean', () => {
+  assert.throws(
+    () => tm.presets({ parameterCounts: 'no' }),
+    (e) => e instanceof TrainmemError && e.field === 'parameterCounts',
+  );
+});
