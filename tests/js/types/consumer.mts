@@ -61,6 +61,7 @@ const placed = tm.placement({
 });
 if ('plan' in placed) void placed.plan.includes('checkpoint');
 const gpuIds: string[] = tm.presets().gpus.map((g) => g.id);
+const pickerNames: string[] = tm.presets({ parameterCounts: false }).models.map((m) => m.name);
 tm.placement({
   chain: {
     inputBytes: 1,
@@ -96,6 +97,8 @@ tm.checkpointSize({ model: { params: 1e9 }, optimizer: 'adam', weightDtype: 'fp1
 tm.checkpointSize({ optimizer: 'adam' });
 // @ts-expect-error: a misspelt request key
 tm.checkpointSize({ model: { params: 1e9 }, optimizer: 'adam', weightDtyp: 'fp16' });
+// @ts-expect-error: parameterCounts is a boolean
+tm.presets({ parameterCounts: 'no' });
 // @ts-expect-error: not a precision
 tm.peakMemory({ model: { params: 1e9 }, microBatch: 1, seqLen: 1, precision: 'fp16-amp' });
 // @ts-expect-error: not a placement strategy
