@@ -39,7 +39,7 @@ await build({
   outdir: out,
   bundle: true,
   format: 'esm',
-  minify: true,
+  minify: !process.env.NOMIN, // NOMIN=1: readable names, for profiling
   target: 'es2022',
   legalComments: 'none',
   plugins: [externals],

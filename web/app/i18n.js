@@ -2,6 +2,7 @@
 // both languages (as the seed articles write them: "8681 MB"), and every number + unit is
 // isolated (<bdi dir="ltr">) so a right-to-left line never reorders "40.43 GB".
 import { h } from './dom.js';
+import { numberFormat } from './numbers.js';
 // English is the fallback of every language, so it is bundled with the page (no request on
 // the start-up path); other languages are fetched when chosen.
 import en from './i18n/en.json' with { type: 'json' };
@@ -32,10 +33,10 @@ export function browserLang() {
 }
 
 export function makeTranslator(lang, strings, fallback) {
-  const locale = lang === 'ar' ? 'ar-u-nu-latn' : 'en';
-  const nf = new Intl.NumberFormat(locale, { maximumFractionDigits: 0 });
-  const nf2 = new Intl.NumberFormat(locale, { minimumFractionDigits: 2, maximumFractionDigits: 2 });
-  const nf3 = new Intl.NumberFormat(locale, { maximumSignificantDigits: 4 });
+  // Intl.NumberFormat's output for 'en' / 'ar-u-nu-latn', without its start-up cost.
+  const nf = { format: numberFormat(lang, { fractionDigits: 0 }) };
+  const nf2 = { format: numberFormat(lang, { fractionDigits: 2 }) };
+  const nf3 = { format: numberFormat(lang, { significantDigits: 4 }) };
   const t = (key, vars) => {
     let text = strings[key] ?? fallback?.[key] ?? key;
     if (vars) text = text.replace(/\{(\w+)\}/g, (m, k) => (k in vars ? String(vars[k]) : m));
