@@ -13,6 +13,7 @@
 // keeping only non-dominated points: peak = input + R(1) exactly.
 #include <algorithm>
 #include <limits>
+#include <memory>
 
 #include "placement_internal.hpp"
 #include "trainmem/error.hpp"
@@ -30,10 +31,11 @@ namespace {
 constexpr uint32_t kCkpt = uint32_t{1} << 31;
 constexpr uint32_t kIxMask = kCkpt - 1;
 struct Fronts {
-  struct Block {
-    std::vector<uint64_t> R;
-    std::vector<double> c;
-    std::vector<uint32_t> next, link;
+  struct Block {  // fixed capacity: never reallocates
+    std::unique_ptr<uint64_t[]> R;
+    std::unique_ptr<double[]> c;
+    std::unique_ptr<uint32_t[]> next, link;
+    size_t used = 0, cap = 0;
   };
   std::vector<Block> blocks;
   std::vector<const uint64_t*> R;
@@ -41,30 +43,34 @@ struct Fronts {
   std::vector<const uint32_t*> next, link;
   std::vector<uint32_t> size;
   explicit Fronts(size_t n) : R(n + 1), c(n + 1), next(n + 1), link(n + 1), size(n + 1, 0) {}
-  void set(size_t i, const std::vector<uint64_t>& r, const std::vector<double>& cv,
-           const std::vector<uint32_t>& nx, const std::vector<uint32_t>& lk) {
-    const size_t m = r.size();
+  // Where the next front goes (m points): written in place, then close().
+  struct Out {
+    uint64_t* R;
+    double* c;
+    uint32_t *next, *link;
+  };
+  Out open(size_t m) {
     if (m > kIxMask) throw RequestError(code::kTooLarge, "chain.layers", "Pareto front too large");
-    if (blocks.empty() || blocks.back().R.size() + m > blocks.back().R.capacity()) {
-      const size_t cap = std::max<size_t>(size_t{1} << 16, m);
-      blocks.emplace_back();
-      Block& b = blocks.back();
-      b.R.reserve(cap);
-      b.c.reserve(cap);
-      b.next.reserve(cap);
-      b.link.reserve(cap);
+    if (blocks.empty() || blocks.back().used + m > blocks.back().cap) {
+      Block b;
+      b.cap = std::max<size_t>(size_t{1} << 16, m);
+      b.R.reset(new uint64_t[b.cap]);
+      b.c.reset(new double[b.cap]);
+      b.next.reset(new uint32_t[b.cap]);
+      b.link.reset(new uint32_t[b.cap]);
+      blocks.push_back(std::move(b));
     }
-    Block& b = blocks.back();  // within capacity: nothing moves
-    const size_t at = b.R.size();
-    b.R.insert(b.R.end(), r.begin(), r.end());
-    b.c.insert(b.c.end(), cv.begin(), cv.end());
-    b.next.insert(b.next.end(), nx.begin(), nx.end());
-    b.link.insert(b.link.end(), lk.begin(), lk.end());
-    R[i] = b.R.data() + at;
-    c[i] = b.c.data() + at;
-    next[i] = b.next.data() + at;
-    link[i] = b.link.data() + at;
+    Block& b = blocks.back();
+    return {b.R.get() + b.used, b.c.get() + b.used, b.next.get() + b.used, b.link.get() + b.used};
+  }
+  void close(size_t i, size_t m) {  // front i: the m points written at open()
+    Block& b = blocks.back();
+    R[i] = b.R.get() + b.used;
+    c[i] = b.c.get() + b.used;
+    next[i] = b.next.get() + b.used;
+    link[i] = b.link.get() + b.used;
     size[i] = static_cast<uint32_t>(m);
+    b.used += m;
   }
 };
 
@@ -103,23 +109,21 @@ struct UnitScan {
   }
 };
 
-// Heap pops allowed per search (a few seconds natively): the problem contains knapsack, so an
-// exact search has no polynomial bound; past this the request is refused, never approximated.
+// Steps allowed per search (steps of first_live plus points merged; a few seconds natively):
+// the problem contains knapsack, so an exact search has no polynomial bound; past this the
+// request is refused, never approximated.
 constexpr uint64_t kMaxWork = uint64_t{200} << 20;
 
-// One candidate list: a unit (plain layer or segment) starting at i followed by any point of
-// the front where it ends; mapped as R = max(g, S + R'), c = cost + c'. Along the list R does
-// not fall and c falls, so the lists can be merged lazily: a point costing at least the
-// cheapest point already emitted (at a smaller or equal R) is dominated, and the list skips
-// past all such points (galloping search: the next useful point is usually close).
+// One candidate list: a segment [i..e] followed by any point of front e+1; mapped as
+// R = max(g, S + R'), c = cost + c'. Along the list R does not fall and c falls.
 struct Cand {
   const uint64_t* R;
   const double* c;
-  uint32_t q, end;  // current index; end of the usable range (R within the room)
+  uint32_t end;  // end of the usable range (R within the room)
   uint64_t g, S;
   double cost;
   uint32_t next;
-  bool ckpt;
+  uint32_t u;  // P points with R <= the current point's R, plus one (see first_live)
 };
 
 // Builds all fronts; room = budget - input (UINT64_MAX: no pruning).
@@ -128,10 +132,21 @@ struct Cand {
 // keeps stored (a plain forward pass: the smaller the storage, the more every later unit may
 // use, so the minimum is reached greedily per boundary). A suffix point needing R > room -
 // pmin[i] cannot follow any feasible prefix, so front i keeps only R <= room - pmin[i].
+//
+// Most of front i is front i+1 carried over. A staircase U of exact plans of front i is first
+// derived from front i+1 in linear time: A, the plain layer i before each point (the whole
+// plain candidate list); B, segment [i..e] in place of [i+1..e] before the same continuation
+// (kept while R stays sorted). Each point is computed exactly as its candidate list computes
+// it. Then each segment list is merged into the staircase P (U at first), one list at a time:
+// a list point that a P point dominates or equals can never be on the front, so a list walks
+// P (first_live) and skips such points, and whole lists, without sorting or heap work; its
+// other points replace what they dominate in P's tail. After the last list, P is front i.
 Fronts build(const Chain& chain, uint64_t room) {
   const size_t n = chain.layers.size();
   const UnitScan u{chain};
   constexpr uint64_t kNone = std::numeric_limits<uint64_t>::max();
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  constexpr uint32_t kNoPos = std::numeric_limits<uint32_t>::max();
   std::vector<uint64_t> pmin(n + 1, kNone);
   pmin[0] = 0;
   for (size_t i = 0; i < n; ++i) {
@@ -142,133 +157,294 @@ Fronts build(const Chain& chain, uint64_t room) {
     });
   }
   Fronts fr(n);
-  if (pmin[n] <= room) fr.set(n, {0}, {0.0}, {static_cast<uint32_t>(n)}, {0});
-  // Front i is merged into these buffers, then copied into `fr`.
-  std::vector<uint64_t> oR;
-  std::vector<double> oc;
-  std::vector<uint32_t> onext, olink;
-  // The heap holds the head (R, c) of each candidate inline, in parallel arrays, so that the
-  // sift loops compare without indirection and move only scalars (struct copies cost a
-  // memcpy call each in the -Oz WASM build).
+  if (pmin[n] <= room) {
+    const Fronts::Out o = fr.open(1);
+    o.R[0] = 0;
+    o.c[0] = 0.0;
+    o.next[0] = static_cast<uint32_t>(n);
+    o.link[0] = 0;
+    fr.close(n, 1);
+  }
   std::vector<Cand> cands;
-  std::vector<uint64_t> hr;
-  std::vector<double> hc;
-  std::vector<uint32_t> hid;
+  std::vector<uint32_t> order;  // the order in which the lists are merged
+  // Segment units of position i by end e (index e - i): g and cost, g = kNone if not a unit.
+  std::vector<uint64_t> seg_g;
+  std::vector<double> seg_cost;
+  // P (see above): R strictly rising, c strictly falling, with its plans (next, link); uR/uc
+  // hold P at [1, um] between sentinels (R 0 at cost +inf; R kNone). B's points wait in
+  // bR/bc/bn/bl.
+  std::vector<uint64_t> uR, bR;
+  std::vector<double> uc, bc;
+  std::vector<uint32_t> un, ul, bn, bl;
+  // The new tail of P while a list is merged; per segment end e, the last position i whose
+  // list [i..e] added points to P.
+  std::vector<uint64_t> vR;
+  std::vector<double> vc;
+  std::vector<uint32_t> vn, vl;
+  std::vector<uint32_t> emitted_at(n, kNoPos);
+  uint32_t um = 0;  // P's points, at [1, um]
   uint64_t work = 0;
-  auto sift_down = [&](size_t at) {  // entry `at` may be later than its children
-    const size_t m = hid.size();
-    const uint64_t vr = hr[at];
-    const double vc = hc[at];
-    const uint32_t vi = hid[at];
-    for (;;) {
-      size_t ch = 2 * at + 1;
-      if (ch >= m) break;
-      if (ch + 1 < m && (hr[ch + 1] < hr[ch] || (hr[ch + 1] == hr[ch] && hc[ch + 1] < hc[ch])))
-        ++ch;
-      if (vr < hr[ch] || (vr == hr[ch] && vc <= hc[ch])) break;
-      hr[at] = hr[ch];
-      hc[at] = hc[ch];
-      hid[at] = hid[ch];
-      at = ch;
+  // First point of t at or after q that neither `best` (cheapest point merged, at a smaller
+  // R) nor a P point (P's cheapest with R <= its R) dominates or equals; t.end if none. Lists
+  // and P mostly interleave point by point (fronts of neighbouring positions are alike), so
+  // this walks both in step, a few points linearly, then by galloping (runs of dominated list
+  // points, or of P points between two list points). t.u - 1 counts the P points with R <= the
+  // list's current R; it only grows.
+  auto first_live = [&](Cand& t, uint32_t q, double best) -> uint32_t {
+    const uint64_t* ur = uR.data();
+    const double* ucp = uc.data();
+    const uint64_t* tR = t.R;
+    const double* tc = t.c;
+    const uint64_t g = t.g, S = t.S;
+    const double cost = t.cost;
+    const uint32_t end = t.end;
+    const double cost_last = cost + tc[end - 1];
+    uint32_t j = t.u;               // ur[j - 1] <= R of point q (sentinels at both ends)
+    const uint32_t p_end = um + 1;  // P's end sentinel
+    uint32_t steps = 0;
+    while (q < end) {
+      ++steps;
+      const uint64_t rq = std::max(g, S + tR[q]);
+      if (ur[j] <= rq) {
+        uint32_t k = 0;
+        do ++j, ++k;
+        while (ur[j] <= rq && k < 8);
+        if (ur[j] <= rq) {  // a run of P points: gallop, then bisect the last step
+          uint32_t lo = j + 1, step = 1;
+          while (ur[lo] <= rq) {
+            j = lo;
+            lo += step;
+            step *= 2;
+            if (lo > p_end) lo = p_end;
+          }
+          j = static_cast<uint32_t>(std::upper_bound(ur + j + 1, ur + lo, rq) - ur);
+        }
+      }
+      // the cheapest P point with R <= rq (P keeps equal points: they are its)
+      const double lim_c = std::min(best, ucp[j - 1]);
+      if (cost + tc[q] < lim_c) break;
+      if (!(cost_last < lim_c)) {  // even the cheapest point left is dominated
+        q = end;
+        break;
+      }
+      // Later points cost less: skip those costing at least lim_c.
+      uint32_t k = 0;
+      do ++q, ++k;
+      while (q < end && !(cost + tc[q] < lim_c) && k < 4);
+      if (q == end || cost + tc[q] < lim_c) continue;
+      // A run: gallop, then bisect the last step.
+      uint32_t lo = q + 1, step = 1;
+      while (lo < end && !(cost + tc[lo] < lim_c)) {
+        q = lo;
+        lo += step;
+        step *= 2;
+      }
+      uint32_t hi = std::min(lo, end);
+      lo = q + 1;  // the answer lies in [lo, hi]; cost + c[p] >= lim_c for p < lo
+      while (lo < hi) {
+        const uint32_t mid = (lo + hi) / 2;
+        if (cost + tc[mid] < lim_c)
+          hi = mid;
+        else
+          lo = mid + 1;
+      }
+      q = lo;
     }
-    hr[at] = vr;
-    hc[at] = vc;
-    hid[at] = vi;
+    work += steps;
+    t.u = j;
+    return q;
   };
   for (size_t i = n; i-- > 0;) {
     if (pmin[i] > room) continue;  // no feasible prefix reaches boundary i
     const uint64_t lim = room - pmin[i];
     cands.clear();
-    hr.clear();
-    hc.clear();
-    hid.clear();
+    seg_g.clear();
+    seg_cost.clear();
     u.units(i, lim, [&](uint64_t g, uint64_t S, double cost, size_t next, bool ckpt) {
-      const uint64_t* fR = fr.R[next];
-      if (g > lim || fr.size[next] == 0 || S + fR[0] > lim) return;
-      // end: first point whose R exceeds the room; q0: the last point clamped to R = g (the
-      // cheapest of those; earlier ones are dominated).
-      uint32_t lo = 0, hi = fr.size[next];
-      while (lo < hi) {
-        const uint32_t mid = (lo + hi) / 2;
-        if (S + fR[mid] > lim)
-          hi = mid;
-        else
-          lo = mid + 1;
-      }
-      const uint32_t end = lo;
-      lo = 0;
-      hi = end;
-      while (lo < hi) {
-        const uint32_t mid = (lo + hi) / 2;
-        if (S + fR[mid] <= g)
-          lo = mid + 1;
-        else
-          hi = mid;
-      }
-      const uint32_t q0 = lo > 0 ? lo - 1 : 0;
-      const double* fc = fr.c[next];
-      hr.push_back(std::max(g, S + fR[q0]));
-      hc.push_back(cost + fc[q0]);
-      hid.push_back(static_cast<uint32_t>(cands.size()));
-      cands.push_back({fR, fc, q0, end, g, S, cost, static_cast<uint32_t>(next), ckpt});
+      if (!ckpt) return;  // the plain layer's list is part of U (below)
+      const bool ok = g <= lim && fr.size[next] > 0 && S + fr.R[next][0] <= lim;
+      seg_g.push_back(ok ? g : kNone);
+      seg_cost.push_back(cost);
+      if (ok) cands.push_back({fr.R[next], fr.c[next], 0, g, S, cost, uint32_t(next), 0});
     });
-    for (size_t k = hid.size() / 2; k-- > 0;) sift_down(k);
-    oR.clear();
-    oc.clear();
-    onext.clear();
-    olink.clear();
-    double best = std::numeric_limits<double>::infinity();
-    while (!hid.empty()) {
+    for (Cand& t : cands) {  // end: first point whose R exceeds the room
+      uint32_t lo = 0, hi = fr.size[t.next];
+      while (lo < hi) {
+        const uint32_t mid = (lo + hi) / 2;
+        if (t.S + t.R[mid] > lim)
+          hi = mid;
+        else
+          lo = mid + 1;
+      }
+      t.end = lo;
+    }
+    // U from front i+1 (see above). A is generated while merging; B is nearly sorted (by R of
+    // the front i+1 point, unless segment [i..e] raises it): out-of-order points are dropped.
+    const uint32_t m1 = fr.size[i + 1];
+    if (uR.size() < size_t{m1} * 2 + 2) {
+      uR.resize(size_t{m1} * 2 + 2);
+      uc.resize(uR.size());
+      un.resize(uR.size());
+      ul.resize(uR.size());
+    }
+    if (bR.size() < m1) {
+      bR.resize(m1);
+      bc.resize(m1);
+      bn.resize(m1);
+      bl.resize(m1);
+    }
+    um = 0;
+    uR[0] = 0;
+    uc[0] = kInf;
+    if (m1 > 0) {
+      const uint64_t* R1 = fr.R[i + 1];
+      const double* c1 = fr.c[i + 1];
+      const uint32_t* nx1 = fr.next[i + 1];
+      const uint32_t* lk1 = fr.link[i + 1];
+      uint32_t nb = 0;
+      for (uint32_t k = 0; k < m1; ++k) {
+        if (!(lk1[k] & kCkpt)) continue;
+        const size_t e = nx1[k] - 1, at = e - i;
+        if (at >= seg_g.size() || seg_g[at] == kNone) continue;
+        const uint32_t kk = lk1[k] & kIxMask;
+        const uint64_t r = std::max(seg_g[at], chain.layers[e].output_bytes + fr.R[e + 1][kk]);
+        if (r > lim || (nb > 0 && r < bR[nb - 1])) continue;
+        bR[nb] = r;
+        bc[nb] = seg_cost[at] + fr.c[e + 1][kk];
+        bn[nb] = static_cast<uint32_t>(e + 1);
+        bl[nb] = kk | kCkpt;
+        ++nb;
+      }
+      // A's points: the plain list (R = max(pg, saved + R'), c = 0 + c'), while R <= lim.
+      const uint64_t pg = u.plain_g(i), saved = chain.layers[i].saved_bytes;
+      const uint32_t na = pg <= lim ? m1 : 0;
+      uint32_t x = 0, y = 0;
+      uint64_t ra = na > 0 ? std::max(pg, saved + R1[0]) : kNone;
+      if (ra > lim) ra = kNone;
+      // Merge A and B by R into the staircase (c strictly falling, R strictly rising).
+      while (ra != kNone || y < nb) {
+        const bool takeA = y == nb || (ra != kNone && ra <= bR[y]);
+        uint64_t r;
+        double c;
+        uint32_t nx, lk;
+        if (takeA) {
+          r = ra;
+          c = c1[x];
+          nx = static_cast<uint32_t>(i + 1);
+          lk = x;
+          ++x;
+          ra = x < na ? std::max(pg, saved + R1[x]) : kNone;
+          if (ra > lim) ra = kNone;
+        } else {
+          r = bR[y];
+          c = bc[y];
+          nx = bn[y];
+          lk = bl[y];
+          ++y;
+        }
+        if (!(c < uc[um])) continue;
+        if (um == 0 || uR[um] != r) ++um;  // (same R, cheaper: replaces)
+        uR[um] = r;
+        uc[um] = c;
+        un[um] = nx;
+        ul[um] = lk;
+      }
+    }
+    uR[um + 1] = kNone;  // sentinel
+    // The lists are merged into P (U to begin with) one at a time: lists that beat U at
+    // position i+1 (new points there) first, as they likely do again; each later list mostly
+    // dies in first_live against the points the earlier ones added.
+    order.clear();
+    for (uint32_t k = 0; k < cands.size(); ++k)
+      if (emitted_at[cands[k].next - 1] == i + 1) order.push_back(k);
+    for (uint32_t k = 0; k < cands.size(); ++k)
+      if (emitted_at[cands[k].next - 1] != i + 1) order.push_back(k);
+    for (const uint32_t k : order) {
       if (++work > kMaxWork)
         throw RequestError(code::kTooLarge, "chain.layers",
                            "the exact single-level search for this chain and budget exceeds its "
                            "work limit (its Pareto fronts are too large): use strategy optimal, "
                            "whose budget grid bounds the work, or a smaller budgetBytes");
-      Cand& t = cands[hid[0]];
-      if (hc[0] < best) {
-        best = hc[0];
-        oR.push_back(hr[0]);
-        oc.push_back(best);
-        onext.push_back(t.next);
-        olink.push_back(t.q | (t.ckpt ? kCkpt : 0));
-        ++t.q;
-      } else {
-        // skip to the first point cheaper than `best` (c falls along the list): gallop, then
-        // bisect the last step
-        const double lim_c = best - t.cost;
-        uint32_t lo = t.q + 1, step = 1;
-        while (lo < t.end && !(t.c[lo] < lim_c)) {
-          lo += step;
-          step *= 2;
-        }
-        uint32_t hi = std::min(lo, t.end);
-        lo = hi > step / 2 ? std::max(t.q + 1, hi - step / 2) : t.q + 1;
-        // invariant: the answer lies in [lo, hi]; t.c[p] >= lim_c for p < lo
-        while (lo < hi) {
-          const uint32_t mid = (lo + hi) / 2;
-          if (t.c[mid] < lim_c)
-            hi = mid;
-          else
-            lo = mid + 1;
-        }
-        t.q = lo;
+      Cand& t = cands[k];
+      t.u = static_cast<uint32_t>(std::upper_bound(uR.data() + 1, uR.data() + um + 1, t.g) -
+                                  uR.data());
+      // All points have R >= g: dropped at once if even the cheapest costs at least P's
+      // cheapest with R <= g.
+      if (!(t.cost + t.c[t.end - 1] < uc[t.u - 1])) continue;
+      // q0: the last point clamped to R = g (the cheapest of those; earlier ones are
+      // dominated).
+      uint32_t lo = 0, hi = t.end;
+      while (lo < hi) {
+        const uint32_t mid = (lo + hi) / 2;
+        if (t.S + t.R[mid] <= t.g)
+          lo = mid + 1;
+        else
+          hi = mid;
       }
-      // The top changed in place (or left): restore the heap by one sift-down.
-      if (t.q < t.end) {
-        hr[0] = std::max(t.g, t.S + t.R[t.q]);
-        hc[0] = t.cost + t.c[t.q];
-      } else {
-        hr[0] = hr.back();
-        hc[0] = hc.back();
-        hid[0] = hid.back();
-        hr.pop_back();
-        hc.pop_back();
-        hid.pop_back();
-        if (hid.empty()) break;
+      uint32_t q = first_live(t, lo > 0 ? lo - 1 : 0, kInf);
+      if (q == t.end) continue;
+      // Merge: P's points before R(q) stay; the rest of P and the list's live points are
+      // merged into V, which then replaces P's tail.
+      uint64_t rq = std::max(t.g, t.S + t.R[q]);
+      uint32_t p = t.u;  // P's first point with R > rq
+      uint32_t a = p;    // P's tail starts at a (a point at R = rq costs more: dropped)
+      if (a > 1 && uR[a - 1] == rq) --a;
+      const size_t cap = (um + 1 - a) + (t.end - q) + 2;
+      if (vR.size() < cap) {
+        vR.resize(cap);
+        vc.resize(cap);
+        vn.resize(cap);
+        vl.resize(cap);
       }
-      sift_down(0);
+      size_t w = 0;
+      double best = kInf;
+      emitted_at[t.next - 1] = static_cast<uint32_t>(i);
+      for (;;) {
+        // the list's point q (cheaper than every point before it, of P or the list)
+        vR[w] = rq;
+        vc[w] = best = t.cost + t.c[q];
+        vn[w] = t.next;
+        vl[w] = q | kCkpt;
+        ++w;
+        q = first_live(t, q + 1, best);
+        rq = q < t.end ? std::max(t.g, t.S + t.R[q]) : kNone;
+        // P's points up to the list's next live point; those costing at least `best` are
+        // dominated (P's costs fall: they form a run).
+        while (uR[p] < rq) {
+          if (uc[p] < best) {
+            vR[w] = uR[p];
+            vc[w] = best = uc[p];
+            vn[w] = un[p];
+            vl[w] = ul[p];
+            ++w;
+          }
+          ++p;
+        }
+        if (q == t.end) break;
+        // a P point at R = rq costs more than q (first_live): skipped by the loop above
+        // next time (its cost is at least best then)
+      }
+      work += w;
+      um = static_cast<uint32_t>(a - 1 + w);
+      if (uR.size() < size_t{um} + 2) {
+        uR.resize(size_t{um} + 2);
+        uc.resize(uR.size());
+        un.resize(uR.size());
+        ul.resize(uR.size());
+      }
+      std::copy(vR.begin(), vR.begin() + w, uR.begin() + a);
+      std::copy(vc.begin(), vc.begin() + w, uc.begin() + a);
+      std::copy(vn.begin(), vn.begin() + w, un.begin() + a);
+      std::copy(vl.begin(), vl.begin() + w, ul.begin() + a);
+      uR[um + 1] = kNone;
     }
-    fr.set(i, oR, oc, onext, olink);
+    const Fronts::Out o = fr.open(um);
+    std::copy(uR.begin() + 1, uR.begin() + um + 1, o.R);
+    std::copy(uc.begin() + 1, uc.begin() + um + 1, o.c);
+    std::copy(un.begin() + 1, un.begin() + um + 1, o.next);
+    std::copy(ul.begin() + 1, ul.begin() + um + 1, o.link);
+    const size_t m = um;
+    fr.close(i, m);
   }
   return fr;
 }

@@ -4,6 +4,7 @@
 // form is checked against its recursion, and its schedule against the closed form.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -140,6 +141,88 @@ TEST_CASE("optimal-single-level: budgeted search equals the unpruned frontier on
     if (front[0].peak_bytes > 1) {  // (a budget of 0 means none)
       q.budget_bytes = front[0].peak_bytes - 1;
       CHECK_THROWS_AS(plan(chain, q), trainmem::RequestError);
+    }
+  }
+}
+
+namespace {
+// The single-level Pareto DP written straightforwardly (every candidate point of every unit,
+// sorted, then filtered), as in bench/placement.bench.mjs: front 0 as (peak, recompute cost).
+std::vector<std::pair<uint64_t, double>> single_level_reference(const Chain& ch) {
+  const size_t n = ch.layers.size();
+  auto x = [&](size_t k) { return k == 0 ? ch.input_bytes : ch.layers[k - 1].output_bytes; };
+  std::vector<std::vector<std::pair<uint64_t, double>>> fronts(n + 1);
+  fronts[n] = {{0, 0.0}};
+  for (size_t i = n; i-- > 0;) {
+    std::vector<std::pair<uint64_t, double>> cand;
+    auto push = [&](uint64_t g, uint64_t S, double cost, size_t next) {
+      for (const auto& p : fronts[next])
+        cand.push_back({std::max(g, S + p.first), cost + p.second});
+    };
+    const Layer& Li = ch.layers[i];
+    push(Li.saved_bytes + std::max(Li.forward_temp_bytes, Li.output_bytes + Li.backward_temp_bytes),
+         Li.saved_bytes, 0.0, i + 1);
+    uint64_t fwd = Li.output_bytes + Li.forward_temp_bytes, xs = 0, rec = 0, bwd = 0;
+    double cost = 0;
+    for (size_t e = i; e < n; ++e) {
+      const Layer& Le = ch.layers[e];
+      if (e > i) fwd = std::max(fwd, x(e) + Le.output_bytes + Le.forward_temp_bytes);
+      xs += Le.saved_bytes;
+      rec = std::max(rec, xs + Le.forward_temp_bytes);
+      bwd = std::max(bwd, xs + Le.output_bytes + Le.backward_temp_bytes);
+      cost += Le.forward_cost;
+      push(std::max({fwd, Le.output_bytes + rec, bwd}), Le.output_bytes, cost, e + 1);
+    }
+    std::sort(cand.begin(), cand.end());
+    for (const auto& p : cand)
+      if (fronts[i].empty() || p.second < fronts[i].back().second) fronts[i].push_back(p);
+  }
+  for (auto& p : fronts[0]) p.first += ch.input_bytes;
+  return fronts[0];
+}
+}  // namespace
+
+TEST_CASE("optimal-single-level equals a straightforward Pareto DP on long chains with ties",
+          "[placement][optimal]") {
+  // Small integer sizes and costs make many plans tie exactly (the pruning against points
+  // carried over from the next front must keep ties right); real-valued costs do not.
+  std::mt19937 rng(2027);
+  for (int trial = 0; trial < 24; ++trial) {
+    const size_t n = 40 + 10 * (trial % 8);
+    Chain chain = random_chain(rng, n);
+    if (trial % 3 == 1) {  // homogeneous: the worst case for ties
+      for (auto& L : chain.layers) L = chain.layers[0];
+    } else if (trial % 3 == 2) {
+      std::uniform_real_distribution<double> f(0.5, 4.5);
+      for (auto& L : chain.layers) L.forward_cost = f(rng);
+    }
+    double base = 0;
+    for (const auto& L : chain.layers) base += L.forward_cost + L.backward_cost;
+    const auto ref = single_level_reference(chain);
+    INFO("trial " << trial << " n " << n);
+    StrategyRequest q;
+    q.strategy = "optimal-single-level";
+    // The frontier point for point where costs are whole numbers (with real costs, frontier()
+    // re-evaluates each plan and may sum a near-tie differently from the DP).
+    if (trial % 3 != 2) {
+      const auto front = frontier(chain, q);
+      REQUIRE(front.size() == ref.size());
+      for (size_t k = 0; k < ref.size(); ++k) {
+        CHECK(front[k].peak_bytes == ref[k].first);
+        CHECK(front[k].recompute_cost == ref[k].second);
+      }
+    }
+    // Budgets at and just above the frontier's peaks, and between them.
+    for (size_t k = 0; k < ref.size(); k += 1 + ref.size() / 8) {
+      for (uint64_t b : {ref[k].first, ref[k].first + 1, (ref[k].first + ref.back().first) / 2}) {
+        double want = ref[0].second;
+        for (const auto& p : ref)
+          if (p.first <= b) want = p.second;
+        q.budget_bytes = b;
+        const PlanResult r = plan(chain, q);
+        CHECK(r.peak_bytes <= b);
+        CHECK(r.total_cost == Approx(base + want).epsilon(1e-12));
+      }
     }
   }
 }
