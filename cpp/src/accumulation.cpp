@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "trainmem/error.hpp"
+#include "trainmem/json_fields.hpp"
 #include "trainmem/request.hpp"
 
 namespace trainmem {
@@ -14,6 +15,13 @@ using nlohmann::json;
 
 namespace {
 uint64_t ceil_div(uint64_t a, uint64_t b) { return a / b + (a % b ? 1 : 0); }
+
+json warning(const char* code, const std::string& message) {
+  json w = json::object();
+  put(w, "code", code);
+  put(w, "message", message);
+  return w;
+}
 }  // namespace
 
 ForwardResult forward(const ForwardInputs& in) {
@@ -40,24 +48,25 @@ ForwardResult forward(const ForwardInputs& in) {
 }
 
 json to_json(const ForwardResult& r, const ForwardInputs& in) {
-  json out = {{"mode", "forward"},
-              {"microBatch", in.micro_batch},
-              {"accumulationSteps", in.accumulation_steps},
-              {"dataParallel", in.data_parallel},
-              {"effectiveBatch", r.effective_batch},
-              {"perDeviceBatch", r.per_device_batch},
-              {"microStepsPerOptimizerStep", in.accumulation_steps},
-              {"formula",
-               "effectiveBatch = microBatch x accumulationSteps x dataParallel "
-               "(HF Trainer total train batch size; PyTorch DDP)"}};
-  if (in.seq_len) out["tokensPerStep"] = r.tokens_per_step;
+  json out = json::object();
+  put(out, "mode", "forward");
+  put(out, "microBatch", in.micro_batch);
+  put(out, "accumulationSteps", in.accumulation_steps);
+  put(out, "dataParallel", in.data_parallel);
+  put(out, "effectiveBatch", r.effective_batch);
+  put(out, "perDeviceBatch", r.per_device_batch);
+  put(out, "microStepsPerOptimizerStep", in.accumulation_steps);
+  put(out, "formula",
+      "effectiveBatch = microBatch x accumulationSteps x dataParallel "
+      "(HF Trainer total train batch size; PyTorch DDP)");
+  if (in.seq_len) put(out, "tokensPerStep", r.tokens_per_step);
   if (in.dataset_size) {
-    out["samplesPerRank"] = r.samples_per_rank;
-    out["paddedSamples"] = r.padded_samples;
-    out["microBatchesPerEpoch"] = r.micro_batches_per_epoch;
-    out["optimizerStepsPerEpoch"] = r.optimizer_steps_per_epoch;
-    out["fullOptimizerStepsPerEpoch"] = r.full_optimizer_steps_per_epoch;
-    out["remainderMicroBatches"] = r.remainder_micro_batches;
+    put(out, "samplesPerRank", r.samples_per_rank);
+    put(out, "paddedSamples", r.padded_samples);
+    put(out, "microBatchesPerEpoch", r.micro_batches_per_epoch);
+    put(out, "optimizerStepsPerEpoch", r.optimizer_steps_per_epoch);
+    put(out, "fullOptimizerStepsPerEpoch", r.full_optimizer_steps_per_epoch);
+    put(out, "remainderMicroBatches", r.remainder_micro_batches);
   }
   return out;
 }
@@ -106,8 +115,8 @@ Plan evaluate(const PlannerInputs& in, const PeakMemoryFn& peak_memory, uint64_t
                             "\": recompute time taken as one extra forward of every block "
                             "(upper bound) because the memory model gave no plan";
     bool seen = false;
-    for (const auto& w : *warnings) seen = seen || w.value("message", "") == msg;
-    if (!seen) warnings->push_back({{"code", "recompute-upper-bound"}, {"message", msg}});
+    for (const auto& w : *warnings) seen = seen || json_value_or(w, "message", "") == msg;
+    if (!seen) warnings->push_back(warning("recompute-upper-bound", msg));
   }
   time_model::StepInputs si;
   si.micro_batch = micro;
@@ -156,16 +165,17 @@ uint64_t largest_fitting_micro(const std::vector<Plan>& plans, bool ckpt) {
 }
 
 json plan_json(const Plan& p) {
-  json j = {{"microBatch", p.micro_batch},
-            {"accumulationSteps", p.accumulation_steps},
-            {"globalBatch", p.global_batch},
-            {"exact", p.exact},
-            {"checkpointing", p.checkpointing},
-            {"peakBytes", p.memory.peak_bytes},
-            {"fits", p.memory.fits},
-            {"stepSeconds", p.time.step_seconds},
-            {"samplesPerSecond", p.time.samples_per_second},
-            {"time", time_model::to_json(p.time)}};
+  json j = json::object();
+  put(j, "microBatch", p.micro_batch);
+  put(j, "accumulationSteps", p.accumulation_steps);
+  put(j, "globalBatch", p.global_batch);
+  put(j, "exact", p.exact);
+  put(j, "checkpointing", p.checkpointing);
+  put(j, "peakBytes", p.memory.peak_bytes);
+  put(j, "fits", p.memory.fits);
+  put(j, "stepSeconds", p.time.step_seconds);
+  put(j, "samplesPerSecond", p.time.samples_per_second);
+  put(j, "time", time_model::to_json(p.time));
   return j;
 }
 
@@ -180,38 +190,41 @@ json make_verdict(const std::vector<Plan>& plans) {
   const int best_ckpt = best_fitting(plans, true, false);
   const uint64_t m_none = largest_fitting_micro(plans, false);
   const uint64_t m_ckpt = largest_fitting_micro(plans, true);
-  json v = {{"largestMicroBatchWithout", m_none}, {"largestMicroBatchWith", m_ckpt}};
+  json v = json::object();
+  put(v, "largestMicroBatchWithout", m_none);
+  put(v, "largestMicroBatchWith", m_ckpt);
   const bool enables = m_ckpt > m_none;
-  v["enablesLargerMicroBatch"] = enables;
+  put(v, "enablesLargerMicroBatch", enables);
   bool any_ckpt_plan = false;
   for (const auto& p : plans) any_ckpt_plan = any_ckpt_plan || p.checkpointing != "none";
   if (!any_ckpt_plan) {
-    v["message"] = "checkpointing was not considered";
+    put(v, "message", "checkpointing was not considered");
     return v;
   }
   if (best_ckpt < 0 && best_none < 0) {
-    v["message"] = "no plan fits, with or without checkpointing";
+    put(v, "message", "no plan fits, with or without checkpointing");
     return v;
   }
   if (best_ckpt >= 0 && best_none < 0) {
     const Plan& c = plans[static_cast<size_t>(best_ckpt)];
-    v["checkpointingRequired"] = true;
-    v["message"] = "only checkpointing makes the target fit: micro-batch " +
-                   std::to_string(c.micro_batch) + " x " + std::to_string(c.accumulation_steps) +
-                   " steps with \"" + c.checkpointing + "\"";
+    put(v, "checkpointingRequired", true);
+    put(v, "message",
+        "only checkpointing makes the target fit: micro-batch " + std::to_string(c.micro_batch) +
+            " x " + std::to_string(c.accumulation_steps) + " steps with \"" + c.checkpointing +
+            "\"");
     return v;
   }
-  v["checkpointingRequired"] = false;
+  put(v, "checkpointingRequired", false);
   if (best_ckpt < 0) {
-    v["message"] = "checkpointing does not help: no checkpointed plan fits";
+    put(v, "message", "checkpointing does not help: no checkpointed plan fits");
     return v;
   }
   const Plan& n = plans[static_cast<size_t>(best_none)];
   const Plan& c = plans[static_cast<size_t>(best_ckpt)];
   const double ratio =
       n.time.step_seconds > 0 ? (c.time.samples_per_second / n.time.samples_per_second) - 1.0 : 0.0;
-  v["fasterThanMoreAccumulation"] = enables && ratio > 0;
-  v["speedupOverBestWithout"] = ratio;
+  put(v, "fasterThanMoreAccumulation", enables && ratio > 0);
+  put(v, "speedupOverBestWithout", ratio);
   std::string msg;
   if (!enables) {
     msg =
@@ -228,7 +241,7 @@ json make_verdict(const std::vector<Plan>& plans) {
           " slower than " + std::to_string(n.micro_batch) + " x " +
           std::to_string(n.accumulation_steps) + " accumulation without it";
   }
-  v["message"] = msg;
+  put(v, "message", msg);
   return v;
 }
 
@@ -253,51 +266,60 @@ json make_comparison(const PlannerInputs& in, const PeakMemoryFn& peak_memory, u
   for (const auto& r : rows) {
     plans.push_back(evaluate(in, peak_memory, r.micro, r.steps, r.ckpt, warnings));
     json j = plan_json(plans.back());
-    j["id"] = r.id;
-    if (!plans.back().memory.breakdown.is_null()) j["breakdown"] = plans.back().memory.breakdown;
-    jrows.push_back(j);
+    put(j, "id", r.id);
+    if (!plans.back().memory.breakdown.is_null())
+      put(j, "breakdown", plans.back().memory.breakdown);
+    jrows.push_back(std::move(j));
   }
   const double base_t = plans[0].time.step_seconds;
   for (size_t i = 0; i < jrows.size(); ++i) {
-    jrows[i]["relativeTime"] = plans[i].time.step_seconds / base_t;
-    jrows[i]["relativeToAccumulation"] = plans[i].time.step_seconds / plans[1].time.step_seconds;
+    put(jrows[i], "relativeTime", plans[i].time.step_seconds / base_t);
+    put(jrows[i], "relativeToAccumulation",
+        plans[i].time.step_seconds / plans[1].time.step_seconds);
   }
   auto saved = [&](size_t i, size_t j) -> double {
     return static_cast<double>(plans[i].memory.peak_bytes) -
            static_cast<double>(plans[j].memory.peak_bytes);
   };
   const double fwd_tokens = static_cast<double>(per_device) * static_cast<double>(in.seq_len);
-  json acc = {
-      {"technique", "gradientAccumulation"},
-      {"actsOn", "forward and backward passes: each pass sees a micro-batch of " +
-                     std::to_string(c) + " instead of " + std::to_string(per_device) +
-                     "; the optimizer steps once per " + std::to_string(steps) + " micro-steps"},
-      {"memoryActsOn",
-       "activations (they follow the micro-batch); gradients, weights and "
-       "optimizer state are unchanged"},
-      {"memorySavedBytes", saved(0, 1)},
-      {"extraSeconds", plans[1].time.step_seconds - plans[0].time.step_seconds},
-      {"extraTimeFraction", plans[1].time.step_seconds / base_t - 1.0},
-      {"extraFlops", 0.0},
-      {"cost", "more, smaller passes: per-micro-step fixed costs repeat and utilisation falls"}};
-  json ck = {{"technique", "gradientCheckpointing"},
-             {"strategy", ckpt},
-             {"actsOn", "backward pass: dropped activations are recomputed from the kept ones"},
-             {"memoryActsOn", "activations only"},
-             {"memorySavedBytes", saved(0, 2)},
-             {"extraSeconds", plans[2].time.step_seconds - plans[0].time.step_seconds},
-             {"extraTimeFraction", plans[2].time.step_seconds / base_t - 1.0},
-             {"extraFlops", plans[2].recompute_flops_per_token * fwd_tokens},
-             {"cost", "compute: one extra forward of the recomputed layers per micro-step"}};
-  return {{"microBatch", per_device},
-          {"accumulationMicroBatch", c},
-          {"accumulationSteps", steps},
-          {"checkpointing", ckpt},
-          {"rows", jrows},
-          {"techniques", json::array({acc, ck})},
-          {"seedTableNote",
-           "seed 000's table lists 'gradient memory' as what accumulation saves; the numbers "
-           "above show it saves activation memory: gradients stay allocated across micro-steps"}};
+  json acc = json::object();
+  put(acc, "technique", "gradientAccumulation");
+  put(acc, "actsOn",
+      "forward and backward passes: each pass sees a micro-batch of " + std::to_string(c) +
+          " instead of " + std::to_string(per_device) + "; the optimizer steps once per " +
+          std::to_string(steps) + " micro-steps");
+  put(acc, "memoryActsOn",
+      "activations (they follow the micro-batch); gradients, weights and "
+      "optimizer state are unchanged");
+  put(acc, "memorySavedBytes", saved(0, 1));
+  put(acc, "extraSeconds", plans[1].time.step_seconds - plans[0].time.step_seconds);
+  put(acc, "extraTimeFraction", plans[1].time.step_seconds / base_t - 1.0);
+  put(acc, "extraFlops", 0.0);
+  put(acc, "cost", "more, smaller passes: per-micro-step fixed costs repeat and utilisation falls");
+  json ck = json::object();
+  put(ck, "technique", "gradientCheckpointing");
+  put(ck, "strategy", ckpt);
+  put(ck, "actsOn", "backward pass: dropped activations are recomputed from the kept ones");
+  put(ck, "memoryActsOn", "activations only");
+  put(ck, "memorySavedBytes", saved(0, 2));
+  put(ck, "extraSeconds", plans[2].time.step_seconds - plans[0].time.step_seconds);
+  put(ck, "extraTimeFraction", plans[2].time.step_seconds / base_t - 1.0);
+  put(ck, "extraFlops", plans[2].recompute_flops_per_token * fwd_tokens);
+  put(ck, "cost", "compute: one extra forward of the recomputed layers per micro-step");
+  json out = json::object();
+  put(out, "microBatch", per_device);
+  put(out, "accumulationMicroBatch", c);
+  put(out, "accumulationSteps", steps);
+  put(out, "checkpointing", ckpt);
+  put(out, "rows", std::move(jrows));
+  json techniques = json::array();
+  techniques.push_back(std::move(acc));
+  techniques.push_back(std::move(ck));
+  put(out, "techniques", std::move(techniques));
+  put(out, "seedTableNote",
+      "seed 000's table lists 'gradient memory' as what accumulation saves; the numbers "
+      "above show it saves activation memory: gradients stay allocated across micro-steps");
+  return out;
 }
 
 }  // namespace
@@ -305,23 +327,22 @@ json make_comparison(const PlannerInputs& in, const PeakMemoryFn& peak_memory, u
 PlannerResult plan(const PlannerInputs& in, const PeakMemoryFn& peak_memory) {
   PlannerResult r;
   if (in.target_global_batch < in.data_parallel)
-    throw RequestError(code::kInconsistent, "targetGlobalBatch",
-                       "targetGlobalBatch (" + std::to_string(in.target_global_batch) +
-                           ") is smaller than dataParallel (" + std::to_string(in.data_parallel) +
-                           "): every rank needs at least one sample per step");
+    fail(code::kInconsistent, "targetGlobalBatch",
+         {"targetGlobalBatch (", std::to_string(in.target_global_batch),
+          ") is smaller than dataParallel (", std::to_string(in.data_parallel),
+          "): every rank needs at least one sample per step"});
   std::vector<uint64_t> per_device;
   if (in.target_global_batch % in.data_parallel == 0) {
     per_device.push_back(in.target_global_batch / in.data_parallel);
   } else {
     const uint64_t lo = in.target_global_batch / in.data_parallel;
     per_device = {lo, lo + 1};
-    r.warnings.push_back(
-        {{"code", "target-not-divisible"},
-         {"message", "targetGlobalBatch " + std::to_string(in.target_global_batch) +
-                         " is not a multiple of dataParallel " + std::to_string(in.data_parallel) +
-                         ": plans use the nearest global batches " +
-                         std::to_string(lo * in.data_parallel) + " and " +
-                         std::to_string((lo + 1) * in.data_parallel) + " (exact: false)"}});
+    r.warnings.push_back(warning(
+        "target-not-divisible",
+        "targetGlobalBatch " + std::to_string(in.target_global_batch) +
+            " is not a multiple of dataParallel " + std::to_string(in.data_parallel) +
+            ": plans use the nearest global batches " + std::to_string(lo * in.data_parallel) +
+            " and " + std::to_string((lo + 1) * in.data_parallel) + " (exact: false)"));
   }
   std::vector<std::string> strategies = {"none"};
   for (const auto& s : in.checkpointing)
@@ -355,20 +376,19 @@ PlannerResult plan(const PlannerInputs& in, const PeakMemoryFn& peak_memory) {
   if (max_steps > 1 || in.data_parallel > 1) {
     if (in.model_has_batchnorm || in.model_may_have_batchnorm)
       r.warnings.push_back(
-          {{"code", "batchnorm-per-micro-batch"},
-           {"message", std::string(in.model_has_batchnorm ? "the model has BatchNorm: "
-                                                          : "if the model has BatchNorm: ") +
-                           "its batch statistics (and running-stat updates) are computed per "
-                           "micro-batch of each rank, not over the global batch, so accumulation "
-                           "is not equivalent to the large batch (use SyncBatchNorm across ranks, "
-                           "GroupNorm/LayerNorm, or a larger micro-batch)"}});
-    r.warnings.push_back(
-        {{"code", "loss-averaging"},
-         {"message",
-          "averaging each micro-batch's mean loss weights tokens unequally when sequences differ "
-          "in length (padding, -100 labels): divide the summed token loss by the token count of "
-          "the whole global batch instead (transformers >= 4.46 passes num_items_in_batch for "
-          "this; older Trainers and hand-written loops averaged per micro-batch)"}});
+          warning("batchnorm-per-micro-batch",
+                  std::string(in.model_has_batchnorm ? "the model has BatchNorm: "
+                                                     : "if the model has BatchNorm: ") +
+                      "its batch statistics (and running-stat updates) are computed per "
+                      "micro-batch of each rank, not over the global batch, so accumulation "
+                      "is not equivalent to the large batch (use SyncBatchNorm across ranks, "
+                      "GroupNorm/LayerNorm, or a larger micro-batch)"));
+    r.warnings.push_back(warning(
+        "loss-averaging",
+        "averaging each micro-batch's mean loss weights tokens unequally when sequences differ "
+        "in length (padding, -100 labels): divide the summed token loss by the token count of "
+        "the whole global batch instead (transformers >= 4.46 passes num_items_in_batch for "
+        "this; older Trainers and hand-written loops averaged per micro-batch)"));
   }
   return r;
 }
@@ -376,21 +396,22 @@ PlannerResult plan(const PlannerInputs& in, const PeakMemoryFn& peak_memory) {
 json to_json(const PlannerResult& r, const PlannerInputs& in) {
   json plans = json::array();
   for (const auto& p : r.plans) plans.push_back(plan_json(p));
-  json out = {{"mode", "plan"},
-              {"targetGlobalBatch", in.target_global_batch},
-              {"dataParallel", in.data_parallel},
-              {"seqLen", in.seq_len},
-              {"plans", plans},
-              {"omittedPlans", r.omitted_plans},
-              {"checkpointing", r.checkpointing_verdict},
-              {"comparison", r.comparison},
-              {"flops", time_model::to_json(in.flops)},
-              {"warnings", r.warnings}};
+  json out = json::object();
+  put(out, "mode", "plan");
+  put(out, "targetGlobalBatch", in.target_global_batch);
+  put(out, "dataParallel", in.data_parallel);
+  put(out, "seqLen", in.seq_len);
+  put(out, "plans", plans);
+  put(out, "omittedPlans", r.omitted_plans);
+  put(out, "checkpointing", r.checkpointing_verdict);
+  put(out, "comparison", r.comparison);
+  put(out, "flops", time_model::to_json(in.flops));
+  put(out, "warnings", r.warnings);
   if (r.recommended >= 0) {
-    out["recommended"] = plan_json(r.plans[static_cast<size_t>(r.recommended)]);
-    out["recommendedIndex"] = r.recommended;
+    put(out, "recommended", plan_json(r.plans[static_cast<size_t>(r.recommended)]));
+    put(out, "recommendedIndex", r.recommended);
   } else {
-    out["recommended"] = nullptr;
+    put(out, "recommended", nullptr);
   }
   return out;
 }

@@ -8,6 +8,7 @@
 #include "trainmem/activations.hpp"
 #include "trainmem/calculators.hpp"
 #include "trainmem/embedded_data.hpp"
+#include "trainmem/json_fields.hpp"
 #include "trainmem/model.hpp"
 #include "trainmem/optimizer.hpp"
 #include "trainmem/peak_memory.hpp"
@@ -61,9 +62,9 @@ json plan_mode(const Obj& req) {
     const char* f = req.has("microBatch")          ? "microBatch"
                     : req.has("accumulationSteps") ? "accumulationSteps"
                                                    : "gradientAccumulationSteps";
-    throw RequestError(code::kInconsistent, f,
-                       "give either targetGlobalBatch (the planner chooses micro-batch and "
-                       "steps) or microBatch + accumulationSteps, not both");
+    fail(code::kInconsistent, f,
+         "give either targetGlobalBatch (the planner chooses micro-batch and "
+         "steps) or microBatch + accumulationSteps, not both");
   }
   accumulation::PlannerInputs in;
   in.target_global_batch = req.u64("targetGlobalBatch", 1, kMaxBatch);
@@ -82,18 +83,19 @@ json plan_mode(const Obj& req) {
     for (const char* k : kPlannerKeys) mine = mine || it.key() == k;
     if (!mine) peak_json[it.key()] = it.value();
   }
-  bool auto_ckpt = !peak_json.contains("checkpointing") ||
-                   (peak_json["checkpointing"].is_string() && peak_json["checkpointing"] == "auto");
+  bool auto_ckpt =
+      !json_has(peak_json, "checkpointing") || (json_at(peak_json, "checkpointing").is_string() &&
+                                                json_at(peak_json, "checkpointing") == "auto");
   if (auto_ckpt) peak_json.erase("checkpointing");
-  peak_json["microBatch"] = 1;
-  peak_json["searchMaxMicroBatch"] = false;
-  peak_json["timeline"] = false;
-  if (!peak_json.contains("seqLen"))
-    throw RequestError(code::kMissingField, "seqLen", "seqLen is required by the planner");
-  peak_json["seqLen"] = req.raw("seqLen");  // (validated by the peakMemory parser)
-  if (!peak_json.contains("gpu") && !peak_json.contains("gpuMemoryBytes"))
-    throw RequestError(code::kMissingField, "gpu",
-                       "gpu (a preset id) or gpuMemoryBytes is required by the planner");
+  put(peak_json, "microBatch", 1);
+  put(peak_json, "searchMaxMicroBatch", false);
+  put(peak_json, "timeline", false);
+  if (!json_has(peak_json, "seqLen"))
+    fail(code::kMissingField, "seqLen", "seqLen is required by the planner");
+  put(peak_json, "seqLen", req.raw("seqLen"));  // (validated by the peakMemory parser)
+  if (!json_has(peak_json, "gpu") && !json_has(peak_json, "gpuMemoryBytes"))
+    fail(code::kMissingField, "gpu",
+         "gpu (a preset id) or gpuMemoryBytes is required by the planner");
   const peak::Request base = peak::parse_request(peak_json);
   for (auto it = req.json_value().begin(); it != req.json_value().end(); ++it)
     req.mark_used(it.key());
@@ -101,10 +103,10 @@ json plan_mode(const Obj& req) {
 
   in.data_parallel = base.data_parallel;
   if (in.target_global_batch < in.data_parallel)
-    throw RequestError(code::kInconsistent, "targetGlobalBatch",
-                       "targetGlobalBatch (" + std::to_string(in.target_global_batch) +
-                           ") is smaller than dataParallel (" + std::to_string(in.data_parallel) +
-                           "): every rank needs at least one sample per step");
+    fail(code::kInconsistent, "targetGlobalBatch",
+         {"targetGlobalBatch (", std::to_string(in.target_global_batch),
+          ") is smaller than dataParallel (", std::to_string(in.data_parallel),
+          "): every rank needs at least one sample per step"});
   in.seq_len = base.is_mlp ? 1 : base.seq_len;
   peak::Checkpointing user_ckpt;
   user_ckpt.strategy = "full";
@@ -119,18 +121,18 @@ json plan_mode(const Obj& req) {
   if (!base.gpu_id.empty()) {
     const peak::Gpu g = peak::gpu_preset(base.gpu_id, "gpu");
     gpu.id = g.id;
-    if (g.tflops.contains(tkey) && g.tflops[tkey].is_number())
-      gpu.peak_flops = g.tflops[tkey].get<double>() * 1e12;
+    if (json_has(g.tflops, tkey) && json_at(g.tflops, tkey).is_number())
+      gpu.peak_flops = json_at(g.tflops, tkey).get<double>() * 1e12;
     for (const auto& f : embedded_under("gpus/"))
-      if (f.second->value("id", "") == g.id)
-        gpu.bandwidth = f.second->value("memoryBandwidthBytesPerSecond", 0.0);
+      if (json_value_or(*f.second, "id", "") == g.id)
+        gpu.bandwidth = json_value_or(*f.second, "memoryBandwidthBytesPerSecond", 0.0);
   }
   if (peak_override > 0) gpu.peak_flops = peak_override;
   if (bw_override > 0) gpu.bandwidth = bw_override;
   if (gpu.peak_flops <= 0)
-    throw RequestError(code::kMissingField, "gpuPeakTflops",
-                       "the time model needs the GPU's dense peak for " + std::string(tkey) +
-                           ": give a gpu preset that lists it, or gpuPeakTflops");
+    fail(code::kMissingField, "gpuPeakTflops",
+         {"the time model needs the GPU's dense peak for ", tkey,
+          ": give a gpu preset that lists it, or gpuPeakTflops"});
   in.device.peak_flops = gpu.peak_flops;
   in.device.memory_bandwidth = gpu.bandwidth;
 
@@ -182,28 +184,34 @@ json plan_mode(const Obj& req) {
     if (strategy != "none" && strategy != "full" && strategy != "selective" &&
         res.forward_flops > 0)
       e.recompute_flops_per_token = flops.total * res.recompute_flops / res.forward_flops;
-    e.breakdown = {
-        {"weights", res.weights.bytes},         {"masterWeights", res.master_weights.bytes},
-        {"gradients", res.gradients.bytes},     {"optimizerState", res.optimizer_state.bytes},
-        {"activations", res.activations.bytes}, {"temporaries", res.temporaries.bytes},
-        {"runtime", res.runtime.bytes}};
+    e.breakdown = json::object();
+    put(e.breakdown, "weights", res.weights.bytes);
+    put(e.breakdown, "masterWeights", res.master_weights.bytes);
+    put(e.breakdown, "gradients", res.gradients.bytes);
+    put(e.breakdown, "optimizerState", res.optimizer_state.bytes);
+    put(e.breakdown, "activations", res.activations.bytes);
+    put(e.breakdown, "temporaries", res.temporaries.bytes);
+    put(e.breakdown, "runtime", res.runtime.bytes);
     return e;
   };
   const accumulation::PlannerResult result = accumulation::plan(in, fn);
   json out = accumulation::to_json(result, in);
-  out["gpu"] = {{"id", gpu.id},
-                {"memoryBytes", gpu.memory_bytes},
-                {"peakFlops", gpu.peak_flops},
-                {"throughputPrecision", tkey},
-                {"memoryBandwidthBytesPerSecond", gpu.bandwidth}};
-  out["timeModel"] = {
-      {"utilization", in.knobs.utilization},
-      {"overheadPerLayerSeconds", in.knobs.overhead_per_layer_s},
-      {"optimizerBytesPerStep", in.optimizer_bytes},
-      {"formula",
-       "microStep = (3 x forwardFLOPs + recomputeFLOPs) / (peak x utilization) + "
-       "overheadPerLayer x layers; step = steps x microStep + optimizer traffic / bandwidth "
-       "(+ ring all-reduce when interconnectGBps is given)"}};
+  json gpu_json = json::object();
+  put(gpu_json, "id", gpu.id);
+  put(gpu_json, "memoryBytes", gpu.memory_bytes);
+  put(gpu_json, "peakFlops", gpu.peak_flops);
+  put(gpu_json, "throughputPrecision", tkey);
+  put(gpu_json, "memoryBandwidthBytesPerSecond", gpu.bandwidth);
+  put(out, "gpu", std::move(gpu_json));
+  json time_json = json::object();
+  put(time_json, "utilization", in.knobs.utilization);
+  put(time_json, "overheadPerLayerSeconds", in.knobs.overhead_per_layer_s);
+  put(time_json, "optimizerBytesPerStep", in.optimizer_bytes);
+  put(time_json, "formula",
+      "microStep = (3 x forwardFLOPs + recomputeFLOPs) / (peak x utilization) + "
+      "overheadPerLayer x layers; step = steps x microStep + optimizer traffic / bandwidth "
+      "(+ ring all-reduce when interconnectGBps is given)");
+  put(out, "timeModel", std::move(time_json));
   return out;
 }
 

@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "trainmem/error.hpp"
+#include "trainmem/json_fields.hpp"
 #include "trainmem/request.hpp"
 
 namespace trainmem {
@@ -111,13 +112,16 @@ class Builder {
     const uint64_t w = s_.runtime.dropout_mask_bytes ? s_.runtime.dropout_mask_bytes : masked_width;
     return mul({elements, w});
   }
-  void add(LayerActivations* l, const std::string& name, uint64_t bytes, const char* source) const {
+  // Names are C strings: most are literals, and the name is only kept with `detail`.
+  void add(LayerActivations* l, const char* name, uint64_t bytes, const char* source) const {
     if (bytes == 0) return;
     if (s_.detail) l->saved.push_back({name, bytes, source});
     l->saved_bytes = checked_add(l->saved_bytes, bytes, field_);
   }
-  void output(LayerActivations* l, const std::string& name, uint64_t bytes,
-              const char* source) const {
+  void add(LayerActivations* l, const std::string& name, uint64_t bytes, const char* source) const {
+    add(l, name.c_str(), bytes, source);
+  }
+  void output(LayerActivations* l, const char* name, uint64_t bytes, const char* source) const {
     add(l, name, bytes, source);
     l->output_bytes = bytes;
   }
@@ -239,18 +243,15 @@ bool python_gelu(const Architecture& a) {
 ModelActivations transformer_activations(const ModelDescription& m, const Settings& s) {
   const Architecture& ar = m.arch;
   if (!m.has_architecture() || ar.heads == 0 || ar.vocab == 0)
-    throw RequestError(
-        code::kUnsupported, "model",
-        "activation memory needs the architecture (layers, hidden size, heads, "
-        "vocabulary): give the model as a preset or a config, not a parameter count");
-  if (s.micro_batch == 0)
-    throw RequestError(code::kOutOfRange, "microBatch", "microBatch must be >= 1");
-  if (s.seq_len == 0) throw RequestError(code::kOutOfRange, "seqLen", "seqLen must be >= 1");
+    fail(code::kUnsupported, "model",
+         "activation memory needs the architecture (layers, hidden size, heads, "
+         "vocabulary): give the model as a preset or a config, not a parameter count");
+  if (s.micro_batch == 0) fail(code::kOutOfRange, "microBatch", "microBatch must be >= 1");
+  if (s.seq_len == 0) fail(code::kOutOfRange, "seqLen", "seqLen must be >= 1");
   if (ar.heads % s.tensor_parallel != 0)
-    throw RequestError(code::kInconsistent, "tensorParallel",
-                       "tensorParallel (" + std::to_string(s.tensor_parallel) +
-                           ") must divide the number of attention heads (" +
-                           std::to_string(ar.heads) + ")");
+    fail(code::kInconsistent, "tensorParallel",
+         {"tensorParallel (", std::to_string(s.tensor_parallel),
+          ") must divide the number of attention heads (", std::to_string(ar.heads), ")"});
   const std::string field = "microBatch";
   Builder B(s, field);
   const Widths w = widths(s);
@@ -481,8 +482,7 @@ uint64_t mlp_params(const MlpSpec& mlp) {
 }
 
 ModelActivations mlp_activations(const MlpSpec& mlp, const Settings& s) {
-  if (s.micro_batch == 0)
-    throw RequestError(code::kOutOfRange, "microBatch", "microBatch must be >= 1");
+  if (s.micro_batch == 0) fail(code::kOutOfRange, "microBatch", "microBatch must be >= 1");
   Builder B(s, "microBatch");
   const Widths w = widths(s);
   ModelActivations out;
@@ -536,22 +536,31 @@ nlohmann::json to_json(const ModelActivations& a) {
   nlohmann::json layers = nlohmann::json::array();
   for (const auto& l : a.layers) {
     nlohmann::json saved = nlohmann::json::array();
-    for (const auto& t : l.saved)
-      saved.push_back({{"name", t.name}, {"bytes", t.bytes}, {"source", t.source}});
-    layers.push_back({{"name", l.name},
-                      {"savedBytes", l.saved_bytes},
-                      {"outputBytes", l.output_bytes},
-                      {"forwardTempBytes", l.forward_temp_bytes},
-                      {"backwardTempBytes", l.backward_temp_bytes},
-                      {"forwardFlops", l.forward_flops},
-                      {"saved", saved}});
+    for (const auto& t : l.saved) {
+      nlohmann::json e = nlohmann::json::object();
+      put(e, "name", t.name);
+      put(e, "bytes", t.bytes);
+      put(e, "source", t.source);
+      saved.push_back(std::move(e));
+    }
+    nlohmann::json layer = nlohmann::json::object();
+    put(layer, "name", l.name);
+    put(layer, "savedBytes", l.saved_bytes);
+    put(layer, "outputBytes", l.output_bytes);
+    put(layer, "forwardTempBytes", l.forward_temp_bytes);
+    put(layer, "backwardTempBytes", l.backward_temp_bytes);
+    put(layer, "forwardFlops", l.forward_flops);
+    put(layer, "saved", std::move(saved));
+    layers.push_back(std::move(layer));
   }
-  return {{"recipe", a.recipe},
-          {"inputBytes", a.input_bytes},
-          {"totalSavedBytes", a.total_saved_bytes},
-          {"korthikantiLayerBytes", a.korthikanti_layer_bytes},
-          {"layers", layers},
-          {"assumptions", a.assumptions}};
+  nlohmann::json j = nlohmann::json::object();
+  put(j, "recipe", a.recipe);
+  put(j, "inputBytes", a.input_bytes);
+  put(j, "totalSavedBytes", a.total_saved_bytes);
+  put(j, "korthikantiLayerBytes", a.korthikanti_layer_bytes);
+  put(j, "layers", std::move(layers));
+  put(j, "assumptions", a.assumptions);
+  return j;
 }
 
 }  // namespace activations

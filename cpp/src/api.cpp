@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "trainmem/calculators.hpp"
+#include "trainmem/json_fields.hpp"
 #include "trainmem/request.hpp"
 
 namespace trainmem {
@@ -22,7 +23,7 @@ const std::pair<const char*, Handler> kHandlers[] = {
 // A result must never carry a silent non-finite number (JSON would print it as null).
 void check_finite(const json& v, const std::string& path) {
   if (v.is_number_float() && !std::isfinite(v.get<double>()))
-    throw RequestError(code::kInternal, path, "internal error: non-finite result at " + path);
+    fail(code::kInternal, path, {"internal error: non-finite result at ", path});
   if (v.is_object())
     for (auto it = v.begin(); it != v.end(); ++it) check_finite(*it, path + "." + it.key());
   if (v.is_array())
@@ -39,11 +40,13 @@ void check_integers(const json& v, const std::string& path, json* inexact) {
     const uint64_t magnitude =
         negative ? 0 - static_cast<uint64_t>(v.get<int64_t>()) : v.get<uint64_t>();
     if (!negative && magnitude > kMaxCount)
-      throw RequestError(code::kInternal, path,
-                         "internal error: result " + path + " exceeds 2^63 unchecked");
-    if (magnitude > kMaxExactJson)
-      inexact->push_back(
-          {{"field", path}, {"exact", (negative ? "-" : "") + std::to_string(magnitude)}});
+      fail(code::kInternal, path, {"internal error: result ", path, " exceeds 2^63 unchecked"});
+    if (magnitude > kMaxExactJson) {
+      json e = json::object();
+      put(e, "field", path);
+      put(e, "exact", (negative ? "-" : "") + std::to_string(magnitude));
+      inexact->push_back(std::move(e));
+    }
   } else if (v.is_object()) {
     for (auto it = v.begin(); it != v.end(); ++it)
       check_integers(*it, path.empty() ? it.key() : path + "." + it.key(), inexact);
@@ -58,9 +61,15 @@ std::string error_envelope(const std::string& c, const std::string& field,
   // to 1,021 bytes + "..." in one step (a recursive cut to 1,024 + "..." never got shorter:
   // the fuzzer's stack overflow of 2026-11-30, tests/fuzz/regressions/).
   const std::string text = message.size() > 1024 ? message.substr(0, 1021) + "..." : message;
-  json e = {{"ok", false}, {"error", {{"code", c}, {"field", field}, {"message", text}}}};
+  json e = json::object();
+  put(e, "ok", false);
+  json error = json::object();
+  put(error, "code", c);
+  put(error, "field", field);
+  put(error, "message", text);
   if (detail && detail->has_minimum_budget())
-    e["error"]["minimumBudgetBytes"] = detail->minimum_budget();
+    put(error, "minimumBudgetBytes", detail->minimum_budget());
+  put(e, "error", std::move(error));
   return e.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
@@ -87,13 +96,14 @@ std::string call(const std::string& function, const std::string& request_json) n
     }
     const json request = parse_request(request_json);
     json result = handler(request);
-    if (!result.is_object())
-      throw RequestError(code::kInternal, "", "internal error: result is not an object");
+    if (!result.is_object()) fail(code::kInternal, "", "internal error: result is not an object");
     check_finite(result, "result");
     json inexact = json::array();
     check_integers(result, "", &inexact);
-    if (!inexact.empty()) result["inexact"] = std::move(inexact);
-    json ok = {{"ok", true}, {"result", std::move(result)}};
+    if (!inexact.empty()) put(result, "inexact", std::move(inexact));
+    json ok = json::object();
+    put(ok, "ok", true);
+    put(ok, "result", std::move(result));
     return ok.dump(-1, ' ', false, json::error_handler_t::replace);
   } catch (const RequestError& e) {
     return error_envelope(e.code(), e.field(), e.what(), &e);

@@ -10,6 +10,7 @@
 #include "trainmem/calculators.hpp"
 #include "trainmem/checkpoint_format.hpp"
 #include "trainmem/dtype.hpp"
+#include "trainmem/json_fields.hpp"
 #include "trainmem/model.hpp"
 #include "trainmem/optimizer.hpp"
 #include "trainmem/request.hpp"
@@ -22,7 +23,7 @@ bool is_float(DType t) {
          t == DType::fp8;
 }
 
-bool read_dtype(const Obj& o, const std::string& key, DType* out) {
+bool read_dtype(const Obj& o, const char* key, DType* out) {
   if (!o.has(key)) {
     o.mark_used(key);
     return false;
@@ -70,13 +71,17 @@ json simple_formula(const Request& r) {
   const uint64_t total =
       checked_add(checked_add(weights, masters, "model.params"), states, "model.params");
   json s;
-  s["totalBytes"] = total;
-  s["breakdown"] = {{"weights", weights}, {"masterWeights", masters}, {"optimizerState", states}};
-  s["copies"] = 1 + copies + (r.master ? 1 : 0);
-  s["bytesPerParam"] = n ? static_cast<double>(total) / static_cast<double>(n) : 0.0;
-  s["formula"] = "params x copies x bytes per copy (seed 003)";
+  put(s, "totalBytes", total);
+  json breakdown = json::object();
+  put(breakdown, "weights", weights);
+  put(breakdown, "masterWeights", masters);
+  put(breakdown, "optimizerState", states);
+  put(s, "breakdown", std::move(breakdown));
+  put(s, "copies", 1 + copies + (r.master ? 1 : 0));
+  put(s, "bytesPerParam", n ? static_cast<double>(total) / static_cast<double>(n) : 0.0);
+  put(s, "formula", "params x copies x bytes per copy (seed 003)");
   if (r.opt.name == "adafactor" || r.opt.name == "torch-adafactor")
-    s["note"] = "seed 003 gives Adafactor only as O(sqrt(N)); the exact value uses the shapes";
+    put(s, "note", "seed 003 gives Adafactor only as O(sqrt(N)); the exact value uses the shapes");
   return s;
 }
 
@@ -109,12 +114,12 @@ json checkpoint_size_json(const json& request) {
   r.max_shard_bytes = req.u64_or("maxShardBytes", 0, 0, UINT64_MAX);
   req.finish();
   if (r.format == "safetensors" && r.include_optimizer)
-    throw RequestError(code::kInconsistent, "includeOptimizer",
-                       "includeOptimizer: safetensors files hold weights only (save the "
-                       "optimizer with torch.save)");
+    fail(code::kInconsistent, "includeOptimizer",
+         "includeOptimizer: safetensors files hold weights only (save the "
+         "optimizer with torch.save)");
   if (r.max_shard_bytes && r.format != "safetensors")
-    throw RequestError(code::kUnsupported, "maxShardBytes",
-                       "maxShardBytes: sharding is modelled for safetensors files only");
+    fail(code::kUnsupported, "maxShardBytes",
+         "maxShardBytes: sharding is modelled for safetensors files only");
 
   ModelDescription& m = r.model;
   const bool count_only = !m.has_tensors();
@@ -264,8 +269,6 @@ json checkpoint_size_json(const json& request) {
     }
     payload = checked_add(payload, s.bytes, "checkpoint");
   }
-  std::map<std::string, uint64_t> cat;
-  for (int c = 0; c < kCategories; ++c) cat[kCategoryNames[c]] = cat_bytes[c];
   std::map<std::string, uint64_t> by_state, elements_by_state;
   for (const auto& e : state_sums) {
     by_state[e.name] = e.bytes;
@@ -279,12 +282,16 @@ json checkpoint_size_json(const json& request) {
   if (r.format == "torch") {
     const ContainerSize c = torch_save_size(in);
     total = c.file_bytes;
-    container = {{"pickleBytes", c.pickle_bytes},
-                 {"records", c.records},
-                 {"alignmentPaddingBytes", c.padding_bytes},
-                 {"overheadBytes", c.overhead_bytes},
-                 {"payloadBytes", c.payload_bytes}};
-    files.push_back({{"name", r.file_name}, {"bytes", total}});
+    container = json::object();
+    put(container, "pickleBytes", c.pickle_bytes);
+    put(container, "records", c.records);
+    put(container, "alignmentPaddingBytes", c.padding_bytes);
+    put(container, "overheadBytes", c.overhead_bytes);
+    put(container, "payloadBytes", c.payload_bytes);
+    json file = json::object();
+    put(file, "name", r.file_name);
+    put(file, "bytes", total);
+    files.push_back(std::move(file));
   } else if (r.format == "safetensors") {
     // Weights and persistent buffers only (tied tensors once).
     std::vector<std::vector<SafetensorsEntry>> shards(1);
@@ -312,59 +319,62 @@ json checkpoint_size_json(const json& request) {
       padding += c.padding_bytes;
       overhead += c.overhead_bytes;
       char name[96];
-      if (shards.size() == 1)
-        files.push_back({{"name", r.file_name}, {"bytes", c.file_bytes}});
-      else {
+      json file = json::object();
+      if (shards.size() == 1) {
+        put(file, "name", r.file_name);
+      } else {
         std::snprintf(name, sizeof name, "model-%05zu-of-%05zu.safetensors", i + 1, shards.size());
-        files.push_back({{"name", name}, {"bytes", c.file_bytes}, {"tensors", c.records}});
+        put(file, "name", name);
+        put(file, "tensors", c.records);
       }
+      put(file, "bytes", c.file_bytes);
+      files.push_back(std::move(file));
     }
     if (shards.size() > 1)
       notes.push_back("sharded safetensors: the model.safetensors.index.json file is not counted");
-    container = {{"headerBytes", header},
-                 {"alignmentPaddingBytes", padding},
-                 {"overheadBytes", overhead},
-                 {"shards", shards.size()}};
-    cat["optimizerState"] = 0;
-    cat["masterWeights"] = 0;
+    container = json::object();
+    put(container, "headerBytes", header);
+    put(container, "alignmentPaddingBytes", padding);
+    put(container, "overheadBytes", overhead);
+    put(container, "shards", shards.size());
+    cat_bytes[kOptimizerState] = 0;
+    cat_bytes[kMasterWeights] = 0;
   }
 
-  out["totalBytes"] = total;
-  out["format"] = r.format;
-  json breakdown = {
-      {"weights", cat["weights"]},
-      {"buffers", cat["buffers"]},
-      {"masterWeights", cat["masterWeights"]},
-      {"optimizerState", cat["optimizerState"]},
-      {"container",
-       total - (r.format == "safetensors" ? cat["weights"] + cat["buffers"] : payload)}};
-  out["breakdown"] = std::move(breakdown);
+  put(out, "totalBytes", total);
+  put(out, "format", r.format);
+  json breakdown = json::object();
+  for (int c = 0; c < kCategories; ++c) put(breakdown, kCategoryNames[c], cat_bytes[c]);
+  put(breakdown, "container",
+      total - (r.format == "safetensors" ? cat_bytes[kWeights] + cat_bytes[kBuffers] : payload));
+  put(out, "breakdown", std::move(breakdown));
   json per_state = json::object(), per_state_elements = json::object();
   if (r.format != "safetensors") {
-    for (const auto& kv : by_state) per_state[kv.first] = kv.second;
-    for (const auto& kv : elements_by_state) per_state_elements[kv.first] = kv.second;
+    for (const auto& kv : by_state) put(per_state, kv.first.c_str(), kv.second);
+    for (const auto& kv : elements_by_state) put(per_state_elements, kv.first.c_str(), kv.second);
   }
-  out["optimizerStates"] = std::move(per_state);
-  out["optimizerStateElements"] = std::move(per_state_elements);
-  out["params"] = m.params;
-  out["trainableParams"] = m.trainable_params;
-  out["bytesPerParam"] =
-      m.params ? static_cast<double>(total) / static_cast<double>(m.params) : 0.0;
-  if (r.include_optimizer) out["optimizer"] = r.opt.name;
-  out["weightDtype"] = dtype_name(r.weight);
-  out["includeOptimizer"] = r.include_optimizer;
-  if (!container.is_null()) out["container"] = std::move(container);
-  if (!files.empty()) out["files"] = std::move(files);
+  put(out, "optimizerStates", std::move(per_state));
+  put(out, "optimizerStateElements", std::move(per_state_elements));
+  put(out, "params", m.params);
+  put(out, "trainableParams", m.trainable_params);
+  put(out, "bytesPerParam",
+      m.params ? static_cast<double>(total) / static_cast<double>(m.params) : 0.0);
+  if (r.include_optimizer) put(out, "optimizer", r.opt.name);
+  put(out, "weightDtype", dtype_name(r.weight));
+  put(out, "includeOptimizer", r.include_optimizer);
+  if (!container.is_null()) put(out, "container", std::move(container));
+  if (!files.empty()) put(out, "files", std::move(files));
   json simple = simple_formula(r);
-  out["differenceFromSimple"] =
-      static_cast<double>(total) - static_cast<double>(simple["totalBytes"].get<uint64_t>());
-  out["simple"] = std::move(simple);
-  out["exact"] = !count_only;
-  out["notes"] = notes;
-  out["formula"] = r.format == "raw" ? "sum of tensor storages: weights + buffers + optimizer state"
-                   : r.format == "torch" ? "torch.save zip: records aligned to 64 bytes + "
-                                           "pickle + zip directory (torch 1.13 layout)"
-                                         : "safetensors: 8 + header (padded to 8) + data";
+  put(out, "differenceFromSimple",
+      static_cast<double>(total) - static_cast<double>(simple["totalBytes"].get<uint64_t>()));
+  put(out, "simple", std::move(simple));
+  put(out, "exact", !count_only);
+  put(out, "notes", notes);
+  put(out, "formula",
+      r.format == "raw"     ? "sum of tensor storages: weights + buffers + optimizer state"
+      : r.format == "torch" ? "torch.save zip: records aligned to 64 bytes + "
+                              "pickle + zip directory (torch 1.13 layout)"
+                            : "safetensors: 8 + header (padded to 8) + data");
   return out;
 }
 

@@ -4,12 +4,15 @@
 #include <mutex>
 #include <stdexcept>
 
+#include "trainmem/request.hpp"
+
 namespace trainmem {
 namespace {
 const std::map<std::string, nlohmann::json>& parsed() {
   static const std::map<std::string, nlohmann::json> all = [] {
     std::map<std::string, nlohmann::json> m;
-    for (const auto& f : embedded_files()) m.emplace(f.path, nlohmann::json::parse(f.contents));
+    // parse_request: the parser the requests use (one copy of nlohmann's parser in the module).
+    for (const auto& f : embedded_files()) m.emplace(f.path, parse_request(f.contents));
     return m;
   }();
   return all;

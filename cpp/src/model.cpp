@@ -2,11 +2,12 @@
 // or an explicit tensor list — parsed into one ModelDescription.
 #include "trainmem/model.hpp"
 
+#include <map>
 #include <set>
-#include <unordered_map>
 
 #include "trainmem/calculators.hpp"
 #include "trainmem/embedded_data.hpp"
+#include "trainmem/json_fields.hpp"
 
 namespace trainmem {
 
@@ -85,7 +86,7 @@ void finalize_tensors(ModelDescription* m) {
 
 namespace {
 
-DType read_dtype_field(const Obj& o, const std::string& key, DType fallback) {
+DType read_dtype_field(const Obj& o, const char* key, DType fallback) {
   if (!o.has(key)) {
     o.mark_used(key);
     return fallback;
@@ -95,7 +96,7 @@ DType read_dtype_field(const Obj& o, const std::string& key, DType fallback) {
   return t;
 }
 
-std::vector<uint64_t> read_shape(const Obj& o, const std::string& key) {
+std::vector<uint64_t> read_shape(const Obj& o, const char* key) {
   const json& a = o.array(key, 8);
   std::vector<uint64_t> shape;
   for (size_t i = 0; i < a.size(); ++i)
@@ -109,16 +110,15 @@ ModelDescription parse_tensor_list(const Obj& model) {
   m.name = model.str_or("name", "custom model", 200);
   const json& arr = model.array("tensors", kMaxTensors);
   if (arr.empty())
-    throw RequestError(code::kOutOfRange, model.field("tensors"),
-                       model.field("tensors") + " must list at least one tensor");
-  std::unordered_map<std::string, size_t> index;
+    fail(code::kOutOfRange, model.field("tensors"),
+         {model.field("tensors"), " must list at least one tensor"});
+  std::map<std::string, size_t> index;  // (std::map: no hash table code in the module)
   m.tensors.reserve(arr.size());
   for (size_t i = 0; i < arr.size(); ++i) {
     Obj t(arr[i], index_path(model.field("tensors"), i));
     TensorSpec s;
     s.name = t.str("name", 512);
-    if (s.name.empty())
-      throw RequestError(code::kOutOfRange, t.field("name"), t.field("name") + " is empty");
+    if (s.name.empty()) fail(code::kOutOfRange, t.field("name"), {t.field("name"), " is empty"});
     s.shape = read_shape(t, "shape");
     s.dtype = read_dtype_field(t, "dtype", DType::fp32);
     s.trainable = t.boolean_or("trainable", true);
@@ -126,12 +126,12 @@ ModelDescription parse_tensor_list(const Obj& model) {
       s.tied_to = t.str("tiedTo", 512);
       auto it = index.find(s.tied_to);
       if (it == index.end())
-        throw RequestError(code::kInconsistent, t.field("tiedTo"),
-                           t.field("tiedTo") + " must name an earlier tensor, got \"" +
-                               s.tied_to.substr(0, 64) + "\"");
+        fail(code::kInconsistent, t.field("tiedTo"),
+             {t.field("tiedTo"), " must name an earlier tensor, got \"", s.tied_to.substr(0, 64),
+              "\""});
       if (m.tensors[it->second].shape != s.shape)
-        throw RequestError(code::kInconsistent, t.field("shape"),
-                           t.field("shape") + " must equal the shape of the tied tensor");
+        fail(code::kInconsistent, t.field("shape"),
+             {t.field("shape"), " must equal the shape of the tied tensor"});
       // Tie to the storage owner (a chain a -> b -> c stores once).
       if (!m.tensors[it->second].tied_to.empty()) s.tied_to = m.tensors[it->second].tied_to;
     } else {
@@ -139,8 +139,8 @@ ModelDescription parse_tensor_list(const Obj& model) {
     }
     t.finish();
     if (!index.emplace(s.name, m.tensors.size()).second)
-      throw RequestError(code::kInconsistent, t.field("name"),
-                         t.field("name") + " repeats \"" + s.name.substr(0, 64) + "\"");
+      fail(code::kInconsistent, t.field("name"),
+           {t.field("name"), " repeats \"", s.name.substr(0, 64), "\""});
     m.tensors.push_back(std::move(s));
   }
   if (model.has("buffers")) {
@@ -164,15 +164,15 @@ ModelDescription parse_tensor_list(const Obj& model) {
     for (size_t i = 0; i < mods.size(); ++i)
       m.module_name_bytes += read_str(mods[i], index_path(model.field("modules"), i), 512).size();
     if (m.module_count == 0)
-      throw RequestError(code::kOutOfRange, model.field("modules"),
-                         model.field("modules") + " must include the root module \"\"");
+      fail(code::kOutOfRange, model.field("modules"),
+           {model.field("modules"), " must include the root module \"\""});
   } else {
     model.mark_used("modules");
   }
   finalize_tensors(&m);
   if (m.params == 0)
-    throw RequestError(code::kOutOfRange, model.field("tensors"),
-                       model.field("tensors") + " hold no parameters (every shape has a 0)");
+    fail(code::kOutOfRange, model.field("tensors"),
+         {model.field("tensors"), " hold no parameters (every shape has a 0)"});
   return m;
 }
 
@@ -187,11 +187,11 @@ ModelDescription parse_model(const Obj& model) {
   int forms = 0;
   for (const char* f : kForms) forms += model.has(f) ? 1 : 0;
   if (forms == 0)
-    throw RequestError(code::kMissingField, model.field("params"),
-                       model.path() + " needs one of params, preset, config or tensors");
+    fail(code::kMissingField, model.field("params"),
+         {model.path(), " needs one of params, preset, config or tensors"});
   if (forms > 1)
-    throw RequestError(code::kInconsistent, model.path(),
-                       model.path() + " must use only one of params, preset, config, tensors");
+    fail(code::kInconsistent, model.path(),
+         {model.path(), " must use only one of params, preset, config, tensors"});
   ModelDescription m;
   if (model.has("params")) {
     m.source = "params";
@@ -223,56 +223,62 @@ std::shared_ptr<const ModelDescription> parse_model_shared(const Obj& model) {
 
 nlohmann::json describe_model(const ModelDescription& m) {
   json out;
-  out["source"] = m.source;
-  if (!m.preset_id.empty()) out["presetId"] = m.preset_id;
-  out["name"] = m.name;
-  out["params"] = m.params;
-  out["trainableParams"] = m.trainable_params;
-  if (m.published_params) out["publishedParams"] = m.published_params;
-  if (!m.source_note.empty()) out["sourceNote"] = m.source_note;
-  if (!m.architecture.empty()) out["architecture"] = m.architecture;
+  put(out, "source", m.source);
+  if (!m.preset_id.empty()) put(out, "presetId", m.preset_id);
+  put(out, "name", m.name);
+  put(out, "params", m.params);
+  put(out, "trainableParams", m.trainable_params);
+  if (m.published_params) put(out, "publishedParams", m.published_params);
+  if (!m.source_note.empty()) put(out, "sourceNote", m.source_note);
+  if (!m.architecture.empty()) put(out, "architecture", m.architecture);
   json tensors = json::array();
   uint64_t stored = 0;
   for (const auto& t : m.tensors) {
-    json e = {
-        {"name", t.name}, {"shape", t.shape}, {"dtype", dtype_name(t.dtype)}, {"numel", t.numel()}};
-    if (!t.tied_to.empty()) e["tiedTo"] = t.tied_to;
-    if (!t.trainable) e["trainable"] = false;
+    json e = json::object();
+    put(e, "name", t.name);
+    put(e, "shape", t.shape);
+    put(e, "dtype", dtype_name(t.dtype));
+    put(e, "numel", t.numel());
+    if (!t.tied_to.empty()) put(e, "tiedTo", t.tied_to);
+    if (!t.trainable) put(e, "trainable", false);
     if (t.tied_to.empty()) ++stored;
     tensors.push_back(std::move(e));
   }
-  out["tensors"] = std::move(tensors);
-  out["storedTensors"] = stored;
+  put(out, "tensors", std::move(tensors));
+  put(out, "storedTensors", stored);
   json buffers = json::array();
-  for (const auto& b : m.buffers)
-    buffers.push_back({{"name", b.name},
-                       {"shape", b.shape},
-                       {"dtype", dtype_name(b.dtype)},
-                       {"numel", b.numel()},
-                       {"persistent", b.persistent}});
-  out["buffers"] = std::move(buffers);
+  for (const auto& b : m.buffers) {
+    json e = json::object();
+    put(e, "name", b.name);
+    put(e, "shape", b.shape);
+    put(e, "dtype", dtype_name(b.dtype));
+    put(e, "numel", b.numel());
+    put(e, "persistent", b.persistent);
+    buffers.push_back(std::move(e));
+  }
+  put(out, "buffers", std::move(buffers));
   const Architecture& a = m.arch;
-  out["modelType"] = a.model_type;
-  out["layers"] = a.layers;
-  out["hidden"] = a.hidden;
-  out["heads"] = a.heads;
-  out["kvHeads"] = a.kv_heads;
-  out["headDim"] = a.head_dim;
-  out["intermediate"] = a.intermediate;
-  out["vocab"] = a.vocab;
-  out["maxPositions"] = a.max_positions;
-  out["numExperts"] = a.num_experts;
-  out["expertsPerToken"] = a.experts_per_token;
-  out["gatedMlp"] = a.gated_mlp;
-  out["activation"] = a.activation;
-  out["norm"] = a.norm;
-  out["tiedEmbeddings"] = a.tied_embeddings;
-  out["encoderOnly"] = a.encoder_only;
-  out["encoderLayers"] = a.encoder_layers;
-  out["numLabels"] = a.num_labels;
-  out["hiddenDropout"] = a.hidden_dropout;
-  out["attentionDropout"] = a.attention_dropout;
-  out["modules"] = m.module_count;
+  put(out, "modelType", a.model_type);
+  put(out, "layers", a.layers);
+  put(out, "hidden", a.hidden);
+  put(out, "heads", a.heads);
+  put(out, "kvHeads", a.kv_heads);
+  put(out, "headDim", a.head_dim);
+  put(out, "intermediate", a.intermediate);
+  put(out, "vocab", a.vocab);
+  put(out, "maxPositions", a.max_positions);
+  put(out, "numExperts", a.num_experts);
+  put(out, "expertsPerToken", a.experts_per_token);
+  put(out, "gatedMlp", a.gated_mlp);
+  put(out, "activation", a.activation);
+  put(out, "norm", a.norm);
+  put(out, "tiedEmbeddings", a.tied_embeddings);
+  put(out, "encoderOnly", a.encoder_only);
+  put(out, "encoderLayers", a.encoder_layers);
+  put(out, "numLabels", a.num_labels);
+  put(out, "hiddenDropout", a.hidden_dropout);
+  put(out, "attentionDropout", a.attention_dropout);
+  put(out, "modules", m.module_count);
   return out;
 }
 

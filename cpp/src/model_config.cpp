@@ -4,6 +4,7 @@
 // modeling_*.py and configuration_*.py (defaults of absent keys).
 #include <initializer_list>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "trainmem/model.hpp"
@@ -24,6 +25,10 @@ struct Builder {
   void mod(const std::string& base, const char* sub = "") {
     ++m.module_count;
     m.module_name_bytes += base.size() + std::char_traits<char>::length(sub);
+  }
+  void mod(const char* base) {
+    ++m.module_count;
+    m.module_name_bytes += std::char_traits<char>::length(base);
   }
   TensorSpec& param(const std::string& base, const char* sub, std::initializer_list<uint64_t> shape,
                     const std::string& tied = std::string()) {
@@ -65,20 +70,25 @@ struct Builder {
   std::string scratch;
 };
 
-std::string join(const std::string& a, const std::string& b) { return a.empty() ? b : a + "." + b; }
+std::string join(const std::string& a, std::string_view b) {
+  std::string r = a;
+  if (!r.empty()) r += '.';
+  r += b;
+  return r;
+}
 
 void check_heads(const Obj& c, const char* heads_key, uint64_t hidden, uint64_t heads,
                  bool explicit_head_dim) {
   if (!explicit_head_dim && hidden % heads != 0)
-    throw RequestError(code::kInconsistent, c.field(heads_key),
-                       c.field(heads_key) + " (" + std::to_string(heads) +
-                           ") must divide the hidden size (" + std::to_string(hidden) + ")");
+    fail(code::kInconsistent, c.field(heads_key),
+         {c.field(heads_key), " (", std::to_string(heads), ") must divide the hidden size (",
+          std::to_string(hidden), ")"});
 }
 
 // architectures[0] (or the override), restricted to the classes we model for this type.
 std::string pick_arch(const Obj& c, const std::string& override_arch,
-                      const std::vector<std::string>& allowed, const std::string& fallback) {
-  std::string arch = fallback;
+                      std::initializer_list<std::string_view> allowed, std::string_view fallback) {
+  std::string arch(fallback);
   if (c.has("architectures")) {
     const json& a = c.array("architectures", 16);
     if (!a.empty() && a[0].is_string()) arch = a[0].get<std::string>();
@@ -86,12 +96,17 @@ std::string pick_arch(const Obj& c, const std::string& override_arch,
     c.mark_used("architectures");
   }
   if (!override_arch.empty()) arch = override_arch;
-  for (const auto& x : allowed)
+  for (std::string_view x : allowed)
     if (x == arch) return arch;
   std::string msg = "architecture \"" + arch.substr(0, 64) + "\" is not modelled; expected one of:";
-  for (size_t i = 0; i < allowed.size(); ++i) msg += (i ? ", " : " ") + allowed[i];
-  throw RequestError(code::kUnsupported,
-                     override_arch.empty() ? c.field("architectures") : "model.architecture", msg);
+  const char* sep = " ";
+  for (std::string_view x : allowed) {
+    msg += sep;
+    msg += x;
+    sep = ", ";
+  }
+  fail(code::kUnsupported, override_arch.empty() ? c.field("architectures") : "model.architecture",
+       msg);
 }
 
 uint64_t num_labels(const Obj& c) {
@@ -194,7 +209,7 @@ void build_bert(const Obj& c, const std::string& arch_override, ModelDescription
   a.attention_dropout = c.num_or("attention_probs_dropout_prob", 0.1, 0, 1);
   a.encoder_only = true;
   const uint64_t labels = num_labels(c);
-  const std::string fallback = c.has("num_labels") ? "BertForSequenceClassification" : "BertModel";
+  const char* fallback = c.has("num_labels") ? "BertForSequenceClassification" : "BertModel";
   m.architecture = pick_arch(
       c, arch_override,
       {"BertModel", "BertForSequenceClassification", "BertForMaskedLM", "BertForPreTraining"},
@@ -290,9 +305,9 @@ void build_llama_family(const Obj& c, const std::string& type, const std::string
   a.head_dim = explicit_hd ? c.u64("head_dim", 1, kMaxDim) : a.hidden / a.heads;
   if (!explicit_hd) c.mark_used("head_dim");
   if (a.heads % a.kv_heads != 0)
-    throw RequestError(code::kInconsistent, c.field("num_key_value_heads"),
-                       c.field("num_key_value_heads") + " (" + std::to_string(a.kv_heads) +
-                           ") must divide num_attention_heads (" + std::to_string(a.heads) + ")");
+    fail(code::kInconsistent, c.field("num_key_value_heads"),
+         {c.field("num_key_value_heads"), " (", std::to_string(a.kv_heads),
+          ") must divide num_attention_heads (", std::to_string(a.heads), ")"});
   a.activation = c.str_or("hidden_act", "silu", 64);
   a.norm = "rmsnorm";
   a.gated_mlp = true;
@@ -514,7 +529,7 @@ ModelDescription model_from_config(const Obj& c, const std::string& arch_overrid
   else
     build_llama_family(c, type, arch_override, m);
   if (m.arch.kv_heads == 0) m.arch.kv_heads = m.arch.heads;
-  m.name = c.str_or("_name_or_path", m.architecture, 200);
+  m.name = c.str_or("_name_or_path", m.architecture.c_str(), 200);
   // A config.json holds many keys that do not change the tensor list (token ids, rope
   // settings, ...): accept them, as transformers does.
   for (auto it = c.json_value().begin(); it != c.json_value().end(); ++it) c.mark_used(it.key());

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "trainmem/embedded_data.hpp"
+#include "trainmem/json_fields.hpp"
 #include "trainmem/model.hpp"
 
 namespace trainmem {
@@ -14,8 +15,8 @@ std::vector<std::string> model_preset_ids() {
   std::vector<std::string> ids;
   for (const auto& f : embedded_under("models/")) {
     const json& j = *f.second;
-    if (j.is_object() && j.contains("id") && j["id"].is_string())
-      ids.push_back(j["id"].get<std::string>());
+    if (j.is_object() && json_has(j, "id") && json_at(j, "id").is_string())
+      ids.push_back(json_at(j, "id").get<std::string>());
   }
   return ids;
 }
@@ -23,21 +24,21 @@ std::vector<std::string> model_preset_ids() {
 ModelDescription model_from_preset(const std::string& id, const std::string& field) {
   const json* found = nullptr;
   for (const auto& f : embedded_under("models/"))
-    if (f.second->is_object() && f.second->value("id", "") == id) found = f.second;
+    if (f.second->is_object() && json_value_or(*f.second, "id", "") == id) found = f.second;
   if (!found) {
     std::string msg = field + ": unknown preset \"" + id.substr(0, 64) + "\"";
     const std::string near = closest_match(id, model_preset_ids());
     if (!near.empty()) msg += " (did you mean \"" + near + "\"?)";
-    throw RequestError(code::kUnknownPreset, field, msg);
+    fail(code::kUnknownPreset, field, msg);
   }
   const json& p = *found;
-  Obj cfg(p.at("config"), "preset:" + id + ".config");
-  ModelDescription m = model_from_config(cfg, p.value("architecture", ""));
+  Obj cfg(json_at(p, "config"), "preset:" + id + ".config");
+  ModelDescription m = model_from_config(cfg, json_value_or(p, "architecture", ""));
   m.source = "preset";
   m.preset_id = id;
-  m.name = p.value("name", id);
-  m.published_params = p.value("publishedParams", uint64_t{0});
-  m.source_note = p.value("source", "");
+  m.name = json_value_or(p, "name", id);
+  m.published_params = json_value_or(p, "publishedParams", uint64_t{0});
+  m.source_note = json_value_or(p, "source", "");
   return m;
 }
 

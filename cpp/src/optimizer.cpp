@@ -52,7 +52,7 @@ StateTensor scalar_kind(const char* name, StateKind kind) {
 
 }  // namespace
 
-OptimizerSpec parse_optimizer(const Obj& parent, const std::string& key) {
+OptimizerSpec parse_optimizer(const Obj& parent, const char* key) {
   OptimizerSpec o;
   const json& v = parent.raw(key);
   const std::string path = parent.field(key);
@@ -98,8 +98,8 @@ OptimizerSpec parse_optimizer(const Obj& parent, const std::string& key) {
   }
   obj.finish({"momentum", "nesterov", "amsgrad", "centered", "beta1", "blockSize", "min8bitSize"});
   if (o.nesterov && o.momentum == 0)
-    throw RequestError(code::kInconsistent, path + ".nesterov",
-                       path + ".nesterov needs momentum > 0 (torch.optim.SGD raises otherwise)");
+    fail(code::kInconsistent, path + ".nesterov",
+         {path, ".nesterov needs momentum > 0 (torch.optim.SGD raises otherwise)"});
   return o;
 }
 

@@ -98,11 +98,10 @@ std::vector<std::pair<uint64_t, uint64_t>> lora_targets(const Architecture& a, c
     else if (n == "c_attn" || n == "query_key_value")
       io = {h, 3 * h};
     else
-      throw RequestError(
-          code::kUnknownValue, "lora.targetModules",
-          "unknown LoRA target module '" + n +
-              "' (known: q_proj k_proj v_proj o_proj gate_proj up_proj down_proj c_attn "
-              "c_proj c_fc query key value dense)");
+      fail(code::kUnknownValue, "lora.targetModules",
+           {"unknown LoRA target module '", n,
+            "' (known: q_proj k_proj v_proj o_proj gate_proj up_proj down_proj c_attn "
+            "c_proj c_fc query key value dense)"});
     out.push_back(io);
     names->push_back(n);
   }

@@ -5,6 +5,7 @@
 #include "trainmem/calculators.hpp"
 #include "trainmem/embedded_data.hpp"
 #include "trainmem/error.hpp"
+#include "trainmem/json_fields.hpp"
 #include "trainmem/peak_memory.hpp"
 #include "trainmem/request.hpp"
 
@@ -43,7 +44,7 @@ Checkpointing parse_checkpointing(const Obj& req) {
       for (size_t i = 0; i < arr.size(); ++i) {
         const std::string p = index_path(o.field("checkpointed"), i);
         if (!arr[i].is_array() || arr[i].size() != 2)
-          throw RequestError(code::kInvalidType, p, p + " must be [first, last]");
+          fail(code::kInvalidType, p, {p, " must be [first, last]"});
         placement::Segment s;
         s.first = static_cast<uint32_t>(read_u64(arr[i][0], p + "[0]", 0, 1u << 30));
         s.last = static_cast<uint32_t>(read_u64(arr[i][1], p + "[1]", s.first, 1u << 30));
@@ -63,23 +64,22 @@ Runtime runtime_profile(const std::string& id, const std::string& field) {
   const auto ids = runtime_ids();
   if (std::find(ids.begin(), ids.end(), id) == ids.end()) {
     const std::string near = closest_match(id, ids);
-    throw RequestError(
-        code::kUnknownValue, field,
-        "unknown runtime '" + id + "'" + (near.empty() ? "" : "; did you mean '" + near + "'?"));
+    fail(code::kUnknownValue, field,
+         {"unknown runtime '", id, "'", (near.empty() ? "" : "; did you mean '" + near + "'?")});
   }
   const json& j = embedded_json("runtime-" + id + ".json");
   Runtime r;
   r.id = id;
-  r.name = j.at("name").get<std::string>();
-  r.context_bytes = j.at("contextBytes").get<uint64_t>();
-  r.context_source = j.at("contextSource").get<std::string>();
-  r.workspace_bytes = j.at("workspaceBytes").get<uint64_t>();
-  r.foreach_optimizers = j.at("foreachOptimizers").get<bool>();
-  r.source = j.at("source").get<std::string>();
+  r.name = json_at(j, "name").get<std::string>();
+  r.context_bytes = json_at(j, "contextBytes").get<uint64_t>();
+  r.context_source = json_at(j, "contextSource").get<std::string>();
+  r.workspace_bytes = json_at(j, "workspaceBytes").get<uint64_t>();
+  r.foreach_optimizers = json_at(j, "foreachOptimizers").get<bool>();
+  r.source = json_at(j, "source").get<std::string>();
   r.traits.id = id;
-  r.traits.dropout_mask_bytes = j.at("dropoutMaskBytes").get<uint32_t>();
-  r.traits.mean_saves_input = j.at("meanSavesInput").get<bool>();
-  r.traits.norm_stats_fp32 = j.at("normStatsFp32").get<bool>();
+  r.traits.dropout_mask_bytes = json_at(j, "dropoutMaskBytes").get<uint32_t>();
+  r.traits.mean_saves_input = json_at(j, "meanSavesInput").get<bool>();
+  r.traits.norm_stats_fp32 = json_at(j, "normStatsFp32").get<bool>();
   return r;
 }
 
@@ -88,44 +88,41 @@ std::vector<std::string> runtime_ids() { return {"pytorch-cuda", "pytorch-cpu"};
 std::vector<std::string> gpu_ids() {
   std::vector<std::string> ids;
   for (const auto& f : embedded_under("gpus/"))
-    if (f.second->is_object() && f.second->contains("id"))
-      ids.push_back((*f.second)["id"].get<std::string>());
+    if (f.second->is_object() && json_has(*f.second, "id"))
+      ids.push_back(json_at(*f.second, "id").get<std::string>());
   return ids;
 }
 
 Gpu gpu_preset(const std::string& id, const std::string& field) {
   for (const auto& f : embedded_under("gpus/")) {
     const json& j = *f.second;
-    if (!j.is_object() || j.value("id", "") != id) continue;
+    if (!j.is_object() || json_value_or(j, "id", "") != id) continue;
     Gpu g;
     g.id = id;
-    g.name = j.value("name", id);
-    g.memory_bytes = j.at("memoryBytes").get<uint64_t>();
-    g.tflops = j.value("peakTflops", json::object());
-    g.source = j.value("source", "");
+    g.name = json_value_or(j, "name", id);
+    g.memory_bytes = json_at(j, "memoryBytes").get<uint64_t>();
+    g.tflops = json_value_or(j, "peakTflops", json::object());
+    g.source = json_value_or(j, "source", "");
     return g;
   }
   const std::string near = closest_match(id, gpu_ids());
-  throw RequestError(
-      code::kUnknownPreset, field,
-      "unknown GPU preset '" + id + "'" + (near.empty() ? "" : "; did you mean '" + near + "'?"));
+  fail(code::kUnknownPreset, field,
+       {"unknown GPU preset '", id, "'", (near.empty() ? "" : "; did you mean '" + near + "'?")});
 }
 
 Request parse_request(const json& request) {
-  if (!request.is_object())
-    throw RequestError(code::kInvalidType, "", "the request must be a JSON object");
+  if (!request.is_object()) fail(code::kInvalidType, "", "the request must be a JSON object");
   Obj req(request, "");
   Request r;
   // runtime first: it sets defaults (attention)
   const std::string runtime_id = req.one_of_or("runtime", runtime_ids(), "pytorch-cuda");
   r.runtime = runtime_profile(runtime_id, "runtime");
   if (req.has("mlp")) {
-    if (req.has("model"))
-      throw RequestError(code::kInconsistent, "mlp", "give either model or mlp, not both");
+    if (req.has("model")) fail(code::kInconsistent, "mlp", "give either model or mlp, not both");
     const Obj m = req.obj("mlp");
     const json& sizes = m.array("sizes", 10000);
     if (sizes.size() < 2)
-      throw RequestError(code::kOutOfRange, m.field("sizes"), "mlp.sizes needs at least 2 sizes");
+      fail(code::kOutOfRange, m.field("sizes"), "mlp.sizes needs at least 2 sizes");
     for (size_t i = 0; i < sizes.size(); ++i)
       r.mlp.sizes.push_back(read_u64(sizes[i], index_path(m.field("sizes"), i), 1, 1ULL << 32));
     r.mlp.activation = m.one_of_or("activation", {"relu", "gelu", "none"}, "relu");
@@ -140,10 +137,9 @@ Request parse_request(const json& request) {
     r.seq_len = req.u64("seqLen", 1, kMaxSeq);
     const uint64_t maxpos = r.model().arch.max_positions;
     if (maxpos > 0 && r.seq_len > maxpos)
-      throw RequestError(code::kOutOfRange, "seqLen",
-                         "seqLen " + std::to_string(r.seq_len) +
-                             " exceeds the model's maximum positions (" + std::to_string(maxpos) +
-                             ")");
+      fail(code::kOutOfRange, "seqLen",
+           {"seqLen ", std::to_string(r.seq_len), " exceeds the model's maximum positions (",
+            std::to_string(maxpos), ")"});
   } else {
     r.seq_len = 1;
   }
@@ -152,8 +148,7 @@ Request parse_request(const json& request) {
   if (req.has("optimizer")) r.optimizer = parse_optimizer(req, "optimizer");
   r.checkpointing = parse_checkpointing(req);
   if (r.is_mlp && r.checkpointing.strategy == "selective")
-    throw RequestError(code::kInconsistent, "checkpointing",
-                       "selective recompute needs a transformer model");
+    fail(code::kInconsistent, "checkpointing", "selective recompute needs a transformer model");
   r.accumulation_steps = req.u64_or("gradientAccumulationSteps", 1, 1, kMaxBatch);
   r.zero_stage = static_cast<uint32_t>(req.u64_or("zeroStage", 0, 0, 3));
   r.data_parallel = req.u64_or("dataParallel", 1, 1, kMaxRanks);
@@ -163,23 +158,20 @@ Request parse_request(const json& request) {
     r.offload_params = o.boolean_or("params", false);
     o.finish();
     if (r.offload_optimizer && r.zero_stage == 0)
-      throw RequestError(code::kInconsistent, "offload.optimizer",
-                         "optimizer offload needs zeroStage >= 1");
+      fail(code::kInconsistent, "offload.optimizer", "optimizer offload needs zeroStage >= 1");
     if (r.offload_params && r.zero_stage != 3)
-      throw RequestError(code::kInconsistent, "offload.params",
-                         "parameter offload needs zeroStage 3");
+      fail(code::kInconsistent, "offload.params", "parameter offload needs zeroStage 3");
   }
   r.tensor_parallel = req.u64_or("tensorParallel", 1, 1, 4096);
   r.sequence_parallel = req.boolean_or("sequenceParallel", false);
   if (r.sequence_parallel && r.tensor_parallel == 1)
-    throw RequestError(code::kInconsistent, "sequenceParallel",
-                       "sequenceParallel needs tensorParallel > 1");
+    fail(code::kInconsistent, "sequenceParallel", "sequenceParallel needs tensorParallel > 1");
   if (!r.is_mlp && r.tensor_parallel > 1 && r.model().arch.heads > 0 &&
       r.model().arch.heads % r.tensor_parallel != 0)
-    throw RequestError(code::kInconsistent, "tensorParallel",
-                       "tensorParallel (" + std::to_string(r.tensor_parallel) +
-                           ") must divide the number of attention heads (" +
-                           std::to_string(r.model().arch.heads) + ")");
+    fail(code::kInconsistent, "tensorParallel",
+         {"tensorParallel (", std::to_string(r.tensor_parallel),
+          ") must divide the number of attention heads (", std::to_string(r.model().arch.heads),
+          ")"});
   if (req.has("lora")) {
     const Obj l = req.obj("lora");
     r.lora.enabled = true;
@@ -194,10 +186,10 @@ Request parse_request(const json& request) {
     }
     l.finish();
     if (r.is_mlp || !r.model().has_architecture())
-      throw RequestError(code::kUnsupported, "lora",
-                         "LoRA needs a model with an architecture (preset or config)");
+      fail(code::kUnsupported, "lora",
+           "LoRA needs a model with an architecture (preset or config)");
   }
-  const std::string def_attn = r.runtime.id == "pytorch-cpu" ? "eager" : "sdpa";
+  const char* def_attn = r.runtime.id == "pytorch-cpu" ? "eager" : "sdpa";
   const std::string attn = req.one_of_or("attention", {"eager", "sdpa", "flash"}, def_attn);
   r.attention = attn == "eager" ? activations::Attention::eager : activations::Attention::sdpa;
   if (req.has("runtimeOverheadBytes")) {
@@ -205,8 +197,7 @@ Request parse_request(const json& request) {
     r.runtime_overhead_bytes = req.u64("runtimeOverheadBytes", 0, kMaxExactJson);
   }
   if (req.has("gpu") && req.has("gpuMemoryBytes"))
-    throw RequestError(code::kInconsistent, "gpuMemoryBytes",
-                       "give either gpu or gpuMemoryBytes, not both");
+    fail(code::kInconsistent, "gpuMemoryBytes", "give either gpu or gpuMemoryBytes, not both");
   if (req.has("gpu")) {
     const Gpu g = gpu_preset(req.str("gpu", 64), "gpu");
     r.gpu_id = g.id;
@@ -225,49 +216,59 @@ Request parse_request(const json& request) {
 }
 
 nlohmann::json to_json(const Result& r, bool include_timeline) {
-  auto line = [](const Line& l) { return json{{"bytes", l.bytes}, {"source", l.source}}; };
-  json out = {
-      {"peakBytes", r.peak_bytes},
-      {"allocatedPeakBytes", r.allocated_peak_bytes},
-      {"peakPhase", r.peak_phase},
-      {"peakLayer", r.peak_layer},
-      {"breakdown",
-       {{"weights", line(r.weights)},
-        {"masterWeights", line(r.master_weights)},
-        {"gradients", line(r.gradients)},
-        {"optimizerState", line(r.optimizer_state)},
-        {"activations", line(r.activations)},
-        {"temporaries", line(r.temporaries)},
-        {"runtime", line(r.runtime)}}},
-      {"params", r.params},
-      {"trainableParams", r.trainable_params},
-      {"storedActivationBytes", r.stored_activation_bytes},
-      {"recomputeFraction", r.recompute_fraction},
-      {"activationsPerLayer",
-       {{"derivedBytes", r.derived_layer_bytes},
-        {"korthikantiBytes", r.korthikanti_layer_bytes},
-        {"korthikantiSource",
-         "Korthikanti et al. 2022 (arXiv 2205.05198): sbh(34 + 5as/h), 16-bit, 1-byte masks"}}},
-      {"assumptions", r.assumptions}};
+  auto line = [](const Line& l) {
+    json j = json::object();
+    put(j, "bytes", l.bytes);
+    put(j, "source", l.source);
+    return j;
+  };
+  json out = json::object();
+  put(out, "peakBytes", r.peak_bytes);
+  put(out, "allocatedPeakBytes", r.allocated_peak_bytes);
+  put(out, "peakPhase", r.peak_phase);
+  put(out, "peakLayer", r.peak_layer);
+  json breakdown = json::object();
+  put(breakdown, "weights", line(r.weights));
+  put(breakdown, "masterWeights", line(r.master_weights));
+  put(breakdown, "gradients", line(r.gradients));
+  put(breakdown, "optimizerState", line(r.optimizer_state));
+  put(breakdown, "activations", line(r.activations));
+  put(breakdown, "temporaries", line(r.temporaries));
+  put(breakdown, "runtime", line(r.runtime));
+  put(out, "breakdown", std::move(breakdown));
+  put(out, "params", r.params);
+  put(out, "trainableParams", r.trainable_params);
+  put(out, "storedActivationBytes", r.stored_activation_bytes);
+  put(out, "recomputeFraction", r.recompute_fraction);
+  json activations_per_layer = json::object();
+  put(activations_per_layer, "derivedBytes", r.derived_layer_bytes);
+  put(activations_per_layer, "korthikantiBytes", r.korthikanti_layer_bytes);
+  put(activations_per_layer, "korthikantiSource",
+      "Korthikanti et al. 2022 (arXiv 2205.05198): sbh(34 + 5as/h), 16-bit, 1-byte masks");
+  put(out, "activationsPerLayer", std::move(activations_per_layer));
+  put(out, "assumptions", r.assumptions);
   if (r.has_device) {
-    out["fits"] = r.fits;
-    out["headroomBytes"] = r.headroom_bytes;
-    out["maxMicroBatch"] = r.max_micro_batch;
+    put(out, "fits", r.fits);
+    put(out, "headroomBytes", r.headroom_bytes);
+    put(out, "maxMicroBatch", r.max_micro_batch);
   } else {
-    out["fits"] = nullptr;
-    out["headroomBytes"] = nullptr;
-    out["maxMicroBatch"] = nullptr;
+    put(out, "fits", nullptr);
+    put(out, "headroomBytes", nullptr);
+    put(out, "maxMicroBatch", nullptr);
   }
   if (include_timeline) {
     json tl = json::array();
-    for (const auto& p : r.timeline)
-      tl.push_back({{"phase", p.phase},
-                    {"layer", p.layer},
-                    {"name", p.name},
-                    {"totalBytes", p.total_bytes},
-                    {"activationBytes", p.activation_bytes},
-                    {"gradientBytes", p.gradient_bytes}});
-    out["timeline"] = std::move(tl);
+    for (const auto& p : r.timeline) {
+      json e = json::object();
+      put(e, "phase", p.phase);
+      put(e, "layer", p.layer);
+      put(e, "name", p.name);
+      put(e, "totalBytes", p.total_bytes);
+      put(e, "activationBytes", p.activation_bytes);
+      put(e, "gradientBytes", p.gradient_bytes);
+      tl.push_back(std::move(e));
+    }
+    put(out, "timeline", std::move(tl));
   }
   return out;
 }

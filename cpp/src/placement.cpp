@@ -10,6 +10,7 @@
 #include "trainmem/activations.hpp"
 #include "trainmem/calculators.hpp"
 #include "trainmem/error.hpp"
+#include "trainmem/json_fields.hpp"
 #include "trainmem/request.hpp"
 
 namespace trainmem {
@@ -54,8 +55,7 @@ std::vector<Segment> parse_segments(const Obj& root) {
   for (size_t s = 0; s < arr.size(); ++s) {
     const std::string f = index_path("checkpointed", s);
     if (!arr[s].is_array() || arr[s].size() != 2)
-      throw RequestError(code::kInvalidType, f,
-                         f + " must be a pair [start, end] of layer indices (inclusive)");
+      fail(code::kInvalidType, f, {f, " must be a pair [start, end] of layer indices (inclusive)"});
     Segment g;
     g.first = static_cast<uint32_t>(read_u64(arr[s][0], index_path(f, 0), 0, 100000));
     g.last = static_cast<uint32_t>(read_u64(arr[s][1], index_path(f, 1), 0, 100000));
@@ -73,8 +73,7 @@ void only_for(const Obj& root, const char* key, const std::string& strategy,
     if (strategy == a) return;
   std::string list;
   for (const char* a : allowed) list += std::string(list.empty() ? "" : ", ") + a;
-  throw RequestError(code::kInconsistent, key,
-                     std::string(key) + " applies to strategy " + list + " only, not " + strategy);
+  fail(code::kInconsistent, key, {key, " applies to strategy ", list, " only, not ", strategy});
 }
 
 }  // namespace
@@ -86,7 +85,7 @@ json placement_json(const json& request) {
     // Model form: one layer per block from the peak-memory activation model (activations.hpp),
     // costs in FLOPs (backward = 2 x forward).
     if (root.has("chain"))
-      throw RequestError(code::kInconsistent, "chain", "give either chain or model, not both");
+      fail(code::kInconsistent, "chain", "give either chain or model, not both");
     activations::Settings set;
     set.micro_batch = root.u64("microBatch", 1, uint64_t{1} << 24);
     set.seq_len = root.u64("seqLen", 1, uint64_t{1} << 24);
@@ -119,7 +118,7 @@ json placement_json(const json& request) {
   sr.greedy_bytes = root.u64_or("greedyBytes", 0, 1, kMaxExactJson);
   if (st == "manual") sr.manual = parse_segments(root);
   if (st == "block" && !root.has("k"))
-    throw RequestError(code::kMissingField, "k", "k is required for strategy block");
+    fail(code::kMissingField, "k", "k is required for strategy block");
   const bool want_frontier = root.boolean_or("frontier", false);
   const bool want_timeline = root.boolean_or("timeline", true);
   root.finish();
@@ -131,16 +130,16 @@ json placement_json(const json& request) {
     out = placement::to_json(r);
     if (!want_timeline) out.erase("timeline");
     if (sr.budget_bytes > 0) {
-      out["budgetBytes"] = sr.budget_bytes;
-      out["fits"] = r.peak_bytes <= sr.budget_bytes;
+      put(out, "budgetBytes", sr.budget_bytes);
+      put(out, "fits", r.peak_bytes <= sr.budget_bytes);
     }
   } else {
-    out["strategy"] = st;
+    put(out, "strategy", st);
   }
   if (want_frontier) {
     json pts = json::array();
     for (const auto& p : placement::frontier(chain, sr)) pts.push_back(placement::to_json(p));
-    out["frontier"] = std::move(pts);
+    put(out, "frontier", std::move(pts));
   }
   return out;
 }

@@ -10,6 +10,7 @@
 
 #include "placement_internal.hpp"
 #include "trainmem/error.hpp"
+#include "trainmem/json_fields.hpp"
 
 namespace trainmem {
 namespace placement {
@@ -101,9 +102,9 @@ PlanResult revolve_plan(const Chain& chain, uint32_t snapshots) {
         b.output_bytes != a.output_bytes || b.saved_bytes != a.saved_bytes ||
         b.forward_temp_bytes != a.forward_temp_bytes ||
         b.backward_temp_bytes != a.backward_temp_bytes)
-      throw RequestError(code::kUnsupported, "chain.layers[" + std::to_string(i) + "]",
-                         "revolve is defined for homogeneous chains: layer " + std::to_string(i) +
-                             " differs from layer 0 (use strategy optimal for this chain)");
+      fail(code::kUnsupported, "chain.layers[" + std::to_string(i) + "]",
+           {"revolve is defined for homogeneous chains: layer ", std::to_string(i),
+            " differs from layer 0 (use strategy optimal for this chain)"});
   }
   const uint64_t c = std::min<uint64_t>(snapshots, n);
   std::vector<Op> ops;
@@ -112,9 +113,10 @@ PlanResult revolve_plan(const Chain& chain, uint32_t snapshots) {
   PlanResult r = simulate(chain, ops);
   r.schedule = schedule_json(ops);
   const double t = revolve_extra_steps(n, c);
-  r.details = {{"snapshots", snapshots},
-               {"repetitions", revolve_repetitions(n, c)},
-               {"extraForwardSteps", t}};
+  r.details = nlohmann::json::object();
+  put(r.details, "snapshots", snapshots);
+  put(r.details, "repetitions", revolve_repetitions(n, c));
+  put(r.details, "extraForwardSteps", t);
   return r;
 }
 

@@ -25,6 +25,7 @@
 #include <string>
 
 #include "trainmem/error.hpp"
+#include "trainmem/json_fields.hpp"
 #include "trainmem/placement.hpp"
 
 namespace trainmem {
@@ -32,7 +33,7 @@ namespace placement {
 namespace {
 
 [[noreturn]] void bad_schedule(const std::string& why) {
-  throw RequestError(code::kInternal, "", "internal error: invalid placement schedule: " + why);
+  fail(code::kInternal, "", {"internal error: invalid placement schedule: ", why});
 }
 
 const char* op_name(OpKind k) {
@@ -219,8 +220,8 @@ PlanResult evaluate(const Chain& chain, const std::vector<Segment>& checkpointed
   for (size_t s = 0; s < checkpointed.size(); ++s) {
     const Segment& g = checkpointed[s];
     if (g.first > g.last || g.last >= n || (s > 0 && g.first <= checkpointed[s - 1].last))
-      throw RequestError(code::kInconsistent, "checkpointed",
-                         "checkpointed segments must be sorted, disjoint and within the chain");
+      fail(code::kInconsistent, "checkpointed",
+           "checkpointed segments must be sorted, disjoint and within the chain");
   }
   return simulate(chain, single_level_ops(chain, checkpointed));
 }
@@ -228,8 +229,9 @@ PlanResult evaluate(const Chain& chain, const std::vector<Segment>& checkpointed
 nlohmann::json schedule_json(const std::vector<Op>& ops) {
   nlohmann::json out = nlohmann::json::array();
   for (const Op& op : ops) {
-    nlohmann::json o = {{"op", op_name(op.kind)}};
-    if (op.kind != OpKind::kLoss) o["layer"] = op.layer;
+    nlohmann::json o = nlohmann::json::object();
+    put(o, "op", op_name(op.kind));
+    if (op.kind != OpKind::kLoss) put(o, "layer", op.layer);
     out.push_back(std::move(o));
   }
   return out;
@@ -238,41 +240,52 @@ nlohmann::json schedule_json(const std::vector<Op>& ops) {
 namespace {
 nlohmann::json segments_json(const std::vector<Segment>& segs) {
   nlohmann::json out = nlohmann::json::array();
-  for (const Segment& s : segs) out.push_back({s.first, s.last});
+  for (const Segment& s : segs) {
+    nlohmann::json pair = nlohmann::json::array();
+    pair.push_back(s.first);
+    pair.push_back(s.last);
+    out.push_back(std::move(pair));
+  }
   return out;
 }
 }  // namespace
 
 nlohmann::json to_json(const PlanResult& r) {
   nlohmann::json j;
-  j["strategy"] = r.strategy;
-  j["plan"] = r.plan;
-  j["checkpointed"] = segments_json(r.checkpointed);
-  j["storedBytes"] = r.stored_bytes;
-  j["peakActivationBytes"] = r.peak_bytes;
-  j["peakPhase"] = r.peak_phase;
-  j["peakLayer"] = r.peak_layer;
-  j["forwardCost"] = r.forward_cost;
-  j["backwardCost"] = r.backward_cost;
-  j["recomputeCost"] = r.recompute_cost;
-  j["totalCost"] = r.total_cost;
-  j["overheadFraction"] = r.overhead_fraction;
+  put(j, "strategy", r.strategy);
+  put(j, "plan", r.plan);
+  put(j, "checkpointed", segments_json(r.checkpointed));
+  put(j, "storedBytes", r.stored_bytes);
+  put(j, "peakActivationBytes", r.peak_bytes);
+  put(j, "peakPhase", r.peak_phase);
+  put(j, "peakLayer", r.peak_layer);
+  put(j, "forwardCost", r.forward_cost);
+  put(j, "backwardCost", r.backward_cost);
+  put(j, "recomputeCost", r.recompute_cost);
+  put(j, "totalCost", r.total_cost);
+  put(j, "overheadFraction", r.overhead_fraction);
   nlohmann::json tl = nlohmann::json::array();
-  for (const StepEvent& e : r.timeline)
-    tl.push_back(
-        {{"phase", e.phase}, {"op", e.op}, {"layer", e.layer}, {"liveBytes", e.live_bytes}});
-  j["timeline"] = std::move(tl);
-  if (!r.schedule.is_null()) j["schedule"] = r.schedule;
-  if (!r.details.is_null()) j["details"] = r.details;
+  for (const StepEvent& e : r.timeline) {
+    nlohmann::json step = nlohmann::json::object();
+    put(step, "phase", e.phase);
+    put(step, "op", e.op);
+    put(step, "layer", e.layer);
+    put(step, "liveBytes", e.live_bytes);
+    tl.push_back(std::move(step));
+  }
+  put(j, "timeline", std::move(tl));
+  if (!r.schedule.is_null()) put(j, "schedule", r.schedule);
+  if (!r.details.is_null()) put(j, "details", r.details);
   return j;
 }
 
 nlohmann::json to_json(const FrontierPoint& p) {
-  nlohmann::json j = {{"peakActivationBytes", p.peak_bytes},
-                      {"totalCost", p.total_cost},
-                      {"recomputeCost", p.recompute_cost},
-                      {"checkpointed", segments_json(p.checkpointed)}};
-  if (!p.parameter.is_null()) j["parameter"] = p.parameter;
+  nlohmann::json j = nlohmann::json::object();
+  put(j, "peakActivationBytes", p.peak_bytes);
+  put(j, "totalCost", p.total_cost);
+  put(j, "recomputeCost", p.recompute_cost);
+  put(j, "checkpointed", segments_json(p.checkpointed));
+  if (!p.parameter.is_null()) put(j, "parameter", p.parameter);
   return j;
 }
 

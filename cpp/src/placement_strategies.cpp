@@ -7,6 +7,7 @@
 
 #include "placement_internal.hpp"
 #include "trainmem/error.hpp"
+#include "trainmem/json_fields.hpp"
 #include "trainmem/request.hpp"
 
 namespace trainmem {
@@ -101,15 +102,14 @@ std::vector<FrontierPoint> pareto(std::vector<FrontierPoint> pts) {
 void validate_chain(const Chain& chain, const std::string& path) {
   const std::string layers = path + ".layers";
   if (chain.layers.empty())
-    throw RequestError(code::kOutOfRange, layers, layers + " must hold at least one layer");
+    fail(code::kOutOfRange, layers, {layers, " must hold at least one layer"});
   if (chain.layers.size() > 100000)
-    throw RequestError(code::kTooLarge, layers, layers + " holds more than 100000 layers");
+    fail(code::kTooLarge, layers, {layers, " holds more than 100000 layers"});
   // Sums of sizes stay far below 2^64 so that no peak overflows.
   const uint64_t cap = uint64_t{1} << 62;
   uint64_t total = chain.input_bytes;
   if (chain.input_bytes > kMaxExactJson)
-    throw RequestError(code::kOutOfRange, path + ".inputBytes",
-                       path + ".inputBytes must be at most 2^53");
+    fail(code::kOutOfRange, path + ".inputBytes", {path, ".inputBytes must be at most 2^53"});
   for (size_t i = 0; i < chain.layers.size(); ++i) {
     const Layer& L = chain.layers[i];
     const std::string lp = index_path(layers, i);
@@ -119,28 +119,26 @@ void validate_chain(const Chain& chain, const std::string& path) {
                                                       {"backwardTempBytes", L.backward_temp_bytes}};
     for (const auto& s : sizes) {
       if (s.second > kMaxExactJson)
-        throw RequestError(code::kOutOfRange, lp + "." + s.first,
-                           lp + "." + s.first + " must be at most 2^53");
+        fail(code::kOutOfRange, lp + "." + s.first, {lp, ".", s.first, " must be at most 2^53"});
       total += s.second;
     }
     if (total > cap)
-      throw RequestError(code::kTooLarge, lp, path + ": the sizes add up to more than 2^62 bytes");
+      fail(code::kTooLarge, lp, {path, ": the sizes add up to more than 2^62 bytes"});
     if (L.saved_bytes < L.output_bytes)
-      throw RequestError(code::kInconsistent, lp + ".savedBytes",
-                         lp + ".savedBytes (" + std::to_string(L.saved_bytes) +
-                             ") must include the layer's output (outputBytes " +
-                             std::to_string(L.output_bytes) + ")");
+      fail(
+          code::kInconsistent, lp + ".savedBytes",
+          {lp, ".savedBytes (", std::to_string(L.saved_bytes),
+           ") must include the layer's output (outputBytes ", std::to_string(L.output_bytes), ")"});
     if (!(L.forward_cost >= 0) || !(L.backward_cost >= 0) || !std::isfinite(L.forward_cost) ||
         !std::isfinite(L.backward_cost))
-      throw RequestError(code::kOutOfRange, lp + ".forwardCost",
-                         lp + ": costs must be finite and non-negative");
+      fail(code::kOutOfRange, lp + ".forwardCost", {lp, ": costs must be finite and non-negative"});
   }
 }
 
 namespace {
 
 [[noreturn]] void missing(const std::string& field, const std::string& strategy) {
-  throw RequestError(code::kMissingField, field, field + " is required for strategy " + strategy);
+  fail(code::kMissingField, field, {field, " is required for strategy ", strategy});
 }
 
 uint32_t layer_count(const Chain& chain) { return static_cast<uint32_t>(chain.layers.size()); }
@@ -175,7 +173,10 @@ PlanResult chen_plan(const Chain& chain, const StrategyRequest& req) {
   if (req.greedy_bytes > 0) {
     const ChenResult c = chen_greedy(chain, req.greedy_bytes);
     PlanResult r = evaluate(chain, c.segments);
-    r.details = {{"greedyBytes", req.greedy_bytes}, {"x", c.x}, {"y", c.y}};
+    r.details = json::object();
+    put(r.details, "greedyBytes", req.greedy_bytes);
+    put(r.details, "x", c.x);
+    put(r.details, "y", c.y);
     return r;
   }
   ChenSearch s;
@@ -205,7 +206,10 @@ PlanResult chen_plan(const Chain& chain, const StrategyRequest& req) {
     throw_infeasible("chen-greedy", req.budget_bytes, s.min_peak,
                      " among the thresholds searched (strategy optimal-single-level may fit less)");
   const ChenResult c = chen_greedy(chain, s.threshold);
-  s.best.details = {{"greedyBytes", s.threshold}, {"x", c.x}, {"y", c.y}};
+  s.best.details = json::object();
+  put(s.best.details, "greedyBytes", s.threshold);
+  put(s.best.details, "x", c.x);
+  put(s.best.details, "y", c.y);
   return s.best;
 }
 
@@ -214,14 +218,13 @@ void check_manual(const Chain& chain, const std::vector<Segment>& segs) {
   for (size_t s = 0; s < segs.size(); ++s) {
     const std::string f = index_path("checkpointed", s);
     if (segs[s].first > segs[s].last)
-      throw RequestError(code::kInconsistent, f, f + ": start must not exceed end");
+      fail(code::kInconsistent, f, {f, ": start must not exceed end"});
     if (segs[s].last >= n)
-      throw RequestError(code::kOutOfRange, f,
-                         f + ": layers are numbered 0.." + std::to_string(n - 1));
+      fail(code::kOutOfRange, f, {f, ": layers are numbered 0..", std::to_string(n - 1)});
     if (s > 0 && segs[s].first <= segs[s - 1].last)
-      throw RequestError(code::kInconsistent, f,
-                         f + " overlaps or precedes checkpointed[" + std::to_string(s - 1) +
-                             "]: list disjoint segments in order");
+      fail(code::kInconsistent, f,
+           {f, " overlaps or precedes checkpointed[", std::to_string(s - 1),
+            "]: list disjoint segments in order"});
   }
 }
 
@@ -240,46 +243,48 @@ PlanResult plan(const Chain& chain, const StrategyRequest& req) {
   } else if (st == "every-k") {
     if (req.k == 0) missing("k", st);
     if (req.k > n)
-      throw RequestError(code::kOutOfRange, "k",
-                         "k must be between 1 and the layer count " + std::to_string(n));
+      fail(code::kOutOfRange, "k", {"k must be between 1 and the layer count ", std::to_string(n)});
     r = evaluate(chain, every_k_segments(n, req.k));
-    r.details = {{"k", req.k}};
+    r.details = json::object();
+    put(r.details, "k", req.k);
   } else if (st == "block") {
     if (req.k > n)
-      throw RequestError(code::kOutOfRange, "k",
-                         "k must be between 0 and the layer count " + std::to_string(n));
+      fail(code::kOutOfRange, "k", {"k must be between 0 and the layer count ", std::to_string(n)});
     r = evaluate(chain, block_segments(n, req.k));
-    r.details = {{"k", req.k}};
+    r.details = json::object();
+    put(r.details, "k", req.k);
   } else if (st == "sequential") {
     if (req.segments == 0) missing("segments", st);
     if (req.segments > n)
-      throw RequestError(code::kOutOfRange, "segments",
-                         "segments (" + std::to_string(req.segments) +
-                             ") exceeds the layer count " + std::to_string(n) +
-                             ": PyTorch checkpoint_sequential fails (segment size n // segments "
-                             "is 0)");
+      fail(code::kOutOfRange, "segments",
+           {"segments (", std::to_string(req.segments), ") exceeds the layer count ",
+            std::to_string(n),
+            ": PyTorch checkpoint_sequential fails (segment size n // segments "
+            "is 0)"});
     r = evaluate(chain, sequential_segments(n, req.segments));
-    r.details = {{"segments", req.segments}, {"segmentSize", n / req.segments}};
+    r.details = json::object();
+    put(r.details, "segments", req.segments);
+    put(r.details, "segmentSize", n / req.segments);
   } else if (st == "sqrt") {
     r = evaluate(chain, sqrt_segments(n));
-    r.details = {{"segments", r.checkpointed.size()}};
+    r.details = json::object();
+    put(r.details, "segments", r.checkpointed.size());
   } else if (st == "chen-greedy") {
     r = chen_plan(chain, req);
   } else if (st == "revolve") {
     if (req.snapshots == 0) missing("snapshots", st);
     if (n > 4096)
-      throw RequestError(code::kTooLarge, "chain.layers",
-                         "revolve builds its schedule for at most 4096 layers");
+      fail(code::kTooLarge, "chain.layers", "revolve builds its schedule for at most 4096 layers");
     r = revolve_plan(chain, req.snapshots);
   } else if (st == "optimal-single-level") {
     if (req.budget_bytes == 0) missing("budgetBytes", st);
     r = single_level_optimal(chain, req.budget_bytes);
   } else if (st == "optimal") {
     if (req.budget_bytes == 0) missing("budgetBytes", st);
-    if (req.slots == 0) throw RequestError(code::kOutOfRange, "slots", "slots must be at least 1");
+    if (req.slots == 0) fail(code::kOutOfRange, "slots", "slots must be at least 1");
     r = rotor_optimal(chain, req.budget_bytes, req.slots);
   } else {
-    throw RequestError(code::kUnknownValue, "strategy", "unknown strategy \"" + st + "\"");
+    fail(code::kUnknownValue, "strategy", {"unknown strategy \"", st, "\""});
   }
   r.strategy = st;
   return r;
@@ -314,8 +319,8 @@ std::vector<FrontierPoint> frontier(const Chain& chain, const StrategyRequest& r
       add(evaluate(chain, sequential_segments(n, s)), {{"segments", s}});
   } else if (st == "revolve") {
     if (n > 1024)
-      throw RequestError(code::kTooLarge, "chain.layers",
-                         "the revolve frontier is computed for at most 1024 layers");
+      fail(code::kTooLarge, "chain.layers",
+           "the revolve frontier is computed for at most 1024 layers");
     for (uint32_t c = 1; c <= std::min<uint32_t>(n, 16); ++c)
       add(revolve_plan(chain, c), {{"snapshots", c}});
   } else if (st == "chen-greedy") {

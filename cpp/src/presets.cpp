@@ -6,6 +6,7 @@
 
 #include "trainmem/calculators.hpp"
 #include "trainmem/embedded_data.hpp"
+#include "trainmem/json_fields.hpp"
 #include "trainmem/model.hpp"
 #include "trainmem/request.hpp"
 
@@ -19,38 +20,41 @@ json presets_json(const json& request) {
   if (!counts) {
     for (const auto& f : embedded_under("models/")) {
       const json& p = *f.second;
-      if (!p.is_object() || !p.contains("id") || !p["id"].is_string()) continue;
-      const std::string id = p["id"].get<std::string>();
-      const json* cfg = p.contains("config") ? &p["config"] : nullptr;
-      models.push_back({{"id", id},
-                        {"name", p.value("name", id)},
-                        {"modelType", cfg && cfg->is_object() ? cfg->value("model_type", "") : ""},
-                        {"source", p.value("source", "")}});
+      if (!p.is_object() || !json_has(p, "id") || !json_at(p, "id").is_string()) continue;
+      const std::string id = json_at(p, "id").get<std::string>();
+      const json* cfg = json_has(p, "config") ? &json_at(p, "config") : nullptr;
+      json e = json::object();
+      put(e, "id", id);
+      put(e, "name", json_value_or(p, "name", id));
+      put(e, "modelType", cfg && cfg->is_object() ? json_value_or(*cfg, "model_type", "") : "");
+      put(e, "source", json_value_or(p, "source", ""));
+      models.push_back(std::move(e));
     }
   } else {
     for (const auto& id : model_preset_ids()) {
       // Built once and kept (shared_preset): the page's later requests on a preset reuse it.
       const auto shared = shared_preset(id, "preset");
       const ModelDescription& m = *shared;
-      json e = {{"id", id},
-                {"name", m.name},
-                {"params", m.params},
-                {"modelType", m.arch.model_type},
-                {"architecture", m.architecture},
-                {"layers", m.arch.layers},
-                {"hidden", m.arch.hidden},
-                {"source", m.source_note}};
-      if (m.published_params) e["publishedParams"] = m.published_params;
+      json e = json::object();
+      put(e, "id", id);
+      put(e, "name", m.name);
+      put(e, "params", m.params);
+      put(e, "modelType", m.arch.model_type);
+      put(e, "architecture", m.architecture);
+      put(e, "layers", m.arch.layers);
+      put(e, "hidden", m.arch.hidden);
+      put(e, "source", m.source_note);
+      if (m.published_params) put(e, "publishedParams", m.published_params);
       models.push_back(std::move(e));
     }
   }
   json out;
-  out["models"] = std::move(models);
+  put(out, "models", std::move(models));
   for (const char* kind : {"gpus", "examples"}) {
     json list = json::array();
     for (const auto& f : embedded_under(std::string(kind) + "/")) {
       json e = *f.second;
-      if (e.is_object() && !e.contains("file")) e["file"] = f.first;
+      if (e.is_object() && !json_has(e, "file")) put(e, "file", f.first);
       list.push_back(std::move(e));
     }
     out[kind] = std::move(list);

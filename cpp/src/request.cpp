@@ -80,66 +80,74 @@ uint64_t read_u64(const json& v, const std::string& path, uint64_t min, uint64_t
   } else if (v.is_number_integer()) {
     const int64_t s = v.get<int64_t>();
     if (s < 0)
-      throw RequestError(
-          code::kOutOfRange, path,
-          path + " must be at least " + std::to_string(min) + ", got " + std::to_string(s));
+      fail(code::kOutOfRange, path,
+           {path, " must be at least ", std::to_string(min), ", got ", std::to_string(s)});
     value = static_cast<uint64_t>(s);
   } else if (v.is_number_float()) {
     const double d = v.get<double>();
-    if (!std::isfinite(d))
-      throw RequestError(code::kOutOfRange, path, path + " must be a finite number");
-    if (d < 0)
-      throw RequestError(code::kOutOfRange, path,
-                         path + " must be at least " + std::to_string(min));
-    if (d != std::floor(d))
-      throw RequestError(code::kNotInteger, path, path + " must be a whole number");
+    if (!std::isfinite(d)) fail(code::kOutOfRange, path, {path, " must be a finite number"});
+    if (d < 0) fail(code::kOutOfRange, path, {path, " must be at least ", std::to_string(min)});
+    if (d != std::floor(d)) fail(code::kNotInteger, path, {path, " must be a whole number"});
     if (d >= 18446744073709551616.0)
-      throw RequestError(code::kOutOfRange, path, path + " must be at most " + std::to_string(max));
+      fail(code::kOutOfRange, path, {path, " must be at most ", std::to_string(max)});
     value = static_cast<uint64_t>(d);
   } else {
-    throw RequestError(code::kInvalidType, path,
-                       path + " must be a whole number, got " + type_name(v));
+    fail(code::kInvalidType, path, {path, " must be a whole number, got ", type_name(v)});
   }
   if (value < min || value > max)
-    throw RequestError(code::kOutOfRange, path,
-                       path + " must be between " + std::to_string(min) + " and " +
-                           std::to_string(max) + ", got " + std::to_string(value));
+    fail(code::kOutOfRange, path,
+         {path, " must be between ", std::to_string(min), " and ", std::to_string(max), ", got ",
+          std::to_string(value)});
   return value;
 }
 
 double read_num(const json& v, const std::string& path, double min, double max) {
   if (!v.is_number())
-    throw RequestError(code::kInvalidType, path, path + " must be a number, got " + type_name(v));
+    fail(code::kInvalidType, path, {path, " must be a number, got ", type_name(v)});
   const double d = v.get<double>();
-  if (!std::isfinite(d))
-    throw RequestError(code::kOutOfRange, path, path + " must be a finite number");
+  if (!std::isfinite(d)) fail(code::kOutOfRange, path, {path, " must be a finite number"});
   if (d < min || d > max) {
     char buf[160];
     std::snprintf(buf, sizeof buf, " must be between %.10g and %.10g, got %.10g", min, max, d);
-    throw RequestError(code::kOutOfRange, path, path + buf);
+    fail(code::kOutOfRange, path, {path, buf});
   }
   return d;
 }
 
 std::string read_str(const json& v, const std::string& path, size_t max_len) {
   if (!v.is_string())
-    throw RequestError(code::kInvalidType, path, path + " must be a string, got " + type_name(v));
+    fail(code::kInvalidType, path, {path, " must be a string, got ", type_name(v)});
   const auto& s = v.get_ref<const std::string&>();
   if (s.size() > max_len)
-    throw RequestError(code::kTooLarge, path,
-                       path + " is longer than " + std::to_string(max_len) + " characters");
+    fail(code::kTooLarge, path, {path, " is longer than ", std::to_string(max_len), " characters"});
   return s;
 }
 
+namespace {
+[[noreturn]] void exceeds_2_63(std::string_view field) {
+  fail(code::kTooLarge, field, {field, ": result exceeds 2^63"});
+}
+}  // namespace
+
+// (Two overloads each: a literal field name would otherwise be built as a std::string at every
+// call, even when nothing overflows.)
 uint64_t checked_mul(uint64_t a, uint64_t b, const std::string& field) {
-  if (a != 0 && b > kMaxCount / a)
-    throw RequestError(code::kTooLarge, field, field + ": result exceeds 2^63");
+  if (a != 0 && b > kMaxCount / a) exceeds_2_63(field);
   return a * b;
 }
 
 uint64_t checked_add(uint64_t a, uint64_t b, const std::string& field) {
-  if (a > kMaxCount || b > kMaxCount - a)
-    throw RequestError(code::kTooLarge, field, field + ": result exceeds 2^63");
+  if (a > kMaxCount || b > kMaxCount - a) exceeds_2_63(field);
+  return a + b;
+}
+
+uint64_t checked_mul(uint64_t a, uint64_t b, const char* field) {
+  if (a != 0 && b > kMaxCount / a) exceeds_2_63(field);
+  return a * b;
+}
+
+uint64_t checked_add(uint64_t a, uint64_t b, const char* field) {
+  if (a > kMaxCount || b > kMaxCount - a) exceeds_2_63(field);
   return a + b;
 }
 
@@ -170,8 +178,7 @@ class RequestSax {
     Frame& f = stack_.back();
     f.key = k;
     if (!f.keys.insert(k).second)
-      throw RequestError(code::kInvalidJson, path(false),
-                         path(false) + " appears twice in one object");
+      fail(code::kInvalidJson, path(false), {path(false), " appears twice in one object"});
     return dom_.key(k);
   }
   bool end_object() {
@@ -191,10 +198,9 @@ class RequestSax {
   bool parse_error(std::size_t position, const std::string& token, const Exception& ex) {
     if (ex.id == 406) {  // out_of_range.406: a number beyond the range of a double
       const std::string field = path(true);
-      throw RequestError(code::kOutOfRange, field,
-                         (field.empty() ? std::string("request") : field) +
-                             " is a number beyond the range of a double (" + token.substr(0, 40) +
-                             ")");
+      fail(code::kOutOfRange, field,
+           {(field.empty() ? std::string("request") : field),
+            " is a number beyond the range of a double (", token.substr(0, 40), ")"});
     }
     return dom_.parse_error(position, token, ex);
   }
@@ -210,17 +216,15 @@ class RequestSax {
   // Called when a value starts: counts it, and advances the enclosing array's index.
   bool value() {
     if (++values_ > kMaxRequestValues)
-      throw RequestError(
-          code::kTooLarge, "",
-          "request has more than " + std::to_string(kMaxRequestValues) + " JSON values");
+      fail(code::kTooLarge, "",
+           {"request has more than ", std::to_string(kMaxRequestValues), " JSON values"});
     if (!stack_.empty() && stack_.back().array) ++stack_.back().index;
     return true;
   }
   void push(bool array) {
     if (static_cast<int>(stack_.size()) >= kMaxRequestDepth)
-      throw RequestError(
-          code::kTooLarge, path(false),
-          "request nested deeper than " + std::to_string(kMaxRequestDepth) + " levels");
+      fail(code::kTooLarge, path(false),
+           {"request nested deeper than ", std::to_string(kMaxRequestDepth), " levels"});
     stack_.push_back(Frame{array, 0, std::string(), {}});
   }
   // Dotted path of the current value; `pending`: the value has not started yet (its array
@@ -251,8 +255,8 @@ class RequestSax {
 
 json parse_request(const std::string& text) {
   if (text.size() > kMaxRequestBytes)
-    throw RequestError(code::kTooLarge, "",
-                       "request is larger than " + std::to_string(kMaxRequestBytes >> 20) + " MiB");
+    fail(code::kTooLarge, "",
+         {"request is larger than ", std::to_string(kMaxRequestBytes >> 20), " MiB"});
   json root;
   RequestSax sax(&root);
   try {
@@ -261,68 +265,71 @@ json parse_request(const std::string& text) {
     // nlohmann quotes the last token read, which may be a whole (long) string: cut it short.
     std::string what = e.what();
     if (what.size() > 240) what = what.substr(0, 240) + "...'";
-    throw RequestError(code::kInvalidJson, "", "request is not valid JSON: " + what);
+    fail(code::kInvalidJson, "", {"request is not valid JSON: ", what});
   }
   return root;
 }
 
 Obj::Obj(const json& j, std::string path) : j_(&j), path_(std::move(path)) {
   if (!j.is_object())
-    throw RequestError(code::kInvalidType, path_,
-                       (path_.empty() ? std::string("request") : path_) +
-                           " must be an object, got " + type_name(j));
+    fail(code::kInvalidType, path_,
+         {(path_.empty() ? std::string("request") : path_), " must be an object, got ",
+          type_name(j)});
 }
 
 std::string Obj::field(const std::string& key) const {
   return path_.empty() ? key : path_ + "." + key;
 }
+std::string Obj::field(const char* key) const { return field(std::string(key)); }
 
-bool Obj::has(const std::string& key) const {
-  auto it = j_->find(key);
+bool Obj::has(const char* key) const {
+  auto it = j_->find(std::string(key));
   return it != j_->end() && !it->is_null();
 }
 
-const json& Obj::raw(const std::string& key) const {
+void Obj::mark_used(const char* key) const { used_.insert(key); }
+
+const json& Obj::raw(const char* key) const {
   used_.insert(key);
-  auto it = j_->find(key);
+  auto it = j_->find(std::string(key));
   if (it == j_->end() || it->is_null())
-    throw RequestError(code::kMissingField, field(key), field(key) + " is required");
+    fail(code::kMissingField, field(key), {field(key), " is required"});
   return *it;
 }
 
-uint64_t Obj::u64(const std::string& key, uint64_t min, uint64_t max) const {
+uint64_t Obj::u64(const char* key, uint64_t min, uint64_t max) const {
   return read_u64(raw(key), field(key), min, max);
 }
-uint64_t Obj::u64_or(const std::string& key, uint64_t fallback, uint64_t min, uint64_t max) const {
-  used_.insert(key);
+uint64_t Obj::u64_or(const char* key, uint64_t fallback, uint64_t min, uint64_t max) const {
+  mark_used(key);
   return has(key) ? u64(key, min, max) : fallback;
 }
-double Obj::num(const std::string& key, double min, double max) const {
+double Obj::num(const char* key, double min, double max) const {
   return read_num(raw(key), field(key), min, max);
 }
-double Obj::num_or(const std::string& key, double fallback, double min, double max) const {
-  used_.insert(key);
+double Obj::num_or(const char* key, double fallback, double min, double max) const {
+  mark_used(key);
   return has(key) ? num(key, min, max) : fallback;
 }
-bool Obj::boolean(const std::string& key) const {
+bool Obj::boolean(const char* key) const {
   const json& v = raw(key);
   if (!v.is_boolean())
-    throw RequestError(code::kInvalidType, field(key),
-                       field(key) + " must be true or false, got " + type_name(v));
+    fail(code::kInvalidType, field(key),
+         {field(key), " must be true or false, got ", type_name(v)});
   return v.get<bool>();
 }
-bool Obj::boolean_or(const std::string& key, bool fallback) const {
-  used_.insert(key);
+bool Obj::boolean_or(const char* key, bool fallback) const {
+  mark_used(key);
   return has(key) ? boolean(key) : fallback;
 }
-std::string Obj::str(const std::string& key, size_t max_len) const {
+std::string Obj::str(const char* key, size_t max_len) const {
   return read_str(raw(key), field(key), max_len);
 }
-std::string Obj::str_or(const std::string& key, const std::string& fallback, size_t max_len) const {
-  used_.insert(key);
-  return has(key) ? str(key, max_len) : fallback;
+std::string Obj::str_or(const char* key, const char* fallback, size_t max_len) const {
+  mark_used(key);
+  return has(key) ? str(key, max_len) : std::string(fallback);
 }
-std::string Obj::one_of(const std::string& key, const std::vector<std::string>& allowed) const {
+std::string Obj::one_of(const char* key, const std::vector<std::string>& allowed) const {
   const std::string s = str(key);
   if (std::find(allowed.begin(), allowed.end(), s) != allowed.end()) return s;
   std::string msg = field(key) + ": unknown value \"" + printable(s) + "\"";
@@ -330,23 +337,30 @@ std::string Obj::one_of(const std::string& key, const std::vector<std::string>& 
   if (!near.empty()) msg += " (did you mean \"" + near + "\"?)";
   msg += "; expected one of:";
   for (size_t i = 0; i < allowed.size(); ++i) msg += (i ? ", " : " ") + allowed[i];
-  throw RequestError(code::kUnknownValue, field(key), msg);
+  fail(code::kUnknownValue, field(key), msg);
 }
-std::string Obj::one_of_or(const std::string& key, const std::vector<std::string>& allowed,
-                           const std::string& fallback) const {
-  used_.insert(key);
-  return has(key) ? one_of(key, allowed) : fallback;
+std::string Obj::one_of(const char* key, std::initializer_list<const char*> allowed) const {
+  return one_of(key, std::vector<std::string>(allowed.begin(), allowed.end()));
 }
-Obj Obj::obj(const std::string& key) const { return Obj(raw(key), field(key)); }
+std::string Obj::one_of_or(const char* key, const std::vector<std::string>& allowed,
+                           const char* fallback) const {
+  mark_used(key);
+  return has(key) ? one_of(key, allowed) : std::string(fallback);
+}
+std::string Obj::one_of_or(const char* key, std::initializer_list<const char*> allowed,
+                           const char* fallback) const {
+  mark_used(key);
+  return has(key) ? one_of(key, allowed) : std::string(fallback);
+}
+Obj Obj::obj(const char* key) const { return Obj(raw(key), field(key)); }
 
-const json& Obj::array(const std::string& key, size_t max_items) const {
+const json& Obj::array(const char* key, size_t max_items) const {
   const json& v = raw(key);
   if (!v.is_array())
-    throw RequestError(code::kInvalidType, field(key),
-                       field(key) + " must be an array, got " + type_name(v));
+    fail(code::kInvalidType, field(key), {field(key), " must be an array, got ", type_name(v)});
   if (v.size() > max_items)
-    throw RequestError(code::kTooLarge, field(key),
-                       field(key) + " has more than " + std::to_string(max_items) + " items");
+    fail(code::kTooLarge, field(key),
+         {field(key), " has more than ", std::to_string(max_items), " items"});
   return v;
 }
 
@@ -358,7 +372,7 @@ void Obj::finish(std::initializer_list<const char*> also_known) const {
     std::string msg = field(printable(it.key())) + " is not a known input";
     const std::string near = closest_match(it.key(), known);
     if (!near.empty()) msg += " (did you mean \"" + near + "\"?)";
-    throw RequestError(code::kUnknownKey, field(printable(it.key())), msg);
+    fail(code::kUnknownKey, field(printable(it.key())), msg);
   }
 }
 

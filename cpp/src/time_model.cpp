@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "trainmem/error.hpp"
+#include "trainmem/json_fields.hpp"
 
 namespace trainmem {
 namespace time_model {
@@ -59,8 +60,7 @@ ForwardFlops forward_flops_per_token(const ModelDescription& m, uint64_t seq_len
         "architecture unknown: forward = 2 x parameters per token (Kaplan et al. 2020); "
         "attention score FLOPs (4 x seqLen x hidden per layer) are not included");
   } else {
-    throw RequestError(code::kUnsupported, "model",
-                       "the time model needs a parameter count or an architecture");
+    fail(code::kUnsupported, "model", "the time model needs a parameter count or an architecture");
   }
   f.blocks = f.block_matmul + f.attention;
   f.total = f.blocks + f.head;
@@ -115,31 +115,33 @@ StepTime estimate_step(const ForwardFlops& flops, const StepInputs& in, const De
 }
 
 nlohmann::json to_json(const StepTime& t) {
-  return {
-      {"stepSeconds", t.step_seconds},
-      {"microStepSeconds", t.micro_step_seconds},
-      {"computeSecondsPerMicroStep", t.compute_seconds_per_micro_step},
-      {"overheadSecondsPerMicroStep", t.overhead_seconds_per_micro_step},
-      {"optimizerSeconds", t.optimizer_seconds},
-      {"allReduceSeconds", t.allreduce_seconds},
-      {"samplesPerSecond", t.samples_per_second},
-      {"tokensPerSecond", t.tokens_per_second},
-      {"flopsPerMicroStep", t.useful_flops_per_micro_step},
-      {"recomputeFlopsPerMicroStep", t.recompute_flops_per_micro_step},
-      {"modelFlopsUtilization", t.model_flops_utilization},
-      {"hardwareFlopsUtilization", t.hardware_flops_utilization},
-  };
+  nlohmann::json j = nlohmann::json::object();
+  put(j, "stepSeconds", t.step_seconds);
+  put(j, "microStepSeconds", t.micro_step_seconds);
+  put(j, "computeSecondsPerMicroStep", t.compute_seconds_per_micro_step);
+  put(j, "overheadSecondsPerMicroStep", t.overhead_seconds_per_micro_step);
+  put(j, "optimizerSeconds", t.optimizer_seconds);
+  put(j, "allReduceSeconds", t.allreduce_seconds);
+  put(j, "samplesPerSecond", t.samples_per_second);
+  put(j, "tokensPerSecond", t.tokens_per_second);
+  put(j, "flopsPerMicroStep", t.useful_flops_per_micro_step);
+  put(j, "recomputeFlopsPerMicroStep", t.recompute_flops_per_micro_step);
+  put(j, "modelFlopsUtilization", t.model_flops_utilization);
+  put(j, "hardwareFlopsUtilization", t.hardware_flops_utilization);
+  return j;
 }
 
 nlohmann::json to_json(const ForwardFlops& f) {
-  return {{"method", f.method},
-          {"forwardPerToken", f.total},
-          {"blockMatmulPerToken", f.block_matmul},
-          {"attentionPerToken", f.attention},
-          {"headPerToken", f.head},
-          {"trainingPerToken", 3.0 * f.total},
-          {"layers", f.layers},
-          {"assumptions", f.assumptions}};
+  nlohmann::json j = nlohmann::json::object();
+  put(j, "method", f.method);
+  put(j, "forwardPerToken", f.total);
+  put(j, "blockMatmulPerToken", f.block_matmul);
+  put(j, "attentionPerToken", f.attention);
+  put(j, "headPerToken", f.head);
+  put(j, "trainingPerToken", 3.0 * f.total);
+  put(j, "layers", f.layers);
+  put(j, "assumptions", f.assumptions);
+  return j;
 }
 
 }  // namespace time_model

@@ -47,7 +47,7 @@ struct StateTensor {
 
 // Parses the request's optimizer field: a name string or {name, momentum, nesterov, amsgrad,
 // centered, beta1, blockSize, min8bitSize, weightDecay}. `key` is the field name in `parent`.
-OptimizerSpec parse_optimizer(const Obj& parent, const std::string& key);
+OptimizerSpec parse_optimizer(const Obj& parent, const char* key);
 // Names accepted as optimizer strings (for messages and docs).
 const std::vector<std::string>& optimizer_names();
 

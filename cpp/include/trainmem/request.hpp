@@ -35,37 +35,44 @@ std::string closest_match(const std::string& word, const std::vector<std::string
 
 // A view of one JSON object in a request. Reads mark keys as used; finish() rejects the
 // rest (typos such as `microbatch` must not be ignored silently).
+// Keys, fallbacks and value lists are C strings: every call site passes literals, and a
+// std::string argument would be built (and destroyed) at each of several hundred call sites
+// of the WebAssembly module (issue #7).
 class Obj {
  public:
   // `path` is the dotted path of this object ("" for the request root).
   Obj(const json& j, std::string path);
 
   const std::string& path() const { return path_; }
-  std::string field(const std::string& key) const;  // path + "." + key
-  bool has(const std::string& key) const;
-  const json& raw(const std::string& key) const;  // marks used; throws missing_field
+  std::string field(const char* key) const;  // path + "." + key
+  std::string field(const std::string& key) const;
+  bool has(const char* key) const;
+  const json& raw(const char* key) const;  // marks used; throws missing_field
   const json& json_value() const { return *j_; }
+  void mark_used(const char* key) const;
   void mark_used(const std::string& key) const { used_.insert(key); }
 
   // Whole numbers (a JSON float with an integral value, e.g. 1e9, is accepted).
-  uint64_t u64(const std::string& key, uint64_t min = 0, uint64_t max = UINT64_MAX) const;
-  uint64_t u64_or(const std::string& key, uint64_t fallback, uint64_t min = 0,
+  uint64_t u64(const char* key, uint64_t min = 0, uint64_t max = UINT64_MAX) const;
+  uint64_t u64_or(const char* key, uint64_t fallback, uint64_t min = 0,
                   uint64_t max = UINT64_MAX) const;
   // Finite numbers in [min, max].
-  double num(const std::string& key, double min, double max) const;
-  double num_or(const std::string& key, double fallback, double min, double max) const;
-  bool boolean(const std::string& key) const;
-  bool boolean_or(const std::string& key, bool fallback) const;
-  std::string str(const std::string& key, size_t max_len = 256) const;
-  std::string str_or(const std::string& key, const std::string& fallback,
-                     size_t max_len = 256) const;
+  double num(const char* key, double min, double max) const;
+  double num_or(const char* key, double fallback, double min, double max) const;
+  bool boolean(const char* key) const;
+  bool boolean_or(const char* key, bool fallback) const;
+  std::string str(const char* key, size_t max_len = 256) const;
+  std::string str_or(const char* key, const char* fallback, size_t max_len = 256) const;
   // A string that must be one of `allowed`; errors suggest the closest one.
-  std::string one_of(const std::string& key, const std::vector<std::string>& allowed) const;
-  std::string one_of_or(const std::string& key, const std::vector<std::string>& allowed,
-                        const std::string& fallback) const;
-  Obj obj(const std::string& key) const;  // required nested object
+  std::string one_of(const char* key, const std::vector<std::string>& allowed) const;
+  std::string one_of(const char* key, std::initializer_list<const char*> allowed) const;
+  std::string one_of_or(const char* key, const std::vector<std::string>& allowed,
+                        const char* fallback) const;
+  std::string one_of_or(const char* key, std::initializer_list<const char*> allowed,
+                        const char* fallback) const;
+  Obj obj(const char* key) const;  // required nested object
   // Array of at most max_items elements (throws too_large beyond).
-  const json& array(const std::string& key, size_t max_items) const;
+  const json& array(const char* key, size_t max_items) const;
 
   // Throws unknown_key for the first key never read, suggesting the closest known one.
   // `also_known` lists keys accepted elsewhere (for a better suggestion).
@@ -90,5 +97,7 @@ std::string read_str(const json& v, const std::string& path, size_t max_len = 25
 // result would exceed kMaxCount (2^63).
 uint64_t checked_mul(uint64_t a, uint64_t b, const std::string& field);
 uint64_t checked_add(uint64_t a, uint64_t b, const std::string& field);
+uint64_t checked_mul(uint64_t a, uint64_t b, const char* field);
+uint64_t checked_add(uint64_t a, uint64_t b, const char* field);
 
 }  // namespace trainmem
