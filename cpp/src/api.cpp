@@ -20,38 +20,71 @@ const std::pair<const char*, Handler> kHandlers[] = {
     {"presets", presets_json},
 };
 
+// The walks below extend one path buffer in place (and cut it back after each child) instead
+// of building a new string per node: results such as a 1,000-layer placement hold tens of
+// thousands of values.
+void append_key(std::string* path, const std::string& key) {
+  if (!path->empty()) *path += '.';
+  *path += key;
+}
+void append_index(std::string* path, size_t i) {
+  *path += '[';
+  *path += std::to_string(i);
+  *path += ']';
+}
+
 // A result must never carry a silent non-finite number (JSON would print it as null).
-void check_finite(const json& v, const std::string& path) {
+void check_finite(const json& v, std::string* path) {
   if (v.is_number_float() && !std::isfinite(v.get<double>()))
-    fail(code::kInternal, path, {"internal error: non-finite result at ", path});
-  if (v.is_object())
-    for (auto it = v.begin(); it != v.end(); ++it) check_finite(*it, path + "." + it.key());
-  if (v.is_array())
-    for (size_t i = 0; i < v.size(); ++i) check_finite(v[i], index_path(path, i));
+    fail(code::kInternal, *path, {"internal error: non-finite result at ", *path});
+  const size_t n = path->size();
+  if (v.is_object()) {
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      append_key(path, it.key());
+      check_finite(*it, path);
+      path->resize(n);
+    }
+  } else if (v.is_array()) {
+    for (size_t i = 0; i < v.size(); ++i) {
+      append_index(path, i);
+      check_finite(v[i], path);
+      path->resize(n);
+    }
+  }
 }
 
 // Integers: none above 2^63 (README "Numeric limits"; a calculator that gets there without
 // checked_mul is a bug), and every one beyond 2^53 — which a JSON/JavaScript number cannot hold
 // exactly — is listed in result.inexact as {field, exact} (exact: the decimal digits).
-void check_integers(const json& v, const std::string& path, json* inexact) {
+void check_integers(const json& v, std::string* path, json* inexact) {
   if (v.is_number_unsigned() || v.is_number_integer()) {
     // (is_number_integer() is true for unsigned numbers too: test the stored type.)
     const bool negative = v.type() == json::value_t::number_integer && v.get<int64_t>() < 0;
     const uint64_t magnitude =
         negative ? 0 - static_cast<uint64_t>(v.get<int64_t>()) : v.get<uint64_t>();
     if (!negative && magnitude > kMaxCount)
-      fail(code::kInternal, path, {"internal error: result ", path, " exceeds 2^63 unchecked"});
+      fail(code::kInternal, *path, {"internal error: result ", *path, " exceeds 2^63 unchecked"});
     if (magnitude > kMaxExactJson) {
       json e = json::object();
-      put(e, "field", path);
+      put(e, "field", *path);
       put(e, "exact", (negative ? "-" : "") + std::to_string(magnitude));
       inexact->push_back(std::move(e));
     }
-  } else if (v.is_object()) {
-    for (auto it = v.begin(); it != v.end(); ++it)
-      check_integers(*it, path.empty() ? it.key() : path + "." + it.key(), inexact);
+    return;
+  }
+  const size_t n = path->size();
+  if (v.is_object()) {
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      append_key(path, it.key());
+      check_integers(*it, path, inexact);
+      path->resize(n);
+    }
   } else if (v.is_array()) {
-    for (size_t i = 0; i < v.size(); ++i) check_integers(v[i], index_path(path, i), inexact);
+    for (size_t i = 0; i < v.size(); ++i) {
+      append_index(path, i);
+      check_integers(v[i], path, inexact);
+      path->resize(n);
+    }
   }
 }
 
@@ -97,9 +130,11 @@ std::string call(const std::string& function, const std::string& request_json) n
     const json request = parse_request(request_json);
     json result = handler(request);
     if (!result.is_object()) fail(code::kInternal, "", "internal error: result is not an object");
-    check_finite(result, "result");
+    std::string path = "result";
+    check_finite(result, &path);
     json inexact = json::array();
-    check_integers(result, "", &inexact);
+    path.clear();
+    check_integers(result, &path, &inexact);
     if (!inexact.empty()) put(result, "inexact", std::move(inexact));
     json ok = json::object();
     put(ok, "ok", true);
