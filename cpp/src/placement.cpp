@@ -127,8 +127,7 @@ json placement_json(const json& request) {
   const bool budgeted = st == "optimal" || st == "optimal-single-level";
   if (!want_frontier || !budgeted || sr.budget_bytes > 0) {
     const placement::PlanResult r = placement::plan(chain, sr);
-    out = placement::to_json(r);
-    if (!want_timeline) out.erase("timeline");
+    out = placement::to_json(r, want_timeline);
     if (sr.budget_bytes > 0) {
       put(out, "budgetBytes", sr.budget_bytes);
       put(out, "fits", r.peak_bytes <= sr.budget_bytes);

@@ -250,7 +250,7 @@ nlohmann::json segments_json(const std::vector<Segment>& segs) {
 }
 }  // namespace
 
-nlohmann::json to_json(const PlanResult& r) {
+nlohmann::json to_json(const PlanResult& r, bool include_timeline) {
   nlohmann::json j;
   put(j, "strategy", r.strategy);
   put(j, "plan", r.plan);
@@ -264,16 +264,18 @@ nlohmann::json to_json(const PlanResult& r) {
   put(j, "recomputeCost", r.recompute_cost);
   put(j, "totalCost", r.total_cost);
   put(j, "overheadFraction", r.overhead_fraction);
-  nlohmann::json tl = nlohmann::json::array();
-  for (const StepEvent& e : r.timeline) {
-    nlohmann::json step = nlohmann::json::object();
-    put(step, "phase", e.phase);
-    put(step, "op", e.op);
-    put(step, "layer", e.layer);
-    put(step, "liveBytes", e.live_bytes);
-    tl.push_back(std::move(step));
+  if (include_timeline) {
+    nlohmann::json tl = nlohmann::json::array();
+    for (const StepEvent& e : r.timeline) {
+      nlohmann::json step = nlohmann::json::object();
+      put(step, "phase", e.phase);
+      put(step, "op", e.op);
+      put(step, "layer", e.layer);
+      put(step, "liveBytes", e.live_bytes);
+      tl.push_back(std::move(step));
+    }
+    put(j, "timeline", std::move(tl));
   }
-  put(j, "timeline", std::move(tl));
   if (!r.schedule.is_null()) put(j, "schedule", r.schedule);
   if (!r.details.is_null()) put(j, "details", r.details);
   return j;

@@ -194,6 +194,12 @@ TEST_CASE("placement: the model form plans on the peak-memory activation chain",
   const json r = call(
       {{"model", {{"preset", "gpt2"}}}, {"microBatch", 2}, {"seqLen", 128}, {"timeline", false}});
   REQUIRE(r["ok"] == true);
+  // index.d.ts: the timeline is absent with `timeline: false`, present by default.
+  CHECK_FALSE(r["result"].contains("timeline"));
+  const json with_tl = call({{"model", {{"preset", "gpt2"}}}, {"microBatch", 2}, {"seqLen", 128}});
+  REQUIRE(with_tl["ok"] == true);
+  CHECK(with_tl["result"]["timeline"].is_array());
+  CHECK_FALSE(with_tl["result"]["timeline"].empty());
   const json mj = {{"preset", "gpt2"}};
   const trainmem::ModelDescription m = trainmem::parse_model(trainmem::Obj(mj, "model"));
   trainmem::activations::Settings set;

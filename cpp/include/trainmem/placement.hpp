@@ -83,7 +83,8 @@ struct StrategyRequest {
 // Runs a strategy (throws RequestError: infeasible budgets say the minimum feasible one).
 PlanResult plan(const Chain& chain, const StrategyRequest& request);
 
-nlohmann::json to_json(const PlanResult& r);
+// The result object of a plan; include_timeline = false leaves the event timeline out.
+nlohmann::json to_json(const PlanResult& r, bool include_timeline = true);
 
 // ---- Extensions (h2): the op-level simulator, frontier, and helpers. ----
 
