@@ -13,6 +13,7 @@
 import { build, transform } from 'esbuild';
 import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { presetIndex } from './preset-index.mjs';
 
 const app = fileURLToPath(new URL('../web/app/', import.meta.url));
 const out = `${app}dist/`;
@@ -42,6 +43,8 @@ await build({
   minify: !process.env.NOMIN, // NOMIN=1: readable names, for profiling
   target: 'es2022',
   legalComments: 'none',
+  // The preset pickers' ids and names, from the data files (tools/preset-index.mjs).
+  define: { __TRAINMEM_PRESET_INDEX__: JSON.stringify(presetIndex()) },
   plugins: [externals],
   logLevel: 'warning',
 });

@@ -22,9 +22,13 @@ std::vector<std::string> model_preset_ids() {
 }
 
 ModelDescription model_from_preset(const std::string& id, const std::string& field) {
-  const json* found = nullptr;
-  for (const auto& f : embedded_under("models/"))
-    if (f.second->is_object() && json_value_or(*f.second, "id", "") == id) found = f.second;
+  // A preset lives in models/<id>.json: look there first, so that a request parses one data
+  // file; scan them all only if it is not there.
+  const json* found = embedded_find("models/" + id + ".json");
+  if (found && !(found->is_object() && json_value_or(*found, "id", "") == id)) found = nullptr;
+  if (!found)
+    for (const auto& f : embedded_under("models/"))
+      if (f.second->is_object() && json_value_or(*f.second, "id", "") == id) found = f.second;
   if (!found) {
     std::string msg = field + ": unknown preset \"" + id.substr(0, 64) + "\"";
     const std::string near = closest_match(id, model_preset_ids());

@@ -43,3 +43,19 @@ test('presets: parameterCounts must be a boolean', () => {
     (e) => e instanceof TrainmemError && e.field === 'parameterCounts',
   );
 });
+
+test("the page's bundled preset index lists what the core lists, in the same order", async () => {
+  const { presetIndex } = await import('../../tools/preset-index.mjs');
+  const index = presetIndex();
+  const core = tm.presets({ parameterCounts: false });
+  assert.deepEqual(
+    index.models,
+    core.models.map((m) => ({ id: m.id, name: m.name })),
+  );
+  assert.deepEqual(
+    index.gpus,
+    core.gpus.map((g) => ({ id: g.id, name: g.name })),
+  );
+  assert.ok(index.models.some((m) => m.id === 'llama-2-7b'));
+  assert.ok(index.gpus.length >= 5);
+});

@@ -159,7 +159,14 @@ export async function mountApp(root, options = {}) {
   const solver = new Solver(tm);
   let presets = { models: [], gpus: [] };
   try {
-    presets = normalizePresets(tm.presets({ parameterCounts: false }));
+    // The page bundle carries the pickers' ids and names, read from the data files at build
+    // time (tools/preset-index.mjs): asking the core at start-up parsed every data file and
+    // delayed the first result. Unbundled (sources served as they are), ask the core.
+    presets = normalizePresets(
+      typeof __TRAINMEM_PRESET_INDEX__ === 'object'
+        ? __TRAINMEM_PRESET_INDEX__
+        : tm.presets({ parameterCounts: false }),
+    );
   } catch {
     /* presets not in this build: the model picker offers a parameter count and config.json */
   }

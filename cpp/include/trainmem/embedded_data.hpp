@@ -21,6 +21,8 @@ struct EmbeddedFiles {  // a constant array, sorted by path
 };
 
 EmbeddedFiles embedded_files();
+// Parsed contents of one embedded file (parsed on first use, then cached), or nullptr.
+const nlohmann::json* embedded_find(const std::string& path);
 // Parsed contents of one embedded file (cached); throws std::out_of_range if absent.
 const nlohmann::json& embedded_json(const std::string& path);
 // Every embedded file whose path starts with `prefix` (e.g. "models/"), parsed.
