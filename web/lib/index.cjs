@@ -18,10 +18,10 @@ const TrainmemError =
   });
 
 let loading = null;
-function load() {
+function load(options) {
   if (!loading) {
     loading = import('./index.js').then(
-      (m) => m.load(),
+      (m) => m.load(options),
       (e) => {
         loading = null;
         throw e;

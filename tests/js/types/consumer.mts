@@ -5,6 +5,7 @@ import type {
   CheckpointSizeRequest,
   CheckpointSizeResult,
   DType,
+  LoadOptions,
   OptimizerName,
   PlacementStrategy,
   Precision,
@@ -72,6 +73,10 @@ tm.placement({
 });
 tm.call('checkpointSize', request);
 await trainmem.load();
+// A page that compiles the .wasm itself, early (web/app/boot.js), and hands it over.
+const compiling: Promise<WebAssembly.Module> = WebAssembly.compileStreaming(fetch('trainmem.wasm'));
+const options: LoadOptions = { module: compiling };
+await load(options);
 
 try {
   tm.checkpointSize({ model: { params: -5 }, optimizer: 'adam' });
