@@ -48,6 +48,13 @@ struct Builder {
     param(scratch, ".weight", {out, in});
     if (bias) param(scratch, ".bias", {out});
   }
+  // GPT-2's Conv1D(nf, nx): weight [nx, nf] (transposed against nn.Linear), bias [nf].
+  void conv1d(const std::string& base, const char* sub, uint64_t nx, uint64_t nf) {
+    scratch.assign(base).append(sub);
+    mod(scratch);
+    param(scratch, ".weight", {nx, nf});
+    param(scratch, ".bias", {nf});
+  }
   void layer_norm(const std::string& base, const char* sub, uint64_t n, bool bias = true) {
     scratch.assign(base).append(sub);
     mod(scratch);
@@ -67,7 +74,15 @@ struct Builder {
     b.persistent = persistent;
     m.buffers.push_back(std::move(b));
   }
-  std::string scratch;
+  // base + "." + sub (sub alone for an empty base) in a buffer of its own, so that a call
+  // such as mod(join(p, "layers")) builds no temporary string.
+  const std::string& join(const std::string& base, const char* sub) {
+    joined.assign(base);
+    if (!joined.empty()) joined += '.';
+    joined += sub;
+    return joined;
+  }
+  std::string scratch, joined;
 };
 
 std::string join(const std::string& a, std::string_view b) {
@@ -143,48 +158,43 @@ void build_gpt2(const Obj& c, const std::string& arch_override, ModelDescription
   const uint64_t e = a.hidden, in = a.intermediate;
   b.mod("");
   if (head) b.mod(t);
-  b.embedding(join(t, "wte"), "", a.vocab, e);
-  b.embedding(join(t, "wpe"), "", a.max_positions, e);
-  b.mod(join(t, "drop"));
-  b.mod(join(t, "h"));
+  b.embedding(b.join(t, "wte"), "", a.vocab, e);
+  b.embedding(b.join(t, "wpe"), "", a.max_positions, e);
+  b.mod(b.join(t, "drop"));
+  b.mod(b.join(t, "h"));
   for (uint64_t i = 0; i < a.layers; ++i) {
     const std::string h = join(t, "h." + std::to_string(i));
     b.mod(h);
     b.layer_norm(h, ".ln_1", e);
-    // Conv1D(nf, nx): weight [nx, nf] (transposed against nn.Linear), bias [nf]
-    auto conv1d = [&](const std::string& n, uint64_t nx, uint64_t nf) {
-      b.mod(n);
-      b.param(n, ".weight", {nx, nf});
-      b.param(n, ".bias", {nf});
-    };
     b.mod(h, ".attn");
-    conv1d(h + ".attn.c_attn", e, 3 * e);
-    conv1d(h + ".attn.c_proj", e, e);
+    b.conv1d(h, ".attn.c_attn", e, 3 * e);
+    b.conv1d(h, ".attn.c_proj", e, e);
     b.mod(h, ".attn.attn_dropout");
     b.mod(h, ".attn.resid_dropout");
     b.layer_norm(h, ".ln_2", e);
     if (cross) {
       b.mod(h, ".crossattention");
-      conv1d(h + ".crossattention.c_attn", e, 2 * e);
+      b.conv1d(h, ".crossattention.c_attn", e, 2 * e);
       b.mod(h, ".crossattention.q_attn");
-      b.param(h + ".crossattention.q_attn", ".weight", {e, e});
-      b.param(h + ".crossattention.q_attn", ".bias", {e});
-      conv1d(h + ".crossattention.c_proj", e, e);
+      b.scratch.assign(h).append(".crossattention.q_attn");
+      b.param(b.scratch, ".weight", {e, e});
+      b.param(b.scratch, ".bias", {e});
+      b.conv1d(h, ".crossattention.c_proj", e, e);
       b.mod(h, ".crossattention.attn_dropout");
       b.mod(h, ".crossattention.resid_dropout");
       b.layer_norm(h, ".ln_cross_attn", e);
     }
     b.mod(h, ".mlp");
-    conv1d(h + ".mlp.c_fc", e, in);
-    conv1d(h + ".mlp.c_proj", in, e);
+    b.conv1d(h, ".mlp.c_fc", e, in);
+    b.conv1d(h, ".mlp.c_proj", in, e);
     b.mod(h, ".mlp.act");
     b.mod(h, ".mlp.dropout");
   }
-  b.layer_norm(join(t, "ln_f"), "", e);
+  b.layer_norm(b.join(t, "ln_f"), "", e);
   if (head) {
     b.mod("lm_head");
     b.param(std::string("lm_head"), ".weight", {a.vocab, e},
-            a.tied_embeddings ? join(t, "wte.weight") : std::string());
+            a.tied_embeddings ? b.join(t, "wte.weight") : std::string());
   }
   // transformers >= 4.x registers attn.bias / masked_bias with persistent=False (no longer in
   // state_dict; old hub .bin files still hold them).
@@ -261,9 +271,9 @@ void build_bert(const Obj& c, const std::string& arch_override, ModelDescription
     b.mod(l, ".output.dropout");
   }
   if (pooler) {
-    b.mod(join(p, "pooler"));
-    b.linear(join(p, "pooler.dense"), "", h, h, true);
-    b.mod(join(p, "pooler.activation"));
+    b.mod(b.join(p, "pooler"));
+    b.linear(b.join(p, "pooler.dense"), "", h, h, true);
+    b.mod(b.join(p, "pooler.activation"));
   }
   if (mlm || pre) {
     // BertLMPredictionHead: bias [V] (own parameter), transform, decoder tied to embeddings.
@@ -331,8 +341,8 @@ void build_llama_family(const Obj& c, const std::string& type, const std::string
   const uint64_t h = a.hidden, q = a.heads * a.head_dim, kv = a.kv_heads * a.head_dim;
   b.mod("");
   if (head) b.mod(p);
-  b.embedding(join(p, "embed_tokens"), "", a.vocab, h);
-  b.mod(join(p, "layers"));
+  b.embedding(b.join(p, "embed_tokens"), "", a.vocab, h);
+  b.mod(b.join(p, "layers"));
   for (uint64_t i = 0; i < a.layers; ++i) {
     const std::string l = join(p, "layers." + std::to_string(i));
     b.mod(l);
@@ -365,14 +375,14 @@ void build_llama_family(const Obj& c, const std::string& type, const std::string
     b.layer_norm(l, ".input_layernorm", h, false);
     b.layer_norm(l, ".post_attention_layernorm", h, false);
   }
-  b.layer_norm(join(p, "norm"), "", h, false);
-  b.mod(join(p, "rotary_emb"));
+  b.layer_norm(b.join(p, "norm"), "", h, false);
+  b.mod(b.join(p, "rotary_emb"));
   // Rotary inverse frequencies: registered persistent=False (not in state_dict).
-  b.buffer(join(p, "rotary_emb.inv_freq"), {a.head_dim / 2}, DType::fp32, false);
+  b.buffer(b.join(p, "rotary_emb.inv_freq"), {a.head_dim / 2}, DType::fp32, false);
   if (head) {
     b.mod("lm_head");
     b.param(std::string("lm_head"), ".weight", {a.vocab, h},
-            a.tied_embeddings ? join(p, "embed_tokens.weight") : "");
+            a.tied_embeddings ? b.join(p, "embed_tokens.weight") : "");
   }
 }
 
@@ -402,9 +412,9 @@ void build_gpt_neox(const Obj& c, const std::string& arch_override, ModelDescrip
   const uint64_t h = a.hidden;
   b.mod("");
   if (head) b.mod(p);
-  b.embedding(join(p, "embed_in"), "", a.vocab, h);
-  b.mod(join(p, "emb_dropout"));
-  b.mod(join(p, "layers"));
+  b.embedding(b.join(p, "embed_in"), "", a.vocab, h);
+  b.mod(b.join(p, "emb_dropout"));
+  b.mod(b.join(p, "layers"));
   for (uint64_t i = 0; i < a.layers; ++i) {
     const std::string l = join(p, "layers." + std::to_string(i));
     b.mod(l);
@@ -421,13 +431,13 @@ void build_gpt_neox(const Obj& c, const std::string& arch_override, ModelDescrip
     b.linear(l, ".mlp.dense_4h_to_h", a.intermediate, h, true);
     b.mod(l, ".mlp.act");
   }
-  b.layer_norm(join(p, "final_layer_norm"), "", h);
-  b.mod(join(p, "rotary_emb"));
-  b.buffer(join(p, "rotary_emb.inv_freq"), {a.head_dim / 2}, DType::fp32, false);
+  b.layer_norm(b.join(p, "final_layer_norm"), "", h);
+  b.mod(b.join(p, "rotary_emb"));
+  b.buffer(b.join(p, "rotary_emb.inv_freq"), {a.head_dim / 2}, DType::fp32, false);
   if (head) {
     b.mod("embed_out");
     b.param(std::string("embed_out"), ".weight", {a.vocab, h},
-            a.tied_embeddings ? join(p, "embed_in.weight") : std::string());
+            a.tied_embeddings ? b.join(p, "embed_in.weight") : std::string());
   }
 }
 

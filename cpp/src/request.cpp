@@ -270,6 +270,8 @@ json parse_request(const std::string& text) {
   return root;
 }
 
+Obj::Obj(const json& j, const char* path) : Obj(j, std::string(path)) {}
+
 Obj::Obj(const json& j, std::string path) : j_(&j), path_(std::move(path)) {
   if (!j.is_object())
     fail(code::kInvalidType, path_,

@@ -42,6 +42,7 @@ class Obj {
  public:
   // `path` is the dotted path of this object ("" for the request root).
   Obj(const json& j, std::string path);
+  Obj(const json& j, const char* path);  // (a literal path: no string built at the call site)
 
   const std::string& path() const { return path_; }
   std::string field(const char* key) const;  // path + "." + key
