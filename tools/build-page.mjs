@@ -36,7 +36,7 @@ const externals = {
 };
 
 await build({
-  entryPoints: [`${app}boot.js`, `${app}main.js`, `${app}element.js`, `${app}worker.js`],
+  entryPoints: [`${app}main.js`, `${app}element.js`, `${app}worker.js`],
   outdir: out,
   bundle: true,
   format: 'esm',

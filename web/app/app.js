@@ -153,9 +153,7 @@ export async function mountApp(root, options = {}) {
   let st = { ...defaults(), ...options.state };
   if (!tabs.includes(st.tab)) st.tab = tabs[0];
   const lang0 = st.lang || options.lang || browserLang();
-  // options.wasmModule: the core already compiling (the page's boot.js), or undefined.
-  const core = load(options.wasmModule ? { module: options.wasmModule } : undefined);
-  const [tm, en, strings] = await Promise.all([core, loadStrings('en'), loadStrings(lang0)]);
+  const [tm, en, strings] = await Promise.all([load(), loadStrings('en'), loadStrings(lang0)]);
   mark('trainmem:core-ready');
   let t = makeTranslator(lang0, strings, en);
   const solver = new Solver(tm);

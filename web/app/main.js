@@ -23,7 +23,6 @@ host.textContent = '';
 if (embed) document.documentElement.classList.add('embedded');
 mountApp(host, {
   state: fromQuery(location.search),
-  wasmModule: globalThis.trainmemCompiling, // started by dist/boot.js, if it ran first
   embed,
   ownsDocument: true,
   show: show.length ? new Set(show) : null,

@@ -18,10 +18,10 @@ const TrainmemError =
   });
 
 let loading = null;
-function load(options) {
+function load() {
   if (!loading) {
     loading = import('./index.js').then(
-      (m) => m.load(options),
+      (m) => m.load(),
       (e) => {
         loading = null;
         throw e;

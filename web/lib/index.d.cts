@@ -5,4 +5,4 @@ import type * as esm from './index.js';
 export type * from './index.js';
 export type TrainmemError = esm.TrainmemError;
 export declare const TrainmemError: typeof esm.TrainmemError;
-export declare function load(options?: esm.LoadOptions): Promise<esm.Trainmem>;
+export declare function load(): Promise<esm.Trainmem>;

@@ -1039,23 +1039,11 @@ export declare class TrainmemError extends Error {
   readonly minimumBudgetBytes?: number;
 }
 
-/** Options of {@link load}. */
-export interface LoadOptions {
-  /**
-   * The core's `.wasm`, already compiled or compiling, e.g.
-   * `WebAssembly.compileStreaming(fetch('trainmem.wasm'))` started early by a page. If the
-   * promise rejects, the core is loaded the usual way; a value that is not a
-   * `WebAssembly.Module` rejects with `TrainmemError` (`invalid_type`, field `"module"`).
-   */
-  module?: WebAssembly.Module | Promise<WebAssembly.Module>;
-}
-
 /**
- * Loads the WebAssembly core (once; later calls return the same instance, whatever their
- * options). Works in Node ≥ 18, browsers, Web Workers and bundlers without configuration: the
- * module is one file.
+ * Loads the WebAssembly core (once; later calls return the same instance). Works in Node ≥ 18,
+ * browsers, Web Workers and bundlers without configuration: the module is one file.
  */
-export declare function load(options?: LoadOptions): Promise<Trainmem>;
+export declare function load(): Promise<Trainmem>;
 
 declare const trainmem: { load: typeof load; TrainmemError: typeof TrainmemError };
 export default trainmem;

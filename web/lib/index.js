@@ -41,43 +41,13 @@ function makeApi(module) {
 
 let loading = null;
 
-// Instantiates the core from a module the caller compiled (Emscripten's instantiateWasm hook):
-// the page starts compiling trainmem.wasm before its own script has arrived (web/app/boot.js).
-function fromModule(module) {
-  if (!(module instanceof WebAssembly.Module)) {
-    throw new TrainmemError('invalid_type', 'module', 'module must be a WebAssembly.Module');
-  }
-  let failed;
-  const failure = new Promise((_, reject) => (failed = reject));
-  return Promise.race([
-    createTrainmemModule({
-      instantiateWasm(imports, receive) {
-        WebAssembly.instantiate(module, imports).then(
-          (instance) => receive(instance, module),
-          failed,
-        );
-        return {};
-      },
-    }),
-    failure,
-  ]);
-}
-
 /**
  * Loads the WebAssembly core (once; later calls return the same instance).
- * @param {{ module?: WebAssembly.Module | Promise<WebAssembly.Module> }} [options]
- *   module: the core's .wasm already compiled (or compiling); if the promise rejects, the
- *   core is loaded the usual way.
  * @returns {Promise<import('./index').Trainmem>}
  */
-export function load(options) {
+export function load() {
   if (!loading) {
-    const given = options?.module;
-    const created =
-      given === undefined
-        ? createTrainmemModule()
-        : Promise.resolve(given).then(fromModule, () => createTrainmemModule());
-    loading = created.then(makeApi, (e) => {
+    loading = createTrainmemModule().then(makeApi, (e) => {
       loading = null;
       throw e;
     });

@@ -5,7 +5,6 @@ import type {
   CheckpointSizeRequest,
   CheckpointSizeResult,
   DType,
-  LoadOptions,
   OptimizerName,
   PlacementStrategy,
   Precision,
@@ -73,10 +72,6 @@ tm.placement({
 });
 tm.call('checkpointSize', request);
 await trainmem.load();
-// A page that compiles the .wasm itself, early (web/app/boot.js), and hands it over.
-const compiling: Promise<WebAssembly.Module> = WebAssembly.compileStreaming(fetch('trainmem.wasm'));
-const options: LoadOptions = { module: compiling };
-await load(options);
 
 try {
   tm.checkpointSize({ model: { params: -5 }, optimizer: 'adam' });
