@@ -9,7 +9,7 @@ import { BUILDERS, isHeavy, InputError, modelOf } from './requests.js';
 import { Solver } from './solver.js';
 import { EXAMPLES, findPreset } from './examples.js';
 import { flatten, isBytesKey, breakdownParts, partBytes, toCSV, toMarkdown } from './format.js';
-import { stackedBars, lines } from './charts.js';
+import { stackedBars, lines, resetColors } from './charts.js';
 import { placementDiagram, accumulationDiagram } from './diagrams.js';
 
 // Inputs of each part of the page, in focus order.
@@ -177,6 +177,8 @@ export async function mountApp(root, options = {}) {
     v100: presets.gpus.find((g) => /v100.*16/i.test(g.id))?.id || '',
   };
   const known = knownTmp;
+  // An unknown GPU id (a stale link, a build without GPU presets): the custom size (gpuGB).
+  if (st.gpu && !presets.gpus.some((g) => g.id === st.gpu)) st = { ...st, gpu: '' };
   // The default model is the LLaMA-2 7B preset; a core built without presets falls back to
   // its parameter count.
   if (st.modelSource === 'preset' && !presets.models.some((m) => m.id === st.preset)) {
@@ -189,6 +191,17 @@ export async function mountApp(root, options = {}) {
   let exampleOut = null; // explanation of the active worked example
   let firstDone = false;
   const invalid = new Map(); // key -> message for inputs that do not parse
+  // Charts kept across updates (charts.js draw()), and the results' width, kept by a
+  // ResizeObserver so that drawing a chart does not force a layout of the results just built.
+  const chartCache = new Map();
+  let resultsWidth = 0;
+  const resultsSize =
+    typeof ResizeObserver === 'function'
+      ? new ResizeObserver((entries) => {
+          resultsWidth = entries[entries.length - 1].contentRect.width;
+        })
+      : null;
+  const chartOpts = (slot) => ({ available: resultsWidth, reuse: { cache: chartCache, slot } });
 
   function setLangAttrs() {
     rootEl.setAttribute('lang', t.lang);
@@ -200,11 +213,21 @@ export async function mountApp(root, options = {}) {
     }
   }
 
-  function update(patch, { rebuild = false, fromExample = false } = {}) {
+  // The state goes to options.onState (the page writes it into the URL). While a number is
+  // being typed, once it pauses for 200 ms: history.replaceState cost 2-6 ms a keystroke
+  // (bench/page-update.mjs). Any other change writes at once.
+  let stateTimer = 0;
+  function publishState({ typing = false } = {}) {
+    clearTimeout(stateTimer);
+    if (typing) stateTimer = setTimeout(() => options.onState?.(st), 200);
+    else options.onState?.(st);
+  }
+
+  function update(patch, { rebuild = false, fromExample = false, typing = false } = {}) {
     const structural = Object.keys(patch).some((k) => STRUCTURAL.has(k));
     st = { ...st, ...patch };
     if (!fromExample && !('ex' in patch) && Object.keys(patch).some((k) => k !== 'tab')) st.ex = '';
-    options.onState?.(st);
+    publishState({ typing: typing && !rebuild && !structural });
     if (rebuild || structural) build();
     else compute();
   }
@@ -348,7 +371,7 @@ export async function mountApp(root, options = {}) {
           if (ok) {
             invalid.delete(key);
             err.textContent = '';
-            update({ [key]: n });
+            update({ [key]: n }, { typing: true });
           } else {
             const msg = t('error.number', { min: t.int(f.min), max: t.int(f.max) });
             invalid.set(key, msg);
@@ -492,6 +515,8 @@ export async function mountApp(root, options = {}) {
     );
     statusEl = h('div', { class: 'status', role: 'status', 'aria-live': 'polite' });
     resultsEl = h('div', { class: 'results', id: 'tm-results' });
+    resultsSize?.disconnect();
+    resultsSize?.observe(resultsEl);
     const panel = h(
       'section',
       { role: 'tabpanel', id: 'tm-panel', 'aria-labelledby': `tm-tab-${tab}`, class: 'panel' },
@@ -525,7 +550,7 @@ export async function mountApp(root, options = {}) {
     const strs = await loadStrings(lang);
     t = makeTranslator(lang, strs, en);
     st = { ...st, lang };
-    options.onState?.(st);
+    publishState();
     build();
   }
 
@@ -578,7 +603,8 @@ export async function mountApp(root, options = {}) {
     );
     const fieldKey =
       e.field &&
-      { 'model.config': 'config', 'model.params': 'params' }[
+      // (the accumulation planner's step times need a GPU preset's TFLOP/s: point at the picker)
+      { 'model.config': 'config', 'model.params': 'params', gpuPeakTflops: 'gpu' }[
         e.field.split('.').slice(0, 2).join('.')
       ];
     if (fieldKey) rootEl.querySelector(`#tm-${fieldKey}`)?.setAttribute('aria-invalid', 'true');
@@ -767,35 +793,43 @@ export async function mountApp(root, options = {}) {
       scenarios: scenarios.map((s) => s.label),
       parts,
       t,
+      ...chartOpts('breakdown'),
     });
   }
 
   function details(result) {
+    // Collapsed at first: its table (every field of the result) is built when it is opened,
+    // not on every keystroke.
+    const box = h('details', { class: 'details' }, h('summary', {}, t('result.details')));
+    box.addEventListener('toggle', function fill() {
+      if (!box.open) return;
+      box.removeEventListener('toggle', fill);
+      box.append(detailsTable(result));
+    });
+    return box;
+  }
+
+  function detailsTable(result) {
     const rows = flatten(result).filter(([, v]) => v !== null && v !== undefined && v !== '');
     return h(
-      'details',
-      { class: 'details' },
-      h('summary', {}, t('result.details')),
+      'table',
+      { class: 'data' },
       h(
-        'table',
-        { class: 'data' },
-        h(
-          'tbody',
-          {},
-          rows.map(([k, v]) =>
+        'tbody',
+        {},
+        rows.map(([k, v]) =>
+          h(
+            'tr',
+            {},
+            h('th', { scope: 'row' }, h('code', {}, k)),
             h(
-              'tr',
+              'td',
               {},
-              h('th', { scope: 'row' }, h('code', {}, k)),
-              h(
-                'td',
-                {},
-                typeof v === 'number'
-                  ? isBytesKey(k)
-                    ? [t.n(t.int(v)), ' = ', t.both(v)]
-                    : t.n(Number.isInteger(v) ? t.int(v) : t.num(v))
-                  : String(v),
-              ),
+              typeof v === 'number'
+                ? isBytesKey(k)
+                  ? [t.n(t.int(v)), ' = ', t.both(v)]
+                  : t.n(Number.isInteger(v) ? t.int(v) : t.num(v))
+                : String(v),
             ),
           ),
         ),
@@ -900,6 +934,7 @@ export async function mountApp(root, options = {}) {
       series,
       mark: { index: peak, value: vals[peak] / 2 ** 30, label: t('chart.peak') },
       t,
+      ...chartOpts(titleKey),
     });
   }
 
@@ -923,11 +958,23 @@ export async function mountApp(root, options = {}) {
       el.append(h('p', {}, t('peak.headroom'), ' ', t.both(res.headroomBytes)));
     if (typeof res.maxMicroBatch === 'number')
       el.append(h('p', {}, t('peak.maxMicroBatch'), ' ', t.n(t.int(res.maxMicroBatch))));
-    if (fits === false) el.append(suggestions(req));
+    if (fits === false) el.append(suggestionsLater(req));
     breakdownChart(el, [{ label: t('size.thisConfig'), breakdown: res.breakdown }]);
     el.append(breakdownTable(res.breakdown) || '');
     timelineChart(el, res.timeline, 'peak.timeline');
     el.append(details(res));
+  }
+
+  // The suggestions take six more core calls: they are filled in the task after the one that
+  // shows the result, so that a keystroke's frame holds only the result itself; a newer
+  // update before then replaces them (computeSeq).
+  function suggestionsLater(req) {
+    const slot = h('div', { class: 'suggest-slot' });
+    const seq = computeSeq;
+    setTimeout(() => {
+      if (seq === computeSeq && slot.isConnected) slot.append(suggestions(req));
+    }, 0);
+    return slot;
   }
 
   /** When the run does not fit: the changes (one at a time, then combined) that make it fit. */
@@ -949,7 +996,9 @@ export async function mountApp(root, options = {}) {
     const items = [];
     for (const [key, patch] of variants) {
       try {
-        const r = tm.peakMemory({ ...req, ...patch });
+        // Only the peak and the verdict are shown: no timeline, no micro-batch search (each
+        // keystroke computes all six).
+        const r = tm.peakMemory({ ...req, ...patch, timeline: false, searchMaxMicroBatch: false });
         items.push(
           h(
             'li',
@@ -1188,6 +1237,7 @@ export async function mountApp(root, options = {}) {
             mark: { index: idx, value: cost(sorted[idx]), label: t('place.chosen') },
             stepped: true,
             t,
+            ...chartOpts('frontier'),
           });
         })
         .catch((e) => {
@@ -1228,7 +1278,7 @@ export async function mountApp(root, options = {}) {
     }
     if (out.patch && Object.entries(out.patch).some(([k, v]) => st[k] !== v)) {
       st = { ...st, ...out.patch };
-      options.onState?.(st);
+      publishState();
       queueMicrotask(build);
     }
     exampleOut = out;
@@ -1407,7 +1457,10 @@ export async function mountApp(root, options = {}) {
   }
 
   // Charts take their colours when drawn: redraw when the system switches light/dark.
-  window.matchMedia?.('(prefers-color-scheme: dark)').addEventListener?.('change', () => compute());
+  window.matchMedia?.('(prefers-color-scheme: dark)').addEventListener?.('change', () => {
+    resetColors(rootEl);
+    compute();
+  });
   build();
   return {
     get state() {

@@ -11,9 +11,38 @@ function loadUPlot() {
   return uplotPromise;
 }
 
+// Colours come from the page's CSS custom properties. Reading one forces a style recalculation
+// of freshly built results, so they are read once per calculator root and kept until the system
+// switches between light and dark (resetColors).
+const colorCache = new WeakMap(); // root element -> Map(name -> value)
 function cssVar(el, name, fallback) {
-  const v = getComputedStyle(el).getPropertyValue(name).trim();
-  return v || fallback;
+  const root = el.closest?.('.tm') || el;
+  let names = colorCache.get(root);
+  if (!names) colorCache.set(root, (names = new Map()));
+  if (!names.has(name)) names.set(name, getComputedStyle(root).getPropertyValue(name).trim());
+  return names.get(name) || fallback;
+}
+
+/** Forgets the colours read so far (the app calls it when light/dark changes). */
+export function resetColors(el) {
+  colorCache.delete(el.closest?.('.tm') || el);
+}
+
+// One uPlot per chart slot, kept across updates: typing into an input redraws the same canvas
+// with new data (setData) instead of building a canvas, its legend and axes again, which took
+// most of a keystroke's 30-50 ms (bench/page-update.mjs). A chart whose shape changed (series,
+// labels, colours, width, language) is built afresh.
+function draw(uPlot, box, opts, data, reuse, shape) {
+  const sig = JSON.stringify(shape);
+  const prev = reuse?.cache.get(reuse.slot);
+  if (prev && prev.sig === sig) {
+    box.append(prev.u.root); // moved from the results view this update replaced
+    prev.u.setData(data);
+    return;
+  }
+  prev?.u.destroy();
+  const u = new uPlot(opts, data, box);
+  reuse?.cache.set(reuse.slot, { u, sig });
 }
 
 export const PART_COLORS = {
@@ -41,8 +70,10 @@ export function partColor(el, key, i = 0) {
   return cssVar(el, PART_COLORS[key] || '--c-other', fallback[i % fallback.length]);
 }
 
-function width(el) {
-  return Math.max(280, Math.min(760, (el.clientWidth || 600) - 8));
+// available: the width the chart may take (the app keeps it from a ResizeObserver, so that
+// drawing does not force a layout of the results just built); el's own width otherwise.
+function width(el, available) {
+  return Math.max(280, Math.min(760, (available || el.clientWidth || 600) - 8));
 }
 
 function mount(el, label) {
@@ -55,7 +86,7 @@ function mount(el, label) {
  * Stacked bars: one bar per scenario, parts stacked (drawn as overlapping cumulative bars,
  * tallest first, the usual uPlot way to stack).
  */
-export async function stackedBars(el, { label, scenarios, parts, t }) {
+export async function stackedBars(el, { label, scenarios, parts, t, available, reuse }) {
   const uPlot = await loadUPlot();
   if (!uPlot || !scenarios.length || !parts.length) return;
   const box = mount(el, label);
@@ -71,7 +102,7 @@ export async function stackedBars(el, { label, scenarios, parts, t }) {
   const text = cssVar(el, '--fg', '#222');
   const grid = cssVar(el, '--grid', '#ddd');
   const opts = {
-    width: width(el),
+    width: width(el, available),
     height: 240,
     legend: { show: true, live: false },
     cursor: { show: false },
@@ -104,11 +135,23 @@ export async function stackedBars(el, { label, scenarios, parts, t }) {
       })),
     ],
   };
-  new uPlot(opts, [xs, ...order.map((i) => cum[i])], box);
+  const shape = {
+    kind: 'bars',
+    width: opts.width,
+    scenarios,
+    series: opts.series.slice(1).map((x) => [x.label, x.fill]),
+    text,
+    grid,
+    lang: t.lang,
+  };
+  draw(uPlot, box, opts, [xs, ...order.map((i) => cum[i])], reuse, shape);
 }
 
 /** Line chart: x values and one or more series; optional marked point (the peak, the plan). */
-export async function lines(el, { label, x, xLabel, yLabel, series, mark, t, stepped }) {
+export async function lines(
+  el,
+  { label, x, xLabel, yLabel, series, mark, t, stepped, available, reuse },
+) {
   const uPlot = await loadUPlot();
   if (!uPlot || !x.length) return;
   const box = mount(el, label);
@@ -138,7 +181,7 @@ export async function lines(el, { label, x, xLabel, yLabel, series, mark, t, ste
     });
   }
   const opts = {
-    width: width(el),
+    width: width(el, available),
     height: 240,
     legend: { show: true, live: false },
     scales: { x: { time: false } },
@@ -158,5 +201,16 @@ export async function lines(el, { label, x, xLabel, yLabel, series, mark, t, ste
     ],
     series: ser,
   };
-  new uPlot(opts, data, box);
+  const shape = {
+    kind: 'lines',
+    width: opts.width,
+    xLabel,
+    yLabel,
+    series: ser.map((x) => [x.label, x.stroke, x.points?.show, x.points?.size]),
+    stepped: !!stepped,
+    text,
+    grid,
+    lang: t.lang,
+  };
+  draw(uPlot, box, opts, data, reuse, shape);
 }

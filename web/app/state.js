@@ -33,7 +33,10 @@ export const FIELDS = {
   preset: { kind: 'text', max: 80, default: 'llama-2-7b', url: 'm' },
   config: { kind: 'text', max: 20000, default: '', url: 'cfg' },
   optimizer: { kind: 'choice', values: OPTIMIZERS, default: 'adamw', url: 'opt' },
-  gpu: { kind: 'text', max: 40, default: '' },
+  // First visit: the A100 80 GB preset (80 GiB, and the dense TFLOP/s that the accumulation
+  // planner's step-time model needs: with a custom size alone that calculator had no answer).
+  // '' is a custom size (gpuGB).
+  gpu: { kind: 'text', max: 40, default: 'a100-80gb' },
   gpuGB: { kind: 'num', min: 0.1, max: 1e5, default: 80, url: 'gb' },
   microBatch: { kind: 'int', min: 1, max: 1e6, default: 1, url: 'mb' },
   seqLen: { kind: 'int', min: 1, max: 1e7, default: 512, url: 'seq' },
@@ -136,6 +139,8 @@ export function fromQuery(search, base = defaults()) {
     const v = parseField(key, raw);
     if (v !== undefined) st[key] = v;
   }
+  // Links from before the GPU preset became the default: a custom size and no GPU.
+  if (q.has(urlKey('gpuGB')) && !q.has(urlKey('gpu'))) st.gpu = '';
   return st;
 }
 
