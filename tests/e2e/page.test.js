@@ -139,6 +139,42 @@ describe('page', () => {
     assert.deepEqual(problems, []);
   });
 
+  it('works offline once loaded: inputs recompute and the language switches without the network', async () => {
+    const { page, context, problems } = await openPage(
+      env.browser,
+      `${env.base}/app/?lang=en&ms=params`,
+    );
+    await ready(page);
+    await page.waitForLoadState('networkidle'); // the other language, fetched after the result
+    await context.setOffline(true);
+    await page.fill('#tm-params', '1B');
+    // seed 003: 1e9 parameters × 3 copies (W, m, v) × 2 bytes (fp16) = 6e9 bytes
+    await page.waitForFunction(
+      () => document.querySelector('.headline-value')?.dataset.bytes === '6000000000',
+    );
+    await page.selectOption('#tm-lang', 'ar');
+    await page.waitForFunction(() => document.documentElement.dir === 'rtl');
+    assert.equal(await page.textContent('#tm-tab-size'), 'حجم نقطة التحقق');
+    assert.deepEqual(problems, []);
+    await context.close();
+  });
+
+  it('a language file that cannot be fetched leaves the page in its language, with a message', async () => {
+    const context = await env.browser.newContext();
+    await context.route('**/i18n/ar.json', (r) => r.abort('internetdisconnected'));
+    const page = await context.newPage();
+    const errors = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    await page.goto(`${env.base}/app/?lang=en`);
+    await ready(page);
+    await page.selectOption('#tm-lang', 'ar');
+    await page.waitForSelector('.status:has-text("could not be loaded")');
+    assert.equal(await page.evaluate(() => document.documentElement.dir), 'ltr');
+    assert.equal(await page.inputValue('#tm-lang'), 'en');
+    assert.deepEqual(errors, []); // no unhandled rejection
+    await context.close();
+  });
+
   it('an infeasible placement budget shows the smallest one that fits, and one click uses it', async () => {
     // Issue 5's Rotor check: a uniform chain of 4 layers whose input, outputs and saved
     // tensors are one unit each (here 1 GB) is infeasible at 3 units and needs 4; at 4 it

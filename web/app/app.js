@@ -3,7 +3,7 @@
 // iframe mode and the <trainmem-calculator> element alike.
 import { load } from '../lib/index.js';
 import { h, put } from './dom.js';
-import { loadStrings, makeTranslator, browserLang } from './i18n.js';
+import { loadStrings, makeTranslator, browserLang, prefetchStrings } from './i18n.js';
 import { FIELDS, TABS, defaults, toQuery } from './state.js';
 import { BUILDERS, isHeavy, InputError, modelOf } from './requests.js';
 import { Solver } from './solver.js';
@@ -547,7 +547,15 @@ export async function mountApp(root, options = {}) {
   }
 
   async function switchLang(lang) {
-    const strs = await loadStrings(lang);
+    let strs;
+    try {
+      strs = await loadStrings(lang);
+    } catch (e) {
+      // e.g. offline before the language file was fetched: stay in the current language
+      rootEl.querySelector('#tm-lang').value = t.lang;
+      put(statusEl, t('error.langLoad', { message: e.message }));
+      return;
+    }
     t = makeTranslator(lang, strs, en);
     st = { ...st, lang };
     publishState();
@@ -713,6 +721,8 @@ export async function mountApp(root, options = {}) {
     firstDone = true;
     rootEl.setAttribute('data-ready', '1');
     mark('trainmem:first-result');
+    // Then, in the background, the other languages' strings: the page works offline once loaded.
+    setTimeout(prefetchStrings, 0);
   }
 
   // ---- result views -------------------------------------------------------------------

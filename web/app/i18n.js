@@ -4,7 +4,8 @@
 import { h } from './dom.js';
 import { numberFormat } from './numbers.js';
 // English is the fallback of every language, so it is bundled with the page (no request on
-// the start-up path); other languages are fetched when chosen.
+// the start-up path); the others are fetched after the first result (prefetchStrings), so that
+// the page, once loaded, switches language offline too.
 import en from './i18n/en.json' with { type: 'json' };
 
 export const LANGS = ['en', 'ar'];
@@ -14,13 +15,23 @@ export async function loadStrings(lang) {
   if (!cache.has(lang)) {
     cache.set(
       lang,
-      fetch(new URL(`./i18n/${lang}.json`, import.meta.url)).then((r) => {
-        if (!r.ok) throw new Error(`i18n/${lang}.json: HTTP ${r.status}`);
-        return r.json();
-      }),
+      fetch(new URL(`./i18n/${lang}.json`, import.meta.url))
+        .then((r) => {
+          if (!r.ok) throw new Error(`i18n/${lang}.json: HTTP ${r.status}`);
+          return r.json();
+        })
+        .catch((e) => {
+          cache.delete(lang); // a later attempt fetches again
+          throw e;
+        }),
     );
   }
   return cache.get(lang);
+}
+
+/** Fetches every language not loaded yet, in the background (failures are left for later). */
+export function prefetchStrings() {
+  for (const lang of LANGS) if (!cache.has(lang)) loadStrings(lang).catch(() => {});
 }
 
 /** The browser's preferred language among ours (English when none matches). */
