@@ -72,3 +72,36 @@ TEST_CASE("seed 000: fp16 batch 4 vs fp16 1 x 4 + checkpointing (hold-out)",
   const double measured = seconds(fx, "fp16+accumulation+checkpointing") / seconds(fx, "fp16");
   CHECK(predicted == Approx(measured).epsilon(0.05));  // 1.848 measured
 }
+
+TEST_CASE("comparison: the checkpointed rows are checkpointed when the run itself is not",
+          "[accumulation]") {
+  // A request with checkpointing "none": seed 000's table still compares with HF's
+  // gradient_checkpointing. Its checkpointed rows must hold what peakMemory gives for "full"
+  // checkpointing at the same micro-batch, and fewer activation bytes than the rows without.
+  const json base = {{"model", {{"preset", "gpt2"}}},
+                     {"seqLen", 512},
+                     {"precision", "fp32"},
+                     {"optimizer", "adamw"},
+                     {"gpu", "a100-80gb"}};
+  json req = base;
+  req["targetGlobalBatch"] = 8;
+  req["checkpointing"] = "none";
+  const json env = json::parse(trainmem::call("accumulation", req.dump()));
+  REQUIRE(env["ok"] == true);
+  json rows;
+  for (const auto& r : env["result"]["comparison"]["rows"]) rows[r["id"].get<std::string>()] = r;
+  REQUIRE(rows["checkpointing"]["checkpointing"] == "full");
+  REQUIRE(rows["checkpointing"]["microBatch"] == 8);
+  CHECK(rows["checkpointing"]["breakdown"]["activations"].get<double>() <
+        rows["baseline"]["breakdown"]["activations"].get<double>());
+  CHECK(rows["accumulationAndCheckpointing"]["breakdown"]["activations"].get<double>() <
+        rows["accumulation"]["breakdown"]["activations"].get<double>());
+  json peak = base;
+  peak["microBatch"] = 8;
+  peak["checkpointing"] = "full";
+  peak["timeline"] = false;
+  peak["searchMaxMicroBatch"] = false;
+  const json p = json::parse(trainmem::call("peakMemory", peak.dump()));
+  REQUIRE(p["ok"] == true);
+  CHECK(rows["checkpointing"]["peakBytes"] == p["result"]["peakBytes"]);
+}
