@@ -11,7 +11,8 @@
 // while it downloads (WebAssembly.instantiateStreaming). No CDN: everything is served by our
 // origin.
 import { build, transform } from 'esbuild';
-import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { presetIndex } from './preset-index.mjs';
 
@@ -91,3 +92,26 @@ cpSync(
   fileURLToPath(new URL('../node_modules/uplot/LICENSE', import.meta.url)),
   `${out}uplot.LICENSE.txt`,
 );
+
+// The service worker's list (web/app/sw.js): what the page loads, relative to index.html, so
+// that a page loaded once opens again offline. Left out: the embeddable element (other sites'
+// pages load it, not this one), English (inside the bundles) and licence texts. The version
+// changes with any listed file's contents, index.html's included.
+{
+  const files = [
+    './',
+    ...readdirSync(out, { recursive: true })
+      .map((f) => String(f).split('\\').join('/'))
+      .filter((f) => /\.(js|mjs|css|wasm|json)$/.test(f))
+      .filter((f) => !['element.js', 'i18n/en.json', 'files.json'].includes(f))
+      .sort()
+      .map((f) => `dist/${f}`),
+  ];
+  const hash = createHash('sha256');
+  for (const f of files) {
+    hash.update(`${f}\0`);
+    hash.update(readFileSync(f === './' ? `${app}index.html` : `${app}${f}`));
+  }
+  const version = hash.digest('hex').slice(0, 16);
+  writeFileSync(`${out}files.json`, `${JSON.stringify({ version, files }, null, 1)}\n`);
+}

@@ -38,16 +38,26 @@ export function startServer(listenPort = port) {
       if (!file.startsWith(root + sep)) throw new Error('outside root');
       const info = await stat(file);
       if (!info.isFile()) throw new Error('not a file');
-      const body = await readFile(file);
-      res.writeHead(200, {
+      // Validators, as static hosts send them: a revalidation (Cache-Control: no-cache, or the
+      // service worker's copy of the page's files) costs a 304 instead of the file again.
+      const etag = `W/"${info.size.toString(16)}-${Math.floor(info.mtimeMs).toString(16)}"`;
+      const headers = {
         'Content-Type': types[extname(file)] || 'application/octet-stream',
         'Content-Security-Policy': CSP,
         'X-Content-Type-Options': 'nosniff',
         'Cache-Control': 'no-cache',
+        ETag: etag,
+        'Last-Modified': info.mtime.toUTCString(),
         // The <trainmem-calculator> element loads its modules from this origin into other
         // sites' pages: module scripts across origins need CORS.
         'Access-Control-Allow-Origin': '*',
-      });
+      };
+      if ((req.headers['if-none-match'] || '').split(/\s*,\s*/).includes(etag)) {
+        res.writeHead(304, headers);
+        return res.end();
+      }
+      const body = await readFile(file);
+      res.writeHead(200, headers);
       res.end(body);
     } catch {
       res.writeHead(404, { 'Content-Type': 'text/plain' });

@@ -52,6 +52,9 @@ export async function setup() {
 export async function openPage(browser, url, contextOptions = {}) {
   const context = await browser.newContext({
     viewport: { width: 1100, height: 900 },
+    // The page registers a service worker once idle; a suite's pages do without it (request
+    // routing cannot see what a service worker fetches), except the test of the offline copy.
+    serviceWorkers: 'block',
     ...contextOptions,
   });
   const page = await context.newPage();

@@ -5,7 +5,7 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { setup, openPage, ready, shots, repo } from './helpers.js';
-import { CSP } from '../../tools/serve.js';
+import { CSP, startServer } from '../../tools/serve.js';
 
 let env;
 let A; // one page shared by the tests that do not need a fresh load (keeps the suite fast)
@@ -26,6 +26,12 @@ describe('page', () => {
     assert.doesNotMatch(CSP, /'unsafe-eval'|'unsafe-inline'/);
     const res = await fetch(`${env.base}/app/`);
     assert.equal(res.headers.get('content-security-policy'), CSP);
+    // Revalidation (no-cache; the service worker's copy) answers 304 for an unchanged file.
+    const etag = res.headers.get('etag');
+    assert.ok(etag);
+    const again = await fetch(`${env.base}/app/`, { headers: { 'If-None-Match': etag } });
+    assert.equal(again.status, 304);
+    assert.equal(again.headers.get('content-security-policy'), CSP);
     const { page, problems } = A;
     // 6,738,415,616 params × 3 copies (W, m, v) × 2 bytes (fp16) = 40,430,493,696 bytes
     assert.equal(await headlineBytes(page), 40430493696);
@@ -159,8 +165,64 @@ describe('page', () => {
     await context.close();
   });
 
+  it('opens again with its server gone: the service worker keeps a copy of the page', async () => {
+    // A server of its own, stopped after the first visit: the later visit reaches no server.
+    const server = await startServer(0);
+    const stop = () => {
+      server.closeAllConnections();
+      return new Promise((ok) => (server.listening ? server.close(ok) : ok()));
+    };
+    const base = `http://127.0.0.1:${server.address().port}`;
+    let context;
+    try {
+      await offlineCopy(base, stop, (c) => (context = c));
+    } finally {
+      await context?.close();
+      await stop();
+    }
+  });
+
+  async function offlineCopy(base, stop, keep) {
+    const { page, context, problems } = await openPage(env.browser, `${base}/app/?lang=en`, {
+      serviceWorkers: 'allow',
+    });
+    keep(context);
+    await ready(page);
+    // The copy is complete and the worker controls the page (polled here: waitForFunction
+    // does not wait for an async predicate's promise).
+    const copied = () =>
+      page.evaluate(async () => {
+        if (!navigator.serviceWorker.controller) return false;
+        const done = new URL('trainmem-copy-complete', location.href).href;
+        for (const name of await caches.keys()) {
+          if ((await (await caches.open(name)).match(done))?.ok) return true;
+        }
+        return false;
+      });
+    for (const start = Date.now(); !(await copied()); await page.waitForTimeout(200)) {
+      assert.ok(Date.now() - start < 20000, 'no complete offline copy after 20 s');
+    }
+    await stop();
+    assert.equal((await fetch(`${base}/app/`).catch(() => null))?.status, undefined);
+
+    // A later visit, in Arabic, with another model size: every file comes from the copy.
+    const later = await context.newPage();
+    const laterErrors = [];
+    later.on('pageerror', (e) => laterErrors.push(e.message));
+    later.on('console', (m) => m.type() === 'error' && laterErrors.push(m.text()));
+    await later.goto(`${base}/app/?lang=ar&ms=params&p=1000000000`);
+    await ready(later);
+    assert.equal(await later.evaluate(() => document.documentElement.dir), 'rtl');
+    assert.equal(await later.textContent('#tm-tab-size'), 'حجم نقطة التحقق');
+    // seed 003: 1e9 parameters × 3 copies (W, m, v) × 2 bytes (fp16) = 6e9 bytes
+    assert.equal(await headlineBytes(later), 6e9);
+    await later.waitForSelector('#tm-results canvas'); // the chart library, from the copy too
+    assert.deepEqual(problems, []);
+    assert.deepEqual(laterErrors, []);
+  }
+
   it('a language file that cannot be fetched leaves the page in its language, with a message', async () => {
-    const context = await env.browser.newContext();
+    const context = await env.browser.newContext({ serviceWorkers: 'block' });
     await context.route('**/i18n/ar.json', (r) => r.abort('internetdisconnected'));
     const page = await context.newPage();
     const errors = [];

@@ -21,6 +21,17 @@ const extra = () => {
 const host = document.getElementById('app');
 host.textContent = '';
 if (embed) document.documentElement.classList.add('embedded');
+// A page loaded once opens again offline: sw.js keeps a copy of its files (dist/files.json).
+// Registered when the page is idle after its first result, so that it costs the start nothing.
+function keepOfflineCopy() {
+  if (!('serviceWorker' in navigator) || !window.isSecureContext) return;
+  const register = () => navigator.serviceWorker.register('sw.js').catch(() => {});
+  const idle = () =>
+    window.requestIdleCallback ? requestIdleCallback(register, { timeout: 5000 }) : register();
+  if (document.readyState === 'complete') idle();
+  else addEventListener('load', idle, { once: true });
+}
+
 mountApp(host, {
   state: fromQuery(location.search),
   embed,
@@ -33,7 +44,7 @@ mountApp(host, {
     const search = own && more ? `${own}&${more}` : own || (more ? `?${more}` : '');
     if (search !== location.search) history.replaceState(null, '', `${location.pathname}${search}`);
   },
-}).catch((e) => {
+}).then(keepOfflineCopy, (e) => {
   host.textContent = `trainmem could not start: ${e.message}`;
   host.setAttribute('role', 'alert');
 });
