@@ -1,7 +1,7 @@
 // A small static server for the page (no dependencies): serves web/ on 127.0.0.1:$PORT
 // (default 8080); "/" redirects to the page. Sends a strict Content-Security-Policy.
 import { createServer } from 'node:http';
-import { readFile, stat } from 'node:fs/promises';
+import { readFileSync, statSync } from 'node:fs';
 import { extname, join, normalize, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -24,8 +24,21 @@ const types = {
 export const CSP =
   "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'; img-src 'self' data:; connect-src 'self' data:; worker-src 'self'; frame-ancestors *; base-uri 'none'; form-action 'none'; object-src 'none'";
 
+// Files are kept in memory and read again when their size or time changes. Synchronous file
+// calls: on a busy 2-core machine each hop through libuv's thread pool waited to be scheduled;
+// with this, main.js reaches the page 12-26 ms sooner (bench/RESULTS.md, session 5).
+const files = new Map(); // path -> { size, mtimeMs, body }
+function fileBody(file, info) {
+  let f = files.get(file);
+  if (!f || f.size !== info.size || f.mtimeMs !== info.mtimeMs) {
+    f = { size: info.size, mtimeMs: info.mtimeMs, body: readFileSync(file) };
+    files.set(file, f);
+  }
+  return f.body;
+}
+
 export function startServer(listenPort = port) {
-  const server = createServer(async (req, res) => {
+  const server = createServer((req, res) => {
     try {
       const url = new URL(req.url, 'http://localhost');
       let path = decodeURIComponent(url.pathname);
@@ -36,7 +49,7 @@ export function startServer(listenPort = port) {
       if (path.endsWith('/')) path += 'index.html';
       const file = normalize(join(root, path));
       if (!file.startsWith(root + sep)) throw new Error('outside root');
-      const info = await stat(file);
+      const info = statSync(file);
       if (!info.isFile()) throw new Error('not a file');
       // Validators, as static hosts send them: a revalidation (Cache-Control: no-cache, or the
       // service worker's copy of the page's files) costs a 304 instead of the file again.
@@ -56,7 +69,7 @@ export function startServer(listenPort = port) {
         res.writeHead(304, headers);
         return res.end();
       }
-      const body = await readFile(file);
+      const body = fileBody(file, info);
       res.writeHead(200, headers);
       res.end(body);
     } catch {
