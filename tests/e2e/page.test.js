@@ -60,6 +60,11 @@ describe('page', () => {
     await page.click('[data-example="llama2-7b"]');
     const llama = await page.textContent('#tm-example');
     assert.match(llama, /6,738,415,616 × 3 × 2 = 40,430,493,696/);
+    // The calculator below shows the file whose size the example calls exact (torch.save's).
+    assert.equal(await page.inputValue('#tm-format'), 'torch');
+    const exact = /\(([\d,]+) bytes\)/.exec(llama)[1].replaceAll(',', '');
+    assert.equal(String(await headlineBytes(page)), exact);
+    assert.ok(Number(exact) > 40430493696); // the file holds more than the tensors' bytes
     await page.click('[data-example="sgd-vs-adam"]');
     const sgd = await page.textContent('#tm-example');
     assert.match(sgd, /100,000,000 × 1 × 4 = 400,000,000/); // SGD: 1 copy × 4 bytes
@@ -328,8 +333,10 @@ describe('page', () => {
     const { page, context, problems } = A;
     await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: env.base });
     await page.click('[data-example="llama2-7b"]');
-    // the seed's simple count: the parameter count only (a preset adds Adam's per-tensor step)
+    // the seed's simple count: the parameter count only (a preset adds Adam's per-tensor step),
+    // the tensors' bytes (the example shows the torch file)
     await page.check('input[type="radio"][value="params"]');
+    await page.selectOption('#tm-format', '');
     await page.fill('#tm-params', '6738415616');
     await page.waitForFunction(
       () => document.querySelector('.headline-value')?.dataset.bytes === '40430493696',

@@ -56,7 +56,8 @@ export const EXAMPLES = [
       weightDtype: 'fp16',
       stateDtype: '',
       masterWeights: false,
-      format: '',
+      // The calculator shows the file the example's exact answer is about: torch.save's.
+      format: p.llama ? 'torch' : '',
     }),
     explain(tm, t, p) {
       const N = LLAMA2_7B_PARAMS;
