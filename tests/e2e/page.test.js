@@ -65,6 +65,21 @@ describe('page', () => {
     const exact = /\(([\d,]+) bytes\)/.exec(llama)[1].replaceAll(',', '');
     assert.equal(String(await headlineBytes(page)), exact);
     assert.ok(Number(exact) > 40430493696); // the file holds more than the tensors' bytes
+    // Seed 000's HuggingFace run (bert-large, V100 16 GB, nvidia-smi in MiB): 8681 MiB for
+    // 1 × 4 accumulation, 6775 MiB with checkpointing; within 10 % as the golden vectors hold
+    // them (nvidia-smi also counts the allocator's cache, which trainmem does not model).
+    await page.click('[data-example="bert-hf"]');
+    const bert = await page.textContent('#tm-example');
+    const mib = (label) =>
+      Number(new RegExp(`${label}: ([\\d,]+) MiB`).exec(bert)[1].replaceAll(',', ''));
+    const acc = mib('Batch 1 × 4 accumulation');
+    const ckpt = mib('Batch 1 × 4 accumulation \\+ gradient checkpointing');
+    assert.ok(Math.abs(acc / 8681 - 1) < 0.1, `1 × 4: ${acc} MiB against 8681`);
+    assert.ok(Math.abs(ckpt / 6775 - 1) < 0.1, `1 × 4 + checkpointing: ${ckpt} MiB against 6775`);
+    assert.ok(ckpt < acc);
+    // The calculator below is set up as that run was: eager attention, for-loop AdamW.
+    assert.equal(await page.inputValue('#tm-attention'), 'eager');
+    assert.equal(await page.inputValue('#tm-optImpl'), 'for-loop');
     await page.click('[data-example="sgd-vs-adam"]');
     const sgd = await page.textContent('#tm-example');
     assert.match(sgd, /100,000,000 × 1 × 4 = 400,000,000/); // SGD: 1 copy × 4 bytes

@@ -35,6 +35,7 @@ const TAB_FIELDS = {
     'zeroStage',
     'attention',
     'runtime',
+    'optImpl',
   ],
   accum: [
     'accMode',
@@ -44,6 +45,8 @@ const TAB_FIELDS = {
     'precision',
     'checkpointing',
     'datasetSize',
+    'attention',
+    'optImpl',
   ],
   place: [
     'chainSource',
@@ -107,6 +110,8 @@ function visible(key, st, tab) {
       return tab !== 'place' || st.chainSource === 'model';
     case 'targetGlobalBatch':
     case 'checkpointing':
+    case 'attention':
+    case 'optImpl':
       return tab !== 'accum' || st.accMode === 'plan';
     case 'accumSteps':
     case 'datasetSize':
@@ -172,7 +177,6 @@ export async function mountApp(root, options = {}) {
   }
   const knownTmp = {
     llama: findPreset(presets, ['llama27bhf', 'llama27b', 'llama2-7b']),
-    bert: findPreset(presets, ['bertlargeuncased', 'bertlarge']),
     gpt2: findPreset(presets, ['gpt2', 'gpt2small', 'gpt2124m']),
     v100: presets.gpus.find((g) => /v100.*16/i.test(g.id))?.id || '',
   };

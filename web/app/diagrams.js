@@ -192,7 +192,10 @@ export function placementDiagram(container, { n, segments, t }) {
 
 export function accumulationDiagram(container, { micro, steps, dp, t }) {
   const shown = Math.min(steps, 8);
-  const bw = 64;
+  // Boxes as wide as their longest label (≈ 6.3 px a character at the 11 px label size), so
+  // that "mini-batch 7 (512)" does not run into the next box.
+  const longest = t('acc.fig.micro', { i: steps - 1, b: micro }).length;
+  const bw = Math.max(64, Math.ceil(longest * 6.3) + 14);
   const width = 90 + shown * (bw + 14) + 150;
   const svg = s('svg', {
     viewBox: `0 0 ${width} 170`,

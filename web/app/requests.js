@@ -57,8 +57,15 @@ export function peakMemoryRequest(st) {
   if (st.accumSteps > 1) r.gradientAccumulationSteps = st.accumSteps;
   if (st.dataParallel > 1) r.dataParallel = st.dataParallel;
   if (st.zeroStage !== '0') r.zeroStage = Number(st.zeroStage);
+  return withRuntime(r, st);
+}
+
+// What the step's peak depends on besides the model and batch: the attention implementation,
+// the runtime (CUDA context) and the optimizer's implementation (its step temporaries).
+function withRuntime(r, st) {
   if (st.attention) r.attention = st.attention;
   if (st.runtime) r.runtime = st.runtime;
+  if (st.optImpl) r.optimizerImplementation = st.optImpl;
   return r;
 }
 
@@ -73,16 +80,19 @@ export function accumulationRequest(st) {
     if (st.datasetSize > 0) r.datasetSize = st.datasetSize;
     return r;
   }
-  return {
-    targetGlobalBatch: st.targetGlobalBatch,
-    model: modelOf(st),
-    seqLen: st.seqLen,
-    precision: st.precision,
-    optimizer: st.optimizer,
-    checkpointing: st.checkpointing,
-    dataParallel: st.dataParallel,
-    ...gpuOf(st),
-  };
+  return withRuntime(
+    {
+      targetGlobalBatch: st.targetGlobalBatch,
+      model: modelOf(st),
+      seqLen: st.seqLen,
+      precision: st.precision,
+      optimizer: st.optimizer,
+      checkpointing: st.checkpointing,
+      dataParallel: st.dataParallel,
+      ...gpuOf(st),
+    },
+    st,
+  );
 }
 
 /** A uniform chain: n equal layers (Chen et al.'s setting), costs forward 1, backward 2. */
