@@ -1229,7 +1229,9 @@ export async function mountApp(root, options = {}) {
           const pts = Array.isArray(fr) ? fr : fr?.frontier || fr?.points;
           if (!Array.isArray(pts) || !pts.length) return;
           const mem = (p) => p.budgetBytes ?? p.peakActivationBytes ?? p.peakBytes ?? p.memoryBytes;
-          const cost = (p) => p.totalCost ?? p.cost;
+          // The y axis as the headline's recompute overhead: recompute / (forward + backward),
+          // in % (total costs in forward units read as 1,500,000,000-long tick labels).
+          const cost = (p) => (100 * p.recomputeCost) / (p.totalCost - p.recomputeCost);
           const sorted = pts
             .filter((p) => typeof mem(p) === 'number' && typeof cost(p) === 'number')
             .sort((a, b) => mem(a) - mem(b));
@@ -1246,7 +1248,7 @@ export async function mountApp(root, options = {}) {
             label: t('place.frontier'),
             x,
             xLabel: 'GiB',
-            yLabel: t('place.cost'),
+            yLabel: t('place.costAxis'),
             series: [{ key: 'activations', label: t('place.cost'), values: sorted.map(cost) }],
             mark: { index: idx, value: cost(sorted[idx]), label: t('place.chosen') },
             stepped: true,
