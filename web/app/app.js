@@ -7,6 +7,7 @@ import { loadStrings, makeTranslator, browserLang, prefetchStrings } from './i18
 import { FIELDS, TABS, defaults, toQuery } from './state.js';
 import { BUILDERS, isHeavy, InputError, modelOf } from './requests.js';
 import { Solver } from './solver.js';
+import { frontierData } from './frontier.js';
 import { EXAMPLES, findPreset } from './examples.js';
 import { flatten, isBytesKey, breakdownParts, partBytes, toCSV, toMarkdown } from './format.js';
 import { stackedBars, lines, resetColors } from './charts.js';
@@ -1223,34 +1224,26 @@ export async function mountApp(root, options = {}) {
     if (st.frontier) {
       const holder = h('div', { class: 'chart-holder' }, h('h3', {}, t('place.frontier')));
       el.append(holder);
+      // The best plans as the reference: Rotor's (multi-level) for 'optimal', otherwise the
+      // exact single-level optimum's over every budget; the chosen plan is marked where it lies.
+      const rotor = req.strategy === 'optimal';
+      const { strategy, k, segments, snapshots, budgetBytes, slots, ...chainOnly } = req;
+      const frontierReq = rotor
+        ? { ...req, frontier: true, timeline: false }
+        : { ...chainOnly, strategy: 'optimal-single-level', frontier: true, timeline: false };
       solver
-        .runHeavy('placement', { ...req, strategy: req.strategy, frontier: true })
+        .runHeavy('placement', frontierReq)
         .then((fr) => {
-          const pts = Array.isArray(fr) ? fr : fr?.frontier || fr?.points;
-          if (!Array.isArray(pts) || !pts.length) return;
-          const mem = (p) => p.budgetBytes ?? p.peakActivationBytes ?? p.peakBytes ?? p.memoryBytes;
-          // The y axis as the headline's recompute overhead: recompute / (forward + backward),
-          // in % (total costs in forward units read as 1,500,000,000-long tick labels).
-          const cost = (p) => (100 * p.recomputeCost) / (p.totalCost - p.recomputeCost);
-          const sorted = pts
-            .filter((p) => typeof mem(p) === 'number' && typeof cost(p) === 'number')
-            .sort((a, b) => mem(a) - mem(b));
-          const x = sorted.map((p) => mem(p) / 2 ** 30);
-          let idx = 0;
-          x.forEach((v, i) => {
-            if (
-              Math.abs(v - res.peakActivationBytes / 2 ** 30) <
-              Math.abs(x[idx] - res.peakActivationBytes / 2 ** 30)
-            )
-              idx = i;
-          });
+          const data = frontierData(fr?.frontier, res);
+          if (!data.x.length) return;
+          const label = t(rotor ? 'place.frontierRotor' : 'place.frontierBest');
           lines(holder, {
             label: t('place.frontier'),
-            x,
+            x: data.x,
             xLabel: 'GiB',
             yLabel: t('place.costAxis'),
-            series: [{ key: 'activations', label: t('place.cost'), values: sorted.map(cost) }],
-            mark: { index: idx, value: cost(sorted[idx]), label: t('place.chosen') },
+            series: [{ key: 'activations', label, values: data.y }],
+            mark: { index: data.index, value: data.value, label: t('place.chosen') },
             stepped: true,
             t,
             ...chartOpts('frontier'),

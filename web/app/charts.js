@@ -166,6 +166,7 @@ export async function lines(
       stroke: s.color || partColor(el, s.key, i),
       width: 2,
       paths: path,
+      spanGaps: true, // a marked point off the line (the frontier chart) leaves a null
       points: { show: x.length < 60 },
     })),
   ];
