@@ -1,0 +1,36 @@
+// The page's two languages (web/app/i18n): the same keys and placeholders in both, and every
+// input of the page with its label and its one-line explanation (issue 7: "every input has a
+// sensible default and a short explanation").
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { FIELDS } from '../../web/app/state.js';
+
+const read = (lang) =>
+  JSON.parse(readFileSync(new URL(`../../web/app/i18n/${lang}.json`, import.meta.url), 'utf8'));
+const en = read('en');
+const ar = read('ar');
+
+test('English and Arabic have the same keys', () => {
+  assert.deepEqual(Object.keys(ar).sort(), Object.keys(en).sort());
+});
+
+test('each string has the same placeholders in both languages', () => {
+  const holes = (s) => [...String(s).matchAll(/\{(\w+)\}/g)].map((m) => m[1]).sort();
+  for (const k of Object.keys(en)) assert.deepEqual(holes(ar[k]), holes(en[k]), k);
+});
+
+test('every input has a label and an explanation, in both languages', () => {
+  // Not inputs with a help line: the language picker, the tab strip, the shown example, and
+  // the model-source radios (their three labels are the explanation).
+  const without = new Set(['lang', 'tab', 'ex', 'modelSource']);
+  for (const key of Object.keys(FIELDS).filter((k) => !without.has(k))) {
+    for (const [lang, s] of [
+      ['en', en],
+      ['ar', ar],
+    ]) {
+      assert.ok(s[`field.${key}`], `${lang}: field.${key}`);
+      assert.ok(s[`help.${key}`], `${lang}: help.${key}`);
+    }
+  }
+});
