@@ -133,6 +133,14 @@ describe('page', () => {
     await page.waitForSelector('.suggest li'); // filled in the task after the result
     const changes = await page.$$eval('.suggest li', (ls) => ls.map((l) => l.textContent));
     assert.ok(changes.length >= 3, 'alternatives listed');
+    // Without foreach the step keeps 2 × the largest tensor instead of a copy of the whole Adam
+    // state: 6,738,415,616 × 16 B = 107,814,649,856 + the CUDA context 1,408,237,568 (1343 MiB,
+    // HF's model_memory_anatomy) + cuBLAS workspace 8,519,680 (PyTorch's default config) +
+    // 2 × the embedding 32000 × 4096 × 4 B = 1,048,576,000 → 110,279,983,104 B = 110.28 GB.
+    assert.ok(
+      changes.some((c) => /without foreach.*110\.28 GB/.test(c)),
+      changes.join(' | '),
+    );
     await page.screenshot({ path: `${shots}/first-visit-peak.png`, fullPage: true });
     assert.deepEqual(problems, []);
     await context.close();

@@ -1004,6 +1004,10 @@ export async function mountApp(root, options = {}) {
         },
       ],
       ['sug.adam8', { optimizer: 'adam-8bit' }],
+      // PyTorch 2's foreach step holds a temporary as large as the optimizer state.
+      ...(req.optimizerImplementation === 'for-loop' || req.runtime === 'pytorch-cpu'
+        ? []
+        : [['sug.forloop', { optimizerImplementation: 'for-loop' }]]),
       ['sug.bf16', { precision: 'bf16' }],
       ['sug.zero3', { zeroStage: 3, dataParallel: Math.max(8, req.dataParallel || 1) }],
       ['sug.combo', { checkpointing: 'full', optimizer: 'adam-8bit', precision: 'bf16' }],
