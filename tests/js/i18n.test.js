@@ -34,3 +34,10 @@ test('every input has a label and an explanation, in both languages', () => {
     }
   }
 });
+
+test('in Arabic, a number with a Latin unit is isolated left-to-right (else "16 GB" shows as "GB 16")', () => {
+  // Unicode bidi: digits and a Latin unit are separate runs in a right-to-left line, and the
+  // space between them takes the line's direction (UAX #9); LRI … PDI keeps them together.
+  const bare = /(?<!\u2066)(?:\d[\d.,]*|\{\w+\}) (?:MiB|GiB|GB|MB|KB)(?!\u2069)/;
+  for (const [k, v] of Object.entries(ar)) assert.doesNotMatch(String(v), bare, k);
+});
