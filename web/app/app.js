@@ -47,6 +47,7 @@ const TAB_FIELDS = {
     'checkpointing',
     'datasetSize',
     'attention',
+    'runtime',
     'optImpl',
   ],
   place: [
@@ -112,6 +113,7 @@ function visible(key, st, tab) {
     case 'targetGlobalBatch':
     case 'checkpointing':
     case 'attention':
+    case 'runtime':
     case 'optImpl':
       return tab !== 'accum' || st.accMode === 'plan';
     case 'accumSteps':

@@ -259,7 +259,8 @@ export const EXAMPLES = [
         ['ex.bert.accCkpt', peak({ ...then, ...acc, checkpointing: 'full' })],
       ];
       // nvidia-smi prints MiB (2^20 bytes) and labels them "MB": the prediction in the same unit.
-      const mib = (b) => t.n(`${t.int(Math.round(b / 2 ** 20))} MiB`);
+      const mibs = (b) => t.int(Math.round(b / 2 ** 20));
+      const mib = (b) => t.n(`${mibs(b)} MiB`);
       const steps = [h('li', {}, t('ex.bert.s1')), h('li', {}, t('ex.bert.s2'))];
       for (const [key, r] of runs) {
         steps.push(
@@ -285,8 +286,8 @@ export const EXAMPLES = [
             'li',
             {},
             t('ex.bert.today', {
-              acc: t.int(Math.round(nowAcc.result.peakBytes / 2 ** 20)),
-              ckpt: t.int(Math.round(nowCkpt.result.peakBytes / 2 ** 20)),
+              acc: mibs(nowAcc.result.peakBytes),
+              ckpt: mibs(nowCkpt.result.peakBytes),
             }),
             stepPeak ? [' ', t('ex.bert.todayWhy')] : null,
           ),
