@@ -177,7 +177,9 @@ trace::StepSpec build_spec(const Request& rq, const activations::ModelActivation
            : (rq.optimizer_implementation == "fused" || rq.optimizer.name == "adam-8bit")
                ? trace::OptimizerImpl::fused
                : trace::OptimizerImpl::for_loop;
-  s.accumulation_steps = rq.accumulation_steps;
+  // Micro-steps after the second repeat the same allocations (the .grad tensors exist from the
+  // first on): three per optimizer step reach the allocator's steady state.
+  s.accumulation_steps = std::min<uint64_t>(rq.accumulation_steps, 3);
   s.set_to_none = rq.set_to_none;
   s.workspace_bytes = rq.runtime.workspace_bytes;
   s.per_layer_extra = f.zero_gather_bytes;

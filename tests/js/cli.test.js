@@ -418,7 +418,8 @@ test('accumulation and peak-memory flags reach their fields', async () => {
     [acc.optimizerStepsPerEpoch, acc.fullOptimizerStepsPerEpoch, acc.remainderMicroBatches],
     [16, 15, 5],
   );
-  // --gpu-memory 80GB is 80e9 bytes: the headroom is what the peak leaves of it.
+  // --gpu-memory 80GB is 80e9 bytes: the headroom is what the device-used memory (nvidia-smi,
+  // what `fits` judges) leaves of it.
   const peak = await json([
     'peak-memory',
     '--model',
@@ -430,7 +431,38 @@ test('accumulation and peak-memory flags reach their fields', async () => {
     '--gpu-memory',
     '80GB',
   ]);
-  assert.equal(peak.headroomBytes + peak.peakBytes, 80e9);
+  assert.equal(peak.headroomBytes + peak.deviceUsedBytes, 80e9);
+  // the allocator flags reach their fields (expandable segments cannot reserve more)
+  const expandable = await json([
+    'peak-memory',
+    '--model',
+    'gpt2',
+    '--micro-batch',
+    '2',
+    '--seq-len',
+    '128',
+    '--allocator',
+    'expandable_segments:True',
+    '--runtime',
+    'pytorch-1.13-cuda',
+    '--optimizer-impl',
+    'transformers',
+    '--zero-grad-set-to-none',
+    'true',
+  ]);
+  assert.ok(expandable.assumptions.some((a) => a.includes('set_to_none=True')));
+  assert.ok(expandable.assumptions.some((a) => a.includes('optimizer transformers')));
+  const off = await json([
+    'peak-memory',
+    '--model',
+    'gpt2',
+    '--micro-batch',
+    '2',
+    '--seq-len',
+    '128',
+    '--no-simulate-allocator',
+  ]);
+  assert.equal(off.deviceUsedBytes, null);
   const e = await bad(['peak-memory', '--model', 'gpt2', '--micro-batch', '0', '--seq-len', '128']);
   assert.deepEqual([e.field, e.flag], ['microBatch', '--micro-batch']);
 });
