@@ -580,7 +580,9 @@ class Reader {
     return check_target(stack_[m - 1], kind);
   }
   uint32_t check_target(const V& v, T kind) {
-    if (v.t != kind || containers_[v.a].conv != Conv::kNone)
+    // (A device trace already turned into events keeps taking them: APPENDS comes in batches.)
+    const Conv conv = v.t == kind ? containers_[v.a].conv : Conv::kNone;
+    if (v.t != kind || !(conv == Conv::kNone || (kind == T::kList && conv == Conv::kEvents)))
       bad({opcode_name(b_[op_at_]), " at byte ", std::to_string(op_at_), " adds to a ",
            v.t == T::kTuple  ? "tuple"
            : v.t == T::kList ? "list"

@@ -19,7 +19,7 @@ namespace snapshot {
 // about 200 MB of pickle and needs ~1.5 M memo entries and containers.
 inline constexpr uint64_t kMaxFileBytes = 1ULL << 30;          // 1 GiB of pickle
 inline constexpr uint64_t kMaxNesting = 64;                    // open MARKs at once
-inline constexpr uint64_t kMaxStackValues = 4000000;           // values on the unpickler stack
+inline constexpr uint64_t kMaxStackValues = 1000000;           // values on the unpickler stack
 inline constexpr uint64_t kMaxMemoEntries = 50000000;          // memo slots (index + 1)
 inline constexpr uint64_t kMaxContainers = 50000000;           // lists, dicts, tuples built
 inline constexpr uint64_t kMaxStringBytes = 1ULL << 20;        // one str or bytes value
