@@ -57,10 +57,10 @@ TEST_CASE("snapshot: allocations, frees and segments by hand") {
   // segment_alloc 2 MiB; alloc 1000 B (rounds to 1024: CUDACachingAllocator round_size, 512 B
   // multiples); alloc 5000 B (5120); free the 5000: peak allocated = 1024 + 5120 = 6144 at
   // entry 2, requested 6000; reserved 2,097,152 throughout.
-  const std::string s = snap(E("segment_alloc", 1 << 20, 2 << 20) + E("alloc", 1 << 20, 1000) +
-                             E("alloc", (1 << 20) + 1024, 5000) +
-                             E("free_requested", (1 << 20) + 1024, 5000) +
-                             E("free_completed", (1 << 20) + 1024, 5000));
+  const std::string s =
+      snap(E("segment_alloc", 1 << 20, 2 << 20) + E("alloc", 1 << 20, 1000) +
+           E("alloc", (1 << 20) + 1024, 5000) + E("free_requested", (1 << 20) + 1024, 5000) +
+           E("free_completed", (1 << 20) + 1024, 5000));
   const json r = read(s);
   REQUIRE(r["ok"] == true);
   const json& x = r["result"];
@@ -79,12 +79,11 @@ TEST_CASE("snapshot: blocks live before recording began are the baseline") {
   // A final segment holds an active 4096 B block that the trace never allocated, and the trace
   // frees a 2048 B block it never allocated: baseline = 4096 + 2048 = 6144; then alloc 512:
   // peak 6656 at entry 0, allocated 4608 after the free.
-  const std::string seg =
-      L(D(S("device") + I(0) + S("address") + I(1 << 24) + S("total_size") + I(2 << 20) +
-          S("blocks") +
-          L(D(S("address") + I(1 << 24) + S("size") + I(4096) + S("requested_size") + I(4096) +
-              S("state") + S("active_allocated")) +
-            D(S("size") + I((2 << 20) - 4096) + S("state") + S("inactive")))));
+  const std::string seg = L(D(
+      S("device") + I(0) + S("address") + I(1 << 24) + S("total_size") + I(2 << 20) + S("blocks") +
+      L(D(S("address") + I(1 << 24) + S("size") + I(4096) + S("requested_size") + I(4096) +
+          S("state") + S("active_allocated")) +
+        D(S("size") + I((2 << 20) - 4096) + S("state") + S("inactive")))));
   const json r = read(snap(E("alloc", 1 << 26, 512) + E("free_requested", 1 << 27, 2048), seg));
   REQUIRE(r["ok"] == true);
   CHECK(r["result"]["baseline"]["allocatedBytes"] == 6144);
@@ -112,11 +111,13 @@ TEST_CASE("snapshot: LONG1 addresses above 2^63 and negative ints") {
 TEST_CASE("snapshot: every forbidden opcode is refused by name and offset") {
   // Lib/pickle.py: opcodes that import (GLOBAL, STACK_GLOBAL, INST), call (REDUCE, OBJ, NEWOBJ,
   // NEWOBJ_EX, BUILD) or reach outside the data (PERSID, BINPERSID, EXT1/2/4).
-  const std::pair<char, const char*> ops[] = {
-      {'c', "GLOBAL"},   {'\x93', "STACK_GLOBAL"}, {'R', "REDUCE"},  {'b', "BUILD"},
-      {'i', "INST"},     {'o', "OBJ"},             {'\x81', "NEWOBJ"}, {'\x92', "NEWOBJ_EX"},
-      {'P', "PERSID"},   {'Q', "BINPERSID"},       {'\x82', "EXT1"},  {'\x83', "EXT2"},
-      {'\x84', "EXT4"}};
+  const std::pair<char, const char*> ops[] = {{'c', "GLOBAL"},    {'\x93', "STACK_GLOBAL"},
+                                              {'R', "REDUCE"},    {'b', "BUILD"},
+                                              {'i', "INST"},      {'o', "OBJ"},
+                                              {'\x81', "NEWOBJ"}, {'\x92', "NEWOBJ_EX"},
+                                              {'P', "PERSID"},    {'Q', "BINPERSID"},
+                                              {'\x82', "EXT1"},   {'\x83', "EXT2"},
+                                              {'\x84', "EXT4"}};
   for (const auto& op : ops) {
     const std::string bytes = std::string("\x80\x04N", 3) + op.first + ".";
     const json r = read(bytes);
@@ -165,7 +166,9 @@ TEST_CASE("snapshot: truncated files, huge lengths, deep nesting, bad memo") {
   CHECK(code_of("") == "missing_field");
   CHECK(code_of(std::string("\x80\x01N.", 4)) == "unsupported");
   // Stack underflow, APPEND to a dict, wrong top-level type.
-  CHECK(code_of(std::string("\x80\x04" "a.", 4)) == "invalid_json");
+  CHECK(code_of(std::string("\x80\x04"
+                            "a.",
+                            4)) == "invalid_json");
   CHECK(code_of(std::string("\x80\x04}Na.", 6)) == "invalid_json");
   CHECK(code_of(P(I(5))) == "invalid_type");
   // A field of the wrong type names it.
@@ -236,7 +239,8 @@ TEST_CASE("snapshot fixtures: gradients kept between steps, from a real CPU loop
 TEST_CASE("snapshot fixtures: compared with the prediction of the same run") {
   const std::string req = R"({"request": {"mlp": {"sizes": [64, 128, 128, 32]}, "microBatch": 32,
       "optimizer": "adam", "runtime": "pytorch-cpu"}})";
-  const json r = json::parse(call_with_bytes("compareSnapshot", req, file("mlp_adam_keep_grads.pickle")));
+  const json r =
+      json::parse(call_with_bytes("compareSnapshot", req, file("mlp_adam_keep_grads.pickle")));
   REQUIRE(r["ok"] == true);
   const json& x = r["result"];
   const json ex = json::parse(file("mlp_adam_keep_grads.expected.json"));
@@ -263,11 +267,11 @@ TEST_CASE("snapshot fixtures: compared with the prediction of the same run") {
       "compareSnapshot", R"({"request": {"microBatch": 0}})", file("mlp_adam_keep_grads.pickle")));
   CHECK(bad["error"]["field"].get<std::string>().rfind("request", 0) == 0);
   // Figures alone.
-  const json f = json::parse(call_with_bytes(
-      "compareSnapshot",
-      R"({"request": {"model": {"preset": "gpt2"}, "microBatch": 1, "seqLen": 128},
+  const json f = json::parse(
+      call_with_bytes("compareSnapshot",
+                      R"({"request": {"model": {"preset": "gpt2"}, "microBatch": 1, "seqLen": 128},
           "measured": {"maxAllocatedBytes": 2000000000, "nvidiaSmiUsedBytes": 3000000000}})",
-      ""));
+                      ""));
   REQUIRE(f["ok"] == true);
   CHECK(f["result"]["measured"].is_null());
   CHECK(f["result"]["totals"].size() == 2);
