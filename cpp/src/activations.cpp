@@ -113,13 +113,23 @@ class Builder {
     return mul({elements, w});
   }
   // Names are C strings: most are literals, and the name is only kept with `detail`.
-  void add(LayerActivations* l, const char* name, uint64_t bytes, const char* source) const {
+  // `n`: the entry is n tensors of equal size (one allocation each in the trace).
+  void add(LayerActivations* l, const char* name, uint64_t bytes, const char* source,
+           uint64_t n = 1) const {
     if (bytes == 0) return;
     if (s_.detail) l->saved.push_back({name, bytes, source});
     l->saved_bytes = checked_add(l->saved_bytes, bytes, field_);
+    for (uint64_t k = 0; k < n; ++k) l->tensors.push_back(bytes / n);
   }
-  void add(LayerActivations* l, const std::string& name, uint64_t bytes, const char* source) const {
-    add(l, name.c_str(), bytes, source);
+  void add(LayerActivations* l, const std::string& name, uint64_t bytes, const char* source,
+           uint64_t n = 1) const {
+    add(l, name.c_str(), bytes, source, n);
+  }
+  // Transients for the trace: `pieces` tensors of `bytes` each, live around tensor index `at`.
+  static void temps(std::vector<LayerActivations::TempGroup>* g, size_t at, uint64_t pieces,
+                    uint64_t bytes) {
+    if (bytes == 0 || pieces == 0) return;
+    g->push_back({static_cast<uint32_t>(at), static_cast<uint32_t>(pieces), bytes});
   }
   void output(LayerActivations* l, const char* name, uint64_t bytes, const char* source) const {
     add(l, name, bytes, source);
@@ -143,7 +153,7 @@ void eager_core(const Builder& B, const Dims& d, const Widths& w, uint64_t sm_wi
                 bool cast_before_dropout, LayerActivations* l) {
   const uint64_t bas2 = B.mul({d.b, d.a, d.s, d.s});
   B.add(l, "q, k^T (bmm operands, reshape copies)", B.tp(B.mul({2, d.T, d.h, w.lin})),
-        "torch.matmul -> bmm saves both operands (BmmBackward0)");
+        "torch.matmul -> bmm saves both operands (BmmBackward0)", 2);
   B.add(l, "softmax output", B.tp(bas2 * sm_width), "SoftmaxBackward0 keeps its result");
   const uint64_t core_start = l->saved_bytes;
   const uint64_t qk_v_bytes = B.tp(B.mul({2, d.T, d.h, w.lin})) + B.tp(B.mul({d.T, d.h, w.lin}));
@@ -169,7 +179,7 @@ void eager_core(const Builder& B, const Dims& d, const Widths& w, uint64_t sm_wi
 
 void sdpa_core(const Builder& B, const Dims& d, const Widths& w, LayerActivations* l) {
   B.add(l, "q, k, v (kept by scaled_dot_product_attention)", B.tp(B.mul({3, d.T, d.h, w.lin})),
-        "flash / memory-efficient SDPA backward reads q, k, v");
+        "flash / memory-efficient SDPA backward reads q, k, v", 3);
   B.add(l, "SDPA output", B.tp(B.mul({d.T, d.h, w.lin})), "flash SDPA backward reads out");
   B.add(l, "SDPA logsumexp (fp32)", B.tp(B.mul({d.b, d.a, d.s, 4})),
         "flash SDPA backward reads softmax_lse");
@@ -209,7 +219,7 @@ void rms_norm(const Builder& B, const Dims& d, const Widths& w, const Settings& 
   if (w.amp)
     B.add(l, what + " output, cast to 16-bit per linear",
           B.rep(B.mul({uint64_t(consumers), d.T, d.h, 2})),
-          "autocast casts the fp32 input of each linear; the mm keeps the copy");
+          "autocast casts the fp32 input of each linear; the mm keeps the copy", consumers);
   else
     B.add(l, what + " output (linear input)", B.rep(B.mul({d.T, d.h, w.lin})),
           "MmBackward0 keeps its input");
@@ -217,7 +227,7 @@ void rms_norm(const Builder& B, const Dims& d, const Widths& w, const Settings& 
 
 void layer_norm_stats(const Builder& B, const Dims& d, const Widths& w, const std::string& what,
                       LayerActivations* l) {
-  B.add(l, what + " mean, rstd", B.rep(B.mul({2, d.T, w.stats})), "NativeLayerNormBackward0");
+  B.add(l, what + " mean, rstd", B.rep(B.mul({2, d.T, w.stats})), "NativeLayerNormBackward0", 2);
 }
 
 std::string family(const Architecture& a) {
@@ -290,7 +300,7 @@ ModelActivations transformer_activations(const ModelDescription& m, const Settin
     B.output(&emb, "embedding output", B.rep(B.mul({d.T, d.h, w.res})), "read by the first layer");
   } else {
     B.add(&emb, "RoPE cos, sin (shared by all layers)", B.mul({2, d.b, d.s, d.d, w.res}),
-          "q * cos + rotate_half(q) * sin: MulBackward0 keeps cos and sin");
+          "q * cos + rotate_half(q) * sin: MulBackward0 keeps cos and sin", 2);
     B.output(&emb, "embedding output", B.rep(B.mul({d.T, d.h, w.res})), "read by the first layer");
   }
   emb.forward_flops = 2.0 * d.T * d.h;                    // a gather (no matmul): nominal cost
@@ -312,12 +322,14 @@ ModelActivations transformer_activations(const ModelDescription& m, const Settin
     }
     LayerActivations l;
     l.name = "block " + std::to_string(li);
-    uint64_t pre_attn = 0, pre_mlp = 0;  // saved bytes when the attention core / MLP starts
+    uint64_t pre_attn = 0, pre_mlp = 0;    // saved bytes when the attention core / MLP starts
+    size_t pre_attn_i = 0, pre_mlp_i = 0;  // the same as indices into l.tensors
     if (out.recipe == "gpt2") {
       layer_norm_stats(B, d, w, "ln_1", &l);
       B.add(&l, "c_attn input (ln_1 output)", B.rep(B.mul({d.T, d.h, w.lin})),
             "AddmmBackward0 keeps mat1 (autocast: the 16-bit copy)");
       pre_attn = l.saved_bytes;
+      pre_attn_i = l.tensors.size();
       if (eager)
         eager_core(B, d, w, w.sm, true, &l);
       else
@@ -331,6 +343,7 @@ ModelActivations transformer_activations(const ModelDescription& m, const Settin
             "NativeLayerNormBackward0 keeps its input");
       layer_norm_stats(B, d, w, "ln_2", &l);
       pre_mlp = l.saved_bytes;
+      pre_mlp_i = l.tensors.size();
       B.add(&l, "c_fc input (ln_2 output)", B.rep(B.mul({d.T, d.h, w.lin})),
             "AddmmBackward0 keeps mat1");
       if (python_gelu(ar)) {
@@ -338,7 +351,7 @@ ModelActivations transformer_activations(const ModelDescription& m, const Settin
         // factors (0.5x and 1+tanh). Autocast runs pow in fp32: x fp32 copy, fp32 tanh and sum.
         const uint64_t per = w.amp ? 4 + 4 + 4 + 2 : 4 * w.lin;
         B.add(&l, "gelu_new: x, tanh(.), 0.5x, 1+tanh(.)", B.tp(B.mul({d.T, d.i, per})),
-              "NewGELUActivation as Python ops (PowBackward0, TanhBackward0, MulBackward0)");
+              "NewGELUActivation as Python ops (PowBackward0, TanhBackward0, MulBackward0)", 4);
       } else {
         B.add(&l, "activation input", B.tp(B.mul({d.T, d.i, w.lin})),
               "GeluBackward0 keeps its input");
@@ -352,8 +365,9 @@ ModelActivations transformer_activations(const ModelDescription& m, const Settin
     } else if (out.recipe == "bert") {
       if (w.amp)
         B.add(&l, "q, k, v linear inputs (16-bit copies)", B.rep(B.mul({3, d.T, d.h, 2})),
-              "autocast casts the fp32 input per linear; AddmmBackward0 keeps it");
+              "autocast casts the fp32 input per linear; AddmmBackward0 keeps it", 3);
       pre_attn = l.saved_bytes;
+      pre_attn_i = l.tensors.size();
       if (eager)
         eager_core(B, d, w, w.sm, false, &l);
       else
@@ -367,6 +381,7 @@ ModelActivations transformer_activations(const ModelDescription& m, const Settin
             "NativeLayerNormBackward0 keeps its input");
       layer_norm_stats(B, d, w, "attention LayerNorm", &l);
       pre_mlp = l.saved_bytes;
+      pre_mlp_i = l.tensors.size();
       B.add(&l, "intermediate dense input (LayerNorm output)", B.rep(B.mul({d.T, d.h, w.lin})),
             "AddmmBackward0 keeps mat1 (autocast: the 16-bit copy)");
       B.add(&l, "GELU input", B.tp(B.mul({d.T, d.i, w.lin})), "GeluBackward0 keeps its input");
@@ -382,6 +397,7 @@ ModelActivations transformer_activations(const ModelDescription& m, const Settin
     } else {  // llama family
       rms_norm(B, d, w, s, w.res == 4, 3, "input_layernorm", &l);
       pre_attn = l.saved_bytes;
+      pre_attn_i = l.tensors.size();
       if (eager) {
         eager_core(B, d, w, 4, false, &l);  // softmax(dtype=float32) then .to(query dtype)
       } else {
@@ -392,12 +408,13 @@ ModelActivations transformer_activations(const ModelDescription& m, const Settin
             "PowBackward0 / MulBackward0 keep x.to(float32)");
       rms_norm(B, d, w, s, true, 2, "post_attention_layernorm", &l);
       pre_mlp = l.saved_bytes;
+      pre_mlp_i = l.tensors.size();
       const uint64_t k = std::max<uint64_t>(1, ar.experts_per_token);
       if (ar.num_experts > 0)
         B.add(&l, "router logits and routing weights (fp32)", B.mul({d.T, ar.num_experts, 4 + 4}),
               "softmax over experts in fp32 (HF MixtralSparseMoeBlock)");
       B.add(&l, "SwiGLU: gate, SiLU(gate), up, product", B.tp(B.mul({4, d.T, k, d.i, w.lin})),
-            "SiluBackward0 keeps its input; MulBackward0 both factors; MmBackward0 the product");
+            "SiluBackward0 keeps its input; MulBackward0 both factors; MmBackward0 the product", 4);
       B.output(&l, "block output (residual sum)", B.rep(B.mul({d.T, d.h, w.res})),
                "read by the next block's input_layernorm");
     }
@@ -414,6 +431,15 @@ ModelActivations transformer_activations(const ModelDescription& m, const Settin
     l.forward_temp_bytes = std::max(mlp_ft, attn_ft > after_attn ? attn_ft - after_attn : 0);
     l.backward_temp_bytes = std::max(mlp_bt, attn_bt > mlp_saved ? attn_bt - mlp_saved : 0) +
                             B.rep(B.mul({d.T, d.h, w.res}));
+    // The same transients as tensors for the allocation trace: the scores (eager: two
+    // b a s^2 tensors) until the softmax output (index pre_attn_i + 2) exists, the SDPA kernel
+    // output, one MLP intermediate; in the backward the MLP's two intermediate gradients while
+    // its saved tensors are freed, then the attention's.
+    const uint64_t attn_piece = eager ? attn_ft / 2 : attn_ft;
+    Builder::temps(&l.forward_temps, pre_attn_i + (eager ? 2 : 3), eager ? 2 : 1, attn_piece);
+    Builder::temps(&l.forward_temps, pre_mlp_i + 1, 1, mlp_ft);
+    Builder::temps(&l.backward_temps, pre_mlp_i, 2, mlp_ft);
+    Builder::temps(&l.backward_temps, pre_attn_i, eager ? 2 : 1, eager ? attn_bt / 2 : attn_bt);
     l.forward_flops = 2.0 * d.T * block_matmul_params / s.tensor_parallel +
                       4.0 * d.b * d.s * d.s * d.h / s.tensor_parallel;  // QK^T and PV
     out.layers.push_back(l);
@@ -441,6 +467,7 @@ ModelActivations transformer_activations(const ModelDescription& m, const Settin
       B.add(&head, "lm_head input (final LayerNorm output)", B.rep(B.mul({d.T, d.h, w.lin})),
             "MmBackward0 keeps its input");
     }
+    const size_t logits_at = head.tensors.size();
     B.add(&head, "log_softmax output (logits upcast to fp32)", B.mul({d.T, Vt, 4}),
           "HF ForCausalLMLoss: logits.float(); cross_entropy -> LogSoftmaxBackward0 keeps its "
           "result");
@@ -449,6 +476,9 @@ ModelActivations transformer_activations(const ModelDescription& m, const Settin
     head.forward_temp_bytes = B.mul({d.T, Vt, w.lin + (w.lin == 4 ? 0 : 4)});
     // nll_loss backward's grad + log_softmax backward's grad (fp32), with the saved result
     head.backward_temp_bytes = B.mul({2, d.T, Vt, 4});
+    Builder::temps(&head.forward_temps, logits_at, 1, B.mul({d.T, Vt, w.lin}));
+    if (w.lin != 4) Builder::temps(&head.forward_temps, logits_at, 1, B.mul({d.T, Vt, 4}));
+    Builder::temps(&head.backward_temps, 0, 2, B.mul({d.T, Vt, 4}));
     head.forward_flops = 2.0 * d.T * d.h * Vt;
   }
   B.output(&head, "loss (scalar)", 4, "the loss tensor");

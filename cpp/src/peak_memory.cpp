@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "peak_device.hpp"
 #include "trainmem/error.hpp"
 #include "trainmem/request.hpp"
 
@@ -442,11 +443,35 @@ Result evaluate(const Request& rq) {
   for (const auto& a : acts.assumptions) r.assumptions.push_back(a);
   if (rq.lora.enabled)
     r.assumptions.push_back("LoRA: activations as in full fine-tuning plus the adapters' own");
+  if (rq.simulate_allocator) {
+    device::Facts f;
+    f.weight_bytes_per_param = static_cast<double>(wb);
+    f.grad_bytes_per_param = ps.grad_bytes_per_param;
+    f.state_width = state_w;
+    f.state_dtype = state_dtype;
+    f.weight_divisor = t * (rq.zero_stage == 3 ? N : 1);
+    f.grad_divisor = grad_div;
+    f.state_divisor = t * N;
+    f.master_bytes_per_param = deepspeed_mp ? 4 : 0;
+    f.zero_gather_bytes = ps.zero_gather;
+    f.offload_params = rq.offload_params;
+    f.offload_optimizer = rq.offload_optimizer;
+    f.lora_io = lora_io;
+    if (rq.lora.enabled && rq.lora.qlora)
+      f.weight_bytes_per_param = 0.5 + 1.0 / 64 + 4.0 / (64 * 256);
+    device::simulate(rq, acts, chain, plan, f, &r);
+    r.assumptions.push_back("device memory: the caching allocator simulated over " +
+                            std::to_string(r.steps_simulated) + " steps (" + rq.runtime.name +
+                            "; zero_grad(set_to_none=" + (rq.set_to_none ? "True" : "False") +
+                            "), optimizer " + rq.optimizer_implementation +
+                            "); nvidia-smi = reserved + the CUDA context" +
+                            (r.nccl_bytes ? " + NCCL buffers" : ""));
+  }
   if (rq.gpu_memory_bytes > 0) {
     r.has_device = true;
-    r.fits = r.peak_bytes <= rq.gpu_memory_bytes;
-    r.headroom_bytes =
-        static_cast<int64_t>(rq.gpu_memory_bytes) - static_cast<int64_t>(r.peak_bytes);
+    const uint64_t judged = r.simulated ? r.device_used_bytes : r.peak_bytes;
+    r.fits = judged <= rq.gpu_memory_bytes && r.ooms == 0;
+    r.headroom_bytes = static_cast<int64_t>(rq.gpu_memory_bytes) - static_cast<int64_t>(judged);
   }
   return r;
 }
@@ -460,13 +485,27 @@ Result compute(const Request& rq) {
     Request q = rq;
     q.micro_batch = b;
     try {
-      return evaluate(q).peak_bytes <= rq.gpu_memory_bytes;
+      return evaluate(q).fits;
     } catch (const RequestError& e) {
       if (e.code() == code::kInfeasible || e.code() == code::kTooLarge) return false;
       throw;
     }
   };
   constexpr uint64_t kMaxSearch = 1u << 20;
+  if (rq.simulate_allocator) {
+    // The allocated-bytes model first (cheap; device-used memory is never below it), then the
+    // simulation bisects below that bound.
+    Request coarse = rq;
+    coarse.simulate_allocator = false;
+    const uint64_t bound = compute(coarse).max_micro_batch;
+    uint64_t lo = 0, hi = 2 * bound + 2;
+    while (hi - lo > 1) {
+      const uint64_t mid = lo + (hi - lo) / 2;
+      (fits(mid) ? lo : hi) = mid;
+    }
+    r.max_micro_batch = lo;
+    return r;
+  }
   if (!fits(1)) {
     r.max_micro_batch = 0;
     return r;

@@ -1,6 +1,7 @@
 // peakMemory request: strict parsing (every field named in errors), presets (runtime profiles,
 // GPUs as data under cpp/data/), and the result JSON.
 #include <algorithm>
+#include <cmath>
 
 #include "trainmem/calculators.hpp"
 #include "trainmem/embedded_data.hpp"
@@ -58,6 +59,103 @@ Checkpointing parse_checkpointing(const Obj& req) {
   return c;
 }
 
+// PYTORCH_CUDA_ALLOC_CONF, as an object or as the environment variable's text
+// ("expandable_segments:True,max_split_size_mb:128"); c10/cuda/CUDAAllocatorConfig.cpp parseArgs.
+struct AllocatorOption {
+  std::string key;
+  json value;
+};
+
+std::vector<AllocatorOption> allocator_options(const Obj& req) {
+  std::vector<AllocatorOption> out;
+  const json& raw = req.raw("allocator");
+  if (raw.is_string()) {
+    const std::string text = req.str("allocator", 1024);
+    size_t pos = 0;
+    while (pos <= text.size()) {
+      const size_t end = std::min(text.find(',', pos), text.size());
+      const std::string item = text.substr(pos, end - pos);
+      pos = end + 1;
+      if (item.empty()) continue;
+      const size_t colon = item.find(':');
+      if (colon == std::string::npos)
+        fail(code::kInvalidType, "allocator",
+             {"allocator option '", item.substr(0, 64), "' needs key:value"});
+      const std::string key = item.substr(0, colon), v = item.substr(colon + 1);
+      json value;
+      if (v == "True" || v == "False")
+        value = v == "True";
+      else if (v == "unlimited")  // max_split_size_mb's own default
+        value = nullptr;
+      else {
+        try {
+          size_t used = 0;
+          const double d = std::stod(v, &used);
+          if (used != v.size()) throw std::invalid_argument(v);
+          value = d;
+        } catch (const std::exception&) {
+          fail(code::kInvalidType, "allocator." + key.substr(0, 64),
+               {"allocator option ", key.substr(0, 64), " has the value '", v.substr(0, 64),
+                "', not a number or True/False"});
+        }
+      }
+      out.push_back({key, value});
+    }
+    return out;
+  }
+  const Obj o = req.obj("allocator");
+  for (auto it = raw.begin(); it != raw.end(); ++it) out.push_back({it.key(), *it});
+  (void)o;
+  return out;
+}
+
+double option_number(const AllocatorOption& o, double lo, double hi, const char* what) {
+  const std::string field = "allocator." + o.key;
+  if (!o.value.is_number()) fail(code::kInvalidType, field, {field, " must be a number"});
+  const double v = o.value.get<double>();
+  if (!(v >= lo && v <= hi)) fail(code::kOutOfRange, field, {field, " must be ", what});
+  return v;
+}
+
+allocator::Config parse_allocator(const Obj& req) {
+  allocator::Config c;
+  if (!req.has("allocator")) return c;
+  static const std::vector<std::string> known = {"max_split_size_mb", "expandable_segments",
+                                                 "garbage_collection_threshold",
+                                                 "roundup_power2_divisions"};
+  for (const auto& o : allocator_options(req)) {
+    const std::string field = "allocator." + o.key.substr(0, 64);
+    if (o.key == "max_split_size_mb") {
+      if (o.value.is_null()) continue;  // "unlimited"
+      // CUDAAllocatorConfig.cpp parseMaxSplitSize: must be > kLargeBuffer (20 MiB)
+      const double mb = option_number(o, 21, 1 << 30, "an integer above 20 (MiB; kLargeBuffer)");
+      if (mb != std::floor(mb)) fail(code::kNotInteger, field, {field, " must be whole MiB"});
+      c.max_split_size = static_cast<uint64_t>(mb) << 20;
+    } else if (o.key == "expandable_segments") {
+      if (!o.value.is_boolean()) fail(code::kInvalidType, field, {field, " must be True or False"});
+      c.expandable_segments = o.value.get<bool>();
+    } else if (o.key == "garbage_collection_threshold") {
+      // parseGarbageCollectionThreshold: 0.0 < threshold < 1.0
+      const double t = option_number(o, 0, 1, "between 0 and 1 (exclusive)");
+      if (t <= 0 || t >= 1) fail(code::kOutOfRange, field, {field, " must be between 0 and 1"});
+      c.garbage_collection_threshold = t;
+    } else if (o.key == "roundup_power2_divisions") {
+      // parseRoundUpPower2Divisions: a power of 2
+      const double d = option_number(o, 0, 64, "a power of 2 up to 64");
+      const uint64_t n = static_cast<uint64_t>(d);
+      if (d != std::floor(d) || (n & (n - 1)) != 0)
+        fail(code::kOutOfRange, field, {field, " must be a power of 2"});
+      c.roundup_power2_divisions = static_cast<uint32_t>(n);
+    } else {
+      const std::string near = closest_match(o.key, known);
+      fail(code::kUnknownKey, field,
+           {"unknown allocator option '", o.key.substr(0, 64), "'",
+            near.empty() ? "" : "; did you mean '" + near + "'?"});
+    }
+  }
+  return c;
+}
+
 }  // namespace
 
 Runtime runtime_profile(const std::string& id, const std::string& field) {
@@ -67,15 +165,28 @@ Runtime runtime_profile(const std::string& id, const std::string& field) {
     fail(code::kUnknownValue, field,
          {"unknown runtime '", id, "'", (near.empty() ? "" : "; did you mean '" + near + "'?")});
   }
-  const json& j = embedded_json("runtime-" + id + ".json");
+  // "pytorch-cuda" is the current PyTorch line
+  const std::string file = id == "pytorch-cuda" ? "pytorch-2.5-cuda" : id;
+  const json& j = embedded_json("runtime-" + file + ".json");
   Runtime r;
   r.id = id;
   r.name = json_at(j, "name").get<std::string>();
   r.context_bytes = json_at(j, "contextBytes").get<uint64_t>();
   r.context_source = json_at(j, "contextSource").get<std::string>();
   r.workspace_bytes = json_at(j, "workspaceBytes").get<uint64_t>();
-  r.foreach_optimizers = json_at(j, "foreachOptimizers").get<bool>();
+  r.optimizer_implementation = json_at(j, "optimizerImplementation").get<std::string>();
+  r.foreach_optimizers = r.optimizer_implementation == "foreach";
   r.source = json_at(j, "source").get<std::string>();
+  r.torch_versions = json_at(j, "torchVersions").get<std::string>();
+  r.set_to_none = json_at(j, "zeroGradSetToNone").get<bool>();
+  r.zero_grad_source = json_at(j, "zeroGradSource").get<std::string>();
+  r.trainer_adamw = json_at(j, "trainerAdamw").get<std::string>();
+  r.trainer_source = json_at(j, "trainerSource").get<std::string>();
+  r.reentrant_checkpointing = json_at(j, "gradientCheckpointingReentrant").get<bool>();
+  r.lazy_module_loading = json_at(j, "lazyModuleLoading").get<bool>();
+  r.nccl_bytes = json_at(j, "ncclBytes").get<uint64_t>();
+  r.nccl_source = json_at(j, "ncclSource").get<std::string>();
+  r.default_attention = json_at(j, "defaultAttention").get<std::string>();
   r.traits.id = id;
   r.traits.dropout_mask_bytes = json_at(j, "dropoutMaskBytes").get<uint32_t>();
   r.traits.mean_saves_input = json_at(j, "meanSavesInput").get<bool>();
@@ -83,7 +194,10 @@ Runtime runtime_profile(const std::string& id, const std::string& field) {
   return r;
 }
 
-std::vector<std::string> runtime_ids() { return {"pytorch-cuda", "pytorch-cpu"}; }
+std::vector<std::string> runtime_ids() {
+  return {"pytorch-cuda", "pytorch-2.5-cuda", "pytorch-2.0-cuda", "pytorch-1.13-cuda",
+          "pytorch-cpu"};
+}
 
 std::vector<std::string> gpu_ids() {
   std::vector<std::string> ids;
@@ -189,7 +303,7 @@ Request parse_request(const json& request) {
       fail(code::kUnsupported, "lora",
            "LoRA needs a model with an architecture (preset or config)");
   }
-  const char* def_attn = r.runtime.id == "pytorch-cpu" ? "eager" : "sdpa";
+  const char* def_attn = r.runtime.default_attention.c_str();
   const std::string attn = req.one_of_or("attention", {"eager", "sdpa", "flash"}, def_attn);
   r.attention = attn == "eager" ? activations::Attention::eager : activations::Attention::sdpa;
   if (req.has("runtimeOverheadBytes")) {
@@ -202,12 +316,29 @@ Request parse_request(const json& request) {
     const Gpu g = gpu_preset(req.str("gpu", 64), "gpu");
     r.gpu_id = g.id;
     r.gpu_memory_bytes = g.memory_bytes;
+    r.gpu_bf16 = !(g.tflops.is_object() && g.tflops.contains("bf16") && g.tflops["bf16"].is_null());
   } else if (req.has("gpuMemoryBytes")) {
     r.gpu_memory_bytes = req.u64("gpuMemoryBytes", 1, kMaxExactJson);
   }
-  if (req.has("optimizerImplementation"))
-    r.runtime.foreach_optimizers =
-        req.one_of("optimizerImplementation", {"foreach", "for-loop"}) == "foreach";
+  r.optimizer_implementation =
+      req.one_of_or("optimizerImplementation", {"foreach", "for-loop", "fused", "transformers"},
+                    r.runtime.optimizer_implementation.c_str());
+  r.runtime.foreach_optimizers = r.optimizer_implementation == "foreach";
+  r.set_to_none = req.boolean_or("zeroGradSetToNone", r.runtime.set_to_none);
+  r.simulate_allocator = req.boolean_or("simulateAllocator", r.runtime.is_cuda());
+  if (r.simulate_allocator && !r.runtime.is_cuda())
+    fail(code::kInconsistent, "simulateAllocator",
+         "the caching allocator is CUDA's: simulateAllocator needs a CUDA runtime");
+  r.allocator = parse_allocator(req);
+  if (req.has("allocator") && !r.runtime.is_cuda())
+    fail(code::kInconsistent, "allocator", "allocator options need a CUDA runtime");
+  if ((r.precision == activations::Precision::bf16 ||
+       r.precision == activations::Precision::amp_bf16) &&
+      !r.gpu_bf16)
+    fail(code::kUnsupported, "precision",
+         {"the ", r.gpu_id,
+          " GPU has no bf16 (before Ampere, torch.cuda.is_bf16_supported() is "
+          "False): use fp16 mixed precision (amp-fp16) or fp32"});
   r.search_max_micro_batch = req.boolean_or("searchMaxMicroBatch", true);
   const bool want_timeline = req.boolean_or("timeline", true);
   (void)want_timeline;
@@ -247,6 +378,32 @@ nlohmann::json to_json(const Result& r, bool include_timeline) {
       "Korthikanti et al. 2022 (arXiv 2205.05198): sbh(34 + 5as/h), 16-bit, 1-byte masks");
   put(out, "activationsPerLayer", std::move(activations_per_layer));
   put(out, "assumptions", r.assumptions);
+  if (r.simulated) {
+    put(out, "reservedPeakBytes", r.reserved_peak_bytes);
+    put(out, "deviceUsedBytes", r.device_used_bytes);
+    json a = json::object();
+    put(a, "fragmentationBytes", r.fragmentation_bytes);
+    put(a, "largestRequestBytes", r.largest_request_bytes);
+    put(a, "reservedPeakStep", r.reserved_peak_step);
+    put(a, "reservedPeakPhase", r.reserved_peak_phase);
+    put(a, "reservedPeakLayer", r.reserved_peak_layer);
+    put(a, "firstStepAllocatedBytes", r.first_step_allocated_bytes);
+    put(a, "firstStepReservedBytes", r.first_step_reserved_bytes);
+    put(a, "steadyAllocatedBytes", r.steady_allocated_bytes);
+    put(a, "stepsSimulated", r.steps_simulated);
+    put(a, "segments", r.segments);
+    put(a, "allocRetries", r.alloc_retries);
+    put(a, "outOfMemory", r.ooms > 0);
+    put(a, "ncclBytes", r.nccl_bytes);
+    put(a, "source",
+        "allocatedPeakBytes = torch.cuda.max_memory_allocated(); reservedPeakBytes = "
+        "torch.cuda.max_memory_reserved(); deviceUsedBytes = nvidia-smi / NVML used memory "
+        "(reserved + CUDA context + NCCL buffers when distributed)");
+    put(out, "allocator", std::move(a));
+  } else {
+    put(out, "reservedPeakBytes", nullptr);
+    put(out, "deviceUsedBytes", nullptr);
+  }
   if (r.has_device) {
     put(out, "fits", r.fits);
     put(out, "headroomBytes", r.headroom_bytes);

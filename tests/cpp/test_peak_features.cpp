@@ -156,5 +156,16 @@ TEST_CASE("peak: runtime profiles and overhead override", "[peak]") {
   CHECK(cpu["breakdown"]["runtime"]["bytes"] == 0);
   CHECK(cuda["breakdown"]["runtime"]["bytes"].get<double>() > 1e9);
   CHECK(given["breakdown"]["runtime"]["bytes"] == 123456789);
-  CHECK(given["peakBytes"].get<double>() - given["allocatedPeakBytes"].get<double>() == 123456789);
+  // the layer-level model: peak = allocated + the runtime line
+  const json coarse = run(llama7b(
+      {{"precision", "bf16"}, {"runtimeOverheadBytes", 123456789}, {"simulateAllocator", false}}));
+  CHECK(coarse["peakBytes"].get<double>() - coarse["allocatedPeakBytes"].get<double>() ==
+        123456789);
+  CHECK(coarse["deviceUsedBytes"].is_null());
+  // the simulation: nvidia-smi = reserved + the context given (the cuBLAS workspace is allocated
+  // through the caching allocator, so it is inside reserved)
+  CHECK(given["deviceUsedBytes"].get<double>() - given["reservedPeakBytes"].get<double>() ==
+        123456789);
+  CHECK(given["reservedPeakBytes"].get<double>() >= given["allocatedPeakBytes"].get<double>());
+  CHECK(cpu["reservedPeakBytes"].is_null());
 }

@@ -506,20 +506,90 @@ export interface PeakMemoryRequest {
   };
   /** Attention: `eager` keeps the s×s probabilities; `sdpa` / `flash` do not. Default sdpa (eager on pytorch-cpu). */
   attention?: 'eager' | 'sdpa' | 'flash';
-  /** Runtime memory model. Default `pytorch-cuda`. */
-  runtime?: 'pytorch-cuda' | 'pytorch-cpu';
-  /** CUDA context and workspaces, bytes (overrides the runtime's default). */
+  /**
+   * Runtime profile: one per PyTorch line (`cpp/data/runtime-*.json`), holding that line's
+   * defaults: `zero_grad(set_to_none)` (False before torch 2.0, so every `.grad` stays
+   * allocated between steps), the optimizer implementation (for-loop in 1.13, foreach in 2.x),
+   * the default attention, the cuBLAS workspace and the CUDA context. `pytorch-cuda` is the
+   * current line (2.5+). `pytorch-cpu` is the CPU calibration runtime (no caching allocator).
+   * Default `pytorch-cuda`.
+   */
+  runtime?: Runtime;
+  /** The CUDA context outside the caching allocator, bytes (overrides the runtime's). */
   runtimeOverheadBytes?: number;
+  /**
+   * `PYTORCH_CUDA_ALLOC_CONF` for the caching-allocator simulation, as the environment
+   * variable's text (`"expandable_segments:True,max_split_size_mb:128"`) or as an object.
+   * `max_split_size_mb` must be above 20 (c10/cuda/CUDAAllocatorConfig.cpp);
+   * `garbage_collection_threshold` in (0, 1); `roundup_power2_divisions` a power of 2 ≤ 64.
+   */
+  allocator?: string | AllocatorOptions;
+  /** Simulate the caching allocator over three steps (CUDA runtimes only). Default true on CUDA. */
+  simulateAllocator?: boolean;
+  /** `zero_grad(set_to_none=…)`: false keeps every `.grad` allocated between steps. Default: the runtime's. */
+  zeroGradSetToNone?: boolean;
   /** GPU preset id (`tm.presets()`), e.g. `"a100-80gb"`. Not with `gpuMemoryBytes`. */
   gpu?: string;
   /** GPU memory in bytes. Not with `gpu`. */
   gpuMemoryBytes?: number;
-  /** PyTorch optimizer implementation (foreach holds more temporaries). Default: the runtime's. */
-  optimizerImplementation?: 'foreach' | 'for-loop';
+  /**
+   * How `optimizer.step()` runs: `foreach` (torch 2.x default on CUDA: one `_foreach_sqrt` list
+   * as large as the parameters), `for-loop` (torch 1.13 default: two temporaries of one tensor
+   * at a time), `fused` (`fused=True`: none), `transformers` (transformers.AdamW, the HF
+   * Trainer's `adamw_hf` default before transformers 4.32: one temporary per tensor).
+   * Default: the runtime's.
+   */
+  optimizerImplementation?: 'foreach' | 'for-loop' | 'fused' | 'transformers';
   /** With a GPU: search the largest micro-batch that fits. Default true. */
   searchMaxMicroBatch?: boolean;
   /** Include the timeline. Default true. */
   timeline?: boolean;
+}
+
+/** Runtime profiles (one per PyTorch line). */
+export type Runtime =
+  'pytorch-cuda' | 'pytorch-2.5-cuda' | 'pytorch-2.0-cuda' | 'pytorch-1.13-cuda' | 'pytorch-cpu';
+
+/** `PYTORCH_CUDA_ALLOC_CONF` options (c10/cuda/CUDAAllocatorConfig.cpp). */
+export interface AllocatorOptions {
+  /** Blocks above this many MiB are never split; null = unlimited (the default). Above 20. */
+  max_split_size_mb?: number | null;
+  /** One growing segment per pool and stream (torch ≥ 2.1). Default false. */
+  expandable_segments?: boolean;
+  /** Free cached blocks before reserving past this fraction of the GPU, in (0, 1). */
+  garbage_collection_threshold?: number;
+  /** Round requests up to this many divisions per power of two (a power of 2 ≤ 64). */
+  roundup_power2_divisions?: number;
+}
+
+/** What the caching-allocator simulation found (CUDA runtimes). */
+export interface AllocatorSimulation {
+  /** Reserved minus allocated bytes when reserved memory peaked. */
+  fragmentationBytes: number;
+  /** The largest single request, rounded: what an OOM message names first. */
+  largestRequestBytes: number;
+  /** The optimizer step (1-based) in which reserved memory peaked. */
+  reservedPeakStep: number;
+  /** The phase in which it peaked: load, forward, loss, recompute, backward, optimizer, zero_grad. */
+  reservedPeakPhase: string;
+  /** The chain layer in which it peaked (−1 outside layers). */
+  reservedPeakLayer: number;
+  /** Step 1 differs: it creates the optimizer state. Its allocated and reserved peaks. */
+  firstStepAllocatedBytes: number;
+  firstStepReservedBytes: number;
+  /** The allocated peak of the later (steady) steps. */
+  steadyAllocatedBytes: number;
+  stepsSimulated: number;
+  /** Segments (cudaMalloc blocks) at the end. */
+  segments: number;
+  /** cudaMalloc failures answered by freeing the cache and retrying. */
+  allocRetries: number;
+  /** The simulated run ran out of the GPU's memory. */
+  outOfMemory: boolean;
+  /** NCCL communicator buffers counted in deviceUsedBytes (distributed runs). */
+  ncclBytes: number;
+  /** Which tool reports which number. */
+  source: string;
 }
 
 /** One line of a breakdown: bytes and the source of its formula. */
@@ -543,10 +613,16 @@ export interface TimelinePoint {
 
 /** Result of {@link Trainmem.peakMemory}. Sizes in bytes. */
 export interface PeakMemoryResult {
-  /** Highest memory of the step, as the runtime reports it (CUDA: reserved by the caching allocator + context). */
+  /** Highest allocated memory of the step plus the runtime line (context and workspace), from the step's layer-level timeline. */
   peakBytes: number;
-  /** Highest memory allocated by tensors (`torch.cuda.max_memory_allocated`). */
+  /** Highest memory allocated by tensors (`torch.cuda.max_memory_allocated`; simulated over whole steps on CUDA). */
   allocatedPeakBytes: number;
+  /** Highest memory reserved by the caching allocator (`torch.cuda.max_memory_reserved`); null without the simulation. */
+  reservedPeakBytes: number | null;
+  /** What nvidia-smi shows: reserved + CUDA context (+ NCCL buffers when distributed); null without the simulation. `fits` judges this. */
+  deviceUsedBytes: number | null;
+  /** The caching-allocator simulation (CUDA runtimes). */
+  allocator?: AllocatorSimulation;
   /** Where the peak happens (forward, backward, optimizer). */
   peakPhase: string;
   /** The layer at the peak (−1 outside layers). */
@@ -574,9 +650,9 @@ export interface PeakMemoryResult {
     korthikantiSource: string;
   };
   assumptions: string[];
-  /** Whether the peak fits the GPU; null without a GPU. */
+  /** Whether the run fits the GPU (device-used memory when simulated, else peakBytes); null without a GPU. */
   fits: boolean | null;
-  /** GPU memory minus the peak (negative: short by that much); null without a GPU. */
+  /** GPU memory minus the judged peak (negative: short by that much); null without a GPU. */
   headroomBytes: number | null;
   /** Largest micro-batch that fits (0: none); null without a GPU. */
   maxMicroBatch: number | null;

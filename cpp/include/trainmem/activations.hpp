@@ -62,6 +62,17 @@ struct LayerActivations {
   uint64_t backward_temp_bytes = 0;   // transient during the backward (incl. the input gradient)
   double forward_flops = 0;
   uint64_t params = 0;  // parameters of this layer (gradients appear at its backward)
+  // For peak memory's allocation trace: the saved tensors one by one (a group of n equal
+  // tensors as n entries) in the order the ops create them, the output last; and the
+  // transients as groups of equal pieces that live while tensor `at` is created (forward) or
+  // while the backward walks back to tensor `at` (backward).
+  struct TempGroup {
+    uint32_t at = 0;
+    uint32_t pieces = 1;
+    uint64_t bytes = 0;  // each piece
+  };
+  std::vector<uint64_t> tensors;
+  std::vector<TempGroup> forward_temps, backward_temps;
 };
 
 struct ModelActivations {

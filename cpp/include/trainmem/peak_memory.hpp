@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "trainmem/activations.hpp"
+#include "trainmem/caching_allocator.hpp"
 #include "trainmem/model.hpp"
 #include "trainmem/optimizer.hpp"
 #include "trainmem/placement.hpp"
@@ -26,6 +27,18 @@ struct Runtime {
   uint64_t workspace_bytes = 0;    // cuBLAS workspace (allocated through the caching allocator)
   bool foreach_optimizers = true;  // torch 2.x on CUDA: _foreach_* optimizer implementations
   std::string source;
+  // A runtime profile per PyTorch line (cpp/data/runtime-*.json): its defaults.
+  std::string torch_versions;
+  bool set_to_none = true;  // zero_grad(set_to_none=...) default
+  std::string zero_grad_source;
+  std::string optimizer_implementation = "foreach";  // for-loop | foreach | fused
+  std::string trainer_adamw, trainer_source;         // the HF Trainer's AdamW of the era
+  bool reentrant_checkpointing = true;
+  bool lazy_module_loading = true;
+  uint64_t nccl_bytes = 0;  // communicator buffers when distributed (nvidia-smi terms)
+  std::string nccl_source;
+  std::string default_attention = "sdpa";
+  bool is_cuda() const { return id != "pytorch-cpu"; }
 };
 // Runtime profile from cpp/data/runtime-<id>.json; throws RequestError naming `field`.
 Runtime runtime_profile(const std::string& id, const std::string& field);
@@ -84,7 +97,14 @@ struct Request {
   uint64_t runtime_overhead_bytes = 0;  // replaces context + workspace when set
   uint64_t gpu_memory_bytes = 0;        // 0 = no device given
   std::string gpu_id;
+  bool gpu_bf16 = true;  // the GPU computes in bf16 (Ampere and later)
   bool search_max_micro_batch = true;
+  // The caching allocator: PYTORCH_CUDA_ALLOC_CONF options, and whether to simulate it (CUDA
+  // runtimes; off: allocated bytes plus the runtime only).
+  bool simulate_allocator = true;
+  allocator::Config allocator;
+  std::string optimizer_implementation;  // for-loop | foreach | fused | transformers
+  bool set_to_none = true;
 };
 
 // Parses and validates a peakMemory request (throws RequestError naming the field).
@@ -123,6 +143,19 @@ struct Result {
   int64_t headroom_bytes = 0;
   uint64_t max_micro_batch = 0;  // 0 = none fits / no device
   std::vector<std::string> assumptions;
+  // The caching-allocator simulation of whole steps (has_device_simulation).
+  bool simulated = false;
+  uint64_t reserved_peak_bytes = 0;  // torch.cuda.max_memory_reserved()
+  uint64_t device_used_bytes = 0;    // nvidia-smi: reserved + context (+ NCCL when distributed)
+  uint64_t fragmentation_bytes = 0;  // reserved - allocated when reserved peaked
+  uint64_t largest_request_bytes = 0;
+  uint64_t first_step_allocated_bytes = 0, steady_allocated_bytes = 0;
+  uint64_t first_step_reserved_bytes = 0;
+  uint32_t reserved_peak_step = 0, steps_simulated = 0;
+  std::string reserved_peak_phase;
+  int32_t reserved_peak_layer = -1;
+  uint64_t alloc_retries = 0, ooms = 0, segments = 0;
+  uint64_t nccl_bytes = 0;
 };
 
 // One evaluation (no maxMicroBatch search): cheap, for planners.

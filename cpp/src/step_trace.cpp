@@ -1,0 +1,289 @@
+// The allocation trace of whole training steps (step_trace.hpp). The order of events follows
+// what PyTorch does; each rule names its source. The layer-level semantics (which activations
+// live when) are those of the placement simulator (placement_simulator.cpp), refined to one
+// event per tensor.
+#include "trainmem/step_trace.hpp"
+
+#include <algorithm>
+
+namespace trainmem {
+namespace trace {
+namespace {
+
+using allocator::Event;
+using placement::Op;
+using placement::OpKind;
+
+class Builder {
+ public:
+  explicit Builder(const StepSpec& s) : s_(s) {
+    const size_t n = s.layers.size();
+    saved_.assign(n, {});
+    standalone_.assign(n + 1, 0);
+    grad_of_.assign(n + 1, 0);
+    casts_.assign(n, {});
+    casts_in_graph_.assign(n, false);
+    size_t grads = 0;
+    for (const auto& l : s.layers) grads += l.grads.size();
+    grad_ids_.assign(grads, 0);
+    state_ids_.assign(s.params.size(), {});
+  }
+
+  Trace run() {
+    mark(0, 0, "load", -1);
+    // model.to("cuda"): one allocation per parameter tensor, in module order
+    for (uint64_t w : s_.weights) alloc(w);
+    uint64_t batch = 0;
+    bool workspace = false;
+    for (uint32_t step = 1; step <= s_.steps; ++step) {
+      for (uint64_t micro = 1; micro <= s_.accumulation_steps; ++micro) {
+        // the next batch is moved to the device while the previous one is still referenced
+        const uint64_t next = alloc(s_.input_bytes);
+        if (batch) free(batch);
+        batch = next;
+        standalone_[0] = batch;
+        if (!workspace && s_.workspace_bytes) {
+          // cuBLAS allocates its workspace through the caching allocator at the first matmul
+          // (aten/src/ATen/cuda/CublasHandlePool.cpp getCUDABlasLtWorkspace /
+          // getCurrentCUDABlasHandle)
+          alloc(s_.workspace_bytes);
+          workspace = true;
+        }
+        micro_step(step, static_cast<uint32_t>(micro));
+      }
+      optimizer_step(step);
+      zero_grad(step);
+    }
+    return std::move(t_);
+  }
+
+ private:
+  uint64_t alloc(uint64_t bytes) {
+    if (bytes == 0) return 0;
+    const uint64_t id = ++next_id_;
+    t_.events.push_back({Event::kAlloc, 0, id, bytes});
+    return id;
+  }
+  void free(uint64_t& id) {
+    if (!id) return;
+    t_.events.push_back({Event::kFree, 0, id, 0});
+    id = 0;
+  }
+  void mark(uint32_t step, uint32_t micro, const char* phase, int32_t layer) {
+    Mark m;
+    m.event = static_cast<uint32_t>(t_.events.size());
+    m.step = step;
+    m.micro_step = micro;
+    m.phase = phase;
+    m.layer = layer;
+    t_.marks.push_back(std::move(m));
+  }
+
+  // A forward group is a chain of pointwise ops: each piece is made from the one before, which
+  // is then freed (eager attention: scores = q k^T; scores / sqrt(d); + mask; softmax), so two
+  // pieces coexist at a time; the last lives until tensor `at` has been made from it.
+  void temps_at(const std::vector<activations::LayerActivations::TempGroup>& groups, size_t at,
+                std::vector<uint64_t>* live) {
+    for (const auto& g : groups) {
+      if (g.at != at) continue;
+      uint64_t prev = alloc(g.bytes);
+      for (uint32_t p = 1; p < g.pieces + (g.pieces > 1 ? 1 : 0); ++p) {
+        const uint64_t cur = alloc(g.bytes);
+        free(prev);
+        prev = cur;
+      }
+      live->push_back(prev);
+    }
+  }
+  void free_all(std::vector<uint64_t>* ids) {
+    for (auto& id : *ids) free(id);
+    ids->clear();
+  }
+
+  // torch.autocast casts each matmul weight once per forward and caches the copy until the
+  // outermost autocast region exits (autocast_mode.cpp cached_cast; clear_cache on exit); a
+  // backward node that saved it keeps it to that layer's backward.
+  void cast_weights(size_t i, bool in_graph) {
+    if (!casts_[i].empty()) return;
+    for (uint64_t b : s_.layers[i].cast_weights) casts_[i].push_back(alloc(b));
+    casts_in_graph_[i] = in_graph;
+  }
+
+  // F_all: every tensor the layer saves, with its transients around the op that makes them.
+  void forward_all(size_t i) {
+    const TraceLayer& L = s_.layers[i];
+    cast_weights(i, true);
+    std::vector<uint64_t> live;
+    for (size_t k = 0; k < L.tensors.size(); ++k) {
+      temps_at(L.forward_temps, k, &live);
+      saved_[i].push_back(alloc(L.tensors[k]));
+      free_all(&live);
+    }
+    temps_at(L.forward_temps, L.tensors.size(), &live);
+    free_all(&live);
+    for (uint64_t e = s_.per_layer_extra ? alloc(s_.per_layer_extra) : 0; e;) free(e);
+  }
+
+  // F_ck / F_n under torch.no_grad: each intermediate is freed once the next op has read it;
+  // only the output is kept (torch/utils/checkpoint.py runs the segment without autograd).
+  void forward_nograd(size_t i, bool drop_input) {
+    const TraceLayer& L = s_.layers[i];
+    cast_weights(i, false);
+    std::vector<uint64_t> live;
+    uint64_t prev = 0;
+    for (size_t k = 0; k + 1 < L.tensors.size(); ++k) {
+      temps_at(L.forward_temps, k, &live);
+      uint64_t cur = alloc(L.tensors[k]);
+      free_all(&live);
+      free(prev);
+      prev = cur;
+    }
+    temps_at(L.forward_temps, L.tensors.size() ? L.tensors.size() - 1 : 0, &live);
+    standalone_[i + 1] = alloc(L.output_bytes);
+    free_all(&live);
+    free(prev);
+    for (uint64_t e = s_.per_layer_extra ? alloc(s_.per_layer_extra) : 0; e;) free(e);
+    if (drop_input && i > 0) free(standalone_[i]);
+  }
+
+  void loss() {
+    const size_t n = s_.layers.size();
+    // the autocast region (HF Trainer: forward and loss) ends here: casts no graph holds go
+    for (size_t i = 0; i < n; ++i)
+      if (!casts_in_graph_[i]) free_all(&casts_[i]);
+    free(standalone_[n]);
+    grad_of_[n] = alloc(s_.layers.empty() ? 0 : s_.layers.back().output_bytes);
+  }
+
+  // .grad: AccumulateGrad steals the incoming gradient when .grad is None and otherwise adds
+  // it in place, the incoming tensor then being freed (torch/csrc/autograd/functions/
+  // accumulate_grad.h accumulateGrad).
+  void produce_grad(size_t index, uint64_t bytes) {
+    if (grad_ids_[index] == 0) {
+      grad_ids_[index] = alloc(bytes);
+    } else {
+      uint64_t incoming = alloc(bytes);
+      free(incoming);
+    }
+  }
+
+  // B(i): the input gradient, then the saved tensors freed in reverse creation order as the
+  // nodes run (the engine releases a node's saved variables after it runs: torch/csrc/autograd/
+  // engine.cpp, release_variables), the layer's .grad tensors among them, the transients per
+  // region; finally the gradient of the output and a standalone input are freed.
+  void backward(size_t i, size_t grad_base) {
+    const TraceLayer& L = s_.layers[i];
+    const uint64_t input_bytes = i == 0 ? 0 : s_.layers[i - 1].output_bytes;
+    uint64_t dinput = alloc(input_bytes);
+    std::vector<uint64_t> live;
+    const size_t nt = saved_[i].size(), ng = L.grads.size();
+    size_t produced = 0;
+    for (uint64_t e = s_.per_layer_extra ? alloc(s_.per_layer_extra) : 0; e;) free(e);
+    for (size_t w = 0; w < nt; ++w) {
+      const size_t k = nt - 1 - w;
+      // a region starts at the highest `at` not above k: its transients replace the last ones
+      for (const auto& g : L.backward_temps)
+        if (g.at == k || (w == 0 && g.at > k)) {
+          free_all(&live);
+          for (uint32_t p = 0; p < g.pieces; ++p) live.push_back(alloc(g.bytes));
+        }
+      const size_t want = (w + 1) * ng / nt;
+      for (; produced < want; ++produced) {
+        const size_t j = ng - 1 - produced;
+        produce_grad(grad_base + j, L.grads[j]);
+      }
+      free(saved_[i][k]);
+    }
+    for (; produced < ng; ++produced)
+      produce_grad(grad_base + ng - 1 - produced, L.grads[ng - 1 - produced]);
+    free_all(&live);
+    saved_[i].clear();
+    free_all(&casts_[i]);
+    free(grad_of_[i + 1]);
+    if (i > 0) free(standalone_[i]);
+    grad_of_[i] = i > 0 ? dinput : 0;
+    if (i == 0) free(dinput);
+  }
+
+  void micro_step(uint32_t step, uint32_t micro) {
+    std::vector<size_t> grad_base(s_.layers.size(), 0);
+    for (size_t i = 1; i < s_.layers.size(); ++i)
+      grad_base[i] = grad_base[i - 1] + s_.layers[i - 1].grads.size();
+    bool backward_started = false;
+    for (const Op& op : s_.ops) {
+      const int32_t layer = op.kind == OpKind::kLoss ? -1 : static_cast<int32_t>(op.layer);
+      switch (op.kind) {
+        case OpKind::kForwardAll:
+          mark(step, micro, backward_started ? "recompute" : "forward", layer);
+          forward_all(op.layer);
+          break;
+        case OpKind::kForwardCheck:
+        case OpKind::kForwardNoGrad:
+          mark(step, micro, backward_started ? "recompute" : "forward", layer);
+          forward_nograd(op.layer, op.kind == OpKind::kForwardNoGrad);
+          break;
+        case OpKind::kLoss:
+          mark(step, micro, "loss", -1);
+          loss();
+          backward_started = true;
+          break;
+        case OpKind::kBackward:
+          mark(step, micro, "backward", layer);
+          backward(op.layer, grad_base[op.layer]);
+          break;
+      }
+    }
+  }
+
+  void optimizer_step(uint32_t step) {
+    mark(step, static_cast<uint32_t>(s_.accumulation_steps), "optimizer", -1);
+    const bool first = step == 1;
+    auto init_state = [&](size_t j) {
+      // lazy state: zeros_like per state entry at the parameter's first step (torch/optim/
+      // adamw.py _init_group; sgd.py momentum_buffer = clone(grad))
+      if (first)
+        for (uint64_t b : s_.params[j].state) state_ids_[j].push_back(alloc(b));
+    };
+    if (s_.impl == OptimizerImpl::foreach) {
+      // _multi_tensor_*: _init_group first, then list ops; _foreach_sqrt allocates one result
+      // per tensor, all live until _foreach_addcdiv_ (torch/optim/adamw.py _multi_tensor_adamw)
+      for (size_t j = 0; j < s_.params.size(); ++j) init_state(j);
+      std::vector<uint64_t> lists;
+      for (uint32_t c = 0; c < std::min<uint32_t>(s_.temp_copies, 1); ++c)
+        for (const auto& p : s_.params) lists.push_back(alloc(p.temp_bytes));
+      free_all(&lists);
+      return;
+    }
+    for (size_t j = 0; j < s_.params.size(); ++j) {
+      init_state(j);
+      if (s_.impl == OptimizerImpl::fused) continue;
+      // _single_tensor_adamw: denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps):
+      // the sqrt and the quotient coexist, then the quotient lives to addcdiv_
+      std::vector<uint64_t> live;
+      for (uint32_t c = 0; c < s_.temp_copies; ++c) live.push_back(alloc(s_.params[j].temp_bytes));
+      free_all(&live);
+    }
+  }
+
+  void zero_grad(uint32_t step) {
+    mark(step, static_cast<uint32_t>(s_.accumulation_steps), "zero_grad", -1);
+    // Optimizer.zero_grad(set_to_none=True) drops every .grad (the default since torch 2.0);
+    // set_to_none=False zeroes them in place and they stay allocated (torch/optim/optimizer.py)
+    if (s_.set_to_none)
+      for (auto& g : grad_ids_) free(g);
+  }
+
+  const StepSpec& s_;
+  Trace t_;
+  uint64_t next_id_ = 0;
+  std::vector<std::vector<uint64_t>> saved_, casts_, state_ids_;
+  std::vector<bool> casts_in_graph_;
+  std::vector<uint64_t> standalone_, grad_of_, grad_ids_;
+};
+
+}  // namespace
+
+Trace build(const StepSpec& spec) { return Builder(spec).run(); }
+
+}  // namespace trace
+}  // namespace trainmem

@@ -1,0 +1,142 @@
+// Peak memory's caching-allocator simulation: reserved bytes worked out by hand from the
+// allocator's rules (docs/allocator.md: requests above 10 MiB get a segment of their own rounded
+// to 2 MiB, requests of 1-10 MiB a 20 MiB segment, requests up to 1 MiB a 2 MiB small-pool
+// segment; freed blocks are cached, never returned), the HF bert-large V100 rows, and errors.
+#include <catch2/catch.hpp>
+#include <fstream>
+
+#include "trainmem/api.hpp"
+#include "trainmem/request.hpp"
+
+using trainmem::json;
+
+namespace {
+constexpr double MiB = 1048576.0;
+constexpr double kContext = 1408237568.0;  // runtime-pytorch-*-cuda.json contextBytes
+
+json call(const json& req) { return json::parse(trainmem::call("peakMemory", req.dump())); }
+json run(const json& req) {
+  const json env = call(req);
+  INFO(env.dump().substr(0, 1500));
+  REQUIRE(env["ok"] == true);
+  return env["result"];
+}
+// One Linear(4096, 4096) + ReLU at batch 1, fp32: the weight is 4096 x 4096 x 4 B = 64 MiB
+// (its own segment), the bias 16 KiB and every activation 16 KiB (small pool), the cuBLAS
+// workspace 8,519,680 B (a 20 MiB large-pool segment).
+json big_linear(json extra) {
+  json r = {{"mlp", {{"sizes", {4096, 4096}}, {"activation", "relu"}}},
+            {"microBatch", 1},
+            {"timeline", false},
+            {"searchMaxMicroBatch", false}};
+  for (auto it = extra.begin(); it != extra.end(); ++it) r[it.key()] = it.value();
+  return r;
+}
+}  // namespace
+
+TEST_CASE("allocator simulation: SGD reserves weight + gradient + workspace + one small segment",
+          "[peak][allocator]") {
+  // SGD without momentum keeps no state. Backward: the 64 MiB .grad finds no free block that
+  // large (the workspace segment has 20 - 8.125 MiB left) -> a second 64 MiB segment; zero_grad
+  // (set_to_none) caches it and step 2 reuses it. Small pool: every other tensor, far below
+  // 2 MiB in all three steps together -> one 2 MiB segment.
+  const json r = run(big_linear({{"optimizer", "sgd"}}));
+  CHECK(r["reservedPeakBytes"].get<double>() == (64 + 64 + 20 + 2) * MiB);
+  CHECK(r["deviceUsedBytes"].get<double>() == (64 + 64 + 20 + 2) * MiB + kContext);
+  // allocated: weight and .grad (128 MiB) + workspace + a few 16 KiB tensors
+  CHECK(r["allocatedPeakBytes"].get<double>() >= 128 * MiB + 8519680);
+  CHECK(r["allocatedPeakBytes"].get<double>() <= 128 * MiB + 8519680 + 1 * MiB);
+  CHECK(r["allocator"]["largestRequestBytes"].get<double>() == 64 * MiB);
+}
+
+TEST_CASE("allocator simulation: the optimizer implementation decides the temporaries' segments",
+          "[peak][allocator]") {
+  // AdamW state: exp_avg and exp_avg_sq, 64 MiB each, created at step 1 (two new segments;
+  // `step` is a CPU scalar). foreach: one _foreach_sqrt result per tensor (64 MiB, new segment),
+  // freed after addcdiv_: 64 + 64 + 128 + 64 + 20 + 2 = 342 MiB. Step 2: the .grad and the
+  // temporary reuse the two cached 64 MiB blocks.
+  const json foreach = run(big_linear({{"optimizer", "adamw"}}));
+  CHECK(foreach["reservedPeakBytes"].get<double>() == 342 * MiB);
+  // torch's for-loop (_single_tensor_adamw): sqrt and its quotient coexist: two 64 MiB
+  // temporaries -> 406 MiB.
+  const json loop =
+      run(big_linear({{"optimizer", "adamw"}, {"optimizerImplementation", "for-loop"}}));
+  CHECK(loop["reservedPeakBytes"].get<double>() == 406 * MiB);
+  // transformers.AdamW: denom = exp_avg_sq.sqrt().add_(eps), one temporary -> 342 MiB.
+  const json hf =
+      run(big_linear({{"optimizer", "adamw"}, {"optimizerImplementation", "transformers"}}));
+  CHECK(hf["reservedPeakBytes"].get<double>() == 342 * MiB);
+  // fused: no temporary -> 278 MiB.
+  const json fused =
+      run(big_linear({{"optimizer", "adamw"}, {"optimizerImplementation", "fused"}}));
+  CHECK(fused["reservedPeakBytes"].get<double>() == 278 * MiB);
+  // step 1 creates the state: its allocated peak is the optimizer step's
+  CHECK(foreach["allocator"]["firstStepAllocatedBytes"].get<double>() >= 256 * MiB + 8519680);
+}
+
+TEST_CASE("allocator simulation: set_to_none=False keeps every .grad between steps",
+          "[peak][allocator]") {
+  // torch 1.13's zero_grad zeroes in place: step 2's forward starts with the 64 MiB .grad
+  // allocated, so the steady allocated peak is not lower than weight + grad + state; the
+  // same blocks are reserved either way (406 MiB for the for-loop, as above).
+  const json old = run(big_linear({{"optimizer", "adamw"}, {"runtime", "pytorch-1.13-cuda"}}));
+  CHECK(old["reservedPeakBytes"].get<double>() == 406 * MiB);
+  const json none = run(big_linear(
+      {{"optimizer", "adamw"}, {"runtime", "pytorch-1.13-cuda"}, {"zeroGradSetToNone", true}}));
+  CHECK(none["reservedPeakBytes"].get<double>() == 406 * MiB);
+  CHECK(old["assumptions"].dump().find("set_to_none=False") != std::string::npos);
+}
+
+TEST_CASE("allocator simulation: fits judges what nvidia-smi shows", "[peak][allocator]") {
+  // 150 MiB reserved + 1,343 MiB context = 1,493 MiB: a 1,485 MiB device does not fit it,
+  // although allocated + context + workspace (128 + 1,343 + 8.1 = 1,479 MiB) would.
+  const json small = run(big_linear({{"optimizer", "sgd"}, {"gpuMemoryBytes", 1485 * 1048576}}));
+  CHECK(small["peakBytes"].get<double>() < 1485 * MiB);
+  CHECK(small["fits"] == false);
+  CHECK(small["headroomBytes"].get<double>() == 1485 * MiB - (150 * MiB + kContext));
+  const json room = run(big_linear({{"optimizer", "sgd"}, {"gpuMemoryBytes", 1500 * 1048576}}));
+  CHECK(room["fits"] == true);
+}
+
+TEST_CASE("allocator options and runtime profiles: bad input names its field",
+          "[peak][allocator][errors]") {
+  const auto error_of = [](const json& extra) {
+    const json env = call(big_linear(extra));
+    REQUIRE(env["ok"] == false);
+    return env["error"];
+  };
+  // CUDAAllocatorConfig.cpp: max_split_size_mb must be above kLargeBuffer / 1 MiB = 20
+  json e = error_of({{"allocator", "max_split_size_mb:20"}});
+  CHECK(e["code"] == "out_of_range");
+  CHECK(e["field"] == "allocator.max_split_size_mb");
+  e = error_of({{"allocator", "expandable_segment:True"}});
+  CHECK(e["code"] == "unknown_key");
+  CHECK(e["field"] == "allocator.expandable_segment");
+  CHECK(e["message"].get<std::string>().find("expandable_segments") != std::string::npos);
+  e = error_of({{"allocator", {{"garbage_collection_threshold", 1.5}}}});
+  CHECK(e["field"] == "allocator.garbage_collection_threshold");
+  e = error_of({{"allocator", "roundup_power2_divisions:3"}});
+  CHECK(e["field"] == "allocator.roundup_power2_divisions");
+  e = error_of({{"runtime", "pytorch-1.12-cuda"}});
+  CHECK(e["code"] == "unknown_value");
+  CHECK(e["field"] == "runtime");
+  e = error_of({{"runtime", "pytorch-cpu"}, {"simulateAllocator", true}});
+  CHECK(e["field"] == "simulateAllocator");
+  // no bf16 before Ampere (torch.cuda.is_bf16_supported() is False on a V100)
+  e = error_of({{"precision", "bf16"}, {"gpu", "v100-16gb"}});
+  CHECK(e["code"] == "unsupported");
+  CHECK(e["field"] == "precision");
+  // the same option as an object, and the text form, are accepted
+  CHECK(call(big_linear({{"allocator", "expandable_segments:True,max_split_size_mb:128"}}))["ok"] ==
+        true);
+  CHECK(call(big_linear({{"allocator", {{"max_split_size_mb", nullptr}}}}))["ok"] == true);
+}
+
+TEST_CASE("allocator simulation: values above 4 GiB stay exact", "[peak][allocator]") {
+  // Linear(32768, 32768) fp32: a 4 GiB weight (own segment), its 4 GiB .grad; SGD; plus the
+  // 20 MiB workspace segment and one 2 MiB small segment (bias 128 KiB, activations 128 KiB).
+  json rq = big_linear({{"optimizer", "sgd"}});
+  rq["mlp"]["sizes"] = {32768, 32768};
+  const json r = run(rq);
+  CHECK(r["reservedPeakBytes"].get<double>() == 2 * 4294967296.0 + 22 * MiB);
+}
