@@ -144,9 +144,8 @@ Comparison compare(const Summary* s, const Figures& f, const peak::Request& rq) 
     if (t.measured_bytes) c.totals.push_back(t);
   }
   {
-    // The prediction models memory_allocated; reserved is predicted once the allocator
-    // simulator reports it (peak::Result), else left without a prediction.
-    Totals t{"reservedPeak", 0, 0, false, ""};
+    // Reserved: peak memory's allocator simulation (peak::Result::simulated), when it ran.
+    Totals t{"reservedPeak", 0, p.reserved_peak_bytes, p.simulated, ""};
     if (s && s->peak_reserved_bytes) {
       t.measured_bytes = s->peak_reserved_bytes;
       t.measured_source = s->source;
@@ -187,7 +186,8 @@ Comparison compare(const Summary* s, const Figures& f, const peak::Request& rq) 
     r.category = "cacheFragmentation";
     r.measured_bytes = frag;
     r.measured = cats && s->peak_reserved_at_peak > 0;
-    r.predicted = false;
+    r.predicted = p.simulated;  // reserved - allocated when reserved peaked (the simulation)
+    r.predicted_bytes = p.fragmentation_bytes;
     c.rows.push_back(r);
   }
   if (m(Category::kUnattributed)) row("unattributed", m(Category::kUnattributed), 0, false);

@@ -52,6 +52,18 @@ json strings_json(const std::vector<std::string>& v) {
   return a;
 }
 
+json replay_json(const snapshot::Summary& s) {
+  if (!s.replayed) return json(nullptr);
+  json r = json::object();
+  put(r, "recordedReservedBytes", s.peak_reserved_bytes);
+  put(r, "simulatedReservedBytes", s.replay_reserved_peak);
+  put(r, "recordedAllocatedBytes", s.peak_allocated_bytes);
+  put(r, "simulatedAllocatedBytes", s.replay_allocated_peak);
+  put(r, "recordedSegments", s.segments);
+  put(r, "simulatedSegments", s.replay_segments);
+  return r;
+}
+
 json summary_json(const snapshot::Summary& s) {
   json o = json::object();
   put(o, "source", s.source);
@@ -184,6 +196,7 @@ json summary_json(const snapshot::Summary& s) {
     put(m, "numOoms", s.stats_num_ooms);
     put(o, "memoryStats", std::move(m));
   }
+  put(o, "simulatorReplay", replay_json(s));
   json causes = json::array();
   for (const auto& c : snapshot::measured_causes(s)) causes.push_back(cause_json(c));
   put(o, "causes", std::move(causes));
@@ -290,7 +303,7 @@ json compare_snapshot_json(const json& request, const std::string& bytes) {
   json causes = json::array();
   for (const auto& x : c.causes) causes.push_back(cause_json(x));
   put(out, "causes", std::move(causes));
-  put(out, "simulatorReplay", nullptr);
+  put(out, "simulatorReplay", has ? replay_json(c.summary) : json(nullptr));
   put(out, "notes", strings_json(c.notes));
   return out;
 }

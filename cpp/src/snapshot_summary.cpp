@@ -8,6 +8,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "trainmem/caching_allocator.hpp"
 #include "trainmem/snapshot.hpp"
 
 namespace trainmem {
@@ -533,6 +534,64 @@ Summary summarize(const Snapshot& s, const SummaryOptions& o) {
     return a.bytes != b.bytes ? a.bytes > b.bytes : a.filename + a.name < b.filename + b.name;
   });
   if (r.top_frames.size() > o.top_frames) r.top_frames.resize(o.top_frames);
+
+  // ---- replay: blocks live before recording first, then the trace's allocs and frees. A block
+  // returns to the pool at free_completed (CUDACachingAllocator.cpp free_block, after its stream
+  // events), so that is the simulator's free when the trace has them.
+  if (n > 0 && r.counts[static_cast<int>(Action::kAlloc)] > 0) {
+    const bool completed = r.counts[static_cast<int>(Action::kFreeCompleted)] > 0;
+    std::vector<allocator::Event> trace;
+    trace.reserve(lives.size() * 2);
+    for (const Life& l : lives)
+      if (l.alloc == kBefore) {
+        allocator::Event a;
+        a.kind = allocator::Event::kAlloc;
+        a.id = ~static_cast<uint64_t>(trace.size());  // ids of their own: addresses may recur
+        a.size = l.bytes;
+        trace.push_back(a);
+      }
+    // Map a pre-existing block's address to its id for the trace's free of it.
+    std::unordered_map<uint64_t, uint64_t> before_id;
+    {
+      size_t k = 0;
+      for (const Life& l : lives)
+        if (l.alloc == kBefore) {
+          if (l.free != kNever) before_id[ev[l.free].addr] = trace[k].id;
+          ++k;
+        }
+    }
+    const Action free_action = completed ? Action::kFreeCompleted : Action::kFreeRequested;
+    for (int64_t i = 0; i < n; ++i) {
+      const Event& e = ev[i];
+      allocator::Event x;
+      x.stream = e.stream;
+      if (e.action == Action::kAlloc) {
+        x.kind = allocator::Event::kAlloc;
+        x.id = e.addr;
+        x.size = e.size;
+      } else if (e.action == free_action) {
+        x.kind = allocator::Event::kFree;
+        auto it = before_id.find(e.addr);
+        x.id = it != before_id.end() ? it->second : e.addr;
+        if (it != before_id.end()) before_id.erase(it);
+      } else {
+        continue;
+      }
+      trace.push_back(x);
+    }
+    allocator::Config cfg;
+    cfg.expandable_segments = s.settings.expandable_segments;
+    if (s.settings.max_split_size && s.settings.max_split_size < (1ULL << 62))
+      cfg.max_split_size = s.settings.max_split_size;
+    if (s.settings.garbage_collection_threshold > 0 && s.settings.garbage_collection_threshold < 1)
+      cfg.garbage_collection_threshold = s.settings.garbage_collection_threshold;
+    std::vector<allocator::SegmentInfo> segs;
+    const allocator::Stats st = allocator::replay(trace, cfg, false, &segs);
+    r.replayed = true;
+    r.replay_reserved_peak = st.peak_reserved_bytes;
+    r.replay_allocated_peak = st.peak_allocated_bytes;
+    r.replay_segments = segs.size();
+  }
 
   if (r.counts[static_cast<int>(Action::kFreeRequested)] == 0 &&
       r.counts[static_cast<int>(Action::kFreeCompleted)] > 0)

@@ -73,6 +73,11 @@ TEST_CASE("snapshot: allocations, frees and segments by hand") {
   CHECK(x["peak"]["reservedBytes"] == 2097152);
   CHECK(x["reservedPeak"]["bytes"] == 2097152);
   CHECK(x["series"]["x"] == "event");  // no time_us
+  // Replayed through the simulator: both requests are small (<= 1 MiB), so one small-pool
+  // segment of kSmallBuffer = 2 MiB holds them (CUDACachingAllocator.cpp get_allocation_size).
+  CHECK(x["simulatorReplay"]["simulatedReservedBytes"] == 2097152);
+  CHECK(x["simulatorReplay"]["simulatedAllocatedBytes"] == 6144);
+  CHECK(x["simulatorReplay"]["simulatedSegments"] == 1);
 }
 
 TEST_CASE("snapshot: blocks live before recording began are the baseline") {

@@ -1202,9 +1202,24 @@ export interface SnapshotSummary {
     numAllocRetries: number;
     numOoms: number;
   };
+  /** The trace replayed through the allocator simulator (null: no allocations in the trace). */
+  simulatorReplay: SnapshotReplay | null;
   /** Causes the measurement alone shows. */
   causes: SnapshotCause[];
   notes: string[];
+}
+
+/**
+ * The trace replayed through trainmem's caching-allocator simulator (blocks live before
+ * recording first): recorded vs simulated peaks and segment counts (null: no allocations).
+ */
+export interface SnapshotReplay {
+  recordedReservedBytes: number;
+  simulatedReservedBytes: number;
+  recordedAllocatedBytes: number;
+  simulatedAllocatedBytes: number;
+  recordedSegments: number;
+  simulatedSegments: number;
 }
 
 /** Request of {@link Trainmem.compareSnapshot}. */
@@ -1254,8 +1269,8 @@ export interface CompareSnapshotResult {
   predictedSeries: { x: number; allocatedBytes: number; phase: string }[];
   /** What the measurement shows, then what the difference shows. */
   causes: SnapshotCause[];
-  /** Reserved bytes recorded vs replayed through the allocator simulator (null: not available in this build). */
-  simulatorReplay: null | { recordedReservedBytes: number; simulatedReservedBytes: number };
+  /** The measured trace replayed through the allocator simulator (null: no snapshot trace). */
+  simulatorReplay: SnapshotReplay | null;
   notes: string[];
 }
 

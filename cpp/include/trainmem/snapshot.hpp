@@ -184,6 +184,10 @@ struct Summary {
   bool has_stats = false;
   uint64_t stats_allocated_peak = 0, stats_reserved_peak = 0, stats_num_alloc_retries = 0,
            stats_num_ooms = 0;
+  // The trace replayed through trainmem::allocator (caching_allocator.hpp): does the simulator
+  // reproduce the recorded segments?
+  bool replayed = false;
+  uint64_t replay_reserved_peak = 0, replay_allocated_peak = 0, replay_segments = 0;
   std::vector<std::string> notes;
 };
 
