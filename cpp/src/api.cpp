@@ -19,6 +19,11 @@ const std::pair<const char*, Handler> kHandlers[] = {
     {"placement", placement_json},
     {"presets", presets_json},
 };
+using BytesHandler = json (*)(const json&, const std::string&);
+const std::pair<const char*, BytesHandler> kBytesHandlers[] = {
+    {"readSnapshot", read_snapshot_json},
+    {"compareSnapshot", compare_snapshot_json},
+};
 
 // The walks below extend one path buffer in place (and cut it back after each child) instead
 // of building a new string per node: results such as a 1,000-layer placement hold tens of
@@ -113,22 +118,33 @@ const char* version() noexcept { return TRAINMEM_VERSION; }
 std::vector<std::string> function_names() {
   std::vector<std::string> names;
   for (const auto& h : kHandlers) names.emplace_back(h.first);
+  for (const auto& h : kBytesHandlers) names.emplace_back(h.first);
   return names;
 }
 
 std::string call(const std::string& function, const std::string& request_json) noexcept {
+  return call_with_bytes(function, request_json, std::string());
+}
+
+std::string call_with_bytes(const std::string& function, const std::string& request_json,
+                            const std::string& bytes) noexcept {
   try {
     Handler handler = nullptr;
+    BytesHandler bytes_handler = nullptr;
     for (const auto& h : kHandlers)
       if (function == h.first) handler = h.second;
-    if (!handler) {
+    for (const auto& h : kBytesHandlers)
+      if (function == h.first) bytes_handler = h.second;
+    if (!handler && !bytes_handler) {
       std::string msg = "unknown function \"" + function.substr(0, 64) + "\"";
       const std::string near = closest_match(function, function_names());
       if (!near.empty()) msg += " (did you mean \"" + near + "\"?)";
       return error_envelope(code::kUnknownFunction, "", msg);
     }
+    if (handler && !bytes.empty())
+      fail(code::kInconsistent, "", {function, " reads no file: pass its request alone"});
     const json request = parse_request(request_json);
-    json result = handler(request);
+    json result = handler ? handler(request) : bytes_handler(request, bytes);
     if (!result.is_object()) fail(code::kInternal, "", "internal error: result is not an object");
     std::string path = "result";
     check_finite(result, &path);

@@ -50,6 +50,16 @@ export const COMMANDS = {
       'trainmem placement --chain chain.json --strategy optimal --budget 6GiB',
     ],
   },
+  'compare-snapshot': {
+    fn: 'compareSnapshot',
+    summary:
+      'a PyTorch memory snapshot (or memory_stats() JSON) beside the prediction of the same run',
+    examples: [
+      'trainmem compare-snapshot snapshot.pickle --model gpt2 --micro-batch 8 --seq-len 1024 --optimizer adamw',
+      'trainmem compare-snapshot snapshot.pickle --model bert-large-uncased --micro-batch 4 --seq-len 512 --json',
+      'trainmem compare-snapshot --model llama-2-7b --micro-batch 1 --seq-len 2048 --max-allocated 60GiB --nvidia-smi-used 71GiB',
+    ],
+  },
   presets: {
     fn: 'presets',
     summary: 'the presets this build knows (models, GPUs, examples)',
@@ -72,6 +82,27 @@ const TRAINING = ['peak-memory', 'accumulation'];
 // either one dotted path or an object { command: path } where commands differ. `modelForm`
 // flags choose the form of `model` (one per request; the first replaces a --json file's).
 export const FLAGS = [
+  {
+    flag: 'max-allocated',
+    kind: 'bytes',
+    path: 'measured.maxAllocatedBytes',
+    commands: ['compare-snapshot'],
+    help: 'torch.cuda.max_memory_allocated()',
+  },
+  {
+    flag: 'max-reserved',
+    kind: 'bytes',
+    path: 'measured.maxReservedBytes',
+    commands: ['compare-snapshot'],
+    help: 'torch.cuda.max_memory_reserved()',
+  },
+  {
+    flag: 'nvidia-smi-used',
+    kind: 'bytes',
+    path: 'measured.nvidiaSmiUsedBytes',
+    commands: ['compare-snapshot'],
+    help: "nvidia-smi's used memory of the process",
+  },
   {
     flag: 'model',
     kind: 'model',
@@ -467,14 +498,18 @@ function setPath(obj, path, value) {
 const FLAG_BY_NAME = new Map(FLAGS.map((f) => [f.flag, f]));
 const OPTION_NAMES = new Set(OPTIONS.map((o) => o.flag));
 
+// compare-snapshot takes every peak-memory flag (its request is a peakMemory request).
+const flagCommand = (def, command) =>
+  command === 'compare-snapshot' && !def.commands.includes(command) ? 'peak-memory' : command;
 function flagPath(def, command) {
-  return typeof def.path === 'string' ? def.path : def.path[command];
+  const c = flagCommand(def, command);
+  return typeof def.path === 'string' ? def.path : def.path[c];
 }
 
 // Applies one request flag to a scenario: { request, origin: Map(path -> '--flag') }.
 function applyFlag(scenario, def, command, raw) {
   const flag = def.flag;
-  if (!def.commands.includes(command)) {
+  if (!def.commands.includes(flagCommand(def, command))) {
     throw new UsageError(
       'flag_not_for_command',
       flag,
@@ -578,7 +613,14 @@ function applySet(scenario, raw) {
 
 // argv -> { command, format, help, version, scenarios: [{ request, origin }] }
 function parseArgs(argv) {
-  const out = { command: null, format: 'json', help: false, version: false, scenarios: [] };
+  const out = {
+    command: null,
+    format: 'json',
+    help: false,
+    version: false,
+    scenarios: [],
+    file: null,
+  };
   const tokens = [];
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
@@ -627,6 +669,8 @@ function parseArgs(argv) {
       tokens.push({ name: 'help' });
     } else if (out.command === null && tokens.length === 0) {
       out.command = a;
+    } else if (out.command === 'compare-snapshot' && out.file === null) {
+      out.file = a;
     } else {
       throw new UsageError(
         'unexpected_argument',
@@ -662,7 +706,10 @@ function parseArgs(argv) {
   const groups = [[]];
   for (const t of tokens) {
     if (t.name === 'vs') groups.push([]);
-    else if (t.name === 'json') {
+    else if (t.name === 'json' && out.command === 'compare-snapshot' && t.value === undefined) {
+      out.format = 'json'; // compare-snapshot: a bare --json prints JSON (the default is a table)
+      out.formatSet = true;
+    } else if (t.name === 'json') {
       if (groups.length > 1) {
         throw new UsageError('invalid_vs', 'json', '--json goes before the first --vs');
       }
@@ -682,7 +729,14 @@ function parseArgs(argv) {
         );
       }
       out.format = t.value;
+      out.formatSet = true;
     } else groups[groups.length - 1].push(t);
+  }
+  if (out.command === 'compare-snapshot') {
+    if (!out.formatSet) out.format = 'table';
+    if (groups.length > 1 || base.length > 1) {
+      throw new UsageError('invalid_vs', 'vs', 'compare-snapshot compares one request');
+    }
   }
   if (groups.length > 1 && base.length > 1) {
     throw new UsageError('invalid_vs', 'vs', '--vs needs a single base request, not a --json list');
@@ -839,6 +893,70 @@ function renderTable(results, markdown) {
   ].join('\n');
 }
 
+// compare-snapshot's table: totals, the difference per category, the steps, the peak, causes.
+function renderComparison(r, markdown) {
+  const b = (n) => (n === null || n === undefined ? '—' : cellText(n, true));
+  const sections = [];
+  const table = (heads, rows) => {
+    if (markdown) {
+      return [
+        `| ${heads.join(' | ')} |`,
+        `| ${heads.map((_, i) => (i === 0 ? '---' : '---:')).join(' | ')} |`,
+        ...rows.map((row) => `| ${row.map((c) => String(c).replace(/\|/g, '\\|')).join(' | ')} |`),
+      ].join('\n');
+    }
+    const widths = heads.map((h, i) =>
+      Math.max(h.length, ...rows.map((row) => String(row[i]).length)),
+    );
+    const line = (row) =>
+      row
+        .map((c, i) => (i === 0 ? String(c).padEnd(widths[i]) : String(c).padStart(widths[i])))
+        .join('  ')
+        .trimEnd();
+    return [line(heads), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
+  };
+  sections.push(
+    table(
+      ['total', 'measured', 'predicted', 'difference'],
+      r.totals.map((t) => [t.what, b(t.measuredBytes), b(t.predictedBytes), b(t.differenceBytes)]),
+    ),
+  );
+  sections.push(
+    table(
+      ['at the peak', 'measured', 'predicted', 'difference'],
+      r.categories.map((c) => [
+        c.category,
+        b(c.measuredBytes),
+        b(c.predictedBytes),
+        b(c.differenceBytes),
+      ]),
+    ),
+  );
+  const m = r.measured;
+  if (m && m.source === 'snapshot') {
+    const phase = m.peak.phase ? `, ${m.peak.phase}` : '';
+    const step =
+      m.peak.step >= 0 ? `step ${m.peak.step + 1} of ${m.steps.count}` : 'outside a step';
+    sections.push(
+      [
+        `steps: ${m.steps.count} (${m.steps.method}); peak at trace entry ${m.peak.event} (${step}${phase})`,
+        ...m.peak.topFrames
+          .slice(0, 5)
+          .map(
+            (f) =>
+              `  ${b(f.bytes).padStart(28)}  ${f.filename ? `${f.filename}:${f.line} ` : ''}${f.name} [${f.category}]`,
+          ),
+      ].join('\n'),
+    );
+  }
+  sections.push(
+    r.causes.length
+      ? ['likely causes:', ...r.causes.map((c) => `  - ${c.message} [${c.code}]`)].join('\n')
+      : 'likely causes: none found',
+  );
+  return sections.join('\n\n');
+}
+
 // ---- Help ------------------------------------------------------------------------------
 const ARG_LABEL = {
   model: 'id|count',
@@ -856,11 +974,11 @@ function helpText(command) {
     lines.push(
       `trainmem ${command}: ${c.summary}`,
       '',
-      `usage: trainmem ${command} [flags]`,
+      `usage: trainmem ${command}${command === 'compare-snapshot' ? ' [snapshot.pickle | memory_stats.json]' : ''} [flags]`,
       '',
       'flags (request field they set):',
     );
-    for (const f of FLAGS.filter((d) => d.commands.includes(command))) {
+    for (const f of FLAGS.filter((d) => d.commands.includes(flagCommand(d, command)))) {
       const path = f.kind === 'model' ? 'model.preset | model.params' : flagPath(f, command);
       const arg = f.kind === 'boolean' ? '' : ` <${ARG_LABEL[f.kind]}>`;
       lines.push(`  --${f.flag}${arg}`.padEnd(34) + ` ${path}${f.help ? `: ${f.help}` : ''}`);
@@ -941,15 +1059,34 @@ export async function main(argv, io = processIo) {
     }
     const fn = COMMANDS[args.command].fn;
     const results = [];
+    let snapshot;
+    if (args.command === 'compare-snapshot' && args.file !== null) {
+      try {
+        snapshot = readFileSync(args.file);
+      } catch (e) {
+        return fail({ code: 'unreadable_file', field: 'snapshot', flag: null, message: e.message });
+      }
+    }
     for (const [i, s] of args.scenarios.entries()) {
       try {
-        results.push(tm[fn](s.request));
+        if (args.command === 'compare-snapshot') {
+          const { measured, ...request } = s.request;
+          const r = { request };
+          if (measured !== undefined) r.measured = measured;
+          if (snapshot !== undefined) r.snapshot = snapshot;
+          results.push(tm.compareSnapshot(r));
+        } else results.push(tm[fn](s.request));
       } catch (e) {
         if (!(e instanceof TrainmemError)) throw e;
+        // compare-snapshot: the flags set `request.*` (the peakMemory request) and `measured.*`.
+        const field =
+          args.command === 'compare-snapshot' && e.field.startsWith('request.')
+            ? e.field.slice('request.'.length)
+            : e.field;
         const err = {
           code: e.code,
           field: e.field,
-          flag: flagForField(s.origin, e.field),
+          flag: e.field === 'snapshot' ? null : flagForField(s.origin, field),
           message: e.message,
         };
         if (args.scenarios.length > 1) err.scenario = i + 1;
@@ -959,7 +1096,9 @@ export async function main(argv, io = processIo) {
     const text =
       args.format === 'json'
         ? JSON.stringify(results.length === 1 ? results[0] : results, null, 2)
-        : renderTable(results, args.format === 'markdown');
+        : args.command === 'compare-snapshot'
+          ? renderComparison(results[0], args.format === 'markdown')
+          : renderTable(results, args.format === 'markdown');
     io.out(`${text}\n`);
     return 0;
   } catch (e) {

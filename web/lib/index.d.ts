@@ -1058,6 +1058,222 @@ export interface PresetsResult {
 // ---------------------------------------------------------------------------------------
 
 /** Request and result types of every function, by name. */
+// ------------------------------------------------------------------ memory snapshots
+
+/**
+ * A file's bytes: a PyTorch memory snapshot (`torch.cuda.memory._dump_snapshot("x.pickle")`,
+ * pickle protocols 2–5), or `torch.cuda.memory_stats()` saved as JSON (text or bytes).
+ */
+export type SnapshotBytes = Uint8Array | ArrayBuffer | ArrayBufferView | string;
+
+/** Options of {@link Trainmem.readSnapshot}. */
+export interface ReadSnapshotOptions {
+  /** Which device's trace to read (default: the one with the most trace entries). */
+  device?: number;
+  /** Points of the downsampled series, 2–10,000 (default 400); each keeps its bucket's highest value. */
+  points?: number;
+  /** Stack frames listed for the blocks live at the peak, 1–100 (default 10). */
+  topFrames?: number;
+}
+
+/** What the blocks live at a moment were, from the frames that allocated them (docs/snapshot.md). */
+export type SnapshotCategory =
+  'weights' | 'gradients' | 'optimizerState' | 'activations' | 'temporaries' | 'unattributed';
+
+/** Codes of the likely causes; `params` holds their numbers, `message` an English sentence. */
+export type SnapshotCauseCode =
+  | 'gradients_kept_between_steps'
+  | 'reserved_over_allocated'
+  | 'out_of_memory_recorded'
+  | 'few_steps_recorded'
+  | 'extra_weight_copy'
+  | 'activations_over_prediction'
+  | 'optimizer_state_differs';
+
+/** A likely cause of what was measured, e.g. `{ code: "gradients_kept_between_steps", params: { bytes, step } }`. */
+export interface SnapshotCause {
+  code: SnapshotCauseCode;
+  /** Bytes, ratios, counts (plain numbers). */
+  params: Record<string, number>;
+  /** English; the page translates by `code`. */
+  message: string;
+}
+
+/** One point of the measured series (the highest of its bucket). */
+export interface SnapshotSeriesPoint {
+  /** Microseconds since the first trace entry (`time_us`), else the entry's index. */
+  x: number;
+  /** Index of the trace entry. */
+  event: number;
+  /** Live bytes, each request rounded to 512 B as the caching allocator does (memory_allocated's unit). */
+  allocatedBytes: number;
+  /** Live requested bytes of blocks allocated inside the trace (unrounded). */
+  requestedBytes: number;
+  /** Bytes of segments (memory_reserved). */
+  reservedBytes: number;
+}
+
+/** One step found in the trace: it ends with its optimizer step. */
+export interface SnapshotStep {
+  startEvent: number;
+  endEvent: number;
+  startX: number;
+  endX: number;
+  peakAllocatedBytes: number;
+  /** First allocation of the step's forward pass (-1: none seen). */
+  forwardEvent: number;
+  /** Gradients of earlier steps still live when this step's forward begins. */
+  gradientBytesAtForward: number;
+}
+
+/** A frame (the innermost one outside torch/) and the bytes live at the peak that it allocated. */
+export interface SnapshotTopFrame {
+  filename: string;
+  line: number;
+  name: string;
+  bytes: number;
+  blocks: number;
+  category: SnapshotCategory;
+}
+
+/** What {@link Trainmem.readSnapshot} returns. Bytes are plain numbers of bytes. */
+export interface SnapshotSummary {
+  /** `"snapshot"` (a pickle) or `"memoryStats"` (memory_stats() JSON: peaks only). */
+  source: 'snapshot' | 'memoryStats';
+  format: { protocol: number; fileBytes: number };
+  device: number;
+  devices: number;
+  hasFrames: boolean;
+  hasTime: boolean;
+  events: {
+    total: number;
+    alloc: number;
+    freeRequested: number;
+    freeCompleted: number;
+    segmentAlloc: number;
+    segmentFree: number;
+    segmentMap: number;
+    segmentUnmap: number;
+    snapshot: number;
+    oom: number;
+    other: number;
+  };
+  allocatorSettings: {
+    present: boolean;
+    conf: string;
+    expandableSegments: boolean;
+    /** null: unlimited (the default) or not recorded. */
+    maxSplitSizeBytes: number | null;
+    garbageCollectionThreshold: number;
+  };
+  /** The segments when the snapshot was taken. */
+  segments: { count: number; reservedBytes: number; allocatedBytes: number };
+  /** Live when recording began (blocks the trace frees or leaves live but never allocates). */
+  baseline: { allocatedBytes: number; reservedBytes: number };
+  series: { x: 'timeUs' | 'event'; points: SnapshotSeriesPoint[] };
+  peak: {
+    allocatedBytes: number;
+    requestedBytes: number;
+    /** Reserved bytes at the allocated peak. */
+    reservedBytes: number;
+    event: number;
+    x: number;
+    timeUs: number;
+    /** Index into `steps.list` (-1: outside every step). */
+    step: number;
+    /** forward | backward | recompute | optimizer | zero_grad | weights | unknown */
+    phase: string;
+    categories: Record<SnapshotCategory, number>;
+    topFrames: SnapshotTopFrame[];
+  };
+  reservedPeak: { bytes: number; event: number };
+  steps: {
+    /** How steps were found: optimizer frames (torch/optim/), the period of the allocation sizes, or not at all. */
+    method: 'optimizer-frames' | 'periodicity' | 'none';
+    periodEvents: number;
+    count: number;
+    list: SnapshotStep[];
+  };
+  /** The most gradient bytes live at a later step's forward start, and that step (index). */
+  keptGradients: { bytes: number; step: number };
+  memoryStats?: {
+    allocatedPeakBytes: number;
+    reservedPeakBytes: number;
+    numAllocRetries: number;
+    numOoms: number;
+  };
+  /** The trace replayed through the allocator simulator (null: no allocations in the trace). */
+  simulatorReplay: SnapshotReplay | null;
+  /** Causes the measurement alone shows. */
+  causes: SnapshotCause[];
+  notes: string[];
+}
+
+/**
+ * The trace replayed through trainmem's caching-allocator simulator (blocks live before
+ * recording first): recorded vs simulated peaks and segment counts (null: no allocations).
+ */
+export interface SnapshotReplay {
+  recordedReservedBytes: number;
+  simulatedReservedBytes: number;
+  recordedAllocatedBytes: number;
+  simulatedAllocatedBytes: number;
+  recordedSegments: number;
+  simulatedSegments: number;
+}
+
+/** Request of {@link Trainmem.compareSnapshot}. */
+export interface CompareSnapshotRequest extends ReadSnapshotOptions {
+  /** The snapshot (or memory_stats() JSON); optional when `measured` gives a figure. */
+  snapshot?: SnapshotBytes;
+  /** The same run as a peakMemory request. */
+  request: PeakMemoryRequest;
+  /** Figures you have in hand, in bytes. */
+  measured?: {
+    /** torch.cuda.max_memory_allocated() */
+    maxAllocatedBytes?: number;
+    /** torch.cuda.max_memory_reserved() */
+    maxReservedBytes?: number;
+    /** nvidia-smi's used memory of the process (includes the CUDA context). */
+    nvidiaSmiUsedBytes?: number;
+  };
+}
+
+/** A measured figure beside its prediction (`predictedBytes` null: not modelled). */
+export interface SnapshotTotal {
+  what: 'allocatedPeak' | 'reservedPeak' | 'nvidiaSmiUsed';
+  measuredBytes: number;
+  measuredSource: string;
+  predictedBytes: number | null;
+  /** measured − predicted (negative: less was measured). */
+  differenceBytes: number | null;
+}
+
+/** One category at the measured peak beside trainmem's breakdown at its peak. */
+export interface SnapshotCategoryRow {
+  category: SnapshotCategory | 'cacheFragmentation';
+  measuredBytes: number | null;
+  predictedBytes: number | null;
+  differenceBytes: number | null;
+}
+
+/** What {@link Trainmem.compareSnapshot} returns. */
+export interface CompareSnapshotResult {
+  /** The summary of the snapshot (null when only figures were given). */
+  measured: SnapshotSummary | null;
+  /** peakMemory's result for `request`. */
+  predicted: PeakMemoryResult;
+  totals: SnapshotTotal[];
+  categories: SnapshotCategoryRow[];
+  /** The predicted step on the measured series' axis (spread over the step holding the peak). */
+  predictedSeries: { x: number; allocatedBytes: number; phase: string }[];
+  /** What the measurement shows, then what the difference shows. */
+  causes: SnapshotCause[];
+  /** The measured trace replayed through the allocator simulator (null: no snapshot trace). */
+  simulatorReplay: SnapshotReplay | null;
+  notes: string[];
+}
+
 export interface Functions {
   checkpointSize: [CheckpointSizeRequest, CheckpointSizeResult];
   describeModel: [DescribeModelRequest, DescribeModelResult];
@@ -1086,6 +1302,22 @@ export interface Trainmem {
   placement(request: PlacementRequest): PlacementResult;
   /** Presets (models, GPUs, examples) of this build. */
   presets(request?: PresetsRequest): PresetsResult;
+  /**
+   * Reads a PyTorch memory snapshot (`torch.cuda.memory._dump_snapshot`) or memory_stats() JSON:
+   * allocated and reserved memory over time, the steps, the peak and what was live then.
+   * Plain data only: a pickle that would import or call code is refused (code `unsupported`).
+   * @example
+   * const s = tm.readSnapshot(readFileSync('snapshot.pickle'));
+   * console.log(s.peak.allocatedBytes, s.steps.count, s.causes.map((c) => c.code));
+   */
+  readSnapshot(bytes: SnapshotBytes, options?: ReadSnapshotOptions): SnapshotSummary;
+  /**
+   * The measured run beside trainmem's prediction of it: totals, the difference per category,
+   * the predicted curve on the measured axes, and the likely causes, named.
+   * @example
+   * tm.compareSnapshot({ snapshot: bytes, request: { model: { preset: 'gpt2' }, microBatch: 8, seqLen: 1024 } });
+   */
+  compareSnapshot(request: CompareSnapshotRequest): CompareSnapshotResult;
   /** Any function by name (the CLI uses this). */
   call<K extends FunctionName>(name: K, request: Functions[K][0]): Functions[K][1];
 }

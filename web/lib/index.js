@@ -1,5 +1,6 @@
 // trainmem: JavaScript wrapper over the WebAssembly core. One JSON string crosses the
-// boundary each way; errors come back as data and are thrown here as TrainmemError.
+// boundary each way (plus, for the snapshot reader, the file's bytes); errors come back as
+// data and are thrown here as TrainmemError.
 import createTrainmemModule from './wasm/trainmem_wasm.mjs';
 import { TrainmemError } from './errors.js';
 
@@ -14,8 +15,19 @@ const FUNCTIONS = {
   presets: 'presets',
 };
 
+// A file's bytes as Embind's std::string takes them (Uint8Array; a JS string is sent as UTF-8).
+function toBytes(value, field) {
+  if (value === undefined || value === null) return new Uint8Array(0);
+  if (typeof value === 'string' || value instanceof Uint8Array) return value;
+  if (value instanceof ArrayBuffer) return new Uint8Array(value);
+  if (ArrayBuffer.isView(value)) {
+    return new Uint8Array(value.buffer, value.byteOffset, value.byteLength);
+  }
+  throw new TrainmemError('invalid_type', field, `${field} must be a Uint8Array or an ArrayBuffer`);
+}
+
 function makeApi(module) {
-  const call = (name, request) => {
+  const invoke = (name, request, bytes) => {
     let text;
     try {
       text = JSON.stringify(request === undefined ? {} : request);
@@ -25,17 +37,28 @@ function makeApi(module) {
     if (typeof text !== 'string') {
       throw new TrainmemError('invalid_type', '', 'request must be an object');
     }
-    const envelope = JSON.parse(module.call(name, text));
+    const out = bytes === undefined ? module.call(name, text) : module.callBytes(name, text, bytes);
+    const envelope = JSON.parse(out);
     if (!envelope.ok) {
       const { code, field, message } = envelope.error;
       throw new TrainmemError(code, field, message, envelope.error);
     }
     return envelope.result;
   };
+  const call = (name, request) => invoke(name, request);
   const api = { version: module.version(), call };
   for (const [method, name] of Object.entries(FUNCTIONS)) {
     api[method] = (request) => call(name, request);
   }
+  api.readSnapshot = (bytes, options) =>
+    invoke('readSnapshot', options === undefined ? {} : options, toBytes(bytes, 'snapshot'));
+  api.compareSnapshot = (request) => {
+    if (request === null || typeof request !== 'object' || Array.isArray(request)) {
+      throw new TrainmemError('invalid_type', '', 'request must be an object');
+    }
+    const { snapshot, ...rest } = request;
+    return invoke('compareSnapshot', rest, toBytes(snapshot, 'snapshot'));
+  };
   return Object.freeze(api);
 }
 

@@ -1,6 +1,8 @@
 // JSON-level entry points of the calculators (one per public API function). Each parses and
 // validates its request (throwing RequestError), computes, and returns the result object.
 #pragma once
+#include <string>
+
 #include <nlohmann/json.hpp>
 
 namespace trainmem {
@@ -11,5 +13,8 @@ nlohmann::json peak_memory_json(const nlohmann::json& request);      // peak_mem
 nlohmann::json accumulation_json(const nlohmann::json& request);     // accumulation.cpp
 nlohmann::json placement_json(const nlohmann::json& request);        // placement.cpp
 nlohmann::json presets_json(const nlohmann::json& request);          // presets.cpp
+// The two that read a file's bytes beside their request (snapshot_json.cpp).
+nlohmann::json read_snapshot_json(const nlohmann::json& request, const std::string& bytes);
+nlohmann::json compare_snapshot_json(const nlohmann::json& request, const std::string& bytes);
 
 }  // namespace trainmem

@@ -1,0 +1,266 @@
+// The measured run beside the predicted one, and the causes of the difference, named. Each
+// cause is a code with numeric parameters plus an English message; thresholds: docs/snapshot.md.
+#include <algorithm>
+#include <cstdio>
+
+#include "trainmem/request.hpp"
+#include "trainmem/snapshot_compare.hpp"
+
+namespace trainmem {
+namespace snapshot {
+namespace {
+
+constexpr double kMiB = 1048576.0;
+
+double ratio(uint64_t a, uint64_t b) {
+  return b ? static_cast<double>(a) / static_cast<double>(b) : 0;
+}
+
+std::string fixed1(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f", v);
+  return b;
+}
+
+Cause reserved_cause(uint64_t reserved, uint64_t allocated, bool expandable) {
+  const uint64_t gap = reserved - allocated;
+  Cause c;
+  c.code = "reserved_over_allocated";
+  c.params = {{"gapBytes", static_cast<double>(gap)},
+              {"reservedBytes", static_cast<double>(reserved)},
+              {"allocatedBytes", static_cast<double>(allocated)}};
+  c.message = "reserved exceeds allocated by " + format_bytes(static_cast<double>(gap)) +
+              (expandable ? ": the cache keeps freed blocks even with expandable_segments; free "
+                            "large temporaries earlier or call torch.cuda.empty_cache() between "
+                            "phases"
+                          : ": try expandable_segments (PYTORCH_CUDA_ALLOC_CONF="
+                            "expandable_segments:True)");
+  return c;
+}
+
+// Reserved far above allocated: >= 25 % of reserved and >= 128 MiB (docs/snapshot.md).
+bool fragmented(uint64_t reserved, uint64_t allocated) {
+  return reserved > allocated && (reserved - allocated) * 4 >= reserved &&
+         static_cast<double>(reserved - allocated) >= 128 * kMiB;
+}
+
+}  // namespace
+
+Summary summarize_memory_stats(const std::string& text) {
+  const json j = parse_request(text);
+  if (!j.is_object())
+    fail(code::kInvalidType, "snapshot",
+         "memory statistics must be the JSON object torch.cuda.memory_stats() returns");
+  Summary r;
+  r.source = "memoryStats";
+  r.has_stats = true;
+  r.file_bytes = text.size();
+  // Keys of torch.cuda.memory_stats() (torch/cuda/memory.py, memory_stats docstring); the dump
+  // holds many more, which are ignored as a pasted config.json's are.
+  auto get = [&](const char* key, uint64_t* out) {
+    auto it = j.find(key);
+    if (it == j.end() || it->is_null()) return false;
+    *out = read_u64(*it, std::string("snapshot.") + key, 0, kMaxCount);
+    return true;
+  };
+  const bool a = get("allocated_bytes.all.peak", &r.stats_allocated_peak);
+  const bool b = get("reserved_bytes.all.peak", &r.stats_reserved_peak);
+  if (!a && !b)
+    fail(code::kMissingField, "snapshot.allocated_bytes.all.peak",
+         "memory statistics need allocated_bytes.all.peak or reserved_bytes.all.peak (the keys of "
+         "torch.cuda.memory_stats())");
+  get("num_alloc_retries", &r.stats_num_alloc_retries);
+  get("num_ooms", &r.stats_num_ooms);
+  r.peak_allocated_bytes = r.stats_allocated_peak;
+  r.peak_reserved_bytes = r.stats_reserved_peak;
+  r.peak_reserved_at_peak = r.stats_reserved_peak;
+  r.notes.push_back("memory_stats() holds peaks only: no series, steps or categories");
+  return r;
+}
+
+std::vector<Cause> measured_causes(const Summary& s) {
+  std::vector<Cause> out;
+  // Gradients of one step still live when the next step's forward begins: zero_grad kept them
+  // (set_to_none=False, the default before torch 2.0; torch/optim/optimizer.py zero_grad).
+  const uint64_t grads = s.at_peak[static_cast<int>(Category::kGradients)];
+  if (s.kept_gradient_bytes > 0 && s.kept_gradient_bytes * 2 >= std::max<uint64_t>(grads, 1)) {
+    Cause c;
+    c.code = "gradients_kept_between_steps";
+    c.params = {{"bytes", static_cast<double>(s.kept_gradient_bytes)},
+                {"step", static_cast<double>(s.kept_gradient_step + 1)}};
+    c.message = "gradients kept between steps (set_to_none=False): " +
+                format_bytes(static_cast<double>(s.kept_gradient_bytes)) +
+                " of gradients are live when step " + std::to_string(s.kept_gradient_step + 1) +
+                "'s forward begins; optimizer.zero_grad(set_to_none=True) frees them";
+    out.push_back(c);
+  }
+  if (fragmented(s.peak_reserved_bytes, s.peak_allocated_bytes))
+    out.push_back(reserved_cause(s.peak_reserved_bytes, s.peak_allocated_bytes,
+                                 s.settings.expandable_segments));
+  const uint64_t ooms = s.counts[static_cast<int>(Action::kOom)] + s.stats_num_ooms;
+  if (ooms > 0) {
+    Cause c;
+    c.code = "out_of_memory_recorded";
+    c.params = {{"count", static_cast<double>(ooms)}};
+    c.message = "the run ran out of memory " + std::to_string(ooms) + " time(s)";
+    out.push_back(c);
+  }
+  if (s.source == "snapshot" && s.events > 0 && s.steps.size() < 2) {
+    Cause c;
+    c.code = "few_steps_recorded";
+    c.params = {{"steps", static_cast<double>(s.steps.size())}};
+    c.message = "the trace holds " + std::to_string(s.steps.size()) +
+                " complete step(s): record at least two (max_entries large enough) to see what "
+                "stays between steps";
+    out.push_back(c);
+  }
+  return out;
+}
+
+Comparison compare(const Summary* s, const Figures& f, const peak::Request& rq) {
+  Comparison c;
+  if (!s && !f.max_allocated_bytes && !f.max_reserved_bytes && !f.nvidia_smi_used_bytes)
+    fail(code::kMissingField, "snapshot",
+         "give a snapshot, memory statistics, or at least one measured figure "
+         "(measured.maxAllocatedBytes, measured.maxReservedBytes, measured.nvidiaSmiUsedBytes)");
+  c.predicted = peak::compute(rq);
+  const peak::Result& p = c.predicted;
+  const uint64_t p_alloc = p.allocated_peak_bytes;
+  if (s) {
+    c.has_summary = true;
+    c.summary = *s;
+  }
+
+  // ---- totals: measured figures from the snapshot, else the ones given
+  {
+    Totals t{"allocatedPeak", 0, p_alloc, true, ""};
+    if (s && s->peak_allocated_bytes) {
+      t.measured_bytes = s->peak_allocated_bytes;
+      t.measured_source = s->source;
+    } else if (f.max_allocated_bytes) {
+      t.measured_bytes = f.max_allocated_bytes;
+      t.measured_source = "maxAllocatedBytes";
+    }
+    if (t.measured_bytes) c.totals.push_back(t);
+  }
+  {
+    // Reserved: peak memory's allocator simulation (peak::Result::simulated), when it ran.
+    Totals t{"reservedPeak", 0, p.reserved_peak_bytes, p.simulated, ""};
+    if (s && s->peak_reserved_bytes) {
+      t.measured_bytes = s->peak_reserved_bytes;
+      t.measured_source = s->source;
+    } else if (f.max_reserved_bytes) {
+      t.measured_bytes = f.max_reserved_bytes;
+      t.measured_source = "maxReservedBytes";
+    }
+    if (t.measured_bytes) c.totals.push_back(t);
+  }
+  if (f.nvidia_smi_used_bytes) {
+    // nvidia-smi counts the CUDA context and the reserve: compare with peakBytes (with runtime).
+    c.totals.push_back(
+        {"nvidiaSmiUsed", f.nvidia_smi_used_bytes, p.peak_bytes, true, "nvidiaSmiUsedBytes"});
+  }
+
+  // ---- categories at the measured peak against the predicted breakdown
+  const bool cats = s && s->source == "snapshot" && s->events > 0;
+  auto row = [&](const char* name, uint64_t measured, uint64_t predicted, bool has_pred) {
+    CategoryRow r;
+    r.category = name;
+    r.measured_bytes = measured;
+    r.measured = cats;
+    r.predicted_bytes = predicted;
+    r.predicted = has_pred;
+    c.rows.push_back(r);
+  };
+  auto m = [&](Category k) { return cats ? s->at_peak[static_cast<int>(k)] : 0; };
+  row("weights", m(Category::kWeights), p.weights.bytes + p.master_weights.bytes, true);
+  row("gradients", m(Category::kGradients), p.gradients.bytes, true);
+  row("optimizerState", m(Category::kOptimizerState), p.optimizer_state.bytes, true);
+  row("activations", m(Category::kActivations), p.activations.bytes, true);
+  row("temporaries", m(Category::kTemporaries), p.temporaries.bytes, true);
+  {
+    const uint64_t frag = s && s->peak_reserved_at_peak > s->peak_allocated_bytes
+                              ? s->peak_reserved_at_peak - s->peak_allocated_bytes
+                              : 0;
+    CategoryRow r;
+    r.category = "cacheFragmentation";
+    r.measured_bytes = frag;
+    r.measured = cats && s->peak_reserved_at_peak > 0;
+    r.predicted = p.simulated;  // reserved - allocated when reserved peaked (the simulation)
+    r.predicted_bytes = p.fragmentation_bytes;
+    c.rows.push_back(r);
+  }
+  if (m(Category::kUnattributed)) row("unattributed", m(Category::kUnattributed), 0, false);
+
+  // ---- the predicted step on the measured axes: its timeline spread over the measured step
+  // that holds the peak (or the whole trace when no step was found).
+  if (s && !s->series.empty() && !p.timeline.empty()) {
+    double x0 = s->series.front().x, x1 = s->series.back().x;
+    if (s->peak_step >= 0) {
+      x0 = s->steps[static_cast<size_t>(s->peak_step)].start_x;
+      x1 = s->steps[static_cast<size_t>(s->peak_step)].end_x;
+    }
+    const size_t k = p.timeline.size();
+    for (size_t i = 0; i < k; ++i) {
+      PredictedPoint pt;
+      pt.x = k > 1 ? x0 + (x1 - x0) * static_cast<double>(i) / static_cast<double>(k - 1) : x0;
+      pt.allocated_bytes = p.timeline[i].total_bytes > p.runtime.bytes
+                               ? p.timeline[i].total_bytes - p.runtime.bytes
+                               : 0;
+      pt.phase = p.timeline[i].phase;
+      c.predicted_series.push_back(pt);
+    }
+  }
+
+  // ---- causes: what the measurement shows, then what the difference shows
+  if (s)
+    c.causes = measured_causes(*s);
+  else if (fragmented(f.max_reserved_bytes, f.max_allocated_bytes))
+    c.causes.push_back(reserved_cause(f.max_reserved_bytes, f.max_allocated_bytes, false));
+  if (cats) {
+    const uint64_t mw = m(Category::kWeights), pw = p.weights.bytes + p.master_weights.bytes;
+    // Persistent blocks of weights' kind well above the prediction: another copy.
+    if (pw && mw * 2 >= pw * 3 && (mw - pw) * 100 >= p_alloc) {
+      Cause x;
+      x.code = "extra_weight_copy";
+      x.params = {{"extraBytes", static_cast<double>(mw - pw)},
+                  {"measuredBytes", static_cast<double>(mw)},
+                  {"predictedBytes", static_cast<double>(pw)}};
+      x.message = "weights take " + format_bytes(static_cast<double>(mw - pw)) +
+                  " more than predicted: an extra fp32 copy of the weights (EMA? a master copy?)";
+      c.causes.push_back(x);
+    }
+    const uint64_t ma = m(Category::kActivations), pa = p.activations.bytes;
+    if (pa && ma * 2 >= pa * 3) {
+      const bool ck = rq.checkpointing.strategy != "none";
+      Cause x;
+      x.code = "activations_over_prediction";
+      x.params = {{"ratio", ratio(ma, pa)},
+                  {"measuredBytes", static_cast<double>(ma)},
+                  {"predictedBytes", static_cast<double>(pa)}};
+      x.message = "activations " + fixed1(ratio(ma, pa)) + "x the prediction" +
+                  (ck ? ": is checkpointing really on?"
+                      : ": a larger batch or sequence than the request, or eager attention?");
+      c.causes.push_back(x);
+    }
+    const uint64_t mo = m(Category::kOptimizerState), po = p.optimizer_state.bytes;
+    if (po && (mo * 4 < po * 3 || mo * 3 > po * 4)) {
+      Cause x;
+      x.code = "optimizer_state_differs";
+      x.params = {{"ratio", ratio(mo, po)},
+                  {"measuredBytes", static_cast<double>(mo)},
+                  {"predictedBytes", static_cast<double>(po)}};
+      x.message = "optimizer state " + fixed1(ratio(mo, po)) +
+                  "x the prediction: another optimizer or state dtype than the request, or "
+                  "state created outside the trace";
+      c.causes.push_back(x);
+    }
+  }
+  c.notes.push_back(
+      "predicted categories are trainmem's breakdown at its peak; measured ones are the blocks "
+      "live at the measured peak, classified by the frames that allocated them");
+  return c;
+}
+
+}  // namespace snapshot
+}  // namespace trainmem
