@@ -914,7 +914,9 @@ class Reader {
       if (const V* v = find(s->a, k_gc_); v && v->t == T::kFloat) {
         double d;
         std::memcpy(&d, &v->u, sizeof d);
-        a.garbage_collection_threshold = d;
+        // A threshold is in [0, 1) (CUDAAllocatorConfig.cpp parseGarbageCollectionThreshold);
+        // anything else (NaN, infinity from a damaged file) is read as unset.
+        if (d >= 0 && d < 1) a.garbage_collection_threshold = d;
       }
     }
     return std::move(out_);

@@ -183,6 +183,17 @@ TEST_CASE("snapshot: truncated files, huge lengths, deep nesting, bad memo") {
   CHECK(read(real)["ok"] == true);
 }
 
+TEST_CASE("snapshot: a non-finite allocator setting is not a result (fuzzer finding)") {
+  // tests/fuzz/regressions_snapshot/: garbage_collection_threshold as BINFLOAT NaN reached the
+  // result as a non-finite number (an internal error). A threshold is in [0, 1); NaN is unset.
+  const std::string nan = std::string("G\x7f\xf8\0\0\0\0\0\0", 9);
+  const std::string s = P(D(S("device_traces") + L(L(E("alloc", 4096, 100))) +
+                            S("allocator_settings") + D(S("garbage_collection_threshold") + nan)));
+  const json r = read(s);
+  REQUIRE(r["ok"] == true);
+  CHECK(r["result"]["allocatorSettings"]["garbageCollectionThreshold"] == 0.0);
+}
+
 TEST_CASE("snapshot: memory_stats() JSON and the figures") {
   // reserved 3 GiB, allocated 1 GiB: gap 2 GiB >= 25 % of reserved and >= 128 MiB.
   const json r = read(R"({"allocated_bytes.all.peak": 1073741824,

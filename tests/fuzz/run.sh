@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Bounded libFuzzer run over trainmem::call (tests/fuzz/fuzz_call.cpp), clang with
-# AddressSanitizer + UndefinedBehaviorSanitizer. Usage: tests/fuzz/run.sh [SECONDS]
-#   SECONDS (default 60): the whole budget of this command, build included: the fuzzer gets
-#   what the (incremental) build leaves, at least TRAINMEM_FUZZ_MIN_SECONDS (default 15).
+# Bounded libFuzzer runs over trainmem::call (tests/fuzz/fuzz_call.cpp) and the snapshot reader
+# (tests/fuzz/fuzz_snapshot.cpp), clang with AddressSanitizer + UndefinedBehaviorSanitizer.
+# Usage: tests/fuzz/run.sh [SECONDS]
+#   SECONDS (default 60): the whole budget of this command, build included: the fuzzers share
+#   what the (incremental) build leaves, at least TRAINMEM_FUZZ_MIN_SECONDS (default 15) — the
+#   first half to fuzz_call, the rest to fuzz_snapshot. TRAINMEM_FUZZ_TARGET=call|snapshot
+#   gives the whole time to one of them.
 # Builds into build/fuzz; the growing corpus lives in build/fuzz/corpus (seeds are
 # regenerated from tests/fixtures/golden.json each run; tests/fuzz/regressions holds every
 # input that once was a finding, replayed first). Exits non-zero on any finding; the
@@ -14,22 +17,40 @@ budget=${1:-60}
 shift || true
 start=$(date +%s)
 out=build/fuzz
-mkdir -p "$out/corpus" "$out/artifacts"
-rm -rf "$out/seeds"
+mkdir -p "$out/corpus" "$out/corpus_snapshot" "$out/artifacts" tests/fuzz/regressions_snapshot
+rm -rf "$out/seeds" "$out/seeds_snapshot"
 make -s -f tests/fuzz/Makefile -j"${TRAINMEM_FUZZ_JOBS:-2}" BUILD="$PWD/$out"
 /usr/bin/python3 tests/fuzz/gen_corpus.py "$PWD" "$out/seeds" "$out/all.dict"
+/usr/bin/python3 tests/fuzz/gen_snapshot_seeds.py "$PWD" "$out/seeds_snapshot"
 left=$((budget - ($(date +%s) - start)))
 min=${TRAINMEM_FUZZ_MIN_SECONDS:-15}
 [ "$left" -ge "$min" ] || left=$min
-echo "fuzz: running for ${left} s"
+target=${TRAINMEM_FUZZ_TARGET:-both}
+case "$target" in
+  call) t_call=$left t_snap=0 ;;
+  snapshot) t_call=0 t_snap=$left ;;
+  *) t_snap=$((left / 2)) t_call=$((left - left / 2)) ;;
+esac
 # detect_leaks: LeakSanitizer reports any request that leaks memory as a finding.
-ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1} \
-UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
-  "$out/fuzz_call" "$out/corpus" "$out/seeds" tests/fuzz/regressions -dict="$out/all.dict" \
-  -max_total_time="$left" -max_len=16384 -timeout=10 -rss_limit_mb=2048 \
-  -malloc_limit_mb=1024 -artifact_prefix="$out/artifacts/" -print_final_stats=1 \
-  -close_fd_mask=0 "$@" 2>&1 | grep --line-buffered -v '^#[0-9]*.*\(NEW\|REDUCE\)' || {
-  echo "fuzz: FAILED (see $out/artifacts/)"
-  exit 1
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+fuzz() { # name seconds max_len corpus... -- flags
+  local name=$1 seconds=$2 max_len=$3
+  shift 3
+  echo "fuzz: $name for ${seconds} s"
+  "$out/$name" "$@" -max_total_time="$seconds" -max_len="$max_len" -timeout=10 \
+    -rss_limit_mb=2048 -malloc_limit_mb=1024 -artifact_prefix="$out/artifacts/" \
+    -print_final_stats=1 -close_fd_mask=0 2>&1 | grep --line-buffered -v '^#[0-9]*.*\(NEW\|REDUCE\)' || {
+    echo "fuzz: $name FAILED (see $out/artifacts/)"
+    exit 1
+  }
 }
+if [ "$t_call" -gt 0 ]; then
+  fuzz fuzz_call "$t_call" 16384 "$out/corpus" "$out/seeds" tests/fuzz/regressions \
+    -dict="$out/all.dict" "$@"
+fi
+if [ "$t_snap" -gt 0 ]; then
+  fuzz fuzz_snapshot "$t_snap" 8192 "$out/corpus_snapshot" "$out/seeds_snapshot" \
+    tests/fuzz/regressions_snapshot -dict=tests/fuzz/snapshot.dict "$@"
+fi
 echo "fuzz: no findings"

@@ -7,6 +7,7 @@ import { loadStrings, makeTranslator, browserLang, prefetchStrings } from './i18
 import { FIELDS, TABS, defaults, toQuery } from './state.js';
 import { BUILDERS, isHeavy, InputError, modelOf } from './requests.js';
 import { Solver } from './solver.js';
+import { snapshotPanel } from './snapshot.js';
 import { frontierData } from './frontier.js';
 import { EXAMPLES, findPreset } from './examples.js';
 import { flatten, isBytesKey, breakdownParts, partBytes, toCSV, toMarkdown } from './format.js';
@@ -165,6 +166,16 @@ export async function mountApp(root, options = {}) {
   mark('trainmem:core-ready');
   let t = makeTranslator(lang0, strings, en);
   const solver = new Solver(tm);
+  // The snapshot comparison has a worker of its own: a placement solve does not cancel it.
+  const snapPanel = snapshotPanel({
+    get t() {
+      return t;
+    },
+    solver: new Solver(tm),
+    chartOpts: (slot) => chartOpts(slot),
+    partLabel: (k) => partLabel(k),
+    optionLabel: (k, v) => optionLabel(k, v),
+  });
   let presets = { models: [], gpus: [] };
   try {
     // The page bundle carries the pickers' ids and names, read from the data files at build
@@ -1016,6 +1027,7 @@ export async function mountApp(root, options = {}) {
     el.append(breakdownTable(res.breakdown) || '');
     timelineChart(el, res.timeline, 'peak.timeline');
     el.append(details(res));
+    el.append(snapPanel.element(req));
   }
 
   // The suggestions take six more core calls: they are filled in the task after the one that

@@ -1,0 +1,341 @@
+// "Compare with a measurement" under the peak-memory results: a drop zone for a PyTorch
+// memory snapshot (or memory_stats() JSON), read in the page's Web Worker (worker.js) by the
+// core's compareSnapshot, then the measured and predicted curves on the same axes, the
+// difference per category and the likely causes (translated by code). The file stays in the
+// browser: it is read from the drop or the file input and handed to the worker, nothing else.
+import { h, put } from './dom.js';
+import { lines } from './charts.js';
+
+const GIB = 2 ** 30;
+
+// Bytes in the unit that suits them (GiB, MiB, KiB), for the sentences of the causes.
+function human(t, b) {
+  const a = Math.abs(b);
+  if (a >= GIB) return t.gib(b);
+  const [d, u] = a >= 2 ** 20 ? [2 ** 20, 'MiB'] : [2 ** 10, 'KiB'];
+  return `${t.num(Math.round((b / d) * 10) / 10)} ${u}`;
+}
+
+/**
+ * One comparison panel per page. `ctx`: { t, solver, chartOpts, partLabel, optionLabel }.
+ * Returns { element(request) } — called on every peak-memory update with its request.
+ */
+export function snapshotPanel(ctx) {
+  let file = null; // { name, bytes }
+  let key = '';
+  let result = null;
+  let error = null;
+  let body = null;
+  let request = null;
+  let seq = 0;
+
+  function run() {
+    if (!file || !request) return;
+    const k = `${file.name}\n${JSON.stringify(request)}`;
+    if (k === key && (result || error)) return render();
+    key = k;
+    result = null;
+    error = null;
+    const mine = ++seq;
+    render();
+    ctx.solver.runHeavy('compareSnapshot', { snapshot: file.bytes, request }).then(
+      (r) => {
+        if (mine !== seq) return;
+        result = r;
+        render();
+      },
+      (e) => {
+        if (mine !== seq || e.code === 'cancelled') return;
+        error = e;
+        render();
+      },
+    );
+  }
+
+  async function take(f) {
+    if (!f) return;
+    const bytes = new Uint8Array(await f.arrayBuffer());
+    file = { name: f.name || 'snapshot', bytes };
+    key = '';
+    run();
+  }
+
+  function render() {
+    if (!body || !body.isConnected) return;
+    const { t } = ctx;
+    if (!file) return put(body);
+    const head = h(
+      'p',
+      { class: 'snap-file' },
+      t('snap.file', { name: file.name }),
+      ' ',
+      h(
+        'button',
+        {
+          type: 'button',
+          class: 'small',
+          onclick: () => {
+            file = null;
+            result = null;
+            error = null;
+            key = '';
+            ++seq;
+            render();
+          },
+        },
+        t('snap.clear'),
+      ),
+    );
+    if (error) {
+      return put(
+        body,
+        head,
+        h(
+          'div',
+          { class: 'error', role: 'alert', 'data-code': error.code || '' },
+          h('strong', {}, t('error.title')),
+          h('p', {}, error.message),
+        ),
+      );
+    }
+    if (!result)
+      return put(body, head, h('p', { class: 'muted' }, t('snap.reading', { name: file.name })));
+    put(body, head, ...view(result));
+  }
+
+  function bytesText(b) {
+    return b === null || b === undefined ? '—' : ctx.t.both(b);
+  }
+
+  function causeText(c) {
+    const { t } = ctx;
+    const vars = {};
+    for (const [k, v] of Object.entries(c.params)) {
+      vars[k] = /Bytes$|^bytes$/.test(k) ? human(t, v) : k === 'ratio' ? v.toFixed(1) : String(v);
+    }
+    const key = `cause.${c.code}`;
+    const s = t(key, vars);
+    return s === key ? c.message : s;
+  }
+
+  function view(r) {
+    const { t } = ctx;
+    const out = [];
+    const m = r.measured;
+    if (m && m.source === 'snapshot') {
+      const step = m.peak.step >= 0 ? m.peak.step + 1 : '—';
+      out.push(
+        h(
+          'p',
+          { class: 'snap-peak', 'data-peak-bytes': String(m.peak.allocatedBytes) },
+          t('snap.peakLine', {
+            bytes: human(t, m.peak.allocatedBytes),
+            event: m.peak.event,
+            phase: ctx.optionLabel('phase', m.peak.phase),
+            step,
+            steps: m.steps.count,
+          }),
+        ),
+        h(
+          'p',
+          {},
+          t('snap.steps', { count: m.steps.count, method: t(`snap.method.${m.steps.method}`) }),
+        ),
+      );
+      out.push(chart(r));
+    }
+    out.push(
+      h(
+        'table',
+        { class: 'data snap-totals' },
+        h(
+          'thead',
+          {},
+          h(
+            'tr',
+            {},
+            h('th', {}, ''),
+            h('th', {}, t('snap.table.measured')),
+            h('th', {}, t('snap.table.predicted')),
+            h('th', {}, t('snap.table.difference')),
+          ),
+        ),
+        h(
+          'tbody',
+          {},
+          r.totals.map((x) =>
+            h(
+              'tr',
+              { 'data-total': x.what },
+              h('th', {}, t(`snap.total.${x.what}`)),
+              h('td', {}, bytesText(x.measuredBytes)),
+              h('td', {}, bytesText(x.predictedBytes)),
+              h('td', {}, bytesText(x.differenceBytes)),
+            ),
+          ),
+          r.categories.map((x) =>
+            h(
+              'tr',
+              { 'data-category': x.category },
+              h('th', {}, ctx.partLabel(x.category)),
+              h('td', {}, bytesText(x.measuredBytes)),
+              h('td', {}, bytesText(x.predictedBytes)),
+              h('td', {}, bytesText(x.differenceBytes)),
+            ),
+          ),
+        ),
+      ),
+    );
+    out.push(
+      h('h4', {}, t('snap.causes')),
+      r.causes.length
+        ? h(
+            'ul',
+            { class: 'snap-causes' },
+            r.causes.map((c) => h('li', { 'data-cause': c.code }, causeText(c))),
+          )
+        : h('p', { class: 'muted' }, t('snap.noCauses')),
+    );
+    if (m && m.peak.topFrames.length) {
+      out.push(
+        h('h4', {}, t('snap.topFrames')),
+        h(
+          'ul',
+          { class: 'snap-frames' },
+          m.peak.topFrames
+            .slice(0, 5)
+            .map((f) =>
+              h(
+                'li',
+                {},
+                t.n(human(t, f.bytes)),
+                ' ',
+                h(
+                  'code',
+                  { dir: 'ltr' },
+                  f.filename ? `${f.filename}:${f.line} ${f.name}` : f.name,
+                ),
+                ' ',
+                ctx.partLabel(f.category),
+              ),
+            ),
+        ),
+      );
+    }
+    if (r.simulatorReplay) {
+      out.push(
+        h(
+          'p',
+          { class: 'muted' },
+          t('snap.replay', {
+            simulated: human(t, r.simulatorReplay.simulatedReservedBytes),
+            recorded: human(t, r.simulatorReplay.recordedReservedBytes),
+          }),
+        ),
+      );
+    }
+    return out;
+  }
+
+  // Measured allocated and reserved, and the predicted step, on one x axis (the union of both
+  // series' x; a series is null where it has no point, and uPlot spans the gaps).
+  function chart(r) {
+    const { t } = ctx;
+    const pts = r.measured.series.points;
+    const pred = r.predictedSeries;
+    const xs = [...new Set([...pts.map((p) => p.x), ...pred.map((p) => p.x)])].sort(
+      (a, b) => a - b,
+    );
+    const at = new Map(xs.map((x, i) => [x, i]));
+    const col = (list, f) => {
+      const v = xs.map(() => null);
+      for (const p of list) v[at.get(p.x)] = f(p) / GIB;
+      return v;
+    };
+    const measured = col(pts, (p) => p.allocatedBytes);
+    const holder = h(
+      'div',
+      {
+        class: 'chart-holder snap-chart',
+        'data-points': String(pts.length),
+        'data-predicted': String(pred.length),
+      },
+      h('h3', {}, t('snap.chart')),
+    );
+    const peakIndex = at.get(r.measured.peak.x) ?? 0;
+    lines(holder, {
+      label: t('snap.chart'),
+      x: xs,
+      xLabel: t(`snap.x.${r.measured.series.x}`),
+      yLabel: 'GiB',
+      series: [
+        { key: 'activations', label: t('snap.measured'), values: measured },
+        { key: 'runtime', label: t('snap.reserved'), values: col(pts, (p) => p.reservedBytes) },
+        { key: 'weights', label: t('snap.predicted'), values: col(pred, (p) => p.allocatedBytes) },
+      ],
+      mark: {
+        index: peakIndex,
+        value: r.measured.peak.allocatedBytes / GIB,
+        label: t('snap.peak'),
+      },
+      t,
+      ...ctx.chartOpts('snapshot'),
+    });
+    return holder;
+  }
+
+  return {
+    element(req) {
+      const { t } = ctx;
+      request = req;
+      const input = h('input', {
+        type: 'file',
+        id: 'tm-snapshot-file',
+        accept: '.pickle,.pkl,.json,application/octet-stream,application/json',
+        onchange: (e) => take(e.target.files?.[0]),
+      });
+      const zone = h(
+        'div',
+        {
+          class: 'snap-drop',
+          id: 'tm-snapshot-drop',
+          tabindex: '0',
+          role: 'button',
+          'aria-describedby': 'tm-snapshot-private',
+          onclick: () => input.click(),
+          onkeydown: (e) => {
+            if (e.key === 'Enter' || e.key === ' ') {
+              e.preventDefault();
+              input.click();
+            }
+          },
+          ondragover: (e) => {
+            e.preventDefault();
+            zone.classList.add('over');
+          },
+          ondragleave: () => zone.classList.remove('over'),
+          ondrop: (e) => {
+            e.preventDefault();
+            zone.classList.remove('over');
+            take(e.dataTransfer?.files?.[0]);
+          },
+        },
+        t('snap.drop'),
+      );
+      body = h('div', { class: 'snap-body', 'aria-live': 'polite' });
+      const section = h(
+        'section',
+        { class: 'snapshot', 'aria-labelledby': 'tm-snap-h' },
+        h('h3', { id: 'tm-snap-h' }, t('snap.heading')),
+        zone,
+        h('label', { class: 'sr-only', for: 'tm-snapshot-file' }, t('snap.choose')),
+        input,
+        h('p', { class: 'help', id: 'tm-snapshot-private' }, t('snap.private')),
+        body,
+      );
+      // After the section is in the page (render() needs body connected).
+      queueMicrotask(() => (file ? run() : render()));
+      return section;
+    },
+  };
+}
