@@ -125,6 +125,7 @@ class Builder {
            uint64_t n = 1) const {
     add(l, name.c_str(), bytes, source, n);
   }
+  const Settings& settings() const { return s_; }
   // Transients for the trace: `pieces` tensors of `bytes` each, live around tensor index `at`.
   static void temps(std::vector<LayerActivations::TempGroup>* g, size_t at, uint64_t pieces,
                     uint64_t bytes) {
@@ -154,6 +155,9 @@ void eager_core(const Builder& B, const Dims& d, const Widths& w, uint64_t sm_wi
   const uint64_t bas2 = B.mul({d.b, d.a, d.s, d.s});
   B.add(l, "q, k^T (bmm operands, reshape copies)", B.tp(B.mul({2, d.T, d.h, w.lin})),
         "torch.matmul -> bmm saves both operands (BmmBackward0)", 2);
+  if (B.settings().runtime.softmax_saves_input)
+    B.add(l, "softmax input (scores + mask)", B.tp(bas2 * sm_width),
+          "SoftmaxBackward keeps its input too (torch <= 1.10)");
   B.add(l, "softmax output", B.tp(bas2 * sm_width), "SoftmaxBackward0 keeps its result");
   const uint64_t core_start = l->saved_bytes;
   const uint64_t qk_v_bytes = B.tp(B.mul({2, d.T, d.h, w.lin})) + B.tp(B.mul({d.T, d.h, w.lin}));
@@ -455,6 +459,9 @@ ModelActivations transformer_activations(const ModelDescription& m, const Settin
     if (d.p_hid)
       B.add(&head, "classifier dropout mask", B.mask(B.mul({d.b, d.h}), w.lin), "dropout");
     B.add(&head, "classifier input", B.mul({d.b, d.h, w.lin}), "AddmmBackward0 keeps mat1");
+    if (s.runtime.softmax_saves_input)
+      B.add(&head, "log_softmax input (logits)", B.mul({d.b, ar.num_labels, w.lin}),
+            "LogSoftmaxBackward keeps its input too (torch <= 1.10)");
     B.add(&head, "log_softmax output (fp32)", B.mul({d.b, ar.num_labels, 4}),
           "LogSoftmaxBackward0");
     B.add(&head, "labels (int64)", B.mul({d.b, 8}), "NllLossBackward0 keeps its target");
@@ -468,16 +475,24 @@ ModelActivations transformer_activations(const ModelDescription& m, const Settin
             "MmBackward0 keeps its input");
     }
     const size_t logits_at = head.tensors.size();
+    const bool keeps_logits = s.runtime.softmax_saves_input;
+    if (keeps_logits)
+      B.add(&head, "log_softmax input (logits in fp32)", B.mul({d.T, Vt, 4}),
+            "LogSoftmaxBackward keeps its input too (torch <= 1.10)");
     B.add(&head, "log_softmax output (logits upcast to fp32)", B.mul({d.T, Vt, 4}),
           "HF ForCausalLMLoss: logits.float(); cross_entropy -> LogSoftmaxBackward0 keeps its "
           "result");
     B.add(&head, "labels (int64)", B.mul({d.T, 8}), "NllLossBackward0 keeps its target");
     // logits (and their fp32 copy) exist while log_softmax runs; freed when forward returns
-    head.forward_temp_bytes = B.mul({d.T, Vt, w.lin + (w.lin == 4 ? 0 : 4)});
+    // (torch <= 1.10 keeps the fp32 logits, so only a 16-bit original is transient)
+    head.forward_temp_bytes = keeps_logits ? (w.lin == 4 ? 0 : B.mul({d.T, Vt, w.lin}))
+                                           : B.mul({d.T, Vt, w.lin + (w.lin == 4 ? 0 : 4)});
     // nll_loss backward's grad + log_softmax backward's grad (fp32), with the saved result
     head.backward_temp_bytes = B.mul({2, d.T, Vt, 4});
-    Builder::temps(&head.forward_temps, logits_at, 1, B.mul({d.T, Vt, w.lin}));
-    if (w.lin != 4) Builder::temps(&head.forward_temps, logits_at, 1, B.mul({d.T, Vt, 4}));
+    if (!keeps_logits || w.lin != 4)
+      Builder::temps(&head.forward_temps, logits_at, 1, B.mul({d.T, Vt, w.lin}));
+    if (!keeps_logits && w.lin != 4)
+      Builder::temps(&head.forward_temps, logits_at, 1, B.mul({d.T, Vt, 4}));
     Builder::temps(&head.backward_temps, 0, 2, B.mul({d.T, Vt, 4}));
     head.forward_flops = 2.0 * d.T * d.h * Vt;
   }

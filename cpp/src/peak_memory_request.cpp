@@ -190,13 +190,14 @@ Runtime runtime_profile(const std::string& id, const std::string& field) {
   r.traits.id = id;
   r.traits.dropout_mask_bytes = json_at(j, "dropoutMaskBytes").get<uint32_t>();
   r.traits.mean_saves_input = json_at(j, "meanSavesInput").get<bool>();
+  r.traits.softmax_saves_input = json_at(j, "softmaxSavesInput").get<bool>();
   r.traits.norm_stats_fp32 = json_at(j, "normStatsFp32").get<bool>();
   return r;
 }
 
 std::vector<std::string> runtime_ids() {
-  return {"pytorch-cuda", "pytorch-2.5-cuda", "pytorch-2.0-cuda", "pytorch-1.13-cuda",
-          "pytorch-cpu"};
+  return {"pytorch-cuda",      "pytorch-2.5-cuda",  "pytorch-2.0-cuda",
+          "pytorch-1.13-cuda", "pytorch-1.10-cuda", "pytorch-cpu"};
 }
 
 std::vector<std::string> gpu_ids() {

@@ -2,10 +2,12 @@
 // allocator's rules (docs/allocator.md: requests above 10 MiB get a segment of their own rounded
 // to 2 MiB, requests of 1-10 MiB a 20 MiB segment, requests up to 1 MiB a 2 MiB small-pool
 // segment; freed blocks are cached, never returned), the HF bert-large V100 rows, and errors.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "trainmem/api.hpp"
 #include "trainmem/request.hpp"
@@ -158,14 +160,14 @@ json bert_large_config() {
 TEST_CASE("allocator simulation: HF bert-large on a V100, nvidia-smi per published row",
           "[peak][allocator][calibration]") {
   // tests/fixtures/hf_v100_bert_large_timings.json: HF transformers perf_train_gpu_one (v4.18 -
-  // v4.30), nvml used memory after trainer.train(); torch 1.13-era Trainer: zero_grad keeps
-  // .grad (set_to_none=False), AdamW is transformers.AdamW (adamw_hf), eager attention, the
-  // context measured in the same guide (1343 MiB). Goal 10 %; the four batch-4 rows are 11-14 %
-  // low (README, "Calibration"): pinned at 15 % until a GPU trace shows what they hold.
+  // v4.30), nvml used memory after trainer.train(). The run as it was made in early 2022: torch
+  // 1.10 (softmax keeps its input; zero_grad keeps .grad), the Trainer's transformers.AdamW
+  // (adamw_hf), eager attention, the context measured in the same guide (1343 MiB). Goal 10 %.
   std::ifstream in(std::string(TM_SOURCE_DIR) + "/tests/fixtures/hf_v100_bert_large_timings.json");
   const json fx = json::parse(in);
   const json model = bert_large_config();
   REQUIRE(fx["rows"].size() == 9);
+  std::vector<double> errors;
   for (const auto& row : fx["rows"]) {
     const std::string opt = row["optimizer"];
     json rq = {{"model", model},
@@ -176,7 +178,7 @@ TEST_CASE("allocator simulation: HF bert-large on a V100, nvidia-smi per publish
                {"gradientAccumulationSteps", row["accumulationSteps"]},
                {"checkpointing", row["checkpointing"]},
                {"attention", "eager"},
-               {"runtime", "pytorch-1.13-cuda"},
+               {"runtime", "pytorch-1.10-cuda"},
                {"runtimeOverheadBytes", 1343 * 1048576},
                {"gpu", "v100-16gb"},
                {"timeline", false},
@@ -187,7 +189,28 @@ TEST_CASE("allocator simulation: HF bert-large on a V100, nvidia-smi per publish
     const double predicted = r["deviceUsedBytes"].get<double>();
     INFO(row["id"].get<std::string>()
          << ": measured " << measured / MiB << " MiB, predicted " << predicted / MiB << " MiB");
-    const bool batch4 = row["microBatch"] == 4;
-    CHECK(std::fabs(predicted - measured) <= (batch4 ? 0.15 : 0.10) * measured);
+    CHECK(std::fabs(predicted - measured) <= 0.10 * measured);
+    errors.push_back(std::fabs(predicted - measured) / measured);
   }
+  // the median within 5 %
+  std::sort(errors.begin(), errors.end());
+  CHECK(errors[errors.size() / 2] <= 0.05);
+}
+
+TEST_CASE("runtime profiles: torch <= 1.10 keeps the softmax input for the backward",
+          "[peak][allocator]") {
+  // bert-large, batch 1, seq 512, eager: the softmax input is 16 heads x 512 x 512 x 4 B =
+  // 16 MiB per layer (derivatives.yaml before pytorch/pytorch pull request 65242), 24 layers
+  // = 384 MiB more saved at the end of the forward than under 1.13.
+  const json model = bert_large_config();
+  auto stored = [&](const char* runtime) {
+    return run({{"model", model},
+                {"microBatch", 1},
+                {"seqLen", 512},
+                {"attention", "eager"},
+                {"runtime", runtime},
+                {"timeline", false}})["storedActivationBytes"]
+        .get<double>();
+  };
+  CHECK(stored("pytorch-1.10-cuda") - stored("pytorch-1.13-cuda") == 24 * 16 * MiB + 2 * 4);
 }

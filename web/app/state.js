@@ -64,7 +64,14 @@ export const FIELDS = {
   attention: { kind: 'choice', values: ['', 'eager', 'sdpa'], default: '', url: 'attn' },
   runtime: {
     kind: 'choice',
-    values: ['', 'pytorch-cuda', 'pytorch-2.0-cuda', 'pytorch-1.13-cuda', 'pytorch-cpu'],
+    values: [
+      '',
+      'pytorch-cuda',
+      'pytorch-2.0-cuda',
+      'pytorch-1.13-cuda',
+      'pytorch-1.10-cuda',
+      'pytorch-cpu',
+    ],
     default: '',
     url: 'rt',
   },

@@ -268,7 +268,7 @@ export const FLAGS = [
     kind: 'string',
     path: 'runtime',
     commands: TRAINING,
-    help: 'pytorch-cuda | pytorch-2.5-cuda | pytorch-2.0-cuda | pytorch-1.13-cuda | pytorch-cpu',
+    help: 'pytorch-cuda | pytorch-2.5-cuda | pytorch-2.0-cuda | pytorch-1.13-cuda | pytorch-1.10-cuda | pytorch-cpu',
   },
   {
     flag: 'optimizer-impl',

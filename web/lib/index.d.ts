@@ -510,7 +510,8 @@ export interface PeakMemoryRequest {
    * Runtime profile: one per PyTorch line (`cpp/data/runtime-*.json`), holding that line's
    * defaults: `zero_grad(set_to_none)` (False before torch 2.0, so every `.grad` stays
    * allocated between steps), the optimizer implementation (for-loop in 1.13, foreach in 2.x),
-   * the default attention, the cuBLAS workspace and the CUDA context. `pytorch-cuda` is the
+   * the default attention, the cuBLAS workspace and the CUDA context; before 1.11 softmax also
+   * keeps its input for the backward (`pytorch-1.10-cuda`). `pytorch-cuda` is the
    * current line (2.5+). `pytorch-cpu` is the CPU calibration runtime (no caching allocator).
    * Default `pytorch-cuda`.
    */
@@ -548,7 +549,12 @@ export interface PeakMemoryRequest {
 
 /** Runtime profiles (one per PyTorch line). */
 export type Runtime =
-  'pytorch-cuda' | 'pytorch-2.5-cuda' | 'pytorch-2.0-cuda' | 'pytorch-1.13-cuda' | 'pytorch-cpu';
+  | 'pytorch-cuda'
+  | 'pytorch-2.5-cuda'
+  | 'pytorch-2.0-cuda'
+  | 'pytorch-1.13-cuda'
+  | 'pytorch-1.10-cuda'
+  | 'pytorch-cpu';
 
 /** `PYTORCH_CUDA_ALLOC_CONF` options (c10/cuda/CUDAAllocatorConfig.cpp). */
 export interface AllocatorOptions {

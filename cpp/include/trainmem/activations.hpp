@@ -30,7 +30,11 @@ struct RuntimeTraits {
   // tensor's element size (torch 1.13 CPU: _dropout multiplies by a float noise tensor).
   uint32_t dropout_mask_bytes = 1;
   bool mean_saves_input = false;  // torch 1.13: MeanBackward1 keeps its input (x^2 in RMSNorm)
-  bool norm_stats_fp32 = true;    // LayerNorm mean/rstd in fp32 for 16-bit inputs (CUDA)
+  // torch <= 1.10: SoftmaxBackward and LogSoftmaxBackward keep their input as well as their
+  // result (derivatives.yaml: _softmax_backward_data(grad, result, dim, self); since 1.11 it
+  // takes the input's dtype only, pytorch/pytorch pull request 65242)
+  bool softmax_saves_input = false;
+  bool norm_stats_fp32 = true;  // LayerNorm mean/rstd in fp32 for 16-bit inputs (CUDA)
 };
 
 struct Settings {
