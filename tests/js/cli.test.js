@@ -336,6 +336,8 @@ test('every flag sets a field the core knows (no unknown_key for any flag of any
       { targetGlobalBatch: 4, model: { params: 1e8 }, seqLen: 128, gpu: 'a100-80gb' },
     ],
     placement: { chain },
+    // compare-snapshot's own flags set `measured.*` beside the peakMemory request.
+    'compare-snapshot': { request: { model: { params: 1e8 }, microBatch: 1, seqLen: 128 } },
   };
   // The field is unknown only if every base request of the command (its modes) rejects it.
   const rejects = (command, path, value) =>
