@@ -1,12 +1,29 @@
 // Benchmark (not a test): a full peak-memory computation for a 70B preset in the WASM core
 // under Node. Run after `bash tools/build.sh wasm`:  node bench/peak.mjs
-// Issue 4 target: <= 1 ms per computation. Results: bench/RESULTS.md ("Peak memory").
+// Targets: <= 1 ms per computation without the allocator simulation, <= 5 ms with it (three
+// training steps through the caching-allocator simulator). Results: bench/RESULTS.md
+// ("Peak memory").
 import { load } from '../web/lib/index.js';
 
 const tm = await load();
 const cases = [
   [
-    'llama-2-70b, bf16 AdamW, full checkpointing, one evaluation',
+    'llama-2-70b, bf16 AdamW, full checkpointing, one evaluation, no allocator simulation',
+    {
+      model: { preset: 'llama-2-70b' },
+      microBatch: 1,
+      seqLen: 4096,
+      precision: 'amp-bf16',
+      optimizer: 'adamw',
+      checkpointing: 'full',
+      zeroStage: 3,
+      dataParallel: 64,
+      timeline: false,
+      simulateAllocator: false,
+    },
+  ],
+  [
+    'llama-2-70b, bf16 AdamW, full checkpointing, one evaluation with the allocator simulation',
     {
       model: { preset: 'llama-2-70b' },
       microBatch: 1,

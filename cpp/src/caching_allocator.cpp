@@ -526,7 +526,9 @@ struct CachingAllocator::Impl {
     }
     for (Block* b : to_unmap) {
       unmap_block(b);
-      if (b->prev == nullptr && b->next == nullptr) release_expandable_segment(b);
+      // release_blocks: a segment whose only block is now unmapped is dropped (PyTorch asserts
+      // the block is unmapped; a free block that kept a partial page stays).
+      if (!b->mapped && b->prev == nullptr && b->next == nullptr) release_expandable_segment(b);
     }
   }
 

@@ -177,7 +177,9 @@ trace::StepSpec build_spec(const Request& rq, const activations::ModelActivation
            : (rq.optimizer_implementation == "fused" || rq.optimizer.name == "adam-8bit")
                ? trace::OptimizerImpl::fused
                : trace::OptimizerImpl::for_loop;
-  s.accumulation_steps = rq.accumulation_steps;
+  // Micro-steps after the second repeat the same allocations (the .grad tensors exist from the
+  // first on): three per optimizer step reach the allocator's steady state.
+  s.accumulation_steps = std::min<uint64_t>(rq.accumulation_steps, 3);
   s.set_to_none = rq.set_to_none;
   s.workspace_bytes = rq.runtime.workspace_bytes;
   s.per_layer_extra = f.zero_gather_bytes;
@@ -195,11 +197,43 @@ const trace::Mark& mark_of(const trace::Trace& t, size_t event) {
   return t.marks[lo];
 }
 
+void replay(const Request& rq, const activations::ModelActivations& acts,
+            const placement::Chain& chain, const placement::PlanResult& plan, const Facts& f,
+            bool limited, Result* r);
+
 }  // namespace
 
 void simulate(const Request& rq, const activations::ModelActivations& acts,
               const placement::Chain& chain, const placement::PlanResult& plan, const Facts& f,
               Result* r) {
+  replay(rq, acts, chain, plan, f, true, r);
+  if (r->ooms == 0) return;
+  // Out of memory on the device: what the run would need is the same trace on an unlimited
+  // device (deviceUsedBytes); the OOM stays in the result (fits = false).
+  Result unlimited;
+  replay(rq, acts, chain, plan, f, false, &unlimited);
+  const uint64_t ooms = r->ooms;
+  r->simulated = unlimited.simulated;
+  r->reserved_peak_bytes = unlimited.reserved_peak_bytes;
+  r->allocated_peak_bytes = unlimited.allocated_peak_bytes;
+  r->fragmentation_bytes = unlimited.fragmentation_bytes;
+  r->largest_request_bytes = unlimited.largest_request_bytes;
+  r->first_step_allocated_bytes = unlimited.first_step_allocated_bytes;
+  r->first_step_reserved_bytes = unlimited.first_step_reserved_bytes;
+  r->steady_allocated_bytes = unlimited.steady_allocated_bytes;
+  r->reserved_peak_step = unlimited.reserved_peak_step;
+  r->reserved_peak_phase = unlimited.reserved_peak_phase;
+  r->reserved_peak_layer = unlimited.reserved_peak_layer;
+  r->segments = unlimited.segments;
+  r->device_used_bytes = unlimited.device_used_bytes;
+  r->ooms = ooms;
+}
+
+namespace {
+// One run of the trace; `limited`: the device's capacity bounds the reserve (OOM retry, OOM).
+void replay(const Request& rq, const activations::ModelActivations& acts,
+            const placement::Chain& chain, const placement::PlanResult& plan, const Facts& f,
+            bool limited, Result* r) {
   const trace::StepSpec spec = build_spec(rq, acts, chain, plan, f);
   const trace::Trace t = trace::build(spec);
   allocator::Config cfg = rq.allocator;
@@ -207,12 +241,14 @@ void simulate(const Request& rq, const activations::ModelActivations& acts,
       rq.runtime_overhead_set ? rq.runtime_overhead_bytes : rq.runtime.context_bytes;
   const bool distributed = rq.data_parallel > 1 || rq.tensor_parallel > 1;
   const uint64_t nccl = distributed && !rq.runtime_overhead_set ? rq.runtime.nccl_bytes : 0;
-  if (rq.gpu_memory_bytes > context + nccl)
+  if (limited && rq.gpu_memory_bytes > context + nccl)
     cfg.capacity_bytes = rq.gpu_memory_bytes - context - nccl;
   allocator::CachingAllocator alloc(cfg);
   uint64_t best_reserved = 0, step1_alloc = 0, steady_alloc = 0, step1_reserved = 0;
   size_t best_event = 0;
+  size_t mark = 0;  // the mark of event e (marks are in event order)
   for (size_t e = 0; e < t.events.size(); ++e) {
+    while (mark + 1 < t.marks.size() && t.marks[mark + 1].event <= e) ++mark;
     const auto& ev = t.events[e];
     if (ev.kind == allocator::Event::kAlloc) {
       if (!alloc.malloc(ev.id, ev.size, ev.stream)) {
@@ -230,7 +266,7 @@ void simulate(const Request& rq, const activations::ModelActivations& acts,
       alloc.empty_cache();
     }
     const allocator::Stats& st = alloc.stats();
-    const trace::Mark& m = mark_of(t, e);
+    const trace::Mark& m = t.marks[mark];
     if (m.step <= 1) {
       step1_alloc = std::max(step1_alloc, st.allocated_bytes);
       step1_reserved = std::max(step1_reserved, st.reserved_bytes);
@@ -247,8 +283,9 @@ void simulate(const Request& rq, const activations::ModelActivations& acts,
   r->steps_simulated = spec.steps;
   r->reserved_peak_bytes = st.peak_reserved_bytes;
   r->allocated_peak_bytes = st.peak_allocated_bytes;
-  r->fragmentation_bytes = st.peak_reserved_bytes -
-                           std::min(st.peak_reserved_bytes, st.allocated_bytes_at_reserved_peak);
+  // the cache's overhead at the peak: reserved beyond what tensors ever needed at once
+  r->fragmentation_bytes =
+      st.peak_reserved_bytes - std::min(st.peak_reserved_bytes, st.peak_allocated_bytes);
   r->largest_request_bytes = st.largest_request_bytes;
   r->first_step_allocated_bytes = step1_alloc;
   r->first_step_reserved_bytes = step1_reserved;
@@ -260,13 +297,10 @@ void simulate(const Request& rq, const activations::ModelActivations& acts,
   r->reserved_peak_step = m.step;
   r->reserved_peak_phase = m.phase;
   r->reserved_peak_layer = m.layer;
-  // nvidia-smi: the allocator's segments plus what the driver holds outside it; after an OOM,
-  // at least what the step asked for when it failed
+  // nvidia-smi: the allocator's segments plus what the driver holds outside it
   r->device_used_bytes = r->reserved_peak_bytes + context + nccl;
-  if (r->ooms)
-    r->device_used_bytes = std::max(r->device_used_bytes,
-                                    st.reserved_bytes + st.failed_request_bytes + context + nccl);
 }
+}  // namespace
 
 }  // namespace device
 }  // namespace peak

@@ -498,7 +498,26 @@ Result compute(const Request& rq) {
     Request coarse = rq;
     coarse.simulate_allocator = false;
     const uint64_t bound = compute(coarse).max_micro_batch;
-    uint64_t lo = 0, hi = 2 * bound + 2;
+    // gallop from the bound (the answer is usually at or just below it), then bisect
+    uint64_t lo = 0, hi = 0;
+    if (bound > 0 && fits(bound)) {
+      lo = bound;
+      for (uint64_t step = 1;; step *= 2) {
+        hi = std::min(bound + step, kMaxSearch + 1);
+        if (hi > kMaxSearch || !fits(hi)) break;
+        lo = hi;
+      }
+    } else {
+      hi = bound > 0 ? bound : 1;
+      for (uint64_t step = 1; hi > 1; step *= 2) {
+        const uint64_t c = hi > step ? hi - step : 0;
+        if (c == 0 || fits(c)) {
+          lo = c;
+          break;
+        }
+        hi = c;
+      }
+    }
     while (hi - lo > 1) {
       const uint64_t mid = lo + (hi - lo) / 2;
       (fits(mid) ? lo : hi) = mid;

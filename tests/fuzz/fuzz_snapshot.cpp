@@ -24,9 +24,9 @@ namespace {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const std::set<std::string> codes = {
-      trainmem::code::kInvalidJson,   trainmem::code::kMissingField, trainmem::code::kInvalidType,
-      trainmem::code::kOutOfRange,    trainmem::code::kNotInteger,   trainmem::code::kUnknownKey,
-      trainmem::code::kUnknownValue,  trainmem::code::kTooLarge,     trainmem::code::kUnsupported,
+      trainmem::code::kInvalidJson,  trainmem::code::kMissingField, trainmem::code::kInvalidType,
+      trainmem::code::kOutOfRange,   trainmem::code::kNotInteger,   trainmem::code::kUnknownKey,
+      trainmem::code::kUnknownValue, trainmem::code::kTooLarge,     trainmem::code::kUnsupported,
       trainmem::code::kInconsistent,
   };
   const std::string bytes(reinterpret_cast<const char*>(data), size);

@@ -336,8 +336,10 @@ test('every flag sets a field the core knows (no unknown_key for any flag of any
       { targetGlobalBatch: 4, model: { params: 1e8 }, seqLen: 128, gpu: 'a100-80gb' },
     ],
     placement: { chain },
-    // compare-snapshot's own flags set `measured.*` beside the peakMemory request.
-    'compare-snapshot': { request: { model: { params: 1e8 }, microBatch: 1, seqLen: 128 } },
+    'compare-snapshot': {
+      request: { model: { params: 1e8 }, microBatch: 1, seqLen: 128 },
+      measured: { nvidiaSmiUsedBytes: 1e9 },
+    },
   };
   // The field is unknown only if every base request of the command (its modes) rejects it.
   const rejects = (command, path, value) =>
@@ -420,7 +422,8 @@ test('accumulation and peak-memory flags reach their fields', async () => {
     [acc.optimizerStepsPerEpoch, acc.fullOptimizerStepsPerEpoch, acc.remainderMicroBatches],
     [16, 15, 5],
   );
-  // --gpu-memory 80GB is 80e9 bytes: the headroom is what the peak leaves of it.
+  // --gpu-memory 80GB is 80e9 bytes: the headroom is what the device-used memory (nvidia-smi,
+  // what `fits` judges) leaves of it.
   const peak = await json([
     'peak-memory',
     '--model',
@@ -432,7 +435,38 @@ test('accumulation and peak-memory flags reach their fields', async () => {
     '--gpu-memory',
     '80GB',
   ]);
-  assert.equal(peak.headroomBytes + peak.peakBytes, 80e9);
+  assert.equal(peak.headroomBytes + peak.deviceUsedBytes, 80e9);
+  // the allocator flags reach their fields (expandable segments cannot reserve more)
+  const expandable = await json([
+    'peak-memory',
+    '--model',
+    'gpt2',
+    '--micro-batch',
+    '2',
+    '--seq-len',
+    '128',
+    '--allocator',
+    'expandable_segments:True',
+    '--runtime',
+    'pytorch-1.13-cuda',
+    '--optimizer-impl',
+    'transformers',
+    '--zero-grad-set-to-none',
+    'true',
+  ]);
+  assert.ok(expandable.assumptions.some((a) => a.includes('set_to_none=True')));
+  assert.ok(expandable.assumptions.some((a) => a.includes('optimizer transformers')));
+  const off = await json([
+    'peak-memory',
+    '--model',
+    'gpt2',
+    '--micro-batch',
+    '2',
+    '--seq-len',
+    '128',
+    '--no-simulate-allocator',
+  ]);
+  assert.equal(off.deviceUsedBytes, null);
   const e = await bad(['peak-memory', '--model', 'gpt2', '--micro-batch', '0', '--seq-len', '128']);
   assert.deepEqual([e.field, e.flag], ['microBatch', '--micro-batch']);
 });

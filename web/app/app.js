@@ -966,26 +966,62 @@ export async function mountApp(root, options = {}) {
     });
   }
 
+  /** The three numbers users compare with, and which tool reports which. */
+  function deviceNumbers(res) {
+    const a = res.allocator;
+    if (!a || typeof res.deviceUsedBytes !== 'number') return '';
+    const row = (key, bytes) => h('li', {}, t(key), ' ', t.both(bytes));
+    return h(
+      'div',
+      { class: 'device-numbers' },
+      h('h3', {}, t('peak.tools')),
+      h(
+        'ul',
+        {},
+        row('peak.smi', res.deviceUsedBytes),
+        row('peak.reserved', res.reservedPeakBytes),
+        row('peak.allocated', res.allocatedPeakBytes),
+        row('peak.fragmentation', a.fragmentationBytes),
+        row('peak.largest', a.largestRequestBytes),
+        row('peak.firstStep', a.firstStepAllocatedBytes),
+      ),
+      a.outOfMemory ? h('p', { class: 'badge bad' }, t('peak.oom')) : null,
+      h('p', { class: 'note' }, t('peak.simulated')),
+    );
+  }
+
   function renderPeak(el, res, req) {
     const fits = res.fits;
+    const device = typeof res.deviceUsedBytes === 'number';
     el.append(
-      headline('peak.total', res.peakBytes, [
-        typeof fits === 'boolean'
-          ? h(
-              'span',
-              { class: `badge ${fits ? 'ok' : 'bad'}` },
-              fits ? t('peak.fits') : t('peak.noFit'),
-            )
-          : null,
-        res.peakPhase
-          ? h('span', { class: 'chip' }, t('peak.phase'), ' ', optionLabel('phase', res.peakPhase))
-          : null,
-      ]),
+      headline(
+        device ? 'peak.device' : 'peak.total',
+        device ? res.deviceUsedBytes : res.peakBytes,
+        [
+          typeof fits === 'boolean'
+            ? h(
+                'span',
+                { class: `badge ${fits ? 'ok' : 'bad'}` },
+                fits ? t('peak.fits') : t('peak.noFit'),
+              )
+            : null,
+          res.peakPhase
+            ? h(
+                'span',
+                { class: 'chip' },
+                t('peak.phase'),
+                ' ',
+                optionLabel('phase', res.peakPhase),
+              )
+            : null,
+        ],
+      ),
     );
     if (typeof res.headroomBytes === 'number')
       el.append(h('p', {}, t('peak.headroom'), ' ', t.both(res.headroomBytes)));
     if (typeof res.maxMicroBatch === 'number')
       el.append(h('p', {}, t('peak.maxMicroBatch'), ' ', t.n(t.int(res.maxMicroBatch))));
+    el.append(deviceNumbers(res));
     if (fits === false) el.append(suggestionsLater(req));
     breakdownChart(el, [{ label: t('size.thisConfig'), breakdown: res.breakdown }]);
     el.append(breakdownTable(res.breakdown) || '');
@@ -1044,7 +1080,7 @@ export async function mountApp(root, options = {}) {
             ' ',
             t(key),
             ': ',
-            t.both(r.peakBytes),
+            t.both(typeof r.deviceUsedBytes === 'number' ? r.deviceUsedBytes : r.peakBytes),
           ),
         );
       } catch {

@@ -62,8 +62,18 @@ export const FIELDS = {
   dataParallel: { kind: 'int', min: 1, max: 1e6, default: 1, url: 'dp' },
   zeroStage: { kind: 'choice', values: ['0', '1', '2', '3'], default: '0', url: 'zero' },
   attention: { kind: 'choice', values: ['', 'eager', 'sdpa'], default: '', url: 'attn' },
-  runtime: { kind: 'choice', values: ['', 'pytorch-cuda', 'pytorch-cpu'], default: '', url: 'rt' },
-  optImpl: { kind: 'choice', values: ['', 'foreach', 'for-loop'], default: '', url: 'oi' },
+  runtime: {
+    kind: 'choice',
+    values: ['', 'pytorch-cuda', 'pytorch-2.0-cuda', 'pytorch-1.13-cuda', 'pytorch-cpu'],
+    default: '',
+    url: 'rt',
+  },
+  optImpl: {
+    kind: 'choice',
+    values: ['', 'foreach', 'for-loop', 'fused', 'transformers'],
+    default: '',
+    url: 'oi',
+  },
   // accumulation
   accMode: { kind: 'choice', values: ['plan', 'forward'], default: 'plan', url: 'am' },
   targetGlobalBatch: { kind: 'int', min: 1, max: 1e9, default: 32, url: 'gbs' },

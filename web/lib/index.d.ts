@@ -564,7 +564,7 @@ export interface AllocatorOptions {
 
 /** What the caching-allocator simulation found (CUDA runtimes). */
 export interface AllocatorSimulation {
-  /** Reserved minus allocated bytes when reserved memory peaked. */
+  /** reservedPeakBytes − allocatedPeakBytes: what the cache (fragmentation, cached free blocks) adds. */
   fragmentationBytes: number;
   /** The largest single request, rounded: what an OOM message names first. */
   largestRequestBytes: number;

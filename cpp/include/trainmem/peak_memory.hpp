@@ -147,7 +147,7 @@ struct Result {
   bool simulated = false;
   uint64_t reserved_peak_bytes = 0;  // torch.cuda.max_memory_reserved()
   uint64_t device_used_bytes = 0;    // nvidia-smi: reserved + context (+ NCCL when distributed)
-  uint64_t fragmentation_bytes = 0;  // reserved - allocated when reserved peaked
+  uint64_t fragmentation_bytes = 0;  // reserved peak - allocated peak (the cache's overhead)
   uint64_t largest_request_bytes = 0;
   uint64_t first_step_allocated_bytes = 0, steady_allocated_bytes = 0;
   uint64_t first_step_reserved_bytes = 0;
