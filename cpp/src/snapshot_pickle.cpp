@@ -41,7 +41,10 @@ struct V {
   uint64_t u = 0;  // int64 bits, uint64, double bits, bool
 };
 
-enum class Conv : uint8_t { kNone, kFrame, kStack, kEvents, kBlock, kSegment };
+// kBusy: a dict being converted; its own items are read, but it cannot be converted again from
+// inside (a trace entry listed in its own frames: found by the fuzzer,
+// tests/fuzz/regressions_snapshot).
+enum class Conv : uint8_t { kNone, kBusy, kFrame, kStack, kEvents, kBlock, kSegment };
 
 struct Container {
   T kind = T::kList;
@@ -365,8 +368,16 @@ class Reader {
     return static_cast<uint32_t>(containers_.size() - 1);
   }
   std::vector<V>& items(uint32_t c) { return slots_[containers_[c].ref]; }
+  // Every items() access is on a container that is kNone (or kBusy, read by its converter):
+  // once released, a slot belongs to the next container.
   void release(uint32_t c, Conv conv, uint32_t ref) {
-    std::vector<V>().swap(slots_[containers_[c].ref]);
+    if (containers_[c].conv != Conv::kNone && containers_[c].conv != Conv::kBusy) return;
+    // Keep the capacity: the slot is reused by the next container (few slots are live at once).
+    auto& slot = slots_[containers_[c].ref];
+    if (slot.capacity() > 4096)
+      std::vector<V>().swap(slot);
+    else
+      slot.clear();
     free_slots_.push_back(containers_[c].ref);
     containers_[c].conv = conv;
     containers_[c].ref = ref;
@@ -724,6 +735,7 @@ class Reader {
     if (v->t != T::kList) type_error(field, "a list of frames");
     Container& c = containers_[v->a];
     if (c.conv == Conv::kStack) return c.ref;
+    if (c.conv != Conv::kNone) type_error(field, "a list of frames");
     std::vector<uint32_t> ids;
     for (const V& f : items(v->a)) {
       if (f.t == T::kDict && containers_[f.a].conv == Conv::kNone && find(f.a, k_filename_) &&
@@ -769,6 +781,7 @@ class Reader {
       release(list, Conv::kEvents, static_cast<uint32_t>(event_lists_.size() - 1));
     }
     if (++events_ > kMaxTraceEvents) limit("trace entries", kMaxTraceEvents);
+    containers_[c].conv = Conv::kBusy;
     Event e;
     const std::string& a = as_str(*find(c, k_action_), "snapshot.device_traces.action");
     // TraceEntry::Action names: memory_snapshot.cpp action_to_str.
@@ -821,6 +834,7 @@ class Reader {
 
   void to_block(uint32_t c) {
     if (blocks_.size() >= kMaxBlocks) limit("blocks", kMaxBlocks);
+    containers_[c].conv = Conv::kBusy;
     Block b;
     b.size = req_u64(c, k_size_, "snapshot.segments.blocks.size");
     b.requested_size =
@@ -835,6 +849,7 @@ class Reader {
 
   void to_segment(uint32_t c) {
     if (out_.segments.size() >= kMaxSegments) limit("segments", kMaxSegments);
+    containers_[c].conv = Conv::kBusy;
     Segment s;
     s.total_size = req_u64(c, k_total_size_, "snapshot.segments.total_size");
     if (const V* a = find(c, k_address_); a && a->t != T::kNone)
@@ -902,7 +917,8 @@ class Reader {
           type_error("snapshot.device_traces", "a list of lists of trace entries");
       }
     }
-    if (const V* s = find(top.a, k_allocator_settings_); s && s->t == T::kDict) {
+    if (const V* s = find(top.a, k_allocator_settings_);
+        s && s->t == T::kDict && containers_[s->a].conv == Conv::kNone) {
       AllocatorSettings& a = out_.settings;
       a.present = true;
       if (const V* v = find(s->a, k_conf_); v && v->t == T::kStr)
@@ -949,7 +965,14 @@ class Reader {
   std::unordered_map<std::string_view, uint32_t> ids_;
   uint64_t pool_bytes_ = 0;
   std::map<std::tuple<uint32_t, uint32_t, int64_t>, uint32_t> frame_ids_;
-  std::map<std::vector<uint32_t>, uint32_t> stack_ids_;
+  struct StackHash {
+    size_t operator()(const std::vector<uint32_t>& v) const noexcept {
+      uint64_t h = 1469598103934665603ULL;  // FNV-1a over the frame ids
+      for (uint32_t x : v) h = (h ^ x) * 1099511628211ULL;
+      return static_cast<size_t>(h);
+    }
+  };
+  std::unordered_map<std::vector<uint32_t>, uint32_t, StackHash> stack_ids_;
   std::vector<std::vector<Event>> event_lists_;
   std::vector<Block> blocks_;
   uint64_t events_ = 0;

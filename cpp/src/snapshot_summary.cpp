@@ -474,8 +474,13 @@ Summary summarize(const Snapshot& s, const SummaryOptions& o) {
   std::vector<int64_t> kept(r.steps.size() + 1, 0);
   for (const Life& l : lives) {
     if (l.cat == Category::kGradients && !r.steps.empty()) {
-      size_t a = 0;
-      while (a < r.steps.size() && static_cast<int64_t>(r.steps[a].start_event) <= l.alloc) ++a;
+      // The first step that starts after the allocation (steps are in order).
+      const size_t a =
+          static_cast<size_t>(std::upper_bound(r.steps.begin(), r.steps.end(), l.alloc,
+                                               [](int64_t x, const Step& st) {
+                                                 return x < static_cast<int64_t>(st.start_event);
+                                               }) -
+                              r.steps.begin());
       size_t b = a;
       while (b < r.steps.size() && r.steps[b].forward_event >= 0 &&
              r.steps[b].forward_event < l.free)

@@ -194,6 +194,19 @@ TEST_CASE("snapshot: a non-finite allocator setting is not a result (fuzzer find
   CHECK(r["result"]["allocatorSettings"]["garbageCollectionThreshold"] == 0.0);
 }
 
+TEST_CASE("snapshot: a trace entry inside its own frames list (fuzzer finding)") {
+  // tests/fuzz/regressions_snapshot/: a dict with action, filename and name, memoised, listed in
+  // its own frames list; converting it as a frame while converting it as an entry freed its
+  // items twice (heap-use-after-free). Now: invalid_type naming the frames.
+  std::string d = std::string("}\x94(") + S("action") + S("alloc") + S("addr") + I(4096) +
+                  S("size") + I(100) + S("filename") + S("f") + S("name") + S("n") + S("frames") +
+                  "](h" + std::string(1, '\0') + "eu";
+  const json r = read(P(D(S("device_traces") + L(L(d)))));
+  CHECK(r["error"]["code"] == "invalid_type");
+  CHECK(r["error"]["field"] == "snapshot.device_traces.frames");
+  CHECK(read(snap(E("alloc", 4096, 100)))["ok"] == true);
+}
+
 TEST_CASE("snapshot: memory_stats() JSON and the figures") {
   // reserved 3 GiB, allocated 1 GiB: gap 2 GiB >= 25 % of reserved and >= 128 MiB.
   const json r = read(R"({"allocated_bytes.all.peak": 1073741824,
