@@ -184,6 +184,24 @@ trace::StepSpec build_spec(const Request& rq, const activations::ModelActivation
   s.workspace_bytes = rq.runtime.workspace_bytes;
   s.per_layer_extra = f.zero_gather_bytes;
   s.steps = 3;
+  s.optimizer_in_backward = rq.optimizer_in_backward;
+  if (rq.data_parallel > 1 && rq.zero_stage == 0) {
+    // torch/nn/parallel/distributed.py: buckets of bucket_cap_mb (25 MiB), the first of
+    // dist._DEFAULT_FIRST_BUCKET_BYTES (1 MiB), filled with the parameters in reverse order
+    std::vector<uint64_t> grads;
+    for (const auto& L : s.layers) grads.insert(grads.end(), L.grads.begin(), L.grads.end());
+    uint64_t cap = 1ull << 20, cur = 0;
+    for (size_t k = grads.size(); k-- > 0;) {
+      cur += grads[k];
+      if (cur >= cap) {
+        s.ddp_buckets.push_back(cur);
+        cur = 0;
+        cap = rq.ddp_bucket_bytes;
+      }
+    }
+    if (cur) s.ddp_buckets.push_back(cur);
+    s.grads_are_bucket_views = rq.ddp_gradient_as_bucket_view;
+  }
   return s;
 }
 

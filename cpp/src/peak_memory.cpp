@@ -128,6 +128,7 @@ uint64_t optimizer_temp_elements(const OptimizerSpec& o, bool foreach, uint64_t 
 
 struct Persistent {
   uint64_t weights = 0, master = 0, grads_full = 0, state = 0, opt_temp = 0, zero_gather = 0;
+  uint64_t opt_temp_one = 0;  // one tensor's step temporaries (optimizer in backward)
   uint64_t grad_bytes_per_param = 4;
   std::vector<uint64_t> grads_per_layer;
   std::string weights_src, master_src, grads_src, state_src, temp_src;
@@ -347,6 +348,10 @@ Result evaluate(const Request& rq) {
                       "tensors (torch/optim, PyTorch 2.x on CUDA)"
                     : "optimizer step: for-loop temporaries of the largest tensor "
                       "(torch/optim, foreach=False)";
+  // one parameter at a time (optimizer in backward: a single-tensor optimizer per parameter)
+  ps.opt_temp_one = optimizer_temp_elements(rq.optimizer, false, 0,
+                                            std::min(lay.largest_tensor, Pt_full) / (t * N)) *
+                    state_w;
   if (deepspeed_mp) ps.opt_temp += Pt_full * 4 / (t * N);  // fp32 gradient partition for the update
   if (rq.offload_optimizer) {
     ps.master = 0;
@@ -366,9 +371,22 @@ Result evaluate(const Request& rq) {
           : rq.runtime.context_source + (rq.runtime.workspace_bytes ? " + cuBLAS workspace" : "");
 
   // ---- walk the step
-  const uint64_t fixed = ps.weights + ps.master + ps.state + runtime_bytes;
+  // DDP (torch/nn/parallel/distributed.py): the reducer's buckets hold a flat copy of every
+  // gradient from the wrapping on; with gradient_as_bucket_view the .grad tensors are those
+  // buckets ("the saved memory size will be equal to the total gradients size")
+  const bool ddp = rq.data_parallel > 1 && rq.zero_stage == 0;
+  const uint64_t ddp_buckets = ddp ? ps.grads_full : 0;
+  const bool grads_in_buckets = ddp && rq.ddp_gradient_as_bucket_view;
+  const uint64_t fixed = ps.weights + ps.master + ps.state + runtime_bytes + ddp_buckets;
   const bool grads_from_start = rq.accumulation_steps > 1;
   uint64_t grads_now = grads_from_start ? ps.grads_full : 0;
+  // optimizer in backward (torchtune register_optim_in_bwd_hooks): each parameter steps in its
+  // post-accumulate-grad hook and its .grad is dropped at once: at most the largest layer's
+  // gradient and one tensor's optimizer temporaries exist at a time
+  const bool in_bwd = rq.optimizer_in_backward;
+  uint64_t largest_grads = 0;
+  for (uint64_t g : ps.grads_per_layer) largest_grads = std::max(largest_grads, g);
+  const uint64_t in_bwd_temp = in_bwd ? largest_grads + ps.opt_temp_one : 0;
   uint64_t best = 0;
   TimelinePoint best_pt;
   uint64_t best_temp = 0, best_act = 0;
@@ -379,7 +397,8 @@ Result evaluate(const Request& rq) {
     return L.forward_temp_bytes;
   };
   for (const auto& e : plan.timeline) {
-    if (e.phase == "backward" && !grads_from_start) grads_now += ps.grads_per_layer[e.layer];
+    if (e.phase == "backward" && !grads_from_start && !in_bwd && !grads_in_buckets)
+      grads_now += ps.grads_per_layer[e.layer];
     TimelinePoint pt;
     pt.phase = e.phase;
     pt.layer = e.layer;
@@ -387,13 +406,14 @@ Result evaluate(const Request& rq) {
     pt.activation_bytes = e.live_bytes;
     pt.gradient_bytes = grads_now;
     const uint64_t zg = (rq.zero_stage == 3 && e.phase != "loss") ? ps.zero_gather : 0;
-    pt.total_bytes = fixed + grads_now + e.live_bytes + zg;
+    const uint64_t step_in_bwd = e.phase == "backward" ? in_bwd_temp : 0;
+    pt.total_bytes = fixed + grads_now + e.live_bytes + zg + step_in_bwd;
     if (pt.total_bytes > best) {
       best = pt.total_bytes;
       best_pt = pt;
       const uint64_t tmp = std::min(temp_of(e), e.live_bytes);
       best_act = e.live_bytes - tmp;
-      best_temp = tmp + zg;
+      best_temp = tmp + zg + step_in_bwd;
     }
     r.timeline.push_back(pt);
   }
@@ -401,14 +421,14 @@ Result evaluate(const Request& rq) {
     TimelinePoint pt;
     pt.phase = "optimizer";
     pt.name = "optimizer step";
-    pt.gradient_bytes = ps.grads_full;
+    pt.gradient_bytes = (in_bwd || grads_in_buckets) ? 0 : ps.grads_full;
     pt.activation_bytes = acts.input_bytes;  // the batch is still referenced
-    pt.total_bytes = fixed + ps.grads_full + ps.opt_temp + acts.input_bytes;
+    pt.total_bytes = fixed + pt.gradient_bytes + (in_bwd ? 0 : ps.opt_temp) + acts.input_bytes;
     if (pt.total_bytes > best) {
       best = pt.total_bytes;
       best_pt = pt;
       best_act = acts.input_bytes;
-      best_temp = ps.opt_temp;
+      best_temp = in_bwd ? 0 : ps.opt_temp;
     }
     r.timeline.push_back(pt);
   }
@@ -420,7 +440,13 @@ Result evaluate(const Request& rq) {
   r.peak_layer = best_pt.layer;
   r.weights = {ps.weights, ps.weights_src};
   r.master_weights = {ps.master, ps.master_src};
-  r.gradients = {best_pt.gradient_bytes, ps.grads_src};
+  r.gradients = {
+      best_pt.gradient_bytes + ddp_buckets,
+      ps.grads_src + (ddp ? (grads_in_buckets ? "; DDP: the .grad tensors are views of the "
+                                                "reducer's buckets (gradient_as_bucket_view)"
+                                              : "; DDP: the reducer's buckets hold a second copy "
+                                                "of every gradient (gradient_as_bucket_view=False)")
+                          : "")};
   r.optimizer_state = {ps.state, ps.state_src};
   r.activations = {best_act, "saved-for-backward tensors derived per op (" + acts.recipe +
                                  " recipe, activations.cpp), planned by the placement engine (" +

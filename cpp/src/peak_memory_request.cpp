@@ -326,6 +326,23 @@ Request parse_request(const json& request) {
                     r.runtime.optimizer_implementation.c_str());
   r.runtime.foreach_optimizers = r.optimizer_implementation == "foreach";
   r.set_to_none = req.boolean_or("zeroGradSetToNone", r.runtime.set_to_none);
+  r.optimizer_in_backward = req.boolean_or("optimizerInBackward", false);
+  if (r.optimizer_in_backward && r.accumulation_steps > 1)
+    fail(code::kInconsistent, "optimizerInBackward",
+         "optimizerInBackward steps each parameter as its gradient is made: it cannot accumulate "
+         "gradients (gradientAccumulationSteps must be 1; torchtune refuses the same)");
+  if (r.optimizer_in_backward && r.zero_stage > 0)
+    fail(code::kUnsupported, "optimizerInBackward",
+         "optimizerInBackward with ZeRO is not modelled");
+  if (req.has("ddp")) {
+    const Obj d = req.obj("ddp");
+    // torch/nn/parallel/distributed.py: bucket_cap_mb = 25, gradient_as_bucket_view = False
+    r.ddp_bucket_bytes = d.u64_or("bucketCapMb", 25, 1, 1u << 20) << 20;
+    r.ddp_gradient_as_bucket_view = d.boolean_or("gradientAsBucketView", false);
+    d.finish();
+    if (r.data_parallel < 2 || r.zero_stage > 0)
+      fail(code::kInconsistent, "ddp", "ddp options need dataParallel > 1 without ZeRO");
+  }
   r.simulate_allocator = req.boolean_or("simulateAllocator", r.runtime.is_cuda());
   if (r.simulate_allocator && !r.runtime.is_cuda())
     fail(code::kInconsistent, "simulateAllocator",

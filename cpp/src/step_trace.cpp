@@ -33,9 +33,13 @@ class Builder {
     mark(0, 0, "load", -1);
     // model.to("cuda"): one allocation per parameter tensor, in module order
     for (uint64_t w : s_.weights) alloc(w);
+    // DistributedDataParallel(model): the Reducer allocates one flat buffer per bucket
+    // (torch/csrc/distributed/c10d/reducer.cpp initialize_buckets)
+    for (uint64_t b : s_.ddp_buckets) alloc(b);
     uint64_t batch = 0;
     bool workspace = false;
     for (uint32_t step = 1; step <= s_.steps; ++step) {
+      current_step_ = step;
       for (uint64_t micro = 1; micro <= s_.accumulation_steps; ++micro) {
         // the next batch is moved to the device while the previous one is still referenced
         const uint64_t next = alloc(s_.input_bytes);
@@ -159,6 +163,18 @@ class Builder {
   // it in place, the incoming tensor then being freed (torch/csrc/autograd/functions/
   // accumulate_grad.h accumulateGrad).
   void produce_grad(size_t index, uint64_t bytes) {
+    if (s_.grads_are_bucket_views) {
+      // the incoming gradient is copied into its bucket view and freed
+      uint64_t incoming = alloc(bytes);
+      free(incoming);
+      return;
+    }
+    if (s_.optimizer_in_backward) {
+      uint64_t grad = alloc(bytes);
+      step_one(index, current_step_ == 1);
+      free(grad);  // optimizer.zero_grad(set_to_none=True) inside the hook
+      return;
+    }
     if (grad_ids_[index] == 0) {
       grad_ids_[index] = alloc(bytes);
     } else {
@@ -235,8 +251,21 @@ class Builder {
     }
   }
 
+  // One parameter's step (its own optimizer): lazy state at its first step, then temporaries.
+  void step_one(size_t j, bool first) {
+    if (first)
+      for (uint64_t b : s_.params[j].state) state_ids_[j].push_back(alloc(b));
+    if (s_.impl == OptimizerImpl::fused) return;
+    const uint32_t copies =
+        s_.impl == OptimizerImpl::foreach ? std::min<uint32_t>(s_.temp_copies, 1) : s_.temp_copies;
+    std::vector<uint64_t> live;
+    for (uint32_t c = 0; c < copies; ++c) live.push_back(alloc(s_.params[j].temp_bytes));
+    free_all(&live);
+  }
+
   void optimizer_step(uint32_t step) {
     mark(step, static_cast<uint32_t>(s_.accumulation_steps), "optimizer", -1);
+    if (s_.optimizer_in_backward) return;  // every parameter stepped in the backward
     const bool first = step == 1;
     auto init_state = [&](size_t j) {
       // lazy state: zeros_like per state entry at the parameter's first step (torch/optim/
@@ -276,6 +305,7 @@ class Builder {
   const StepSpec& s_;
   Trace t_;
   uint64_t next_id_ = 0;
+  uint32_t current_step_ = 0;
   std::vector<std::vector<uint64_t>> saved_, casts_, state_ids_;
   std::vector<bool> casts_in_graph_;
   std::vector<uint64_t> standalone_, grad_of_, grad_ids_;

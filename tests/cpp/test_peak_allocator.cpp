@@ -214,3 +214,47 @@ TEST_CASE("runtime profiles: torch <= 1.10 keeps the softmax input for the backw
   };
   CHECK(stored("pytorch-1.10-cuda") - stored("pytorch-1.13-cuda") == 24 * 16 * MiB + 2 * 4);
 }
+
+TEST_CASE("allocator simulation: optimizer in backward never holds every gradient",
+          "[peak][allocator]") {
+  // Two Linear(4096, 4096): two 64 MiB weights. foreach AdamW after the backward: weights 2,
+  // .grad 2, exp_avg + exp_avg_sq 4, _foreach_sqrt results 2 = 10 x 64 MiB + 22 = 662 MiB.
+  json rq = big_linear({{"optimizer", "adamw"}});
+  rq["mlp"]["sizes"] = {4096, 4096, 4096};
+  CHECK(run(rq)["reservedPeakBytes"].get<double>() == 662 * MiB);
+  // In backward (torchtune optimizer_in_bwd; one optimizer per parameter): the last layer's
+  // .grad, its two states and its temporary take 4 new segments; the .grad and the temporary
+  // are freed and cached; the first layer's .grad and exp_avg reuse them, its exp_avg_sq and
+  // temporary take 2 more: weights 2 + 4 + 2 = 8 x 64 MiB + 22 = 534 MiB.
+  rq["optimizerInBackward"] = true;
+  const json in_bwd = run(rq);
+  CHECK(in_bwd["reservedPeakBytes"].get<double>() == 534 * MiB);
+  CHECK(in_bwd["breakdown"]["gradients"]["bytes"].get<double>() == 0);
+  // it cannot accumulate gradients
+  rq["gradientAccumulationSteps"] = 2;
+  const json e = call(rq);
+  REQUIRE(e["ok"] == false);
+  CHECK(e["error"]["field"] == "optimizerInBackward");
+}
+
+TEST_CASE("allocator simulation: DDP's reducer buckets copy the gradients", "[peak][allocator]") {
+  // Two Linear(4096, 4096), SGD, 2 ranks. Buckets fill in reverse parameter order: the first
+  // closes past 1 MiB (_DEFAULT_FIRST_BUCKET_BYTES) with bias + weight = 64 MiB + 16 KiB, the
+  // second past 25 MiB with the same: each its own 66 MiB segment (rounded up to 2 MiB).
+  // Reserved: weights 128 + buckets 132 + .grad 128 + 22 = 410 MiB.
+  json rq = big_linear({{"optimizer", "sgd"}, {"dataParallel", 2}});
+  rq["mlp"]["sizes"] = {4096, 4096, 4096};
+  const json ddp = run(rq);
+  CHECK(ddp["reservedPeakBytes"].get<double>() == 410 * MiB);
+  // nvidia-smi adds the context and NCCL's buffers (runtime profile: 256 MiB)
+  CHECK(ddp["deviceUsedBytes"].get<double>() == 410 * MiB + kContext + 256 * MiB);
+  // gradient_as_bucket_view: the .grad tensors are the buckets; what remains is one incoming
+  // 64 MiB gradient at a time before it is copied in: 128 + 132 + 64 + 22 = 346 MiB.
+  rq["ddp"] = {{"gradientAsBucketView", true}};
+  CHECK(run(rq)["reservedPeakBytes"].get<double>() == 346 * MiB);
+  // without data parallelism there is no reducer
+  rq["dataParallel"] = 1;
+  const json e = call(rq);
+  REQUIRE(e["ok"] == false);
+  CHECK(e["error"]["field"] == "ddp");
+}

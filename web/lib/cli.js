@@ -292,6 +292,27 @@ export const FLAGS = [
     help: "false: every .grad stays allocated between steps (default: the runtime's)",
   },
   {
+    flag: 'optimizer-in-backward',
+    kind: 'boolean',
+    path: 'optimizerInBackward',
+    commands: ['peak-memory'],
+    help: 'step each parameter in its gradient hook (torchtune optimizer_in_bwd)',
+  },
+  {
+    flag: 'ddp-bucket-cap-mb',
+    kind: 'number',
+    path: 'ddp.bucketCapMb',
+    commands: TRAINING,
+    help: 'DDP bucket size in MiB (default 25)',
+  },
+  {
+    flag: 'ddp-gradient-as-bucket-view',
+    kind: 'boolean',
+    path: 'ddp.gradientAsBucketView',
+    commands: TRAINING,
+    help: 'DDP .grad tensors as views of the buckets (no second copy)',
+  },
+  {
     flag: 'simulate-allocator',
     kind: 'boolean',
     path: 'simulateAllocator',

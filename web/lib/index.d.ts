@@ -529,6 +529,18 @@ export interface PeakMemoryRequest {
   simulateAllocator?: boolean;
   /** `zero_grad(set_to_none=…)`: false keeps every `.grad` allocated between steps. Default: the runtime's. */
   zeroGradSetToNone?: boolean;
+  /**
+   * Optimizer in backward (torchtune `optimizer_in_bwd`; torch's `_apply_optimizer_in_backward`):
+   * each parameter steps in its post-accumulate-grad hook and its `.grad` is dropped at once,
+   * so the full gradient set never exists. Not with gradient accumulation. Default false.
+   */
+  optimizerInBackward?: boolean;
+  /**
+   * DDP (dataParallel > 1 without ZeRO; torch/nn/parallel/distributed.py): the reducer's
+   * buckets (`bucket_cap_mb`, default 25; the first 1 MiB) hold a flat copy of every gradient,
+   * unless `gradient_as_bucket_view` makes the `.grad` tensors views of them.
+   */
+  ddp?: { bucketCapMb?: number; gradientAsBucketView?: boolean };
   /** GPU preset id (`tm.presets()`), e.g. `"a100-80gb"`. Not with `gpuMemoryBytes`. */
   gpu?: string;
   /** GPU memory in bytes. Not with `gpu`. */

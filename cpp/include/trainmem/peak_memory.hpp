@@ -105,6 +105,10 @@ struct Request {
   allocator::Config allocator;
   std::string optimizer_implementation;  // for-loop | foreach | fused | transformers
   bool set_to_none = true;
+  bool optimizer_in_backward = false;  // torchtune optimizer_in_bwd: step per parameter in backward
+  // DDP (dataParallel > 1 without ZeRO): the reducer's gradient buckets
+  uint64_t ddp_bucket_bytes = 25ull << 20;  // bucket_cap_mb
+  bool ddp_gradient_as_bucket_view = false;
 };
 
 // Parses and validates a peakMemory request (throws RequestError naming the field).

@@ -54,6 +54,13 @@ struct StepSpec {
   uint64_t workspace_bytes = 0;  // cuBLAS workspace, allocated at the first matmul
   uint64_t per_layer_extra = 0;  // a transient of every layer's forward and backward (ZeRO-3)
   uint32_t steps = 3;            // optimizer steps simulated (step 1 creates the state)
+  // optimizer in backward: each parameter steps in its post-accumulate-grad hook and its
+  // .grad is dropped right after (torchtune register_optim_in_bwd_hooks)
+  bool optimizer_in_backward = false;
+  // DDP: the reducer's flat gradient buckets, allocated when the model is wrapped; with
+  // gradient_as_bucket_view the .grad tensors are views into them (no allocation of their own)
+  std::vector<uint64_t> ddp_buckets;
+  bool grads_are_bucket_views = false;
 };
 
 // Where a trace event belongs, for the result's peak location.
