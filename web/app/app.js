@@ -1055,7 +1055,10 @@ export async function mountApp(root, options = {}) {
       ],
       ['sug.adam8', { optimizer: 'adam-8bit' }],
       // PyTorch 2's foreach step holds a temporary as large as the optimizer state.
-      ...(req.optimizerImplementation === 'for-loop' || req.runtime === 'pytorch-cpu'
+      // (not when the step already runs one tensor at a time: for-loop, fused, transformers, or
+      // a runtime whose default is for-loop)
+      ...(['for-loop', 'fused', 'transformers'].includes(req.optimizerImplementation) ||
+      ['pytorch-cpu', 'pytorch-1.13-cuda', 'pytorch-1.10-cuda'].includes(req.runtime)
         ? []
         : [['sug.forloop', { optimizerImplementation: 'for-loop' }]]),
       ['sug.bf16', { precision: 'bf16' }],
