@@ -2,6 +2,7 @@
 // or an explicit tensor list — parsed into one ModelDescription.
 #include "trainmem/model.hpp"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -30,23 +31,31 @@ constexpr size_t kMaxTensors = 200000;
 namespace {
 
 // Block index of a parameter name ("h.3.attn", "layers.3.", "layer.3.", "block.3."); -1 = outside.
+// The leftmost match wins: T5's "encoder.block.2.layer.0.SelfAttention.q" is block 2 (its
+// "layer.0" is the sub-layer inside the block).
 int64_t block_index(const std::string& name) {
   static const char* keys[] = {".h.", "layers.", "layer.", "h.", "block."};
+  size_t best_pos = std::string::npos;
+  int64_t best = -1;
   for (const char* k : keys) {
     size_t p = name.find(k);
-    while (p != std::string::npos) {
+    while (p != std::string::npos && p < best_pos) {
       if (p == 0 || name[p - 1] == '.' || k[0] == '.') {
         const size_t q = p + std::char_traits<char>::length(k);
         size_t e = q;
         int64_t v = 0;
         while (e < name.size() && name[e] >= '0' && name[e] <= '9' && e - q < 9)
           v = v * 10 + (name[e++] - '0');
-        if (e > q && e < name.size() && name[e] == '.') return v;
+        if (e > q && e < name.size() && name[e] == '.') {
+          best_pos = p;
+          best = v;
+          break;
+        }
       }
       p = name.find(k, p + 1);
     }
   }
-  return -1;
+  return best;
 }
 
 bool is_embedding(const std::string& name) {
@@ -58,10 +67,16 @@ bool is_embedding(const std::string& name) {
 
 void finalize_tensors(ModelDescription* m) {
   uint64_t total = 0, trainable = 0;
+  int64_t encoder_blocks = 0;  // encoder-decoder models: decoder blocks follow the encoder's
   for (auto& t : m->tensors) {
     t.block = block_index(t.name);
     t.embedding = is_embedding(t.name);
+    if (t.block >= 0 && t.name.rfind("encoder.", 0) == 0)
+      encoder_blocks = std::max(encoder_blocks, t.block + 1);
   }
+  if (encoder_blocks > 0)
+    for (auto& t : m->tensors)
+      if (t.block >= 0 && t.name.rfind("decoder.", 0) == 0) t.block += encoder_blocks;
   for (const auto& t : m->tensors) {
     if (!t.tied_to.empty()) continue;  // shares storage: counted once
     const uint64_t n = t.numel();

@@ -140,3 +140,21 @@ TEST_CASE("presets list models with their published counts and other data files"
   CHECK(env["result"].contains("gpus"));
   CHECK(env["result"].contains("examples"));
 }
+
+TEST_CASE("model: T5's encoder and decoder blocks are blocks of their own", "[model]") {
+  // "encoder.block.5.layer.1.DenseReluDense.wo.weight": block 5, sub-layer 1 (T5Block holds
+  // T5LayerSelfAttention, [T5LayerCrossAttention,] T5LayerFF as layer.0..2; modeling_t5.py);
+  // the decoder's blocks follow the encoder's 6 (t5-small: num_layers = num_decoder_layers = 6).
+  const json req = {{"preset", "t5-small"}};
+  const trainmem::Obj o(req, "model");
+  const trainmem::ModelDescription m = trainmem::parse_model(o);
+  int64_t enc5 = -2, dec0 = -2, shared = -2;
+  for (const auto& t : m.tensors) {
+    if (t.name == "encoder.block.5.layer.1.DenseReluDense.wo.weight") enc5 = t.block;
+    if (t.name == "decoder.block.0.layer.1.EncDecAttention.q.weight") dec0 = t.block;
+    if (t.name == "shared.weight") shared = t.block;
+  }
+  CHECK(enc5 == 5);
+  CHECK(dec0 == 6);
+  CHECK(shared == -1);
+}
