@@ -126,6 +126,13 @@ class Builder {
     add(l, name.c_str(), bytes, source, n);
   }
   const Settings& settings() const { return s_; }
+  // Removes the last saved tensor (one the chosen loss does not keep after all).
+  void drop_last(LayerActivations* l) const {
+    if (l->tensors.empty()) return;
+    l->saved_bytes -= l->tensors.back();
+    l->tensors.pop_back();
+    if (s_.detail && !l->saved.empty()) l->saved.pop_back();
+  }
   // Transients for the trace: `pieces` tensors of `bytes` each, live around tensor index `at`.
   static void temps(std::vector<LayerActivations::TempGroup>* g, size_t at, uint64_t pieces,
                     uint64_t bytes) {
@@ -250,6 +257,69 @@ std::string family(const Architecture& a) {
 bool python_gelu(const Architecture& a) {
   // HF ACT2FN["gelu_new"] is NewGELUActivation, a Python formula of 8 tensor ops.
   return a.activation == "gelu_new";
+}
+
+// The language-model loss over T tokens and Vt vocabulary columns (the head's saves and
+// transients after the final norm).
+void lm_loss(const Builder& B, const Dims& d, const Widths& w, const Settings& s, uint64_t Vt,
+             LayerActivations* head) {
+  using Loss = Settings::Loss;
+  if (s.loss == Loss::liger_fused) {
+    // liger_kernel/ops/fused_linear_cross_entropy.py fused_linear_cross_entropy_forward: the
+    // input and weight gradients are computed in the forward and saved for the backward;
+    // logits exist one chunk at a time: chunk = next_pow2(ceil(BT / ceil(V / H))) <= BT
+    B.add(head, "grad_input (computed in the forward)", B.rep(B.mul({d.T, d.h, w.lin})),
+          "LigerFusedLinearCrossEntropyFunction saves grad_input");
+    B.add(head, "grad_weight (computed in the forward)", B.mul({Vt, d.h, s.head_weight_bytes}),
+          "LigerFusedLinearCrossEntropyFunction saves grad_weight");
+    B.add(head, "loss per token (fp32)", B.mul({d.T, 4}), "loss_1d");
+    const uint64_t inc = (Vt + d.h - 1) / d.h;
+    uint64_t chunk = 1;
+    while (chunk < (d.T + inc - 1) / inc) chunk *= 2;
+    chunk = std::min(chunk, d.T);
+    head->forward_temp_bytes = B.mul({chunk, Vt, w.lin});
+    Builder::temps(&head->forward_temps, 0, 1, head->forward_temp_bytes);
+    head->backward_temp_bytes = 0;
+    return;
+  }
+  const uint64_t n = s.loss == Loss::chunked ? std::max<uint64_t>(1, s.loss_chunks) : 1;
+  const size_t logits_at = head->tensors.size();
+  const bool keeps_logits = s.runtime.softmax_saves_input;
+  if (keeps_logits)
+    B.add(head, "log_softmax input (logits in fp32)", B.mul({d.T, Vt, 4}),
+          "LogSoftmaxBackward keeps its input too (torch <= 1.10)", n);
+  B.add(head, "log_softmax output (logits upcast to fp32)", B.mul({d.T, Vt, 4}),
+        s.loss == Loss::chunked
+            ? "torchtune CEWithChunkedOutputLoss: cross_entropy(chunk.float()) per output chunk "
+              "-> LogSoftmaxBackward0 keeps each chunk's result"
+            : "HF ForCausalLMLoss: logits.float(); cross_entropy -> LogSoftmaxBackward0 keeps its "
+              "result",
+        n);
+  B.add(head, "labels (int64)", B.mul({d.T, 8}), "NllLossBackward0 keeps its target");
+  const uint64_t logits16 = w.lin == 4 ? 0 : B.mul({d.T, Vt, w.lin});
+  if (s.loss == Loss::chunked) {
+    // the 16-bit logits of every chunk live until the loss is summed (the recipe then deletes
+    // them); each chunk's fp32 copy only while its log_softmax runs
+    const uint64_t copy = keeps_logits ? 0 : B.mul({d.T, Vt, 4}) / n;
+    head->forward_temp_bytes = logits16 + copy;
+    if (logits16) Builder::temps(&head->forward_temps, logits_at, 1, logits16);
+    if (copy) Builder::temps(&head->forward_temps, logits_at, 1, copy);
+    head->backward_temp_bytes = 2 * (B.mul({d.T, Vt, 4}) / n);
+    Builder::temps(&head->backward_temps, 0, 2, B.mul({d.T, Vt, 4}) / n);
+    return;
+  }
+  // logits (and their fp32 copy) exist while log_softmax runs; freed when forward returns
+  // (torch <= 1.10 keeps the fp32 logits, so only a 16-bit original is transient)
+  const uint64_t fp32_logits = B.mul({d.T, Vt, 4});
+  head->forward_temp_bytes =
+      keeps_logits ? logits16 : (w.lin == 4 ? fp32_logits : logits16 + fp32_logits);
+  // nll_loss backward's grad + log_softmax backward's grad (fp32), with the saved result
+  head->backward_temp_bytes = B.mul({2, d.T, Vt, 4});
+  if (!keeps_logits || w.lin != 4)
+    Builder::temps(&head->forward_temps, logits_at, 1, B.mul({d.T, Vt, w.lin}));
+  if (!keeps_logits && w.lin != 4)
+    Builder::temps(&head->forward_temps, logits_at, 1, B.mul({d.T, Vt, 4}));
+  Builder::temps(&head->backward_temps, 0, 2, B.mul({d.T, Vt, 4}));
 }
 
 }  // namespace
@@ -474,26 +544,9 @@ ModelActivations transformer_activations(const ModelDescription& m, const Settin
       B.add(&head, "lm_head input (final LayerNorm output)", B.rep(B.mul({d.T, d.h, w.lin})),
             "MmBackward0 keeps its input");
     }
-    const size_t logits_at = head.tensors.size();
-    const bool keeps_logits = s.runtime.softmax_saves_input;
-    if (keeps_logits)
-      B.add(&head, "log_softmax input (logits in fp32)", B.mul({d.T, Vt, 4}),
-            "LogSoftmaxBackward keeps its input too (torch <= 1.10)");
-    B.add(&head, "log_softmax output (logits upcast to fp32)", B.mul({d.T, Vt, 4}),
-          "HF ForCausalLMLoss: logits.float(); cross_entropy -> LogSoftmaxBackward0 keeps its "
-          "result");
-    B.add(&head, "labels (int64)", B.mul({d.T, 8}), "NllLossBackward0 keeps its target");
-    // logits (and their fp32 copy) exist while log_softmax runs; freed when forward returns
-    // (torch <= 1.10 keeps the fp32 logits, so only a 16-bit original is transient)
-    head.forward_temp_bytes = keeps_logits ? (w.lin == 4 ? 0 : B.mul({d.T, Vt, w.lin}))
-                                           : B.mul({d.T, Vt, w.lin + (w.lin == 4 ? 0 : 4)});
-    // nll_loss backward's grad + log_softmax backward's grad (fp32), with the saved result
-    head.backward_temp_bytes = B.mul({2, d.T, Vt, 4});
-    if (!keeps_logits || w.lin != 4)
-      Builder::temps(&head.forward_temps, logits_at, 1, B.mul({d.T, Vt, w.lin}));
-    if (!keeps_logits && w.lin != 4)
-      Builder::temps(&head.forward_temps, logits_at, 1, B.mul({d.T, Vt, 4}));
-    Builder::temps(&head.backward_temps, 0, 2, B.mul({d.T, Vt, 4}));
+    // Liger's fused function reads the hidden states without autograd: no matmul keeps them
+    if (s.loss == Settings::Loss::liger_fused) B.drop_last(&head);
+    lm_loss(B, d, w, s, Vt, &head);
     head.forward_flops = 2.0 * d.T * d.h * Vt;
   }
   B.output(&head, "loss (scalar)", 4, "the loss tensor");

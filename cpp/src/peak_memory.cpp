@@ -148,6 +148,9 @@ Result evaluate(const Request& rq) {
   st.sequence_parallel = rq.sequence_parallel;
   st.runtime = rq.runtime.traits;
   st.detail = false;
+  st.loss = rq.loss;
+  st.loss_chunks = rq.loss_chunks;
+  st.head_weight_bytes = is_half(rq.precision) ? 2 : 4;
   activations::ModelActivations acts = rq.is_mlp
                                            ? activations::mlp_activations(rq.mlp, st)
                                            : activations::transformer_activations(rq.model(), st);

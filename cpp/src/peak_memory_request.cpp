@@ -327,6 +327,29 @@ Request parse_request(const json& request) {
   r.runtime.foreach_optimizers = r.optimizer_implementation == "foreach";
   r.set_to_none = req.boolean_or("zeroGradSetToNone", r.runtime.set_to_none);
   r.optimizer_in_backward = req.boolean_or("optimizerInBackward", false);
+  if (req.has("loss")) {
+    // "cross-entropy" (HF: cross_entropy over the full fp32 logits), "chunked" (torchtune
+    // CEWithChunkedOutputLoss, num_output_chunks = 8), "liger-fused-linear" (Liger's
+    // LigerFusedLinearCrossEntropyLoss), or {type, chunks}
+    using L = activations::Settings::Loss;
+    std::string type;
+    if (req.raw("loss").is_string()) {
+      type = req.one_of("loss", {"cross-entropy", "chunked", "liger-fused-linear"});
+    } else {
+      const Obj l = req.obj("loss");
+      type = l.one_of("type", {"cross-entropy", "chunked", "liger-fused-linear"});
+      r.loss_chunks = l.u64_or("chunks", 8, 1, 4096);
+      l.finish();
+    }
+    r.loss = type == "chunked"              ? L::chunked
+             : type == "liger-fused-linear" ? L::liger_fused
+                                            : L::cross_entropy;
+    if (r.loss != L::cross_entropy &&
+        (r.is_mlp || (r.model().arch.encoder_only && r.model().arch.num_labels > 0)))
+      fail(code::kInconsistent, "loss",
+           "the chunked and fused losses replace a language-model head's cross-entropy: this "
+           "model has none");
+  }
   if (r.optimizer_in_backward && r.accumulation_steps > 1)
     fail(code::kInconsistent, "optimizerInBackward",
          "optimizerInBackward steps each parameter as its gradient is made: it cannot accumulate "

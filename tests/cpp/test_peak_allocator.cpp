@@ -258,3 +258,37 @@ TEST_CASE("allocator simulation: DDP's reducer buckets copy the gradients", "[pe
   REQUIRE(e["ok"] == false);
   CHECK(e["error"]["field"] == "ddp");
 }
+
+TEST_CASE("allocator simulation: torchtune's packed Llama 3.2 3B row on an A100",
+          "[peak][allocator][calibration]") {
+  // tests/fixtures/torchtune_memory.json, row tt-3b-packed: full_finetune_single_device, bf16,
+  // batch 2 packed to 4096 tokens, no compile, no checkpointing, cross-entropy over the full
+  // logits, AdamW; torchtune reports peak_memory_active = memory_stats() active_bytes.all.peak,
+  // which is the allocated bytes of live blocks (allocatedPeakBytes). Goal 10 %.
+  std::ifstream in(std::string(TM_SOURCE_DIR) + "/tests/fixtures/torchtune_memory.json");
+  const json fx = json::parse(in);
+  double reported = 0;
+  for (const auto& r : fx["rows"])
+    if (r["id"] == "tt-3b-packed") reported = r["reportedGiB"].get<double>();
+  REQUIRE(reported == 60.0);
+  // Llama-3.2-3B config.json (the shapes torchtune's llama3_2_3b builds; tied embeddings)
+  const json config = {{"model_type", "llama"},       {"architectures", {"LlamaForCausalLM"}},
+                       {"hidden_size", 3072},         {"intermediate_size", 8192},
+                       {"num_hidden_layers", 28},     {"num_attention_heads", 24},
+                       {"num_key_value_heads", 8},    {"head_dim", 128},
+                       {"vocab_size", 128256},        {"max_position_embeddings", 131072},
+                       {"tie_word_embeddings", true}, {"torch_dtype", "bfloat16"}};
+  const json r = run({{"model", {{"config", config}}},
+                      {"microBatch", 2},
+                      {"seqLen", 4096},
+                      {"precision", "bf16"},
+                      {"optimizer", "adamw"},
+                      {"attention", "sdpa"},
+                      {"gpu", "a100-80gb"},
+                      {"timeline", false},
+                      {"searchMaxMicroBatch", false}});
+  CHECK(r["params"] == 3212749824);  // Llama-3.2-3B's published parameter count
+  const double predicted = r["allocatedPeakBytes"].get<double>() / (1024.0 * 1024 * 1024);
+  INFO("predicted " << predicted << " GiB against " << reported);
+  CHECK(std::fabs(predicted - reported) <= 0.10 * reported);
+}

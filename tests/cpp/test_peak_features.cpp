@@ -169,3 +169,42 @@ TEST_CASE("peak: runtime profiles and overhead override", "[peak]") {
   CHECK(given["reservedPeakBytes"].get<double>() >= given["allocatedPeakBytes"].get<double>());
   CHECK(cpu["reservedPeakBytes"].is_null());
 }
+
+TEST_CASE("peak: the chunked and fused losses change the head's saves and transients",
+          "[peak][loss]") {
+  // GPT-2 (V = 50257, h = 768), batch 2 x 128 tokens = T 256, fp32.
+  const auto gpt2 = [](json extra) {
+    json r = {{"model", {{"preset", "gpt2"}}},
+              {"microBatch", 2},
+              {"seqLen", 128},
+              {"simulateAllocator", false},
+              {"attention", "sdpa"}};
+    for (auto it = extra.begin(); it != extra.end(); ++it) r[it.key()] = it.value();
+    return run(r);
+  };
+  const auto head_forward = [](const json& r) {
+    for (const auto& p : r["timeline"])
+      if (p["phase"] == "forward" && p["name"] == "head") return p["totalBytes"].get<double>();
+    return -1.0;
+  };
+  const json ce = gpt2({});
+  const json chunked = gpt2({{"loss", "chunked"}});
+  // torchtune CEWithChunkedOutputLoss: the same fp32 log-probabilities are saved (one chunk
+  // each), but only one chunk's fp32 copy of the logits exists at a time: the head's forward
+  // holds T V 4 (1 - 1/8) = 256 x 50257 x 4 x 7/8 = 45,030,272 B less.
+  CHECK(ce["storedActivationBytes"] == chunked["storedActivationBytes"]);
+  CHECK(head_forward(ce) - head_forward(chunked) == 45030272);
+  // Liger's fused linear cross-entropy saves grad_input (T h 4) and grad_weight (V h 4) and
+  // the per-token loss (T 4) instead of the lm_head input (T h 4), the log-probabilities
+  // (T V 4) and the labels (T 8): stored difference T V 4 + T 4 - V h 4 = 51,463,168 + 1,024 -
+  // 154,389,504 = -102,925,312 B (at this small T the weight gradient dominates).
+  const json liger = gpt2({{"loss", "liger-fused-linear"}});
+  CHECK(ce["storedActivationBytes"].get<double>() - liger["storedActivationBytes"].get<double>() ==
+        -102925312.0);
+  // an MLP has no language-model loss to replace
+  const json e = json::parse(trainmem::call(
+      "peakMemory",
+      json({{"mlp", {{"sizes", {8, 8}}}}, {"microBatch", 1}, {"loss", "chunked"}}).dump()));
+  REQUIRE(e["ok"] == false);
+  CHECK(e["error"]["field"] == "loss");
+}

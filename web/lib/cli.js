@@ -292,6 +292,13 @@ export const FLAGS = [
     help: "false: every .grad stays allocated between steps (default: the runtime's)",
   },
   {
+    flag: 'loss',
+    kind: 'string',
+    path: 'loss',
+    commands: ['peak-memory'],
+    help: 'cross-entropy | chunked (torchtune, 8 chunks) | liger-fused-linear',
+  },
+  {
     flag: 'optimizer-in-backward',
     kind: 'boolean',
     path: 'optimizerInBackward',

@@ -536,6 +536,18 @@ export interface PeakMemoryRequest {
    */
   optimizerInBackward?: boolean;
   /**
+   * The language-model loss: `cross-entropy` (HF: over the full logits, upcast to fp32),
+   * `chunked` (torchtune's `CEWithChunkedOutputLoss`: the output projection and the loss per
+   * chunk, 8 by default; the fp32 copy of the logits exists one chunk at a time), or
+   * `liger-fused-linear` (Liger's fused linear cross-entropy: logits one chunk at a time,
+   * grad_input and grad_weight computed in the forward and kept). Default cross-entropy.
+   */
+  loss?:
+    | 'cross-entropy'
+    | 'chunked'
+    | 'liger-fused-linear'
+    | { type: 'cross-entropy' | 'chunked' | 'liger-fused-linear'; chunks?: number };
+  /**
    * DDP (dataParallel > 1 without ZeRO; torch/nn/parallel/distributed.py): the reducer's
    * buckets (`bucket_cap_mb`, default 25; the first 1 MiB) hold a flat copy of every gradient,
    * unless `gradient_as_bucket_view` makes the `.grad` tensors views of them.

@@ -47,6 +47,13 @@ struct Settings {
   bool dropout = true;  // training mode: dropout layers with p > 0 keep masks
   bool detail = true;   // list every saved tensor (false: byte totals only, for fast callers)
   RuntimeTraits runtime;
+  // The language-model loss: cross_entropy over the full logits (HF); torchtune's
+  // CEWithChunkedOutputLoss (the output projection and the loss per chunk); Liger's fused
+  // linear cross-entropy (logits only per chunk, gradients computed in the forward).
+  enum class Loss { cross_entropy, chunked, liger_fused };
+  Loss loss = Loss::cross_entropy;
+  uint64_t loss_chunks = 8;        // chunked: torchtune num_output_chunks
+  uint64_t head_weight_bytes = 4;  // liger: bytes per element of the output weight (grad_weight)
 };
 
 // One saved tensor (or a group of equal ones) of a layer.
