@@ -440,6 +440,8 @@ Result evaluate(const Request& rq) {
   r.recompute_fraction = base > 0 ? r.recompute_flops / base : 0;
   r.korthikanti_layer_bytes = acts.korthikanti_layer_bytes;
   r.derived_layer_bytes = nl > 2 ? acts.layers[1].saved_bytes : 0;
+  if (!rq.is_mlp)
+    for (const auto& a : rq.model().assumptions) r.assumptions.push_back(a);
   for (const auto& a : acts.assumptions) r.assumptions.push_back(a);
   if (rq.lora.enabled)
     r.assumptions.push_back("LoRA: activations as in full fine-tuning plus the adapters' own");
