@@ -150,7 +150,9 @@ class Builder {
 };
 
 struct Dims {
-  uint64_t b, s, T, h, a, i, V, d;
+  // q: the attention width, heads x head_dim (= h except where head_dim is set apart from
+  // hidden / heads: Gemma 2/3, Qwen3, MLA's qk_head_dim)
+  uint64_t b, s, T, h, a, i, V, d, q;
   bool p_attn, p_hid;
 };
 
@@ -160,14 +162,14 @@ struct Dims {
 void eager_core(const Builder& B, const Dims& d, const Widths& w, uint64_t sm_width,
                 bool cast_before_dropout, LayerActivations* l) {
   const uint64_t bas2 = B.mul({d.b, d.a, d.s, d.s});
-  B.add(l, "q, k^T (bmm operands, reshape copies)", B.tp(B.mul({2, d.T, d.h, w.lin})),
+  B.add(l, "q, k^T (bmm operands, reshape copies)", B.tp(B.mul({2, d.T, d.q, w.lin})),
         "torch.matmul -> bmm saves both operands (BmmBackward0)", 2);
   if (B.settings().runtime.softmax_saves_input)
     B.add(l, "softmax input (scores + mask)", B.tp(bas2 * sm_width),
           "SoftmaxBackward keeps its input too (torch <= 1.10)");
   B.add(l, "softmax output", B.tp(bas2 * sm_width), "SoftmaxBackward0 keeps its result");
   const uint64_t core_start = l->saved_bytes;
-  const uint64_t qk_v_bytes = B.tp(B.mul({2, d.T, d.h, w.lin})) + B.tp(B.mul({d.T, d.h, w.lin}));
+  const uint64_t qk_v_bytes = B.tp(B.mul({2, d.T, d.q, w.lin})) + B.tp(B.mul({d.T, d.q, w.lin}));
   const uint64_t p_width = cast_before_dropout ? w.lin : sm_width;
   if (cast_before_dropout && w.lin != sm_width) {
     // the cast copy is what dropout (or PV) reads; kept by PV when there is no dropout
@@ -182,16 +184,16 @@ void eager_core(const Builder& B, const Dims& d, const Widths& w, uint64_t sm_wi
   } else if (!cast_before_dropout && w.lin != sm_width) {
     B.add(l, "probabilities cast for PV", B.tp(bas2 * w.lin), "BmmBackward0 keeps its operand");
   }
-  B.add(l, "v (bmm operand, reshape copy)", B.tp(B.mul({d.T, d.h, w.lin})),
+  B.add(l, "v (bmm operand, reshape copy)", B.tp(B.mul({d.T, d.q, w.lin})),
         "BmmBackward0 keeps its operand");
   // Megatron's selective recompute drops the s^2 tensors (softmax, dropout, probabilities)
   l->attention_core_bytes += l->saved_bytes - core_start - qk_v_bytes;
 }
 
 void sdpa_core(const Builder& B, const Dims& d, const Widths& w, LayerActivations* l) {
-  B.add(l, "q, k, v (kept by scaled_dot_product_attention)", B.tp(B.mul({3, d.T, d.h, w.lin})),
+  B.add(l, "q, k, v (kept by scaled_dot_product_attention)", B.tp(B.mul({3, d.T, d.q, w.lin})),
         "flash / memory-efficient SDPA backward reads q, k, v", 3);
-  B.add(l, "SDPA output", B.tp(B.mul({d.T, d.h, w.lin})), "flash SDPA backward reads out");
+  B.add(l, "SDPA output", B.tp(B.mul({d.T, d.q, w.lin})), "flash SDPA backward reads out");
   B.add(l, "SDPA logsumexp (fp32)", B.tp(B.mul({d.b, d.a, d.s, 4})),
         "flash SDPA backward reads softmax_lse");
 }
@@ -200,14 +202,14 @@ uint64_t attn_forward_temp(const Builder& B, const Dims& d, const Widths& w, boo
   // eager: the score tensor and its scaled/masked successor coexist (2 x b a s^2);
   // sdpa: the kernel output only.
   if (eager) return B.tp(B.mul({2, d.b, d.a, d.s, d.s, std::max(w.lin, w.sm)}));
-  return B.tp(B.mul({d.T, d.h, w.lin}));
+  return B.tp(B.mul({d.T, d.q, w.lin}));
 }
 
 uint64_t attn_backward_temp(const Builder& B, const Dims& d, const Widths& w, bool eager) {
   // eager: grad of the probabilities and grad of the scores (softmax backward) coexist;
   // sdpa: dq, dk, dv (+ fp32 dq accumulator of flash-attention 2).
   if (eager) return B.tp(B.mul({2, d.b, d.a, d.s, d.s, std::max(w.lin, w.sm)}));
-  return B.tp(B.mul({d.T, d.h, 3 * w.lin + 4}));
+  return B.tp(B.mul({d.T, d.q, 3 * w.lin + 4}));
 }
 
 // Llama-style RMSNorm written with tensor ops (HF LlamaRMSNorm): x.to(fp32); pow(2).mean;
@@ -246,12 +248,34 @@ std::string family(const Architecture& a) {
   if (t == "gpt2" || t == "gpt_neox" || t == "gptj" || t == "opt" || t == "gpt_bigcode")
     return "gpt2";
   if (t == "bert" || t == "roberta" || t == "distilbert" || t == "electra") return "bert";
+  // Llama-style decoders (RMSNorm, rotary, gated MLP); MLA and MoE details approximate.
   if (t == "llama" || t == "mistral" || t == "mixtral" || t == "qwen2" || t == "gemma" ||
-      t == "qwen2_moe" || t == "phi3")
+      t == "qwen2_moe" || t == "phi3" || t == "qwen3" || t == "qwen3_moe" || t == "gemma2" ||
+      t == "gemma3_text" || t == "deepseek_v3" || a.generic)
     return "llama";
   if (a.gated_mlp || a.norm == "rmsnorm") return "llama";
   if (a.encoder_only) return "bert";
   return "gpt2";
+}
+
+// What the Llama recipe leaves out for the newer decoders (their modeling_*.py files).
+void family_assumptions(const Architecture& a, std::vector<std::string>* out) {
+  const std::string& t = a.model_type;
+  if (a.mla)
+    out->push_back(
+        "multi-head latent attention: saved tensors as Llama attention with heads x "
+        "qk_head_dim per token; the q/kv low-rank projections and their norms are not counted "
+        "(approximate)");
+  if (a.shared_experts > 0)
+    out->push_back(
+        "shared experts counted as extra experts per token; the first dense layers "
+        "as MoE layers (approximate)");
+  if (t == "gemma2" || t == "gemma3_text")
+    out->push_back(
+        "Gemma's pre/post feed-forward norms and q/k norms are not counted; GeGLU as "
+        "SwiGLU (approximate)");
+  if (t == "qwen3" || t == "qwen3_moe")
+    out->push_back("q_norm / k_norm are not counted (approximate)");
 }
 
 bool python_gelu(const Architecture& a) {
@@ -346,6 +370,7 @@ ModelActivations transformer_activations(const ModelDescription& m, const Settin
   d.h = ar.hidden;
   d.a = ar.heads;
   d.d = ar.head_dim ? ar.head_dim : ar.hidden / ar.heads;
+  d.q = d.a * d.d;
   d.i = ar.intermediate ? ar.intermediate : 4 * ar.hidden;
   d.V = ar.vocab;
   d.p_attn = s.dropout && ar.attention_dropout > 0;
@@ -385,7 +410,7 @@ ModelActivations transformer_activations(const ModelDescription& m, const Settin
   const double block_matmul_params =
       out.recipe == "llama"
           ? static_cast<double>(d.h) * (2.0 * d.h + 2.0 * (ar.kv_heads ? ar.kv_heads : d.a) * d.d) +
-                3.0 * d.h * d.i * std::max<uint64_t>(1, ar.experts_per_token)
+                3.0 * d.h * d.i * std::max<uint64_t>(1, ar.experts_per_token + ar.shared_experts)
           : 4.0 * d.h * d.h + 2.0 * d.h * d.i;
   for (uint64_t li = 0; li < L; ++li) {
     if (li > 0) {  // every block has the same shapes: copy the first
@@ -477,13 +502,14 @@ ModelActivations transformer_activations(const ModelDescription& m, const Settin
       } else {
         sdpa_core(B, d, w, &l);
       }
-      B.add(&l, "o_proj input", B.tp(B.mul({d.T, d.h, w.lin})), "MmBackward0 keeps its input");
+      B.add(&l, "o_proj input", B.tp(B.mul({d.T, d.q, w.lin})), "MmBackward0 keeps its input");
       B.add(&l, "post_attention_layernorm input (residual sum, fp32)", B.rep(B.mul({d.T, d.h, 4})),
             "PowBackward0 / MulBackward0 keep x.to(float32)");
       rms_norm(B, d, w, s, true, 2, "post_attention_layernorm", &l);
       pre_mlp = l.saved_bytes;
       pre_mlp_i = l.tensors.size();
-      const uint64_t k = std::max<uint64_t>(1, ar.experts_per_token);
+      // routed experts per token plus DeepSeek's always-active shared experts
+      const uint64_t k = std::max<uint64_t>(1, ar.experts_per_token + ar.shared_experts);
       if (ar.num_experts > 0)
         B.add(&l, "router logits and routing weights (fp32)", B.mul({d.T, ar.num_experts, 4 + 4}),
               "softmax over experts in fp32 (HF MixtralSparseMoeBlock)");
@@ -515,7 +541,7 @@ ModelActivations transformer_activations(const ModelDescription& m, const Settin
     Builder::temps(&l.backward_temps, pre_mlp_i, 2, mlp_ft);
     Builder::temps(&l.backward_temps, pre_attn_i, eager ? 2 : 1, eager ? attn_bt / 2 : attn_bt);
     l.forward_flops = 2.0 * d.T * block_matmul_params / s.tensor_parallel +
-                      4.0 * d.b * d.s * d.s * d.h / s.tensor_parallel;  // QK^T and PV
+                      4.0 * d.b * d.s * d.s * d.q / s.tensor_parallel;  // QK^T and PV
     out.layers.push_back(l);
   }
 
@@ -566,6 +592,7 @@ ModelActivations transformer_activations(const ModelDescription& m, const Settin
     out.assumptions.push_back(
         "mixture of experts: each token's expert MLP counted experts_per_token "
         "times (not calibrated)");
+  family_assumptions(ar, &out.assumptions);
   return out;
 }
 

@@ -123,7 +123,7 @@ json checkpoint_size_json(const json& request) {
 
   ModelDescription& m = r.model;
   const bool count_only = !m.has_tensors();
-  std::vector<std::string> notes;
+  std::vector<std::string> notes = m.assumptions;  // e.g. a generic recipe's approximation
   if (count_only) {
     // A count is one flat tensor: per-tensor scalars (Adam `step`, Adafactor factors, the
     // pickle's per-tensor entries) cannot be known without the tensor list.

@@ -294,6 +294,8 @@ nlohmann::json describe_model(const ModelDescription& m) {
   put(out, "hiddenDropout", a.hidden_dropout);
   put(out, "attentionDropout", a.attention_dropout);
   put(out, "modules", m.module_count);
+  put(out, "sharedExperts", a.shared_experts);
+  put(out, "assumptions", m.assumptions);
   return out;
 }
 

@@ -1,7 +1,8 @@
 // HuggingFace config.json -> exact parameter tensor list (names and shapes as the model's
 // state_dict() holds them in current transformers), buffers, and the module tree size.
-// Sources: transformers/models/{gpt2,bert,llama,mistral,mixtral,qwen2,gpt_neox,t5}/
+// Sources: transformers/models/{gpt2,bert,llama,mistral,mixtral,qwen2,gpt_neox,t5,mt5}/
 // modeling_*.py and configuration_*.py (defaults of absent keys).
+#include <algorithm>
 #include <initializer_list>
 #include <string>
 #include <string_view>
@@ -45,15 +46,22 @@ struct Builder {
   void linear(const std::string& base, const char* sub, uint64_t in, uint64_t out, bool bias) {
     scratch.assign(base).append(sub);
     mod(scratch);
-    param(scratch, ".weight", {out, in});
+    param(scratch, ".weight", {out, in}).linear = LinearKind::linear;
     if (bias) param(scratch, ".bias", {out});
   }
   // GPT-2's Conv1D(nf, nx): weight [nx, nf] (transposed against nn.Linear), bias [nf].
   void conv1d(const std::string& base, const char* sub, uint64_t nx, uint64_t nf) {
     scratch.assign(base).append(sub);
     mod(scratch);
-    param(scratch, ".weight", {nx, nf});
+    param(scratch, ".weight", {nx, nf}).linear = LinearKind::conv1d;
     param(scratch, ".bias", {nf});
+  }
+  // The output embedding (an nn.Linear without bias), possibly tied to the input embedding.
+  void head(const std::string& base, std::initializer_list<uint64_t> shape,
+            const std::string& tied) {
+    TensorSpec& t = param(base, ".weight", shape, tied);
+    t.linear = LinearKind::linear;
+    t.output_head = true;
   }
   void layer_norm(const std::string& base, const char* sub, uint64_t n, bool bias = true) {
     scratch.assign(base).append(sub);
@@ -177,7 +185,7 @@ void build_gpt2(const Obj& c, const std::string& arch_override, ModelDescription
       b.conv1d(h, ".crossattention.c_attn", e, 2 * e);
       b.mod(h, ".crossattention.q_attn");
       b.scratch.assign(h).append(".crossattention.q_attn");
-      b.param(b.scratch, ".weight", {e, e});
+      b.param(b.scratch, ".weight", {e, e}).linear = LinearKind::conv1d;
       b.param(b.scratch, ".bias", {e});
       b.conv1d(h, ".crossattention.c_proj", e, e);
       b.mod(h, ".crossattention.attn_dropout");
@@ -193,8 +201,8 @@ void build_gpt2(const Obj& c, const std::string& arch_override, ModelDescription
   b.layer_norm(b.join(t, "ln_f"), "", e);
   if (head) {
     b.mod("lm_head");
-    b.param(std::string("lm_head"), ".weight", {a.vocab, e},
-            a.tied_embeddings ? b.join(t, "wte.weight") : std::string());
+    b.head(std::string("lm_head"), {a.vocab, e},
+           a.tied_embeddings ? b.join(t, "wte.weight") : std::string());
   }
   // transformers >= 4.x registers attn.bias / masked_bias with persistent=False (no longer in
   // state_dict; old hub .bin files still hold them).
@@ -285,8 +293,8 @@ void build_bert(const Obj& c, const std::string& arch_override, ModelDescription
     b.mod("cls.predictions.transform.transform_act_fn");
     b.layer_norm("cls.predictions.transform.LayerNorm", "", h);
     b.mod("cls.predictions.decoder");
-    b.param(std::string("cls.predictions.decoder"), ".weight", {a.vocab, h},
-            a.tied_embeddings ? emb + ".word_embeddings.weight" : "");
+    b.head(std::string("cls.predictions.decoder"), {a.vocab, h},
+           a.tied_embeddings ? emb + ".word_embeddings.weight" : "");
     b.param(std::string("cls.predictions.decoder"), ".bias", {a.vocab},
             std::string("cls.predictions.bias"));
     if (pre) b.linear("cls.seq_relationship", "", h, 2, true);
@@ -298,11 +306,46 @@ void build_bert(const Obj& c, const std::string& arch_override, ModelDescription
   }
 }
 
-// ------------------------------------------- llama, mistral, mixtral, qwen2 (modeling_*.py)
-void build_llama_family(const Obj& c, const std::string& type, const std::string& arch_override,
-                        ModelDescription& m) {
-  Builder b{m};
-  Architecture& a = m.arch;
+// ------------------------------------------------------------ Llama-style decoders
+// One builder for the decoders that share Llama's layout (embed_tokens, layers.N.{self_attn,
+// mlp, norms}, norm, lm_head); DecoderSpec holds what each modeling_*.py changes. Sources (the
+// versions read): llama, mistral, mixtral, qwen2: modeling_*.py; qwen3 modeling_qwen3.py
+// @9ee3f43; qwen3_moe modeling_qwen3_moe.py @16b6c53; gemma2 modeling_gemma2.py @006e869;
+// gemma3_text modeling_gemma3.py @f14d0cb; phi3 modeling_phi3.py @00d4b3d; deepseek_v3
+// modeling_deepseek_v3.py @00b676f (all huggingface/transformers).
+enum class Moe { none, mixtral, qwen3, deepseek };
+
+struct DecoderSpec {
+  std::string cls;             // HF class prefix ("Llama", "Gemma2", ...)
+  bool qkv_bias = false;       // q/k/v biases (Qwen2 always; attention_bias elsewhere)
+  bool o_bias = false;         // o_proj bias (attention_bias: Llama, Qwen3, Gemma2/3, MLA)
+  bool mlp_bias = false;       // LlamaConfig.mlp_bias
+  bool fused_qkv = false;      // Phi3Attention.qkv_proj
+  bool fused_gate_up = false;  // Phi3MLP.gate_up_proj
+  bool qk_norm = false;        // q_norm / k_norm RMSNorm(head_dim): Qwen3, Gemma3
+  bool sandwich_norm = false;  // pre/post_feedforward_layernorm: Gemma2, Gemma3
+  bool local_rope = false;     // Gemma3TextModel.rotary_emb_local
+  Moe moe = Moe::none;
+  uint64_t dense_intermediate = 0;  // MoE models: the dense MLP's size (intermediate_size)
+  uint64_t first_dense = 0;         // deepseek first_k_dense_replace
+  uint64_t sparse_step = 1;         // qwen3_moe decoder_sparse_step
+  std::vector<uint64_t> mlp_only;   // qwen3_moe mlp_only_layers
+  uint64_t q_lora_rank = 0, kv_lora_rank = 0, qk_nope = 0, qk_rope = 0, v_head = 0;  // MLA
+};
+
+const char* decoder_class(const std::string& type) {
+  static const std::pair<const char*, const char*> kCls[] = {
+      {"llama", "Llama"},           {"mistral", "Mistral"},    {"mixtral", "Mixtral"},
+      {"qwen2", "Qwen2"},           {"qwen3", "Qwen3"},        {"qwen3_moe", "Qwen3Moe"},
+      {"gemma2", "Gemma2"},         {"gemma3_text", "Gemma3"}, {"phi3", "Phi3"},
+      {"deepseek_v3", "DeepseekV3"}};
+  for (const auto& p : kCls)
+    if (type == p.first) return p.second;
+  return "";
+}
+
+// The fields every Llama-style config has (configuration_llama.py), with the head size.
+void read_decoder_dims(const Obj& c, const std::string& type, Architecture& a) {
   a.hidden = c.u64("hidden_size", 1, kMaxDim);
   a.layers = c.u64("num_hidden_layers", 1, kMaxLayers);
   a.heads = c.u64("num_attention_heads", 1, kMaxDim);
@@ -310,80 +353,276 @@ void build_llama_family(const Obj& c, const std::string& type, const std::string
   a.vocab = c.u64("vocab_size", 1, kMaxVocab);
   a.max_positions = c.u64_or("max_position_embeddings", 0, 0, kMaxVocab);
   a.kv_heads = c.u64_or("num_key_value_heads", a.heads, 1, kMaxDim);
-  const bool explicit_hd = c.has("head_dim");
+  // Absent head_dim: Gemma2Config / Gemma3TextConfig default 256, Qwen3Config 128; the others
+  // use hidden_size // num_attention_heads (getattr fallback in their attention modules).
+  const uint64_t fixed = (type == "gemma2" || type == "gemma3_text") ? 256
+                         : type == "qwen3"                           ? 128
+                                                                     : 0;
+  const bool explicit_hd = c.has("head_dim") || fixed != 0;
   check_heads(c, "num_attention_heads", a.hidden, a.heads, explicit_hd);
-  a.head_dim = explicit_hd ? c.u64("head_dim", 1, kMaxDim) : a.hidden / a.heads;
-  if (!explicit_hd) c.mark_used("head_dim");
+  a.head_dim = c.has("head_dim") ? c.u64("head_dim", 1, kMaxDim)
+               : fixed           ? fixed
+                                 : a.hidden / a.heads;
+  c.mark_used("head_dim");
   if (a.heads % a.kv_heads != 0)
     fail(code::kInconsistent, c.field("num_key_value_heads"),
          {c.field("num_key_value_heads"), " (", std::to_string(a.kv_heads),
           ") must divide num_attention_heads (", std::to_string(a.heads), ")"});
-  a.activation = c.str_or("hidden_act", "silu", 64);
+  // Gemma2/3 name the activation hidden_activation (default gelu_pytorch_tanh).
+  const bool gemma = type == "gemma2" || type == "gemma3_text";
+  a.activation = gemma ? c.str_or("hidden_activation", "gelu_pytorch_tanh", 64)
+                       : c.str_or("hidden_act", "silu", 64);
   a.norm = "rmsnorm";
   a.gated_mlp = true;
   a.attention_dropout = c.num_or("attention_dropout", 0.0, 0, 1);
-  a.tied_embeddings = c.boolean_or("tie_word_embeddings", false);
-  const bool qwen = type == "qwen2", moe = type == "mixtral";
-  // LlamaConfig.attention_bias / mlp_bias (default False); Qwen2 has q/k/v biases always.
-  const bool attn_bias = c.boolean_or("attention_bias", false);
-  const bool mlp_bias = c.boolean_or("mlp_bias", false);
-  if (moe) {
+  // Gemma2Config / Gemma3TextConfig tie by default; the others do not.
+  a.tied_embeddings = c.boolean_or("tie_word_embeddings", gemma);
+}
+
+std::vector<uint64_t> read_layer_list(const Obj& c, const char* key, uint64_t layers) {
+  std::vector<uint64_t> out;
+  if (!c.has(key)) {
+    c.mark_used(key);
+    return out;
+  }
+  const json& arr = c.array(key, kMaxLayers);
+  for (size_t i = 0; i < arr.size(); ++i)
+    out.push_back(read_u64(arr[i], index_path(c.field(key), i), 0, layers - 1));
+  return out;
+}
+
+// MoE fields: Mixtral (num_local_experts), Qwen3-MoE (num_experts, moe_intermediate_size,
+// decoder_sparse_step, mlp_only_layers), DeepSeek-V3 (n_routed_experts, n_shared_experts,
+// first_k_dense_replace); absent keys take the configuration_*.py defaults.
+void read_moe(const Obj& c, const std::string& type, Architecture& a, DecoderSpec& s) {
+  if (type == "mixtral") {
+    s.moe = Moe::mixtral;
     a.num_experts = c.u64("num_local_experts", 1, 1 << 16);
     a.experts_per_token = c.u64_or("num_experts_per_tok", 2, 1, a.num_experts);
+    return;
   }
-  static const char* kPrefix[] = {"Llama", "Mistral", "Mixtral", "Qwen2"};
-  const std::string cls = kPrefix[type == "llama" ? 0 : type == "mistral" ? 1 : moe ? 2 : 3];
-  m.architecture =
-      pick_arch(c, arch_override, {cls + "ForCausalLM", cls + "Model"}, cls + "ForCausalLM");
-  const bool head = m.architecture == cls + "ForCausalLM";
-  m.tensors.reserve(a.layers * (moe ? 7 + 3 * a.num_experts : 16) + 4);
-  const std::string p = head ? "model" : "";
+  s.dense_intermediate = a.intermediate;
+  if (type == "qwen3_moe") {
+    s.moe = Moe::qwen3;
+    a.num_experts = c.u64("num_experts", 1, 1 << 16);
+    a.experts_per_token = c.u64_or("num_experts_per_tok", 8, 1, a.num_experts);
+    a.intermediate = c.u64("moe_intermediate_size", 1, kMaxDim);
+    s.sparse_step = c.u64_or("decoder_sparse_step", 1, 1, kMaxLayers);
+    s.mlp_only = read_layer_list(c, "mlp_only_layers", a.layers);
+  } else if (type == "deepseek_v3") {
+    s.moe = Moe::deepseek;
+    a.num_experts = c.u64_or("n_routed_experts", 256, 1, 1 << 16);
+    a.experts_per_token = c.u64_or("num_experts_per_tok", 8, 1, a.num_experts);
+    a.shared_experts = c.u64_or("n_shared_experts", 1, 0, 1 << 16);
+    a.intermediate = c.u64_or("moe_intermediate_size", 2048, 1, kMaxDim);
+    s.first_dense = c.u64_or("first_k_dense_replace", 3, 0, kMaxLayers);
+  }
+}
+
+// DeepSeek-V3 multi-head latent attention (DeepseekV3Attention); q_lora_rank null = q_proj.
+void read_mla(const Obj& c, Architecture& a, DecoderSpec& s) {
+  const json& v = c.json_value();
+  const bool q_null = v.contains("q_lora_rank") && v["q_lora_rank"].is_null();
+  s.q_lora_rank = q_null ? 0 : c.u64_or("q_lora_rank", 1536, 1, kMaxDim);
+  c.mark_used("q_lora_rank");
+  s.kv_lora_rank = c.u64_or("kv_lora_rank", 512, 1, kMaxDim);
+  s.qk_nope = c.u64_or("qk_nope_head_dim", 128, 0, kMaxDim);
+  s.qk_rope = c.u64_or("qk_rope_head_dim", 64, 1, kMaxDim);
+  s.v_head = c.u64_or("v_head_dim", 128, 1, kMaxDim);
+  a.mla = true;
+  a.head_dim = s.qk_nope + s.qk_rope;  // qk_head_dim
+  a.kv_heads = a.heads;                // every head gets its own k and v from the latent
+}
+
+DecoderSpec decoder_spec(const Obj& c, const std::string& type, Architecture& a) {
+  DecoderSpec s;
+  s.cls = decoder_class(type);
+  const bool attn_bias = c.boolean_or("attention_bias", false);  // default False everywhere
+  s.mlp_bias = type == "llama" && c.boolean_or("mlp_bias", false);
+  if (type != "llama") c.mark_used("mlp_bias");
+  s.qkv_bias = type == "qwen2" || (attn_bias && type != "phi3");
+  s.o_bias = attn_bias && type != "qwen2" && type != "phi3";
+  s.fused_qkv = s.fused_gate_up = type == "phi3";
+  s.qk_norm = type == "qwen3" || type == "qwen3_moe" || type == "gemma3_text";
+  s.sandwich_norm = type == "gemma2" || type == "gemma3_text";
+  s.local_rope = type == "gemma3_text";
+  // query_pre_attn_scalar (Gemma2/3) only scales the scores: no tensor.
+  read_moe(c, type, a, s);
+  if (type == "deepseek_v3") read_mla(c, a, s);
+  return s;
+}
+
+void build_attention(Builder& b, const std::string& l, const Architecture& a,
+                     const DecoderSpec& s) {
   const uint64_t h = a.hidden, q = a.heads * a.head_dim, kv = a.kv_heads * a.head_dim;
+  const std::string at = l + ".self_attn";
+  b.mod(at);
+  if (a.mla) {
+    if (s.q_lora_rank) {
+      b.linear(at, ".q_a_proj", h, s.q_lora_rank, s.o_bias);
+      b.layer_norm(at, ".q_a_layernorm", s.q_lora_rank, false);
+      b.linear(at, ".q_b_proj", s.q_lora_rank, q, false);
+    } else {
+      b.linear(at, ".q_proj", h, q, false);
+    }
+    b.linear(at, ".kv_a_proj_with_mqa", h, s.kv_lora_rank + s.qk_rope, s.o_bias);
+    b.layer_norm(at, ".kv_a_layernorm", s.kv_lora_rank, false);
+    b.linear(at, ".kv_b_proj", s.kv_lora_rank, a.heads * (s.qk_nope + s.v_head), false);
+    b.linear(at, ".o_proj", a.heads * s.v_head, h, s.o_bias);
+    return;
+  }
+  if (s.fused_qkv) {  // Phi3Attention registers o_proj before qkv_proj
+    b.linear(at, ".o_proj", q, h, false);
+    b.linear(at, ".qkv_proj", h, q + 2 * kv, false);
+  } else {
+    b.linear(at, ".q_proj", h, q, s.qkv_bias);
+    b.linear(at, ".k_proj", h, kv, s.qkv_bias);
+    b.linear(at, ".v_proj", h, kv, s.qkv_bias);
+    b.linear(at, ".o_proj", q, h, s.o_bias);
+  }
+  if (s.qk_norm) {
+    b.layer_norm(at, ".q_norm", a.head_dim, false);
+    b.layer_norm(at, ".k_norm", a.head_dim, false);
+  }
+}
+
+// gate_proj, up_proj, down_proj (or Phi3's gate_up_proj, down_proj) under `base`.
+void gated_mlp(Builder& b, const std::string& base, uint64_t h, uint64_t inner, bool fused,
+               bool bias) {
+  b.mod(base);
+  if (fused) {
+    b.linear(base, ".gate_up_proj", h, 2 * inner, false);
+  } else {
+    b.linear(base, ".gate_proj", h, inner, bias);
+    b.linear(base, ".up_proj", h, inner, bias);
+  }
+  b.linear(base, ".down_proj", inner, h, bias);
+  b.mod(base, fused ? ".activation_fn" : ".act_fn");
+}
+
+void routed_experts(Builder& b, const std::string& base, const Architecture& a) {
+  b.mod(base);
+  for (uint64_t x = 0; x < a.num_experts; ++x)
+    gated_mlp(b, base + "." + std::to_string(x), a.hidden, a.intermediate, false, false);
+}
+
+bool sparse_layer(const DecoderSpec& s, uint64_t i) {
+  if (s.moe == Moe::deepseek) return i >= s.first_dense;  // DeepseekV3DecoderLayer
+  if (s.moe == Moe::qwen3)                                // Qwen3MoeDecoderLayer
+    return std::find(s.mlp_only.begin(), s.mlp_only.end(), i) == s.mlp_only.end() &&
+           (i + 1) % s.sparse_step == 0;
+  return s.moe == Moe::mixtral;
+}
+
+void build_mlp(Builder& b, const std::string& l, uint64_t i, const Architecture& a,
+               const DecoderSpec& s) {
+  const uint64_t h = a.hidden;
+  if (!sparse_layer(s, i)) {
+    const uint64_t inner = s.moe == Moe::none ? a.intermediate : s.dense_intermediate;
+    gated_mlp(b, l + ".mlp", h, inner, s.fused_gate_up, s.mlp_bias);
+  } else if (s.moe == Moe::mixtral) {
+    // Hub checkpoint naming (transformers 4.x MixtralSparseMoeBlock): gate + experts.N.w1..3
+    const std::string m = l + ".block_sparse_moe";
+    b.mod(m);
+    b.linear(m, ".gate", h, a.num_experts, false);
+    b.mod(m, ".experts");
+    for (uint64_t x = 0; x < a.num_experts; ++x) {
+      const std::string ex = m + ".experts." + std::to_string(x);
+      b.mod(ex);
+      b.linear(ex, ".w1", h, a.intermediate, false);
+      b.linear(ex, ".w2", a.intermediate, h, false);
+      b.linear(ex, ".w3", h, a.intermediate, false);
+      b.mod(ex, ".act_fn");
+    }
+  } else if (s.moe == Moe::qwen3) {  // Qwen3MoeSparseMoeBlock: gate, then experts
+    b.mod(l + ".mlp");
+    b.linear(l, ".mlp.gate", h, a.num_experts, false);
+    routed_experts(b, l + ".mlp.experts", a);
+  } else {  // DeepseekV3MoE: experts, gate (TopkRouter), shared_experts
+    b.mod(l + ".mlp");
+    routed_experts(b, l + ".mlp.experts", a);
+    b.mod(l, ".mlp.gate");
+    b.param(l, ".mlp.gate.weight", {a.num_experts, h});
+    // register_buffer (persistent): in state_dict and the checkpoint, not a parameter
+    b.buffer(l + ".mlp.gate.e_score_correction_bias", {a.num_experts}, DType::fp32, true);
+    gated_mlp(b, l + ".mlp.shared_experts", h, a.intermediate * a.shared_experts, false, false);
+  }
+}
+
+void build_decoder_layer(Builder& b, const std::string& l, uint64_t i, const Architecture& a,
+                         const DecoderSpec& s) {
+  b.mod(l);
+  build_attention(b, l, a, s);
+  build_mlp(b, l, i, a, s);
+  b.layer_norm(l, ".input_layernorm", a.hidden, false);
+  b.layer_norm(l, ".post_attention_layernorm", a.hidden, false);
+  if (s.sandwich_norm) {
+    b.layer_norm(l, ".pre_feedforward_layernorm", a.hidden, false);
+    b.layer_norm(l, ".post_feedforward_layernorm", a.hidden, false);
+  }
+  if (s.fused_qkv) {
+    b.mod(l, ".resid_attn_dropout");
+    b.mod(l, ".resid_mlp_dropout");
+  }
+}
+
+// The architecture class: the type's own (<Cls>ForCausalLM / <Cls>Model; Gemma3's bare text
+// model is Gemma3TextModel), or, for the generic recipe, whatever config.architectures says.
+std::string decoder_architecture(const Obj& c, const std::string& cls, const std::string& ov,
+                                 bool generic, bool* head) {
+  if (generic) {
+    std::string arch = "GenericForCausalLM";
+    if (c.has("architectures")) {
+      const json& v = c.array("architectures", 16);
+      if (!v.empty() && v[0].is_string()) arch = v[0].get<std::string>().substr(0, 128);
+    }
+    c.mark_used("architectures");
+    if (!ov.empty()) arch = ov;
+    const size_t n = arch.size();
+    *head = !(n >= 5 && arch.compare(n - 5, 5, "Model") == 0);
+    return arch;
+  }
+  const std::string bare = cls == "Gemma3" ? "Gemma3TextModel" : cls + "Model";
+  const std::string arch = pick_arch(c, ov, {cls + "ForCausalLM", bare}, cls + "ForCausalLM");
+  *head = arch == cls + "ForCausalLM";
+  return arch;
+}
+
+void build_llama_family(const Obj& c, const std::string& type, const std::string& arch_override,
+                        ModelDescription& m) {
+  Builder b{m};
+  Architecture& a = m.arch;
+  read_decoder_dims(c, type, a);
+  a.generic = decoder_class(type)[0] == '\0';
+  const DecoderSpec s = decoder_spec(c, type, a);
+  bool head = true;
+  m.architecture = decoder_architecture(c, s.cls, arch_override, a.generic, &head);
+  m.tensors.reserve(a.layers * (a.num_experts ? 9 + 3 * a.num_experts : 16) + 4);
+  const std::string p = head ? "model" : "";
   b.mod("");
   if (head) b.mod(p);
-  b.embedding(b.join(p, "embed_tokens"), "", a.vocab, h);
+  b.embedding(b.join(p, "embed_tokens"), "", a.vocab, a.hidden);
   b.mod(b.join(p, "layers"));
-  for (uint64_t i = 0; i < a.layers; ++i) {
-    const std::string l = join(p, "layers." + std::to_string(i));
-    b.mod(l);
-    b.mod(l, ".self_attn");
-    b.linear(l, ".self_attn.q_proj", h, q, attn_bias || qwen);
-    b.linear(l, ".self_attn.k_proj", h, kv, attn_bias || qwen);
-    b.linear(l, ".self_attn.v_proj", h, kv, attn_bias || qwen);
-    b.linear(l, ".self_attn.o_proj", q, h, attn_bias);
-    if (moe) {
-      // Hub checkpoint naming (transformers 4.x MixtralSparseMoeBlock): gate + experts.N.w1..3
-      const std::string s = l + ".block_sparse_moe";
-      b.mod(s);
-      b.linear(s, ".gate", h, a.num_experts, false);
-      b.mod(s, ".experts");
-      for (uint64_t x = 0; x < a.num_experts; ++x) {
-        const std::string ex = s + ".experts." + std::to_string(x);
-        b.mod(ex);
-        b.linear(ex, ".w1", h, a.intermediate, false);
-        b.linear(ex, ".w2", a.intermediate, h, false);
-        b.linear(ex, ".w3", h, a.intermediate, false);
-        b.mod(ex, ".act_fn");
-      }
-    } else {
-      b.mod(l, ".mlp");
-      b.linear(l, ".mlp.gate_proj", h, a.intermediate, mlp_bias);
-      b.linear(l, ".mlp.up_proj", h, a.intermediate, mlp_bias);
-      b.linear(l, ".mlp.down_proj", a.intermediate, h, mlp_bias);
-      b.mod(l, ".mlp.act_fn");
-    }
-    b.layer_norm(l, ".input_layernorm", h, false);
-    b.layer_norm(l, ".post_attention_layernorm", h, false);
-  }
-  b.layer_norm(b.join(p, "norm"), "", h, false);
-  b.mod(b.join(p, "rotary_emb"));
+  for (uint64_t i = 0; i < a.layers; ++i)
+    build_decoder_layer(b, join(p, "layers." + std::to_string(i)), i, a, s);
+  b.layer_norm(b.join(p, "norm"), "", a.hidden, false);
   // Rotary inverse frequencies: registered persistent=False (not in state_dict).
-  b.buffer(b.join(p, "rotary_emb.inv_freq"), {a.head_dim / 2}, DType::fp32, false);
+  const uint64_t rope_dim = a.mla ? s.qk_rope : a.head_dim;
+  b.mod(b.join(p, "rotary_emb"));
+  b.buffer(b.join(p, "rotary_emb.inv_freq"), {rope_dim / 2}, DType::fp32, false);
+  if (s.local_rope) {
+    b.mod(b.join(p, "rotary_emb_local"));
+    b.buffer(b.join(p, "rotary_emb_local.inv_freq"), {rope_dim / 2}, DType::fp32, false);
+  }
   if (head) {
     b.mod("lm_head");
-    b.param(std::string("lm_head"), ".weight", {a.vocab, h},
-            a.tied_embeddings ? b.join(p, "embed_tokens.weight") : "");
+    b.head(std::string("lm_head"), {a.vocab, a.hidden},
+           a.tied_embeddings ? b.join(p, "embed_tokens.weight") : "");
   }
+  if (a.generic)
+    m.assumptions.push_back("model_type '" + type.substr(0, 64) +
+                            "' has no exact recipe: parameters and activations from a generic "
+                            "Llama-style decoder; approximate");
 }
 
 // ---------------------------------------------------------------- gpt_neox
@@ -436,13 +675,14 @@ void build_gpt_neox(const Obj& c, const std::string& arch_override, ModelDescrip
   b.buffer(b.join(p, "rotary_emb.inv_freq"), {a.head_dim / 2}, DType::fp32, false);
   if (head) {
     b.mod("embed_out");
-    b.param(std::string("embed_out"), ".weight", {a.vocab, h},
-            a.tied_embeddings ? b.join(p, "embed_in.weight") : std::string());
+    b.head(std::string("embed_out"), {a.vocab, h},
+           a.tied_embeddings ? b.join(p, "embed_in.weight") : std::string());
   }
 }
 
-// ---------------------------------------------------------------- t5 (modeling_t5.py)
-void build_t5(const Obj& c, const std::string& arch_override, ModelDescription& m) {
+// ------------------------------------------------ t5, mt5 (modeling_t5.py, modeling_mt5.py)
+// MT5 is T5's layout with MT5Config's defaults: gated-gelu, untied embeddings.
+void build_t5(const Obj& c, const std::string& arch_override, bool mt5, ModelDescription& m) {
   Builder b{m};
   Architecture& a = m.arch;
   a.hidden = c.u64("d_model", 1, kMaxDim);
@@ -455,14 +695,15 @@ void build_t5(const Obj& c, const std::string& arch_override, ModelDescription& 
   a.layers = c.u64_or("num_decoder_layers", a.encoder_layers, 1, kMaxLayers);
   const uint64_t buckets = c.u64_or("relative_attention_num_buckets", 32, 1, kMaxDim);
   c.u64_or("relative_attention_max_distance", 128, 1, kMaxVocab);
-  const std::string ff = c.str_or("feed_forward_proj", "relu", 64);
+  const std::string ff = c.str_or("feed_forward_proj", mt5 ? "gated-gelu" : "relu", 64);
   a.gated_mlp = ff.rfind("gated-", 0) == 0;
   a.activation = a.gated_mlp ? ff.substr(6) : ff;
   a.norm = "rmsnorm";
   a.hidden_dropout = c.num_or("dropout_rate", 0.1, 0, 1);
-  a.tied_embeddings = c.boolean_or("tie_word_embeddings", true);
-  m.architecture = pick_arch(c, arch_override, {"T5ForConditionalGeneration", "T5Model"},
-                             "T5ForConditionalGeneration");
+  a.tied_embeddings = c.boolean_or("tie_word_embeddings", !mt5);
+  const std::string cls = mt5 ? "MT5" : "T5";
+  m.architecture = pick_arch(c, arch_override, {cls + "ForConditionalGeneration", cls + "Model"},
+                             cls + "ForConditionalGeneration");
   const uint64_t d = a.hidden, inner = a.heads * a.head_dim;
   m.tensors.reserve((a.layers + a.encoder_layers) * 16 + 8);
   b.mod("");
@@ -512,32 +753,46 @@ void build_t5(const Obj& c, const std::string& arch_override, ModelDescription& 
   };
   stack("encoder", a.encoder_layers, false);
   stack("decoder", a.layers, true);
-  if (m.architecture == "T5ForConditionalGeneration") {
+  if (m.architecture == cls + "ForConditionalGeneration") {
     b.mod("lm_head");
-    b.param(std::string("lm_head"), ".weight", {a.vocab, d},
-            a.tied_embeddings ? std::string("shared.weight") : std::string());
+    b.head(std::string("lm_head"), {a.vocab, d},
+           a.tied_embeddings ? std::string("shared.weight") : std::string());
   }
 }
 
 }  // namespace
 
+// An unknown model_type builds the generic decoder, which needs the standard fields: name the
+// first one missing, and why.
+void require_generic_fields(const Obj& c, const std::string& type) {
+  for (const char* k : {"hidden_size", "num_hidden_layers", "num_attention_heads",
+                        "intermediate_size", "vocab_size"})
+    if (!c.has(k))
+      fail(code::kMissingField, c.field(k),
+           {c.field(k), " is missing: model_type '", type.substr(0, 64),
+            "' has no exact recipe, and the generic Llama-style decoder needs hidden_size, "
+            "num_hidden_layers, num_attention_heads, intermediate_size and vocab_size"});
+}
+
 ModelDescription model_from_config(const Obj& c, const std::string& arch_override) {
-  static const std::vector<std::string> kTypes = {"gpt2",    "bert",  "llama",    "mistral",
-                                                  "mixtral", "qwen2", "gpt_neox", "t5"};
-  const std::string type = c.one_of("model_type", kTypes);
+  const std::string type = c.str("model_type", 64);
+  if (type.empty())
+    fail(code::kOutOfRange, c.field("model_type"), {c.field("model_type"), " is empty"});
   ModelDescription m;
   m.source = "config";
   m.arch.model_type = type;
-  if (type == "gpt2")
+  if (type == "gpt2") {
     build_gpt2(c, arch_override, m);
-  else if (type == "bert")
+  } else if (type == "bert") {
     build_bert(c, arch_override, m);
-  else if (type == "gpt_neox")
+  } else if (type == "gpt_neox") {
     build_gpt_neox(c, arch_override, m);
-  else if (type == "t5")
-    build_t5(c, arch_override, m);
-  else
+  } else if (type == "t5" || type == "mt5") {
+    build_t5(c, arch_override, type == "mt5", m);
+  } else {
+    if (decoder_class(type)[0] == '\0') require_generic_fields(c, type);
     build_llama_family(c, type, arch_override, m);
+  }
   if (m.arch.kv_heads == 0) m.arch.kv_heads = m.arch.heads;
   m.name = c.str_or("_name_or_path", m.architecture.c_str(), 200);
   // A config.json holds many keys that do not change the tensor list (token ids, rope

@@ -153,8 +153,8 @@ trace::StepSpec build_spec(const Request& rq, const activations::ModelActivation
       }
       s.params.push_back(std::move(op));
     }
-    if (rq.lora.enabled && i > 0 && i + 1 < nl) {
-      for (const auto& io : f.lora_io) {
+    if (rq.lora.enabled && i < f.lora_io.size()) {
+      for (const auto& io : f.lora_io[i]) {
         for (const TensorSpec& t : {TensorSpec{"lora_A", {lora_rank, io.first}},
                                     TensorSpec{"lora_B", {io.second, lora_rank}}}) {
           s.weights.push_back(t.numel() * 4);

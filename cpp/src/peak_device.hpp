@@ -24,8 +24,8 @@ struct Facts {
   uint64_t master_bytes_per_param = 0;  // ZeRO mixed precision's fp32 copy (per rank share)
   uint64_t zero_gather_bytes = 0;       // ZeRO-3: the gathered layer, a per-layer transient
   bool offload_params = false, offload_optimizer = false;
-  // LoRA: (in, out) of each adapted linear of a block
-  std::vector<std::pair<uint64_t, uint64_t>> lora_io;
+  // LoRA: (in, out) of each adapted linear, per chain layer
+  std::vector<std::vector<std::pair<uint64_t, uint64_t>>> lora_io;
 };
 
 // Runs the simulation and fills the result's allocator fields (Result::simulated and after).

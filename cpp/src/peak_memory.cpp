@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "peak_device.hpp"
+#include "peak_lora.hpp"
 #include "trainmem/error.hpp"
 #include "trainmem/request.hpp"
 
@@ -68,45 +69,14 @@ ParamLayout layout_of(const ModelDescription& m, size_t chain_layers) {
   return p;
 }
 
-// LoRA adapters: (in, out) of each targeted linear of one block.
-std::vector<std::pair<uint64_t, uint64_t>> lora_targets(const Architecture& a, const Lora& l,
-                                                        std::vector<std::string>* names) {
-  const uint64_t h = a.hidden, d = a.head_dim ? a.head_dim : (a.heads ? h / a.heads : h);
-  const uint64_t kv = (a.kv_heads ? a.kv_heads : a.heads) * d, q = a.heads * d;
-  const uint64_t i = a.intermediate ? a.intermediate : 4 * h;
-  std::vector<std::string> t = l.target_modules;
-  if (t.empty()) {
-    if (a.model_type == "gpt2")
-      t = {"c_attn"};
-    else if (a.model_type == "bert")
-      t = {"query", "value"};
-    else
-      t = {"q_proj", "v_proj"};  // PEFT's default targets for Llama-style models
-  }
-  std::vector<std::pair<uint64_t, uint64_t>> out;
-  for (const auto& n : t) {
-    std::pair<uint64_t, uint64_t> io;
-    if (n == "q_proj" || n == "query")
-      io = {h, q};
-    else if (n == "k_proj" || n == "key" || n == "v_proj" || n == "value")
-      io = {h, a.model_type == "bert" ? h : kv};
-    else if (n == "o_proj" || n == "c_proj" || n == "dense")
-      io = {q, h};
-    else if (n == "gate_proj" || n == "up_proj" || n == "c_fc" || n == "intermediate")
-      io = {h, i};
-    else if (n == "down_proj" || n == "output")
-      io = {i, h};
-    else if (n == "c_attn" || n == "query_key_value")
-      io = {h, 3 * h};
-    else
-      fail(code::kUnknownValue, "lora.targetModules",
-           {"unknown LoRA target module '", n,
-            "' (known: q_proj k_proj v_proj o_proj gate_proj up_proj down_proj c_attn "
-            "c_proj c_fc query key value dense)"});
-    out.push_back(io);
-    names->push_back(n);
-  }
-  return out;
+// LoRA's activations: lora_A's output (lora_B's input), r per token, and with dropout the
+// dropped input and its mask, in_features per token (PEFT lora.Linear.forward:
+// lora_B(lora_A(dropout(x)))).
+uint64_t lora_saved_bytes(uint64_t tokens, uint64_t rank, uint64_t in, double dropout, uint64_t lin,
+                          uint64_t mask_bytes) {
+  uint64_t extra = tokens * rank * lin;
+  if (dropout > 0) extra += tokens * in * (lin + (mask_bytes ? mask_bytes : lin));
+  return extra;
 }
 
 // Optimizer temporaries during step(): torch/optim/*.py. foreach (_multi_tensor_*, default on
@@ -173,24 +143,15 @@ Result evaluate(const Request& rq) {
   if (!rq.is_mlp && rq.model().params > 0) P = rq.model().params;
 
   // ---- LoRA
-  uint64_t lora_params_per_block = 0;
-  std::vector<std::string> lora_names;
-  std::vector<std::pair<uint64_t, uint64_t>> lora_io;
+  LoraPlan lora;
   if (rq.lora.enabled) {
-    lora_io = lora_targets(rq.model().arch, rq.lora, &lora_names);
-    for (auto& io : lora_io) lora_params_per_block += rq.lora.rank * (io.first + io.second);
-    const double T = static_cast<double>(rq.micro_batch) * rq.seq_len;
+    lora = plan_lora(rq.model(), rq.lora, nl);
+    const uint64_t T = rq.micro_batch * rq.seq_len;
     const uint64_t lin = (rq.precision == Precision::fp32) ? 4 : 2;
-    for (size_t i = 1; i + 1 < nl; ++i) {
-      for (auto& io : lora_io) {
-        uint64_t extra =
-            static_cast<uint64_t>(T) * rq.lora.rank * lin;  // lora_A output (lora_B input)
-        if (rq.lora.dropout > 0)
-          extra += static_cast<uint64_t>(T) * io.first *
-                   (lin + (st.runtime.dropout_mask_bytes ? st.runtime.dropout_mask_bytes : lin));
-        acts.layers[i].saved_bytes += extra;
-      }
-    }
+    for (size_t i = 0; i < nl; ++i)
+      for (const auto& io : lora.per_layer[i])
+        acts.layers[i].saved_bytes += lora_saved_bytes(T, rq.lora.rank, io.first, rq.lora.dropout,
+                                                       lin, st.runtime.dropout_mask_bytes);
   }
 
   // ---- checkpointing -> placement engine
@@ -225,7 +186,7 @@ Result evaluate(const Request& rq) {
   const bool deepspeed_mp = amp && rq.zero_stage > 0;  // ZeRO's 16-bit params + fp32 master
   const uint64_t N = rq.zero_stage > 0 ? rq.data_parallel : 1;
   const uint64_t t = rq.tensor_parallel;
-  const uint64_t Pt_full = rq.lora.enabled ? lora_params_per_block * (nl - 2) : P;
+  const uint64_t Pt_full = rq.lora.enabled ? lora.params : P;
   ps.params = P + (rq.lora.enabled ? Pt_full : 0);
   ps.trainable = Pt_full;
   const uint64_t wb = (half || deepspeed_mp) ? 2 : 4;
@@ -276,8 +237,11 @@ Result evaluate(const Request& rq) {
                                  : "; allocated layer by layer in the backward (set_to_none)");
   ps.grads_per_layer.assign(nl, 0);
   for (size_t i = 0; i < nl; ++i) {
-    uint64_t n =
-        rq.lora.enabled ? ((i > 0 && i + 1 < nl) ? lora_params_per_block : 0) : lay.per_layer[i];
+    uint64_t n = lay.per_layer[i];
+    if (rq.lora.enabled) {
+      n = 0;
+      for (const auto& io : lora.per_layer[i]) n += rq.lora.rank * (io.first + io.second);
+    }
     ps.grads_per_layer[i] = n * ps.grad_bytes_per_param / grad_div;
   }
   // master weights (mixed precision with ZeRO / DeepSpeed keeps an fp32 copy in the optimizer)
@@ -295,8 +259,8 @@ Result evaluate(const Request& rq) {
                                 : DType::fp32;
   uint64_t state = 0;
   if (rq.lora.enabled) {
-    for (size_t i = 1; i + 1 < nl; ++i)
-      for (auto& io : lora_io) {
+    for (size_t i = 0; i < nl; ++i)
+      for (const auto& io : lora.per_layer[i]) {
         TensorSpec a{"lora_A", {rq.lora.rank, io.first}};
         TensorSpec b{"lora_B", {io.second, rq.lora.rank}};
         state += optimizer_state_bytes(rq.optimizer, a, state_dtype) +
@@ -469,9 +433,15 @@ Result evaluate(const Request& rq) {
   r.recompute_fraction = base > 0 ? r.recompute_flops / base : 0;
   r.korthikanti_layer_bytes = acts.korthikanti_layer_bytes;
   r.derived_layer_bytes = nl > 2 ? acts.layers[1].saved_bytes : 0;
+  if (!rq.is_mlp)
+    for (const auto& a : rq.model().assumptions) r.assumptions.push_back(a);
   for (const auto& a : acts.assumptions) r.assumptions.push_back(a);
-  if (rq.lora.enabled)
-    r.assumptions.push_back("LoRA: activations as in full fine-tuning plus the adapters' own");
+  if (rq.lora.enabled) {
+    r.assumptions.push_back("LoRA: " + std::to_string(lora.modules) +
+                            " linear layers adapted; activations as in full fine-tuning plus the "
+                            "adapters' own");
+    for (const auto& a : lora.assumptions) r.assumptions.push_back(a);
+  }
   if (rq.simulate_allocator) {
     device::Facts f;
     f.weight_bytes_per_param = static_cast<double>(wb);
@@ -485,7 +455,7 @@ Result evaluate(const Request& rq) {
     f.zero_gather_bytes = ps.zero_gather;
     f.offload_params = rq.offload_params;
     f.offload_optimizer = rq.offload_optimizer;
-    f.lora_io = lora_io;
+    f.lora_io = lora.per_layer;
     if (rq.lora.enabled && rq.lora.qlora)
       f.weight_bytes_per_param = 0.5 + 1.0 / 64 + 4.0 / (64 * 256);
     device::simulate(rq, acts, chain, plan, f, &r);

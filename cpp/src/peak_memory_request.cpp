@@ -1,6 +1,7 @@
 // peakMemory request: strict parsing (every field named in errors), presets (runtime profiles,
 // GPUs as data under cpp/data/), and the result JSON.
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 
 #include "trainmem/calculators.hpp"
@@ -293,8 +294,21 @@ Request parse_request(const json& request) {
     r.lora.rank = l.u64_or("rank", 8, 1, 65536);
     r.lora.qlora = l.boolean_or("qlora", false);
     r.lora.dropout = l.num_or("dropout", 0.05, 0.0, 1.0);
-    if (l.has("targetModules")) {
+    // PEFT LoraConfig.target_modules: a list of names, or the string "all-linear"
+    // (INCLUDE_LINEAR_LAYERS_SHORTHAND, peft/utils/constants.py); PEFT lower-cases it.
+    if (l.has("targetModules") && l.raw("targetModules").is_string()) {
+      std::string v = l.str("targetModules", 64);
+      std::transform(v.begin(), v.end(), v.begin(),
+                     [](unsigned char ch) { return std::tolower(ch); });
+      if (v != "all-linear")
+        fail(code::kUnknownValue, "lora.targetModules",
+             "lora.targetModules: a list of module names, or the string \"all-linear\"");
+      r.lora.target_modules.push_back(v);
+    } else if (l.has("targetModules")) {
       const json& t = l.array("targetModules", 64);
+      if (t.empty())
+        fail(code::kOutOfRange, "lora.targetModules",
+             "lora.targetModules must name at least one module (or be \"all-linear\")");
       for (size_t i = 0; i < t.size(); ++i)
         r.lora.target_modules.push_back(
             read_str(t[i], index_path(l.field("targetModules"), i), 64));

@@ -161,3 +161,34 @@ TEST_CASE("activations: a GPT-2 block in 16-bit with 1-byte masks is close to Ko
   const double expected = 34 * sbh + 5.0 * 16 * 512 * 512 * 2 + 16 * sb;
   CHECK(static_cast<double>(acts.layers[1].saved_bytes) == Approx(expected));
 }
+
+TEST_CASE("newer decoders take the Llama recipe with their attention width", "[activations]") {
+  activations::Settings s;
+  s.micro_batch = 2;
+  s.seq_len = 128;
+  s.precision = activations::Precision::bf16;
+  auto qkv = [](const activations::ModelActivations& a) {
+    for (const auto& t : a.layers[1].saved)
+      if (t.name.rfind("q, k, v", 0) == 0) return t.bytes;
+    return uint64_t{0};
+  };
+  // Gemma 2 2B: 8 heads x head_dim 256 = 2,048 (not the hidden size 2,304): SDPA keeps q, k, v
+  // of T x 2,048 in bf16 each (repeat_kv expands k, v to all heads before SDPA).
+  const ModelDescription g = model_from_preset("gemma-2-2b", "model.preset");
+  const activations::ModelActivations ga = activations::transformer_activations(g, s);
+  CHECK(ga.recipe == "llama");
+  CHECK(qkv(ga) == 3ULL * 2 * 128 * 2048 * 2);
+  // DeepSeek-V3: 128 heads x qk_head_dim 192 = 24,576; the MLP of 8 routed + 1 shared expert
+  // of 2,048 per token: SwiGLU keeps 4 tensors of T x 9 x 2,048.
+  const ModelDescription d = model_from_preset("deepseek-v3", "model.preset");
+  const activations::ModelActivations da = activations::transformer_activations(d, s);
+  CHECK(qkv(da) == 3ULL * 2 * 128 * 24576 * 2);
+  uint64_t swiglu = 0;
+  for (const auto& t : da.layers[1].saved)
+    if (t.name.rfind("SwiGLU", 0) == 0) swiglu = t.bytes;
+  CHECK(swiglu == 4ULL * 2 * 128 * 9 * 2048 * 2);
+  bool said = false;
+  for (const auto& a : da.assumptions)
+    said = said || a.find("latent attention") != std::string::npos;
+  CHECK(said);
+}

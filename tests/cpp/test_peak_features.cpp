@@ -207,4 +207,98 @@ TEST_CASE("peak: the chunked and fused losses change the head's saves and transi
       json({{"mlp", {{"sizes", {8, 8}}}}, {"microBatch", 1}, {"loss", "chunked"}}).dump()));
   REQUIRE(e["ok"] == false);
   CHECK(e["error"]["field"] == "loss");
+namespace {
+json lora_run(json model, json lora) {
+  return run(
+      {{"model", model}, {"microBatch", 1}, {"seqLen", 64}, {"precision", "bf16"}, {"lora", lora}});
+}
+json lora_error(json model, json lora) {
+  const json req = {{"model", model}, {"microBatch", 1}, {"seqLen", 64}, {"lora", lora}};
+  const json env = json::parse(trainmem::call("peakMemory", req.dump()));
+  REQUIRE(env["ok"] == false);
+  return env["error"];
+}
+}  // namespace
+
+TEST_CASE("LoRA on mT5: PEFT's default q, v adapt self- and cross-attention", "[peak][lora]") {
+  // PEFT README (Getting started): bigscience/mt0-large, LoraConfig(task_type=SEQ_2_SEQ_LM,
+  // r=8) -> "trainable params: 2359296 || all params: 1231940608". By hand: PEFT's default
+  // for mt5 is ["q", "v"] (TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING), matched in
+  // every SelfAttention (24 encoder + 24 decoder blocks) and every EncDecAttention (24 decoder
+  // blocks): (24 + 24 + 24) x 2 = 144 modules of 8 x (1,024 + 1,024) = 16,384 -> 2,359,296.
+  const json cfg = {{"model_type", "mt5"},  {"d_model", 1024},
+                    {"d_ff", 2816},         {"d_kv", 64},
+                    {"num_heads", 16},      {"num_layers", 24},
+                    {"vocab_size", 250112}, {"tie_word_embeddings", false}};
+  const json r = lora_run({{"config", cfg}}, {{"rank", 8}});
+  CHECK(r["trainableParams"] == 2359296);
+  CHECK(r["params"] == 1231940608ULL);
+}
+
+TEST_CASE("LoRA on t5-small: 36 q / v modules, not 24", "[peak][lora]") {
+  // 6 encoder blocks x SelfAttention {q, v} = 12; 6 decoder blocks x (SelfAttention +
+  // EncDecAttention) x {q, v} = 24; 36 x 8 x (512 + 512) = 294,912 (a per-block count of the
+  // two self-attention projections would give 12 x 2 = 24 modules, 196,608).
+  const json r = lora_run({{"preset", "t5-small"}}, {{"rank", 8}});
+  CHECK(r["trainableParams"] == 294912);
+  // T5's FFN names: wi, wo (6 + 6 blocks each): 12 x 8 x (512 + 2048) x 2 = 491,520
+  const json ff =
+      lora_run({{"preset", "t5-small"}}, {{"rank", 8}, {"targetModules", {"wi", "wo"}}});
+  CHECK(ff["trainableParams"] == 491520);
+}
+
+TEST_CASE("LoRA all-linear: every linear but the output head", "[peak][lora]") {
+  // Llama-2-7b r=8, per layer q, k, v, o 4 x 8 x (4,096 + 4,096) = 262,144; gate, up
+  // 2 x 8 x (4,096 + 11,008) = 241,664; down 8 x (11,008 + 4,096) = 120,832: 624,640 x 32 =
+  // 19,988,480 (lm_head excluded: _maybe_include_all_linear_layers drops the output embedding).
+  const json r =
+      lora_run({{"preset", "llama-2-7b"}}, {{"rank", 8}, {"targetModules", "all-linear"}});
+  CHECK(r["trainableParams"] == 19988480);
+  // GPT-2 (Conv1D: weight [in, out]): c_attn 8 x (768 + 2,304) = 24,576, attn.c_proj
+  // 8 x (768 + 768) = 12,288, c_fc 8 x (768 + 3,072) = 30,720, mlp.c_proj 30,720: 98,304 x 12
+  // = 1,179,648; "c_proj" alone matches both c_proj modules (PEFT's suffix rule): 43,008 x 12.
+  const json g = lora_run({{"preset", "gpt2"}}, {{"rank", 8}, {"targetModules", "ALL-LINEAR"}});
+  CHECK(g["trainableParams"] == 1179648);
+  const json c = lora_run({{"preset", "gpt2"}}, {{"rank", 8}, {"targetModules", {"c_proj"}}});
+  CHECK(c["trainableParams"] == 43008 * 12);
+}
+
+TEST_CASE("LoRA names of the new families: fused, MLA, experts", "[peak][lora]") {
+  // Phi-3 mini: PEFT has no default for phi3; qkv_proj 8 x (3,072 + 9,216) = 98,304 and
+  // gate_up_proj 8 x (3,072 + 16,384) = 155,648 per layer: 253,952 x 32 = 8,126,464.
+  const json e = lora_error({{"preset", "phi-3-mini-4k"}}, {{"rank", 8}});
+  CHECK(e["field"] == "lora.targetModules");
+  const json p = lora_run({{"preset", "phi-3-mini-4k"}},
+                          {{"rank", 8}, {"targetModules", {"qkv_proj", "gate_up_proj"}}});
+  CHECK(p["trainableParams"] == 8126464);
+  // DeepSeek-V3 MLA, per layer: q_a_proj 8 x (7,168 + 1,536) = 69,632; q_b_proj
+  // 8 x (1,536 + 24,576) = 208,896; kv_a_proj_with_mqa 8 x (7,168 + 576) = 61,952; kv_b_proj
+  // 8 x (512 + 32,768) = 266,240: 606,720 x 61 = 37,009,920.
+  const json d =
+      lora_run({{"preset", "deepseek-v3"}},
+               {{"rank", 8},
+                {"targetModules", {"q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj"}}});
+  CHECK(d["trainableParams"] == 37009920);
+  // Qwen3-30B-A3B routed experts: 128 x 3 x 8 x (2,048 + 768) = 8,650,752 per layer x 48
+  const json x =
+      lora_run({{"preset", "qwen3-30b-a3b"}}, {{"rank", 8}, {"targetModules", {"experts"}}});
+  CHECK(x["trainableParams"] == 415236096);
+}
+
+TEST_CASE("LoRA targets PEFT refuses or ignores", "[peak][lora]") {
+  // BERT's "intermediate" is a BertIntermediate module, not nn.Linear: PEFT raises
+  json e = lora_error({{"preset", "bert-base-uncased"}}, {{"targetModules", {"intermediate"}}});
+  CHECK(e["field"] == "lora.targetModules");
+  CHECK(e["code"] == "unsupported");
+  e = lora_error({{"preset", "llama-2-7b"}}, {{"targetModules", {"nothing_here"}}});
+  CHECK(e["code"] == "inconsistent");
+  e = lora_error({{"preset", "llama-2-7b"}}, {{"targetModules", "all"}});
+  CHECK(e["field"] == "lora.targetModules");
+  // a name that matches nothing beside one that does: PEFT ignores it; trainmem says so
+  const json r = lora_run({{"preset", "llama-2-7b"}}, {{"targetModules", {"q_proj", "wi"}}});
+  CHECK(r["trainableParams"] == 32 * 8 * (4096 + 4096));
+  bool said = false;
+  for (const auto& a : r["assumptions"])
+    said = said || a.get<std::string>().find("'wi'") != std::string::npos;
+  CHECK(said);
 }

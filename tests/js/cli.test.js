@@ -358,7 +358,15 @@ test('every flag sets a field the core knows (no unknown_key for any flag of any
         return e.code === 'unknown_key';
       }
     });
-  const sample = { number: 1, count: 1e8, bytes: 1e9, boolean: true, string: 'x', jsonFile: {} };
+  const sample = {
+    number: 1,
+    count: 1e8,
+    bytes: 1e9,
+    boolean: true,
+    string: 'x',
+    list: ['x'],
+    jsonFile: {},
+  };
   const unknown = [];
   for (const def of FLAGS) {
     for (const command of def.commands) {
@@ -395,6 +403,27 @@ test('placement from a chain file: the Rotor check and checkpoint_sequential, by
   ]);
   assert.deepEqual(seq.checkpointed, [[0, 1]]);
   assert.equal(seq.totalCost, 10);
+});
+
+test('--lora-targets: a comma-separated list or all-linear', async () => {
+  const lora = (targets) =>
+    json([
+      'peak-memory',
+      '--model',
+      'gpt2',
+      '--micro-batch',
+      '1',
+      '--seq-len',
+      '64',
+      '--lora-rank',
+      '8',
+      '--lora-targets',
+      targets,
+    ]);
+  // GPT-2 r = 8 (Conv1D weights [in, out]), per block: c_attn 8 x (768 + 2304) = 24,576;
+  // attn.c_proj 8 x (768 + 768) = 12,288; c_fc and mlp.c_proj 8 x (768 + 3072) = 30,720 each.
+  assert.equal((await lora('c_attn,c_fc')).trainableParams, 12 * (24576 + 30720));
+  assert.equal((await lora('all-linear')).trainableParams, 12 * (24576 + 12288 + 2 * 30720));
 });
 
 test('accumulation and peak-memory flags reach their fields', async () => {

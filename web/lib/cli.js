@@ -250,6 +250,13 @@ export const FLAGS = [
     help: 'train LoRA adapters of this rank (frozen base)',
   },
   {
+    flag: 'lora-targets',
+    kind: 'list',
+    path: 'lora.targetModules',
+    commands: TRAINING,
+    help: 'with --lora-rank: PEFT target_modules, comma-separated (q_proj,v_proj) or all-linear',
+  },
+  {
     flag: 'qlora',
     kind: 'boolean',
     path: 'lora.qlora',
@@ -556,6 +563,10 @@ function applyFlag(scenario, def, command, raw) {
       break;
     case 'number':
       value = parseNumber(raw, flag);
+      break;
+    case 'list':
+      // "a,b" -> ["a", "b"]; PEFT's shorthand "all-linear" stays a string
+      value = String(raw).toLowerCase() === 'all-linear' ? String(raw) : String(raw).split(',');
       break;
     case 'count':
       value = parseCount(raw, flag);
@@ -993,6 +1004,7 @@ const ARG_LABEL = {
   bytes: 'bytes',
   number: 'number',
   string: 'value',
+  list: 'a,b|all-linear',
 };
 
 function helpText(command) {

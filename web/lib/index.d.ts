@@ -163,7 +163,15 @@ export interface ModelByConfig {
   /** Display name. */
   name?: string;
 }
-/** A HuggingFace `config.json` object (keys as HF writes them). */
+/**
+ * A HuggingFace `config.json` object (keys as HF writes them). `model_type` with an exact
+ * tensor list (from transformers' `modeling_*.py`): `gpt2`, `bert`, `llama`, `mistral`,
+ * `mixtral`, `qwen2`, `qwen3`, `qwen3_moe`, `gemma2`, `gemma3_text`, `phi3`, `deepseek_v3`,
+ * `gpt_neox`, `t5`, `mt5`. Any other `model_type` needs `hidden_size`, `num_hidden_layers`,
+ * `num_attention_heads`, `intermediate_size`, `vocab_size` (optional `num_key_value_heads`,
+ * `head_dim`, `tie_word_embeddings`) and is built as a generic Llama-style decoder, marked
+ * approximate in the result's `assumptions`.
+ */
 export interface HuggingFaceConfig {
   model_type: string;
   [key: string]: unknown;
@@ -389,7 +397,12 @@ export interface DescribeModelResult {
   /** Tensors with their own storage (tied ones excluded). */
   storedTensors: number;
   buffers: BufferDescription[];
-  /** HF `model_type` (`"gpt2"`, `"bert"`, `"llama"`, …). */
+  /**
+   * HF `model_type`. Exact recipes (transformers' modeling files): `gpt2`, `bert`, `llama`,
+   * `mistral`, `mixtral`, `qwen2`, `qwen3`, `qwen3_moe`, `gemma2`, `gemma3_text`, `phi3`,
+   * `deepseek_v3`, `gpt_neox`, `t5`, `mt5`; any other type with the standard decoder fields is
+   * built as a generic Llama-style decoder (see `assumptions`).
+   */
   modelType: string;
   /** Transformer blocks (decoder blocks for encoder-decoder models). */
   layers: number;
@@ -431,6 +444,14 @@ export interface DescribeModelResult {
   attentionDropout: number;
   /** Modules (`named_modules()`), when known; 0 otherwise. */
   modules: number;
+  /** Shared experts every token uses besides its routed ones (DeepSeek `n_shared_experts`; 0: none). */
+  sharedExperts: number;
+  /**
+   * What the description assumes; e.g. a `model_type` without an exact recipe is built as a
+   * generic Llama-style decoder, and says so here (and in peakMemory's `assumptions`,
+   * checkpointSize's `notes`). Empty for the exact recipes.
+   */
+  assumptions: string[];
   inexact?: InexactNumber[];
 }
 
@@ -501,8 +522,18 @@ export interface PeakMemoryRequest {
     qlora?: boolean;
     /** LoRA dropout probability. Default 0.05. */
     dropout?: number;
-    /** Module names adapted (PEFT `target_modules`). Default: the model type's PEFT default. */
-    targetModules?: string[];
+    /**
+     * Linear layers adapted, as PEFT's `target_modules` (peft `tuners_utils.py`
+     * `check_target_module_exists`): a module is adapted when its name equals an entry or ends
+     * with `"." + entry`, in every block (T5's `q`, `v` also match the decoder's cross-attention).
+     * `"all-linear"` (PEFT's `INCLUDE_LINEAR_LAYERS_SHORTHAND`, `_maybe_include_all_linear_layers`):
+     * every linear except the output head. Names of the newer families: `qkv_proj`,
+     * `gate_up_proj` (Phi-3), `q_a_proj`, `q_b_proj`, `kv_a_proj_with_mqa`, `kv_b_proj`
+     * (DeepSeek MLA), and `experts` (trainmem's name for every linear of the routed experts).
+     * Default: PEFT's `TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING` entry for the model
+     * type (an error where PEFT has none, e.g. phi3, qwen3_moe, deepseek_v3).
+     */
+    targetModules?: string[] | 'all-linear';
   };
   /** Attention: `eager` keeps the s×s probabilities; `sdpa` / `flash` do not. Default sdpa (eager on pytorch-cpu). */
   attention?: 'eager' | 'sdpa' | 'flash';

@@ -11,12 +11,18 @@
 
 namespace trainmem {
 
+// How a weight is used: nn.Linear stores [out, in], transformers' Conv1D (GPT-2) [in, out].
+// LoRA adapts these (PEFT tuners/lora/layer.py: Linear and Conv1D).
+enum class LinearKind : uint8_t { none, linear, conv1d };
+
 struct TensorSpec {
   std::string name;             // state_dict key, e.g. "h.0.attn.c_attn.weight"
   std::vector<uint64_t> shape;  // PyTorch shape
   DType dtype = DType::fp32;    // dtype as stored in the model (before a precision override)
   std::string tied_to;          // non-empty: shares storage with that tensor (stored once)
   bool trainable = true;
+  LinearKind linear = LinearKind::none;  // set for the weight of a linear module
+  bool output_head = false;              // the output embedding (PEFT's all-linear leaves it out)
   // Filled by finalize_tensors from the name: the transformer block the tensor belongs to
   // ("h.3.", "layers.3.", "layer.3.", "block.3."; -1 = outside the blocks), and whether it is an
   // embedding ("emb", "wte", "wpe"). Peak memory assigns parameters to chain layers with them.
@@ -55,7 +61,10 @@ struct Architecture {
   bool encoder_only = false;    // bert-like (no causal mask, no LM head unless a head is set)
   double hidden_dropout = 0.0;  // dropout probabilities (masks are saved when > 0 in training)
   double attention_dropout = 0.0;
-  uint64_t num_labels = 0;  // classification head, when present
+  uint64_t num_labels = 0;      // classification head, when present
+  uint64_t shared_experts = 0;  // MoE: always-active shared experts (DeepSeek), per token
+  bool mla = false;             // multi-head latent attention (DeepSeek-V3)
+  bool generic = false;         // no exact recipe: a Llama-style decoder stands in
 };
 
 struct ModelDescription {
@@ -71,6 +80,9 @@ struct ModelDescription {
   std::string architecture;       // HF class the tensor list follows, e.g. "LlamaForCausalLM"
   std::string source_note;        // presets: where the config and the published count come from
   uint64_t published_params = 0;  // presets: the published parameter count (0 = none)
+  // What the description assumes (a generic recipe, approximations); every result built on
+  // the model repeats these.
+  std::vector<std::string> assumptions;
   // Modules that Module.state_dict() visits (its `_metadata` keys, root "" included): their
   // number and total name length. Estimated from tensor-name prefixes when not known.
   uint64_t module_count = 0;
@@ -90,8 +102,11 @@ std::shared_ptr<const ModelDescription> parse_model_shared(const Obj& model);
 nlohmann::json describe_model(const ModelDescription& m);
 
 // Builds the exact tensor list of a HuggingFace config.json (model_type gpt2, bert, llama,
-// mistral, mixtral, qwen2, gpt_neox, t5). `config` is an Obj at "model.config"; `arch_override`
-// (may be empty) replaces config.architectures[0]. Throws RequestError naming the field.
+// mistral, mixtral, qwen2, qwen3, qwen3_moe, gemma2, gemma3_text, phi3, deepseek_v3, gpt_neox,
+// t5, mt5); any other model_type with the standard decoder fields gets a generic Llama-style
+// decoder, marked approximate in `assumptions`. `config` is an Obj at "model.config";
+// `arch_override` (may be empty) replaces config.architectures[0]. Throws RequestError naming the
+// field.
 ModelDescription model_from_config(const Obj& config, const std::string& arch_override);
 
 // Model presets (cpp/data/models/*.json): ids, and one preset's description.

@@ -64,7 +64,9 @@ struct Lora {
   bool enabled = false;
   bool qlora = false;  // frozen base in 4-bit NF4 with double quantisation (Dettmers et al. 2023)
   uint64_t rank = 8;
-  std::vector<std::string> target_modules;  // empty = the attention q and v projections
+  // PEFT target_modules: names matched as PEFT does, {"all-linear"}, or empty = PEFT's default
+  // for the model type
+  std::vector<std::string> target_modules;
   double dropout = 0.05;
 };
 
