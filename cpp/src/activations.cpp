@@ -220,15 +220,18 @@ void rms_norm(const Builder& B, const Dims& d, const Widths& w, const Settings& 
               bool input_counted, int consumers, const std::string& what, LayerActivations* l) {
   // A 16-bit input is not kept itself (only its fp32 copy is), but the chain counts the input
   // once as the previous layer's output: the copy adds (4 - w.res) bytes per element here.
-  if (!input_counted)
+  // compiled: the fp32 cast is recomputed from the 16-bit input (a cast, not a matmul)
+  if (!input_counted && !s.compiled)
     B.add(l, what + " input in fp32 (beyond the 16-bit input)", B.rep(B.mul({d.T, d.h, 4 - w.res})),
           "PowBackward0 / MulBackward0 keep x.to(float32)");
   if (s.runtime.mean_saves_input)
     B.add(l, what + " x^2", B.rep(B.mul({d.T, d.h, 4})),
           "MeanBackward1 keeps its input (torch 1.13)");
   B.add(l, what + " rsqrt", B.rep(B.mul({d.T, 4})), "RsqrtBackward0 keeps its result");
-  B.add(l, what + " normalized", B.rep(B.mul({d.T, d.h, w.res == 4 ? 4 : w.lin})),
-        "weight * x.to(dtype): MulBackward0 keeps x");
+  // compiled: one fused kernel; x * rsqrt is recomputed from x and the saved rsqrt
+  if (!s.compiled)
+    B.add(l, what + " normalized", B.rep(B.mul({d.T, d.h, w.res == 4 ? 4 : w.lin})),
+          "weight * x.to(dtype): MulBackward0 keeps x");
   if (w.amp)
     B.add(l, what + " output, cast to 16-bit per linear",
           B.rep(B.mul({uint64_t(consumers), d.T, d.h, 2})),
@@ -312,7 +315,15 @@ void lm_loss(const Builder& B, const Dims& d, const Widths& w, const Settings& s
   if (keeps_logits)
     B.add(head, "log_softmax input (logits in fp32)", B.mul({d.T, Vt, 4}),
           "LogSoftmaxBackward keeps its input too (torch <= 1.10)", n);
-  B.add(head, "log_softmax output (logits upcast to fp32)", B.mul({d.T, Vt, 4}),
+  if (s.compiled && s.loss == Loss::chunked && w.lin != 4) {
+    // torchtune compiles the per-chunk cross-entropy (compile_loss): the compiled function
+    // keeps its 16-bit logits chunk and the row's logsumexp, and recomputes the upcast
+    B.add(head, "logits chunks (16-bit; the compiled loss keeps its input)",
+          B.mul({d.T, Vt, w.lin}), "compiled cross_entropy keeps its input and logsumexp", n);
+    B.add(head, "logsumexp per token (fp32)", B.mul({d.T, 4}), "compiled cross_entropy");
+  } else
+    B.add(
+        head, "log_softmax output (logits upcast to fp32)", B.mul({d.T, Vt, 4}),
         s.loss == Loss::chunked
             ? "torchtune CEWithChunkedOutputLoss: cross_entropy(chunk.float()) per output chunk "
               "-> LogSoftmaxBackward0 keeps each chunk's result"
@@ -323,10 +334,14 @@ void lm_loss(const Builder& B, const Dims& d, const Widths& w, const Settings& s
   const uint64_t logits16 = w.lin == 4 ? 0 : B.mul({d.T, Vt, w.lin});
   if (s.loss == Loss::chunked) {
     // the 16-bit logits of every chunk live until the loss is summed (the recipe then deletes
-    // them); each chunk's fp32 copy only while its log_softmax runs
-    const uint64_t copy = keeps_logits ? 0 : B.mul({d.T, Vt, 4}) / n;
-    head->forward_temp_bytes = logits16 + copy;
-    if (logits16) Builder::temps(&head->forward_temps, logits_at, 1, logits16);
+    // them); each chunk's fp32 copy only while its log_softmax runs. Compiled, the logits
+    // chunks are what the loss keeps (counted above) and the upcast happens inside the fused
+    // kernel: no transient beyond them.
+    const bool fused = s.compiled && w.lin != 4;
+    const uint64_t copy = keeps_logits || fused ? 0 : B.mul({d.T, Vt, 4}) / n;
+    const uint64_t logits16_temp = fused ? 0 : logits16;
+    head->forward_temp_bytes = logits16_temp + copy;
+    if (logits16_temp) Builder::temps(&head->forward_temps, logits_at, 1, logits16_temp);
     if (copy) Builder::temps(&head->forward_temps, logits_at, 1, copy);
     head->backward_temp_bytes = 2 * (B.mul({d.T, Vt, 4}) / n);
     Builder::temps(&head->backward_temps, 0, 2, B.mul({d.T, Vt, 4}) / n);
@@ -379,6 +394,15 @@ ModelActivations transformer_activations(const ModelDescription& m, const Settin
 
   ModelActivations out;
   out.recipe = family(ar);
+  if (s.compiled && out.recipe != "llama")
+    fail(code::kUnsupported, "compile",
+         {"compile is modelled for Llama-family blocks; '", ar.model_type,
+          "' runs its eager recipe only: leave compile out"});
+  if (s.compiled)
+    out.assumptions.push_back(
+        "torch.compile (each block): casts, copies and pointwise duplicates are recomputed in "
+        "the backward, matmul, attention and reduction outputs kept (the partitioner's rules; "
+        "checked against torchtune's published Llama 3.2 3B rows, not against a trace)");
   out.input_bytes = B.mul({d.T, 8});  // int64 input_ids
   const uint64_t L = ar.layers + ar.encoder_layers;
 
@@ -502,9 +526,16 @@ ModelActivations transformer_activations(const ModelDescription& m, const Settin
       } else {
         sdpa_core(B, d, w, &l);
       }
-      B.add(&l, "o_proj input", B.tp(B.mul({d.T, d.q, w.lin})), "MmBackward0 keeps its input");
-      B.add(&l, "post_attention_layernorm input (residual sum, fp32)", B.rep(B.mul({d.T, d.h, 4})),
-            "PowBackward0 / MulBackward0 keep x.to(float32)");
+      // compiled: the o_proj input is a transposed copy of the SDPA output (recomputed), and
+      // the residual sum is kept in its own dtype instead of its fp32 cast
+      if (!s.compiled)
+        B.add(&l, "o_proj input", B.tp(B.mul({d.T, d.q, w.lin})), "MmBackward0 keeps its input");
+      B.add(&l,
+            s.compiled ? "post_attention_layernorm input (residual sum)"
+                       : "post_attention_layernorm input (residual sum, fp32)",
+            B.rep(B.mul({d.T, d.h, s.compiled ? w.res : 4})),
+            s.compiled ? "compiled RMSNorm recomputes the fp32 cast from the residual"
+                       : "PowBackward0 / MulBackward0 keep x.to(float32)");
       rms_norm(B, d, w, s, true, 2, "post_attention_layernorm", &l);
       pre_mlp = l.saved_bytes;
       pre_mlp_i = l.tensors.size();

@@ -185,6 +185,7 @@ trace::StepSpec build_spec(const Request& rq, const activations::ModelActivation
   s.per_layer_extra = f.zero_gather_bytes;
   s.steps = 3;
   s.optimizer_in_backward = rq.optimizer_in_backward;
+  s.offload_activations = rq.offload_activations;
   if (rq.data_parallel > 1 && rq.zero_stage == 0) {
     // torch/nn/parallel/distributed.py: buckets of bucket_cap_mb (25 MiB), the first of
     // dist._DEFAULT_FIRST_BUCKET_BYTES (1 MiB), filled with the parameters in reverse order

@@ -120,6 +120,7 @@ Result evaluate(const Request& rq) {
   st.detail = false;
   st.loss = rq.loss;
   st.loss_chunks = rq.loss_chunks;
+  st.compiled = rq.compiled;
   st.head_weight_bytes = is_half(rq.precision) ? 2 : 4;
   activations::ModelActivations acts = rq.is_mlp
                                            ? activations::mlp_activations(rq.mlp, st)
@@ -459,6 +460,11 @@ Result evaluate(const Request& rq) {
     if (rq.lora.enabled && rq.lora.qlora)
       f.weight_bytes_per_param = 0.5 + 1.0 / 64 + 4.0 / (64 * 256);
     device::simulate(rq, acts, chain, plan, f, &r);
+    if (rq.offload_activations)
+      r.assumptions.push_back(
+          "activation offloading: the allocator simulation moves each saved tensor of 1 KiB or "
+          "more to the CPU once five newer ones exist, and brings a layer's back before its "
+          "backward (torchtune OffloadActivations); peakBytes and the breakdown do not");
     r.assumptions.push_back("device memory: the caching allocator simulated over " +
                             std::to_string(r.steps_simulated) + " steps (" + rq.runtime.name +
                             "; zero_grad(set_to_none=" + (rq.set_to_none ? "True" : "False") +

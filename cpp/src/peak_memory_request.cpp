@@ -341,6 +341,10 @@ Request parse_request(const json& request) {
   r.runtime.foreach_optimizers = r.optimizer_implementation == "foreach";
   r.set_to_none = req.boolean_or("zeroGradSetToNone", r.runtime.set_to_none);
   r.optimizer_in_backward = req.boolean_or("optimizerInBackward", false);
+  r.compiled = req.boolean_or("compile", false);
+  r.offload_activations = req.boolean_or("activationOffloading", false);
+  if (r.compiled && (r.is_mlp || r.model().arch.model_type.empty()))
+    fail(code::kUnsupported, "compile", "compile is modelled for transformer models");
   if (req.has("loss")) {
     // "cross-entropy" (HF: cross_entropy over the full fp32 logits), "chunked" (torchtune
     // CEWithChunkedOutputLoss, num_output_chunks = 8), "liger-fused-linear" (Liger's
@@ -385,6 +389,10 @@ Request parse_request(const json& request) {
     fail(code::kInconsistent, "simulateAllocator",
          "the caching allocator is CUDA's: simulateAllocator needs a CUDA runtime");
   r.allocator = parse_allocator(req);
+  if (r.offload_activations && !r.simulate_allocator)
+    fail(code::kInconsistent, "activationOffloading",
+         "activation offloading is modelled in the allocator simulation: keep simulateAllocator "
+         "on (a CUDA runtime)");
   if (req.has("allocator") && !r.runtime.is_cuda())
     fail(code::kInconsistent, "allocator", "allocator options need a CUDA runtime");
   if ((r.precision == activations::Precision::bf16 ||

@@ -5,6 +5,8 @@
 #include "trainmem/step_trace.hpp"
 
 #include <algorithm>
+#include <cstdint>
+#include <unordered_map>
 
 namespace trainmem {
 namespace trace {
@@ -23,6 +25,8 @@ class Builder {
     grad_of_.assign(n + 1, 0);
     casts_.assign(n, {});
     casts_in_graph_.assign(n, false);
+    offloaded_.assign(n, {});
+    input_offloaded_.assign(n + 1, 0);
     size_t grads = 0;
     for (const auto& l : s.layers) grads += l.grads.size();
     grad_ids_.assign(grads, 0);
@@ -65,11 +69,13 @@ class Builder {
   uint64_t alloc(uint64_t bytes) {
     if (bytes == 0) return 0;
     const uint64_t id = ++next_id_;
+    if (s_.offload_activations) bytes_of_[id] = bytes;
     t_.events.push_back({Event::kAlloc, 0, id, bytes});
     return id;
   }
   void free(uint64_t& id) {
     if (!id) return;
+    if (s_.offload_activations) bytes_of_.erase(id);
     t_.events.push_back({Event::kFree, 0, id, 0});
     id = 0;
   }
@@ -221,7 +227,47 @@ class Builder {
     if (i == 0) free(dinput);
   }
 
+  // ---- activation offloading: a queue of saved tensors still on the GPU, oldest first
+  struct Stashed {
+    size_t layer;
+    size_t slot;  // index into saved_[layer]; SIZE_MAX: the layer's kept input
+  };
+  void stash(size_t layer, size_t slot, uint64_t bytes) {
+    if (bytes < s_.offload_min_bytes) return;
+    stash_.push_back({layer, slot});
+    while (stash_.size() > s_.offload_stash) {
+      const Stashed o = stash_.front();
+      stash_.erase(stash_.begin());
+      if (o.slot == SIZE_MAX) {
+        input_offloaded_[o.layer] = bytes_of_[standalone_[o.layer]];
+        free(standalone_[o.layer]);
+      } else {
+        offloaded_[o.layer].push_back({o.slot, bytes_of_[saved_[o.layer][o.slot]]});
+        free(saved_[o.layer][o.slot]);
+      }
+    }
+  }
+  void offload_saved(size_t i) {
+    if (!s_.offload_activations) return;
+    for (size_t k = 0; k < saved_[i].size(); ++k) stash(i, k, s_.layers[i].tensors[k]);
+  }
+  void offload_input(size_t i) {
+    if (!s_.offload_activations || i == 0 || !standalone_[i]) return;
+    stash(i, SIZE_MAX, bytes_of_[standalone_[i]]);
+  }
+  // the backward copies a layer's tensors back before its first node runs
+  void bring_back(size_t i) {
+    if (!s_.offload_activations) return;
+    for (const auto& o : offloaded_[i]) saved_[i][o.first] = alloc(o.second);
+    offloaded_[i].clear();
+    if (input_offloaded_[i]) {
+      standalone_[i] = alloc(input_offloaded_[i]);
+      input_offloaded_[i] = 0;
+    }
+  }
+
   void micro_step(uint32_t step, uint32_t micro) {
+    stash_.clear();
     std::vector<size_t> grad_base(s_.layers.size(), 0);
     for (size_t i = 1; i < s_.layers.size(); ++i)
       grad_base[i] = grad_base[i - 1] + s_.layers[i - 1].grads.size();
@@ -231,12 +277,17 @@ class Builder {
       switch (op.kind) {
         case OpKind::kForwardAll:
           mark(step, micro, backward_started ? "recompute" : "forward", layer);
+          if (backward_started) bring_back(op.layer);
           forward_all(op.layer);
+          if (!backward_started) offload_saved(op.layer);
           break;
         case OpKind::kForwardCheck:
         case OpKind::kForwardNoGrad:
           mark(step, micro, backward_started ? "recompute" : "forward", layer);
+          if (backward_started) bring_back(op.layer);
           forward_nograd(op.layer, op.kind == OpKind::kForwardNoGrad);
+          // a checkpointed segment keeps its input: that is what the first forward saves
+          if (!backward_started && op.kind == OpKind::kForwardCheck) offload_input(op.layer);
           break;
         case OpKind::kLoss:
           mark(step, micro, "loss", -1);
@@ -245,6 +296,7 @@ class Builder {
           break;
         case OpKind::kBackward:
           mark(step, micro, "backward", layer);
+          bring_back(op.layer);
           backward(op.layer, grad_base[op.layer]);
           break;
       }
@@ -305,6 +357,10 @@ class Builder {
   const StepSpec& s_;
   Trace t_;
   uint64_t next_id_ = 0;
+  std::vector<Stashed> stash_;
+  std::vector<std::vector<std::pair<size_t, uint64_t>>> offloaded_;
+  std::vector<uint64_t> input_offloaded_;
+  std::unordered_map<uint64_t, uint64_t> bytes_of_;  // offloading: each live id's bytes
   uint32_t current_step_ = 0;
   std::vector<std::vector<uint64_t>> saved_, casts_, state_ids_;
   std::vector<bool> casts_in_graph_;

@@ -159,6 +159,8 @@ TEST_CASE("model: T5's encoder and decoder blocks are blocks of their own", "[mo
   CHECK(enc5 == 5);
   CHECK(dec0 == 6);
   CHECK(shared == -1);
+}
+
 namespace {
 const json* find_tensor(const json& d, const std::string& name) {
   for (const auto& t : d["tensors"])

@@ -259,18 +259,23 @@ TEST_CASE("allocator simulation: DDP's reducer buckets copy the gradients", "[pe
   CHECK(e["error"]["field"] == "ddp");
 }
 
-TEST_CASE("allocator simulation: torchtune's packed Llama 3.2 3B row on an A100",
+TEST_CASE("torchtune's Llama 3.2 3B memory table on an A100, row by row",
           "[peak][allocator][calibration]") {
-  // tests/fixtures/torchtune_memory.json, row tt-3b-packed: full_finetune_single_device, bf16,
-  // batch 2 packed to 4096 tokens, no compile, no checkpointing, cross-entropy over the full
-  // logits, AdamW; torchtune reports peak_memory_active = memory_stats() active_bytes.all.peak,
-  // which is the allocated bytes of live blocks (allocatedPeakBytes). Goal 10 %.
+  // tests/fixtures/torchtune_memory.json (pytorch/torchtune README @ a9ea6d5b): the techniques
+  // are cumulative; torchtune reports peak_memory_active = memory_stats() active_bytes.all.peak,
+  // the bytes of live blocks: allocatedPeakBytes. Settings the table does not state, from
+  // docs/torchtune-recipes.md: bf16, batch 2 packed to 4096 tokens, SDPA; AdamW fused (the
+  // single-device configs' fused: True); LoRA rank 64 on q, v, output_proj and the MLP, dropout
+  // 0. Not pinned: the baseline (its unpacked alpaca lengths are not published) and the 8-bit
+  // AdamW row (which 8-bit optimizer is not stated; bitsandbytes' is 18.8 % lower). Goal 10 %.
   std::ifstream in(std::string(TM_SOURCE_DIR) + "/tests/fixtures/torchtune_memory.json");
   const json fx = json::parse(in);
-  double reported = 0;
-  for (const auto& r : fx["rows"])
-    if (r["id"] == "tt-3b-packed") reported = r["reportedGiB"].get<double>();
-  REQUIRE(reported == 60.0);
+  const auto reported = [&](const char* id) {
+    for (const auto& r : fx["rows"])
+      if (r["id"] == id) return r["reportedGiB"].get<double>();
+    FAIL("no row " << id);
+    return 0.0;
+  };
   // Llama-3.2-3B config.json (the shapes torchtune's llama3_2_3b builds; tied embeddings)
   const json config = {{"model_type", "llama"},       {"architectures", {"LlamaForCausalLM"}},
                        {"hidden_size", 3072},         {"intermediate_size", 8192},
@@ -278,17 +283,49 @@ TEST_CASE("allocator simulation: torchtune's packed Llama 3.2 3B row on an A100"
                        {"num_key_value_heads", 8},    {"head_dim", 128},
                        {"vocab_size", 128256},        {"max_position_embeddings", 131072},
                        {"tie_word_embeddings", true}, {"torch_dtype", "bfloat16"}};
-  const json r = run({{"model", {{"config", config}}},
-                      {"microBatch", 2},
-                      {"seqLen", 4096},
-                      {"precision", "bf16"},
-                      {"optimizer", "adamw"},
-                      {"attention", "sdpa"},
-                      {"gpu", "a100-80gb"},
-                      {"timeline", false},
-                      {"searchMaxMicroBatch", false}});
-  CHECK(r["params"] == 3212749824);  // Llama-3.2-3B's published parameter count
-  const double predicted = r["allocatedPeakBytes"].get<double>() / (1024.0 * 1024 * 1024);
-  INFO("predicted " << predicted << " GiB against " << reported);
-  CHECK(std::fabs(predicted - reported) <= 0.10 * reported);
+  const json lora = {
+      {"rank", 64},
+      {"dropout", 0.0},
+      {"targetModules", {"q_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}}};
+  json qlora = lora;
+  qlora["qlora"] = true;
+  const json packed = {{"optimizerImplementation", "fused"}};
+  json compiled = packed;
+  compiled["compile"] = true;
+  json chunked = compiled;
+  chunked["loss"] = "chunked";
+  json ac = chunked;
+  ac["checkpointing"] = "full";
+  json in_bwd = ac;
+  in_bwd["optimizerInBackward"] = true;
+  json offload = in_bwd;
+  offload["activationOffloading"] = true;
+  json lora_row = ac;
+  lora_row["activationOffloading"] = true;
+  lora_row["lora"] = lora;
+  json qlora_row = lora_row;
+  qlora_row["lora"] = qlora;
+  const std::vector<std::pair<const char*, json>> rows = {
+      {"tt-3b-packed", packed},           {"tt-3b-compile", compiled},
+      {"tt-3b-chunked_ce", chunked},      {"tt-3b-activation_checkpointing", ac},
+      {"tt-3b-optimizer_in_bwd", in_bwd}, {"tt-3b-activation_offloading", offload},
+      {"tt-3b-lora", lora_row},           {"tt-3b-qlora", qlora_row}};
+  for (const auto& row : rows) {
+    json rq = {{"model", {{"config", config}}},
+               {"microBatch", 2},
+               {"seqLen", 4096},
+               {"precision", "bf16"},
+               {"optimizer", "adamw"},
+               {"attention", "sdpa"},
+               {"gpu", "a100-80gb"},
+               {"timeline", false},
+               {"searchMaxMicroBatch", false}};
+    for (auto it = row.second.begin(); it != row.second.end(); ++it) rq[it.key()] = it.value();
+    const json r = run(rq);
+    const double predicted = r["allocatedPeakBytes"].get<double>() / (1024.0 * 1024 * 1024);
+    const double published = reported(row.first);
+    INFO(row.first << ": predicted " << predicted << " GiB against " << published);
+    CHECK(std::fabs(predicted - published) <= 0.10 * published);
+    if (!row.second.contains("lora")) CHECK(r["params"] == 3212749824);  // published count
+  }
 }

@@ -207,6 +207,8 @@ TEST_CASE("peak: the chunked and fused losses change the head's saves and transi
       json({{"mlp", {{"sizes", {8, 8}}}}, {"microBatch", 1}, {"loss", "chunked"}}).dump()));
   REQUIRE(e["ok"] == false);
   CHECK(e["error"]["field"] == "loss");
+}
+
 namespace {
 json lora_run(json model, json lora) {
   return run(

@@ -299,6 +299,20 @@ export const FLAGS = [
     help: "false: every .grad stays allocated between steps (default: the runtime's)",
   },
   {
+    flag: 'compile',
+    kind: 'boolean',
+    path: 'compile',
+    commands: ['peak-memory'],
+    help: 'torch.compile of each block (Llama-family models)',
+  },
+  {
+    flag: 'activation-offloading',
+    kind: 'boolean',
+    path: 'activationOffloading',
+    commands: ['peak-memory'],
+    help: 'torchtune activation offloading to CPU',
+  },
+  {
     flag: 'loss',
     kind: 'string',
     path: 'loss',

@@ -567,6 +567,21 @@ export interface PeakMemoryRequest {
    */
   optimizerInBackward?: boolean;
   /**
+   * torch.compile of each block (inductor, default mode; torchtune `compile: True`): the
+   * min-cut partitioner (torch/_functorch/partitioners.py) recomputes casts, copies and
+   * pointwise duplicates in the backward and keeps matmul, attention and reduction outputs; a
+   * compiled chunked loss keeps its 16-bit logits. Llama-family models only (else an error);
+   * checked against torchtune's published rows, not against a trace. Default false.
+   */
+  compile?: boolean;
+  /**
+   * torchtune `enable_activation_offloading`: saved tensors of 1 KiB or more go to pinned CPU
+   * memory once five newer ones exist and come back before their layer's backward. Modelled
+   * in the allocator simulation (deviceUsedBytes, reservedPeakBytes, allocatedPeakBytes), not in
+   * peakBytes. Default false.
+   */
+  activationOffloading?: boolean;
+  /**
    * The language-model loss: `cross-entropy` (HF: over the full logits, upcast to fp32),
    * `chunked` (torchtune's `CEWithChunkedOutputLoss`: the output projection and the loss per
    * chunk, 8 by default; the fp32 copy of the logits exists one chunk at a time), or

@@ -54,6 +54,11 @@ struct Settings {
   Loss loss = Loss::cross_entropy;
   uint64_t loss_chunks = 8;        // chunked: torchtune num_output_chunks
   uint64_t head_weight_bytes = 4;  // liger: bytes per element of the output weight (grad_weight)
+  // torch.compile (inductor, default mode, each block compiled: torchtune compile_model): the
+  // min-cut partitioner recomputes casts, copies and pointwise duplicates in the backward and
+  // keeps matmul, attention and reduction outputs (torch/_functorch/partitioners.py
+  // min_cut_rematerialization_partition). Modelled for Llama-family blocks.
+  bool compiled = false;
 };
 
 // One saved tensor (or a group of equal ones) of a layer.

@@ -110,6 +110,8 @@ struct Request {
   bool optimizer_in_backward = false;  // torchtune optimizer_in_bwd: step per parameter in backward
   activations::Settings::Loss loss = activations::Settings::Loss::cross_entropy;
   uint64_t loss_chunks = 8;
+  bool compiled = false;             // torch.compile of each block (inductor, default mode)
+  bool offload_activations = false;  // torchtune enable_activation_offloading
   // DDP (dataParallel > 1 without ZeRO): the reducer's gradient buckets
   uint64_t ddp_bucket_bytes = 25ull << 20;  // bucket_cap_mb
   bool ddp_gradient_as_bucket_view = false;

@@ -61,6 +61,13 @@ struct StepSpec {
   // gradient_as_bucket_view the .grad tensors are views into them (no allocation of their own)
   std::vector<uint64_t> ddp_buckets;
   bool grads_are_bucket_views = false;
+  // Activation offloading (torchtune OffloadActivations): every tensor saved in the first
+  // forward, but those under 1024 B, is copied to pinned CPU memory and freed on the GPU once
+  // more than `offload_stash` newer ones exist; the backward brings a layer's back before it
+  // runs (torchtune/training/_activation_offloading.py: min_offload_size, max_fwd_stash_size).
+  bool offload_activations = false;
+  uint64_t offload_min_bytes = 1024;
+  uint32_t offload_stash = 5;
 };
 
 // Where a trace event belongs, for the result's peak location.
