@@ -457,6 +457,7 @@ export async function mountApp(root, options = {}) {
   // ---- layout -------------------------------------------------------------------------
   let resultsEl;
   let verdictEl;
+  let suggestEl;
   let statusEl;
   let exampleEl;
   let dialogEl;
@@ -542,6 +543,7 @@ export async function mountApp(root, options = {}) {
           h('h2', { id: 'tm-ask-h', class: 'ask-q' }, t('ask.heading')),
           h('div', { class: 'fields fields-compact' }, fields(ASK_FIELDS, 'peak')),
           (verdictEl = h('div', { class: 'verdict', id: 'tm-verdict', tabindex: '-1' })),
+          (suggestEl = h('div', { class: 'verdict-suggest', id: 'tm-suggest' })),
         );
     const tabList = h(
       'div',
@@ -1224,11 +1226,13 @@ export async function mountApp(root, options = {}) {
     const box = errorBox(e);
     box.removeAttribute('role'); // the results below announce it
     put(verdictEl, box);
+    put(suggestEl);
   }
 
   function verdictInvalid() {
     if (!verdictEl) return;
     put(verdictEl, h('div', { class: 'error' }, h('p', {}, [...invalid.values()][0])));
+    put(suggestEl);
   }
 
   /** The peak result as a verdict: fits or not, what nvidia-smi shows, where the peak is. */
@@ -1280,9 +1284,11 @@ export async function mountApp(root, options = {}) {
               { class: 'verdict-more' },
               t('ask.allocated'),
               ' ',
+              h('code', {}, 'max_memory_allocated()'),
+              ' ',
               t.both(res.allocatedPeakBytes),
               typeof res.reservedPeakBytes === 'number'
-                ? ['; ', t('ask.reserved'), ' ', t.both(res.reservedPeakBytes)]
+                ? ['; ', h('code', {}, 'max_memory_reserved()'), ' ', t.both(res.reservedPeakBytes)]
                 : null,
             )
           : null,
@@ -1291,8 +1297,8 @@ export async function mountApp(root, options = {}) {
           : null,
         timeSlot,
       ),
-      fits === false ? suggestionsLater(req) : null,
     );
+    put(suggestEl, fits === false ? suggestionsLater(req) : '');
     stepTimeLater(timeSlot);
   }
 
@@ -1349,6 +1355,7 @@ export async function mountApp(root, options = {}) {
     }
     if (isHeavy('peak', st)) {
       put(verdictEl, h('p', { class: 'muted' }, t('ask.heavy')));
+      put(suggestEl);
       return;
     }
     try {
