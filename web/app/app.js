@@ -4,13 +4,14 @@
 import { load } from '../lib/index.js';
 import { h, put } from './dom.js';
 import { loadStrings, makeTranslator, browserLang, prefetchStrings } from './i18n.js';
-import { FIELDS, TABS, defaults, toQuery } from './state.js';
+import { FIELDS, TABS, defaults } from './state.js';
 import { BUILDERS, isHeavy, InputError, modelOf } from './requests.js';
 import { Solver } from './solver.js';
 import { snapshotPanel } from './snapshot.js';
 import { frontierData } from './frontier.js';
 import { EXAMPLES, findPreset } from './examples.js';
-import { flatten, isBytesKey, breakdownParts, partBytes, toCSV, toMarkdown } from './format.js';
+import { makeExports } from './export.js';
+import { flatten, isBytesKey, breakdownParts, partBytes } from './format.js';
 import { stackedBars, lines, resetColors } from './charts.js';
 import { placementDiagram, accumulationDiagram } from './diagrams.js';
 
@@ -1641,158 +1642,21 @@ export async function mountApp(root, options = {}) {
   }
 
   // ---- export & embed -----------------------------------------------------------------
-  function exportRows() {
-    if (!last) return [];
-    const rows = [['calculator', last.fn, '', '']];
-    for (const [k, v] of flatten(last.request)) rows.push([`request.${k}`, v, '', '']);
-    for (const [k, v] of flatten(last.result)) {
-      if (typeof v === 'number' && isBytesKey(k))
-        rows.push([`result.${k}`, v, (v / 1e9).toFixed(3), (v / 2 ** 30).toFixed(3)]);
-      else rows.push([`result.${k}`, v, '', '']);
-    }
-    return rows;
-  }
-
-  function download(name, type, text) {
-    const url = URL.createObjectURL(new Blob([text], { type }));
-    const a = h('a', { href: url, download: name, class: 'sr-only' });
-    rootEl.append(a);
-    a.click();
-    a.remove();
-    setTimeout(() => URL.revokeObjectURL(url), 1000);
-  }
-
-  async function copy(text, btn) {
-    let ok = false;
-    try {
-      await navigator.clipboard.writeText(text);
-      ok = true;
-    } catch {
-      ok = false;
-    }
-    const old = btn.textContent;
-    btn.textContent = ok ? t('export.copied') : t('export.copyFailed');
-    setTimeout(() => (btn.textContent = old), 1500);
-    return ok;
-  }
-
-  const header4 = ['field', 'value', 'GB', 'GiB'];
-  const exporters = {
-    json: () =>
-      JSON.stringify(
-        {
-          trainmem: tm.version,
-          calculator: last?.fn,
-          request: last?.request,
-          result: last?.result,
-        },
-        null,
-        2,
-      ) + '\n',
-    csv: () => toCSV([header4, ...exportRows()]),
-    md: () => toMarkdown(exportRows(), header4),
-  };
-
-  function exportBar() {
-    const name = () => `trainmem-${last?.fn || 'result'}`;
-    const copyBtn = h(
-      'button',
-      {
-        type: 'button',
-        class: 'small',
-        'data-export': 'copy',
-        onclick: (e) => last && copy(exporters.md(), e.currentTarget),
-      },
-      t('export.copy'),
-    );
-    return h(
-      'div',
-      { class: 'export', role: 'group', 'aria-label': t('export.label') },
-      h(
-        'button',
-        {
-          type: 'button',
-          class: 'small',
-          'data-export': 'json',
-          onclick: () => last && download(`${name()}.json`, 'application/json', exporters.json()),
-        },
-        'JSON',
-      ),
-      h(
-        'button',
-        {
-          type: 'button',
-          class: 'small',
-          'data-export': 'csv',
-          onclick: () => last && download(`${name()}.csv`, 'text/csv', exporters.csv()),
-        },
-        'CSV',
-      ),
-      h(
-        'button',
-        {
-          type: 'button',
-          class: 'small',
-          'data-export': 'md',
-          onclick: () => last && download(`${name()}.md`, 'text/markdown', exporters.md()),
-        },
-        'Markdown',
-      ),
-      copyBtn,
-      embed
-        ? null
-        : h(
-            'button',
-            {
-              type: 'button',
-              class: 'small',
-              'data-export': 'link',
-              onclick: (e) => copy(location.href, e.currentTarget),
-            },
-            t('export.link'),
-          ),
-    );
-  }
-
-  function embedCodes() {
-    const base = new URL('./', import.meta.url).href;
-    const q = toQuery({ ...st, lang: st.lang || '', ex: '' }).slice(1);
-    const elementCode = `<script type="module" src="${base}element.js"></script>\n<trainmem-calculator calculator="${st.tab}" lang="${t.lang}"${q ? ` state="${q.replace(/&/g, '&amp;').replace(/"/g, '&quot;')}"` : ''}></trainmem-calculator>`;
-    const page = new URL('./', location.href).href;
-    const iframeCode = `<iframe src="${page}?embed=1&tab=${st.tab}&lang=${t.lang}${q ? `&${q.replace(/&/g, '&amp;')}` : ''}" title="trainmem" width="100%" height="900" style="border:0"></iframe>`;
-    return { elementCode, iframeCode };
-  }
-
-  function embedDialog() {
-    const a = h('textarea', { id: 'tm-embed-element', rows: 4, readonly: true });
-    const b = h('textarea', { id: 'tm-embed-iframe', rows: 3, readonly: true });
-    const dlg = h(
-      'dialog',
-      { class: 'embed-dialog', 'aria-labelledby': 'tm-embed-h' },
-      h('h2', { id: 'tm-embed-h' }, t('embed.title')),
-      h('label', { for: 'tm-embed-element' }, t('embed.element')),
-      a,
-      h(
-        'button',
-        { type: 'button', class: 'small', onclick: (e) => copy(a.value, e.currentTarget) },
-        t('export.copy'),
-      ),
-      h('label', { for: 'tm-embed-iframe' }, t('embed.iframe')),
-      b,
-      h(
-        'button',
-        { type: 'button', class: 'small', onclick: (e) => copy(b.value, e.currentTarget) },
-        t('export.copy'),
-      ),
-      h('p', {}, h('button', { type: 'button', onclick: () => dlg.close() }, t('embed.close'))),
-    );
-    dlg.fill = () => {
-      const c = embedCodes();
-      a.value = c.elementCode;
-      b.value = c.iframeCode;
-    };
-    return dlg;
-  }
+  const exp = makeExports({
+    get last() {
+      return last;
+    },
+    get t() {
+      return t;
+    },
+    get st() {
+      return st;
+    },
+    tm,
+    rootEl,
+    embed,
+  });
+  const { exporters, exportBar, embedCodes, embedDialog } = exp;
 
   function openEmbed() {
     dialogEl.fill();
