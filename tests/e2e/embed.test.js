@@ -76,7 +76,7 @@ describe('embedding', () => {
   it('the iframe mode and the "copy embed code" dialog', async () => {
     const { page, context, problems } = await openPage(
       env.browser,
-      `${env.base}/app/?lang=en&ms=params&opt=sgd&wd=fp32&p=1000000000`,
+      `${env.base}/app/?lang=en&tab=size&ms=params&opt=sgd&wd=fp32&p=1000000000`,
     );
     await page.waitForSelector('.tm[data-ready="1"]');
     await page.click('#tm-embed-btn');

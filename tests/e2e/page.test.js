@@ -11,7 +11,7 @@ let env;
 let A; // one page shared by the tests that do not need a fresh load (keeps the suite fast)
 before(async () => {
   env = await setup();
-  A = await openPage(env.browser, `${env.base}/app/?lang=en&ms=params`);
+  A = await openPage(env.browser, `${env.base}/app/?lang=en&tab=size&ms=params`);
   await ready(A.page);
 });
 after(async () => {
@@ -118,13 +118,10 @@ describe('page', () => {
   });
 
   it('a first visit answers "does LLaMA-2 7B full fine-tuning fit on one 80 GB GPU, and what do I change if not"', async (t) => {
-    const { page, context, problems } = await openPage(
-      env.browser,
-      `${env.base}/app/?lang=en&tab=peak`,
-    );
+    const { page, context, problems } = await openPage(env.browser, `${env.base}/app/?lang=en`);
     await ready(page);
     if (!(await page.$('#tm-preset'))) return t.skip('model presets not in this WASM build');
-    assert.equal(new URL(page.url()).search, '?lang=en&tab=peak'); // defaults are not repeated
+    assert.equal(new URL(page.url()).search, '?lang=en'); // the peak tab is the default
     await page.waitForSelector('#tm-results .headline, #tm-results [role="alert"]');
     if (await page.$('#tm-results [data-code="unsupported"]'))
       return t.skip('peakMemory not in this WASM build');
@@ -182,7 +179,7 @@ describe('page', () => {
   it('works offline once loaded: inputs recompute and the language switches without the network', async () => {
     const { page, context, problems } = await openPage(
       env.browser,
-      `${env.base}/app/?lang=en&ms=params`,
+      `${env.base}/app/?lang=en&tab=size&ms=params`,
     );
     await ready(page);
     await page.waitForLoadState('networkidle'); // the other language, fetched after the result
@@ -244,7 +241,7 @@ describe('page', () => {
     const laterErrors = [];
     later.on('pageerror', (e) => laterErrors.push(e.message));
     later.on('console', (m) => m.type() === 'error' && laterErrors.push(m.text()));
-    await later.goto(`${base}/app/?lang=ar&ms=params&p=1000000000`);
+    await later.goto(`${base}/app/?lang=ar&tab=size&ms=params&p=1000000000`);
     await ready(later);
     assert.equal(await later.evaluate(() => document.documentElement.dir), 'rtl');
     assert.equal(await later.textContent('#tm-tab-size'), 'حجم نقطة التحقق');
@@ -297,7 +294,7 @@ describe('page', () => {
   it('every input lives in the URL: a shared link reproduces the view', async () => {
     const { page, context, problems } = await openPage(
       env.browser,
-      `${env.base}/app/?lang=en&ms=params`,
+      `${env.base}/app/?lang=en&tab=size&ms=params`,
     );
     await ready(page);
     await page.selectOption('#tm-optimizer', 'sgd');
@@ -321,6 +318,7 @@ describe('page', () => {
     const payload = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>';
     const q = new URLSearchParams({
       lang: 'en',
+      tab: 'size',
       ms: 'config',
       cfg: payload,
       m: payload,

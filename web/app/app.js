@@ -4,13 +4,14 @@
 import { load } from '../lib/index.js';
 import { h, put } from './dom.js';
 import { loadStrings, makeTranslator, browserLang, prefetchStrings } from './i18n.js';
-import { FIELDS, TABS, defaults, toQuery } from './state.js';
+import { FIELDS, TABS, defaults } from './state.js';
 import { BUILDERS, isHeavy, InputError, modelOf } from './requests.js';
 import { Solver } from './solver.js';
 import { snapshotPanel } from './snapshot.js';
 import { frontierData } from './frontier.js';
 import { EXAMPLES, findPreset } from './examples.js';
-import { flatten, isBytesKey, breakdownParts, partBytes, toCSV, toMarkdown } from './format.js';
+import { makeExports } from './export.js';
+import { flatten, isBytesKey, breakdownParts, partBytes } from './format.js';
 import { stackedBars, lines, resetColors } from './charts.js';
 import { placementDiagram, accumulationDiagram } from './diagrams.js';
 
@@ -65,6 +66,18 @@ const TAB_FIELDS = {
     'frontier',
   ],
 };
+// The question line at the top of the page: model, GPU, batch and sequence, then the optimizer.
+const ASK_FIELDS = [
+  'modelSource',
+  'params',
+  'preset',
+  'config',
+  'gpu',
+  'gpuGB',
+  'microBatch',
+  'seqLen',
+  'optimizer',
+];
 // Which context inputs each calculator reads.
 const USES = {
   size: new Set(['modelSource', 'params', 'preset', 'config', 'optimizer']),
@@ -133,7 +146,10 @@ export function parseCount(text) {
   if (!m) return NaN;
   const mult = { k: 1e3, m: 1e6, b: 1e9, t: 1e12 }[(m[2] || '').toLowerCase()] || 1;
   const n = Number(m[1]) * mult;
-  return Number.isSafeInteger(Math.round(n)) ? Math.round(n) : NaN;
+  const whole = Math.round(n);
+  // "4.5" is not a count (no silent rounding to 5); "6.7B" is, up to float error
+  if (Math.abs(n - whole) > 1e-9 * Math.max(1, n)) return NaN;
+  return Number.isSafeInteger(whole) ? whole : NaN;
 }
 
 // Start-up phases for bench/page.mjs (User Timing; a no-op where marks are unsupported).
@@ -277,6 +293,7 @@ export async function mountApp(root, options = {}) {
           { class: 'radio' },
           h('input', {
             type: 'radio',
+            id: `${id}-${v}`,
             name: `${id}-r`,
             value: v,
             checked: st.modelSource === v,
@@ -298,7 +315,13 @@ export async function mountApp(root, options = {}) {
     if (key === 'preset') {
       control = h(
         'select',
-        { id, onchange: (e) => update({ preset: e.target.value }), 'aria-describedby': helpId },
+        // (Latin names: left to right in both languages, so that RTL does not clip their start)
+        {
+          id,
+          dir: 'ltr',
+          onchange: (e) => update({ preset: e.target.value }),
+          'aria-describedby': helpId,
+        },
         h('option', { value: '' }, t('opt.preset.none')),
         presets.models.map((m) =>
           h('option', { value: m.id, selected: st.preset === m.id }, m.name || m.id),
@@ -307,7 +330,12 @@ export async function mountApp(root, options = {}) {
     } else if (key === 'gpu') {
       control = h(
         'select',
-        { id, onchange: (e) => update({ gpu: e.target.value }), 'aria-describedby': helpId },
+        {
+          id,
+          dir: 'ltr',
+          onchange: (e) => update({ gpu: e.target.value }),
+          'aria-describedby': helpId,
+        },
         h('option', { value: '' }, t('opt.gpu.custom')),
         presets.gpus.map((g) =>
           h('option', { value: g.id, selected: st.gpu === g.id }, g.name || g.id),
@@ -391,7 +419,12 @@ export async function mountApp(root, options = {}) {
             err.textContent = '';
             update({ [key]: n }, { typing: true });
           } else {
-            const msg = t('error.number', { min: t.int(f.min), max: t.int(f.max) });
+            const fraction =
+              f.kind === 'int' && Number.isFinite(parseFloat(raw)) && /\.\d*[1-9]/.test(raw);
+            const msg = t(fraction ? 'error.integer' : 'error.number', {
+              min: t.int(f.min),
+              max: t.int(f.max),
+            });
             invalid.set(key, msg);
             err.textContent = msg;
             compute();
@@ -400,7 +433,7 @@ export async function mountApp(root, options = {}) {
       });
       return h(
         'div',
-        { class: 'field' },
+        { class: `field tm-f-${key}` },
         h('label', { for: id }, t(`field.${key}`)),
         control,
         help ? h('small', { id: helpId, class: 'help' }, help) : null,
@@ -409,7 +442,7 @@ export async function mountApp(root, options = {}) {
     }
     return h(
       'div',
-      { class: 'field' },
+      { class: `field tm-f-${key}` },
       h('label', { for: id }, t(`field.${key}`)),
       control,
       help ? h('small', { id: helpId, class: 'help' }, help) : null,
@@ -424,6 +457,8 @@ export async function mountApp(root, options = {}) {
 
   // ---- layout -------------------------------------------------------------------------
   let resultsEl;
+  let verdictEl;
+  let suggestEl;
   let statusEl;
   let exampleEl;
   let dialogEl;
@@ -476,6 +511,7 @@ export async function mountApp(root, options = {}) {
                   'button',
                   {
                     type: 'button',
+                    id: `tm-ex-${ex.id}`,
                     class: `ex-btn${st.ex === ex.id ? ' active' : ''}`,
                     'data-example': ex.id,
                     'aria-pressed': st.ex === ex.id ? 'true' : 'false',
@@ -497,6 +533,18 @@ export async function mountApp(root, options = {}) {
           { class: 'context', 'aria-labelledby': 'tm-ctx-h' },
           h('h2', { id: 'tm-ctx-h' }, t('ctx.heading')),
           h('div', { class: 'fields' }, fields(ctxKeys, tab)),
+        );
+    // The full page leads with the question every first visit asks, and its answer.
+    verdictEl = null;
+    const ask = embed
+      ? null
+      : h(
+          'section',
+          { class: 'ask', 'aria-labelledby': 'tm-ask-h' },
+          h('h2', { id: 'tm-ask-h', class: 'ask-q' }, t('ask.heading')),
+          h('div', { class: 'fields fields-compact' }, fields(ASK_FIELDS, 'peak')),
+          (verdictEl = h('div', { class: 'verdict', id: 'tm-verdict', tabindex: '-1' })),
+          (suggestEl = h('div', { class: 'verdict-suggest', id: 'tm-suggest' })),
         );
     const tabList = h(
       'div',
@@ -551,11 +599,12 @@ export async function mountApp(root, options = {}) {
       h(
         'main',
         { class: 'layout' },
-        examples,
-        exampleEl,
-        context,
+        ask,
+        ask ? null : context,
         tabs.length > 1 ? tabList : null,
         panel,
+        examples,
+        exampleEl,
       ),
       embed ? null : h('footer', { class: 'foot' }, h('p', {}, t('foot.text'))),
       dialogEl,
@@ -633,15 +682,25 @@ export async function mountApp(root, options = {}) {
       { 'model.config': 'config', 'model.params': 'params', gpuPeakTflops: 'gpu' }[
         e.field.split('.').slice(0, 2).join('.')
       ];
-    if (fieldKey) rootEl.querySelector(`#tm-${fieldKey}`)?.setAttribute('aria-invalid', 'true');
+    const bad = fieldKey && rootEl.querySelector(`#tm-${fieldKey}`);
+    if (bad) {
+      bad.setAttribute('aria-invalid', 'true');
+      bad.setAttribute('data-core-invalid', '1'); // cleared by the next computation
+    }
     return box;
   }
 
   function compute() {
     const tab = st.tab;
     const seq = ++computeSeq;
+    // An input the core called invalid last time is valid until the core says otherwise.
+    for (const el of rootEl.querySelectorAll('[data-core-invalid]')) {
+      el.removeAttribute('data-core-invalid');
+      el.setAttribute('aria-invalid', 'false');
+    }
     solver.cancel();
     if (invalid.size) {
+      verdictInvalid();
       put(statusEl);
       put(
         resultsEl,
@@ -663,16 +722,20 @@ export async function mountApp(root, options = {}) {
       put(statusEl);
       last = null;
       put(resultsEl, errorBox(e));
+      if (tab === 'peak') verdictError(e);
+      else computeVerdict();
       markFirst();
       renderExample();
       return;
     }
+    computeVerdict();
     const done = (result) => {
       if (seq !== computeSeq) return;
       put(statusEl);
       last = { tab, fn, request, result };
       put(resultsEl);
       try {
+        if (tab === 'peak') renderVerdict(result, request);
         RENDER[tab](resultsEl, result, request);
       } catch (e) {
         resultsEl.append(errorBox({ code: 'internal', message: `display: ${e.message}` }));
@@ -684,6 +747,7 @@ export async function mountApp(root, options = {}) {
       put(statusEl);
       last = null;
       put(resultsEl, errorBox(e));
+      if (tab === 'peak') verdictError(e);
       markFirst();
     };
     if (isHeavy(tab, st)) {
@@ -761,14 +825,14 @@ export async function mountApp(root, options = {}) {
     return s === key ? k : s;
   }
 
-  function breakdownTable(breakdown) {
+  function breakdownTable(breakdown, peakPhase = '') {
     const parts = breakdownParts(breakdown);
     if (!parts.length) return null;
     const total = parts.reduce((a, [, v]) => a + v, 0);
     const sources = parts.some(([, , src]) => src);
     return h(
       'table',
-      { class: 'data' },
+      { class: 'data stack' },
       h('caption', {}, t('result.breakdown')),
       h(
         'thead',
@@ -788,16 +852,37 @@ export async function mountApp(root, options = {}) {
         'tbody',
         {},
         parts.map(([k, v, src]) =>
-          h(
-            'tr',
-            {},
-            h('th', { scope: 'row' }, partLabel(k)),
-            h('td', {}, t.n(t.fixed2(v / 1e9))),
-            h('td', {}, t.n(t.fixed2(v / 2 ** 30))),
-            h('td', {}, t.n(t.int(v))),
-            h('td', {}, t.n(t.num((100 * v) / total))),
-            sources ? h('td', { class: 'source', lang: 'en', dir: 'ltr' }, src) : null,
-          ),
+          // At an optimizer-step peak the activations are gone (a few bytes): "0.00 GB" would
+          // read as "not counted".
+          k === 'activations' && peakPhase === 'optimizer' && v < 5e6
+            ? h(
+                'tr',
+                { class: 'part-none' },
+                h('th', { scope: 'row' }, partLabel(k)),
+                h(
+                  'td',
+                  { colspan: sources ? 5 : 4, 'data-label': '' },
+                  t('part.activationsNone'),
+                  ' ',
+                  t.n(`(${t.int(v)} ${t('unit.bytes')})`),
+                ),
+              )
+            : h(
+                'tr',
+                {},
+                h('th', { scope: 'row' }, partLabel(k)),
+                h('td', { 'data-label': 'GB (10⁹)' }, t.n(t.fixed2(v / 1e9))),
+                h('td', { 'data-label': 'GiB (2³⁰)' }, t.n(t.fixed2(v / 2 ** 30))),
+                h('td', { 'data-label': t('unit.bytes') }, t.n(t.int(v))),
+                h('td', { 'data-label': '%' }, t.n(t.num((100 * v) / total))),
+                sources
+                  ? h(
+                      'td',
+                      { class: 'source', 'data-label': t('result.source') },
+                      h('span', { lang: 'en', dir: 'ltr' }, src),
+                    )
+                  : null,
+              ),
         ),
       ),
     );
@@ -1022,9 +1107,9 @@ export async function mountApp(root, options = {}) {
     if (typeof res.maxMicroBatch === 'number')
       el.append(h('p', {}, t('peak.maxMicroBatch'), ' ', t.n(t.int(res.maxMicroBatch))));
     el.append(deviceNumbers(res));
-    if (fits === false) el.append(suggestionsLater(req));
+    if (fits === false && !verdictEl) el.append(suggestionsLater(req));
     breakdownChart(el, [{ label: t('size.thisConfig'), breakdown: res.breakdown }]);
-    el.append(breakdownTable(res.breakdown) || '');
+    el.append(breakdownTable(res.breakdown, res.peakPhase) || '');
     timelineChart(el, res.timeline, 'peak.timeline');
     el.append(details(res));
     el.append(snapPanel.element(req));
@@ -1042,57 +1127,243 @@ export async function mountApp(root, options = {}) {
     return slot;
   }
 
-  /** When the run does not fit: the changes (one at a time, then combined) that make it fit. */
+  /**
+   * When the run does not fit: the changes (one at a time, then combined) that make it fit,
+   * those that fit first; each applies its change to the inputs with one click.
+   */
   function suggestions(req) {
+    // [label, request patch, state patch]
     const variants = [
-      ['sug.ckpt', { checkpointing: 'full' }],
+      ['sug.ckpt', { checkpointing: 'full' }, { checkpointing: 'full' }],
       [
         'sug.micro1',
         {
           microBatch: 1,
           gradientAccumulationSteps: (req.gradientAccumulationSteps || 1) * req.microBatch,
         },
+        { microBatch: 1, accumSteps: (st.accumSteps || 1) * st.microBatch },
       ],
-      ['sug.adam8', { optimizer: 'adam-8bit' }],
+      ['sug.adam8', { optimizer: 'adam-8bit' }, { optimizer: 'adam-8bit' }],
       // PyTorch 2's foreach step holds a temporary as large as the optimizer state.
       // (not when the step already runs one tensor at a time: for-loop, fused, transformers, or
       // a runtime whose default is for-loop)
       ...(['for-loop', 'fused', 'transformers'].includes(req.optimizerImplementation) ||
       ['pytorch-cpu', 'pytorch-1.13-cuda', 'pytorch-1.10-cuda'].includes(req.runtime)
         ? []
-        : [['sug.forloop', { optimizerImplementation: 'for-loop' }]]),
-      ['sug.bf16', { precision: 'bf16' }],
-      ['sug.zero3', { zeroStage: 3, dataParallel: Math.max(8, req.dataParallel || 1) }],
-      ['sug.combo', { checkpointing: 'full', optimizer: 'adam-8bit', precision: 'bf16' }],
+        : [['sug.forloop', { optimizerImplementation: 'for-loop' }, { optImpl: 'for-loop' }]]),
+      ['sug.bf16', { precision: 'bf16' }, { precision: 'bf16' }],
+      [
+        'sug.zero3',
+        { zeroStage: 3, dataParallel: Math.max(8, req.dataParallel || 1) },
+        { zeroStage: '3', dataParallel: Math.max(8, st.dataParallel || 1) },
+      ],
+      [
+        'sug.combo',
+        { checkpointing: 'full', optimizer: 'adam-8bit', precision: 'bf16' },
+        { checkpointing: 'full', optimizer: 'adam-8bit', precision: 'bf16' },
+      ],
     ];
-    const items = [];
-    for (const [key, patch] of variants) {
+    const found = [];
+    for (const [key, patch, statePatch] of variants) {
+      // a change the run already has is no suggestion
+      if (
+        Object.entries(patch).every(
+          ([k, v]) => (req[k] ?? { gradientAccumulationSteps: 1 }[k]) === v,
+        )
+      )
+        continue;
       try {
         // Only the peak and the verdict are shown: no timeline, no micro-batch search (each
         // keystroke computes all six).
         const r = tm.peakMemory({ ...req, ...patch, timeline: false, searchMaxMicroBatch: false });
-        items.push(
-          h(
-            'li',
-            { class: r.fits ? 'fit' : 'nofit' },
-            h(
-              'span',
-              { class: `badge ${r.fits ? 'ok' : 'bad'}` },
-              r.fits ? t('peak.fits') : t('peak.noFit'),
-            ),
-            ' ',
-            t(key),
-            ': ',
-            t.both(typeof r.deviceUsedBytes === 'number' ? r.deviceUsedBytes : r.peakBytes),
-          ),
-        );
+        found.push({ key, r, statePatch });
       } catch {
         /* that change is not modelled for this request */
       }
     }
+    // Those that fit first, each group in the order above (the smaller change first).
+    found.sort((a, b) => Number(!!b.r.fits) - Number(!!a.r.fits));
+    const items = found.map(({ key, r, statePatch }) =>
+      h(
+        'li',
+        { class: r.fits ? 'fit' : 'nofit' },
+        h(
+          'button',
+          {
+            type: 'button',
+            class: 'sug-apply',
+            'data-suggestion': key.slice(4),
+            onclick: () => {
+              update(statePatch, { rebuild: true });
+              verdictEl?.focus();
+            },
+          },
+          h(
+            'span',
+            { class: `badge ${r.fits ? 'ok' : 'bad'}` },
+            r.fits ? t('peak.fits') : t('peak.noFit'),
+          ),
+          ' ',
+          h('span', { class: 'sug-label' }, t(key)),
+          ': ',
+          t.both(typeof r.deviceUsedBytes === 'number' ? r.deviceUsedBytes : r.peakBytes),
+        ),
+      ),
+    );
     return items.length
-      ? h('div', { class: 'suggest' }, h('h3', {}, t('sug.heading')), h('ul', {}, items))
+      ? h(
+          'div',
+          { class: 'suggest' },
+          h('h3', {}, t('sug.heading')),
+          h('p', { class: 'help' }, t('sug.apply')),
+          h('ul', {}, items),
+        )
       : '';
+  }
+
+  // ---- the answer: does it fit, and how fast ------------------------------------------
+  function verdictError(e) {
+    if (!verdictEl) return;
+    const box = errorBox(e);
+    box.removeAttribute('role'); // the results below announce it
+    put(verdictEl, box);
+    put(suggestEl);
+  }
+
+  function verdictInvalid() {
+    if (!verdictEl) return;
+    put(verdictEl, h('div', { class: 'error' }, h('p', {}, [...invalid.values()][0])));
+    put(suggestEl);
+  }
+
+  /** The peak result as a verdict: fits or not, what nvidia-smi shows, where the peak is. */
+  function renderVerdict(res, req) {
+    if (!verdictEl) return;
+    const fits = res.fits;
+    const used = typeof res.deviceUsedBytes === 'number' ? res.deviceUsedBytes : res.peakBytes;
+    const capacity = typeof res.headroomBytes === 'number' ? used + res.headroomBytes : null;
+    const where =
+      res.peakPhase &&
+      [
+        optionLabel('phase', res.peakPhase),
+        typeof res.peakLayer === 'number' && res.peakLayer >= 0
+          ? t('ask.layer', { n: res.peakLayer + 1 })
+          : '',
+      ]
+        .filter(Boolean)
+        .join(', ');
+    const timeSlot = h('li', { class: 'verdict-time' });
+    put(
+      verdictEl,
+      h(
+        'p',
+        { class: 'verdict-line' },
+        typeof fits === 'boolean'
+          ? h(
+              'span',
+              { class: `badge verdict-badge ${fits ? 'ok' : 'bad'}` },
+              fits ? t('peak.fits') : t('peak.noFit'),
+            )
+          : null,
+        ' ',
+        h(
+          'span',
+          { class: 'verdict-text' },
+          t(typeof res.deviceUsedBytes === 'number' ? 'ask.smi' : 'ask.peak'),
+          ' ',
+          h('strong', { class: 'verdict-value', 'data-bytes': String(used) }, t.both(used)),
+          capacity ? [' ', t('ask.of'), ' ', t.both(capacity)] : null,
+        ),
+      ),
+      h(
+        'ul',
+        { class: 'verdict-facts' },
+        where ? h('li', {}, t('peak.phase'), ' ', where) : null,
+        typeof res.allocatedPeakBytes === 'number'
+          ? h(
+              'li',
+              { class: 'verdict-more' },
+              t('ask.allocated'),
+              ' ',
+              h('code', {}, 'max_memory_allocated()'),
+              ' ',
+              t.both(res.allocatedPeakBytes),
+              typeof res.reservedPeakBytes === 'number'
+                ? ['; ', h('code', {}, 'max_memory_reserved()'), ' ', t.both(res.reservedPeakBytes)]
+                : null,
+            )
+          : null,
+        fits && typeof res.maxMicroBatch === 'number'
+          ? h('li', {}, t('peak.maxMicroBatch'), ' ', t.n(t.int(res.maxMicroBatch)))
+          : null,
+        timeSlot,
+      ),
+    );
+    put(suggestEl, fits === false ? suggestionsLater(req) : '');
+    stepTimeLater(timeSlot);
+  }
+
+  // The time per step comes from the accumulation planner (it needs a GPU preset's TFLOP/s):
+  // the plan for this micro-batch and global batch, computed in the task after the verdict.
+  function stepTimeLater(slot) {
+    const seq = computeSeq;
+    if (!st.gpu || st.checkpointing === 'optimal') return;
+    setTimeout(() => {
+      if (seq !== computeSeq || !slot.isConnected) return;
+      try {
+        const dp = st.dataParallel || 1;
+        const steps = st.accumSteps || 1;
+        const res = tm.accumulation(
+          BUILDERS.accum[1]({
+            ...st,
+            accMode: 'plan',
+            targetGlobalBatch: st.microBatch * steps * dp,
+          }),
+        );
+        const plans = Array.isArray(res.plans) ? res.plans : [];
+        const p =
+          plans.find(
+            (x) =>
+              x.microBatch === st.microBatch &&
+              x.accumulationSteps === steps &&
+              (!x.checkpointing || x.checkpointing === st.checkpointing),
+          ) || plans.find((x) => x.microBatch === st.microBatch && x.accumulationSteps === steps);
+        if (!p || typeof p.stepSeconds !== 'number') return;
+        put(
+          slot,
+          t('ask.time', { global: t.int(st.microBatch * steps * dp) }),
+          ' ',
+          t.n(`${t.num(p.stepSeconds)} s`),
+          typeof p.samplesPerSecond === 'number'
+            ? [' (', t.n(t('ask.samples', { n: t.num(p.samplesPerSecond) })), ')']
+            : null,
+        );
+      } catch {
+        /* no step time for this run (a custom GPU size, a model the planner cannot time) */
+      }
+    }, 0);
+  }
+
+  /** The verdict for the current inputs, from the peak result when the peak tab shows it. */
+  function computeVerdict() {
+    if (!verdictEl || st.tab === 'peak') return;
+    if (invalid.size) return verdictInvalid();
+    let req;
+    try {
+      req = BUILDERS.peak[1](st);
+    } catch (e) {
+      return verdictError(e);
+    }
+    if (isHeavy('peak', st)) {
+      put(verdictEl, h('p', { class: 'muted' }, t('ask.heavy')));
+      put(suggestEl);
+      return;
+    }
+    try {
+      renderVerdict(solver.run('peakMemory', { ...req, timeline: false }), req);
+    } catch (e) {
+      verdictError(e);
+    }
   }
 
   /** A table of plans / comparison rows: the scalar fields, bytes in GB, times in seconds. */
@@ -1121,7 +1392,7 @@ export async function mountApp(root, options = {}) {
       { class: 'table-scroll' },
       h(
         'table',
-        { class: 'data plans' },
+        { class: 'data plans stack' },
         h('caption', {}, caption),
         h(
           'thead',
@@ -1148,7 +1419,13 @@ export async function mountApp(root, options = {}) {
                     ? 'rec'
                     : '',
               },
-              cols.map((c) => h('td', {}, cell(c, p[c]))),
+              cols.map((c, i) =>
+                h(
+                  i === 0 ? 'th' : 'td',
+                  i === 0 ? { scope: 'row' } : { 'data-label': optionLabel('col', c) },
+                  cell(c, p[c]),
+                ),
+              ),
             ),
           ),
         ),
@@ -1267,6 +1544,7 @@ export async function mountApp(root, options = {}) {
             .slice(0, 40)
             .map(([a, b]) => `${a + 1}–${b + 1}`)
             .join(', ') + (segs.length > 40 ? ' …' : ''),
+          'num-list',
         ),
       ),
     );
@@ -1364,158 +1642,21 @@ export async function mountApp(root, options = {}) {
   }
 
   // ---- export & embed -----------------------------------------------------------------
-  function exportRows() {
-    if (!last) return [];
-    const rows = [['calculator', last.fn, '', '']];
-    for (const [k, v] of flatten(last.request)) rows.push([`request.${k}`, v, '', '']);
-    for (const [k, v] of flatten(last.result)) {
-      if (typeof v === 'number' && isBytesKey(k))
-        rows.push([`result.${k}`, v, (v / 1e9).toFixed(3), (v / 2 ** 30).toFixed(3)]);
-      else rows.push([`result.${k}`, v, '', '']);
-    }
-    return rows;
-  }
-
-  function download(name, type, text) {
-    const url = URL.createObjectURL(new Blob([text], { type }));
-    const a = h('a', { href: url, download: name, class: 'sr-only' });
-    rootEl.append(a);
-    a.click();
-    a.remove();
-    setTimeout(() => URL.revokeObjectURL(url), 1000);
-  }
-
-  async function copy(text, btn) {
-    let ok = false;
-    try {
-      await navigator.clipboard.writeText(text);
-      ok = true;
-    } catch {
-      ok = false;
-    }
-    const old = btn.textContent;
-    btn.textContent = ok ? t('export.copied') : t('export.copyFailed');
-    setTimeout(() => (btn.textContent = old), 1500);
-    return ok;
-  }
-
-  const header4 = ['field', 'value', 'GB', 'GiB'];
-  const exporters = {
-    json: () =>
-      JSON.stringify(
-        {
-          trainmem: tm.version,
-          calculator: last?.fn,
-          request: last?.request,
-          result: last?.result,
-        },
-        null,
-        2,
-      ) + '\n',
-    csv: () => toCSV([header4, ...exportRows()]),
-    md: () => toMarkdown(exportRows(), header4),
-  };
-
-  function exportBar() {
-    const name = () => `trainmem-${last?.fn || 'result'}`;
-    const copyBtn = h(
-      'button',
-      {
-        type: 'button',
-        class: 'small',
-        'data-export': 'copy',
-        onclick: (e) => last && copy(exporters.md(), e.currentTarget),
-      },
-      t('export.copy'),
-    );
-    return h(
-      'div',
-      { class: 'export', role: 'group', 'aria-label': t('export.label') },
-      h(
-        'button',
-        {
-          type: 'button',
-          class: 'small',
-          'data-export': 'json',
-          onclick: () => last && download(`${name()}.json`, 'application/json', exporters.json()),
-        },
-        'JSON',
-      ),
-      h(
-        'button',
-        {
-          type: 'button',
-          class: 'small',
-          'data-export': 'csv',
-          onclick: () => last && download(`${name()}.csv`, 'text/csv', exporters.csv()),
-        },
-        'CSV',
-      ),
-      h(
-        'button',
-        {
-          type: 'button',
-          class: 'small',
-          'data-export': 'md',
-          onclick: () => last && download(`${name()}.md`, 'text/markdown', exporters.md()),
-        },
-        'Markdown',
-      ),
-      copyBtn,
-      embed
-        ? null
-        : h(
-            'button',
-            {
-              type: 'button',
-              class: 'small',
-              'data-export': 'link',
-              onclick: (e) => copy(location.href, e.currentTarget),
-            },
-            t('export.link'),
-          ),
-    );
-  }
-
-  function embedCodes() {
-    const base = new URL('./', import.meta.url).href;
-    const q = toQuery({ ...st, lang: st.lang || '', ex: '' }).slice(1);
-    const elementCode = `<script type="module" src="${base}element.js"></script>\n<trainmem-calculator calculator="${st.tab}" lang="${t.lang}"${q ? ` state="${q.replace(/&/g, '&amp;').replace(/"/g, '&quot;')}"` : ''}></trainmem-calculator>`;
-    const page = new URL('./', location.href).href;
-    const iframeCode = `<iframe src="${page}?embed=1&tab=${st.tab}&lang=${t.lang}${q ? `&${q.replace(/&/g, '&amp;')}` : ''}" title="trainmem" width="100%" height="900" style="border:0"></iframe>`;
-    return { elementCode, iframeCode };
-  }
-
-  function embedDialog() {
-    const a = h('textarea', { id: 'tm-embed-element', rows: 4, readonly: true });
-    const b = h('textarea', { id: 'tm-embed-iframe', rows: 3, readonly: true });
-    const dlg = h(
-      'dialog',
-      { class: 'embed-dialog', 'aria-labelledby': 'tm-embed-h' },
-      h('h2', { id: 'tm-embed-h' }, t('embed.title')),
-      h('label', { for: 'tm-embed-element' }, t('embed.element')),
-      a,
-      h(
-        'button',
-        { type: 'button', class: 'small', onclick: (e) => copy(a.value, e.currentTarget) },
-        t('export.copy'),
-      ),
-      h('label', { for: 'tm-embed-iframe' }, t('embed.iframe')),
-      b,
-      h(
-        'button',
-        { type: 'button', class: 'small', onclick: (e) => copy(b.value, e.currentTarget) },
-        t('export.copy'),
-      ),
-      h('p', {}, h('button', { type: 'button', onclick: () => dlg.close() }, t('embed.close'))),
-    );
-    dlg.fill = () => {
-      const c = embedCodes();
-      a.value = c.elementCode;
-      b.value = c.iframeCode;
-    };
-    return dlg;
-  }
+  const exp = makeExports({
+    get last() {
+      return last;
+    },
+    get t() {
+      return t;
+    },
+    get st() {
+      return st;
+    },
+    tm,
+    rootEl,
+    embed,
+  });
+  const { exporters, exportBar, embedCodes, embedDialog } = exp;
 
   function openEmbed() {
     dialogEl.fill();

@@ -1,5 +1,6 @@
 // Hand-drawn SVG where no charting library draws the picture:
-//  - seed 000 figure 1: layers as nodes; stored (orange), discarded (white), recomputed (blue),
+//  - seed 000 figure 1: layers as nodes; stored (orange), checkpoints (purple), discarded
+//    (white), recomputed (blue),
 //    stepping through the forward and the backward pass of a single-level plan;
 //  - seed 000 figure 2: the global batch split into micro-batches, gradients summed over time,
 //    one optimizer update.
@@ -54,12 +55,15 @@ export function planSteps(items) {
   return steps;
 }
 
-/** Node states at step k: 'pending' | 'stored' | 'discarded' | 'recomputed' | 'done'. */
+/**
+ * Node states at step k: 'pending' | 'stored' | 'checkpoint' | 'discarded' | 'recomputed' |
+ * 'done'.
+ */
 export function statesAt(items, steps, k) {
   const st = items.map(() => 'pending');
   for (let j = 0; j <= k && j < steps.length; j++) {
     const { phase, item } = steps[j];
-    if (phase === 'forward') st[item] = items[item].kind === 'discarded' ? 'discarded' : 'stored';
+    if (phase === 'forward') st[item] = items[item].kind === 'stored' ? 'stored' : items[item].kind;
     else if (phase === 'recompute') st[item] = 'recomputed';
     else st[item] = 'done';
   }
@@ -115,8 +119,20 @@ export function placementDiagram(container, { n, segments, t }) {
           s('title', {}, `${label(it)}: ${t(`plan.state.${state}`)}`),
         ),
       );
+      // A long range ("101–121") is squeezed into its node's width instead of overlapping.
+      const text = label(it);
       svg.append(
-        s('text', { x: x + w / 2, y: 104, class: 'svg-small', 'text-anchor': 'middle' }, label(it)),
+        s(
+          'text',
+          {
+            x: x + w / 2,
+            y: 104,
+            class: 'svg-small',
+            'text-anchor': 'middle',
+            ...(text.length > 5 ? { textLength: w, lengthAdjust: 'spacingAndGlyphs' } : {}),
+          },
+          text,
+        ),
       );
     });
     const arrowX = cur ? 32 + cur.item * (w + gap) + w / 2 : 0;
@@ -170,7 +186,7 @@ export function placementDiagram(container, { n, segments, t }) {
         'li',
         {},
         h('span', {
-          class: `swatch node-${st === 'checkpoint' ? 'stored' : st}`,
+          class: `swatch node-${st}`,
           'aria-hidden': 'true',
         }),
         t(`plan.state.${st}`),

@@ -19,7 +19,7 @@ export const DTYPES = ['fp32', 'fp16', 'bf16', 'int8'];
 // kind: 'int' | 'num' | 'choice' | 'bool' | 'text'
 export const FIELDS = {
   lang: { kind: 'choice', values: ['en', 'ar'], default: '' },
-  tab: { kind: 'choice', values: TABS, default: 'size' },
+  tab: { kind: 'choice', values: TABS, default: 'peak' },
   ex: { kind: 'text', max: 40, default: '' }, // worked example shown
   // shared context
   // First visit: LLaMA-2 7B (preset), so that every calculator answers at once.
