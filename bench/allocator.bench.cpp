@@ -6,17 +6,23 @@
 // temporaries; backward frees the saved tensors in reverse while gradients come and go; small
 // (<= 1 MiB) and large tensors are mixed, with sizes jittered per step.
 //
-// Recorded 2026-12-01 (g++ 12 -O2, a 2-core AMD EPYC VM, 100,608-event trace, best of 20 runs):
-//   default              12.2 M events/s  (8.2 ms per 100k events; ~70 free blocks per pool)
-//   expandable_segments  35.0 M events/s  (2.9 ms: one segment, few free blocks)
-//   max_split+gc         12.3 M events/s  (8.2 ms)
-// WebAssembly (Debian emcc 3.1.6, node 20, same trace, default config): with the core's flags
-// (-Oz -sINLINING_LIMIT=0 -flto) 4.4 M events/s (23 ms per 100k); with this file compiled -O2
-// (CMakeLists' TRAINMEM_HOT_FLAGS, link still -Oz -flto) 9.6 M events/s (10.5 ms); expandable
-// segments 12.5 and 21.6 M events/s.
-// The cost is a few std::set operations per event (lower_bound, erase, insert of the split rest,
-// merges on free), ~25-35 ns each here. A chunked sorted-array index with branch-free search was
-// tried and was slower (10.7 M events/s), so the std::set of PyTorch's BlockPool stays.
+// Recorded 2026-12-01 (g++ 12 -O2, a 2-core AMD EPYC VM shared with other jobs, 100,608-event
+// trace, best of 20 runs), before -> after the free-block index below:
+//   default              12.2 -> 19.5 M events/s (8.2 -> 5.1 ms; ~70 free blocks per pool)
+//   expandable_segments  35.0 -> 32.1 M events/s (2.9 -> 3.1 ms: few free blocks)
+//   max_split+gc         12.3 -> 19.5 M events/s (8.2 -> 5.1 ms)
+// WebAssembly (Debian emcc 3.1.6, node 20, same trace): with the core's flags (-Oz
+// -sINLINING_LIMIT=0 -flto) the std::set version ran 4.4 M events/s; with this file compiled -O2
+// (CMakeLists' TRAINMEM_HOT_FLAGS, link still -Oz -flto) default 9.8 -> 17.4 M events/s (10.3 ->
+// 5.8 ms), expandable segments 22.5 -> 27.5, max_split+gc 9.8 -> 17.4.
+// The 43,860-event trace that peak memory replays for the Llama-2-70B bench request (~130 free
+// large-pool blocks of ~25 sizes): natively 13.2 -> 30.2 M events/s, in WebAssembly 10.6 -> 22.9.
+// What changed (the results are identical event for event): the pools' free blocks, a std::set in
+// PyTorch's BlockPool, are per stream 512 size classes (8 per power of two) of short arrays sorted
+// by (size, address) with room at both ends, found through a two-level bitmap; handles up to 2^20
+// index a dense array (a hash map beyond); Blocks come from a free list of their own. A flat sorted
+// array per pool was slower than std::set (memmove of ~130 entries per insert and erase), and so
+// were branch-free binary searches, here and in WebAssembly.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>

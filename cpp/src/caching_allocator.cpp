@@ -13,6 +13,7 @@
 #include <memory>
 #include <new>
 #include <set>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -136,14 +137,6 @@ struct Key {
   uint64_t addr;
   Block* block;
 };
-// CUDACachingAllocator.cpp BlockComparatorSize (001074d): by stream, then size, then address.
-struct BySize {
-  bool operator()(const Key& a, const Key& b) const {
-    if (a.stream != b.stream) return a.stream < b.stream;
-    if (a.size != b.size) return a.size < b.size;
-    return a.addr < b.addr;
-  }
-};
 // CUDACachingAllocator.cpp BlockComparatorAddress (001074d): by stream, then address.
 struct ByAddress {
   bool operator()(const Key& a, const Key& b) const {
@@ -151,7 +144,6 @@ struct ByAddress {
     return a.addr < b.addr;
   }
 };
-using BlockSet = std::set<Key, BySize, ArenaAllocator<Key>>;
 using UnmappedSet = std::set<Key, ByAddress, ArenaAllocator<Key>>;
 
 struct ExpandableSegment {
@@ -172,7 +164,9 @@ struct Block {
   Block* next = nullptr;
   Pool* pool = nullptr;
   ExpandableSegment* es = nullptr;
-  BlockSet::iterator it;  // valid while in_blocks
+  // The key the block was filed under in its pool's free blocks (valid while in_blocks).
+  uint64_t key_size = 0;
+  uint64_t key_addr = 0;
   uint32_t stream = 0;
   bool allocated = false;
   bool mapped = true;
@@ -180,23 +174,251 @@ struct Block {
   bool is_split() const { return prev != nullptr || next != nullptr; }
 };
 
+// A stream's free blocks of one pool in CUDACachingAllocator.cpp BlockComparatorSize order
+// (001074d: stream, then size, then address). Every search stays within one stream, so each
+// stream has its own index. Sizes fall into classes, 8 per power of two (as in TLSF
+// allocators), each class a short array sorted by (size, address), with a two-level bitmap of
+// the classes that hold blocks: best fit is a scan of one class or else the first block of the
+// next non-empty class. The Llama-2-70B trace's large pool holds ~130 free blocks of ~25 sizes
+// across ~60 classes, so an insert or erase moves a few entries, where std::set chased ~8
+// pointers through its tree and rebalanced it.
+struct Entry {
+  uint64_t size;
+  uint64_t addr;
+  Block* block;
+};
+bool entry_less(const Entry& e, uint64_t size, uint64_t addr) {
+  return e.size < size || (e.size == size && e.addr < addr);
+}
+
+// Clang turns element loops back into memmove calls, which in WebAssembly (no bulk memory) are
+// a slow generic loop or a call out to JavaScript; a few entries are moved faster in line.
+#if defined(__clang__)
+#define TRAINMEM_NO_MEMMOVE __attribute__((no_builtin("memmove", "memcpy")))
+#else
+#define TRAINMEM_NO_MEMMOVE
+#endif
+
+// One size class: entries sorted by (size, address), with room at both ends, so that an insert
+// or erase moves the shorter side. Best fit takes the first entry of a class, often of a run of
+// equal sizes, which then costs no move at all.
+class ClassArray {
+ public:
+  ClassArray() = default;
+  ClassArray(const ClassArray&) = delete;
+  ClassArray& operator=(const ClassArray&) = delete;
+  ~ClassArray() { delete[] data_; }
+
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const Entry& operator[](std::size_t i) const { return data_[begin_ + i]; }
+
+  TRAINMEM_NO_MEMMOVE void insert(std::size_t pos, const Entry& e) {
+    const bool front_room = begin_ > 0, back_room = begin_ + size_ < cap_;
+    if (!front_room && !back_room) {
+      grow();
+    } else if (front_room && (pos < size_ / 2 || !back_room)) {
+      --begin_;  // the entries before pos move one down
+      Entry* d = data_ + begin_;
+      for (std::size_t i = 0; i < pos; ++i) d[i] = d[i + 1];
+      d[pos] = e;
+      ++size_;
+      return;
+    }
+    Entry* d = data_ + begin_;  // the entries from pos move one up
+    for (std::size_t i = size_; i > pos; --i) d[i] = d[i - 1];
+    d[pos] = e;
+    ++size_;
+  }
+  TRAINMEM_NO_MEMMOVE void erase(std::size_t pos) {
+    Entry* d = data_ + begin_;
+    --size_;
+    if (pos < size_ / 2) {  // the entries before pos move one up
+      for (std::size_t i = pos; i > 0; --i) d[i] = d[i - 1];
+      ++begin_;
+    } else {
+      for (std::size_t i = pos; i < size_; ++i) d[i] = d[i + 1];
+    }
+    if (size_ == 0) begin_ = cap_ / 2;
+  }
+
+ private:
+  TRAINMEM_NO_MEMMOVE void grow() {
+    const std::size_t cap = cap_ == 0 ? 8 : cap_ * 2;
+    Entry* data = new Entry[cap];
+    const std::size_t begin = (cap - size_) / 2;
+    for (std::size_t i = 0; i < size_; ++i) data[begin + i] = data_[begin_ + i];
+    delete[] data_;
+    data_ = data;
+    cap_ = cap;
+    begin_ = begin;
+  }
+  Entry* data_ = nullptr;
+  std::size_t begin_ = 0;  // data_[begin_, begin_ + size_) hold the entries
+  std::size_t size_ = 0;
+  std::size_t cap_ = 0;
+};
+
+class StreamBlocks {
+ public:
+  static constexpr int kSubBits = 3;  // 8 classes per power of two
+  static constexpr int kClasses = 64 << kSubBits;
+  static constexpr int kSubMask = (1 << kSubBits) - 1;
+
+  explicit StreamBlocks(uint32_t s) : stream(s), classes_(new ClassArray[kClasses]) {}
+
+  uint32_t stream;
+
+  // A position: class c, entry k; c == kClasses is the end.
+  struct Pos {
+    int c;
+    std::size_t k;
+  };
+  bool at_end(const Pos& p) const { return p.c == kClasses; }
+  const Entry& at(const Pos& p) const { return classes_[p.c][p.k]; }
+  bool empty() const { return top_ == 0; }
+
+  // The first entry not less than (size, 0): best fit.
+  Pos lower_bound_size(uint64_t size) const {
+    const int c = class_of(size);
+    const ClassArray& v = classes_[c];
+    const std::size_t k = position(v, size, 0);
+    if (k < v.size()) return Pos{c, k};
+    return first_from(c + 1);
+  }
+  Pos next(Pos p) const {
+    if (++p.k < classes_[p.c].size()) return p;
+    return first_from(p.c + 1);
+  }
+  // The last entry (the stream must have one).
+  Pos last() const { return last_before(kClasses); }
+  // The entry before p, p not the first.
+  Pos prev(Pos p) const {
+    if (p.k > 0) return Pos{p.c, p.k - 1};
+    return last_before(p.c);
+  }
+  bool is_first(const Pos& p) const { return p.k == 0 && last_before_or_none(p.c) < 0; }
+
+  void insert(const Entry& e) {
+    const int c = class_of(e.size);
+    ClassArray& v = classes_[c];
+    if (v.empty()) {
+      top_ |= uint64_t{1} << (c >> kSubBits);
+      sub_[c >> kSubBits] |= uint32_t{1} << (c & kSubMask);
+    }
+    v.insert(position(v, e.size, e.addr), e);
+  }
+  // Removes the entry filed under (size, addr).
+  void erase(uint64_t size, uint64_t addr) {
+    const int c = class_of(size);
+    erase_at(Pos{c, position(classes_[c], size, addr)});
+  }
+  void erase_at(const Pos& p) {
+    const int c = p.c;
+    ClassArray& v = classes_[c];
+    v.erase(p.k);
+    if (v.empty()) {
+      sub_[c >> kSubBits] &= ~(uint32_t{1} << (c & kSubMask));
+      if (sub_[c >> kSubBits] == 0) top_ &= ~(uint64_t{1} << (c >> kSubBits));
+    }
+  }
+  template <class F>
+  void for_each(F f) const {
+    for (Pos p = first_from(0); !at_end(p); p = next(p)) f(at(p).block);
+  }
+
+ private:
+  static int floor_log2(uint64_t v) { return 63 - __builtin_clzll(v); }
+  static int class_of(uint64_t size) {
+    if (size < (uint64_t{1} << kSubBits)) return static_cast<int>(size);  // octaves 0-2: exact
+    const int o = floor_log2(size);
+    return (o << kSubBits) | static_cast<int>((size >> (o - kSubBits)) & kSubMask);
+  }
+  // The first position of the entries at or above (size, addr) in one class.
+  static std::size_t position(const ClassArray& v, uint64_t size, uint64_t addr) {
+    std::size_t lo = 0, n = v.size();
+    while (n > 8) {  // binary search while long, then a scan
+      const std::size_t half = n / 2;
+      if (entry_less(v[lo + half], size, addr)) {
+        lo += half + 1;
+        n -= half + 1;
+      } else {
+        n = half;
+      }
+    }
+    const std::size_t end = lo + n;
+    while (lo < end && entry_less(v[lo], size, addr)) ++lo;
+    return lo;
+  }
+  // The first entry of the first non-empty class at or above c.
+  Pos first_from(int c) const {
+    if (c >= kClasses) return Pos{kClasses, 0};
+    int o = c >> kSubBits;
+    const uint32_t subs = sub_[o] & (~uint32_t{0} << (c & kSubMask));
+    if (subs != 0) return Pos{(o << kSubBits) | __builtin_ctz(subs), 0};
+    const uint64_t above = o + 1 < 64 ? top_ & (~uint64_t{0} << (o + 1)) : 0;
+    if (above == 0) return Pos{kClasses, 0};
+    o = __builtin_ctzll(above);
+    return Pos{(o << kSubBits) | __builtin_ctz(sub_[o]), 0};
+  }
+  // The last non-empty class below c, or -1.
+  int last_before_or_none(int c) const {
+    if (c <= 0) return -1;
+    --c;
+    int o = c >> kSubBits;
+    const uint32_t subs = sub_[o] & static_cast<uint32_t>((uint64_t{2} << (c & kSubMask)) - 1);
+    if (subs != 0) return (o << kSubBits) | (31 - __builtin_clz(subs));
+    const uint64_t below = top_ & ((uint64_t{1} << o) - 1);
+    if (below == 0) return -1;
+    o = 63 - __builtin_clzll(below);
+    return (o << kSubBits) | (31 - __builtin_clz(sub_[o]));
+  }
+  Pos last_before(int c) const {
+    const int d = last_before_or_none(c);
+    return Pos{d, classes_[d].size() - 1};
+  }
+
+  std::unique_ptr<ClassArray[]> classes_;
+  uint64_t top_ = 0;       // bit o: some class of octave o holds blocks
+  uint32_t sub_[64] = {};  // bit s of sub_[o]: class (o, s) holds blocks
+};
+
 // CUDACachingAllocator.cpp struct BlockPool (001074d).
 struct Pool {
   Pool(bool small, Arena* arena)
-      : blocks(BySize(), ArenaAllocator<Key>(arena)),
-        unmapped(ByAddress(), ArenaAllocator<Key>(arena)),
-        is_small(small) {}
-  BlockSet blocks;
+      : unmapped(ByAddress(), ArenaAllocator<Key>(arena)), is_small(small) {}
+  std::vector<StreamBlocks> streams;  // `blocks`, by stream (usually one stream)
   UnmappedSet unmapped;
   bool is_small;
   int64_t get_free_blocks_call_count = 0;
+
+  StreamBlocks* find(uint32_t stream) {
+    for (StreamBlocks& sb : streams)
+      if (sb.stream == stream) return &sb;
+    return nullptr;
+  }
+  StreamBlocks& get(uint32_t stream) {
+    if (!streams.empty() && streams.front().stream == stream) return streams.front();
+    return add(stream);
+  }
+  StreamBlocks& add(uint32_t stream) {
+    if (StreamBlocks* sb = find(stream)) return *sb;
+    auto it = std::lower_bound(streams.begin(), streams.end(), stream,
+                               [](const StreamBlocks& sb, uint32_t s) { return sb.stream < s; });
+    return *streams.insert(it, StreamBlocks(stream));
+  }
+  // Every free block in BlockComparatorSize order (stream, size, address).
+  template <class F>
+  void for_each(F f) const {
+    for (const StreamBlocks& sb : streams) sb.for_each(f);
+  }
 };
 
 // Open-addressing map from a tensor's handle to its live Block (linear probing, backward-shift
 // deletion): no node allocation per event.
-class IdMap {
+class HashIdMap {
  public:
-  IdMap() { rehash(64); }
+  HashIdMap() { rehash(64); }
   Block* find(uint64_t key) const {
     for (std::size_t i = home(key);; i = (i + 1) & mask_) {
       if (vals_[i] == nullptr) return nullptr;
@@ -262,6 +484,52 @@ class IdMap {
   std::size_t count_ = 0;
 };
 
+// Handle -> live Block: a dense array for the small consecutive handles traces use (peak memory
+// numbers its tensors 1, 2, 3...), which also keeps neighbouring handles' slots together;
+// other handles go to the hash map.
+class IdMap {
+ public:
+  Block* find(uint64_t key) const {
+    if (key < dense_.size()) return dense_[key];
+    return sparse_count_ == 0 ? nullptr : sparse_.find(key);
+  }
+  void insert(uint64_t key, Block* value) {
+    if (key >= dense_.size() && key < kDenseLimit)
+      dense_.resize(
+          std::max<std::size_t>({static_cast<std::size_t>(key) + 1, dense_.size() * 2, 1024}),
+          nullptr);
+    if (key < dense_.size()) {
+      dense_[key] = value;
+      return;
+    }
+    sparse_.insert(key, value);
+    ++sparse_count_;
+  }
+  Block* erase(uint64_t key) {
+    if (key < dense_.size()) {
+      Block* b = dense_[key];
+      dense_[key] = nullptr;
+      return b;
+    }
+    if (sparse_count_ == 0) return nullptr;
+    Block* b = sparse_.erase(key);
+    if (b != nullptr) --sparse_count_;
+    return b;
+  }
+  template <class F>
+  void for_each(F f) const {
+    for (Block* b : dense_)
+      if (b != nullptr) f(b);
+    if (sparse_count_ != 0) sparse_.for_each(f);
+  }
+
+ private:
+  static constexpr uint64_t kDenseLimit = uint64_t{1} << 20;
+  std::vector<Block*> dense_;
+  HashIdMap sparse_;
+  std::size_t sparse_count_ = 0;
+};
+
 }  // namespace
 
 struct CachingAllocator::Impl {
@@ -273,14 +541,13 @@ struct CachingAllocator::Impl {
 
   ~Impl() {
     // Blocks are plain objects in the arena; the sets and the arena free themselves.
-    small.blocks.clear();
     small.unmapped.clear();
-    large.blocks.clear();
     large.unmapped.clear();
   }
 
   Config cfg;
-  Arena arena;  // declared before the pools: destroyed after them
+  Arena arena;                    // declared before the pools: destroyed after them
+  Block* spare_blocks = nullptr;  // deleted Blocks, linked through `next`
   Pool small;
   Pool large;
   IdMap live;
@@ -292,7 +559,12 @@ struct CachingAllocator::Impl {
 
   // --- Blocks -----------------------------------------------------------------------------
   Block* new_block(uint32_t stream, uint64_t size, Pool* pool, uint64_t addr) {
-    Block* b = new (arena.get(sizeof(Block))) Block();
+    void* p = spare_blocks;
+    if (p != nullptr)
+      spare_blocks = spare_blocks->next;
+    else
+      p = arena.get(sizeof(Block));
+    Block* b = new (p) Block();
     b->stream = stream;
     b->size = size;
     b->pool = pool;
@@ -300,17 +572,20 @@ struct CachingAllocator::Impl {
     return b;
   }
   void delete_block(Block* b) {
-    b->~Block();
-    arena.put(b, sizeof(Block));
+    static_assert(std::is_trivially_destructible<Block>::value, "Blocks are reused in place");
+    b->next = spare_blocks;  // a free list of its own: no search for the arena's size class
+    spare_blocks = b;
   }
   // CUDACachingAllocator.cpp BlockPool::insert_into_blocks (001074d): stamps gc_count_base.
   void insert_into_blocks(Block* b) {
     b->gc_count_base = b->pool->get_free_blocks_call_count;
-    b->it = b->pool->blocks.insert(Key{b->stream, b->size, b->addr, b}).first;
+    b->pool->get(b->stream).insert(Entry{b->size, b->addr, b});
+    b->key_size = b->size;
+    b->key_addr = b->addr;
     b->in_blocks = true;
   }
   void erase_from_blocks(Block* b) {
-    b->pool->blocks.erase(b->it);
+    b->pool->find(b->stream)->erase(b->key_size, b->key_addr);
     b->in_blocks = false;
   }
   void insert_unmapped(Block* b) { b->pool->unmapped.insert(Key{b->stream, 0, b->addr, b}); }
@@ -357,27 +632,32 @@ struct CachingAllocator::Impl {
     // get_free_block: the pool's call counter (block age) moves only when GC is enabled.
     if (gc_enabled) ++pool.get_free_blocks_call_count;
     // get_free_block: best fit = lower_bound on (stream, size, address); other streams never match.
-    auto it = pool.blocks.lower_bound(Key{stream, size, 0, nullptr});
-    if (it == pool.blocks.end() || it->stream != stream) return nullptr;
-    if (it->block->es != nullptr) {
+    StreamBlocks* sb = pool.find(stream);
+    if (sb == nullptr) return nullptr;
+    StreamBlocks::Pos p = sb->lower_bound_size(size);
+    if (sb->at_end(p)) return nullptr;
+    if (sb->at(p).block->es != nullptr) {
       // get_free_block (001074d): for expandable blocks "best fit" measures a block with the
       // unmapped space after it, so a later block that expands less is preferred.
       auto expandable_size = [](const Block* b) {
         return b->size + (b->next != nullptr && !b->next->mapped ? b->next->size : 0);
       };
-      auto next = std::next(it);
-      while (it->block->es != nullptr && next != pool.blocks.end() && next->stream == stream &&
-             expandable_size(next->block) < expandable_size(it->block)) {
-        it = next++;
+      for (StreamBlocks::Pos q = sb->next(p);
+           sb->at(p).block->es != nullptr && !sb->at_end(q) &&
+           expandable_size(sb->at(q).block) < expandable_size(sb->at(p).block);
+           q = sb->next(q)) {
+        p = q;
       }
     }
+    const uint64_t found = sb->at(p).size;
     // get_free_block: "Do not return an oversized block for a large request".
-    if (size < cfg.max_split_size && it->size >= cfg.max_split_size) return nullptr;
+    if (size < cfg.max_split_size && found >= cfg.max_split_size) return nullptr;
     // get_free_block: an oversize request may take a cached oversize block less than
     // kLargeBuffer (20 MiB) larger (newer main: max_non_split_rounding_mb, default 20 MiB).
-    if (size >= cfg.max_split_size && it->size >= size + kLargeBuffer) return nullptr;
-    Block* b = it->block;
-    erase_from_blocks(b);
+    if (size >= cfg.max_split_size && found >= size + kLargeBuffer) return nullptr;
+    Block* b = sb->at(p).block;
+    sb->erase_at(p);  // erase_from_blocks(b), its position known
+    b->in_blocks = false;
     return b;
   }
 
@@ -484,24 +764,29 @@ struct CachingAllocator::Impl {
     // fail an internal assert; with expandable segments this step frees nothing.
     if (cfg.expandable_segments) return false;
     const uint64_t key_size = size < cfg.max_split_size ? cfg.max_split_size : size;
-    auto it = pool.blocks.lower_bound(Key{stream, key_size, 0, nullptr});
-    if (it == pool.blocks.end() || it->stream != stream) {
+    StreamBlocks* sb = pool.find(stream);
+    if (sb == nullptr) return false;
+    const StreamBlocks::Pos p = sb->lower_bound_size(key_size);
+    if (sb->at_end(p)) {
       // release_available_cached_blocks: "free multiple oversize blocks, starting with the largest"
-      if (it == pool.blocks.begin()) return false;
+      // (the set's walk back stops at the stream's first block: other streams never match)
+      if (sb->empty()) return false;
       uint64_t total_released = 0;
-      --it;
-      while (total_released < key_size && it->size >= cfg.max_split_size && it->stream == stream) {
-        Block* cur = it->block;
+      StreamBlocks::Pos it = sb->last();
+      while (total_released < key_size && sb->at(it).size >= cfg.max_split_size) {
+        Block* cur = sb->at(it).block;
         total_released += cur->size;
-        const bool at_begin = it == pool.blocks.begin();
-        if (!at_begin) --it;
+        const bool at_begin = sb->is_first(it);
+        // release_block erases cur, which lies after `it`: `it` stays valid
+        if (!at_begin) it = sb->prev(it);
         if (!cur->is_split()) release_block(cur);  // guard: only whole segments are freed
         if (at_begin) break;
       }
       if (total_released < key_size) return false;
     } else {
-      if (it->block->is_split()) return false;  // guard (cannot happen with max_split > 20 MiB)
-      release_block(it->block);
+      Block* b = sb->at(p).block;
+      if (b->is_split()) return false;  // guard (cannot happen with max_split > 20 MiB)
+      release_block(b);
     }
     return true;
   }
@@ -515,10 +800,11 @@ struct CachingAllocator::Impl {
     return true;
   }
   void release_blocks(Pool& pool) {
+    // release_block erases only the block it frees, so the walk may run over a copy.
+    std::vector<Block*> all;
+    pool.for_each([&all](Block* b) { all.push_back(b); });
     std::vector<Block*> to_unmap;
-    for (auto it = pool.blocks.begin(); it != pool.blocks.end();) {
-      Block* b = it->block;
-      ++it;
+    for (Block* b : all) {
       if (b->es != nullptr)
         to_unmap.push_back(b);
       else if (b->prev == nullptr && b->next == nullptr)
@@ -543,21 +829,22 @@ struct CachingAllocator::Impl {
     uint64_t gc_reclaimed = 0;
     uint64_t total_age = 0;
     int64_t freeable_block_count = 0;
-    for (const Key& k : large.blocks) {
-      if (!k.block->is_split() && k.block->es == nullptr) {
-        total_age += gc_count(k.block);
+    large.for_each([&](const Block* b) {
+      if (!b->is_split() && b->es == nullptr) {
+        total_age += gc_count(b);
         ++freeable_block_count;
       }
-    }
+    });
     if (freeable_block_count == 0) return;
     bool block_freed = true;
     while (gc_reclaimed < target_size && block_freed && freeable_block_count > 0) {
       const double age_threshold =
           static_cast<double>(total_age) / static_cast<double>(freeable_block_count);
       block_freed = false;
-      for (auto it = large.blocks.begin(); it != large.blocks.end();) {
-        Block* b = it->block;
-        ++it;
+      // release_block erases only the block it frees, so the walk may run over a copy.
+      std::vector<Block*> all;
+      large.for_each([&all](Block* b) { all.push_back(b); });
+      for (Block* b : all) {
         if (!b->is_split() && b->es == nullptr &&
             static_cast<double>(gc_count(b)) >= age_threshold) {
           block_freed = true;
@@ -772,7 +1059,7 @@ struct CachingAllocator::Impl {
   std::vector<SegmentInfo> segments() const {
     std::vector<const Block*> all;
     for (const Pool* p : {&small, &large})
-      for (const Key& k : p->blocks) all.push_back(k.block);
+      p->for_each([&all](const Block* b) { all.push_back(b); });
     live.for_each([&all](const Block* b) { all.push_back(b); });
     std::vector<SegmentInfo> out;
     for (const Block* head : all) {

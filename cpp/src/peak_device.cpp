@@ -216,21 +216,21 @@ const trace::Mark& mark_of(const trace::Trace& t, size_t event) {
   return t.marks[lo];
 }
 
-void replay(const Request& rq, const activations::ModelActivations& acts,
-            const placement::Chain& chain, const placement::PlanResult& plan, const Facts& f,
-            bool limited, Result* r);
+void replay(const Request& rq, const trace::Trace& t, uint32_t steps, bool limited, Result* r);
 
 }  // namespace
 
 void simulate(const Request& rq, const activations::ModelActivations& acts,
               const placement::Chain& chain, const placement::PlanResult& plan, const Facts& f,
               Result* r) {
-  replay(rq, acts, chain, plan, f, true, r);
+  const trace::StepSpec spec = build_spec(rq, acts, chain, plan, f);
+  const trace::Trace t = trace::build(spec);
+  replay(rq, t, spec.steps, true, r);
   if (r->ooms == 0) return;
   // Out of memory on the device: what the run would need is the same trace on an unlimited
   // device (deviceUsedBytes); the OOM stays in the result (fits = false).
   Result unlimited;
-  replay(rq, acts, chain, plan, f, false, &unlimited);
+  replay(rq, t, spec.steps, false, &unlimited);
   const uint64_t ooms = r->ooms;
   r->simulated = unlimited.simulated;
   r->reserved_peak_bytes = unlimited.reserved_peak_bytes;
@@ -249,12 +249,9 @@ void simulate(const Request& rq, const activations::ModelActivations& acts,
 }
 
 namespace {
-// One run of the trace; `limited`: the device's capacity bounds the reserve (OOM retry, OOM).
-void replay(const Request& rq, const activations::ModelActivations& acts,
-            const placement::Chain& chain, const placement::PlanResult& plan, const Facts& f,
-            bool limited, Result* r) {
-  const trace::StepSpec spec = build_spec(rq, acts, chain, plan, f);
-  const trace::Trace t = trace::build(spec);
+// One run of the trace (of `steps` optimizer steps); `limited`: the device's capacity bounds the
+// reserve (OOM retry, OOM).
+void replay(const Request& rq, const trace::Trace& t, uint32_t steps, bool limited, Result* r) {
   allocator::Config cfg = rq.allocator;
   const uint64_t context =
       rq.runtime_overhead_set ? rq.runtime_overhead_bytes : rq.runtime.context_bytes;
@@ -299,7 +296,7 @@ void replay(const Request& rq, const activations::ModelActivations& acts,
   }
   const allocator::Stats& st = alloc.stats();
   r->simulated = true;
-  r->steps_simulated = spec.steps;
+  r->steps_simulated = steps;
   r->reserved_peak_bytes = st.peak_reserved_bytes;
   r->allocated_peak_bytes = st.peak_allocated_bytes;
   // the cache's overhead at the peak: reserved beyond what tensors ever needed at once
