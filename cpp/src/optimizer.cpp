@@ -19,9 +19,19 @@ uint64_t StateTensor::numel() const {
 uint64_t StateTensor::bytes() const { return dtype_bytes_for(dtype, numel()); }
 
 const std::vector<std::string>& optimizer_names() {
-  static const std::vector<std::string> names = {
-      "sgd",       "sgd-momentum",    "adam", "adamw",     "adagrad",    "rmsprop",
-      "adafactor", "torch-adafactor", "lion", "adam-8bit", "adamw-8bit", "adafactor-hf"};
+  static const std::vector<std::string> names = {"sgd",
+                                                 "sgd-momentum",
+                                                 "adam",
+                                                 "adamw",
+                                                 "adagrad",
+                                                 "rmsprop",
+                                                 "adafactor",
+                                                 "torch-adafactor",
+                                                 "lion",
+                                                 "adam-8bit",
+                                                 "adamw-8bit",
+                                                 "adafactor-hf",
+                                                 "paged-adamw-8bit"};
   return names;
 }
 
@@ -29,6 +39,8 @@ namespace {
 
 std::string canonical(const std::string& n) {
   if (n == "adamw-8bit") return "adam-8bit";  // bitsandbytes AdamW8bit: same Optimizer2State
+  // bitsandbytes PagedAdamW8bit: the same state_dict; its large states live in paged memory
+  if (n == "paged-adamw-8bit") return "adam-8bit";
   if (n == "adafactor-hf") return "adafactor";
   return n;
 }
@@ -59,6 +71,7 @@ OptimizerSpec parse_optimizer(const Obj& parent, const char* key) {
   if (v.is_string()) {
     const std::string n = parent.one_of(key, optimizer_names());
     o.name = canonical(n);
+    o.paged = n == "paged-adamw-8bit";
     if (n == "sgd-momentum") {
       o.name = "sgd";
       o.momentum = 0.9;  // seed 003's "SGD with momentum" (torch default momentum is 0)
@@ -68,6 +81,7 @@ OptimizerSpec parse_optimizer(const Obj& parent, const char* key) {
   Obj obj(v, path);
   const std::string n = obj.one_of("name", optimizer_names());
   o.name = canonical(n);
+  o.paged = n == "paged-adamw-8bit";
   if (n == "sgd-momentum") {
     o.name = "sgd";
     o.momentum = 0.9;

@@ -110,10 +110,13 @@ uint32_t optimizer_temp_copies(const std::string& name, const std::string& impl)
   return 2;  // lion (update = exp_avg.clone()...), adafactor (grad**2 + eps, update)
 }
 
+// `managed` receives the bytes held outside the caching allocator (paged optimizer states).
 trace::StepSpec build_spec(const Request& rq, const activations::ModelActivations& acts,
                            const placement::Chain& chain, const placement::PlanResult& plan,
-                           const Facts& f) {
+                           const Facts& f, uint64_t* managed) {
   trace::StepSpec s;
+  uint64_t& paged_bytes = *managed;
+  paged_bytes = 0;
   const size_t nl = acts.layers.size();
   const auto params = params_per_layer(rq, acts);
   s.input_bytes = acts.input_bytes;
@@ -144,9 +147,15 @@ trace::StepSpec build_spec(const Request& rq, const activations::ModelActivation
       L.grads.push_back(p.numel * f.grad_bytes_per_param / f.grad_divisor);
       trace::OptimizerParam op;
       if (!f.offload_optimizer) {
-        for (const auto& st : optimizer_state(rq.optimizer, p.spec, f.state_dtype))
-          if (st.kind == StateKind::tensor && !st.shape.empty())
-            op.state.push_back(st.bytes() / f.state_divisor);
+        for (const auto& st : optimizer_state(rq.optimizer, p.spec, f.state_dtype)) {
+          if (st.kind != StateKind::tensor || st.shape.empty()) continue;
+          // paged (bitsandbytes get_state_buffer): >= 100,000 values go to managed memory
+          if (rq.optimizer.paged && st.numel() >= 100000) {
+            paged_bytes += st.bytes() / f.state_divisor;
+            continue;
+          }
+          op.state.push_back(st.bytes() / f.state_divisor);
+        }
         if (f.master_bytes_per_param)
           op.state.push_back(p.numel * f.master_bytes_per_param / f.state_divisor);
         op.temp_bytes = p.numel * f.state_width / f.state_divisor;
@@ -216,21 +225,23 @@ const trace::Mark& mark_of(const trace::Trace& t, size_t event) {
   return t.marks[lo];
 }
 
-void replay(const Request& rq, const trace::Trace& t, uint32_t steps, bool limited, Result* r);
+void replay(const Request& rq, const trace::Trace& t, uint32_t steps, bool limited,
+            uint64_t managed, Result* r);
 
 }  // namespace
 
 void simulate(const Request& rq, const activations::ModelActivations& acts,
               const placement::Chain& chain, const placement::PlanResult& plan, const Facts& f,
               Result* r) {
-  const trace::StepSpec spec = build_spec(rq, acts, chain, plan, f);
+  uint64_t managed = 0;
+  const trace::StepSpec spec = build_spec(rq, acts, chain, plan, f, &managed);
   const trace::Trace t = trace::build(spec);
-  replay(rq, t, spec.steps, true, r);
+  replay(rq, t, spec.steps, true, managed, r);
   if (r->ooms == 0) return;
   // Out of memory on the device: what the run would need is the same trace on an unlimited
   // device (deviceUsedBytes); the OOM stays in the result (fits = false).
   Result unlimited;
-  replay(rq, t, spec.steps, false, &unlimited);
+  replay(rq, t, spec.steps, false, managed, &unlimited);
   const uint64_t ooms = r->ooms;
   r->simulated = unlimited.simulated;
   r->reserved_peak_bytes = unlimited.reserved_peak_bytes;
@@ -251,14 +262,16 @@ void simulate(const Request& rq, const activations::ModelActivations& acts,
 namespace {
 // One run of the trace (of `steps` optimizer steps); `limited`: the device's capacity bounds the
 // reserve (OOM retry, OOM).
-void replay(const Request& rq, const trace::Trace& t, uint32_t steps, bool limited, Result* r) {
+void replay(const Request& rq, const trace::Trace& t, uint32_t steps, bool limited,
+            uint64_t managed, Result* r) {
   allocator::Config cfg = rq.allocator;
   const uint64_t context =
       rq.runtime_overhead_set ? rq.runtime_overhead_bytes : rq.runtime.context_bytes;
   const bool distributed = rq.data_parallel > 1 || rq.tensor_parallel > 1;
   const uint64_t nccl = distributed && !rq.runtime_overhead_set ? rq.runtime.nccl_bytes : 0;
-  if (limited && rq.gpu_memory_bytes > context + nccl)
-    cfg.capacity_bytes = rq.gpu_memory_bytes - context - nccl;
+  // managed memory (paged optimizer states) takes device memory outside the allocator
+  if (limited && rq.gpu_memory_bytes > context + nccl + managed)
+    cfg.capacity_bytes = rq.gpu_memory_bytes - context - nccl - managed;
   allocator::CachingAllocator alloc(cfg);
   uint64_t best_reserved = 0, step1_alloc = 0, steady_alloc = 0, step1_reserved = 0;
   size_t best_event = 0;
@@ -314,7 +327,8 @@ void replay(const Request& rq, const trace::Trace& t, uint32_t steps, bool limit
   r->reserved_peak_phase = m.phase;
   r->reserved_peak_layer = m.layer;
   // nvidia-smi: the allocator's segments plus what the driver holds outside it
-  r->device_used_bytes = r->reserved_peak_bytes + context + nccl;
+  r->device_used_bytes = r->reserved_peak_bytes + context + nccl + managed;
+  r->managed_bytes = managed;
 }
 }  // namespace
 

@@ -305,7 +305,12 @@ Result evaluate(const Request& rq) {
   ps.state_src = "optimizer '" + rq.optimizer.name +
                  "' state layout per parameter tensor (torch/optim, " + dtype_name(state_dtype) +
                  " states)" +
-                 (N > 1 ? "; ZeRO partitions it over " + std::to_string(N) + " ranks" : "");
+                 (N > 1 ? "; ZeRO partitions it over " + std::to_string(N) + " ranks" : "") +
+                 (rq.optimizer.paged
+                      ? "; bitsandbytes paged: tensors of 100,000 values or more in CUDA managed "
+                        "memory, outside torch.cuda's allocated and reserved bytes (in "
+                        "deviceUsedBytes)"
+                      : "");
   // optimizer step transients
   const uint64_t state_w = state_dtype == DType::fp32 ? 4 : 2;
   ps.opt_temp = optimizer_temp_elements(rq.optimizer, rq.runtime.foreach_optimizers,

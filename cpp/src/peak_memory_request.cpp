@@ -458,6 +458,7 @@ nlohmann::json to_json(const Result& r, bool include_timeline) {
     put(a, "allocRetries", r.alloc_retries);
     put(a, "outOfMemory", r.ooms > 0);
     put(a, "ncclBytes", r.nccl_bytes);
+    put(a, "managedBytes", r.managed_bytes);
     put(a, "source",
         "allocatedPeakBytes = torch.cuda.max_memory_allocated(); reservedPeakBytes = "
         "torch.cuda.max_memory_reserved(); deviceUsedBytes = nvidia-smi / NVML used memory "

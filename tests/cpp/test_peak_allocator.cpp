@@ -329,3 +329,18 @@ TEST_CASE("torchtune's Llama 3.2 3B memory table on an A100, row by row",
     if (!row.second.contains("lora")) CHECK(r["params"] == 3212749824);  // published count
   }
 }
+
+TEST_CASE("allocator simulation: bitsandbytes paged 8-bit states live outside the allocator",
+          "[peak][allocator]") {
+  // Linear(4096, 4096): 16,777,216 values -> uint8 state1 and state2 of 16 MiB each (own
+  // segments, > 10 MiB) and fp32 absmax of 8,192 blocks (small pool); fused kernel, no
+  // temporaries: 150 + 32 = 182 MiB reserved.
+  const json plain = run(big_linear({{"optimizer", "adamw-8bit"}}));
+  CHECK(plain["reservedPeakBytes"].get<double>() == 182 * MiB);
+  // PagedAdamW8bit: tensors of >= 100,000 values via cudaMallocManaged (get_state_buffer), so
+  // torch.cuda sees 150 MiB and nvidia-smi 150 + 32 MiB + the context.
+  const json paged = run(big_linear({{"optimizer", "paged-adamw-8bit"}}));
+  CHECK(paged["reservedPeakBytes"].get<double>() == 150 * MiB);
+  CHECK(paged["allocator"]["managedBytes"].get<double>() == 32 * MiB);
+  CHECK(paged["deviceUsedBytes"].get<double>() == 182 * MiB + kContext);
+}

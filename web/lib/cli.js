@@ -146,7 +146,7 @@ export const FLAGS = [
     kind: 'string',
     path: 'optimizer',
     commands: ['checkpoint-size', ...TRAINING],
-    help: 'sgd | sgd-momentum | adam | adamw | adagrad | rmsprop | adafactor | torch-adafactor | lion | adam-8bit | adamw-8bit',
+    help: 'sgd | sgd-momentum | adam | adamw | adagrad | rmsprop | adafactor | torch-adafactor | lion | adam-8bit | adamw-8bit | paged-adamw-8bit',
   },
   {
     flag: 'weight-dtype',

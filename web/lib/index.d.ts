@@ -41,7 +41,9 @@ export type DType =
  * buffer, `adam` / `adamw` `exp_avg` + `exp_avg_sq` (+ `max_exp_avg_sq` with amsgrad),
  * `adagrad` `sum`, `rmsprop` `square_avg` (+ `momentum_buffer`, `grad_avg`), `lion` `exp_avg`,
  * `adafactor` (HF) factored row/column second moment for ≥ 2-D tensors, `torch-adafactor`,
- * `adam-8bit` / `adamw-8bit` uint8 moments with fp32 per-block scales.
+ * `adam-8bit` / `adamw-8bit` uint8 moments with fp32 per-block scales; `paged-adamw-8bit`
+ * (bitsandbytes PagedAdamW8bit) the same state, its large tensors in CUDA managed memory:
+ * outside torch.cuda's allocated and reserved bytes, inside what nvidia-smi shows.
  */
 export type OptimizerName =
   | 'sgd'
@@ -55,7 +57,8 @@ export type OptimizerName =
   | 'torch-adafactor'
   | 'lion'
   | 'adam-8bit'
-  | 'adamw-8bit';
+  | 'adamw-8bit'
+  | 'paged-adamw-8bit';
 
 /** An optimizer with its state-shaping options (defaults as in PyTorch). */
 export interface OptimizerOptions {
@@ -664,6 +667,8 @@ export interface AllocatorSimulation {
   outOfMemory: boolean;
   /** NCCL communicator buffers counted in deviceUsedBytes (distributed runs). */
   ncclBytes: number;
+  /** CUDA managed memory outside the allocator (bitsandbytes paged states), in deviceUsedBytes. */
+  managedBytes: number;
   /** Which tool reports which number. */
   source: string;
 }

@@ -16,6 +16,10 @@ namespace trainmem {
 // adam-8bit (request aliases: sgd-momentum, adamw-8bit, adafactor-hf).
 struct OptimizerSpec {
   std::string name = "adamw";
+  // bitsandbytes paged optimizers (PagedAdamW8bit): state tensors of >= 100,000 values are
+  // allocated with cudaMallocManaged (bitsandbytes/optim/optimizer.py get_state_buffer, paged),
+  // outside PyTorch's caching allocator
+  bool paged = false;
   double momentum = 0;            // sgd, rmsprop: momentum_buffer when != 0
   bool nesterov = false;          // sgd (no extra state)
   bool amsgrad = false;           // adam, adamw: max_exp_avg_sq

@@ -166,6 +166,7 @@ struct Result {
   int32_t reserved_peak_layer = -1;
   uint64_t alloc_retries = 0, ooms = 0, segments = 0;
   uint64_t nccl_bytes = 0;
+  uint64_t managed_bytes = 0;  // CUDA managed memory outside the allocator (paged states)
 };
 
 // One evaluation (no maxMicroBatch search): cheap, for planners.
