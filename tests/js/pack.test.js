@@ -30,6 +30,7 @@ test('the tarball holds the whitelist and nothing users do not need', () => {
   const files = pkg.info.files.map((f) => f.path).sort();
   const needed = [
     'package.json',
+    'LICENSE', // package.json says MIT: the text travels with it
     'web/lib/index.js',
     'web/lib/index.cjs',
     'web/lib/index.d.ts',
