@@ -7,11 +7,12 @@
 // Schema: torch/csrc/cuda/memory_snapshot.cpp @00067369c9339bed950762afec327514d6fa2566
 // (_memory_snapshot_pickled: keys of segments, blocks, trace entries, allocator_settings).
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
-#include <map>
+#include <memory>
+#include <new>
 #include <string>
-#include <tuple>
 #include <unordered_map>
 
 #include "trainmem/error.hpp"
@@ -51,6 +52,141 @@ struct Container {
   Conv conv = Conv::kNone;
   uint32_t ref = 0;  // items slot (kNone) or the converted record's index
 };
+
+// A memo entry in 8 bytes (a V takes 16): containers and strings keep their id in `a`; the
+// values that carry a number (bool, int, float) keep an index into Reader::memo_numbers_ there.
+// A file of 1,000,000 trace entries has ~2,000,000 memo entries (every dict and list).
+struct Memo {
+  uint32_t a = 0xffffffffu;  // kUnset with kNone: never stored
+  T t = T::kNone;
+};
+
+// Storage in blocks of 65,536 entries: growing never moves what is stored (no copy, no moment
+// with the old and the new array both held), and blocks never written (a PUT far ahead of the
+// others) take no memory.
+template <class E>
+class Blocks {
+ public:
+  static constexpr size_t kBits = 16, kSize = size_t(1) << kBits, kMask = kSize - 1;
+  size_t size() const { return size_; }
+  // i < size(): the entry, or nullptr when its block was never written.
+  const E* find(size_t i) const {
+    const auto& b = blocks_[i >> kBits];
+    return b ? &b[i & kMask] : nullptr;
+  }
+  E& at(size_t i) {  // i < size(); allocates the block
+    auto& b = blocks_[i >> kBits];
+    if (!b) b.reset(new E[kSize]());
+    return b[i & kMask];
+  }
+  E& operator[](size_t i) { return blocks_[i >> kBits][i & kMask]; }  // a written entry
+  void grow(size_t n) {                                               // n > size()
+    size_ = n;
+    blocks_.resize((n + kMask) >> kBits);
+  }
+  void push_back(const E& e) {
+    if ((size_ & kMask) == 0) blocks_.emplace_back(new E[kSize]());
+    blocks_[size_ >> kBits][size_ & kMask] = e;
+    ++size_;
+  }
+
+ private:
+  std::vector<std::unique_ptr<E[]>> blocks_;
+  size_t size_ = 0;
+};
+
+#define TM_HOT __attribute__((always_inline)) inline
+
+// The WebAssembly module is linked -Oz, which links the libc whose memcpy and memset copy a
+// byte at a time, and leaves std::vector's push_back out of line: the containers' items are
+// kept in Values below, whose copies are loops of 16-byte values (kept loops on clang: a loop
+// recognised as a memcpy would call that memcpy again).
+#if defined(__clang__)
+#define TM_NO_MEMCPY __attribute__((no_builtin("memcpy"), noinline))
+#else
+#define TM_NO_MEMCPY
+#endif
+TM_NO_MEMCPY void copy_values(V* to, const V* from, size_t n) {
+  for (size_t i = 0; i < n; ++i) to[i] = from[i];
+}
+
+// The items of a list, tuple or dict being built.
+class Values {
+ public:
+  Values() = default;
+  Values(Values&& o) noexcept : p_(o.p_), n_(o.n_), cap_(o.cap_) {
+    o.p_ = nullptr, o.n_ = o.cap_ = 0;
+  }
+  Values& operator=(Values&& o) noexcept {
+    std::swap(p_, o.p_);
+    std::swap(n_, o.n_);
+    std::swap(cap_, o.cap_);
+    return *this;
+  }
+  Values(const Values&) = delete;
+  Values& operator=(const Values&) = delete;
+  ~Values() { std::free(p_); }
+  size_t size() const { return n_; }
+  bool empty() const { return n_ == 0; }
+  size_t capacity() const { return cap_; }
+  const V* data() const { return p_; }
+  const V* begin() const { return p_; }
+  const V* end() const { return p_ + n_; }
+  const V& operator[](size_t i) const { return p_[i]; }
+  void clear() { n_ = 0; }
+  void free_memory() { Values().swap(*this); }
+  void swap(Values& o) noexcept {
+    std::swap(p_, o.p_);
+    std::swap(n_, o.n_);
+    std::swap(cap_, o.cap_);
+  }
+  TM_HOT void push_back(const V& v) {
+    if (n_ == cap_) grow(n_ + 1);
+    p_[n_++] = v;
+  }
+  void append(const V* v, size_t n) {
+    if (n > cap_ - n_) grow(n_ + n);
+    copy_values(p_ + n_, v, n);
+    n_ += n;
+  }
+
+ private:
+  void grow(size_t need) {
+    size_t cap = cap_ * 2 > need ? cap_ * 2 : need;
+    if (cap < 16) cap = 16;
+    V* p = static_cast<V*>(std::malloc(cap * sizeof(V)));
+    if (!p) throw std::bad_alloc();
+    copy_values(p, p_, n_);
+    std::free(p_);
+    p_ = p;
+    cap_ = cap;
+  }
+  V* p_ = nullptr;
+  size_t n_ = 0, cap_ = 0;
+};
+
+// The unpickler stack: a vector's interface for what the machine does, with the push inlined
+// (std::vector::emplace_back was a call per value).
+class Stack {
+ public:
+  size_t size() const { return n_; }
+  V* data() { return v_.data(); }
+  V* begin() { return v_.data(); }
+  V* end() { return v_.data() + n_; }
+  V& back() { return v_[n_ - 1]; }
+  V& operator[](size_t i) { return v_[i]; }
+  void pop_back() { --n_; }
+  void resize(size_t n) { n_ = n; }  // n <= size()
+  TM_HOT V& emplace_back() {
+    if (n_ == v_.size()) v_.resize(v_.size() * 2 + 256);
+    return v_[n_++];
+  }
+
+ private:
+  std::vector<V> v_;
+  size_t n_ = 0;
+};
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "load_le reads little-endian words");
 
 const char* opcode_name(uint8_t op) {
   switch (op) {
@@ -219,6 +355,21 @@ bool forbidden(uint8_t op) {
 
 constexpr const char* kField = "snapshot";
 
+// TraceEntry::Action names: memory_snapshot.cpp action_to_str.
+const std::pair<const char*, Action> kActions[] = {
+    {"alloc", Action::kAlloc},
+    {"free_requested", Action::kFreeRequested},
+    {"free_completed", Action::kFreeCompleted},
+    {"segment_alloc", Action::kSegmentAlloc},
+    {"segment_free", Action::kSegmentFree},
+    {"segment_map", Action::kSegmentMap},
+    {"segment_unmap", Action::kSegmentUnmap},
+    {"snapshot", Action::kSnapshot},
+    {"oom", Action::kOom},
+};
+constexpr uint32_t kFirstAction = 28;  // string ids: the 28 keys, then the actions
+constexpr uint32_t kActionCount = sizeof kActions / sizeof kActions[0];
+
 class Reader {
  public:
   explicit Reader(std::string_view b) : b_(b) {
@@ -251,6 +402,13 @@ class Reader {
                           "expandable_segments",
                           "large"})
       intern(k, std::strlen(k));
+    // The actions, compared by id (strings are interned by content): their bytes count towards
+    // kMaxStringPoolBytes when the file first holds them, as any other string's.
+    for (const auto& a : kActions) {
+      const size_t n = std::strlen(a.first);
+      intern(a.first, n);
+      pool_bytes_ -= n;
+    }
   }
 
   Snapshot run() {
@@ -298,15 +456,13 @@ class Reader {
   }
 
   // ---------------------------------------------------------------- input
-  uint8_t byte() {
+  TM_HOT uint8_t byte() {
     if (pos_ >= b_.size()) truncated();
     return static_cast<uint8_t>(b_[pos_++]);
   }
-  uint64_t le(int n) {
+  TM_HOT uint64_t le(int n) {
     if (b_.size() - pos_ < static_cast<size_t>(n)) truncated();
-    uint64_t v = 0;
-    for (int i = 0; i < n; ++i)
-      v |= static_cast<uint64_t>(static_cast<uint8_t>(b_[pos_ + i])) << (8 * i);
+    const uint64_t v = load_le(b_.data() + pos_, static_cast<size_t>(n));
     pos_ += n;
     return v;
   }
@@ -321,7 +477,16 @@ class Reader {
   uint32_t intern(const char* p, size_t n) {
     const std::string_view key(p, n);
     auto it = ids_.find(key);
-    if (it != ids_.end()) return it->second;
+    if (it != ids_.end()) {
+      const uint32_t a = it->second - kFirstAction;
+      if (a < kActionCount && !(actions_counted_ & (1u << a))) {
+        actions_counted_ |= 1u << a;
+        pool_bytes_ += n;
+        if (pool_bytes_ > kMaxStringPoolBytes)
+          limit("bytes of distinct strings", kMaxStringPoolBytes);
+      }
+      return it->second;
+    }
     pool_bytes_ += n;
     if (pool_bytes_ > kMaxStringPoolBytes) limit("bytes of distinct strings", kMaxStringPoolBytes);
     strings_.emplace_back(p, n);
@@ -330,9 +495,14 @@ class Reader {
     return id;
   }
 
-  void push(V v) {
+  void push(V v) { push(v.t, v.a, v.u); }
+  // Writes the fields in place (a V built on the side and copied in stalled store forwarding).
+  TM_HOT void push(T t, uint32_t a, uint64_t u) {
     if (stack_.size() >= kMaxStackValues) limit("values on the unpickler stack", kMaxStackValues);
-    stack_.push_back(v);
+    V& v = stack_.emplace_back();
+    v.t = t;
+    v.a = a;
+    v.u = u;
   }
   V pop() {
     if (stack_.size() <= base())
@@ -367,7 +537,7 @@ class Reader {
     containers_.push_back({kind, Conv::kNone, slot});
     return static_cast<uint32_t>(containers_.size() - 1);
   }
-  std::vector<V>& items(uint32_t c) { return slots_[containers_[c].ref]; }
+  TM_HOT Values& items(uint32_t c) { return slots_[containers_[c].ref]; }
   // Every items() access is on a container that is kNone (or kBusy, read by its converter):
   // once released, a slot belongs to the next container.
   void release(uint32_t c, Conv conv, uint32_t ref) {
@@ -375,7 +545,7 @@ class Reader {
     // Keep the capacity: the slot is reused by the next container (few slots are live at once).
     auto& slot = slots_[containers_[c].ref];
     if (slot.capacity() > 4096)
-      std::vector<V>().swap(slot);
+      slot.free_memory();
     else
       slot.clear();
     free_slots_.push_back(containers_[c].ref);
@@ -386,19 +556,14 @@ class Reader {
   void push_container(T kind, size_t from) {
     const uint32_t c = new_container(kind);
     auto& it = items(c);
-    it.assign(stack_.begin() + static_cast<std::ptrdiff_t>(from), stack_.end());
+    it.clear();
+    it.append(stack_.data() + from, stack_.size() - from);
     stack_.resize(from);
-    push({kind, c, 0});
+    push(kind, c, 0);
   }
 
   // ---------------------------------------------------------------- the machine
-  void step(uint8_t op) {
-    if (forbidden(op))
-      fail(code::kUnsupported, kField,
-           {"snapshot contains the pickle opcode ", opcode_name(op), " at byte ",
-            std::to_string(op_at_),
-            ": it imports or calls code, which a memory snapshot never needs (only plain "
-            "dicts, lists, tuples, strings, bytes, numbers, booleans and None are read)"});
+  TM_HOT void step(uint8_t op) {
     switch (op) {
       case 0x80: {  // PROTO
         const uint8_t p = byte();
@@ -432,24 +597,24 @@ class Reader {
         push(top());
         return;
       case 'N':
-        push({});
+        push(T::kNone, 0, 0);
         return;
       case 0x88:
-        push({T::kBool, 0, 1});
+        push(T::kBool, 0, 1);
         return;
       case 0x89:
-        push({T::kBool, 0, 0});
+        push(T::kBool, 0, 0);
         return;
       case 'J': {
         const int32_t v = static_cast<int32_t>(static_cast<uint32_t>(le(4)));
-        push({T::kInt, 0, static_cast<uint64_t>(static_cast<int64_t>(v))});
+        push(T::kInt, 0, static_cast<uint64_t>(static_cast<int64_t>(v)));
         return;
       }
       case 'K':
-        push({T::kInt, 0, le(1)});
+        push(T::kInt, 0, le(1));
         return;
       case 'M':
-        push({T::kInt, 0, le(2)});
+        push(T::kInt, 0, le(2));
         return;
       case 0x8a:
         long_bytes(le(1));
@@ -462,7 +627,7 @@ class Reader {
         uint64_t v = 0;
         for (int i = 0; i < 8; ++i) v = (v << 8) | static_cast<uint8_t>(b_[pos_ + i]);
         pos_ += 8;
-        push({T::kFloat, 0, v});
+        push(T::kFloat, 0, v);
         return;
       }
       case 0x8c:
@@ -493,13 +658,13 @@ class Reader {
         str(T::kBytes, le(8));
         return;
       case ']':
-        push({T::kList, new_container(T::kList), 0});
+        push(T::kList, new_container(T::kList), 0);
         return;
       case '}':
-        push({T::kDict, new_container(T::kDict), 0});
+        push(T::kDict, new_container(T::kDict), 0);
         return;
       case ')':
-        push({T::kTuple, new_container(T::kTuple), 0});
+        push(T::kTuple, new_container(T::kTuple), 0);
         return;
       case 'l':
         push_container(T::kList, pop_mark());
@@ -550,7 +715,7 @@ class Reader {
           bad({"SETITEMS at byte ", std::to_string(op_at_), " has a key without a value"});
         const uint32_t c = target_at(m, T::kDict);
         auto& it = items(c);
-        it.insert(it.end(), stack_.begin() + static_cast<std::ptrdiff_t>(m), stack_.end());
+        it.append(stack_.data() + m, stack_.size() - m);
         stack_.resize(m);
         return;
       }
@@ -572,6 +737,13 @@ class Reader {
       default:
         break;
     }
+    // (Opcodes not handled above only: the forbidden ones have no case.)
+    if (forbidden(op))
+      fail(code::kUnsupported, kField,
+           {"snapshot contains the pickle opcode ", opcode_name(op), " at byte ",
+            std::to_string(op_at_),
+            ": it imports or calls code, which a memory snapshot never needs (only plain "
+            "dicts, lists, tuples, strings, bytes, numbers, booleans and None are read)"});
     if (const char* name = opcode_name(op))
       fail(code::kUnsupported, kField,
            {"snapshot contains the pickle opcode ", name, " at byte ", std::to_string(op_at_),
@@ -606,58 +778,120 @@ class Reader {
   void long_bytes(uint64_t n) {
     // Two's complement, little-endian (Lib/pickle.py decode_long).
     const std::string_view s = take(n);
-    if (n == 0) return push({T::kInt, 0, 0});
+    if (n == 0) return push(T::kInt, 0, 0);
+    if (n <= 8) {  // the value sign-extended (what trimming the sign bytes below gives too)
+      uint64_t v = load_le(s.data(), static_cast<size_t>(n));
+      if (n < 8 && (v >> (8 * n - 1)) & 1) v |= ~0ULL << (8 * n);
+      return push(T::kInt, 0, v);
+    }
     const auto at = [&](size_t i) { return static_cast<uint8_t>(s[i]); };
     const bool negative = at(n - 1) & 0x80;
     const uint8_t ext = negative ? 0xff : 0x00;
     size_t len = n;  // drop sign-extension bytes that do not change the value
     while (len > 1 && at(len - 1) == ext && ((at(len - 2) & 0x80) == (ext & 0x80))) --len;
-    if (len == 9 && !negative && at(8) == 0) return push({T::kUInt, 0, load_le(s, 8)});
-    if (len > 8) return push({T::kBigInt, 0, 0});
-    uint64_t v = load_le(s, len);
+    if (len == 9 && !negative && at(8) == 0) return push(T::kUInt, 0, load_le(s.data(), 8));
+    if (len > 8) return push(T::kBigInt, 0, 0);
+    uint64_t v = load_le(s.data(), len);
     if (negative && len < 8) v |= ~0ULL << (8 * len);
-    push({T::kInt, 0, v});
+    push(T::kInt, 0, v);
   }
-  static uint64_t load_le(std::string_view s, size_t n) {
-    uint64_t v = 0;
-    for (size_t i = 0; i < n; ++i)
-      v |= static_cast<uint64_t>(static_cast<uint8_t>(s[i])) << (8 * i);
-    return v;
+  static TM_HOT uint64_t load_le(const char* p, size_t n) {  // n <= 8
+    switch (n) {  // the fixed widths as single loads (x86 and WebAssembly are little-endian)
+      case 1:
+        return static_cast<uint8_t>(*p);
+      case 2: {
+        uint16_t v;
+        std::memcpy(&v, p, 2);
+        return v;
+      }
+      case 4: {
+        uint32_t v;
+        std::memcpy(&v, p, 4);
+        return v;
+      }
+      case 8: {
+        uint64_t v;
+        std::memcpy(&v, p, 8);
+        return v;
+      }
+      default: {
+        uint64_t v = 0;
+        for (size_t i = 0; i < n; ++i)
+          v |= static_cast<uint64_t>(static_cast<uint8_t>(p[i])) << (8 * i);
+        return v;
+      }
+    }
   }
   void str(T t, uint64_t n) {
     if (n > kMaxStringBytes) limit("bytes in one string", kMaxStringBytes);
     const std::string_view s = take(n);
-    push({t, intern(s.data(), s.size()), 0});
+    push(t, intern(s.data(), s.size()), 0);
+  }
+  static bool has_number(T t) {
+    return t == T::kBool || t == T::kInt || t == T::kUInt || t == T::kFloat;
   }
   void memo_put(uint64_t i) {
     if (i >= kMaxMemoEntries) limit("memo entries", kMaxMemoEntries);
-    if (i >= memo_.size()) memo_.resize(static_cast<size_t>(i) + 1, {T::kNone, kUnset, 0});
-    memo_[static_cast<size_t>(i)] = top();
+    if (i >= memo_.size()) memo_.grow(static_cast<size_t>(i) + 1);
+    const V& v = top();
+    Memo& m = memo_.at(static_cast<size_t>(i));
+    m.t = v.t;
+    if (has_number(v.t)) {  // (their `a` is always 0)
+      m.a = static_cast<uint32_t>(memo_numbers_.size());
+      memo_numbers_.push_back(v.u);
+    } else {
+      m.a = v.a;
+    }
   }
   void memo_get(uint64_t i) {
-    if (i >= memo_.size() || (memo_[i].t == T::kNone && memo_[i].a == kUnset))
+    const Memo* m = i < memo_.size() ? memo_.find(static_cast<size_t>(i)) : nullptr;
+    if (!m || (m->t == T::kNone && m->a == kUnset))
       bad({"memo entry ", std::to_string(i), " read at byte ", std::to_string(op_at_),
            " was never stored"});
-    push(memo_[static_cast<size_t>(i)]);
+    if (has_number(m->t))
+      push(m->t, 0, memo_numbers_[m->a]);
+    else
+      push(m->t, m->a, 0);
   }
   static constexpr uint32_t kUnset = 0xffffffffu;
 
   // ---------------------------------------------------------------- schema
+  // The values of the keys read (ids below kKeys: interned first) in one pass over a dict's
+  // items: the last pair of each key, as a dict keeps it.
+  static constexpr uint32_t kKeys = 20;
+  struct Keys {
+    uint32_t present;  // bit k: v[k] is set (no clearing of v per dict)
+    const V* v[kKeys];
+    const V* operator[](uint32_t k) const { return present >> k & 1 ? v[k] : nullptr; }
+  };
+  void keys_of(uint32_t c, Keys* k) {
+    k->present = 0;
+    const Values& it = items(c);
+    const V* d = it.data();
+    for (size_t i = 0, n = it.size() & ~size_t(1); i < n; i += 2)
+      if (d[i].t == T::kStr && d[i].a < kKeys) {
+        k->v[d[i].a] = &d[i + 1];
+        k->present |= 1u << d[i].a;
+      }
+  }
+
   // Appends items to list c, converting the snapshot's dicts on the way.
   void append(uint32_t c, const V* v, size_t n) {
+    Keys k;
     for (size_t i = 0; i < n; ++i) {
       const V& x = v[i];
       if (x.t == T::kDict && containers_[x.a].conv == Conv::kNone) {
-        if (find(x.a, k_action_)) {
-          append_event(c, x.a);
+        keys_of(x.a, &k);
+        if (k[k_action_]) {
+          append_event(c, x.a, k);
           continue;
         }
-        if (find(x.a, k_filename_) && find(x.a, k_name_))
-          to_frame(x.a);
-        else if (find(x.a, k_total_size_))
-          to_segment(x.a);
-        else if (find(x.a, k_state_) && find(x.a, k_size_))
-          to_block(x.a);
+        if (k[k_filename_] && k[k_name_])
+          to_frame(x.a, k);
+        else if (k[k_total_size_])
+          to_segment(x.a, k);
+        else if (k[k_state_] && k[k_size_])
+          to_block(x.a, k);
       }
       if (containers_[c].conv == Conv::kEvents)
         fail(code::kInvalidType, "snapshot.device_traces",
@@ -675,7 +909,7 @@ class Reader {
     return nullptr;
   }
 
-  int64_t as_int(const V& v, const std::string& field) {
+  int64_t as_int(const V& v, const char* field) {
     if (v.t == T::kInt) return static_cast<int64_t>(v.u);
     if (v.t == T::kBool) return static_cast<int64_t>(v.u);
     if (v.t == T::kUInt || v.t == T::kBigInt)
@@ -683,40 +917,37 @@ class Reader {
            {field, " is beyond 64-bit range (byte ", std::to_string(pos_), ")"});
     type_error(field, "a whole number");
   }
-  uint64_t as_u64(const V& v, const std::string& field) {
+  uint64_t as_u64(const V& v, const char* field) {
     if (v.t == T::kUInt) return v.u;
     const int64_t s = as_int(v, field);
     if (s < 0)
       fail(code::kOutOfRange, field, {field, " is negative (byte ", std::to_string(pos_), ")"});
     return static_cast<uint64_t>(s);
   }
-  uint64_t as_addr(const V& v, const std::string& field) {  // int64_t(ptr): may be written signed
+  uint64_t as_addr(const V& v, const char* field) {  // int64_t(ptr): may be written signed
     if (v.t == T::kUInt) return v.u;
     return static_cast<uint64_t>(as_int(v, field));
   }
-  const std::string& as_str(const V& v, const std::string& field) {
+  const std::string& as_str(const V& v, const char* field) {
     if (v.t != T::kStr) type_error(field, "a string");
     return strings_[v.a];
   }
-  uint64_t req_u64(uint32_t c, uint32_t key, const char* field) {
-    const V* v = find(c, key);
+  uint64_t req_u64(const V* v, const char* field) {
     if (!v)
       fail(code::kMissingField, field,
            {field, " is missing (the dict ending before byte ", std::to_string(pos_), ")"});
     return as_u64(*v, field);
   }
-  uint64_t opt_u64(uint32_t c, uint32_t key, const char* field, uint64_t fallback = 0) {
-    const V* v = find(c, key);
+  uint64_t opt_u64(const V* v, const char* field, uint64_t fallback = 0) {
     return v && v->t != T::kNone ? as_u64(*v, field) : fallback;
   }
 
-  void to_frame(uint32_t c) {
-    const std::string& file = as_str(*find(c, k_filename_), "snapshot.frames.filename");
-    const std::string& name = as_str(*find(c, k_name_), "snapshot.frames.name");
-    const V* l = find(c, k_line_);
+  void to_frame(uint32_t c, const Keys& k) {
+    const std::string& file = as_str(*k[k_filename_], "snapshot.frames.filename");
+    const std::string& name = as_str(*k[k_name_], "snapshot.frames.name");
+    const V* l = k[k_line_];
     const int64_t line = l ? as_int(*l, "snapshot.frames.line") : 0;
-    const uint32_t fid = find(c, k_filename_)->a, nid = find(c, k_name_)->a;
-    const auto key = std::make_tuple(fid, nid, line);
+    const FrameKey key{k[k_filename_]->a, k[k_name_]->a, line};
     auto it = frame_ids_.find(key);
     uint32_t id;
     if (it != frame_ids_.end()) {
@@ -736,11 +967,14 @@ class Reader {
     Container& c = containers_[v->a];
     if (c.conv == Conv::kStack) return c.ref;
     if (c.conv != Conv::kNone) type_error(field, "a list of frames");
-    std::vector<uint32_t> ids;
+    std::vector<uint32_t>& ids = stack_scratch_;
+    ids.clear();
+    Keys k;
     for (const V& f : items(v->a)) {
-      if (f.t == T::kDict && containers_[f.a].conv == Conv::kNone && find(f.a, k_filename_) &&
-          find(f.a, k_name_))
-        to_frame(f.a);
+      if (f.t == T::kDict && containers_[f.a].conv == Conv::kNone) {
+        keys_of(f.a, &k);
+        if (k[k_filename_] && k[k_name_]) to_frame(f.a, k);
+      }
       if (f.t != T::kDict || containers_[f.a].conv != Conv::kFrame)
         type_error(field, "a list of frames ({filename, line, name})");
       ids.push_back(containers_[f.a].ref);
@@ -750,14 +984,20 @@ class Reader {
       return kNoStack;
     }
     if (ids.size() > kMaxFramesPerStack) limit("frames in one traceback", kMaxFramesPerStack);
-    auto it = stack_ids_.find(ids);
     uint32_t id;
-    if (it != stack_ids_.end()) {
-      id = it->second;
+    if (ids == last_stack_) {  // consecutive entries often share a traceback
+      id = last_stack_id_;
     } else {
-      id = static_cast<uint32_t>(out_.stacks.size());
-      out_.stacks.push_back(ids);
-      stack_ids_.emplace(std::move(ids), id);
+      auto it = stack_ids_.find(ids);
+      if (it != stack_ids_.end()) {
+        id = it->second;
+      } else {
+        id = static_cast<uint32_t>(out_.stacks.size());
+        out_.stacks.push_back(ids);
+        stack_ids_.emplace(ids, id);
+      }
+      last_stack_ = ids;
+      last_stack_id_ = id;
     }
     release(v->a, Conv::kStack, id);
     return id;
@@ -771,7 +1011,24 @@ class Reader {
     return static_cast<uint32_t>(out_.streams.size() - 1);
   }
 
-  void append_event(uint32_t list, uint32_t c) {
+  // A device trace grows to what the whole file would hold at its bytes per entry so far (at
+  // least by an eighth; 10 % more, as the first entries bring their frames): few copies (a byte at
+  // a time in the -Oz module, see Values). A trace that ends early is cut to size in finish().
+  void push_event(std::vector<Event>& v, const Event& e) {
+    if (v.size() == v.capacity()) {
+      const size_t n = v.size();
+      size_t cap = n < 4096 ? 4096 : n + n / 8;
+      if (n >= 4096) {
+        const double guess = static_cast<double>(n) * static_cast<double>(b_.size()) /
+                             static_cast<double>(pos_) * 1.1;
+        if (guess > static_cast<double>(cap)) cap = static_cast<size_t>(guess);
+      }
+      v.reserve(cap);
+    }
+    v.push_back(e);
+  }
+
+  void append_event(uint32_t list, uint32_t c, const Keys& k) {
     Container& l = containers_[list];
     if (l.conv == Conv::kNone) {
       if (!items(list).empty())
@@ -783,40 +1040,29 @@ class Reader {
     if (++events_ > kMaxTraceEvents) limit("trace entries", kMaxTraceEvents);
     containers_[c].conv = Conv::kBusy;
     Event e;
-    const std::string& a = as_str(*find(c, k_action_), "snapshot.device_traces.action");
-    // TraceEntry::Action names: memory_snapshot.cpp action_to_str.
-    static const std::pair<const char*, Action> kActions[] = {
-        {"alloc", Action::kAlloc},
-        {"free_requested", Action::kFreeRequested},
-        {"free_completed", Action::kFreeCompleted},
-        {"segment_alloc", Action::kSegmentAlloc},
-        {"segment_free", Action::kSegmentFree},
-        {"segment_map", Action::kSegmentMap},
-        {"segment_unmap", Action::kSegmentUnmap},
-        {"snapshot", Action::kSnapshot},
-        {"oom", Action::kOom},
-    };
-    for (const auto& k : kActions)
-      if (a == k.first) e.action = k.second;
+    const V& av = *k[k_action_];
+    if (av.t != T::kStr) type_error("snapshot.device_traces.action", "a string");
+    // Interned by content: the action's string id names it.
+    if (av.a - kFirstAction < kActionCount) e.action = kActions[av.a - kFirstAction].second;
     if (e.action == Action::kOom) {
-      e.addr = opt_u64(c, k_device_free_, "snapshot.device_traces.device_free");
+      e.addr = opt_u64(k[k_device_free_], "snapshot.device_traces.device_free");
     } else if (e.action != Action::kOther && e.action != Action::kSnapshot) {
-      const V* addr = find(c, k_addr_);
+      const V* addr = k[k_addr_];
       if (!addr)
         fail(code::kMissingField, "snapshot.device_traces.addr",
-             {"snapshot.device_traces.addr is missing (", a, " entry ending before byte ",
-              std::to_string(pos_), ")"});
+             {"snapshot.device_traces.addr is missing (", strings_[av.a],
+              " entry ending before byte ", std::to_string(pos_), ")"});
       e.addr = as_addr(*addr, "snapshot.device_traces.addr");
     }
-    if (e.action != Action::kOther) e.size = req_u64(c, k_size_, "snapshot.device_traces.size");
-    if (const V* s = find(c, k_stream_); s && s->t != T::kNone)
+    if (e.action != Action::kOther) e.size = req_u64(k[k_size_], "snapshot.device_traces.size");
+    if (const V* s = k[k_stream_]; s && s->t != T::kNone)
       e.stream = stream_index(as_int(*s, "snapshot.device_traces.stream"));
-    e.stack = stack_of(find(c, k_frames_), "snapshot.device_traces.frames");
-    if (const V* t = find(c, k_time_us_); t && t->t != T::kNone) {
+    e.stack = stack_of(k[k_frames_], "snapshot.device_traces.frames");
+    if (const V* t = k[k_time_us_]; t && t->t != T::kNone) {
       e.time_us = as_int(*t, "snapshot.device_traces.time_us");
       e.has_time = true;
     }
-    event_lists_[containers_[list].ref].push_back(e);
+    push_event(event_lists_[containers_[list].ref], e);
     release(c, Conv::kEvents, 0);
   }
 
@@ -832,43 +1078,47 @@ class Reader {
           "\" is not active_allocated, active_pending_free or inactive"});
   }
 
-  void to_block(uint32_t c) {
+  void to_block(uint32_t c, const Keys& k) {
     if (blocks_.size() >= kMaxBlocks) limit("blocks", kMaxBlocks);
     containers_[c].conv = Conv::kBusy;
     Block b;
-    b.size = req_u64(c, k_size_, "snapshot.segments.blocks.size");
+    b.size = req_u64(k[k_size_], "snapshot.segments.blocks.size");
     b.requested_size =
-        opt_u64(c, k_requested_size_, "snapshot.segments.blocks.requested_size", b.size);
-    if (const V* a = find(c, k_address_); a && a->t != T::kNone)
+        opt_u64(k[k_requested_size_], "snapshot.segments.blocks.requested_size", b.size);
+    if (const V* a = k[k_address_]; a && a->t != T::kNone)
       b.address = as_addr(*a, "snapshot.segments.blocks.address");
-    b.state = block_state(find(c, k_state_));
-    b.stack = stack_of(find(c, k_frames_), "snapshot.segments.blocks.frames");
+    b.state = block_state(k[k_state_]);
+    b.stack = stack_of(k[k_frames_], "snapshot.segments.blocks.frames");
     blocks_.push_back(b);
     release(c, Conv::kBlock, static_cast<uint32_t>(blocks_.size() - 1));
   }
 
-  void to_segment(uint32_t c) {
+  void to_segment(uint32_t c, const Keys& k) {
     if (out_.segments.size() >= kMaxSegments) limit("segments", kMaxSegments);
     containers_[c].conv = Conv::kBusy;
     Segment s;
-    s.total_size = req_u64(c, k_total_size_, "snapshot.segments.total_size");
-    if (const V* a = find(c, k_address_); a && a->t != T::kNone)
+    s.total_size = req_u64(k[k_total_size_], "snapshot.segments.total_size");
+    if (const V* a = k[k_address_]; a && a->t != T::kNone)
       s.address = as_addr(*a, "snapshot.segments.address");
-    s.device = opt_u64(c, k_device_, "snapshot.segments.device");
-    s.allocated_size = opt_u64(c, k_allocated_size_, "snapshot.segments.allocated_size");
-    s.active_size = opt_u64(c, k_active_size_, "snapshot.segments.active_size");
-    s.requested_size = opt_u64(c, k_requested_size_, "snapshot.segments.requested_size");
-    if (const V* st = find(c, k_stream_); st && st->t != T::kNone)
+    s.device = opt_u64(k[k_device_], "snapshot.segments.device");
+    s.allocated_size = opt_u64(k[k_allocated_size_], "snapshot.segments.allocated_size");
+    s.active_size = opt_u64(k[k_active_size_], "snapshot.segments.active_size");
+    s.requested_size = opt_u64(k[k_requested_size_], "snapshot.segments.requested_size");
+    if (const V* st = k[k_stream_]; st && st->t != T::kNone)
       s.stream = as_int(*st, "snapshot.segments.stream");
-    if (const V* t = find(c, k_segment_type_); t && t->t != T::kNone)
+    if (const V* t = k[k_segment_type_]; t && t->t != T::kNone)
       s.large = as_str(*t, "snapshot.segments.segment_type") != "small";
-    if (const V* e = find(c, k_is_expandable_); e && e->t == T::kBool) s.expandable = e->u != 0;
-    if (const V* bl = find(c, k_blocks_); bl && bl->t != T::kNone) {
+    if (const V* e = k[k_is_expandable_]; e && e->t == T::kBool) s.expandable = e->u != 0;
+    if (const V* bl = k[k_blocks_]; bl && bl->t != T::kNone) {
       if (bl->t != T::kList || containers_[bl->a].conv != Conv::kNone)
         type_error("snapshot.segments.blocks", "a list of blocks");
       uint64_t addr = s.address;  // blocks follow each other (memory_snapshot.cpp: address += size)
+      Keys bk;
       for (const V& b : items(bl->a)) {
-        if (b.t == T::kDict && containers_[b.a].conv == Conv::kNone) to_block(b.a);
+        if (b.t == T::kDict && containers_[b.a].conv == Conv::kNone) {
+          keys_of(b.a, &bk);
+          to_block(b.a, bk);
+        }
         if (b.t != T::kDict || containers_[b.a].conv != Conv::kBlock)
           type_error("snapshot.segments.blocks", "a list of blocks ({size, state, …})");
         Block blk = blocks_[containers_[b.a].ref];
@@ -909,9 +1159,11 @@ class Reader {
         if (d.t != T::kList)
           type_error("snapshot.device_traces", "a list of lists of trace entries");
         const Container& dc = containers_[d.a];
-        if (dc.conv == Conv::kEvents)
-          out_.device_traces.push_back(std::move(event_lists_[dc.ref]));
-        else if (dc.conv == Conv::kNone && items(d.a).empty())
+        if (dc.conv == Conv::kEvents) {
+          std::vector<Event>& ev = event_lists_[dc.ref];
+          if (ev.capacity() - ev.size() > ev.size() / 4) ev.shrink_to_fit();
+          out_.device_traces.push_back(std::move(ev));
+        } else if (dc.conv == Conv::kNone && items(d.a).empty())
           out_.device_traces.emplace_back();
         else
           type_error("snapshot.device_traces", "a list of lists of trace entries");
@@ -944,8 +1196,10 @@ class Reader {
       type_error(field, "a list of segments");
     for (const V& s : items(v.a))
       if (s.t != T::kDict || containers_[s.a].conv != Conv::kSegment) {
-        if (s.t == T::kDict && containers_[s.a].conv == Conv::kNone && find(s.a, k_total_size_)) {
-          to_segment(s.a);
+        Keys k;
+        if (s.t == T::kDict && containers_[s.a].conv == Conv::kNone &&
+            (keys_of(s.a, &k), k[k_total_size_])) {
+          to_segment(s.a, k);
         } else {
           type_error(field, "a list of segments ({address, total_size, blocks, …})");
         }
@@ -955,16 +1209,32 @@ class Reader {
   std::string_view b_;
   size_t pos_ = 0, op_at_ = 0;
   int protocol_ = 0;
-  std::vector<V> stack_;
+  Stack stack_;
   std::vector<size_t> marks_;
-  std::vector<V> memo_;
-  std::vector<Container> containers_;
-  std::vector<std::vector<V>> slots_;
+  Blocks<Memo> memo_;
+  std::vector<uint64_t> memo_numbers_;
+  Blocks<Container> containers_;
+  std::vector<Values> slots_;
   std::vector<uint32_t> free_slots_;
   std::deque<std::string> strings_;
   std::unordered_map<std::string_view, uint32_t> ids_;
   uint64_t pool_bytes_ = 0;
-  std::map<std::tuple<uint32_t, uint32_t, int64_t>, uint32_t> frame_ids_;
+  uint32_t actions_counted_ = 0;  // bit a: kActions[a] was read from the file
+  struct FrameKey {
+    uint32_t file, name;
+    int64_t line;
+    bool operator==(const FrameKey& o) const {
+      return file == o.file && name == o.name && line == o.line;
+    }
+  };
+  struct FrameHash {
+    size_t operator()(const FrameKey& k) const noexcept {
+      uint64_t h = (static_cast<uint64_t>(k.file) << 32 | k.name) * 0x9e3779b97f4a7c15ULL;
+      return static_cast<size_t>(h ^ (static_cast<uint64_t>(k.line) * 0xc2b2ae3d27d4eb4fULL) ^
+                                 (h >> 29));
+    }
+  };
+  std::unordered_map<FrameKey, uint32_t, FrameHash> frame_ids_;
   struct StackHash {
     size_t operator()(const std::vector<uint32_t>& v) const noexcept {
       uint64_t h = 1469598103934665603ULL;  // FNV-1a over the frame ids
@@ -973,6 +1243,8 @@ class Reader {
     }
   };
   std::unordered_map<std::vector<uint32_t>, uint32_t, StackHash> stack_ids_;
+  std::vector<uint32_t> stack_scratch_, last_stack_;
+  uint32_t last_stack_id_ = 0;
   std::vector<std::vector<Event>> event_lists_;
   std::vector<Block> blocks_;
   uint64_t events_ = 0;

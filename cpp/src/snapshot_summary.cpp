@@ -124,6 +124,66 @@ struct Life {
   Category cat = Category::kUnattributed;
 };
 
+// Address -> value for the blocks live during the replay of the trace: open addressing with
+// linear probing and backward-shift deletion, so that an alloc or a free is a probe or two in
+// one array (std::unordered_map allocated a node per alloc: a 200 MB trace has 1.7 million).
+class AddrMap {
+ public:
+  struct Slot {
+    uint64_t key = 0, value = 0;
+    bool used = false;
+  };
+  AddrMap() : slots_(64) {}
+  Slot* find(uint64_t key) {
+    for (size_t i = home(key);; i = (i + 1) & mask()) {
+      Slot& s = slots_[i];
+      if (!s.used) return nullptr;
+      if (s.key == key) return &s;
+    }
+  }
+  uint64_t& operator[](uint64_t key) {  // a new key's value is 0
+    if (Slot* s = find(key)) return s->value;
+    if (2 * (count_ + 1) > slots_.size()) rehash(slots_.size() * 2);
+    size_t i = home(key);
+    while (slots_[i].used) i = (i + 1) & mask();
+    slots_[i] = {key, 0, true};
+    ++count_;
+    return slots_[i].value;
+  }
+  void erase(Slot* s) {  // an entry find() returned
+    size_t i = static_cast<size_t>(s - slots_.data());
+    for (size_t j = (i + 1) & mask(); slots_[j].used; j = (j + 1) & mask()) {
+      const size_t h = home(slots_[j].key);
+      // The entry at j stays unless its home is cyclically outside (i, j]: then it moves to i.
+      const bool stays = i < j ? (h > i && h <= j) : (h > i || h <= j);
+      if (!stays) {
+        slots_[i] = slots_[j];
+        i = j;
+      }
+    }
+    slots_[i].used = false;
+    --count_;
+  }
+
+ private:
+  size_t mask() const { return slots_.size() - 1; }
+  size_t home(uint64_t key) const {  // Fibonacci hashing: addresses are multiples of 512
+    return static_cast<size_t>((key * 0x9e3779b97f4a7c15ULL) >> 32) & mask();
+  }
+  void rehash(size_t n) {
+    std::vector<Slot> old(n);
+    old.swap(slots_);
+    for (const Slot& s : old)
+      if (s.used) {
+        size_t i = home(s.key);
+        while (slots_[i].used) i = (i + 1) & mask();
+        slots_[i] = s;
+      }
+  }
+  std::vector<Slot> slots_;
+  size_t count_ = 0;
+};
+
 // First element of sorted `v` greater than x, or kNever.
 int64_t next_after(const std::vector<int64_t>& v, int64_t x) {
   auto it = std::upper_bound(v.begin(), v.end(), x);
@@ -196,9 +256,15 @@ Summary summarize(const Snapshot& s, const SummaryOptions& o) {
   // ---- pass 1: lifetimes. memory_allocated falls at free_requested (CUDACachingAllocator.cpp
   // free(): allocated_bytes.decrease before the trace's FREE_REQUESTED), so that event ends one.
   std::vector<Life> lives;
-  std::unordered_map<uint64_t, size_t> live;  // addr -> life
+  AddrMap live;  // addr -> life
   int64_t seg_delta = 0;
   std::vector<uint64_t> alloc_sizes;
+  {  // Sized first: growing copies (a byte at a time in the -Oz WebAssembly module).
+    size_t allocs = 0;
+    for (const Event& e : ev) allocs += e.action == Action::kAlloc;
+    lives.reserve(allocs + final_live.size() + 64);
+    alloc_sizes.reserve(allocs);
+  }
   for (int64_t i = 0; i < n; ++i) {
     const Event& e = ev[i];
     ++r.counts[static_cast<int>(e.action)];
@@ -208,19 +274,17 @@ Summary summarize(const Snapshot& s, const SummaryOptions& o) {
         l.alloc = i;
         l.bytes = round_size(e.size);
         l.stack = e.stack;
-        auto it = live.find(e.addr);
-        if (it != live.end()) lives[it->second].free = i;  // a missed free: end it here
+        if (const auto* s = live.find(e.addr)) lives[s->value].free = i;  // a missed free: end it
         live[e.addr] = lives.size();
         lives.push_back(l);
         alloc_sizes.push_back(e.size);
         break;
       }
       case Action::kFreeRequested: {
-        auto it = live.find(e.addr);
-        if (it != live.end()) {
-          lives[it->second].free = i;
-          lives[it->second].free_stack = e.stack;
-          live.erase(it);
+        if (auto* s = live.find(e.addr)) {
+          lives[s->value].free = i;
+          lives[s->value].free_stack = e.stack;
+          live.erase(s);
         } else {  // allocated before recording began
           Life l;
           l.alloc = kBefore;
@@ -245,7 +309,7 @@ Summary summarize(const Snapshot& s, const SummaryOptions& o) {
   }
   // Blocks live at the end that the trace never allocated: live since before recording.
   for (const auto& kv : final_live) {
-    if (live.count(kv.first)) continue;
+    if (live.find(kv.first)) continue;
     Life l;
     l.alloc = kBefore;
     l.bytes = round_size(kv.second->requested_size ? kv.second->requested_size : kv.second->size);
@@ -384,7 +448,7 @@ Summary summarize(const Snapshot& s, const SummaryOptions& o) {
   int64_t cur = static_cast<int64_t>(r.baseline_allocated_bytes);
   int64_t req = 0;  // requested bytes, relative (the baseline's requests are unknown)
   int64_t res = static_cast<int64_t>(r.baseline_reserved_bytes);
-  std::unordered_map<uint64_t, uint64_t> req_live;
+  AddrMap req_live;
   r.peak_allocated_bytes = static_cast<uint64_t>(cur);
   r.peak_reserved_bytes = static_cast<uint64_t>(res);
   SeriesPoint bucket;
@@ -398,10 +462,9 @@ Summary summarize(const Snapshot& s, const SummaryOptions& o) {
       req += static_cast<int64_t>(e.size);
       req_live[e.addr] = e.size;
     } else if (e.action == Action::kFreeRequested) {
-      auto it = req_live.find(e.addr);
-      if (it != req_live.end()) {
-        req -= static_cast<int64_t>(it->second);
-        req_live.erase(it);
+      if (auto* s = req_live.find(e.addr)) {
+        req -= static_cast<int64_t>(s->value);
+        req_live.erase(s);
       }
     } else if (e.action == Action::kSegmentAlloc || e.action == Action::kSegmentMap) {
       res += static_cast<int64_t>(e.size);
