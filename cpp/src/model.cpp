@@ -197,6 +197,20 @@ ModelDescription parse_tensor_list(const Obj& model) {
 static const std::initializer_list<const char*> kModelKeys = {
     "params", "preset", "config", "tensors", "buffers", "modules", "architecture", "name"};
 
+namespace {
+json parse_config_text(const std::string& text, const std::string& field) {
+  json parsed;
+  try {
+    parsed = parse_request(text);
+  } catch (const RequestError& e) {
+    const std::string inner = e.field().empty() ? field : field + "." + e.field();
+    fail(e.code().c_str(), inner, {field, ": ", e.what()});
+  }
+  if (!parsed.is_object()) fail(code::kInvalidType, field, {field, " must hold one JSON object"});
+  return parsed;
+}
+}  // namespace
+
 ModelDescription parse_model(const Obj& model) {
   static const char* kForms[] = {"params", "preset", "config", "tensors"};
   int forms = 0;
@@ -217,7 +231,15 @@ ModelDescription parse_model(const Obj& model) {
     m = *shared_preset(model.str("preset", 128), model.field("preset"));
   } else if (model.has("config")) {
     const std::string arch = model.str_or("architecture", "", 128);
-    m = model_from_config(model.obj("config"), arch);
+    if (model.raw("config").is_string()) {
+      // config.json as the user's text: the strict reader checks it (duplicate keys,
+      // non-finite numbers, depth) as it checks a request, naming the field inside it
+      const json parsed =
+          parse_config_text(model.raw("config").get<std::string>(), model.field("config"));
+      m = model_from_config(Obj(parsed, model.field("config")), arch);
+    } else {
+      m = model_from_config(model.obj("config"), arch);
+    }
     m.source = "config";
   } else {
     m = parse_tensor_list(model);

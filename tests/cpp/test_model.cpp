@@ -335,3 +335,24 @@ TEST_CASE("a model_type without a recipe: generic decoder, said in every result"
   // an exact recipe says nothing of the kind
   CHECK(describe({{"preset", "qwen3-8b"}})["assumptions"].empty());
 }
+
+TEST_CASE("model: a config.json given as text is read strictly, naming the field inside it",
+          "[model]") {
+  // JSON.parse would keep the last n_embd; the core's reader refuses the duplicate
+  const std::string dup =
+      R"({"model_type":"gpt2","n_layer":2,"n_head":2,"n_embd":8,"vocab_size":16,"n_positions":8,"n_embd":16})";
+  json env =
+      json::parse(trainmem::call("describeModel", json({{"model", {{"config", dup}}}}).dump()));
+  REQUIRE(env["ok"] == false);
+  CHECK(env["error"]["field"] == "model.config.n_embd");
+  // the same text without the duplicate is the model: GPT-2 with n_embd 8, 2 layers, vocab 16,
+  // 8 positions: wte 128 + wpe 64 + 2 x (ln 16 + attn 8x24+24 + proj 64+8 + ln 16 + fc 8x32+32 +
+  // proj 32x8+8) + ln_f 16 = 192 + 2 x 872 + 16 = 1,952 parameters
+  const std::string ok =
+      R"({"model_type":"gpt2","n_layer":2,"n_head":2,"n_embd":8,"vocab_size":16,"n_positions":8})";
+  env = json::parse(trainmem::call("describeModel", json({{"model", {{"config", ok}}}}).dump()));
+  REQUIRE(env["ok"] == true);
+  CHECK(env["result"]["params"] == 1952);
+  env = json::parse(trainmem::call("describeModel", json({{"model", {{"config", "[1]"}}}}).dump()));
+  CHECK(env["error"]["field"] == "model.config");
+}

@@ -366,6 +366,7 @@ test('every flag sets a field the core knows (no unknown_key for any flag of any
     string: 'x',
     list: ['x'],
     jsonFile: {},
+    textFile: '{}',
   };
   const unknown = [];
   for (const def of FLAGS) {
@@ -498,4 +499,23 @@ test('accumulation and peak-memory flags reach their fields', async () => {
   assert.equal(off.deviceUsedBytes, null);
   const e = await bad(['peak-memory', '--model', 'gpt2', '--micro-batch', '0', '--seq-len', '128']);
   assert.deepEqual([e.field, e.flag], ['microBatch', '--micro-batch']);
+});
+
+test('a config.json file reaches the core as text: a duplicate key is an error naming it', async () => {
+  // JSON.parse would keep the second n_embd silently; the core's strict reader refuses it.
+  const cfg = file(
+    'dup-config.json',
+    '{"model_type":"gpt2","n_layer":2,"n_head":2,"n_embd":8,"vocab_size":16,"n_positions":8,"n_embd":16}',
+  );
+  const e = await bad(['describe-model', '--config', cfg]);
+  assert.equal(e.code, 'invalid_json');
+  assert.equal(e.field, 'model.config.n_embd');
+  // tm.call takes the request's text too
+  const { load } = await import('../../web/lib/index.js');
+  const tm = await load();
+  assert.throws(
+    () => tm.call('describeModel', '{"model":{"params":1e8},"model":{"params":2e8}}'),
+    (err) => err.code === 'invalid_json' && err.field === 'model',
+  );
+  assert.equal(tm.call('describeModel', '{"model":{"params":100000000}}').params, 1e8);
 });

@@ -26,7 +26,9 @@ export function modelOf(st) {
     if (!config || typeof config !== 'object' || Array.isArray(config)) {
       throw new InputError('invalid_type', 'model.config', 'config.json must hold one JSON object');
     }
-    return { config };
+    // the core reads the text itself, strictly: JSON.parse keeps the last of two duplicate keys
+    // and turns 1e400 into Infinity, which the core reports naming the field
+    return { config: st.config };
   }
   return { params: st.params };
 }

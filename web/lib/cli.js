@@ -120,7 +120,8 @@ export const FLAGS = [
   },
   {
     flag: 'config',
-    kind: 'jsonFile',
+    // passed as the file's text: the core's strict reader checks it (duplicate keys, 1e400)
+    kind: 'textFile',
     modelForm: true,
     path: 'model.config',
     commands: MODEL_COMMANDS,
@@ -506,6 +507,23 @@ function parseBoolean(text, flag) {
 // Standard input of the current run (read once, on first use; main() sets the reader).
 let readStdin = () => readFileSync(0, 'utf8');
 let stdinText = null;
+// A file's text, unparsed (or stdin for '-').
+function readTextArg(file, flag) {
+  try {
+    if (file === '-') {
+      if (stdinText === null) stdinText = readStdin();
+      return stdinText;
+    }
+    return readFileSync(file, 'utf8');
+  } catch (e) {
+    throw new UsageError(
+      'file_not_readable',
+      flag,
+      `--${flag}: cannot read "${file}": ${e.code || e.message}`,
+    );
+  }
+}
+
 function readJsonArg(file, flag) {
   let text;
   try {
@@ -593,6 +611,9 @@ function applyFlag(scenario, def, command, raw) {
       break;
     case 'jsonFile':
       value = readJsonArg(raw, flag);
+      break;
+    case 'textFile':
+      value = readTextArg(raw, flag);
       break;
     case 'model': {
       // A count (7e9, 6.7B) -> model.params; anything else is a preset id.
@@ -1015,6 +1036,7 @@ const ARG_LABEL = {
   model: 'id|count',
   count: 'count',
   jsonFile: 'file|-',
+  textFile: 'file|-',
   bytes: 'bytes',
   number: 'number',
   string: 'value',

@@ -154,10 +154,11 @@ export interface ModelByPreset {
 }
 /**
  * A model from its HuggingFace `config.json`, pasted as HF writes it (snake_case keys such as
- * `hidden_size`, `num_attention_heads`, `model_type`).
+ * `hidden_size`, `num_attention_heads`, `model_type`). Give the file's text as a string to have
+ * the core check it strictly (a duplicate key is an error naming `model.config.<key>`).
  */
 export interface ModelByConfig {
-  config: HuggingFaceConfig;
+  config: HuggingFaceConfig | string;
   /**
    * HF class to build when the config's `architectures` does not say (e.g.
    * `"BertForSequenceClassification"`, `"BertModel"`, `"LlamaForCausalLM"`).
@@ -1399,8 +1400,12 @@ export interface Trainmem {
    * tm.compareSnapshot({ snapshot: bytes, request: { model: { preset: 'gpt2' }, microBatch: 8, seqLen: 1024 } });
    */
   compareSnapshot(request: CompareSnapshotRequest): CompareSnapshotResult;
-  /** Any function by name (the CLI uses this). */
-  call<K extends FunctionName>(name: K, request: Functions[K][0]): Functions[K][1];
+  /**
+   * Any function by name (the CLI uses this). The request may also be its JSON text: the core's
+   * strict reader then checks what JavaScript's JSON.parse lets through (a duplicate key, a
+   * number such as 1e400), naming the field.
+   */
+  call<K extends FunctionName>(name: K, request: Functions[K][0] | string): Functions[K][1];
 }
 
 /**

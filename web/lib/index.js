@@ -30,7 +30,11 @@ function makeApi(module) {
   const invoke = (name, request, bytes) => {
     let text;
     try {
-      text = JSON.stringify(request === undefined ? {} : request);
+      // a string is the request's JSON text, read by the core's strict reader as it is
+      text =
+        typeof request === 'string'
+          ? request
+          : JSON.stringify(request === undefined ? {} : request);
     } catch (e) {
       throw new TrainmemError('invalid_json', '', `request cannot be serialised: ${e.message}`);
     }
