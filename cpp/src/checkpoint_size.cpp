@@ -368,7 +368,16 @@ json checkpoint_size_json(const json& request) {
   put(out, "differenceFromSimple",
       static_cast<double>(total) - static_cast<double>(simple["totalBytes"].get<uint64_t>()));
   put(out, "simple", std::move(simple));
-  put(out, "exact", !count_only);
+  // torch.save pickles state_dict()._metadata, one entry per module (torch/nn/modules/
+  // module.py state_dict): modules inferred from tensor names miss the parameterless ones
+  const bool modules_guessed = r.format == "torch" && m.modules_inferred;
+  if (modules_guessed)
+    notes.push_back(
+        "not exact: the torch file's pickle lists every module (state_dict._metadata); without "
+        "model.modules the modules are inferred from the tensor names, so those without "
+        "parameters (activations, dropout, containers) are missing, typically 64-768 bytes: "
+        "give model.modules for the exact size");
+  put(out, "exact", !count_only && !modules_guessed);
   put(out, "notes", notes);
   put(out, "formula",
       r.format == "raw"     ? "sum of tensor storages: weights + buffers + optimizer state"

@@ -96,6 +96,7 @@ void finalize_tensors(ModelDescription* m) {
     for (const auto& b : m->buffers) add_prefixes(b.name);
     m->module_count = mods.size();
     for (const auto& s : mods) m->module_name_bytes += s.size();
+    m->modules_inferred = true;
   }
 }
 

@@ -188,3 +188,25 @@ TEST_CASE("bitsandbytes 8-bit Adam: uint8 moments, fp32 absmax per 2048 values",
   CHECK(r["optimizerStates"]["qmap1"] == 1024);
   CHECK(r["breakdown"]["optimizerState"] == 2 * 16777216 + 2 * 32768 + 2 * 1024);
 }
+
+TEST_CASE("checkpoint: the torch format is exact only when the modules are known", "[checkpoint]") {
+  // torch.save(model.state_dict()) pickles one _metadata entry per module, parameterless ones
+  // included (an nn.ReLU between two Linears): from tensor names alone they cannot be known.
+  const json tensors = json::array(
+      {{{"name", "0.weight"}, {"shape", {4, 4}}}, {{"name", "2.weight"}, {"shape", {4, 4}}}});
+  const auto size = [&](json model) {
+    const json env = json::parse(trainmem::call(
+        "checkpointSize",
+        json({{"model", model}, {"format", "torch"}, {"includeOptimizer", false}}).dump()));
+    REQUIRE(env["ok"] == true);
+    return env["result"];
+  };
+  const json guessed = size({{"tensors", tensors}});
+  CHECK(guessed["exact"] == false);
+  CHECK(guessed["notes"].dump().find("model.modules") != std::string::npos);
+  const json known = size({{"tensors", tensors}, {"modules", {"", "0", "1", "2"}}});
+  CHECK(known["exact"] == true);
+  // the ReLU's entry is what the guess missed: the pickle only grows (the zip's 64-byte record
+  // alignment may absorb it)
+  CHECK(known["totalBytes"].get<double>() >= guessed["totalBytes"].get<double>());
+}

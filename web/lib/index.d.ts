@@ -323,7 +323,10 @@ export interface CheckpointSizeResult {
   simple: SimpleCheckpointSize;
   /** totalBytes − simple.totalBytes. */
   differenceFromSimple: number;
-  /** True when computed from the exact tensor list; false for a bare count. */
+  /**
+   * True when computed from the exact tensor list; false for a bare count, and for the torch
+   * format of a tensor list given without `modules` (its pickle lists every module).
+   */
   exact: boolean;
   notes: string[];
   /** How totalBytes was computed. */

@@ -86,6 +86,9 @@ struct ModelDescription {
   // Modules that Module.state_dict() visits (its `_metadata` keys, root "" included): their
   // number and total name length. Estimated from tensor-name prefixes when not known.
   uint64_t module_count = 0;
+  // The modules were inferred from the tensor names (a tensor list without `modules`): those
+  // without parameters (activations, dropout, containers) are missing.
+  bool modules_inferred = false;
   uint64_t module_name_bytes = 0;
   bool has_tensors() const { return !tensors.empty(); }
   bool has_architecture() const { return arch.layers > 0 && arch.hidden > 0; }
