@@ -240,23 +240,12 @@ void simulate(const Request& rq, const activations::ModelActivations& acts,
   if (r->ooms == 0) return;
   // Out of memory on the device: what the run would need is the same trace on an unlimited
   // device (deviceUsedBytes); the OOM stays in the result (fits = false).
-  Result unlimited;
+  // (replay sets the simulation's fields only; the OOM count and the retries stay the
+  // limited run's)
+  Result unlimited = *r;
   replay(rq, t, spec.steps, false, managed, &unlimited);
-  const uint64_t ooms = r->ooms;
-  r->simulated = unlimited.simulated;
-  r->reserved_peak_bytes = unlimited.reserved_peak_bytes;
-  r->allocated_peak_bytes = unlimited.allocated_peak_bytes;
-  r->fragmentation_bytes = unlimited.fragmentation_bytes;
-  r->largest_request_bytes = unlimited.largest_request_bytes;
-  r->first_step_allocated_bytes = unlimited.first_step_allocated_bytes;
-  r->first_step_reserved_bytes = unlimited.first_step_reserved_bytes;
-  r->steady_allocated_bytes = unlimited.steady_allocated_bytes;
-  r->reserved_peak_step = unlimited.reserved_peak_step;
-  r->reserved_peak_phase = unlimited.reserved_peak_phase;
-  r->reserved_peak_layer = unlimited.reserved_peak_layer;
-  r->segments = unlimited.segments;
-  r->device_used_bytes = unlimited.device_used_bytes;
-  r->ooms = ooms;
+  unlimited.alloc_retries = r->alloc_retries;
+  *r = std::move(unlimited);
 }
 
 namespace {
