@@ -1,7 +1,7 @@
-// Replay speed of the caching allocator simulator (cpp/src/caching_allocator.cpp). Not part of the
-// build; from the repository root (one line):
-//   g++ -std=c++17 -O2 -Icpp/include cpp/src/caching_allocator.cpp bench/allocator.bench.cpp
-//   -o /tmp/allocator.bench && /tmp/allocator.bench
+// Replay speed of the caching allocator simulator (cpp/src/allocator/caching_allocator.cpp). Not
+// part of the build; from the repository root (one line):
+//   g++ -std=c++17 -O2 -Icpp/include cpp/src/allocator/caching_allocator.cpp
+//   bench/allocator.bench.cpp -o /tmp/allocator.bench && /tmp/allocator.bench
 // The trace imitates training steps: per layer, forward saves a few activations and frees
 // temporaries; backward frees the saved tensors in reverse while gradients come and go; small
 // (<= 1 MiB) and large tensors are mixed, with sizes jittered per step.

@@ -3,9 +3,9 @@
 #include <cmath>
 #include <utility>
 
+#include "io/json_fields.hpp"
+#include "io/request.hpp"
 #include "trainmem/calculators.hpp"
-#include "trainmem/json_fields.hpp"
-#include "trainmem/request.hpp"
 
 namespace trainmem {
 namespace {

@@ -2,9 +2,9 @@
 // enumeration and choices against an injected, hand-computable peak-memory model.
 #include <catch2/catch.hpp>
 
+#include "io/request.hpp"
 #include "trainmem/accumulation.hpp"
 #include "trainmem/api.hpp"
-#include "trainmem/request.hpp"
 
 using namespace trainmem;
 using namespace trainmem::accumulation;

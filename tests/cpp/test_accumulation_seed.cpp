@@ -4,9 +4,9 @@
 
 #include <fstream>
 
+#include "io/embedded_data.hpp"
+#include "io/request.hpp"
 #include "trainmem/api.hpp"
-#include "trainmem/embedded_data.hpp"
-#include "trainmem/request.hpp"
 #include "trainmem/time_model.hpp"
 
 using trainmem::json;

@@ -1,5 +1,5 @@
-// The CUDA caching allocator simulator (cpp/src/caching_allocator.cpp) on hand-made sequences.
-// Every expected value is worked out by hand from the rule named beside it (function of
+// The CUDA caching allocator simulator (cpp/src/allocator/caching_allocator.cpp) on hand-made
+// sequences. Every expected value is worked out by hand from the rule named beside it (function of
 // c10/cuda/CUDACachingAllocator.cpp, pytorch/pytorch 001074d2); docs/allocator.md lists the rules.
 #include <catch2/catch.hpp>
 

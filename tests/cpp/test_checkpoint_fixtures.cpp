@@ -5,9 +5,9 @@
 #include <cmath>
 #include <fstream>
 
+#include "io/request.hpp"
 #include "trainmem/api.hpp"
 #include "trainmem/optimizer.hpp"
-#include "trainmem/request.hpp"
 
 using trainmem::json;
 

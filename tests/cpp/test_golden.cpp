@@ -5,8 +5,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "io/request.hpp"
 #include "trainmem/api.hpp"
-#include "trainmem/request.hpp"
 
 using trainmem::json;
 

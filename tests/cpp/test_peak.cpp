@@ -6,9 +6,9 @@
 #include <cmath>
 #include <fstream>
 
+#include "io/request.hpp"
 #include "trainmem/api.hpp"
 #include "trainmem/peak_memory.hpp"
-#include "trainmem/request.hpp"
 
 using trainmem::json;
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "io/request.hpp"
 #include "trainmem/api.hpp"
-#include "trainmem/request.hpp"
 
 using trainmem::json;
 

@@ -3,9 +3,9 @@
 // et al. 2023), tensor parallelism, the timeline, and the maxMicroBatch search.
 #include <catch2/catch.hpp>
 
+#include "io/request.hpp"
 #include "trainmem/api.hpp"
 #include "trainmem/peak_memory.hpp"
-#include "trainmem/request.hpp"
 
 using trainmem::json;
 

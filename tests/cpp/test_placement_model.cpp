@@ -4,12 +4,12 @@
 
 #include <string>
 
+#include "io/request.hpp"
 #include "trainmem/activations.hpp"
 #include "trainmem/api.hpp"
 #include "trainmem/error.hpp"
 #include "trainmem/model.hpp"
 #include "trainmem/placement.hpp"
-#include "trainmem/request.hpp"
 
 using namespace trainmem::placement;
 using trainmem::json;

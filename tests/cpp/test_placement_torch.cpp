@@ -18,9 +18,9 @@
 
 #include <fstream>
 
+#include "io/request.hpp"
 #include "trainmem/api.hpp"
 #include "trainmem/placement.hpp"
-#include "trainmem/request.hpp"
 
 using namespace trainmem::placement;
 using trainmem::json;

@@ -2,8 +2,8 @@
 #include <catch2/catch.hpp>
 #include <functional>
 
+#include "io/request.hpp"
 #include "trainmem/api.hpp"
-#include "trainmem/request.hpp"
 
 using namespace trainmem;
 

@@ -3,8 +3,8 @@
 #include <catch2/catch.hpp>
 #include <string>
 
+#include "io/request.hpp"
 #include "trainmem/api.hpp"
-#include "trainmem/request.hpp"
 
 using namespace trainmem;
 

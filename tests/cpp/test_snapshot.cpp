@@ -7,8 +7,8 @@
 #include <iterator>
 #include <string>
 
+#include "io/request.hpp"
 #include "trainmem/api.hpp"
-#include "trainmem/request.hpp"
 
 using namespace trainmem;
 

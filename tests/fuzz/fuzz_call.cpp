@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "io/request.hpp"
 #include "trainmem/api.hpp"
-#include "trainmem/request.hpp"
 
 namespace {
 

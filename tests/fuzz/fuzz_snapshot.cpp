@@ -10,8 +10,8 @@
 #include <set>
 #include <string>
 
+#include "io/request.hpp"
 #include "trainmem/api.hpp"
-#include "trainmem/request.hpp"
 
 namespace {
 

@@ -4,12 +4,13 @@
 Seeds: every request of tests/fixtures/golden.json (cases and errors), each as one file whose
 first byte selects the function (index in trainmem::function_names() order), plus a few
 hand-written hostile requests. Dictionary: tests/fuzz/json.dict plus every identifier-like
-string literal in cpp/src/*.cpp and every key found in cpp/data/**.json, so that the fuzzer
+string literal in cpp/src/**/*.cpp and every key found in cpp/data/**.json, so that the fuzzer
 can spell the request keys and enum values as the calculators land.
 Usage: gen_corpus.py ROOT OUT_SEEDS_DIR OUT_DICT
 """
 import hashlib
 import json
+import glob
 import os
 import re
 import sys
@@ -39,10 +40,9 @@ HOSTILE = [
 def literals(root):
     words = set()
     src = os.path.join(root, "cpp", "src")
-    for name in sorted(os.listdir(src)):
-        if name.endswith(".cpp"):
-            with open(os.path.join(src, name), encoding="utf-8") as f:
-                words.update(re.findall(r'"([A-Za-z][A-Za-z0-9_.\-]{1,40})"', f.read()))
+    for name in sorted(glob.glob(os.path.join(src, "**", "*.cpp"), recursive=True)):
+        with open(name, encoding="utf-8") as f:
+            words.update(re.findall(r'"([A-Za-z][A-Za-z0-9_.\-]{1,40})"', f.read()))
     data = os.path.join(root, "cpp", "data")
 
     def keys(v):

@@ -1,5 +1,5 @@
 // The page's frontier chart data (web/app/frontier.js). The overhead is the headline's:
-// recompute / (forward + backward) in % (cpp/src/placement_simulator.cpp, overheadFraction).
+// recompute / (forward + backward) in % (cpp/src/placement/placement_simulator.cpp, overheadFraction).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { frontierData } from '../../web/app/frontier.js';

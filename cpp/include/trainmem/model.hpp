@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "io/request.hpp"
 #include "trainmem/dtype.hpp"
-#include "trainmem/request.hpp"
 
 namespace trainmem {
 

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "io/request.hpp"
 #include "trainmem/dtype.hpp"
 #include "trainmem/model.hpp"
-#include "trainmem/request.hpp"
 
 namespace trainmem {
 

@@ -6,12 +6,12 @@
 //   snapshots?, budgetBytes?, slots?, checkpointed?, greedyBytes?, frontier?, timeline? }
 // (docs/placement.md lists defaults and meaning).
 #include "trainmem/placement.hpp"
-#include "placement_internal.hpp"
+#include "io/json_fields.hpp"
+#include "io/request.hpp"
+#include "placement/placement_internal.hpp"
 #include "trainmem/activations.hpp"
 #include "trainmem/calculators.hpp"
 #include "trainmem/error.hpp"
-#include "trainmem/json_fields.hpp"
-#include "trainmem/request.hpp"
 
 namespace trainmem {
 namespace {

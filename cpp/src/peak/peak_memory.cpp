@@ -7,10 +7,10 @@
 #include <algorithm>
 #include <cmath>
 
-#include "peak_device.hpp"
-#include "peak_lora.hpp"
+#include "io/request.hpp"
+#include "peak/peak_device.hpp"
+#include "peak/peak_lora.hpp"
 #include "trainmem/error.hpp"
-#include "trainmem/request.hpp"
 
 namespace trainmem {
 namespace peak {

@@ -4,15 +4,15 @@
 #include <string>
 #include <vector>
 
+#include "io/embedded_data.hpp"
+#include "io/json_fields.hpp"
+#include "io/request.hpp"
 #include "trainmem/accumulation.hpp"
 #include "trainmem/activations.hpp"
 #include "trainmem/calculators.hpp"
-#include "trainmem/embedded_data.hpp"
-#include "trainmem/json_fields.hpp"
 #include "trainmem/model.hpp"
 #include "trainmem/optimizer.hpp"
 #include "trainmem/peak_memory.hpp"
-#include "trainmem/request.hpp"
 #include "trainmem/time_model.hpp"
 
 namespace trainmem {

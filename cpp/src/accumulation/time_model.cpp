@@ -3,8 +3,8 @@
 
 #include <algorithm>
 
+#include "io/json_fields.hpp"
 #include "trainmem/error.hpp"
-#include "trainmem/json_fields.hpp"
 
 namespace trainmem {
 namespace time_model {

@@ -1,6 +1,6 @@
 #include "trainmem/dtype.hpp"
 
-#include "trainmem/request.hpp"
+#include "io/request.hpp"
 
 namespace trainmem {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "trainmem/request.hpp"
+#include "io/request.hpp"
 #include "trainmem/snapshot_compare.hpp"
 
 namespace trainmem {

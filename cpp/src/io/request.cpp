@@ -1,4 +1,4 @@
-#include "trainmem/request.hpp"
+#include "io/request.hpp"
 
 #include <algorithm>
 #include <cctype>

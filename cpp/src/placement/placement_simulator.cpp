@@ -24,8 +24,8 @@
 #include <algorithm>
 #include <string>
 
+#include "io/json_fields.hpp"
 #include "trainmem/error.hpp"
-#include "trainmem/json_fields.hpp"
 #include "trainmem/placement.hpp"
 
 namespace trainmem {

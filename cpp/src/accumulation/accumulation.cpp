@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "io/json_fields.hpp"
+#include "io/request.hpp"
 #include "trainmem/error.hpp"
-#include "trainmem/json_fields.hpp"
-#include "trainmem/request.hpp"
 
 namespace trainmem {
 namespace accumulation {

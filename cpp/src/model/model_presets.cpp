@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "trainmem/embedded_data.hpp"
-#include "trainmem/json_fields.hpp"
+#include "io/embedded_data.hpp"
+#include "io/json_fields.hpp"
 #include "trainmem/model.hpp"
 
 namespace trainmem {

@@ -15,7 +15,7 @@
 #include <limits>
 #include <memory>
 
-#include "placement_internal.hpp"
+#include "placement/placement_internal.hpp"
 #include "trainmem/error.hpp"
 
 namespace trainmem {

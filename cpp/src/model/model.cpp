@@ -6,9 +6,9 @@
 #include <map>
 #include <set>
 
+#include "io/embedded_data.hpp"
+#include "io/json_fields.hpp"
 #include "trainmem/calculators.hpp"
-#include "trainmem/embedded_data.hpp"
-#include "trainmem/json_fields.hpp"
 
 namespace trainmem {
 

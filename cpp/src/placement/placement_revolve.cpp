@@ -8,9 +8,9 @@
 #include <limits>
 #include <vector>
 
-#include "placement_internal.hpp"
+#include "io/json_fields.hpp"
+#include "placement/placement_internal.hpp"
 #include "trainmem/error.hpp"
-#include "trainmem/json_fields.hpp"
 
 namespace trainmem {
 namespace placement {

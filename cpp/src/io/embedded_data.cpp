@@ -1,11 +1,11 @@
-#include "trainmem/embedded_data.hpp"
+#include "io/embedded_data.hpp"
 
 #include <algorithm>
 #include <cstring>
 #include <map>
 #include <stdexcept>
 
-#include "trainmem/request.hpp"
+#include "io/request.hpp"
 
 namespace trainmem {
 namespace {

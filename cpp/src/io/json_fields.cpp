@@ -1,4 +1,4 @@
-#include "trainmem/json_fields.hpp"
+#include "io/json_fields.hpp"
 
 namespace trainmem {
 namespace json_fields_detail {

@@ -4,11 +4,11 @@
 // source), without building each model: the page's model picker needs no more at start-up.
 #include <string>
 
+#include "io/embedded_data.hpp"
+#include "io/json_fields.hpp"
+#include "io/request.hpp"
 #include "trainmem/calculators.hpp"
-#include "trainmem/embedded_data.hpp"
-#include "trainmem/json_fields.hpp"
 #include "trainmem/model.hpp"
-#include "trainmem/request.hpp"
 
 namespace trainmem {
 

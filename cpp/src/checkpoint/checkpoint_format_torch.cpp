@@ -9,8 +9,8 @@
 #include <cstring>
 #include <string>
 
+#include "io/request.hpp"
 #include "trainmem/checkpoint_format.hpp"
-#include "trainmem/request.hpp"
 
 namespace trainmem {
 namespace {

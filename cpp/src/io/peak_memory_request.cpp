@@ -4,12 +4,12 @@
 #include <cctype>
 #include <cmath>
 
+#include "io/embedded_data.hpp"
+#include "io/json_fields.hpp"
+#include "io/request.hpp"
 #include "trainmem/calculators.hpp"
-#include "trainmem/embedded_data.hpp"
 #include "trainmem/error.hpp"
-#include "trainmem/json_fields.hpp"
 #include "trainmem/peak_memory.hpp"
-#include "trainmem/request.hpp"
 
 namespace trainmem {
 namespace peak {

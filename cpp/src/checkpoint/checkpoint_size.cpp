@@ -7,13 +7,13 @@
 #include <string>
 #include <vector>
 
+#include "io/json_fields.hpp"
+#include "io/request.hpp"
 #include "trainmem/calculators.hpp"
 #include "trainmem/checkpoint_format.hpp"
 #include "trainmem/dtype.hpp"
-#include "trainmem/json_fields.hpp"
 #include "trainmem/model.hpp"
 #include "trainmem/optimizer.hpp"
-#include "trainmem/request.hpp"
 
 namespace trainmem {
 namespace {

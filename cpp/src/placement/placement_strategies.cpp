@@ -5,10 +5,10 @@
 #include <cmath>
 #include <limits>
 
-#include "placement_internal.hpp"
+#include "io/json_fields.hpp"
+#include "io/request.hpp"
+#include "placement/placement_internal.hpp"
 #include "trainmem/error.hpp"
-#include "trainmem/json_fields.hpp"
-#include "trainmem/request.hpp"
 
 namespace trainmem {
 namespace placement {

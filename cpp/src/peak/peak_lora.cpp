@@ -4,7 +4,7 @@
 // "all-linear" = every nn.Linear / Conv1D except the output embedding), src/peft/utils/
 // constants.py @00073fe (INCLUDE_LINEAR_LAYERS_SHORTHAND = "all-linear";
 // TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING: the defaults below).
-#include "peak_lora.hpp"
+#include "peak/peak_lora.hpp"
 
 #include <algorithm>
 

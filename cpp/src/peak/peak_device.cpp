@@ -2,7 +2,7 @@
 // optimizer become an allocation trace (step_trace.cpp), which runs through the simulator of
 // PyTorch's CUDA caching allocator (caching_allocator.cpp). What nvidia-smi shows is the
 // allocator's reserve plus the CUDA context (docs/allocator.md).
-#include "peak_device.hpp"
+#include "peak/peak_device.hpp"
 
 #include <algorithm>
 #include <cmath>
