@@ -39,7 +39,8 @@ struct RuntimeTraits {
 
 struct Settings {
   uint64_t micro_batch = 1;
-  uint64_t seq_len = 1;
+  uint64_t seq_len = 1;     // the (encoder's) input length
+  uint64_t target_len = 0;  // encoder-decoder: the decoder's length (0 = seq_len)
   Precision precision = Precision::fp32;
   Attention attention = Attention::sdpa;
   uint64_t tensor_parallel = 1;
@@ -92,7 +93,7 @@ struct LayerActivations {
 };
 
 struct ModelActivations {
-  std::string recipe;        // "gpt2" | "bert" | "llama" | "mlp"
+  std::string recipe;        // "gpt2" | "bert" | "llama" | "t5" | "mlp"
   uint64_t input_bytes = 0;  // the batch (int64 token ids)
   std::vector<LayerActivations> layers;
   uint64_t total_saved_bytes = 0;        // input + sum of saved_bytes (no checkpointing)
