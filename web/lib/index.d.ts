@@ -501,8 +501,19 @@ export interface PeakMemoryRequest {
   mlp?: MlpInput;
   /** Samples per micro-step per GPU, whole number ≥ 1. */
   microBatch: number;
-  /** Tokens per sample, whole number ≥ 1, at most the model's positions (not for `mlp`). */
+  /**
+   * Tokens per sample, whole number ≥ 1, at most the model's positions (not for `mlp`). For an
+   * encoder-decoder model (T5, mT5) the encoder's input length (`input_ids`).
+   */
   seqLen?: number;
+  /**
+   * Encoder-decoder models (T5, mT5) only: the decoder's length (`labels`; the decoder reads them
+   * shifted right), whole number ≥ 1; default `seqLen`. T5ForConditionalGeneration takes
+   * `input_ids` and `labels` of their own lengths (transformers modeling_t5.py): activations,
+   * cross-attention scores (targetLen × seqLen), the loss and the time model use both. Any other
+   * model: an error naming `targetLen`.
+   */
+  targetLen?: number;
   /** Default fp32. */
   precision?: Precision;
   /** Default adamw. */
