@@ -285,3 +285,66 @@ TEST_CASE("activations: a T5 encoder block, fp32 with dropout 0.1 on CPU, by han
     CHECK(e.field() == "targetLen");
   }
 }
+
+namespace {
+// Saved bytes of chain layer `i`, eager and compiled, on the CUDA runtime.
+std::pair<uint64_t, uint64_t> eager_compiled(const ModelDescription& m, activations::Settings s,
+                                             size_t i) {
+  s.runtime = peak::runtime_profile("pytorch-cuda", "runtime").traits;
+  s.compiled = false;
+  const uint64_t eager = activations::transformer_activations(m, s).layers.at(i).saved_bytes;
+  s.compiled = true;
+  const auto c = activations::transformer_activations(m, s);
+  CHECK(c.assumptions.front().find("torch.compile") == 0);
+  return {eager, c.layers.at(i).saved_bytes};
+}
+}  // namespace
+
+TEST_CASE("activations: compile for GPT-2, BERT and T5 blocks, by the partitioner's rules",
+          "[activations][compile]") {
+  // torch/_functorch/partitioners.py (pytorch 00c07b9) get_default_op_list: mm / bmm / addmm /
+  // SDPA outputs may not be recomputed, pow / tanh / mul / casts / views may; a node a
+  // backward matmul must read is materialized, so it stays saved.
+  activations::Settings s;
+  s.micro_batch = 2;
+  s.seq_len = 128;  // T = 256
+  s.precision = activations::Precision::amp_bf16;
+  s.attention = activations::Attention::sdpa;
+  // GPT-2 (gelu_new, h 64, i 256): eager keeps x (fp32 copy under autocast), tanh, 0.5x (fp32)
+  // and 1+tanh (16-bit) = 14 B per element; compiled keeps the 16-bit c_fc output only, 2 B:
+  // 12 x T x i = 12 x 256 x 256 = 786,432 B less per block; masks are 1 byte either way (CUDA).
+  ModelDescription g;
+  g.params = 1;
+  g.arch.model_type = "gpt2";
+  g.arch.layers = 2;
+  g.arch.hidden = 64;
+  g.arch.heads = 4;
+  g.arch.intermediate = 256;
+  g.arch.vocab = 100;
+  g.arch.activation = "gelu_new";
+  g.arch.hidden_dropout = g.arch.attention_dropout = 0.1;
+  auto [ge, gc] = eager_compiled(g, s, 1);
+  CHECK(ge - gc == 786432);
+  // BERT (native GELU, post-LayerNorm): every saved tensor is a matmul input or output, a
+  // LayerNorm input or statistic, or a 1-byte mask already: compiled = eager.
+  ModelDescription b = g;
+  b.arch.model_type = "bert";
+  b.arch.activation = "gelu";
+  b.arch.encoder_only = true;
+  auto [be, bc] = eager_compiled(b, s, 1);
+  CHECK(be == bc);
+  // mT5 encoder block in bf16 (h 64, i 256, gated-gelu, no dropout): per T5LayerNorm eager
+  // keeps the fp32 copy (4 B) and the product x * rsqrt (2 B) that compile recomputes: 2 norms
+  // x 6 x T x h = 196,608; gelu_new 8 B -> 2 B and the activation output 2 B -> 0: 8 x T x i =
+  // 524,288. 720,896 B less.
+  ModelDescription t = g;
+  t.arch.model_type = "mt5";
+  t.arch.encoder_layers = 2;
+  t.arch.head_dim = 16;
+  t.arch.gated_mlp = true;
+  t.arch.norm = "rmsnorm";
+  t.arch.hidden_dropout = t.arch.attention_dropout = 0;
+  s.precision = activations::Precision::bf16;
+  auto [te, tc] = eager_compiled(t, s, 1);
+  CHECK(te - tc == 720896);
+}

@@ -588,8 +588,11 @@ export interface PeakMemoryRequest {
    * torch.compile of each block (inductor, default mode; torchtune `compile: True`): the
    * min-cut partitioner (torch/_functorch/partitioners.py) recomputes casts, copies and
    * pointwise duplicates in the backward and keeps matmul, attention and reduction outputs; a
-   * compiled chunked loss keeps its 16-bit logits. Llama-family models only (else an error);
-   * checked against torchtune's published rows, not against a trace. Default false.
+   * compiled chunked loss keeps its 16-bit logits. Every block recipe: Llama-family blocks are
+   * checked against torchtune's published rows; GPT-2, BERT and T5 blocks follow the same rules
+   * (a tensor a backward matmul reads stays saved; gelu_new's pointwise ops, RMSNorm's fp32 copy
+   * and the gated branch's activation are recomputed; dropout keeps a 1-byte mask), derived,
+   * not measured, as `assumptions` says. Default false.
    */
   compile?: boolean;
   /**

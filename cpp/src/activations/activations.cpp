@@ -109,7 +109,11 @@ class Builder {
     return s_.sequence_parallel ? bytes / s_.tensor_parallel : bytes;
   }
   uint64_t mask(uint64_t elements, uint64_t masked_width) const {
-    const uint64_t w = s_.runtime.dropout_mask_bytes ? s_.runtime.dropout_mask_bytes : masked_width;
+    // compiled: the random tensor may not be recomputed (partitioners.py get_default_op_list:
+    // native_dropout, rand_like are random ops), the cheapest cut after it is the bool keep-mask
+    const uint64_t w = s_.compiled                     ? 1
+                       : s_.runtime.dropout_mask_bytes ? s_.runtime.dropout_mask_bytes
+                                                       : masked_width;
     return mul({elements, w});
   }
   // Names are C strings: most are literals, and the name is only kept with `detail`.
@@ -250,7 +254,7 @@ void rms_norm(const Builder& B, const Dims& d, const Widths& w, const Settings& 
   if (copy == Fp32Copy::beyond_input && !s.compiled)
     B.add(l, what + " input in fp32 (beyond the 16-bit input)", B.rep(B.mul({d.T, d.h, 4 - w.res})),
           "PowBackward0 / MulBackward0 keep x.to(float32)");
-  if (copy == Fp32Copy::full && w.res != 4)
+  if (copy == Fp32Copy::full && w.res != 4 && !s.compiled)
     B.add(l, what + " input in fp32", B.rep(B.mul({d.T, d.h, 4})),
           "PowBackward0 keeps x.to(float32); MulBackward0 keeps the 16-bit x");
   if (s.runtime.mean_saves_input)
@@ -467,6 +471,13 @@ void attention_output(const Ctx& c, const AttentionOutputNames& n, LayerActivati
 
 // HF NewGELUActivation ("gelu_new") over d.i per token.
 void gelu_new_saves(const Ctx& c, const Dims& d, LayerActivations* l) {
+  if (c.s.compiled) {
+    // compiled: pow, tanh, mul are recomputable pointwise ops; x is a matmul output (mm may not
+    // be recomputed), so x alone is kept
+    c.B.add(l, "gelu_new input (the formula recomputed)", c.B.tp(c.B.mul({d.T, d.i, c.w.lin})),
+            "compiled: the linear's output, kept for the recomputed gelu_new");
+    return;
+  }
   // 0.5*x*(1+tanh(c*(x+0.044715*x^3))): pow keeps x, tanh its result, the final mul both
   // factors (0.5x and 1+tanh). Autocast runs pow in fp32: x fp32 copy, fp32 tanh and sum.
   const uint64_t per = c.w.amp ? 4 + 4 + 4 + 2 : 4 * c.w.lin;
@@ -613,7 +624,9 @@ void t5_ff(const Ctx& c, const Dims& d, Marks* mk, LayerActivations* l) {
   else
     B.add(l, "activation input", inner, "the activation's backward keeps its input");
   if (gated) {
-    if (!relu) B.add(l, "activation output (wi_0 branch)", inner, "MulBackward0 keeps it");
+    // compiled: act(wi_0 output) is recomputed from the kept wi_0 output
+    if (!relu && !c.s.compiled)
+      B.add(l, "activation output (wi_0 branch)", inner, "MulBackward0 keeps it");
     B.add(l, "wi_1 output", inner, "MulBackward0 keeps it");
   }
   if (d.p_hid) {
@@ -831,10 +844,6 @@ void check_settings(const ModelDescription& m, const Settings& s, const std::str
     fail(code::kInconsistent, "targetLen",
          {"targetLen is the decoder length of an encoder-decoder model; '", ar.model_type,
           "' has one sequence: give seqLen only"});
-  if (s.compiled && recipe != "llama")
-    fail(code::kUnsupported, "compile",
-         {"compile is modelled for Llama-family blocks; '", ar.model_type,
-          "' runs its eager recipe only: leave compile out"});
 }
 
 // What the result states about its recipe.
@@ -885,11 +894,18 @@ ModelActivations transformer_activations(const ModelDescription& m, const Settin
   cross.Tk = d.T;
   const Ctx dc{B, dec, w, s, ar, eager};
 
-  if (s.compiled)
+  if (s.compiled && out.recipe == "llama")
     out.assumptions.push_back(
         "torch.compile (each block): casts, copies and pointwise duplicates are recomputed in "
         "the backward, matmul, attention and reduction outputs kept (the partitioner's rules; "
         "checked against torchtune's published Llama 3.2 3B rows, not against a trace)");
+  else if (s.compiled)
+    out.assumptions.push_back(
+        "torch.compile (each block), derived from the min-cut partitioner's rules, not measured "
+        "(torch 1.13 has no torch.compile): matmul and attention outputs and every tensor a "
+        "backward matmul reads stay saved; casts, the RMSNorm's fp32 copy and product, "
+        "gelu_new's pointwise ops and the gated branch's activation are recomputed; dropout "
+        "keeps a 1-byte mask");
   out.input_bytes = B.mul({d.T, 8});  // int64 input_ids
   out.layers.push_back(embeddings(c, out.recipe));
 
