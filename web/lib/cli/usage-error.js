@@ -1,9 +1,15 @@
-// A bad command line: `.code`, the `.flag` at fault (without --) and the request `.field`.
-export class UsageError extends Error {
+// A bad command line: a TrainmemError whose `.flag` (without --) names the flag at fault.
+import { TrainmemError } from '../errors.js';
+
+export class UsageError extends TrainmemError {
+  /**
+   * @param {string} code
+   * @param {string} flag
+   * @param {string} message
+   * @param {string} [field]
+   */
   constructor(code, flag, message, field = '') {
-    super(message);
-    this.code = code;
+    super(code, field, message);
     this.flag = flag;
-    this.field = field;
   }
 }
