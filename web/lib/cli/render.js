@@ -1,57 +1,24 @@
 // Rendering of results: a table (or Markdown) of every field, bytes in both unit systems.
-export const isBytesKey = (path) => {
-  const last = path
-    .split('.')
-    .pop()
-    .replace(/\[\d+\]$/, '');
-  if (/perParam|PerParam|fraction|Fraction/.test(last)) return false;
-  return (
-    /Bytes$|^bytes$|^differenceFromSimple$/.test(last) ||
-    /(^|\.)(breakdown|optimizerStates)(\.|$)/.test(path)
-  );
-};
-// Bytes in both unit systems, as the page shows them: decimal (GB = 10^9) and binary
-// (GiB = 2^30), at the scale of the value.
-const SCALES = [
-  [1e12, 'TB', 2 ** 40, 'TiB'],
-  [1e9, 'GB', 2 ** 30, 'GiB'],
-  [1e6, 'MB', 2 ** 20, 'MiB'],
-  [1e3, 'kB', 2 ** 10, 'KiB'],
-];
-export const humanBytes = (n) => {
-  const s = SCALES.find(([d]) => Math.abs(n) >= d);
-  if (!s) return '';
-  return `${(n / s[0]).toFixed(2)} ${s[1]}, ${(n / s[2]).toFixed(2)} ${s[3]}`;
-};
+import { flatten, humanBytes, isBytesKey } from '../units.js';
 
-export function flatten(value, path, rows) {
-  if (Array.isArray(value)) {
-    if (value.every((v) => v === null || typeof v !== 'object') && value.length <= 16) {
-      rows.push([path, JSON.stringify(value)]);
-    } else if (
-      value.length > 16 ||
-      value.some(
-        (v) => v && typeof v === 'object' && !Array.isArray(v) && Object.keys(v).length > 8,
-      )
-    ) {
-      rows.push([path, `(${value.length} entries: see --format json)`]);
-    } else {
-      value.forEach((v, i) => flatten(v, `${path}[${i}]`, rows));
-    }
-  } else if (value !== null && typeof value === 'object') {
-    const keys = Object.keys(value);
-    if (keys.length === 0) rows.push([path, '{}']);
-    for (const k of keys) flatten(value[k], path ? `${path}.${k}` : k, rows);
-  } else {
-    rows.push([path, value]);
+// Arrays in a table: a short list of scalars as JSON, a long one (or one of big objects) as a
+// pointer to --format json, others one row per entry.
+const tableArray = (value) => {
+  if (value.every((v) => v === null || typeof v !== 'object') && value.length <= 16) {
+    return JSON.stringify(value);
   }
-}
+  if (
+    value.length > 16 ||
+    value.some((v) => v && typeof v === 'object' && !Array.isArray(v) && Object.keys(v).length > 8)
+  ) {
+    return `(${value.length} entries: see --format json)`;
+  }
+  return undefined;
+};
 
 function tableRows(results) {
   const perResult = results.map((r) => {
-    const rows = [];
-    flatten(r, '', rows);
-    return new Map(rows);
+    return new Map(flatten(r, { array: tableArray, empty: '{}' }));
   });
   const paths = [];
   for (const m of perResult) for (const p of m.keys()) if (!paths.includes(p)) paths.push(p);
