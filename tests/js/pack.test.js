@@ -36,6 +36,7 @@ test('the tarball holds the whitelist and nothing users do not need', () => {
     'web/lib/index.d.ts',
     'web/lib/index.d.cts',
     'web/lib/errors.js',
+    'web/lib/units.js',
     'web/lib/cli.js',
     'web/lib/cli/main.js',
     'web/lib/cli/args.js',
