@@ -188,6 +188,7 @@ export async function mountApp(root, options = {}) {
     get st() {
       return st;
     },
+    tm,
     solver,
     snapPanel,
     get verdictEl() {
@@ -295,7 +296,11 @@ export async function mountApp(root, options = {}) {
           'section',
           { class: 'context', 'aria-labelledby': 'tm-ctx-h' },
           h('h2', { id: 'tm-ctx-h' }, t('ctx.heading')),
-          h('div', { class: 'fields' }, fields(ctxKeys, tab)),
+          h(
+            'div',
+            { class: options.bare ? 'fields fields-compact' : 'fields' },
+            fields(ctxKeys, tab),
+          ),
         );
     // The full page leads with the question every first visit asks, and its answer.
     verdictEl = null;
@@ -367,7 +372,9 @@ export async function mountApp(root, options = {}) {
     dialogEl = embed ? null : embedDialog();
     put(
       rootEl,
-      header,
+      // The iframe mode has no page header: the host page is the page, and the result has to
+      // show within the embed code's height (900 px).
+      options.bare ? null : header,
       h(
         'main',
         { class: 'layout' },
@@ -523,6 +530,7 @@ export async function mountApp(root, options = {}) {
       return;
     }
     computeVerdict();
+    showParsed();
     const done = (result) => {
       if (seq !== computeSeq) return;
       put(statusEl);
@@ -590,6 +598,32 @@ export async function mountApp(root, options = {}) {
       }
     }
     renderExample();
+  }
+
+  /** Under a pasted config.json: what the core read from it (model type, layers, parameters). */
+  function showParsed() {
+    const slot = rootEl.querySelector('#tm-config-parsed');
+    if (!slot) return;
+    if (st.modelSource !== 'config' || !st.config.trim()) return put(slot);
+    try {
+      const d = tm.describeModel({ model: modelOf(st) });
+      put(
+        slot,
+        t('parsed.heading'),
+        ' ',
+        h('code', { class: 'parsed-type' }, String(d.modelType || d.architecture || '')),
+        ' · ',
+        h('span', { class: 'parsed-layers' }, t('parsed.layers', { n: t.int(d.layers) })),
+        ' · ',
+        h(
+          'span',
+          { class: 'parsed-params', 'data-params': String(d.params) },
+          t('parsed.params', { n: t.int(d.params) }),
+        ),
+      );
+    } catch {
+      put(slot); // the error box says why
+    }
   }
 
   function markFirst() {

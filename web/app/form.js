@@ -279,6 +279,8 @@ export function makeForm(ctx) {
         h('label', { for: `${id}-file`, class: 'file-label' }, t('field.configFile')),
         file,
         help ? h('small', { id: helpId, class: 'help' }, help) : null,
+        // what the core read from the text (filled by the controller after each computation)
+        h('p', { id: 'tm-config-parsed', class: 'parsed', 'aria-live': 'polite' }),
       );
     } else if (f.kind === 'text') {
       // free text sent to the core as it is (the core names the field when it cannot read it)

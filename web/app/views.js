@@ -497,6 +497,43 @@ export function makeViews(ctx) {
     el.append(details(res));
   }
 
+  /**
+   * The module name of each layer of a model's chain, or its number (from 0, as the API's
+   * `checkpointed` ranges) for a uniform chain. The chain is the peak-memory model's: the
+   * embedding, one layer per block, the head (docs/placement.md); the blocks' prefix is read
+   * from the model's tensor names (`transformer.h.0.ln_1.weight` → `transformer.h.`).
+   * @param {any} req
+   * @returns {(i: number) => string}
+   */
+  function chainNames(req) {
+    const num = (/** @type {number} */ i) => String(i);
+    if (!req.model) return num;
+    /** @type {any} */
+    let d;
+    try {
+      d = ctx.tm.describeModel({ model: req.model });
+    } catch {
+      return num;
+    }
+    const tensors = Array.isArray(d?.tensors) ? d.tensors : [];
+    const m = tensors.map((x) => /^(.*?\.)(\d+)\./.exec(String(x.name))).find(Boolean);
+    const layers = typeof d?.layers === 'number' ? d.layers : 0;
+    if (!m || !layers) return num;
+    const prefix = m[1];
+    const embed = String(tensors[0]?.name || 'embedding').replace(/\.weight$/, '');
+    return (i) =>
+      i === 0 ? embed : i <= layers ? `${prefix}${i - 1}` : i === layers + 1 ? 'lm_head' : num(i);
+  }
+
+  /** "transformer.h.7" after "transformer.h.4" → "h.7" (the shared prefix said once). */
+  function shortName(/** @type {string} */ a, /** @type {string} */ b) {
+    const pa = a.split('.');
+    const pb = b.split('.');
+    let k = 0;
+    while (k < pa.length - 1 && k < pb.length - 1 && pa[k] === pb[k]) k++;
+    return pb.slice(Math.max(0, k - 1)).join('.');
+  }
+
   function renderPlace(el, res, req) {
     const { t, st, solver } = ctx;
     el.append(
@@ -515,6 +552,8 @@ export function makeViews(ctx) {
     if (typeof res.storedBytes === 'number')
       el.append(h('p', {}, t('place.stored'), ' ', t.both(res.storedBytes)));
     const segs = Array.isArray(res.checkpointed) ? res.checkpointed : [];
+    // Layers are numbered from 0, as in the API; a model's layers by their module names.
+    const names = chainNames(req);
     el.append(
       h(
         'p',
@@ -524,7 +563,7 @@ export function makeViews(ctx) {
         t.n(
           segs
             .slice(0, 40)
-            .map(([a, b]) => `${a + 1}–${b + 1}`)
+            .map(([a, b]) => (a === b ? names(a) : `${names(a)}–${shortName(names(a), names(b))}`))
             .join(', ') + (segs.length > 40 ? ' …' : ''),
           'num-list',
         ),
