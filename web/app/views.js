@@ -98,7 +98,7 @@ export function makeViews(ctx) {
     );
   }
 
-  function breakdownChart(el, scenarios) {
+  function breakdownChart(el, scenarios, capacity = undefined) {
     const { t } = ctx;
     // scenarios: [{ label, breakdown }]
     const keys = [];
@@ -117,6 +117,7 @@ export function makeViews(ctx) {
       scenarios: scenarios.map((s) => s.label),
       parts,
       t,
+      capacity,
       ...chartOpts('breakdown'),
     });
   }
@@ -184,7 +185,9 @@ export function makeViews(ctx) {
     const scenarios = [{ label: t('size.thisConfig'), breakdown: res.breakdown }];
     // The core returns the seed's simple formula beside the exact answer (res.simple).
     if (res.simple && typeof res.simple.totalBytes === 'number') {
-      scenarios.unshift({ label: t('size.simpleFormula'), breakdown: res.simple.breakdown });
+      // (two bars only when they differ: the same number twice compares nothing)
+      if (res.simple.totalBytes !== res.totalBytes)
+        scenarios.unshift({ label: t('size.simpleFormula'), breakdown: res.simple.breakdown });
       el.append(
         h(
           'p',
@@ -225,7 +228,7 @@ export function makeViews(ctx) {
     return key ? timeline.map((e) => (typeof e[key] === 'number' ? e[key] : null)) : null;
   }
 
-  function timelineChart(el, timeline, titleKey) {
+  function timelineChart(el, timeline, titleKey, capacity = undefined) {
     const { t } = ctx;
     if (!Array.isArray(timeline) || timeline.length < 2) return;
     const vals = timelineValues(timeline);
@@ -262,6 +265,7 @@ export function makeViews(ctx) {
       series,
       mark: { index: peak, value: vals[peak] / 2 ** 30, label: t('chart.peak') },
       t,
+      capacity,
       ...chartOpts(titleKey),
     });
   }
@@ -325,9 +329,15 @@ export function makeViews(ctx) {
       el.append(h('p', {}, t('peak.maxMicroBatch'), ' ', t.n(t.int(res.maxMicroBatch))));
     el.append(deviceNumbers(res));
     if (fits === false && !ctx.verdictEl) el.append(suggestionsLater());
-    breakdownChart(el, [{ label: t('size.thisConfig'), breakdown: res.breakdown }]);
+    // The GPU's memory as a line on both charts (GiB, as their axes).
+    const used = device ? res.deviceUsedBytes : res.peakBytes;
+    const capacity =
+      typeof res.headroomBytes === 'number'
+        ? { value: (used + res.headroomBytes) / 2 ** 30, label: t('chart.capacity') }
+        : undefined;
+    breakdownChart(el, [{ label: t('size.thisConfig'), breakdown: res.breakdown }], capacity);
     el.append(breakdownTable(res.breakdown, res.peakPhase) || '');
-    timelineChart(el, res.timeline, 'peak.timeline');
+    timelineChart(el, res.timeline, 'peak.timeline', capacity);
     el.append(details(res));
     el.append(snapPanel.element(req));
   }
