@@ -19,6 +19,9 @@ if (typeof document !== 'undefined')
  * @returns {Promise<string>}
  */
 export async function startErrorText(e, lang) {
+  // The violation event is a task queued after the blocked fetch has already failed: let it
+  // arrive before deciding.
+  if (!violations.length) await new Promise((ok) => setTimeout(ok, 150));
   const l = lang === 'en' || lang === 'ar' ? lang : browserLang();
   const en = await loadStrings('en');
   const strings = await loadStrings(l).catch(() => en);
