@@ -21,7 +21,6 @@ import {
   USES,
   STRUCTURAL,
   makeForm,
-  parseCount,
 } from './form.js';
 import { makeViews } from './views.js';
 import { makeVerdict } from './verdict.js';
@@ -716,4 +715,4 @@ export async function mountApp(root, options = {}) {
   };
 }
 
-export { modelOf, parseCount };
+export { modelOf };

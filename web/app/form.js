@@ -4,6 +4,7 @@
 // { t, st, presets, show, invalid, update, compute }.
 import { h } from './dom.js';
 import { FIELDS } from './state.js';
+import { parseCount, parseNumber } from '../lib/units.js';
 
 // Inputs of each part of the page, in focus order.
 export const CONTEXT_FIELDS = [
@@ -150,20 +151,6 @@ export function visible(key, st, tab) {
     default:
       return true;
   }
-}
-
-/** "7B", "124M", "6,738,415,616", "6.7e9" → a whole number, or NaN. */
-export function parseCount(text) {
-  const m = /^\s*(\d+(?:\.\d+)?(?:e\d+)?)\s*([kmbt])?\s*$/i.exec(
-    String(text).replace(/[,_\s](?=\d)/g, ''),
-  );
-  if (!m) return NaN;
-  const mult = { k: 1e3, m: 1e6, b: 1e9, t: 1e12 }[(m[2] || '').toLowerCase()] || 1;
-  const n = Number(m[1]) * mult;
-  const whole = Math.round(n);
-  // "4.5" is not a count (no silent rounding to 5); "6.7B" is, up to float error
-  if (Math.abs(n - whole) > 1e-9 * Math.max(1, n)) return NaN;
-  return Number.isSafeInteger(whole) ? whole : NaN;
 }
 
 /** @param {any} ctx */
@@ -337,7 +324,7 @@ export function makeForm(ctx) {
         'aria-describedby': [helpId, errId].filter(Boolean).join(' '),
         oninput: (e) => {
           const raw = e.target.value;
-          const n = f.kind === 'int' ? parseCount(raw) : Number(raw.replace(/,/g, ''));
+          const n = f.kind === 'int' ? parseCount(raw) : parseNumber(raw);
           const ok =
             raw.trim() !== '' &&
             Number.isFinite(n) &&
