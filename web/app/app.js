@@ -196,6 +196,7 @@ export async function mountApp(root, options = {}) {
     optionLabel,
     chartOpts,
     suggestionsLater: verdict.suggestionsLater,
+    fitsWithMargin: verdict.fitsWithMargin,
   });
   const { RENDER, partLabel } = views;
 

@@ -360,5 +360,12 @@ export function makeVerdict(ctx) {
       verdictError(e);
     }
   }
-  return { suggestionsLater, renderVerdict, verdictError, verdictInvalid, computeVerdict };
+  return {
+    suggestionsLater,
+    renderVerdict,
+    verdictError,
+    verdictInvalid,
+    computeVerdict,
+    fitsWithMargin,
+  };
 }

@@ -297,7 +297,7 @@ export function makeViews(ctx) {
 
   function renderPeak(el, res, req) {
     const { t, snapPanel } = ctx;
-    const fits = res.fits;
+    const fits = ctx.fitsWithMargin(res); // the core's verdict, with the safety margin if set
     const device = typeof res.deviceUsedBytes === 'number';
     el.append(
       headline(
