@@ -638,7 +638,8 @@ export async function mountApp(root, options = {}) {
       'div',
       { class: unsupported ? 'notice' : 'error', role: 'alert', 'data-code': e.code || '' },
       h('strong', {}, unsupported ? t('error.unsupportedTitle') : t('error.title')),
-      h('p', { lang: 'en' }, String(e.message)),
+      t.lang !== 'en' && t.coreError(e.code) ? h('p', {}, t.coreError(e.code)) : null,
+      h('p', { lang: 'en', dir: 'ltr' }, String(e.message)),
       unsupported ? h('p', { class: 'muted' }, t('error.unsupported')) : null,
       e.field
         ? h(
@@ -825,7 +826,7 @@ export async function mountApp(root, options = {}) {
     return s === key ? k : s;
   }
 
-  function breakdownTable(breakdown, peakPhase = '') {
+  function breakdownTable(breakdown, peakPhase = '', res = null) {
     const parts = breakdownParts(breakdown);
     if (!parts.length) return null;
     const total = parts.reduce((a, [, v]) => a + v, 0);
@@ -879,7 +880,7 @@ export async function mountApp(root, options = {}) {
                   ? h(
                       'td',
                       { class: 'source', 'data-label': t('result.source') },
-                      h('span', { lang: 'en', dir: 'ltr' }, src),
+                      t.core(res, `breakdown.${k}.source`, src),
                     )
                   : null,
               ),
@@ -965,7 +966,13 @@ export async function mountApp(root, options = {}) {
     );
     if (res.formula)
       el.append(
-        h('p', { class: 'formula' }, t('size.formula'), ' ', h('code', {}, String(res.formula))),
+        h(
+          'p',
+          { class: 'formula' },
+          t('size.formula'),
+          ' ',
+          t.core(res, 'formula', res.formula, 'code'),
+        ),
       );
     const scenarios = [{ label: t('size.thisConfig'), breakdown: res.breakdown }];
     // The core returns the seed's simple formula beside the exact answer (res.simple).
@@ -992,17 +999,13 @@ export async function mountApp(root, options = {}) {
         ),
       );
     }
-    const notes = Array.isArray(res.notes) ? res.notes.filter((n) => typeof n === 'string') : [];
-    if (notes.length)
-      el.append(
-        h(
-          'ul',
-          { class: 'notes', lang: 'en' },
-          notes.map((n) => h('li', {}, n)),
-        ),
-      );
+    const notes = Array.isArray(res.notes) ? res.notes : [];
+    const noteItems = notes.flatMap((n, i) =>
+      typeof n === 'string' ? [t.core(res, `notes[${i}]`, n, 'li')] : [],
+    );
+    if (noteItems.length) el.append(h('ul', { class: 'notes' }, noteItems));
     breakdownChart(el, scenarios);
-    el.append(breakdownTable(res.breakdown) || '', details(res));
+    el.append(breakdownTable(res.breakdown, '', res) || '', details(res));
   }
 
   function timelineValues(timeline) {
@@ -1075,6 +1078,21 @@ export async function mountApp(root, options = {}) {
     );
   }
 
+  /** The result's assumptions, in the page's language where the core gave their codes. */
+  function assumptionList(res) {
+    const list = Array.isArray(res.assumptions) ? res.assumptions : [];
+    const items = list.flatMap((a, i) =>
+      typeof a === 'string' ? [t.core(res, `assumptions[${i}]`, a, 'li')] : [],
+    );
+    if (!items.length) return '';
+    return h(
+      'details',
+      { class: 'assumptions' },
+      h('summary', {}, t('result.assumptions')),
+      h('ul', { class: 'notes' }, items),
+    );
+  }
+
   function renderPeak(el, res, req) {
     const fits = res.fits;
     const device = typeof res.deviceUsedBytes === 'number';
@@ -1109,7 +1127,8 @@ export async function mountApp(root, options = {}) {
     el.append(deviceNumbers(res));
     if (fits === false && !verdictEl) el.append(suggestionsLater(req));
     breakdownChart(el, [{ label: t('size.thisConfig'), breakdown: res.breakdown }]);
-    el.append(breakdownTable(res.breakdown, res.peakPhase) || '');
+    el.append(breakdownTable(res.breakdown, res.peakPhase, res) || '');
+    el.append(assumptionList(res));
     timelineChart(el, res.timeline, 'peak.timeline');
     el.append(details(res));
     el.append(snapPanel.element(req));
@@ -1479,15 +1498,17 @@ export async function mountApp(root, options = {}) {
       );
     }
     const notes = [
-      res.checkpointing?.message,
-      ...(Array.isArray(res.warnings) ? res.warnings.map((w) => w?.message) : []),
-    ].filter((m) => typeof m === 'string');
+      ['checkpointing.message', res.checkpointing?.message],
+      ...(Array.isArray(res.warnings)
+        ? res.warnings.map((w, i) => [`warnings[${i}].message`, w?.message])
+        : []),
+    ].filter(([, m]) => typeof m === 'string');
     if (notes.length)
       el.append(
         h(
           'ul',
-          { class: 'notes', lang: 'en' },
-          notes.map((m) => h('li', {}, m)),
+          { class: 'notes' },
+          notes.map(([path, m]) => t.core(res, path, m, 'li')),
         ),
       );
     const rows = Array.isArray(res.comparison?.rows) ? res.comparison.rows : null;
