@@ -417,7 +417,8 @@ export async function mountApp(root, options = {}) {
       'div',
       { class: unsupported ? 'notice' : 'error', role: 'alert', 'data-code': e.code || '' },
       h('strong', {}, unsupported ? t('error.unsupportedTitle') : t('error.title')),
-      h('p', { lang: 'en' }, String(e.message)),
+      t.lang !== 'en' && t.coreError(e.code) ? h('p', {}, t.coreError(e.code)) : null,
+      h('p', { lang: 'en', dir: 'ltr' }, String(e.message)),
       unsupported ? h('p', { class: 'muted' }, t('error.unsupported')) : null,
       e.field
         ? h(

@@ -34,7 +34,7 @@ export function makeViews(ctx) {
     return s === key ? k : s;
   }
 
-  function breakdownTable(breakdown, peakPhase = '') {
+  function breakdownTable(breakdown, peakPhase = '', res = null) {
     const { t } = ctx;
     const parts = breakdownParts(breakdown);
     if (!parts.length) return null;
@@ -89,7 +89,7 @@ export function makeViews(ctx) {
                   ? h(
                       'td',
                       { class: 'source', 'data-label': t('result.source') },
-                      h('span', { lang: 'en', dir: 'ltr' }, src),
+                      t.core(res, `breakdown.${k}.source`, src),
                     )
                   : null,
               ),
@@ -180,7 +180,13 @@ export function makeViews(ctx) {
     );
     if (res.formula)
       el.append(
-        h('p', { class: 'formula' }, t('size.formula'), ' ', h('code', {}, String(res.formula))),
+        h(
+          'p',
+          { class: 'formula' },
+          t('size.formula'),
+          ' ',
+          t.core(res, 'formula', res.formula, 'code'),
+        ),
       );
     const scenarios = [{ label: t('size.thisConfig'), breakdown: res.breakdown }];
     // The core returns the seed's simple formula beside the exact answer (res.simple).
@@ -209,17 +215,13 @@ export function makeViews(ctx) {
         ),
       );
     }
-    const notes = Array.isArray(res.notes) ? res.notes.filter((n) => typeof n === 'string') : [];
-    if (notes.length)
-      el.append(
-        h(
-          'ul',
-          { class: 'notes', lang: 'en' },
-          notes.map((n) => h('li', {}, n)),
-        ),
-      );
+    const notes = Array.isArray(res.notes) ? res.notes : [];
+    const noteItems = notes.flatMap((n, i) =>
+      typeof n === 'string' ? [t.core(res, `notes[${i}]`, n, 'li')] : [],
+    );
+    if (noteItems.length) el.append(h('ul', { class: 'notes' }, noteItems));
     breakdownChart(el, scenarios);
-    el.append(breakdownTable(res.breakdown) || '', details(res));
+    el.append(breakdownTable(res.breakdown, '', res) || '', details(res));
   }
 
   function timelineValues(timeline) {
@@ -295,6 +297,22 @@ export function makeViews(ctx) {
     );
   }
 
+  /** The result's assumptions, in the page's language where the core gave their codes. */
+  function assumptionList(res) {
+    const { t } = ctx;
+    const list = Array.isArray(res.assumptions) ? res.assumptions : [];
+    const items = list.flatMap((a, i) =>
+      typeof a === 'string' ? [t.core(res, `assumptions[${i}]`, a, 'li')] : [],
+    );
+    if (!items.length) return '';
+    return h(
+      'details',
+      { class: 'assumptions' },
+      h('summary', {}, t('result.assumptions')),
+      h('ul', { class: 'notes' }, items),
+    );
+  }
+
   function renderPeak(el, res, req) {
     const { t, snapPanel } = ctx;
     const fits = ctx.fitsWithMargin(res); // the core's verdict, with the safety margin if set
@@ -336,7 +354,8 @@ export function makeViews(ctx) {
         ? { value: (used + res.headroomBytes) / 2 ** 30, label: t('chart.capacity') }
         : undefined;
     breakdownChart(el, [{ label: t('size.thisConfig'), breakdown: res.breakdown }], capacity);
-    el.append(breakdownTable(res.breakdown, res.peakPhase) || '');
+    el.append(breakdownTable(res.breakdown, res.peakPhase, res) || '');
+    el.append(assumptionList(res));
     timelineChart(el, res.timeline, 'peak.timeline', capacity);
     el.append(details(res));
     el.append(snapPanel.element(req));
@@ -470,15 +489,17 @@ export function makeViews(ctx) {
       );
     }
     const notes = [
-      res.checkpointing?.message,
-      ...(Array.isArray(res.warnings) ? res.warnings.map((w) => w?.message) : []),
-    ].filter((m) => typeof m === 'string');
+      ['checkpointing.message', res.checkpointing?.message],
+      ...(Array.isArray(res.warnings)
+        ? res.warnings.map((w, k) => [`warnings[${k}].message`, w?.message])
+        : []),
+    ].filter(([, m]) => typeof m === 'string');
     if (notes.length)
       el.append(
         h(
           'ul',
-          { class: 'notes', lang: 'en' },
-          notes.map((m) => h('li', {}, m)),
+          { class: 'notes' },
+          notes.map(([path, m]) => t.core(res, path, m, 'li')),
         ),
       );
     const rows = Array.isArray(res.comparison?.rows) ? res.comparison.rows : null;

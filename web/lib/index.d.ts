@@ -275,6 +275,22 @@ export interface InexactNumber {
   exact: string;
 }
 
+/**
+ * One clause of a sentence the core wrote into a result: its code in the core's message
+ * catalog (`cpp/data/messages.json`) and the values of its `{name}` parameters, so that a page
+ * can show the sentence in its own language.
+ */
+export interface MessagePart {
+  code: string;
+  params: Record<string, string>;
+}
+/**
+ * The sentences of a result as codes, keyed by their path in the result
+ * (`"breakdown.weights.source"`, `"assumptions[0]"`): one part per clause (clauses are joined
+ * by "; "). Only sentences the catalog spells are listed; names and user input are not.
+ */
+export type MessageCodes = Record<string, MessagePart[]>;
+
 /** Seed 003's simple formula: params × copies per parameter × bytes per copy. */
 export interface SimpleCheckpointSize {
   totalBytes: number;
@@ -332,6 +348,7 @@ export interface CheckpointSizeResult {
   /** How totalBytes was computed. */
   formula: string;
   inexact?: InexactNumber[];
+  messages?: MessageCodes;
 }
 /** Bytes per category of a checkpoint. */
 export interface CheckpointBreakdown {
@@ -460,6 +477,7 @@ export interface DescribeModelResult {
    */
   assumptions: string[];
   inexact?: InexactNumber[];
+  messages?: MessageCodes;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -758,6 +776,7 @@ export interface PeakMemoryResult {
   /** Memory over the step (absent with `timeline: false`). */
   timeline?: TimelinePoint[];
   inexact?: InexactNumber[];
+  messages?: MessageCodes;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -836,6 +855,7 @@ export interface AccumulationForwardResult {
   /** Micro-batches of the last, short accumulation. */
   remainderMicroBatches?: number;
   inexact?: InexactNumber[];
+  messages?: MessageCodes;
 }
 
 /** Step time of one plan (seconds, FLOPs). */
@@ -966,6 +986,7 @@ export interface AccumulationPlanResult {
   /** `target-not-divisible`, `batchnorm-per-micro-batch`, `loss-averaging`, … */
   warnings: Array<{ code: string; message: string }>;
   inexact?: InexactNumber[];
+  messages?: MessageCodes;
 }
 
 /** Result of {@link Trainmem.accumulation}: by `mode`. */
@@ -1079,6 +1100,7 @@ export interface PlacementPlanResult {
   /** With `frontier: true`. */
   frontier?: FrontierPoint[];
   inexact?: InexactNumber[];
+  messages?: MessageCodes;
 }
 
 /** `frontier: true` for a budgeted strategy without a budget: the frontier only. */
@@ -1086,6 +1108,7 @@ export interface PlacementFrontierResult {
   strategy: PlacementStrategy;
   frontier: FrontierPoint[];
   inexact?: InexactNumber[];
+  messages?: MessageCodes;
 }
 
 /** Result of {@link Trainmem.placement}. */
@@ -1150,6 +1173,7 @@ export interface PresetsResult {
   /** Worked examples shipped as data (requests with their source). */
   examples: Array<Record<string, unknown>>;
   inexact?: InexactNumber[];
+  messages?: MessageCodes;
 }
 
 // ---------------------------------------------------------------------------------------
