@@ -59,6 +59,11 @@ struct Settings {
   // keeps matmul, attention and reduction outputs (torch/_functorch/partitioners.py
   // min_cut_rematerialization_partition). Modelled for Llama-family blocks.
   bool compiled = false;
+  // torchao float8 training (convert_to_float8_training, dynamic tensorwise scaling): every
+  // block Linear casts its input and weight to float8 for the forward matmul and grad_output,
+  // weight and input again in the backward (float8_linear.py matmul_with_hp_or_float8_args);
+  // the casts are transients, the saved tensors stay high precision. Llama-family blocks.
+  bool float8 = false;
 };
 
 // One saved tensor (or a group of equal ones) of a layer.
