@@ -3,13 +3,19 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <fstream>
 #include <string>
 
 #include "trainmem/activations.hpp"
 #include "trainmem/api.hpp"
+#include "trainmem/placement.hpp"
 
 using trainmem::json;
 using namespace trainmem;
+
+// test_activations.cpp: a fixture case's hand-built model and the torch 1.13 CPU settings
+ModelDescription fixture_model(const json& c);
+activations::Settings cpu_settings(const json& c);
 
 namespace {
 constexpr double MiB = 1048576.0;
@@ -239,4 +245,43 @@ TEST_CASE("packed and padded batches", "[peak][samples]") {
   plan["targetGlobalBatch"] = 8;
   plan["samples"] = {{"lengths", {100, 200}}};
   CHECK(error_field("accumulation", plan) == "samples");
+}
+
+TEST_CASE("padded and packed batches against torch 1.13: memory follows the padded shape",
+          "[activations][samples]") {
+  // tests/fixtures/torch_samples.json (tools/measure_samples.py): saved bytes of real batches.
+  std::ifstream in(std::string(TM_SOURCE_DIR) + "/tests/fixtures/torch_samples.json");
+  REQUIRE(in.good());
+  const json fx = json::parse(in);
+  const auto predicted = [&](uint64_t b, uint64_t s) {
+    const json c = {{"kind", "llama"}, {"config", fx["config"]}, {"microBatch", b}, {"seqLen", s}};
+    const auto acts = activations::transformer_activations(fixture_model(c), cpu_settings(c));
+    const placement::PlanResult plan = placement::evaluate(activations::to_chain(acts), {});
+    return static_cast<double>(plan.stored_bytes) - 4;  // the loss scalar is not saved
+  };
+  int checked = 0;
+  for (const auto& c : fx["cases"]) {
+    INFO(c["name"].get<std::string>());
+    if (c["mode"] == "padded") {
+      // every micro-batch costs its longest sample times its rows, padding included
+      double worst = 0;
+      for (const auto& mb : c["microBatches"]) {
+        const double m = mb["savedBytes"].get<double>();
+        CHECK(std::fabs(predicted(mb["shape"][0], mb["shape"][1]) - m) <= 0.02 * m);
+        worst = std::max(worst, m);
+        ++checked;
+      }
+      // samples.lengths: the peak is at the longest sample (memorySeqLen)
+      const uint64_t b = c.value("microBatch", c["lengths"].size());
+      uint64_t longest = 0;
+      for (const auto& v : c["lengths"]) longest = std::max<uint64_t>(longest, v);
+      CHECK(std::fabs(predicted(b, longest) - worst) <= 0.02 * worst);
+    } else if (c["mode"] == "packed") {
+      // packed rows are packSize tokens whatever the documents inside
+      const double m = c["savedBytes"].get<double>();
+      CHECK(std::fabs(predicted(c["shape"][0], c["packSize"]) - m) <= 0.02 * m);
+      ++checked;
+    }
+  }
+  CHECK(checked == 4);
 }
