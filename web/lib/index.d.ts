@@ -512,8 +512,19 @@ export interface PeakMemoryRequest {
   mlp?: MlpInput;
   /** Samples per micro-step per GPU, whole number ≥ 1. */
   microBatch: number;
-  /** Tokens per sample, whole number ≥ 1, at most the model's positions (not for `mlp`). */
+  /**
+   * Tokens per sample, whole number ≥ 1, at most the model's positions (not for `mlp`). For an
+   * encoder-decoder model (T5, mT5) the encoder's input length (`input_ids`).
+   */
   seqLen?: number;
+  /**
+   * Encoder-decoder models (T5, mT5) only: the decoder's length (`labels`; the decoder reads them
+   * shifted right), whole number ≥ 1; default `seqLen`. T5ForConditionalGeneration takes
+   * `input_ids` and `labels` of their own lengths (transformers modeling_t5.py): activations,
+   * cross-attention scores (targetLen × seqLen), the loss and the time model use both. Any other
+   * model: an error naming `targetLen`.
+   */
+  targetLen?: number;
   /** Default fp32. */
   precision?: Precision;
   /** Default adamw. */
@@ -588,8 +599,11 @@ export interface PeakMemoryRequest {
    * torch.compile of each block (inductor, default mode; torchtune `compile: True`): the
    * min-cut partitioner (torch/_functorch/partitioners.py) recomputes casts, copies and
    * pointwise duplicates in the backward and keeps matmul, attention and reduction outputs; a
-   * compiled chunked loss keeps its 16-bit logits. Llama-family models only (else an error);
-   * checked against torchtune's published rows, not against a trace. Default false.
+   * compiled chunked loss keeps its 16-bit logits. Every block recipe: Llama-family blocks are
+   * checked against torchtune's published rows; GPT-2, BERT and T5 blocks follow the same rules
+   * (a tensor a backward matmul reads stays saved; gelu_new's pointwise ops, RMSNorm's fp32 copy
+   * and the gated branch's activation are recomputed; dropout keeps a 1-byte mask), derived,
+   * not measured, as `assumptions` says. Default false.
    */
   compile?: boolean;
   /**
