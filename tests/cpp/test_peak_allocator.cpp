@@ -289,7 +289,9 @@ TEST_CASE("torchtune's Llama 3.2 3B memory table on an A100, row by row",
       {"targetModules", {"q_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}}};
   json qlora = lora;
   qlora["qlora"] = true;
-  const json packed = {{"optimizerImplementation", "fused"}};
+  // "+ Packed Dataset": torchtune PackedDataset pads every pack to max_seq_len (4096), so each
+  // row of the batch of 2 is 4096 tokens: samples.packed with seqLen 4096
+  const json packed = {{"optimizerImplementation", "fused"}, {"samples", {{"packed", true}}}};
   json compiled = packed;
   compiled["compile"] = true;
   json chunked = compiled;

@@ -427,6 +427,53 @@ test('--lora-targets: a comma-separated list or all-linear', async () => {
   assert.equal((await lora('all-linear')).trainableParams, 12 * (24576 + 12288 + 2 * 30720));
 });
 
+test('--sample-lengths, --packed, --float8 and the torchao optimizers reach their fields', async () => {
+  const base = ['peak-memory', '--model', 'llama-2-7b', '--micro-batch', '2', '--seq-len', '512'];
+  // lengths 100..400 in micro-batches of 2: padded to the longest (400); the six pairs pad to
+  // 200, 300, 400, 300, 400, 400, a mean of 2000 / 6 (torchtune padded_collate_sft)
+  const padded = await json([
+    ...base,
+    '--sample-lengths',
+    file('lengths.json', [300, 100, 400, 200]),
+  ]);
+  assert.equal(padded.samples.memorySeqLen, 400);
+  assert.ok(Math.abs(padded.samples.expectedPaddedLength - 2000 / 6) < 1e-9);
+  const packed = await json([...base, '--packed']);
+  assert.equal(packed.samples.packed, true);
+  assert.equal(packed.samples.memorySeqLen, 512);
+  const f8 = await json([
+    ...base,
+    '--precision',
+    'bf16',
+    '--gpu',
+    'h100-80gb',
+    '--float8',
+    'tensorwise',
+  ]);
+  assert.ok(f8.assumptions.some((a) => a.includes('float8')));
+  // torch._scaled_mm needs compute capability 8.9: an A100 (8.0) is refused, naming the field
+  const e = await bad([
+    ...base,
+    '--precision',
+    'bf16',
+    '--gpu',
+    'a100-80gb',
+    '--float8',
+    'tensorwise',
+  ]);
+  assert.equal(e.field, 'float8');
+  // torchao AdamW4bit (subclass_4bit.py): 4096 x 4096 -> 8,388,608 B codes + 131,072 x 4 B
+  // scales + 64 B qmap per state, two states + the 4-byte step
+  const ck = await json([
+    'checkpoint-size',
+    '--tensors',
+    file('t.json', [{ name: 'w', shape: [4096, 4096], dtype: 'bf16' }]),
+    '--optimizer',
+    'torchao-adamw-4bit',
+  ]);
+  assert.equal(ck.breakdown.optimizerState, 2 * 8912960 + 4);
+});
+
 test('accumulation and peak-memory flags reach their fields', async () => {
   // Hand calculation (HF Trainer / DDP): 4 x 8 x 2 = 64 samples, x 2048 tokens; 1000 samples
   // over 2 ranks = 500 each, ceil(500 / 4) = 125 micro-batches, ceil(125 / 8) = 16 steps

@@ -13,6 +13,8 @@ export const OPTIMIZERS = [
   'adagrad',
   'rmsprop',
   'adam-8bit',
+  'torchao-adamw-8bit',
+  'torchao-adamw-4bit',
 ];
 export const DTYPES = ['fp32', 'fp16', 'bf16', 'int8'];
 

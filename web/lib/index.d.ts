@@ -44,6 +44,11 @@ export type DType =
  * `adam-8bit` / `adamw-8bit` uint8 moments with fp32 per-block scales; `paged-adamw-8bit`
  * (bitsandbytes PagedAdamW8bit) the same state, its large tensors in CUDA managed memory:
  * outside torch.cuda's allocated and reserved bytes, inside what nvidia-smi shows.
+ * torchao (`torchao/optim/adam.py`, `subclass_8bit.py` / `subclass_4bit.py` / `subclass_fp8.py`):
+ * `torchao-adamw-8bit` uint8 codes + an fp32 scale per 256 values + a 256-entry qmap per state,
+ * `torchao-adamw-4bit` two 4-bit codes per byte + an fp32 scale per 128 values,
+ * `torchao-adamw-fp8` float8_e4m3fn codes + an fp32 scale per 256 values; a tensor under 4096
+ * values, or whose size does not divide into blocks, keeps plain states in its own dtype.
  */
 export type OptimizerName =
   | 'sgd'
@@ -58,7 +63,10 @@ export type OptimizerName =
   | 'lion'
   | 'adam-8bit'
   | 'adamw-8bit'
-  | 'paged-adamw-8bit';
+  | 'paged-adamw-8bit'
+  | 'torchao-adamw-8bit'
+  | 'torchao-adamw-4bit'
+  | 'torchao-adamw-fp8';
 
 /** An optimizer with its state-shaping options (defaults as in PyTorch). */
 export interface OptimizerOptions {
@@ -73,7 +81,10 @@ export interface OptimizerOptions {
   centered?: boolean;
   /** HF Adafactor `beta1`: adds `exp_avg` when set. Default none. */
   beta1?: number;
-  /** bitsandbytes 8-bit: values per absmax block. Default 2048. */
+  /**
+   * Values per quantisation block: bitsandbytes 8-bit absmax blocks (default 2048); torchao
+   * scales (`block_size`: default 256, 128 for `torchao-adamw-4bit`, which needs it even).
+   */
   blockSize?: number;
   /** bitsandbytes 8-bit: tensors smaller than this keep fp32 states. Default 4096. */
   min8bitSize?: number;
@@ -621,6 +632,26 @@ export interface PeakMemoryRequest {
    */
   activationOffloading?: boolean;
   /**
+   * torchao float8 training (`convert_to_float8_training`, dynamic `tensorwise` scaling, the
+   * default recipe of torchao/float8/config.py): every block Linear casts its input and weight
+   * to 1-byte float8 for the forward matmul and grad_output, weight and input in the backward
+   * (float8_linear.py `matmul_with_hp_or_float8_args`); these casts are transients, the tensors
+   * saved for the backward stay in their 16-bit dtype. Llama-family models, no LoRA. Needs a
+   * GPU of compute capability 8.9 or higher (torch._scaled_mm, aten/src/ATen/native/cuda/Blas.cpp):
+   * an error on an A100 or older. `rowwise` recipes are not modelled (an error).
+   */
+  float8?: { recipe?: 'tensorwise' | 'rowwise' | 'rowwise_with_gw_hp' };
+  /**
+   * How the rows are filled. `{ packed: true }`: torchtune's PackedDataset packs samples into
+   * rows of exactly seqLen tokens (padding the rest), so memory is that of seqLen; attention
+   * per document changes FLOPs, not saved bytes. `{ lengths }`: padded batches (torchtune
+   * `padded_collate_sft`, HF `DataCollatorWithPadding`) pad each micro-batch to its longest
+   * sample: memory at the longest sample (truncated to seqLen), and the result's `samples`
+   * gives the mean padded length over random micro-batches (what the step time follows) and
+   * the padding fraction. `lengths` is for peakMemory only (the planner refuses it).
+   */
+  samples?: { packed?: boolean; lengths?: number[] };
+  /**
    * The language-model loss: `cross-entropy` (HF: over the full logits, upcast to fp32),
    * `chunked` (torchtune's `CEWithChunkedOutputLoss`: the output projection and the loss per
    * chunk, 8 by default; the fp32 copy of the logits exists one chunk at a time), or
@@ -767,6 +798,20 @@ export interface PeakMemoryResult {
     korthikantiSource: string;
   };
   assumptions: string[];
+  /**
+   * With `samples`: the sequence length the memory uses (`memorySeqLen`), and for `lengths`
+   * the sample count, how many were truncated to seqLen, the mean sample length, the expected
+   * padded length of a random micro-batch (E[max of microBatch lengths]) and the padding share.
+   */
+  samples?: {
+    packed: boolean;
+    memorySeqLen: number;
+    count?: number;
+    truncated?: number;
+    meanLength?: number;
+    expectedPaddedLength?: number;
+    paddingFraction?: number;
+  };
   /** Whether the run fits the GPU (device-used memory when simulated, else peakBytes); null without a GPU. */
   fits: boolean | null;
   /** GPU memory minus the judged peak (negative: short by that much); null without a GPU. */

@@ -61,6 +61,11 @@ struct Settings {
   // min_cut_rematerialization_partition). Llama-family blocks checked against torchtune's
   // published rows; GPT-2, BERT and T5 blocks derived from the same rules.
   bool compiled = false;
+  // torchao float8 training (convert_to_float8_training, dynamic tensorwise scaling): every
+  // block Linear casts its input and weight to float8 for the forward matmul and grad_output,
+  // weight and input again in the backward (float8_linear.py matmul_with_hp_or_float8_args);
+  // the casts are transients, the saved tensors stay high precision. Llama-family blocks.
+  bool float8 = false;
 };
 
 // One saved tensor (or a group of equal ones) of a layer.

@@ -13,7 +13,8 @@
 namespace trainmem {
 
 // Canonical optimizer names: sgd adam adamw adagrad rmsprop adafactor torch-adafactor lion
-// adam-8bit (request aliases: sgd-momentum, adamw-8bit, adafactor-hf).
+// adam-8bit torchao-adamw-8bit torchao-adamw-4bit torchao-adamw-fp8 (request aliases:
+// sgd-momentum, adamw-8bit, adafactor-hf).
 struct OptimizerSpec {
   std::string name = "adamw";
   // bitsandbytes paged optimizers (PagedAdamW8bit): state tensors of >= 100,000 values are
@@ -26,7 +27,8 @@ struct OptimizerSpec {
   bool centered = false;          // rmsprop: grad_avg
   bool has_beta1 = false;         // HF adafactor: exp_avg when beta1 is set (default None)
   double beta1 = 0;               //
-  uint64_t block_size = 2048;     // adam-8bit: values per absmax block (bitsandbytes)
+  uint64_t block_size = 2048;     // adam-8bit: values per absmax block (bitsandbytes);
+                                  // torchao: values per scale (256; 4-bit 128)
   uint64_t min_8bit_size = 4096;  // adam-8bit: smaller tensors keep fp32 state1/state2
   bool weight_decay_set = false;  // a float weight_decay given (pickle width only)
 };
@@ -52,6 +54,8 @@ struct StateTensor {
 // Parses the request's optimizer field: a name string or {name, momentum, nesterov, amsgrad,
 // centered, beta1, blockSize, min8bitSize, weightDecay}. `key` is the field name in `parent`.
 OptimizerSpec parse_optimizer(const Obj& parent, const char* key);
+// torchao's AdamW8bit / AdamW4bit / AdamWFp8 (torchao/optim/adam.py): tensor-subclass states.
+bool is_torchao_low_bit(const OptimizerSpec& o);
 // Names accepted as optimizer strings (for messages and docs).
 const std::vector<std::string>& optimizer_names();
 

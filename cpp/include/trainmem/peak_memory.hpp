@@ -47,7 +47,8 @@ std::vector<std::string> runtime_ids();
 struct Gpu {
   std::string id, name;
   uint64_t memory_bytes = 0;
-  nlohmann::json tflops;  // {"fp32": .., "tf32": .., "fp16": .., "bf16": ..} dense peak
+  nlohmann::json tflops;          // {"fp32": .., "tf32": .., "fp16": .., "bf16": ..} dense peak
+  double compute_capability = 0;  // CUDA compute capability (8.9: Ada, 9.0: Hopper)
   std::string source;
 };
 // GPU preset from cpp/data/gpus/<id>.json; throws RequestError(unknown_preset, field).
@@ -58,6 +59,21 @@ struct Checkpointing {
   std::string strategy = "none";         // none full selective every-k block sequential sqrt
                                          // chen-greedy revolve optimal-single-level optimal manual
   placement::StrategyRequest placement;  // for the strategies the placement engine runs
+};
+
+// How the rows of a micro-batch are filled (the samples field).
+struct Samples {
+  bool given = false;
+  // torchtune PackedDataset (datasets/_packed.py): samples packed into rows of exactly seqLen
+  // tokens, the rest padded
+  bool packed = false;
+  // padded batches (torchtune padded_collate_sft, HF DataCollatorWithPadding): each micro-batch
+  // padded to its longest sample; lengths above seqLen truncated to it
+  uint64_t count = 0;
+  uint64_t longest = 0;        // the padded length of the worst micro-batch: the memory
+  uint64_t truncated = 0;      // samples cut to seqLen
+  double mean_length = 0;      // mean sample length (after truncation)
+  double expected_padded = 0;  // mean padded length over random micro-batches: the time
 };
 
 struct Lora {
@@ -112,7 +128,10 @@ struct Request {
   bool optimizer_in_backward = false;  // torchtune optimizer_in_bwd: step per parameter in backward
   activations::Settings::Loss loss = activations::Settings::Loss::cross_entropy;
   uint64_t loss_chunks = 8;
-  bool compiled = false;             // torch.compile of each block (inductor, default mode)
+  bool compiled = false;  // torch.compile of each block (inductor, default mode)
+  bool float8 = false;    // torchao float8 training, tensorwise dynamic scaling (float8 field)
+  Samples samples;
+  std::string float8_gpu_note;       // set when the GPU's float8 support could not be checked
   bool offload_activations = false;  // torchtune enable_activation_offloading
   // DDP (dataParallel > 1 without ZeRO): the reducer's gradient buckets
   uint64_t ddp_bucket_bytes = 25ull << 20;  // bucket_cap_mb

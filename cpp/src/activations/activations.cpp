@@ -725,6 +725,21 @@ void block_transients(const Ctx& c, const Marks& mk, LayerActivations* l) {
   l->forward_temp_bytes = std::max(mlp_ft, attn_ft > after_attn ? attn_ft - after_attn : 0);
   l->backward_temp_bytes = std::max(mlp_bt, attn_bt > mlp_saved ? attn_bt - mlp_saved : 0) +
                            B.rep(B.mul({d.T, d.h, w.res}));
+  // float8 (torchao/float8/float8_linear.py @ 7ca1bfbe, matmul_with_hp_or_float8_args):
+  // forward: hp_tensor_to_float8_dynamic casts input and weight to 1-byte float8 for the mm
+  // (save_for_backward keeps input_hp and weight_hp_t); backward: grad_output (dim0), weight,
+  // then grad_output again (dim1) and input, all four held until the grad_weight mm. The
+  // largest block Linear is the MLP's gate/up (h -> i): forward T*h + h*i, backward
+  // 2*T*i + h*i + T*h bytes (one SwiGLU projection's share, tensor-parallel split). Llama
+  // blocks only (transformer_activations refuses the others).
+  uint64_t f8_in = 0, f8_w = 0, f8_go = 0;
+  if (c.s.float8) {
+    f8_in = B.rep(B.mul({d.T, d.h}));
+    f8_w = B.tp(B.mul({d.h, d.i}));
+    f8_go = B.tp(B.mul({d.T, d.i}));
+    l->forward_temp_bytes += f8_in + f8_w;
+    l->backward_temp_bytes += 2 * f8_go + f8_w + f8_in;
+  }
   // The same transients as tensors for the allocation trace: the scores (eager: two
   // b a s^2 tensors) until the softmax output (index attn_i + 2) exists, the SDPA kernel
   // output, one MLP intermediate; in the backward the MLP's two intermediate gradients while
@@ -734,6 +749,12 @@ void block_transients(const Ctx& c, const Marks& mk, LayerActivations* l) {
   Builder::temps(&l->forward_temps, mk.mlp_i + 1, 1, mlp_ft);
   Builder::temps(&l->backward_temps, mk.mlp_i, 2, mlp_ft);
   Builder::temps(&l->backward_temps, mk.attn_i, eager ? 2 : 1, eager ? attn_bt / 2 : attn_bt);
+  // float8 casts of the MLP's gate/up Linear while the MLP runs and while its backward runs
+  Builder::temps(&l->forward_temps, mk.mlp_i + 1, 1, f8_in);
+  Builder::temps(&l->forward_temps, mk.mlp_i + 1, 1, f8_w);
+  Builder::temps(&l->backward_temps, mk.mlp_i, 2, f8_go);
+  Builder::temps(&l->backward_temps, mk.mlp_i, 1, f8_w);
+  Builder::temps(&l->backward_temps, mk.mlp_i, 1, f8_in);
 }
 
 // Matmul parameters of one block (its forward FLOPs are 2 x tokens x these, plus QK^T and PV).
@@ -906,6 +927,20 @@ ModelActivations transformer_activations(const ModelDescription& m, const Settin
         "backward matmul reads stay saved; casts, the RMSNorm's fp32 copy and product, "
         "gelu_new's pointwise ops and the gated branch's activation are recomputed; dropout "
         "keeps a 1-byte mask");
+  if (s.float8 && out.recipe != "llama")
+    fail(code::kUnsupported, "float8",
+         {"float8 is modelled for Llama-family blocks; '", ar.model_type,
+          "' runs its recipe without it: leave float8 out"});
+  if (s.float8)
+    out.assumptions.push_back(
+        "float8 (torchao, tensorwise): each block Linear keeps its high-precision input and "
+        "weight for the backward and makes 1-byte casts as transients: input and weight in the "
+        "forward; grad_output twice, weight and input in the backward (float8_linear.py); the "
+        "output projection stays high precision; the fp32 scales (one value per cast) are not "
+        "counted" +
+        std::string(s.compiled ? "; compiled, the partitioner may keep the 1-byte casts instead "
+                                 "of the 16-bit inputs (not modelled)"
+                               : ""));
   out.input_bytes = B.mul({d.T, 8});  // int64 input_ids
   out.layers.push_back(embeddings(c, out.recipe));
 

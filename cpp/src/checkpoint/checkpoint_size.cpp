@@ -66,7 +66,9 @@ json simple_formula(const Request& r) {
   uint32_t copies = r.include_optimizer ? simple_state_copies(r.opt) : 0;
   // 8-bit Adam: two 1-byte moments per parameter (Transformer Math 101: 8-bit Adam 2 B/param
   // of moments + the fp32 master copy in mixed precision).
-  const DType copy_dtype = r.opt.name == "adam-8bit" ? DType::uint8 : state;
+  // torchao low-bit AdamW (torchao/optim): 1-byte codes (8-bit, fp8); the 4-bit pair is one byte
+  const DType copy_dtype =
+      r.opt.name == "adam-8bit" || is_torchao_low_bit(r.opt) ? DType::uint8 : state;
   const uint64_t states = checked_mul(copies, dtype_bytes_for(copy_dtype, n), "model.params");
   const uint64_t total =
       checked_add(checked_add(weights, masters, "model.params"), states, "model.params");
@@ -377,7 +379,20 @@ json checkpoint_size_json(const json& request) {
         "model.modules the modules are inferred from the tensor names, so those without "
         "parameters (activations, dropout, containers) are missing, typically 64-768 bytes: "
         "give model.modules for the exact size");
-  put(out, "exact", !count_only && !modules_guessed);
+  // torchao low-bit states are tensor subclasses: torch.save pickles each one through
+  // Tensor.__reduce_ex__ (_rebuild_wrapper_subclass plus its __dict__: codes, scale, qmap as
+  // their own storages; torch/_tensor.py), a pickle this container model does not write
+  bool subclass_pickle = false;
+  if (r.format == "torch" && r.include_optimizer && is_torchao_low_bit(r.opt))
+    for (const auto& st : states)
+      for (const auto& e : st)
+        if (std::strstr(e.name, ".codes")) subclass_pickle = true;
+  if (subclass_pickle)
+    notes.push_back(
+        "not exact: torchao's quantised states are tensor subclasses; their storages (codes, "
+        "scale, qmap) are counted exactly, the pickle that rebuilds each subclass is approximated "
+        "by plain tensor entries");
+  put(out, "exact", !count_only && !modules_guessed && !subclass_pickle);
   put(out, "notes", notes);
   put(out, "formula",
       r.format == "raw"     ? "sum of tensor storages: weights + buffers + optimizer state"

@@ -107,6 +107,10 @@ json plan_mode(const Obj& req) {
          {"targetGlobalBatch (", std::to_string(in.target_global_batch),
           ") is smaller than dataParallel (", std::to_string(in.data_parallel),
           "): every rank needs at least one sample per step"});
+  if (base.samples.given && !base.samples.packed)
+    fail(code::kUnsupported, "samples",
+         "samples.lengths is modelled in peakMemory only: the planner's time model takes one "
+         "padded length (give seqLen, or samples.packed)");
   in.seq_len = base.is_mlp ? 1 : base.seq_len;
   peak::Checkpointing user_ckpt;
   user_ckpt.strategy = "full";
@@ -150,7 +154,8 @@ json plan_mode(const Obj& req) {
   // parameters and gradients).
   const bool pure16 = precision == "bf16" || precision == "fp16";
   const double wbytes = pure16 ? 2.0 : 4.0;
-  const double sbytes = base.optimizer.name == "adam-8bit" ? 1.0 : wbytes;
+  const double sbytes =
+      base.optimizer.name == "adam-8bit" || is_torchao_low_bit(base.optimizer) ? 1.0 : wbytes;
   const double trainable = static_cast<double>(first.trainable_params);
   in.optimizer_bytes = trainable * time_model::optimizer_bytes_per_param(
                                        simple_state_copies(base.optimizer), wbytes, sbytes);

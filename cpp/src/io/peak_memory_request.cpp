@@ -218,6 +218,7 @@ Gpu gpu_preset(const std::string& id, const std::string& field) {
     g.name = json_value_or(j, "name", id);
     g.memory_bytes = json_at(j, "memoryBytes").get<uint64_t>();
     g.tflops = json_value_or(j, "peakTflops", json::object());
+    g.compute_capability = json_value_or(j, "computeCapability", 0.0);
     g.source = json_value_or(j, "source", "");
     return g;
   }
@@ -258,6 +259,54 @@ Request parse_request(const json& request) {
             std::to_string(maxpos), ")"});
   } else {
     r.seq_len = 1;
+  }
+  if (req.has("samples")) {
+    const Obj sm = req.obj("samples");
+    r.samples.given = true;
+    r.samples.packed = sm.boolean_or("packed", false);
+    if (r.is_mlp) fail(code::kUnsupported, "samples", "samples describe token sequences");
+    if (r.samples.packed && sm.has("lengths"))
+      fail(code::kInconsistent, "samples.lengths",
+           "samples: packed rows are seqLen tokens each; lengths describe padded batches (give "
+           "one or the other)");
+    if (sm.has("lengths")) {
+      const json& a = sm.array("lengths", 1000000);
+      if (a.size() < r.micro_batch)
+        fail(code::kOutOfRange, "samples.lengths",
+             {"samples.lengths lists ", std::to_string(a.size()),
+              " samples, fewer than one micro-batch (", std::to_string(r.micro_batch), ")"});
+      std::vector<uint64_t> len;
+      len.reserve(a.size());
+      for (size_t i = 0; i < a.size(); ++i) {
+        uint64_t v = read_u64(a[i], index_path(sm.field("lengths"), i), 1, kMaxSeq);
+        if (v > r.seq_len) {
+          v = r.seq_len;  // the tokenizer's max_seq_len truncates
+          ++r.samples.truncated;
+        }
+        len.push_back(v);
+      }
+      std::sort(len.begin(), len.end());
+      r.samples.count = len.size();
+      r.samples.longest = len.back();
+      double sum = 0;
+      for (uint64_t v : len) sum += static_cast<double>(v);
+      r.samples.mean_length = sum / static_cast<double>(len.size());
+      // E[max of b samples drawn without replacement] over the sorted lengths l_1 <= .. <= l_n:
+      // P(max = l_k) = C(k-1, b-1) / C(n, b); w_n = b / n, w_(k-1) = w_k (k - b) / (k - 1)
+      const double n = static_cast<double>(len.size()), b = static_cast<double>(r.micro_batch);
+      double wk = b / n, e = 0;
+      for (size_t k = len.size(); k >= r.micro_batch && wk > 0; --k) {
+        e += wk * static_cast<double>(len[k - 1]);
+        if (k <= 1) break;
+        wk *= (static_cast<double>(k) - b) / (static_cast<double>(k) - 1);
+      }
+      r.samples.expected_padded = e;
+      r.seq_len = r.samples.longest;  // the micro-batch holding the longest sample: the peak
+    } else if (!r.samples.packed) {
+      fail(code::kMissingField, "samples",
+           "samples needs packed: true or lengths (a list of sample lengths in tokens)");
+    }
+    sm.finish();
   }
   if (req.has("targetLen")) {
     // T5ForConditionalGeneration: input_ids (the encoder, seqLen) and labels (the decoder)
@@ -334,6 +383,7 @@ Request parse_request(const json& request) {
     r.runtime_overhead_set = true;
     r.runtime_overhead_bytes = req.u64("runtimeOverheadBytes", 0, kMaxExactJson);
   }
+  double gpu_capability = 0;
   if (req.has("gpu") && req.has("gpuMemoryBytes"))
     fail(code::kInconsistent, "gpuMemoryBytes", "give either gpu or gpuMemoryBytes, not both");
   if (req.has("gpu")) {
@@ -341,6 +391,7 @@ Request parse_request(const json& request) {
     r.gpu_id = g.id;
     r.gpu_memory_bytes = g.memory_bytes;
     r.gpu_bf16 = !(g.tflops.is_object() && g.tflops.contains("bf16") && g.tflops["bf16"].is_null());
+    gpu_capability = g.compute_capability;
   } else if (req.has("gpuMemoryBytes")) {
     r.gpu_memory_bytes = req.u64("gpuMemoryBytes", 1, kMaxExactJson);
   }
@@ -352,6 +403,35 @@ Request parse_request(const json& request) {
   r.optimizer_in_backward = req.boolean_or("optimizerInBackward", false);
   r.compiled = req.boolean_or("compile", false);
   r.offload_activations = req.boolean_or("activationOffloading", false);
+  if (req.has("float8")) {
+    // torchao float8 training: convert_to_float8_training with Float8LinearConfig recipes
+    // (torchao/float8/config.py @ c6c388b5); "tensorwise" (the default: dynamic per-tensor
+    // scaling) is the one modelled
+    const Obj f = req.obj("float8");
+    const std::string recipe =
+        f.one_of_or("recipe", {"tensorwise", "rowwise", "rowwise_with_gw_hp"}, "tensorwise");
+    f.finish();
+    if (recipe != "tensorwise")
+      fail(code::kUnsupported, "float8.recipe",
+           {"float8.recipe '", recipe,
+            "' (axiswise scales) is not modelled: only \"tensorwise\" (dynamic per-tensor "
+            "scaling)"});
+    if (r.is_mlp || r.model().arch.model_type.empty())
+      fail(code::kUnsupported, "float8", "float8 is modelled for transformer models");
+    if (r.lora.enabled) fail(code::kUnsupported, "float8", "float8 with LoRA is not modelled");
+    // torch._scaled_mm: "only supported on CUDA devices with compute capability >= 9.0 or 8.9"
+    // (aten/src/ATen/native/cuda/Blas.cpp @ 960a6846, _scaled_mm_out_cuda)
+    if (!r.gpu_id.empty() && gpu_capability < 8.9)
+      fail(code::kUnsupported, "float8",
+           {"the ", r.gpu_id,
+            " GPU has no float8 matmul (torch._scaled_mm needs compute capability 8.9 or "
+            "higher: Ada or Hopper): leave float8 out"});
+    if (r.gpu_id.empty())
+      r.float8_gpu_note =
+          "float8: the GPU's float8 support is not checked (give a gpu preset; torch._scaled_mm "
+          "needs compute capability 8.9 or higher)";
+    r.float8 = true;
+  }
   if (r.compiled && (r.is_mlp || r.model().arch.model_type.empty()))
     fail(code::kUnsupported, "compile", "compile is modelled for transformer models");
   if (req.has("loss")) {
@@ -511,7 +591,23 @@ nlohmann::json peak_memory_json(const nlohmann::json& request) {
   const auto t = request.is_object() ? request.find("timeline") : request.end();
   const bool timeline =
       !(request.is_object() && t != request.end() && t->is_boolean()) || t->get<bool>();
-  return peak::to_json(peak::compute(r), timeline);
+  json out = peak::to_json(peak::compute(r), timeline);
+  if (r.samples.given) {
+    json sm = json::object();
+    put(sm, "packed", r.samples.packed);
+    put(sm, "memorySeqLen", r.seq_len);
+    if (!r.samples.packed) {
+      put(sm, "count", r.samples.count);
+      put(sm, "truncated", r.samples.truncated);
+      put(sm, "meanLength", r.samples.mean_length);
+      put(sm, "expectedPaddedLength", r.samples.expected_padded);
+      put(sm, "paddingFraction",
+          r.samples.expected_padded > 0 ? 1.0 - r.samples.mean_length / r.samples.expected_padded
+                                        : 0.0);
+    }
+    put(out, "samples", std::move(sm));
+  }
+  return out;
 }
 
 }  // namespace trainmem

@@ -2,7 +2,9 @@
 // tests/fixtures/torch_checkpoints.json with torch 1.13):
 //   torch/optim/{sgd,adam,adamw,adagrad,rmsprop}.py (torch 1.13 and 2.x),
 //   torch/optim/_adafactor.py (torch >= 2.5), transformers/optimization.py (Adafactor),
-//   lucidrains/lion-pytorch lion_pytorch.py, bitsandbytes/optim/optimizer.py (Optimizer2State).
+//   lucidrains/lion-pytorch lion_pytorch.py, bitsandbytes/optim/optimizer.py (Optimizer2State),
+//   pytorch/ao torchao/optim/adam.py @ 0372e5ff, subclass_8bit.py @ 01962500, subclass_4bit.py
+//   and subclass_fp8.py @ 029bb60a, quant_utils.py @ 173b31ec (torchao low-bit AdamW).
 #include "trainmem/optimizer.hpp"
 
 #include <algorithm>
@@ -31,7 +33,10 @@ const std::vector<std::string>& optimizer_names() {
                                                  "adam-8bit",
                                                  "adamw-8bit",
                                                  "adafactor-hf",
-                                                 "paged-adamw-8bit"};
+                                                 "paged-adamw-8bit",
+                                                 "torchao-adamw-8bit",
+                                                 "torchao-adamw-4bit",
+                                                 "torchao-adamw-fp8"};
   return names;
 }
 
@@ -55,6 +60,40 @@ StateTensor tensor(const char* name, std::vector<uint64_t> shape, DType dtype, b
   return s;
 }
 
+// torchao _AdamBase._new_buffer (adam.py @ 0372e5ff): a quantised state only for tensors of
+// >= 4096 values whose count divides by block_size ("follow bitsandbytes"); otherwise
+// torch.zeros_like(p), in the parameter's dtype.
+void torchao_buffer(const OptimizerSpec& o, const TensorSpec& param, DType state_dtype, int which,
+                    std::vector<StateTensor>* s) {
+  static const char* const plain[3] = {"exp_avg", "exp_avg_sq", "max_exp_avg_sq"};
+  static const char* const codes[3] = {"exp_avg.codes", "exp_avg_sq.codes", "max_exp_avg_sq.codes"};
+  static const char* const scale[3] = {"exp_avg.scale", "exp_avg_sq.scale", "max_exp_avg_sq.scale"};
+  static const char* const qmap[3] = {"exp_avg.qmap", "exp_avg_sq.qmap", "max_exp_avg_sq.qmap"};
+  const uint64_t numel = param.numel();
+  if (numel < 4096 || numel % o.block_size != 0) {
+    s->push_back(tensor(plain[which], param.shape, state_dtype, true));
+    return;
+  }
+  const uint64_t blocks = numel / o.block_size;
+  if (o.name == "torchao-adamw-8bit") {
+    // OptimState8bit.zeros: uint8 codes of the parameter's shape, fp32 scale per block, and a
+    // 256-entry fp32 qmap (create_dynamic_map: 2**8 values) made for every state tensor
+    s->push_back(tensor(codes[which], param.shape, DType::uint8, false));
+    s->push_back(tensor(scale[which], {blocks}, DType::fp32, false));
+    s->push_back(tensor(qmap[which], {256}, DType::fp32, false));
+  } else if (o.name == "torchao-adamw-4bit") {
+    // OptimState4bit.zeros: two 4-bit codes per uint8 (numel / 2, flat), fp32 scale per block,
+    // a 16-entry fp32 qmap (signed: create_dynamic_map(True, 3, 4); unsigned: linspace 1/16..1)
+    s->push_back(tensor(codes[which], {numel / 2}, DType::uint8, false));
+    s->push_back(tensor(scale[which], {blocks}, DType::fp32, false));
+    s->push_back(tensor(qmap[which], {16}, DType::fp32, false));
+  } else {
+    // OptimStateFp8.zeros: float8_e4m3fn codes of the parameter's shape, fp32 scale per block
+    s->push_back(tensor(codes[which], param.shape, DType::fp8, false));
+    s->push_back(tensor(scale[which], {blocks}, DType::fp32, false));
+  }
+}
+
 StateTensor scalar_kind(const char* name, StateKind kind) {
   StateTensor s;
   s.name = name;
@@ -62,7 +101,18 @@ StateTensor scalar_kind(const char* name, StateKind kind) {
   return s;
 }
 
+// adam.py @ 0372e5ff defaults: AdamW8bit / AdamWFp8 block_size=256, AdamW4bit block_size=128.
+void set_torchao_block(OptimizerSpec* o) {
+  if (o->name == "torchao-adamw-8bit" || o->name == "torchao-adamw-fp8") o->block_size = 256;
+  if (o->name == "torchao-adamw-4bit") o->block_size = 128;
+}
+
 }  // namespace
+
+bool is_torchao_low_bit(const OptimizerSpec& o) {
+  return o.name == "torchao-adamw-8bit" || o.name == "torchao-adamw-4bit" ||
+         o.name == "torchao-adamw-fp8";
+}
 
 OptimizerSpec parse_optimizer(const Obj& parent, const char* key) {
   OptimizerSpec o;
@@ -76,6 +126,7 @@ OptimizerSpec parse_optimizer(const Obj& parent, const char* key) {
       o.name = "sgd";
       o.momentum = 0.9;  // seed 003's "SGD with momentum" (torch default momentum is 0)
     }
+    set_torchao_block(&o);
     return o;
   }
   Obj obj(v, path);
@@ -86,8 +137,10 @@ OptimizerSpec parse_optimizer(const Obj& parent, const char* key) {
     o.name = "sgd";
     o.momentum = 0.9;
   }
+  set_torchao_block(&o);
   const bool sgd = o.name == "sgd", rms = o.name == "rmsprop";
-  const bool adam = o.name == "adam" || o.name == "adamw";
+  const bool torchao = is_torchao_low_bit(o);
+  const bool adam = o.name == "adam" || o.name == "adamw" || torchao;
   if (sgd || rms) {
     o.momentum = obj.num_or("momentum", o.momentum, 0, 1);
   }
@@ -103,6 +156,13 @@ OptimizerSpec parse_optimizer(const Obj& parent, const char* key) {
   if (o.name == "adam-8bit") {
     o.block_size = obj.u64_or("blockSize", 2048, 1, 1ULL << 32);
     o.min_8bit_size = obj.u64_or("min8bitSize", 4096, 0, kMaxExactJson);
+  }
+  if (torchao) {
+    // adam.py @ 0372e5ff: AdamW8bit and AdamWFp8 block_size=256, AdamW4bit block_size=128
+    o.block_size = obj.u64_or("blockSize", o.block_size, 1, 1ULL << 32);
+    if (o.name == "torchao-adamw-4bit" && o.block_size % 2 != 0)
+      fail(code::kOutOfRange, path + ".blockSize",
+           {path, ".blockSize must be even for 4-bit states (two codes per byte)"});
   }
   if (obj.has("weightDecay")) {
     obj.num("weightDecay", 0, 1e6);
@@ -136,6 +196,13 @@ std::vector<StateTensor> optimizer_state(const OptimizerSpec& opt, const TensorS
     s.push_back(tensor("exp_avg", shape, state_dtype, true));
     s.push_back(tensor("exp_avg_sq", shape, state_dtype, true));
     if (opt.amsgrad) s.push_back(tensor("max_exp_avg_sq", shape, state_dtype, true));
+  } else if (is_torchao_low_bit(opt)) {
+    // torchao _AdamBase.step (adam.py @ 0372e5ff): step = torch.tensor(0.0) (a 0-dim fp32 CPU
+    // tensor), exp_avg (signed map), exp_avg_sq (unsigned), max_exp_avg_sq with amsgrad
+    s.push_back(tensor("step", {}, DType::fp32, false));
+    torchao_buffer(opt, param, state_dtype, 0, &s);
+    torchao_buffer(opt, param, state_dtype, 1, &s);
+    if (opt.amsgrad) torchao_buffer(opt, param, state_dtype, 2, &s);
   } else if (n == "adagrad") {
     // adagrad.py: step (0-dim float32 tensor) and sum, created in the constructor.
     s.push_back(tensor("step", {}, DType::fp32, false));
@@ -269,6 +336,10 @@ std::vector<GroupEntry> optimizer_param_group(const OptimizerSpec& opt) {
             {"weight_decay", 'f'}, {"foreach", 'n'},     {"maximize", 'b'}};
   if (n == "lion") return {{"lr", 'f'}, {"betas", 't'}, {"weight_decay", 'f'}};
   if (n == "adam-8bit") return {{"lr", 'f'}, {"betas", 't'}, {"eps", 'f'}, {"weight_decay", wd}};
+  // torchao _AdamBase: defaults lr, betas, eps, weight_decay, amsgrad (lr becomes a tensor in
+  // add_param_group; the container model pickles it as a float: see the checkpoint note)
+  if (is_torchao_low_bit(opt))
+    return {{"lr", 'f'}, {"betas", 't'}, {"eps", 'f'}, {"weight_decay", 'f'}, {"amsgrad", 'b'}};
   return {};
 }
 
@@ -279,7 +350,8 @@ uint32_t simple_state_copies(const OptimizerSpec& opt) {
   if (n == "adam" || n == "adamw") return opt.amsgrad ? 3 : 2;
   if (n == "rmsprop") return 1 + (opt.momentum > 0 ? 1 : 0) + (opt.centered ? 1 : 0);
   if (n == "adagrad" || n == "lion") return 1;
-  if (n == "adam-8bit") return 2;
+  if (n == "adam-8bit" || n == "torchao-adamw-8bit" || n == "torchao-adamw-fp8") return 2;
+  if (n == "torchao-adamw-4bit") return 1;  // two 4-bit moments: one byte per parameter
   return 0;  // adafactor: sublinear, no per-parameter copy in the simple formula
 }
 

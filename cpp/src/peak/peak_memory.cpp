@@ -93,7 +93,10 @@ uint64_t optimizer_temp_elements(const OptimizerSpec& o, bool foreach, uint64_t 
   if (n == "adagrad" || n == "rmsprop") return foreach ? trainable : largest;  // std / avg = sqrt
   if (n == "lion") return 2 * largest;  // update = exp_avg.clone()...; per tensor
   if (n == "adafactor" || n == "torch-adafactor") return 2 * largest;  // grad**2 + eps, update
-  return 0;  // sgd (in-place), adam-8bit (fused bitsandbytes kernel)
+  // torchao low-bit AdamW: one torch.compile'd single_param_adam per tensor (adam.py @ 0372e5ff);
+  // its fp32 values (p.float(), exp_avg.float().lerp(...)) are taken as fused by inductor into
+  // the kernels, with no whole-tensor buffer (an assumption, stated in the result)
+  return 0;  // sgd (in-place), adam-8bit (fused bitsandbytes kernel), torchao (compiled step)
 }
 
 struct Persistent {
@@ -122,6 +125,7 @@ Result evaluate(const Request& rq) {
   st.loss = rq.loss;
   st.loss_chunks = rq.loss_chunks;
   st.compiled = rq.compiled;
+  st.float8 = rq.float8;
   st.head_weight_bytes = is_half(rq.precision) ? 2 : 4;
   activations::ModelActivations acts = rq.is_mlp
                                            ? activations::mlp_activations(rq.mlp, st)
@@ -322,11 +326,20 @@ Result evaluate(const Request& rq) {
   ps.opt_temp = optimizer_temp_elements(rq.optimizer, rq.runtime.foreach_optimizers,
                                         Pt_full / (t * N), std::min(lay.largest_tensor, Pt_full)) *
                 state_w;
-  ps.temp_src = rq.runtime.foreach_optimizers
+  ps.temp_src = is_torchao_low_bit(rq.optimizer)
+                    ? "optimizer step: torchao's torch.compile'd step, one tensor at a time "
+                      "(torchao/optim/adam.py)"
+                : rq.runtime.foreach_optimizers
                     ? "optimizer step: _foreach_* temporaries over all trainable "
                       "tensors (torch/optim, PyTorch 2.x on CUDA)"
                     : "optimizer step: for-loop temporaries of the largest tensor "
                       "(torch/optim, foreach=False)";
+  if (is_torchao_low_bit(rq.optimizer))
+    r.assumptions.push_back(
+        "torchao low-bit AdamW: states quantised only for tensors of at least 4096 values that "
+        "divide into blockSize blocks (others keep zeros_like(param)); the compiled step's fp32 "
+        "values are taken as fused into its kernels, with no whole-tensor temporaries (not "
+        "measured)");
   // one parameter at a time (optimizer in backward: a single-tensor optimizer per parameter)
   ps.opt_temp_one = optimizer_temp_elements(rq.optimizer, false, 0,
                                             std::min(lay.largest_tensor, Pt_full) / (t * N)) *
@@ -447,6 +460,20 @@ Result evaluate(const Request& rq) {
   r.derived_layer_bytes = nl > 2 ? acts.layers[1].saved_bytes : 0;
   if (!rq.is_mlp)
     for (const auto& a : rq.model().assumptions) r.assumptions.push_back(a);
+  if (!rq.float8_gpu_note.empty()) r.assumptions.push_back(rq.float8_gpu_note);
+  if (rq.samples.packed)
+    r.assumptions.push_back(
+        "packed rows: every row holds seqLen tokens (torchtune PackedDataset pads each pack to "
+        "max_seq_len), so memory is that of seqLen; attention per document (flash varlen or a "
+        "block-causal mask) lowers the attention FLOPs, not the saved bytes: SDPA keeps "
+        "per-token values and eager attention still builds seqLen x seqLen scores; the "
+        "document mask itself (a FlexAttention BlockMask, or without flex a bool b x s x s "
+        "mask) is not counted");
+  else if (rq.samples.given)
+    r.assumptions.push_back(
+        "padded batches: memory at the longest sample (" + std::to_string(rq.seq_len) +
+        " tokens, the micro-batch that holds it); the mean padded length over random "
+        "micro-batches (samples.expectedPaddedLength) is what the step time follows");
   for (const auto& a : acts.assumptions) r.assumptions.push_back(a);
   if (rq.lora.enabled) {
     r.assumptions.push_back("LoRA: " + std::to_string(lora.modules) +

@@ -79,7 +79,7 @@ export const FLAGS = [
     kind: 'string',
     path: 'optimizer',
     commands: ['checkpoint-size', ...TRAINING],
-    help: 'sgd | sgd-momentum | adam | adamw | adagrad | rmsprop | adafactor | torch-adafactor | lion | adam-8bit | adamw-8bit | paged-adamw-8bit',
+    help: 'sgd | sgd-momentum | adam | adamw | adagrad | rmsprop | adafactor | torch-adafactor | lion | adam-8bit | adamw-8bit | paged-adamw-8bit | torchao-adamw-8bit | torchao-adamw-4bit | torchao-adamw-fp8',
   },
   {
     flag: 'weight-dtype',
@@ -251,6 +251,27 @@ export const FLAGS = [
     path: 'activationOffloading',
     commands: ['peak-memory'],
     help: 'torchtune activation offloading to CPU',
+  },
+  {
+    flag: 'float8',
+    kind: 'string',
+    path: 'float8.recipe',
+    commands: ['peak-memory'],
+    help: 'torchao float8 training recipe: tensorwise (Llama-family models, compute capability 8.9+)',
+  },
+  {
+    flag: 'packed',
+    kind: 'boolean',
+    path: 'samples.packed',
+    commands: TRAINING,
+    help: 'packed rows of seq-len tokens (torchtune PackedDataset)',
+  },
+  {
+    flag: 'sample-lengths',
+    kind: 'jsonFile',
+    path: 'samples.lengths',
+    commands: ['peak-memory'],
+    help: 'JSON list of sample lengths in tokens (file, or - for stdin): padded to the longest per micro-batch',
   },
   {
     flag: 'loss',
