@@ -1,3 +1,4 @@
+// @ts-check
 // The help text, built from the command and flag tables.
 import { COMMANDS, ALL } from './commands/index.js';
 import { FLAGS, OPTIONS, flagCommand, flagPath } from './flags.js';

@@ -1,3 +1,4 @@
+// @ts-check
 // trainmem checkpoint-size
 export default {
   fn: 'checkpointSize',
