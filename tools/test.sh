@@ -18,6 +18,10 @@ bash tools/build.sh native
 step "WebAssembly build"
 bash tools/build.sh wasm
 
+step "Catch2 compiled to WebAssembly (32-bit size_t), run under Node"
+bash tools/build.sh wasm-tests
+node build/wasm/trainmem_tests_wasm.cjs
+
 if [ -x tests/fuzz/run.sh ]; then
   step "bounded fuzzing (libFuzzer + ASan/UBSan)"
   tests/fuzz/run.sh "${TRAINMEM_FUZZ_SECONDS:-60}"

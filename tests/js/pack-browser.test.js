@@ -130,7 +130,7 @@ test('Vite production build (no config), served under a strict CSP', async () =>
     },
   });
   // Vite's generic size notice (chunks > 500 kB) is not a packaging problem: the module embeds
-  // its WebAssembly binary (docs/npm.md says how to split it off with a dynamic import()).
+  // its WebAssembly binary (the README, "Bundlers", says how to split it off with a dynamic import()).
   const real = warnings.filter((w) => !/Some chunks are larger than/.test(w));
   assert.deepEqual(real, [], 'vite build warnings');
   const { server, url } = await serve(join(root, 'dist'));

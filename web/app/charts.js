@@ -1,3 +1,4 @@
+// @ts-check
 // Charts drawn with uPlot (MIT, ~23 KB gzip, canvas, no dependencies), bundled from
 // node_modules by tools/build-page.sh into a lazily loaded chunk served by our own origin. If it
 // cannot load, the tables beside each chart still carry every number.

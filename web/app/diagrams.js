@@ -1,3 +1,4 @@
+// @ts-check
 // Hand-drawn SVG where no charting library draws the picture:
 //  - seed 000 figure 1: layers as nodes; stored (orange), checkpoints (purple), discarded
 //    (white), recomputed (blue),

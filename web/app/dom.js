@@ -1,3 +1,4 @@
+// @ts-check
 // Tiny DOM helpers. Everything on the page is built with createElement + textContent:
 // no HTML string is ever parsed, so text from the URL or a pasted config.json stays inert.
 const SVG_NS = 'http://www.w3.org/2000/svg';

@@ -1,3 +1,4 @@
+// @ts-check
 // <trainmem-calculator>: embed trainmem in any page with one script tag:
 //   <script type="module" src="https://…/app/dist/element.js"></script>   (the built bundle)
 //   <trainmem-calculator calculator="size" example="llama2-7b" lang="ar"

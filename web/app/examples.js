@@ -1,3 +1,4 @@
+// @ts-check
 // The seeds' worked examples, one click each: each sets the page inputs, then explains the
 // answer as the seeds do — steps, then the result — with every number computed by the core.
 import { h } from './dom.js';
@@ -260,6 +261,7 @@ export const EXAMPLES = [
       const base = { model, seqLen: 512, precision: 'fp32', optimizer: 'adamw', ...gpu };
       const acc = { microBatch: 1, gradientAccumulationSteps: 4 };
       const peak = (req) => attempt(tm, 'peakMemory', { ...base, ...req, timeline: false });
+      /** @type {Array<[string, any]>} */
       const runs = [
         ['ex.bert.b4', peak({ ...then, microBatch: 4, checkpointing: 'none' })],
         ['ex.bert.acc', peak({ ...then, ...acc, checkpointing: 'none' })],

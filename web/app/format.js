@@ -1,3 +1,4 @@
+// @ts-check
 // Result formatting shared by the panels and the exports: flattening a result into rows and
 // recognising byte quantities (web/lib/units.js, shared with the command line).
 import { flatten as flattenRows, isBytesKey } from '../lib/units.js';

@@ -1,3 +1,4 @@
+// @ts-check
 // Data of the page's memory–time frontier chart: the frontier's plans sorted by activation
 // memory (GiB), each with its recompute overhead in % of forward + backward (the headline's
 // overheadFraction, placement_simulator.cpp), and the chosen plan placed where it lies — on the

@@ -1,3 +1,4 @@
+// @ts-check
 // Languages: labels live in i18n/<lang>.json (data, not code). Numbers keep Latin digits in
 // both languages (as the seed articles write them: "8681 MB"), and every number + unit is
 // isolated (<bdi dir="ltr">) so a right-to-left line never reorders "40.43 GB".

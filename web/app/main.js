@@ -1,3 +1,4 @@
+// @ts-check
 // Page entry (index.html): the state lives in the URL; ?embed=1 is the iframe mode
 // (no header chrome), ?show=a,b limits the inputs shown, ?tabs=size,peak the calculators.
 import { mountApp } from './app.js';

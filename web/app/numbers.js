@@ -1,3 +1,4 @@
+// @ts-check
 // Number formatting without Intl: the page shows Latin digits with "," grouping and "." as the
 // decimal point in both languages, which is what Intl.NumberFormat gives for "en" and
 // "ar-u-nu-latn" (tests/js/numbers.test.js compares the two). Creating the first

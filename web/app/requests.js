@@ -1,3 +1,4 @@
+// @ts-check
 // Requests for the core, built from the page state. Only documented request keys are sent;
 // optional ones only when the user set them, so the core's documented defaults apply.
 import { TrainmemError } from '../lib/errors.js';
@@ -41,6 +42,7 @@ export function checkpointSizeRequest(st) {
 }
 
 export function peakMemoryRequest(st) {
+  /** @type {import('../lib/index.js').PeakMemoryRequest} */
   const r = {
     model: modelOf(st),
     microBatch: st.microBatch,
@@ -50,10 +52,13 @@ export function peakMemoryRequest(st) {
     checkpointing: st.checkpointing,
     ...gpuOf(st),
   };
-  if (st.checkpointing === 'optimal') r.budgetBytes = Math.round(st.budgetGB * 1e9);
+  // the budget belongs to the strategy: checkpointing { strategy, budgetBytes }
+  if (st.checkpointing === 'optimal') {
+    r.checkpointing = { strategy: 'optimal', budgetBytes: Math.round(st.budgetGB * 1e9) };
+  }
   if (st.accumSteps > 1) r.gradientAccumulationSteps = st.accumSteps;
   if (st.dataParallel > 1) r.dataParallel = st.dataParallel;
-  if (st.zeroStage !== '0') r.zeroStage = Number(st.zeroStage);
+  if (st.zeroStage !== '0') r.zeroStage = /** @type {0 | 1 | 2 | 3} */ (Number(st.zeroStage));
   return withRuntime(r, st);
 }
 

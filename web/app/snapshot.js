@@ -1,3 +1,4 @@
+// @ts-check
 // "Compare with a measurement" under the peak-memory results: a drop zone for a PyTorch
 // memory snapshot (or memory_stats() JSON), read in the page's Web Worker (worker.js) by the
 // core's compareSnapshot, then the measured and predicted curves on the same axes, the

@@ -1,3 +1,4 @@
+// @ts-check
 // Runs core calls. Light calls run on the main thread (microseconds); heavy ones go to a
 // module Web Worker, so the page stays responsive and shows progress. A newer request
 // cancels an older one (the worker is terminated and started afresh).

@@ -1,3 +1,4 @@
+// @ts-check
 // The page state: every input, its default, its allowed values, and its URL key. The URL is
 // parsed field by field against this schema (numbers must parse and lie in range, choices
 // must be listed); anything else is dropped — URL text never reaches the DOM as markup.
@@ -135,6 +136,7 @@ export const FIELDS = {
 };
 
 export function defaults() {
+  /** @type {Record<string, any>} */
   const st = {};
   for (const [k, f] of Object.entries(FIELDS)) st[k] = f.default;
   return st;

@@ -1,3 +1,4 @@
+// @ts-check
 // Module worker: heavy solves (optimal placement, frontiers) run here so the page never
 // freezes. Messages: {id, fn, request} → {id, result} |
 // {id, error: {code, field, message, minimumBudgetBytes?}}.

@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// @ts-check
 // trainmem command line: `trainmem <command> [flags]`. Flags map onto request fields through
 // the table in cli/flags.js (data, not code paths), so a new request field is one new row.
 // Output: the result as JSON on stdout (exit 0), or as a table / Markdown (--format).

@@ -1,3 +1,4 @@
+// @ts-check
 // The one error class of trainmem. The ES module entry (index.js), the CommonJS entry
 // (index.cjs, which requires this file), the CLI (whose usage error extends it) and the page
 // (whose input error extends it) all throw it, so `instanceof TrainmemError` holds everywhere.

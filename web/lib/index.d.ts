@@ -152,7 +152,7 @@ export type ErrorCode =
 // Models (every request that takes `model` accepts the four forms)
 // ---------------------------------------------------------------------------------------
 
-/** A model known only by its parameter count (seed 003's input). */
+/** A model known only by its parameter count (the input of the rule of thumb). */
 export interface ModelByParams {
   /** Number of parameters (whole number ≥ 1; tied weights counted once). */
   params: number;
@@ -248,7 +248,7 @@ export interface CheckpointSizeRequest {
   /**
    * Dtype of the optimizer states that follow the parameter. Default: the weight dtype
    * (PyTorch keeps states in the parameter dtype), fp32 when `masterWeights` is true
-   * (mixed precision keeps states in fp32, seed 003). Fixed-dtype entries keep theirs
+   * (mixed precision keeps states in fp32). Fixed-dtype entries keep theirs
    * (Adam `step` fp32, 8-bit states uint8 with fp32 scales).
    */
   stateDtype?: DType;
@@ -302,7 +302,7 @@ export interface MessagePart {
  */
 export type MessageCodes = Record<string, MessagePart[]>;
 
-/** Seed 003's simple formula: params × copies per parameter × bytes per copy. */
+/** The rule of thumb: params × copies per parameter × bytes per copy. */
 export interface SimpleCheckpointSize {
   totalBytes: number;
   breakdown: { weights: number; masterWeights: number; optimizerState: number };
@@ -346,7 +346,7 @@ export interface CheckpointSizeResult {
   };
   /** The files written (one per shard). */
   files?: Array<{ name: string; bytes: number; tensors?: number }>;
-  /** The same checkpoint by seed 003's simple formula, to compare. */
+  /** The same checkpoint by the rule of thumb (params × copies × bytes per copy), to compare. */
   simple: SimpleCheckpointSize;
   /** totalBytes − simple.totalBytes. */
   differenceFromSimple: number;
@@ -869,7 +869,7 @@ export interface AccumulationPlanRequest extends Omit<
   utilization?: number;
   /** Fixed cost per block and micro-step, seconds. Default 0.00089 (calibrated on HF's V100 runs). */
   overheadPerLayerSeconds?: number;
-  /** Micro-batch of the comparison's accumulation rows. Default 1 (seed 000). */
+  /** Micro-batch of the comparison's accumulation rows. Default 1. */
   compareMicroBatch?: number;
 }
 
@@ -940,7 +940,7 @@ export interface AccumulationPlan {
   time: StepTime;
 }
 
-/** A row of seed 000's comparison table, computed for the request. */
+/** A row of the comparison of accumulation and checkpointing, computed for the request. */
 export interface ComparisonRow extends AccumulationPlan {
   /** `baseline`, `accumulation`, `checkpointing`, `accumulationAndCheckpointing`. */
   id: string;
@@ -984,7 +984,7 @@ export interface AccumulationPlanResult {
     speedupOverBestWithout: number;
     message: string;
   };
-  /** Seed 000's comparison table, computed. */
+  /** Accumulation beside checkpointing (batch, memory, time of each), computed for the request. */
   comparison: {
     microBatch: number;
     accumulationMicroBatch: number;
@@ -1002,7 +1002,8 @@ export interface AccumulationPlanResult {
       extraFlops: number;
       cost: string;
     }>;
-    seedTableNote: string;
+    /** What the rows show that comparison tables often get wrong: accumulation saves activation memory, not gradient memory. */
+    tableNote: string;
   };
   /** Forward FLOPs per token and how they were counted. */
   flops: {
@@ -1456,7 +1457,7 @@ export type FunctionName = keyof Functions;
 export interface Trainmem {
   /** Version of the core (equals the npm package version). */
   readonly version: string;
-  /** Size of a checkpoint file: weights, master copy, optimizer state (seed 003). */
+  /** Size of a checkpoint file: weights, master copy, optimizer state. */
   checkpointSize(request: CheckpointSizeRequest): CheckpointSizeResult;
   /** Parameter tensors, buffers and architecture of a model. */
   describeModel(request: DescribeModelRequest): DescribeModelResult;

@@ -1,3 +1,4 @@
+// @ts-check
 // trainmem: JavaScript wrapper over the WebAssembly core. One JSON string crosses the
 // boundary each way (plus, for the snapshot reader, the file's bytes); errors come back as
 // data and are thrown here as TrainmemError.
@@ -70,7 +71,7 @@ let loading = null;
 
 /**
  * Loads the WebAssembly core (once; later calls return the same instance).
- * @returns {Promise<import('./index').Trainmem>}
+ * @returns {Promise<import('./index.js').Trainmem>}
  */
 export function load() {
   if (!loading) {

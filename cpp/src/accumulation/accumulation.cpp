@@ -316,9 +316,9 @@ json make_comparison(const PlannerInputs& in, const PeakMemoryFn& peak_memory, u
   techniques.push_back(std::move(acc));
   techniques.push_back(std::move(ck));
   put(out, "techniques", std::move(techniques));
-  put(out, "seedTableNote",
-      "seed 000's table lists 'gradient memory' as what accumulation saves; the numbers "
-      "above show it saves activation memory: gradients stay allocated across micro-steps");
+  put(out, "tableNote",
+      "comparison tables often list 'gradient memory' as what accumulation saves; these rows "
+      "show it saves activation memory: gradients stay allocated across micro-steps");
   return out;
 }
 

@@ -81,9 +81,10 @@ json simple_formula(const Request& r) {
   put(s, "breakdown", std::move(breakdown));
   put(s, "copies", 1 + copies + (r.master ? 1 : 0));
   put(s, "bytesPerParam", n ? static_cast<double>(total) / static_cast<double>(n) : 0.0);
-  put(s, "formula", "params x copies x bytes per copy (seed 003)");
+  put(s, "formula", "params x copies x bytes per copy (the usual rule of thumb)");
   if (r.opt.name == "adafactor" || r.opt.name == "torch-adafactor")
-    put(s, "note", "seed 003 gives Adafactor only as O(sqrt(N)); the exact value uses the shapes");
+    put(s, "note",
+        "the rule of thumb gives Adafactor only as O(sqrt(N)); the exact value uses the shapes");
   return s;
 }
 

@@ -1,3 +1,4 @@
+// @ts-check
 // Argument parsing: argv -> the command, the output format and one request per scenario (the
 // --json base, then one more after each --vs), with the flag that set each field.
 import { COMMANDS, ALL } from './commands/index.js';

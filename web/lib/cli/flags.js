@@ -1,3 +1,4 @@
+// @ts-check
 // The flag table: each request flag names the request field it sets, so a new request field
 // is one new row here (data, not code paths), and the CLI's own options.
 export const MODEL_COMMANDS = [

@@ -1,3 +1,4 @@
+// @ts-check
 // The help text, built from the command and flag tables.
 import { COMMANDS, ALL } from './commands/index.js';
 import { FLAGS, OPTIONS, flagCommand, flagPath } from './flags.js';
@@ -45,7 +46,7 @@ export function helpText(command) {
   for (const o of OPTIONS) lines.push(`  --${o.flag}`.padEnd(34) + ` ${o.help}`);
   lines.push(
     '',
-    'numbers: counts take k/M/B/T (6.7B = 6.7e9); bytes take B, kB, MB, GB, TB (10^3 steps) or KiB, MiB, GiB, TiB (2^10 steps).',
+    'numbers: counts take k/M/B/T (6.7B = 6.7e9); bytes take B, kB, MB, GB, TB (10^3 steps) or KiB, MiB, GiB, TiB (2^10 steps); digits may be grouped by _ or by , in threes (6,738,415,616).',
     'output: the result as JSON on stdout (exit 0); bad input: {"error":{code, field, flag, message}} on stderr (exit 2).',
     '',
     'examples:',

@@ -1,3 +1,4 @@
+// @ts-check
 // The CLI's run: parse, call the core once per scenario, print the result or the error.
 import { readFileSync } from 'node:fs';
 import { load, TrainmemError } from '../index.js';

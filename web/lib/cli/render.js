@@ -1,3 +1,4 @@
+// @ts-check
 // Rendering of results: a table (or Markdown) of every field, bytes in both unit systems.
 import { flatten, humanBytes, isBytesKey } from '../units.js';
 

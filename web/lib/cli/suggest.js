@@ -1,3 +1,4 @@
+// @ts-check
 // Did-you-mean for unknown flags and commands: the nearest candidate by edit distance.
 function levenshtein(a, b) {
   const d = Array.from({ length: b.length + 1 }, (_, j) => j);

@@ -1,3 +1,4 @@
+// @ts-check
 // A bad command line: a TrainmemError whose `.flag` (without --) names the flag at fault.
 import { TrainmemError } from '../errors.js';
 

@@ -1,3 +1,4 @@
+// @ts-check
 // Flag values: numbers, counts (6.7B), bytes (80GiB), booleans, and files (or - for stdin).
 import { readFileSync } from 'node:fs';
 import * as units from '../units.js';

@@ -1,3 +1,4 @@
+// @ts-check
 // trainmem accumulation
 export default {
   fn: 'accumulation',

@@ -1,3 +1,4 @@
+// @ts-check
 // trainmem compare-snapshot: reads the snapshot file named on the command line, sends the
 // request flags as `request` (a peakMemory request) beside `measured`, and prints its own table.
 import { readFileSync } from 'node:fs';

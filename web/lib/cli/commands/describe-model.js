@@ -1,3 +1,4 @@
+// @ts-check
 // trainmem describe-model
 export default {
   fn: 'describeModel',

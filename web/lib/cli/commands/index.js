@@ -1,3 +1,4 @@
+// @ts-check
 // The commands of the CLI, one file each: the core function it calls, its help summary and
 // examples, and (compare-snapshot) its own way to run and to render.
 import checkpointSize from './checkpoint-size.js';

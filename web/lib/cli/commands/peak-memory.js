@@ -1,3 +1,4 @@
+// @ts-check
 // trainmem peak-memory
 export default {
   fn: 'peakMemory',

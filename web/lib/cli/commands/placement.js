@@ -1,3 +1,4 @@
+// @ts-check
 // trainmem placement
 export default {
   fn: 'placement',

@@ -1,3 +1,4 @@
+// @ts-check
 // trainmem presets
 export default {
   fn: 'presets',
