@@ -14,6 +14,7 @@
 #include "trainmem/dtype.hpp"
 #include "trainmem/model.hpp"
 #include "trainmem/optimizer.hpp"
+#include "trainmem/vocabulary.hpp"
 
 namespace trainmem {
 namespace {
@@ -29,7 +30,8 @@ bool read_dtype(const Obj& o, const char* key, DType* out) {
     return false;
   }
   const std::string s = o.str(key, 32);
-  if (!parse_dtype(s, out)) o.one_of(key, dtype_names());  // throws with a suggestion
+  if (!parse_dtype(s, out))
+    o.one_of(key, dtype_names(), &dtype_spellings());  // throws with a suggestion
   return true;
 }
 
@@ -100,7 +102,7 @@ json checkpoint_size_json(const json& request) {
   Obj req(request, "");
   Request r;
   r.model = parse_model(req.obj("model"));
-  r.format = req.one_of_or("format", {"raw", "torch", "safetensors"}, "raw");
+  r.format = req.one_of_or("format", vocab::names(vocab::kCheckpointFormats), "raw");
   r.include_optimizer = req.boolean_or("includeOptimizer", r.format != "safetensors");
   if (r.include_optimizer || req.has("optimizer"))
     r.opt = parse_optimizer(req, "optimizer");
