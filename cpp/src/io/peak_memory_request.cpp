@@ -169,8 +169,12 @@ Runtime runtime_profile(const std::string& id, const std::string& field) {
   r.context_bytes = json_at(j, "contextBytes").get<uint64_t>();
   r.context_source = json_at(j, "contextSource").get<std::string>();
   r.workspace_bytes = json_at(j, "workspaceBytes").get<uint64_t>();
-  r.optimizer_implementation = json_at(j, "optimizerImplementation").get<std::string>();
-  r.foreach_optimizers = r.optimizer_implementation == "foreach";
+  const std::string impl = json_at(j, "optimizerImplementation").get<std::string>();
+  const vocab::OptimizerImplTerm* impl_term = vocab::find(vocab::kOptimizerImpls, impl);
+  if (!impl_term)
+    fail(code::kInternal, field, {"internal error: runtime data names optimizer ", impl});
+  r.optimizer_implementation = impl_term->value;
+  r.foreach_optimizers = r.optimizer_implementation == vocab::OptimizerImpl::foreach;
   r.source = json_at(j, "source").get<std::string>();
   r.torch_versions = json_at(j, "torchVersions").get<std::string>();
   r.set_to_none = json_at(j, "zeroGradSetToNone").get<bool>();
@@ -327,10 +331,11 @@ Request parse_request(const json& request) {
   } else if (req.has("gpuMemoryBytes")) {
     r.gpu_memory_bytes = req.u64("gpuMemoryBytes", 1, kMaxExactJson);
   }
-  r.optimizer_implementation =
+  const std::string impl =
       req.one_of_or("optimizerImplementation", vocab::names(vocab::kOptimizerImpls),
-                    r.runtime.optimizer_implementation.c_str());
-  r.runtime.foreach_optimizers = r.optimizer_implementation == "foreach";
+                    vocab::name_for(vocab::kOptimizerImpls, r.runtime.optimizer_implementation));
+  r.optimizer_implementation = vocab::find(vocab::kOptimizerImpls, impl)->value;
+  r.runtime.foreach_optimizers = r.optimizer_implementation == vocab::OptimizerImpl::foreach;
   r.set_to_none = req.boolean_or("zeroGradSetToNone", r.runtime.set_to_none);
   r.optimizer_in_backward = req.boolean_or("optimizerInBackward", false);
   r.compiled = req.boolean_or("compile", false);
