@@ -163,7 +163,16 @@ inline constexpr LossTerm kLosses[] = {
 };
 
 // ---- Checkpoint file formats (checkpointSize).
-inline constexpr const char* kCheckpointFormats[] = {"raw", "torch", "safetensors"};
+enum class CheckpointFormat { raw, torch, safetensors };
+struct CheckpointFormatTerm {
+  const char* name;
+  CheckpointFormat value;
+};
+inline constexpr CheckpointFormatTerm kCheckpointFormats[] = {
+    {"raw", CheckpointFormat::raw},      // the tensor payload alone
+    {"torch", CheckpointFormat::torch},  // torch.save zip
+    {"safetensors", CheckpointFormat::safetensors},
+};
 
 // ---- MLP activation (peakMemory's `mlp` form).
 inline constexpr const char* kMlpActivations[] = {"relu", "gelu", "none"};

@@ -23,11 +23,19 @@ namespace {
 // micro x steps x DP x seqLen below 2^53 for seqLen <= 2^22.
 using limits::kMaxRanks;
 
-const char* throughput_key(const std::string& precision) {
+const char* throughput_key(vocab::Precision precision) {
   // Autocast runs matmuls in 16 bits; fp32 runs them in fp32 (PyTorch >= 1.12 disables TF32
   // for matmuls by default: torch.backends.cuda.matmul.allow_tf32 = False).
-  if (precision == "amp-fp16" || precision == "fp16") return "fp16";
-  if (precision == "amp-bf16" || precision == "bf16") return "bf16";
+  switch (precision) {
+    case vocab::Precision::amp_fp16:
+    case vocab::Precision::fp16:
+      return "fp16";
+    case vocab::Precision::amp_bf16:
+    case vocab::Precision::bf16:
+      return "bf16";
+    case vocab::Precision::fp32:
+      break;
+  }
   return "fp32";
 }
 
@@ -113,8 +121,7 @@ json plan_mode(const Obj& req) {
   in.checkpointing = {"none", user_ckpt.strategy};
 
   // GPU throughput: the preset's dense peak for the precision, or gpuPeakTflops.
-  const std::string precision = activations::precision_name(base.precision);
-  const char* tkey = throughput_key(precision);
+  const char* tkey = throughput_key(base.precision);
   GpuInfo gpu;
   gpu.memory_bytes = base.gpu_memory_bytes;
   if (!base.gpu_id.empty()) {
@@ -147,7 +154,8 @@ json plan_mode(const Obj& req) {
   }
   // Optimizer traffic per step (weights in fp32 unless pure 16-bit: autocast keeps fp32
   // parameters and gradients).
-  const bool pure16 = precision == "bf16" || precision == "fp16";
+  const bool pure16 =
+      base.precision == vocab::Precision::bf16 || base.precision == vocab::Precision::fp16;
   const double wbytes = pure16 ? 2.0 : 4.0;
   const double sbytes = base.optimizer.name == "adam-8bit" ? 1.0 : wbytes;
   const double trainable = static_cast<double>(first.trainable_params);
