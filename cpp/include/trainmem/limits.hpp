@@ -17,9 +17,9 @@ inline constexpr uint64_t kMaxRequestBytes = 16ULL << 20;
 inline constexpr uint64_t kMaxRequestDepth = 64;
 inline constexpr uint64_t kMaxRequestValues = 1000000;
 
-// Micro-batch (samples per rank and step), in peakMemory and accumulation alike: 2^24. The
-// accumulation planner evaluates each micro-batch it considers through peakMemory, so a larger
-// accumulation limit (it was 2^31) only moved the refusal deeper.
+// Micro-batch (samples per rank and step), in every calculator: 2^24. accumulation's plan mode
+// evaluates each micro-batch it considers through peakMemory, which refused more, so the 2^31
+// accumulation had only held for the batch arithmetic of its forward mode.
 inline constexpr uint64_t kMaxMicroBatch = 1ULL << 24;
 // Gradient accumulation steps: 2^24, as the micro-batch.
 inline constexpr uint64_t kMaxAccumulationSteps = 1ULL << 24;
