@@ -147,14 +147,14 @@ export const FLAGS = [
     kind: 'string',
     path: 'optimizer',
     commands: ['checkpoint-size', ...TRAINING],
-    help: 'sgd | sgd-momentum | adam | adamw | adagrad | rmsprop | adafactor | torch-adafactor | lion | adam-8bit | adamw-8bit | paged-adamw-8bit',
+    vocab: 'optimizers',
   },
   {
     flag: 'weight-dtype',
     kind: 'string',
     path: 'weightDtype',
     commands: ['checkpoint-size'],
-    help: 'fp32 | fp16 | bf16 | int8 | ...',
+    vocab: 'dtypes',
   },
   { flag: 'state-dtype', kind: 'string', path: 'stateDtype', commands: ['checkpoint-size'] },
   {
@@ -169,7 +169,7 @@ export const FLAGS = [
     kind: 'string',
     path: 'format',
     commands: ['checkpoint-size'],
-    help: 'raw | torch | safetensors',
+    vocab: 'checkpointFormats',
   },
   {
     flag: 'include-optimizer',
@@ -196,7 +196,7 @@ export const FLAGS = [
     kind: 'string',
     path: 'precision',
     commands: TRAINING,
-    help: 'fp32 | amp-fp16 | amp-bf16 | bf16',
+    vocab: 'precisions',
   },
   {
     flag: 'micro-batch',
@@ -212,7 +212,8 @@ export const FLAGS = [
     kind: 'string',
     path: 'checkpointing',
     commands: TRAINING,
-    help: 'none | full | selective | every-k | block | sequential | sqrt | chen-greedy | revolve | optimal-single-level | optimal (accumulation: also auto)',
+    vocab: 'checkpointing',
+    help: '(accumulation: also auto)',
   },
   {
     flag: 'accumulation-steps',
@@ -269,21 +270,22 @@ export const FLAGS = [
     kind: 'string',
     path: 'attention',
     commands: TRAINING,
-    help: 'eager | sdpa | flash',
+    vocab: 'attention',
   },
   {
     flag: 'runtime',
     kind: 'string',
     path: 'runtime',
     commands: TRAINING,
-    help: 'pytorch-cuda | pytorch-2.5-cuda | pytorch-2.0-cuda | pytorch-1.13-cuda | pytorch-1.10-cuda | pytorch-cpu',
+    vocab: 'runtimes',
   },
   {
     flag: 'optimizer-impl',
     kind: 'string',
     path: 'optimizerImplementation',
     commands: TRAINING,
-    help: "foreach | for-loop | fused | transformers (default: the runtime's)",
+    vocab: 'optimizerImplementations',
+    help: "(default: the runtime's)",
   },
   {
     flag: 'allocator',
@@ -318,7 +320,8 @@ export const FLAGS = [
     kind: 'string',
     path: 'loss',
     commands: ['peak-memory'],
-    help: 'cross-entropy | chunked (torchtune, 8 chunks) | liger-fused-linear',
+    vocab: 'losses',
+    help: '(chunked: torchtune, 8 chunks)',
   },
   {
     flag: 'optimizer-in-backward',
@@ -387,7 +390,7 @@ export const FLAGS = [
     kind: 'string',
     path: 'strategy',
     commands: ['placement'],
-    help: 'none | manual | every-k | block | sequential | sqrt | chen-greedy | revolve | optimal-single-level | optimal',
+    vocab: 'placementStrategies',
   },
   { flag: 'budget', kind: 'bytes', path: 'budgetBytes', commands: ['placement'] },
   { flag: 'greedy-bytes', kind: 'bytes', path: 'greedyBytes', commands: ['placement'] },
@@ -1043,7 +1046,8 @@ const ARG_LABEL = {
   list: 'a,b|all-linear',
 };
 
-function helpText(command) {
+// `vocabulary`: the core's tables (tm.vocabulary()); a flag with `vocab` lists that table.
+function helpText(command, vocabulary) {
   const lines = [];
   if (command && COMMANDS[command]) {
     const c = COMMANDS[command];
@@ -1057,7 +1061,9 @@ function helpText(command) {
     for (const f of FLAGS.filter((d) => d.commands.includes(flagCommand(d, command)))) {
       const path = f.kind === 'model' ? 'model.preset | model.params' : flagPath(f, command);
       const arg = f.kind === 'boolean' ? '' : ` <${ARG_LABEL[f.kind]}>`;
-      lines.push(`  --${f.flag}${arg}`.padEnd(34) + ` ${path}${f.help ? `: ${f.help}` : ''}`);
+      const names = f.vocab ? vocabulary[f.vocab].join(' | ') : '';
+      const help = [names, f.help].filter(Boolean).join(' ');
+      lines.push(`  --${f.flag}${arg}`.padEnd(34) + ` ${path}${help ? `: ${help}` : ''}`);
     }
   } else {
     lines.push(
@@ -1124,11 +1130,11 @@ export async function main(argv, io = processIo) {
         message: e.message,
       });
     }
+    const tm = await load();
     if (args.help) {
-      io.out(helpText(args.command));
+      io.out(helpText(args.command, tm.vocabulary()));
       return 0;
     }
-    const tm = await load();
     if (args.version) {
       io.out(`${tm.version}\n`);
       return 0;
