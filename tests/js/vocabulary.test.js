@@ -57,9 +57,17 @@ test('the d.ts unions are the core tables', () => {
   same(unionOf('CheckpointingStrategy'), v.checkpointing, 'CheckpointingStrategy');
   same(unionOf('CheckpointFormat'), v.checkpointFormats, 'CheckpointFormat');
   same(unionOf('Runtime'), v.runtimes, 'Runtime');
-  same(unionOf('ErrorCode'), v.errorCodes.map((c) => c.code), 'ErrorCode');
+  same(
+    unionOf('ErrorCode'),
+    v.errorCodes.map((c) => c.code),
+    'ErrorCode',
+  );
   same(fieldUnion('attention'), v.attention, 'PeakMemoryRequest.attention');
-  same(fieldUnion('optimizerImplementation'), v.optimizerImplementations, 'optimizerImplementation');
+  same(
+    fieldUnion('optimizerImplementation'),
+    v.optimizerImplementations,
+    'optimizerImplementation',
+  );
   same(fieldUnion('loss'), v.losses, 'PeakMemoryRequest.loss');
   same(fieldUnion('activation'), v.mlpActivations, 'MlpInput.activation');
 });
@@ -79,7 +87,9 @@ test('the d.ts doc comments quote the limits header', () => {
   };
   assert.equal(v.limits.microBatch, 2 ** 24);
   for (const [field, limit] of Object.entries(quotes)) {
-    const docs = [...dts.matchAll(new RegExp(`/\\*\\*((?:(?!\\*/)[\\s\\S])*)\\*/\\s*${field}\\??:`, 'g'))];
+    const docs = [
+      ...dts.matchAll(new RegExp(`/\\*\\*((?:(?!\\*/)[\\s\\S])*)\\*/\\s*${field}\\??:`, 'g')),
+    ];
     const inRequests = docs.filter((d) => /\d/.test(d[1]) && /whole|to|at most/.test(d[1]));
     assert.ok(inRequests.length > 0, `no doc comment of ${field} quotes a limit`);
     for (const d of inRequests) {
@@ -119,7 +129,11 @@ test('the CLI help lists every name of the core tables', () => {
   same(helpList('peak-memory', 'checkpointing'), v.checkpointing, 'CLI --checkpointing');
   same(helpList('peak-memory', 'attention'), v.attention, 'CLI --attention');
   same(helpList('peak-memory', 'runtime'), v.runtimes, 'CLI --runtime');
-  same(helpList('peak-memory', 'optimizer-impl'), v.optimizerImplementations, 'CLI --optimizer-impl');
+  same(
+    helpList('peak-memory', 'optimizer-impl'),
+    v.optimizerImplementations,
+    'CLI --optimizer-impl',
+  );
   same(helpList('peak-memory', 'loss'), v.losses, 'CLI --loss');
   same(helpList('placement', 'strategy'), v.placementStrategies, 'CLI --strategy');
 });
@@ -164,18 +178,32 @@ test("the page's option lists are the core tables", () => {
   same(pageList(FIELDS.format.values), v.checkpointFormats, 'page formats');
   same(pageList(FIELDS.precision.values), v.precisions, 'page precisions');
   same(pageList(FIELDS.runtime.values), v.runtimes, 'page runtimes');
-  same(pageList(FIELDS.optImpl.values), v.optimizerImplementations, 'page optimizer implementations');
-  same(pageList(FIELDS.attention.values), withoutLeftOut(v.attention, 'attention'), 'page attention');
+  same(
+    pageList(FIELDS.optImpl.values),
+    v.optimizerImplementations,
+    'page optimizer implementations',
+  );
+  same(
+    pageList(FIELDS.attention.values),
+    withoutLeftOut(v.attention, 'attention'),
+    'page attention',
+  );
   same(
     FIELDS.checkpointing.values,
     withoutLeftOut(v.checkpointing, 'checkpointing'),
     'page checkpointing',
   );
-  same(FIELDS.strategy.values, withoutLeftOut(v.placementStrategies, 'strategy'), 'page strategies');
+  same(
+    FIELDS.strategy.values,
+    withoutLeftOut(v.placementStrategies, 'strategy'),
+    'page strategies',
+  );
   // every name left out is still a name of the core
   for (const [key, names] of Object.entries(PAGE_LEAVES_OUT)) {
-    const table = { checkpointing: v.checkpointing, strategy: v.placementStrategies }[key] || v[key];
-    for (const n of Object.keys(names)) assert.ok(table.includes(n), `${key}: ${n} is not in the core`);
+    const table =
+      { checkpointing: v.checkpointing, strategy: v.placementStrategies }[key] || v[key];
+    for (const n of Object.keys(names))
+      assert.ok(table.includes(n), `${key}: ${n} is not in the core`);
   }
 });
 
