@@ -92,6 +92,7 @@ json placement_json(const json& request) {
     activations::Settings set;
     set.micro_batch = root.u64("microBatch", 1, limits::kMaxMicroBatch);
     set.seq_len = root.u64("seqLen", 1, limits::kMaxSeqLen);
+    set.target_len = root.u64_or("targetLen", 0, 1, limits::kMaxSeqLen);
     const std::string prec = root.one_of_or("precision", activations::precision_names(), "fp32");
     activations::parse_precision(prec, &set.precision);
     static const std::vector<std::string> attention = vocab::names_if(
