@@ -19,6 +19,7 @@ const std::pair<const char*, Handler> kHandlers[] = {
     {"accumulation", accumulation_json},
     {"placement", placement_json},
     {"presets", presets_json},
+    {"vocabulary", vocabulary_json},
 };
 using BytesHandler = json (*)(const json&, const std::string&);
 const std::pair<const char*, BytesHandler> kBytesHandlers[] = {

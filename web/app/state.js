@@ -4,18 +4,24 @@
 // must be listed); anything else is dropped — URL text never reaches the DOM as markup.
 
 export const TABS = ['size', 'peak', 'accum', 'place'];
+// Every name of the core's optimizer table (tm.vocabulary().optimizers; tests/js/vocabulary.test.js).
 export const OPTIMIZERS = [
   'sgd',
   'sgd-momentum',
   'adam',
   'adamw',
   'adafactor',
+  'adafactor-hf',
+  'torch-adafactor',
   'lion',
   'adagrad',
   'rmsprop',
   'adam-8bit',
+  'adamw-8bit',
+  'paged-adamw-8bit',
   'torchao-adamw-8bit',
   'torchao-adamw-4bit',
+  'torchao-adamw-fp8',
 ];
 export const DTYPES = ['fp32', 'fp16', 'bf16', 'int8'];
 
@@ -41,8 +47,8 @@ export const FIELDS = {
   // '' is a custom size (gpuGB).
   gpu: { kind: 'text', max: 40, default: 'a100-80gb' },
   gpuGB: { kind: 'num', min: 0.1, max: 1e5, default: 80, url: 'gb' },
-  microBatch: { kind: 'int', min: 1, max: 1e6, default: 1, url: 'mb' },
-  seqLen: { kind: 'int', min: 1, max: 1e7, default: 512, url: 'seq' },
+  microBatch: { kind: 'int', min: 1, max: 2 ** 24, default: 1, url: 'mb' }, // the core's limits
+  seqLen: { kind: 'int', min: 1, max: 2 ** 24, default: 512, url: 'seq' },
   // checkpoint size
   weightDtype: { kind: 'choice', values: DTYPES, default: 'fp16', url: 'wd' },
   stateDtype: { kind: 'choice', values: ['', ...DTYPES], default: '', url: 'sd' },
@@ -51,7 +57,7 @@ export const FIELDS = {
   // peak memory
   precision: {
     kind: 'choice',
-    values: ['fp32', 'amp-fp16', 'amp-bf16', 'bf16'],
+    values: ['fp32', 'amp-fp16', 'amp-bf16', 'bf16', 'fp16'],
     default: 'amp-bf16',
     url: 'prec',
   },
@@ -61,8 +67,8 @@ export const FIELDS = {
     default: 'none',
     url: 'ckpt',
   },
-  accumSteps: { kind: 'int', min: 1, max: 1e6, default: 1, url: 'gas' },
-  dataParallel: { kind: 'int', min: 1, max: 1e6, default: 1, url: 'dp' },
+  accumSteps: { kind: 'int', min: 1, max: 2 ** 24, default: 1, url: 'gas' },
+  dataParallel: { kind: 'int', min: 1, max: 2 ** 20, default: 1, url: 'dp' },
   zeroStage: { kind: 'choice', values: ['0', '1', '2', '3'], default: '0', url: 'zero' },
   attention: { kind: 'choice', values: ['', 'eager', 'sdpa'], default: '', url: 'attn' },
   runtime: {
@@ -70,6 +76,7 @@ export const FIELDS = {
     values: [
       '',
       'pytorch-cuda',
+      'pytorch-2.5-cuda',
       'pytorch-2.0-cuda',
       'pytorch-1.13-cuda',
       'pytorch-1.10-cuda',
@@ -106,7 +113,7 @@ export const FIELDS = {
   marginGB: { kind: 'num', min: 0, max: 1e5, default: 0, url: 'mg' },
   // accumulation
   accMode: { kind: 'choice', values: ['plan', 'forward'], default: 'plan', url: 'am' },
-  targetGlobalBatch: { kind: 'int', min: 1, max: 1e9, default: 32, url: 'gbs' },
+  targetGlobalBatch: { kind: 'int', min: 1, max: 2 ** 31, default: 32, url: 'gbs' },
   datasetSize: { kind: 'int', min: 0, max: 1e12, default: 0, url: 'ds' },
   // placement
   chainSource: { kind: 'choice', values: ['uniform', 'model'], default: 'uniform', url: 'cs' },

@@ -528,11 +528,12 @@ export interface PeakMemoryRequest {
   model?: ModelInput;
   /** A plain MLP instead of `model`. */
   mlp?: MlpInput;
-  /** Samples per micro-step per GPU, whole number ≥ 1. */
+  /** Samples per micro-step per GPU, whole number from 1 to 16,777,216 (2^24). */
   microBatch: number;
   /**
-   * Tokens per sample, whole number ≥ 1, at most the model's positions (not for `mlp`). For an
-   * encoder-decoder model (T5, mT5) the encoder's input length (`input_ids`).
+   * Tokens per sample, whole number from 1 to 16,777,216 (2^24), at most the model's positions
+   * (not for `mlp`). For an encoder-decoder model (T5, mT5) the encoder's input length
+   * (`input_ids`).
    */
   seqLen?: number;
   /**
@@ -549,11 +550,11 @@ export interface PeakMemoryRequest {
   optimizer?: Optimizer;
   /** Activation checkpointing: a strategy name or options. Default none. */
   checkpointing?: CheckpointingStrategy | CheckpointingOptions;
-  /** Micro-steps per optimizer step: gradients persist across them. Default 1. */
+  /** Micro-steps per optimizer step: gradients persist across them, 1 to 16,777,216 (2^24). Default 1. */
   gradientAccumulationSteps?: number;
   /** DeepSpeed ZeRO stage 0–3. Default 0. */
   zeroStage?: 0 | 1 | 2 | 3;
-  /** Data-parallel ranks sharding ZeRO state. Default 1. */
+  /** Data-parallel ranks sharding ZeRO state, 1 to 1,048,576 (2^20). Default 1. */
   dataParallel?: number;
   /** ZeRO-Offload: optimizer state (needs zeroStage ≥ 1) / parameters (zeroStage 3) in CPU memory. */
   offload?: { optimizer?: boolean; params?: boolean };
@@ -830,13 +831,19 @@ export interface PeakMemoryResult {
 
 /** Forward mode of {@link Trainmem.accumulation}: the batch arithmetic of a given setup. */
 export interface AccumulationRequest {
-  /** Samples per micro-step per GPU (HF `per_device_train_batch_size`), whole number ≥ 1. */
+  /**
+   * Samples per micro-step per GPU (HF `per_device_train_batch_size`), whole number from 1 to
+   * 16,777,216 (2^24).
+   */
   microBatch: number;
-  /** Micro-steps per optimizer step (HF `gradient_accumulation_steps`), whole number ≥ 1. */
+  /**
+   * Micro-steps per optimizer step (HF `gradient_accumulation_steps`), whole number from 1 to
+   * 16,777,216 (2^24).
+   */
   accumulationSteps: number;
-  /** Data-parallel ranks (PyTorch DDP world size). Default 1. */
+  /** Data-parallel ranks (PyTorch DDP world size), 1 to 1,048,576 (2^20). Default 1. */
   dataParallel?: number;
-  /** Tokens per sample: adds `tokensPerStep`. */
+  /** Tokens per sample, 1 to 16,777,216 (2^24): adds `tokensPerStep`. */
   seqLen?: number;
   /** Samples in the dataset: adds the per-epoch counts. */
   datasetSize?: number;
@@ -850,7 +857,10 @@ export interface AccumulationPlanRequest extends Omit<
   PeakMemoryRequest,
   'microBatch' | 'gradientAccumulationSteps' | 'checkpointing' | 'timeline' | 'searchMaxMicroBatch'
 > {
-  /** Global batch: micro × steps × dataParallel to reach, samples; ≥ dataParallel. */
+  /**
+   * Global batch: micro × steps × dataParallel to reach, samples; ≥ dataParallel, at most
+   * 2,147,483,648 (2^31).
+   */
   targetGlobalBatch: number;
   /** Tokens per sample (required, except for `mlp`). */
   seqLen?: number;
@@ -869,7 +879,7 @@ export interface AccumulationPlanRequest extends Omit<
   utilization?: number;
   /** Fixed cost per block and micro-step, seconds. Default 0.00089 (calibrated on HF's V100 runs). */
   overheadPerLayerSeconds?: number;
-  /** Micro-batch of the comparison's accumulation rows. Default 1. */
+  /** Micro-batch of the comparison's accumulation rows, 1 to 16,777,216 (2^24). Default 1. */
   compareMicroBatch?: number;
 }
 
@@ -1443,6 +1453,70 @@ export interface CompareSnapshotResult {
   notes: string[];
 }
 
+/**
+ * What {@link Trainmem.vocabulary} returns: the core's own tables, one list per request field
+ * that takes a name (in the order error messages list them), and its numeric limits.
+ */
+export interface Vocabulary {
+  /** Names of the core's functions (each is a method of {@link Trainmem}). */
+  functions: FunctionName[];
+  /** {@link OptimizerName}s. */
+  optimizers: OptimizerName[];
+  /** The state layout each optimizer name selects (an alias names another's layout). */
+  optimizerLayouts: Record<OptimizerName, OptimizerName>;
+  /** {@link DType}s, as error messages list them. */
+  dtypes: DType[];
+  /** Every dtype spelling accepted (also float, half, double, long, int, float8, float64). */
+  dtypeSpellings: string[];
+  /** {@link CheckpointingStrategy} names (peakMemory, accumulation). */
+  checkpointing: CheckpointingStrategy[];
+  /** The extra name accumulation's `checkpointing` takes: `auto`. */
+  accumulationCheckpointing: 'auto';
+  /** {@link PlacementStrategy} names (placement). */
+  placementStrategies: PlacementStrategy[];
+  /** {@link Precision}s. */
+  precisions: Precision[];
+  /** peakMemory's `attention` names. */
+  attention: string[];
+  /** placement's `attention` names (model form). */
+  placementAttention: string[];
+  /** {@link Runtime}s. */
+  runtimes: Runtime[];
+  /** peakMemory's `optimizerImplementation` names. */
+  optimizerImplementations: string[];
+  /** peakMemory's `loss` names. */
+  losses: string[];
+  /** checkpointSize's `format` names. */
+  checkpointFormats: string[];
+  /** peakMemory's `mlp.activation` names. */
+  mlpActivations: string[];
+  /** {@link ErrorCode}s with their meaning. */
+  errorCodes: { code: ErrorCode; meaning: string }[];
+  /** Numeric limits of requests (all whole numbers, inclusive). */
+  limits: {
+    /** `microBatch` (peakMemory, accumulation, placement): 16,777,216 (2^24). */
+    microBatch: number;
+    /** `gradientAccumulationSteps`, `accumulationSteps`: 16,777,216 (2^24). */
+    accumulationSteps: number;
+    /** `targetGlobalBatch`: 2,147,483,648 (2^31). */
+    globalBatch: number;
+    /** `seqLen`: 16,777,216 (2^24). */
+    seqLen: number;
+    /** `dataParallel`, `tensorParallel`, ...: 1,048,576 (2^20). */
+    ranks: number;
+    /** Layers of a placement chain: 100,000. */
+    chainLayers: number;
+    /** Largest integer a JSON number holds exactly: 9,007,199,254,740,992 (2^53). */
+    exactJsonInteger: number;
+    /** Request text: 16,777,216 bytes (16 MiB). */
+    requestBytes: number;
+    /** Request nesting depth: 64. */
+    requestDepth: number;
+    /** JSON values in one request: 1,000,000. */
+    requestValues: number;
+  };
+}
+
 export interface Functions {
   checkpointSize: [CheckpointSizeRequest, CheckpointSizeResult];
   describeModel: [DescribeModelRequest, DescribeModelResult];
@@ -1450,6 +1524,7 @@ export interface Functions {
   accumulation: [AccumulationRequest | AccumulationPlanRequest, AccumulationResult];
   placement: [PlacementRequest, PlacementResult];
   presets: [PresetsRequest, PresetsResult];
+  vocabulary: [Record<string, never>, Vocabulary];
 }
 export type FunctionName = keyof Functions;
 
@@ -1471,6 +1546,8 @@ export interface Trainmem {
   placement(request: PlacementRequest): PlacementResult;
   /** Presets (models, GPUs, examples) of this build. */
   presets(request?: PresetsRequest): PresetsResult;
+  /** Every name each request field accepts, the core's functions and its numeric limits. */
+  vocabulary(request?: Record<string, never>): Vocabulary;
   /**
    * Reads a PyTorch memory snapshot (`torch.cuda.memory._dump_snapshot`) or memory_stats() JSON:
    * allocated and reserved memory over time, the steps, the peak and what was live then.

@@ -7,14 +7,8 @@ import { TrainmemError } from './errors.js';
 
 export { TrainmemError };
 
-const FUNCTIONS = {
-  checkpointSize: 'checkpointSize',
-  describeModel: 'describeModel',
-  peakMemory: 'peakMemory',
-  accumulation: 'accumulation',
-  placement: 'placement',
-  presets: 'presets',
-};
+// Functions that read a file's bytes beside their request: their methods take the bytes.
+const BYTES_FUNCTIONS = ['readSnapshot', 'compareSnapshot'];
 
 // A file's bytes as Embind's std::string takes them (Uint8Array; a JS string is sent as UTF-8).
 function toBytes(value, field) {
@@ -52,8 +46,9 @@ function makeApi(module) {
   };
   const call = (name, request) => invoke(name, request);
   const api = { version: module.version(), call };
-  for (const [method, name] of Object.entries(FUNCTIONS)) {
-    api[method] = (request) => call(name, request);
+  // One method per function of the core, as the core lists them (its `vocabulary` function).
+  for (const name of invoke('vocabulary', {}).functions) {
+    if (!BYTES_FUNCTIONS.includes(name)) api[name] = (request) => call(name, request);
   }
   api.readSnapshot = (bytes, options) =>
     invoke('readSnapshot', options === undefined ? {} : options, toBytes(bytes, 'snapshot'));

@@ -11,13 +11,14 @@
 
 #include "trainmem/model.hpp"
 #include "trainmem/placement.hpp"
+#include "trainmem/vocabulary.hpp"
 
 namespace trainmem {
 namespace activations {
 
 // fp32; torch.autocast with fp32 parameters (amp-*); parameters and activations in bf16/fp16.
-enum class Precision { fp32, amp_fp16, amp_bf16, bf16, fp16 };
-enum class Attention { eager, sdpa };
+using Precision = vocab::Precision;  // names: vocab::kPrecisions
+using Attention = vocab::Attention;  // names: vocab::kAttention
 
 bool parse_precision(const std::string& s, Precision* out);
 const std::vector<std::string>& precision_names();
@@ -51,7 +52,7 @@ struct Settings {
   // The language-model loss: cross_entropy over the full logits (HF); torchtune's
   // CEWithChunkedOutputLoss (the output projection and the loss per chunk); Liger's fused
   // linear cross-entropy (logits only per chunk, gradients computed in the forward).
-  enum class Loss { cross_entropy, chunked, liger_fused };
+  using Loss = vocab::Loss;  // names: vocab::kLosses
   Loss loss = Loss::cross_entropy;
   uint64_t loss_chunks = 8;        // chunked: torchtune num_output_chunks
   uint64_t head_weight_bytes = 4;  // liger: bytes per element of the output weight (grad_weight)

@@ -20,5 +20,7 @@ const char* torch_dtype_name(DType t);
 bool parse_dtype(const std::string& s, DType* out);
 // Names we list in error messages and docs.
 const std::vector<std::string>& dtype_names();
+// Every accepted name, listed or not (vocab::kDTypes): what a misspelling is matched against.
+const std::vector<std::string>& dtype_spellings();
 
 }  // namespace trainmem

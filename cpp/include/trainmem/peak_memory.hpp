@@ -14,6 +14,7 @@
 #include "trainmem/model.hpp"
 #include "trainmem/optimizer.hpp"
 #include "trainmem/placement.hpp"
+#include "trainmem/vocabulary.hpp"
 
 namespace trainmem {
 namespace peak {
@@ -31,8 +32,8 @@ struct Runtime {
   std::string torch_versions;
   bool set_to_none = true;  // zero_grad(set_to_none=...) default
   std::string zero_grad_source;
-  std::string optimizer_implementation = "foreach";  // for-loop | foreach | fused
-  std::string trainer_adamw, trainer_source;         // the HF Trainer's AdamW of the era
+  vocab::OptimizerImpl optimizer_implementation = vocab::OptimizerImpl::foreach;
+  std::string trainer_adamw, trainer_source;  // the HF Trainer's AdamW of the era
   bool reentrant_checkpointing = true;
   bool lazy_module_loading = true;
   uint64_t nccl_bytes = 0;  // communicator buffers when distributed (nvidia-smi terms)
@@ -123,7 +124,7 @@ struct Request {
   // runtimes; off: allocated bytes plus the runtime only).
   bool simulate_allocator = true;
   allocator::Config allocator;
-  std::string optimizer_implementation;  // for-loop | foreach | fused | transformers
+  vocab::OptimizerImpl optimizer_implementation = vocab::OptimizerImpl::foreach;
   bool set_to_none = true;
   bool optimizer_in_backward = false;  // torchtune optimizer_in_bwd: step per parameter in backward
   activations::Settings::Loss loss = activations::Settings::Loss::cross_entropy;

@@ -16,41 +16,17 @@ namespace trainmem {
 namespace activations {
 
 bool parse_precision(const std::string& s, Precision* out) {
-  if (s == "fp32")
-    *out = Precision::fp32;
-  else if (s == "amp-fp16")
-    *out = Precision::amp_fp16;
-  else if (s == "amp-bf16")
-    *out = Precision::amp_bf16;
-  else if (s == "bf16")
-    *out = Precision::bf16;
-  else if (s == "fp16")
-    *out = Precision::fp16;
-  else
-    return false;
-  return true;
+  const vocab::PrecisionTerm* t = vocab::find(vocab::kPrecisions, s);
+  if (t) *out = t->value;
+  return t != nullptr;
 }
 
 const std::vector<std::string>& precision_names() {
-  static const std::vector<std::string> names = {"fp32", "amp-fp16", "amp-bf16", "bf16", "fp16"};
+  static const std::vector<std::string> names = vocab::names(vocab::kPrecisions);
   return names;
 }
 
-const char* precision_name(Precision p) {
-  switch (p) {
-    case Precision::fp32:
-      return "fp32";
-    case Precision::amp_fp16:
-      return "amp-fp16";
-    case Precision::amp_bf16:
-      return "amp-bf16";
-    case Precision::bf16:
-      return "bf16";
-    case Precision::fp16:
-      return "fp16";
-  }
-  return "fp32";
-}
+const char* precision_name(Precision p) { return vocab::name_for(vocab::kPrecisions, p); }
 
 double korthikanti_layer_bytes(uint64_t s, uint64_t b, uint64_t h, uint64_t a, uint64_t t,
                                bool sequence_parallel, bool selective) {

@@ -14,6 +14,7 @@
 #include "trainmem/dtype.hpp"
 #include "trainmem/model.hpp"
 #include "trainmem/optimizer.hpp"
+#include "trainmem/vocabulary.hpp"
 
 namespace trainmem {
 namespace {
@@ -29,7 +30,8 @@ bool read_dtype(const Obj& o, const char* key, DType* out) {
     return false;
   }
   const std::string s = o.str(key, 32);
-  if (!parse_dtype(s, out)) o.one_of(key, dtype_names());  // throws with a suggestion
+  if (!parse_dtype(s, out))
+    o.one_of(key, dtype_names(), &dtype_spellings());  // throws with a suggestion
   return true;
 }
 
@@ -39,7 +41,7 @@ struct Request {
   bool has_weight_dtype = false, has_state_dtype = false;
   DType weight = DType::fp32, state = DType::fp32;
   bool master = false;
-  std::string format = "raw";
+  vocab::CheckpointFormat format = vocab::CheckpointFormat::raw;
   bool include_optimizer = true;
   std::string file_name = "checkpoint.pt";
   uint64_t max_shard_bytes = 0;
@@ -103,8 +105,11 @@ json checkpoint_size_json(const json& request) {
   Obj req(request, "");
   Request r;
   r.model = parse_model(req.obj("model"));
-  r.format = req.one_of_or("format", {"raw", "torch", "safetensors"}, "raw");
-  r.include_optimizer = req.boolean_or("includeOptimizer", r.format != "safetensors");
+  r.format = vocab::find(vocab::kCheckpointFormats,
+                         req.one_of_or("format", vocab::names(vocab::kCheckpointFormats), "raw"))
+                 ->value;
+  r.include_optimizer =
+      req.boolean_or("includeOptimizer", r.format != vocab::CheckpointFormat::safetensors);
   if (r.include_optimizer || req.has("optimizer"))
     r.opt = parse_optimizer(req, "optimizer");
   else
@@ -112,15 +117,17 @@ json checkpoint_size_json(const json& request) {
   r.has_weight_dtype = read_dtype(req, "weightDtype", &r.weight);
   r.master = req.boolean_or("masterWeights", false);
   r.has_state_dtype = read_dtype(req, "stateDtype", &r.state);
-  r.file_name = req.str_or("fileName",
-                           r.format == "safetensors" ? "model.safetensors" : "checkpoint.pt", 256);
+  r.file_name = req.str_or(
+      "fileName",
+      r.format == vocab::CheckpointFormat::safetensors ? "model.safetensors" : "checkpoint.pt",
+      256);
   r.max_shard_bytes = req.u64_or("maxShardBytes", 0, 0, UINT64_MAX);
   req.finish();
-  if (r.format == "safetensors" && r.include_optimizer)
+  if (r.format == vocab::CheckpointFormat::safetensors && r.include_optimizer)
     fail(code::kInconsistent, "includeOptimizer",
          "includeOptimizer: safetensors files hold weights only (save the "
          "optimizer with torch.save)");
-  if (r.max_shard_bytes && r.format != "safetensors")
+  if (r.max_shard_bytes && r.format != vocab::CheckpointFormat::safetensors)
     fail(code::kUnsupported, "maxShardBytes",
          "maxShardBytes: sharding is modelled for safetensors files only");
 
@@ -282,7 +289,7 @@ json checkpoint_size_json(const json& request) {
   json container = nullptr;
   json files = json::array();
   uint64_t total = payload;
-  if (r.format == "torch") {
+  if (r.format == vocab::CheckpointFormat::torch) {
     const ContainerSize c = torch_save_size(in);
     total = c.file_bytes;
     container = json::object();
@@ -295,7 +302,7 @@ json checkpoint_size_json(const json& request) {
     put(file, "name", r.file_name);
     put(file, "bytes", total);
     files.push_back(std::move(file));
-  } else if (r.format == "safetensors") {
+  } else if (r.format == vocab::CheckpointFormat::safetensors) {
     // Weights and persistent buffers only (tied tensors once).
     std::vector<std::vector<SafetensorsEntry>> shards(1);
     uint64_t cur = 0;
@@ -345,14 +352,16 @@ json checkpoint_size_json(const json& request) {
   }
 
   put(out, "totalBytes", total);
-  put(out, "format", r.format);
+  put(out, "format", vocab::name_for(vocab::kCheckpointFormats, r.format));
   json breakdown = json::object();
   for (int c = 0; c < kCategories; ++c) put(breakdown, kCategoryNames[c], cat_bytes[c]);
   put(breakdown, "container",
-      total - (r.format == "safetensors" ? cat_bytes[kWeights] + cat_bytes[kBuffers] : payload));
+      total - (r.format == vocab::CheckpointFormat::safetensors
+                   ? cat_bytes[kWeights] + cat_bytes[kBuffers]
+                   : payload));
   put(out, "breakdown", std::move(breakdown));
   json per_state = json::object(), per_state_elements = json::object();
-  if (r.format != "safetensors") {
+  if (r.format != vocab::CheckpointFormat::safetensors) {
     for (const auto& kv : by_state) put(per_state, kv.first.c_str(), kv.second);
     for (const auto& kv : elements_by_state) put(per_state_elements, kv.first.c_str(), kv.second);
   }
@@ -373,7 +382,7 @@ json checkpoint_size_json(const json& request) {
   put(out, "simple", std::move(simple));
   // torch.save pickles state_dict()._metadata, one entry per module (torch/nn/modules/
   // module.py state_dict): modules inferred from tensor names miss the parameterless ones
-  const bool modules_guessed = r.format == "torch" && m.modules_inferred;
+  const bool modules_guessed = r.format == vocab::CheckpointFormat::torch && m.modules_inferred;
   if (modules_guessed)
     notes.push_back(
         "not exact: the torch file's pickle lists every module (state_dict._metadata); without "
@@ -396,10 +405,12 @@ json checkpoint_size_json(const json& request) {
   put(out, "exact", !count_only && !modules_guessed && !subclass_pickle);
   put(out, "notes", notes);
   put(out, "formula",
-      r.format == "raw"     ? "sum of tensor storages: weights + buffers + optimizer state"
-      : r.format == "torch" ? "torch.save zip: records aligned to 64 bytes + "
-                              "pickle + zip directory (torch 1.13 layout)"
-                            : "safetensors: 8 + header (padded to 8) + data");
+      r.format == vocab::CheckpointFormat::raw
+          ? "sum of tensor storages: weights + buffers + optimizer state"
+      : r.format == vocab::CheckpointFormat::torch
+          ? "torch.save zip: records aligned to 64 bytes + "
+            "pickle + zip directory (torch 1.13 layout)"
+          : "safetensors: 8 + header (padded to 8) + data");
   return out;
 }
 

@@ -14,21 +14,28 @@
 #include "trainmem/optimizer.hpp"
 #include "trainmem/peak_memory.hpp"
 #include "trainmem/time_model.hpp"
+#include "trainmem/vocabulary.hpp"
 
 namespace trainmem {
 namespace {
 
 // Largest batch / step count accepted (README "Numeric limits"): 2^31 keeps every product of
 // micro x steps x DP x seqLen below 2^53 for seqLen <= 2^22.
-constexpr uint64_t kMaxBatch = 1ULL << 31;
-constexpr uint64_t kMaxSeq = 1ULL << 22;
-constexpr uint64_t kMaxRanks = 1ULL << 20;
+using limits::kMaxRanks;
 
-const char* throughput_key(const std::string& precision) {
+const char* throughput_key(vocab::Precision precision) {
   // Autocast runs matmuls in 16 bits; fp32 runs them in fp32 (PyTorch >= 1.12 disables TF32
   // for matmuls by default: torch.backends.cuda.matmul.allow_tf32 = False).
-  if (precision == "amp-fp16" || precision == "fp16") return "fp16";
-  if (precision == "amp-bf16" || precision == "bf16") return "bf16";
+  switch (precision) {
+    case vocab::Precision::amp_fp16:
+    case vocab::Precision::fp16:
+      return "fp16";
+    case vocab::Precision::amp_bf16:
+    case vocab::Precision::bf16:
+      return "bf16";
+    case vocab::Precision::fp32:
+      break;
+  }
   return "fp32";
 }
 
@@ -41,10 +48,10 @@ struct GpuInfo {
 
 json forward_mode(const Obj& req) {
   accumulation::ForwardInputs in;
-  in.micro_batch = req.u64("microBatch", 1, kMaxBatch);
-  in.accumulation_steps = req.u64("accumulationSteps", 1, kMaxBatch);
+  in.micro_batch = req.u64("microBatch", 1, limits::kMaxMicroBatch);
+  in.accumulation_steps = req.u64("accumulationSteps", 1, limits::kMaxAccumulationSteps);
   in.data_parallel = req.u64_or("dataParallel", 1, 1, kMaxRanks);
-  in.seq_len = req.u64_or("seqLen", 0, 1, kMaxSeq);
+  in.seq_len = req.u64_or("seqLen", 0, 1, limits::kMaxSeqLen);
   in.dataset_size = req.u64_or("datasetSize", 0, 1, 1ULL << 50);
   req.finish({"targetGlobalBatch"});
   return accumulation::to_json(accumulation::forward(in), in);
@@ -67,8 +74,8 @@ json plan_mode(const Obj& req) {
          "steps) or microBatch + accumulationSteps, not both");
   }
   accumulation::PlannerInputs in;
-  in.target_global_batch = req.u64("targetGlobalBatch", 1, kMaxBatch);
-  in.compare_micro_batch = req.u64_or("compareMicroBatch", 1, 1, kMaxBatch);
+  in.target_global_batch = req.u64("targetGlobalBatch", 1, limits::kMaxGlobalBatch);
+  in.compare_micro_batch = req.u64_or("compareMicroBatch", 1, 1, limits::kMaxMicroBatch);
   in.knobs.utilization = req.num_or("utilization", time_model::kDefaultUtilization, 0.01, 1.0);
   in.knobs.overhead_per_layer_s =
       req.num_or("overheadPerLayerSeconds", time_model::kDefaultOverheadPerLayerSeconds, 0.0, 1.0);
@@ -83,9 +90,9 @@ json plan_mode(const Obj& req) {
     for (const char* k : kPlannerKeys) mine = mine || it.key() == k;
     if (!mine) peak_json[it.key()] = it.value();
   }
-  bool auto_ckpt =
-      !json_has(peak_json, "checkpointing") || (json_at(peak_json, "checkpointing").is_string() &&
-                                                json_at(peak_json, "checkpointing") == "auto");
+  bool auto_ckpt = !json_has(peak_json, "checkpointing") ||
+                   (json_at(peak_json, "checkpointing").is_string() &&
+                    json_at(peak_json, "checkpointing") == vocab::kAccumulationAutoCheckpointing);
   if (auto_ckpt) peak_json.erase("checkpointing");
   put(peak_json, "microBatch", 1);
   put(peak_json, "searchMaxMicroBatch", false);
@@ -118,8 +125,7 @@ json plan_mode(const Obj& req) {
   in.checkpointing = {"none", user_ckpt.strategy};
 
   // GPU throughput: the preset's dense peak for the precision, or gpuPeakTflops.
-  const std::string precision = activations::precision_name(base.precision);
-  const char* tkey = throughput_key(precision);
+  const char* tkey = throughput_key(base.precision);
   GpuInfo gpu;
   gpu.memory_bytes = base.gpu_memory_bytes;
   if (!base.gpu_id.empty()) {
@@ -152,7 +158,8 @@ json plan_mode(const Obj& req) {
   }
   // Optimizer traffic per step (weights in fp32 unless pure 16-bit: autocast keeps fp32
   // parameters and gradients).
-  const bool pure16 = precision == "bf16" || precision == "fp16";
+  const bool pure16 =
+      base.precision == vocab::Precision::bf16 || base.precision == vocab::Precision::fp16;
   const double wbytes = pure16 ? 2.0 : 4.0;
   const double sbytes =
       base.optimizer.name == "adam-8bit" || is_torchao_low_bit(base.optimizer) ? 1.0 : wbytes;

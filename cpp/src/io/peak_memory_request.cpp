@@ -10,20 +10,16 @@
 #include "trainmem/calculators.hpp"
 #include "trainmem/error.hpp"
 #include "trainmem/peak_memory.hpp"
+#include "trainmem/vocabulary.hpp"
 
 namespace trainmem {
 namespace peak {
 namespace {
 
-constexpr uint64_t kMaxBatch = 1ULL << 24;
-constexpr uint64_t kMaxSeq = 1ULL << 24;
-constexpr uint64_t kMaxRanks = 1ULL << 20;
+using limits::kMaxRanks;
 
 const std::vector<std::string>& strategy_names() {
-  static const std::vector<std::string> n = {
-      "none",       "full",  "selective",   "every-k", "block",
-      "sequential", "sqrt",  "chen-greedy", "revolve", "optimal-single-level",
-      "optimal",    "manual"};
+  static const std::vector<std::string> n = vocab::names(vocab::kStrategies);
   return n;
 }
 
@@ -160,23 +156,25 @@ allocator::Config parse_allocator(const Obj& req) {
 }  // namespace
 
 Runtime runtime_profile(const std::string& id, const std::string& field) {
-  const auto ids = runtime_ids();
-  if (std::find(ids.begin(), ids.end(), id) == ids.end()) {
-    const std::string near = closest_match(id, ids);
+  const vocab::RuntimeTerm* term = vocab::find(vocab::kRuntimes, id);
+  if (!term) {
+    const std::string near = closest_match(id, runtime_ids());
     fail(code::kUnknownValue, field,
          {"unknown runtime '", id, "'", (near.empty() ? "" : "; did you mean '" + near + "'?")});
   }
-  // "pytorch-cuda" is the current PyTorch line
-  const std::string file = id == "pytorch-cuda" ? "pytorch-2.5-cuda" : id;
-  const json& j = embedded_json("runtime-" + file + ".json");
+  const json& j = embedded_json(std::string("runtime-") + term->file + ".json");
   Runtime r;
   r.id = id;
   r.name = json_at(j, "name").get<std::string>();
   r.context_bytes = json_at(j, "contextBytes").get<uint64_t>();
   r.context_source = json_at(j, "contextSource").get<std::string>();
   r.workspace_bytes = json_at(j, "workspaceBytes").get<uint64_t>();
-  r.optimizer_implementation = json_at(j, "optimizerImplementation").get<std::string>();
-  r.foreach_optimizers = r.optimizer_implementation == "foreach";
+  const std::string impl = json_at(j, "optimizerImplementation").get<std::string>();
+  const vocab::OptimizerImplTerm* impl_term = vocab::find(vocab::kOptimizerImpls, impl);
+  if (!impl_term)
+    fail(code::kInternal, field, {"internal error: runtime data names optimizer ", impl});
+  r.optimizer_implementation = impl_term->value;
+  r.foreach_optimizers = r.optimizer_implementation == vocab::OptimizerImpl::foreach;
   r.source = json_at(j, "source").get<std::string>();
   r.torch_versions = json_at(j, "torchVersions").get<std::string>();
   r.set_to_none = json_at(j, "zeroGradSetToNone").get<bool>();
@@ -196,10 +194,7 @@ Runtime runtime_profile(const std::string& id, const std::string& field) {
   return r;
 }
 
-std::vector<std::string> runtime_ids() {
-  return {"pytorch-cuda",      "pytorch-2.5-cuda",  "pytorch-2.0-cuda",
-          "pytorch-1.13-cuda", "pytorch-1.10-cuda", "pytorch-cpu"};
-}
+std::vector<std::string> runtime_ids() { return vocab::names(vocab::kRuntimes); }
 
 std::vector<std::string> gpu_ids() {
   std::vector<std::string> ids;
@@ -242,16 +237,16 @@ Request parse_request(const json& request) {
       fail(code::kOutOfRange, m.field("sizes"), "mlp.sizes needs at least 2 sizes");
     for (size_t i = 0; i < sizes.size(); ++i)
       r.mlp.sizes.push_back(read_u64(sizes[i], index_path(m.field("sizes"), i), 1, 1ULL << 32));
-    r.mlp.activation = m.one_of_or("activation", {"relu", "gelu", "none"}, "relu");
+    r.mlp.activation = m.one_of_or("activation", vocab::names(vocab::kMlpActivations), "relu");
     r.mlp.bias = m.boolean_or("bias", true);
     m.finish();
     r.is_mlp = true;
   } else {
     r.model_ptr = parse_model_shared(req.obj("model"));
   }
-  r.micro_batch = req.u64("microBatch", 1, kMaxBatch);
+  r.micro_batch = req.u64("microBatch", 1, limits::kMaxMicroBatch);
   if (!r.is_mlp) {
-    r.seq_len = req.u64("seqLen", 1, kMaxSeq);
+    r.seq_len = req.u64("seqLen", 1, limits::kMaxSeqLen);
     const uint64_t maxpos = r.model().arch.max_positions;
     if (maxpos > 0 && r.seq_len > maxpos)
       fail(code::kOutOfRange, "seqLen",
@@ -311,7 +306,7 @@ Request parse_request(const json& request) {
   if (req.has("targetLen")) {
     // T5ForConditionalGeneration: input_ids (the encoder, seqLen) and labels (the decoder)
     // have their own lengths (modeling_t5.py forward)
-    r.target_len = req.u64("targetLen", 1, kMaxSeq);
+    r.target_len = req.u64("targetLen", 1, limits::kMaxSeqLen);
     if (r.is_mlp || r.model().arch.encoder_layers == 0)
       fail(code::kInconsistent, "targetLen",
            "targetLen is the decoder length of an encoder-decoder model (T5, mT5); this model "
@@ -323,7 +318,8 @@ Request parse_request(const json& request) {
   r.checkpointing = parse_checkpointing(req);
   if (r.is_mlp && r.checkpointing.strategy == "selective")
     fail(code::kInconsistent, "checkpointing", "selective recompute needs a transformer model");
-  r.accumulation_steps = req.u64_or("gradientAccumulationSteps", 1, 1, kMaxBatch);
+  r.accumulation_steps =
+      req.u64_or("gradientAccumulationSteps", 1, 1, limits::kMaxAccumulationSteps);
   r.zero_stage = static_cast<uint32_t>(req.u64_or("zeroStage", 0, 0, 3));
   r.data_parallel = req.u64_or("dataParallel", 1, 1, kMaxRanks);
   if (req.has("offload")) {
@@ -377,8 +373,8 @@ Request parse_request(const json& request) {
            "LoRA needs a model with an architecture (preset or config)");
   }
   const char* def_attn = r.runtime.default_attention.c_str();
-  const std::string attn = req.one_of_or("attention", {"eager", "sdpa", "flash"}, def_attn);
-  r.attention = attn == "eager" ? activations::Attention::eager : activations::Attention::sdpa;
+  const std::string attn = req.one_of_or("attention", vocab::names(vocab::kAttention), def_attn);
+  r.attention = vocab::find(vocab::kAttention, attn)->value;
   if (req.has("runtimeOverheadBytes")) {
     r.runtime_overhead_set = true;
     r.runtime_overhead_bytes = req.u64("runtimeOverheadBytes", 0, kMaxExactJson);
@@ -395,10 +391,11 @@ Request parse_request(const json& request) {
   } else if (req.has("gpuMemoryBytes")) {
     r.gpu_memory_bytes = req.u64("gpuMemoryBytes", 1, kMaxExactJson);
   }
-  r.optimizer_implementation =
-      req.one_of_or("optimizerImplementation", {"foreach", "for-loop", "fused", "transformers"},
-                    r.runtime.optimizer_implementation.c_str());
-  r.runtime.foreach_optimizers = r.optimizer_implementation == "foreach";
+  const std::string impl =
+      req.one_of_or("optimizerImplementation", vocab::names(vocab::kOptimizerImpls),
+                    vocab::name_for(vocab::kOptimizerImpls, r.runtime.optimizer_implementation));
+  r.optimizer_implementation = vocab::find(vocab::kOptimizerImpls, impl)->value;
+  r.runtime.foreach_optimizers = r.optimizer_implementation == vocab::OptimizerImpl::foreach;
   r.set_to_none = req.boolean_or("zeroGradSetToNone", r.runtime.set_to_none);
   r.optimizer_in_backward = req.boolean_or("optimizerInBackward", false);
   r.compiled = req.boolean_or("compile", false);
@@ -441,16 +438,14 @@ Request parse_request(const json& request) {
     using L = activations::Settings::Loss;
     std::string type;
     if (req.raw("loss").is_string()) {
-      type = req.one_of("loss", {"cross-entropy", "chunked", "liger-fused-linear"});
+      type = req.one_of("loss", vocab::names(vocab::kLosses));
     } else {
       const Obj l = req.obj("loss");
-      type = l.one_of("type", {"cross-entropy", "chunked", "liger-fused-linear"});
+      type = l.one_of("type", vocab::names(vocab::kLosses));
       r.loss_chunks = l.u64_or("chunks", 8, 1, 4096);
       l.finish();
     }
-    r.loss = type == "chunked"              ? L::chunked
-             : type == "liger-fused-linear" ? L::liger_fused
-                                            : L::cross_entropy;
+    r.loss = vocab::find(vocab::kLosses, type)->value;
     if (r.loss != L::cross_entropy &&
         (r.is_mlp || (r.model().arch.encoder_only && r.model().arch.num_labels > 0)))
       fail(code::kInconsistent, "loss",

@@ -222,7 +222,7 @@ class RequestSax {
     return true;
   }
   void push(bool array) {
-    if (static_cast<int>(stack_.size()) >= kMaxRequestDepth)
+    if (stack_.size() >= kMaxRequestDepth)
       fail(code::kTooLarge, path(false),
            {"request nested deeper than ", std::to_string(kMaxRequestDepth), " levels"});
     stack_.push_back(Frame{array, 0, std::string(), {}});
@@ -331,11 +331,13 @@ std::string Obj::str_or(const char* key, const char* fallback, size_t max_len) c
   mark_used(key);
   return has(key) ? str(key, max_len) : std::string(fallback);
 }
-std::string Obj::one_of(const char* key, const std::vector<std::string>& allowed) const {
+std::string Obj::one_of(const char* key, const std::vector<std::string>& allowed,
+                        const std::vector<std::string>* spellings) const {
   const std::string s = str(key);
   if (std::find(allowed.begin(), allowed.end(), s) != allowed.end()) return s;
+  if (spellings && std::find(spellings->begin(), spellings->end(), s) != spellings->end()) return s;
   std::string msg = field(key) + ": unknown value \"" + printable(s) + "\"";
-  const std::string near = closest_match(s, allowed);
+  const std::string near = closest_match(s, spellings ? *spellings : allowed);
   if (!near.empty()) msg += " (did you mean \"" + near + "\"?)";
   msg += "; expected one of:";
   for (size_t i = 0; i < allowed.size(); ++i) msg += (i ? ", " : " ") + allowed[i];

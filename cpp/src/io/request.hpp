@@ -10,20 +10,11 @@
 #include <nlohmann/json.hpp>
 
 #include "trainmem/error.hpp"
+#include "trainmem/limits.hpp"
 
 namespace trainmem {
 
 using json = nlohmann::json;
-
-// Largest integer a JSON number (IEEE double) holds exactly: 2^53.
-inline constexpr uint64_t kMaxExactJson = 9007199254740992ULL;
-// Largest byte or element count any result may carry: 2^63 (README "Numeric limits");
-// checked_mul / checked_add refuse anything larger.
-inline constexpr uint64_t kMaxCount = 9223372036854775808ULL;
-// Request text limits (README "Numeric limits"): size, nesting depth, number of JSON values.
-inline constexpr size_t kMaxRequestBytes = 16u << 20;
-inline constexpr int kMaxRequestDepth = 64;
-inline constexpr size_t kMaxRequestValues = 1000000;
 
 // Parses request text strictly: invalid JSON -> invalid_json; a number beyond double range
 // (1e400) -> out_of_range naming its field path; a key twice in one object -> invalid_json
@@ -65,7 +56,9 @@ class Obj {
   std::string str(const char* key, size_t max_len = 256) const;
   std::string str_or(const char* key, const char* fallback, size_t max_len = 256) const;
   // A string that must be one of `allowed`; errors suggest the closest one.
-  std::string one_of(const char* key, const std::vector<std::string>& allowed) const;
+  // `spellings`: further accepted names, suggested but not listed (dtype spellings).
+  std::string one_of(const char* key, const std::vector<std::string>& allowed,
+                     const std::vector<std::string>* spellings = nullptr) const;
   std::string one_of(const char* key, std::initializer_list<const char*> allowed) const;
   std::string one_of_or(const char* key, const std::vector<std::string>& allowed,
                         const char* fallback) const;

@@ -1,6 +1,7 @@
 #include "trainmem/dtype.hpp"
 
 #include "io/request.hpp"
+#include "trainmem/vocabulary.hpp"
 
 namespace trainmem {
 
@@ -96,31 +97,19 @@ const char* torch_dtype_name(DType t) {
 }
 
 bool parse_dtype(const std::string& s, DType* out) {
-  struct Alias {
-    const char* name;
-    DType type;
-  };
-  static const Alias aliases[] = {
-      {"fp64", DType::fp64},   {"float64", DType::fp64},  {"double", DType::fp64},
-      {"fp32", DType::fp32},   {"float32", DType::fp32},  {"float", DType::fp32},
-      {"fp16", DType::fp16},   {"float16", DType::fp16},  {"half", DType::fp16},
-      {"bf16", DType::bf16},   {"bfloat16", DType::bf16}, {"fp8", DType::fp8},
-      {"float8", DType::fp8},  {"int64", DType::int64},   {"long", DType::int64},
-      {"int32", DType::int32}, {"int", DType::int32},     {"int8", DType::int8},
-      {"uint8", DType::uint8}, {"int4", DType::int4},     {"bool", DType::boolean}};
-  for (const auto& a : aliases) {
-    if (s == a.name) {
-      *out = a.type;
-      return true;
-    }
-  }
-  return false;
+  const vocab::DTypeTerm* t = vocab::find(vocab::kDTypes, s);
+  if (t) *out = t->value;
+  return t != nullptr;
 }
 
 const std::vector<std::string>& dtype_names() {
-  static const std::vector<std::string> names = {"fp32", "fp16",    "bf16",    "fp8",     "int8",
-                                                 "int4", "uint8",   "int32",   "int64",   "fp64",
-                                                 "bool", "float32", "float16", "bfloat16"};
+  static const std::vector<std::string> names =
+      vocab::names_if(vocab::kDTypes, [](const vocab::DTypeTerm& t) { return t.listed; });
+  return names;
+}
+
+const std::vector<std::string>& dtype_spellings() {
+  static const std::vector<std::string> names = vocab::names(vocab::kDTypes);
   return names;
 }
 

@@ -108,7 +108,7 @@ DType read_dtype_field(const Obj& o, const char* key, DType fallback) {
     return fallback;
   }
   DType t;
-  if (!parse_dtype(o.str(key, 32), &t)) o.one_of(key, dtype_names());
+  if (!parse_dtype(o.str(key, 32), &t)) o.one_of(key, dtype_names(), &dtype_spellings());
   return t;
 }
 

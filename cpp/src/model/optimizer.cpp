@@ -9,6 +9,8 @@
 
 #include <algorithm>
 
+#include "trainmem/vocabulary.hpp"
+
 namespace trainmem {
 
 uint64_t StateTensor::numel() const {
@@ -21,33 +23,16 @@ uint64_t StateTensor::numel() const {
 uint64_t StateTensor::bytes() const { return dtype_bytes_for(dtype, numel()); }
 
 const std::vector<std::string>& optimizer_names() {
-  static const std::vector<std::string> names = {"sgd",
-                                                 "sgd-momentum",
-                                                 "adam",
-                                                 "adamw",
-                                                 "adagrad",
-                                                 "rmsprop",
-                                                 "adafactor",
-                                                 "torch-adafactor",
-                                                 "lion",
-                                                 "adam-8bit",
-                                                 "adamw-8bit",
-                                                 "adafactor-hf",
-                                                 "paged-adamw-8bit",
-                                                 "torchao-adamw-8bit",
-                                                 "torchao-adamw-4bit",
-                                                 "torchao-adamw-fp8"};
+  static const std::vector<std::string> names = vocab::names(vocab::kOptimizers);
   return names;
 }
 
 namespace {
 
+// The state layout a request name selects (aliases: vocab::kOptimizers).
 std::string canonical(const std::string& n) {
-  if (n == "adamw-8bit") return "adam-8bit";  // bitsandbytes AdamW8bit: same Optimizer2State
-  // bitsandbytes PagedAdamW8bit: the same state_dict; its large states live in paged memory
-  if (n == "paged-adamw-8bit") return "adam-8bit";
-  if (n == "adafactor-hf") return "adafactor";
-  return n;
+  const vocab::OptimizerTerm* t = vocab::find(vocab::kOptimizers, n);
+  return t ? t->layout : n;
 }
 
 StateTensor tensor(const char* name, std::vector<uint64_t> shape, DType dtype, bool follows) {

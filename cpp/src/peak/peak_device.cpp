@@ -98,15 +98,16 @@ uint64_t div_round(double bytes, uint64_t divisor) {
 }
 
 // Temporaries of optimizer.step() per parameter, in copies of the parameter (state dtype).
-uint32_t optimizer_temp_copies(const std::string& name, const std::string& impl) {
+uint32_t optimizer_temp_copies(const std::string& name, vocab::OptimizerImpl impl) {
   // torchao low-bit AdamW: a compiled per-tensor step (torchao/optim/adam.py), see peak_memory
-  if (impl == "fused" || name == "adam-8bit" || name == "sgd" || name.rfind("torchao-", 0) == 0)
+  if (impl == vocab::OptimizerImpl::fused || name == "adam-8bit" || name == "sgd" ||
+      name.rfind("torchao-", 0) == 0)
     return 0;
   if (name == "adam" || name == "adamw") {
     // transformers.AdamW: denom = exp_avg_sq.sqrt().add_(eps) (optimization.py); torch's
     // _single_tensor_adamw: (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps);
     // _multi_tensor_adamw: one _foreach_sqrt list (torch/optim/adamw.py)
-    return impl == "for-loop" ? 2 : 1;
+    return impl == vocab::OptimizerImpl::for_loop ? 2 : 1;
   }
   if (name == "adagrad" || name == "rmsprop") return 1;  // std = square_avg.sqrt() etc.
   return 2;  // lion (update = exp_avg.clone()...), adafactor (grad**2 + eps, update)
@@ -184,9 +185,10 @@ trace::StepSpec build_spec(const Request& rq, const activations::ModelActivation
   s.temp_copies = f.offload_optimizer
                       ? 0
                       : optimizer_temp_copies(rq.optimizer.name, rq.optimizer_implementation);
-  s.impl = rq.optimizer_implementation == "foreach" ? trace::OptimizerImpl::foreach
-           : (rq.optimizer_implementation == "fused" || rq.optimizer.name == "adam-8bit" ||
-              is_torchao_low_bit(rq.optimizer))
+  s.impl = rq.optimizer_implementation == vocab::OptimizerImpl::foreach
+               ? trace::OptimizerImpl::foreach
+           : (rq.optimizer_implementation == vocab::OptimizerImpl::fused ||
+              rq.optimizer.name == "adam-8bit" || is_torchao_low_bit(rq.optimizer))
                ? trace::OptimizerImpl::fused
                : trace::OptimizerImpl::for_loop;
   // Micro-steps after the second repeat the same allocations (the .grad tensors exist from the

@@ -503,12 +503,12 @@ Result evaluate(const Request& rq) {
           "activation offloading: the allocator simulation moves each saved tensor of 1 KiB or "
           "more to the CPU once five newer ones exist, and brings a layer's back before its "
           "backward (torchtune OffloadActivations); peakBytes and the breakdown do not");
-    r.assumptions.push_back("device memory: the caching allocator simulated over " +
-                            std::to_string(r.steps_simulated) + " steps (" + rq.runtime.name +
-                            "; zero_grad(set_to_none=" + (rq.set_to_none ? "True" : "False") +
-                            "), optimizer " + rq.optimizer_implementation +
-                            "); nvidia-smi = reserved + the CUDA context" +
-                            (r.nccl_bytes ? " + NCCL buffers" : ""));
+    r.assumptions.push_back(
+        "device memory: the caching allocator simulated over " + std::to_string(r.steps_simulated) +
+        " steps (" + rq.runtime.name +
+        "; zero_grad(set_to_none=" + (rq.set_to_none ? "True" : "False") + "), optimizer " +
+        vocab::name_for(vocab::kOptimizerImpls, rq.optimizer_implementation) +
+        "); nvidia-smi = reserved + the CUDA context" + (r.nccl_bytes ? " + NCCL buffers" : ""));
   }
   if (rq.gpu_memory_bytes > 0) {
     r.has_device = true;

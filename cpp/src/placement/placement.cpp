@@ -12,6 +12,7 @@
 #include "trainmem/activations.hpp"
 #include "trainmem/calculators.hpp"
 #include "trainmem/error.hpp"
+#include "trainmem/vocabulary.hpp"
 
 namespace trainmem {
 namespace {
@@ -21,10 +22,12 @@ using placement::Layer;
 using placement::Segment;
 using placement::StrategyRequest;
 
-const std::vector<std::string> kStrategies = {"none",        "manual",     "every-k",
-                                              "block",       "sequential", "sqrt",
-                                              "chen-greedy", "revolve",    "optimal-single-level",
-                                              "optimal"};
+// The strategies the placement calculator runs (vocab::kStrategies, those marked placement).
+const std::vector<std::string>& placement_strategy_names() {
+  static const std::vector<std::string> n =
+      vocab::names_if(vocab::kStrategies, [](const vocab::StrategyTerm& t) { return t.placement; });
+  return n;
+}
 
 Chain parse_chain(const Obj& c) {
   Chain chain;
@@ -87,14 +90,15 @@ json placement_json(const json& request) {
     if (root.has("chain"))
       fail(code::kInconsistent, "chain", "give either chain or model, not both");
     activations::Settings set;
-    set.micro_batch = root.u64("microBatch", 1, uint64_t{1} << 24);
-    set.seq_len = root.u64("seqLen", 1, uint64_t{1} << 24);
-    set.target_len = root.u64_or("targetLen", 0, 1, uint64_t{1} << 24);
+    set.micro_batch = root.u64("microBatch", 1, limits::kMaxMicroBatch);
+    set.seq_len = root.u64("seqLen", 1, limits::kMaxSeqLen);
+    set.target_len = root.u64_or("targetLen", 0, 1, limits::kMaxSeqLen);
     const std::string prec = root.one_of_or("precision", activations::precision_names(), "fp32");
     activations::parse_precision(prec, &set.precision);
-    set.attention = root.one_of_or("attention", {"eager", "sdpa"}, "sdpa") == "eager"
-                        ? activations::Attention::eager
-                        : activations::Attention::sdpa;
+    static const std::vector<std::string> attention = vocab::names_if(
+        vocab::kAttention, [](const vocab::AttentionTerm& t) { return t.placement; });
+    set.attention =
+        vocab::find(vocab::kAttention, root.one_of_or("attention", attention, "sdpa"))->value;
     set.detail = false;
     const ModelDescription model = parse_model(root.obj("model"));
     chain = activations::build_chain(model, set);
@@ -103,7 +107,7 @@ json placement_json(const json& request) {
     chain = parse_chain(root.obj("chain"));
   }
   StrategyRequest sr;
-  sr.strategy = root.one_of_or("strategy", kStrategies, "none");
+  sr.strategy = root.one_of_or("strategy", placement_strategy_names(), "none");
   const std::string& st = sr.strategy;
   only_for(root, "k", st, {"every-k", "block"});
   only_for(root, "segments", st, {"sequential"});

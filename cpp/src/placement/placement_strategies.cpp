@@ -9,9 +9,12 @@
 #include "io/request.hpp"
 #include "placement/placement_internal.hpp"
 #include "trainmem/error.hpp"
+#include "trainmem/vocabulary.hpp"
 
 namespace trainmem {
 namespace placement {
+
+using vocab::Strategy;
 
 void throw_infeasible(const std::string& strategy, uint64_t budget, uint64_t minimum,
                       const std::string& note) {
@@ -228,32 +231,41 @@ void check_manual(const Chain& chain, const std::vector<Segment>& segs) {
   }
 }
 
+// The strategy a request names (vocab::kStrategies); full and selective are not placements.
+Strategy placement_kind(const std::string& name) {
+  const vocab::StrategyTerm* t = vocab::find(vocab::kStrategies, name);
+  if (!t || !t->placement)
+    fail(code::kUnknownValue, "strategy", {"unknown strategy \"", name, "\""});
+  return t->value;
+}
+
 }  // namespace
 
 PlanResult plan(const Chain& chain, const StrategyRequest& req) {
   validate_chain(chain, "chain");
   const uint32_t n = layer_count(chain);
   const std::string& st = req.strategy;
+  const Strategy kind = placement_kind(st);
   PlanResult r;
-  if (st == "none") {
+  if (kind == Strategy::none) {
     r = evaluate(chain, {});
-  } else if (st == "manual") {
+  } else if (kind == Strategy::manual) {
     check_manual(chain, req.manual);
     r = evaluate(chain, req.manual);
-  } else if (st == "every-k") {
+  } else if (kind == Strategy::every_k) {
     if (req.k == 0) missing("k", st);
     if (req.k > n)
       fail(code::kOutOfRange, "k", {"k must be between 1 and the layer count ", std::to_string(n)});
     r = evaluate(chain, every_k_segments(n, req.k));
     r.details = json::object();
     put(r.details, "k", req.k);
-  } else if (st == "block") {
+  } else if (kind == Strategy::block) {
     if (req.k > n)
       fail(code::kOutOfRange, "k", {"k must be between 0 and the layer count ", std::to_string(n)});
     r = evaluate(chain, block_segments(n, req.k));
     r.details = json::object();
     put(r.details, "k", req.k);
-  } else if (st == "sequential") {
+  } else if (kind == Strategy::sequential) {
     if (req.segments == 0) missing("segments", st);
     if (req.segments > n)
       fail(code::kOutOfRange, "segments",
@@ -265,21 +277,21 @@ PlanResult plan(const Chain& chain, const StrategyRequest& req) {
     r.details = json::object();
     put(r.details, "segments", req.segments);
     put(r.details, "segmentSize", n / req.segments);
-  } else if (st == "sqrt") {
+  } else if (kind == Strategy::sqrt) {
     r = evaluate(chain, sqrt_segments(n));
     r.details = json::object();
     put(r.details, "segments", r.checkpointed.size());
-  } else if (st == "chen-greedy") {
+  } else if (kind == Strategy::chen_greedy) {
     r = chen_plan(chain, req);
-  } else if (st == "revolve") {
+  } else if (kind == Strategy::revolve) {
     if (req.snapshots == 0) missing("snapshots", st);
     if (n > 4096)
       fail(code::kTooLarge, "chain.layers", "revolve builds its schedule for at most 4096 layers");
     r = revolve_plan(chain, req.snapshots);
-  } else if (st == "optimal-single-level") {
+  } else if (kind == Strategy::optimal_single_level) {
     if (req.budget_bytes == 0) missing("budgetBytes", st);
     r = single_level_optimal(chain, req.budget_bytes);
-  } else if (st == "optimal") {
+  } else if (kind == Strategy::optimal) {
     if (req.budget_bytes == 0) missing("budgetBytes", st);
     if (req.slots == 0) fail(code::kOutOfRange, "slots", "slots must be at least 1");
     r = rotor_optimal(chain, req.budget_bytes, req.slots);
@@ -293,9 +305,9 @@ PlanResult plan(const Chain& chain, const StrategyRequest& req) {
 std::vector<FrontierPoint> frontier(const Chain& chain, const StrategyRequest& req) {
   validate_chain(chain, "chain");
   const uint32_t n = layer_count(chain);
-  const std::string& st = req.strategy;
-  if (st == "optimal-single-level") return single_level_frontier(chain, req.budget_bytes);
-  if (st == "optimal") {
+  const Strategy kind = placement_kind(req.strategy);
+  if (kind == Strategy::optimal_single_level) return single_level_frontier(chain, req.budget_bytes);
+  if (kind == Strategy::optimal) {
     // Without a budget, the slot grid spans up to the peak of storing everything.
     const uint64_t top = req.budget_bytes > 0 ? req.budget_bytes : evaluate(chain, {}).peak_bytes;
     return rotor_frontier(chain, top, req.slots == 0 ? 500 : req.slots);
@@ -310,25 +322,27 @@ std::vector<FrontierPoint> frontier(const Chain& chain, const StrategyRequest& r
     p.parameter = std::move(param);
     pts.push_back(std::move(p));
   };
-  if (st == "every-k") {
+  if (kind == Strategy::every_k) {
     for (uint32_t k = 1; k <= n; ++k) add(evaluate(chain, every_k_segments(n, k)), {{"k", k}});
-  } else if (st == "block") {
+  } else if (kind == Strategy::block) {
     for (uint32_t k = 0; k <= n; ++k) add(evaluate(chain, block_segments(n, k)), {{"k", k}});
-  } else if (st == "sequential") {
+  } else if (kind == Strategy::sequential) {
     for (uint32_t s = 1; s <= n; ++s)
       add(evaluate(chain, sequential_segments(n, s)), {{"segments", s}});
-  } else if (st == "revolve") {
+  } else if (kind == Strategy::revolve) {
     if (n > 1024)
       fail(code::kTooLarge, "chain.layers",
            "the revolve frontier is computed for at most 1024 layers");
     for (uint32_t c = 1; c <= std::min<uint32_t>(n, 16); ++c)
       add(revolve_plan(chain, c), {{"snapshots", c}});
-  } else if (st == "chen-greedy") {
+  } else if (kind == Strategy::chen_greedy) {
     for (uint64_t t : chen_thresholds(chain))
       add(evaluate(chain, chen_greedy(chain, t).segments), {{"greedyBytes", t}});
   } else {
     StrategyRequest one = req;
-    one.budget_bytes = st == "none" || st == "manual" || st == "sqrt" ? 0 : req.budget_bytes;
+    one.budget_bytes = kind == Strategy::none || kind == Strategy::manual || kind == Strategy::sqrt
+                           ? 0
+                           : req.budget_bytes;
     add(plan(chain, one), nullptr);
   }
   if (req.budget_bytes > 0)

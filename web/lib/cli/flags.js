@@ -14,6 +14,7 @@ export const TRAINING = ['peak-memory', 'accumulation'];
 // jsonFile (path or '-') | model (preset id or a count). `path` is the request field it sets,
 // either one dotted path or an object { command: path } where commands differ. `modelForm`
 // flags choose the form of `model` (one per request; the first replaces a --json file's).
+// `vocab`: the help lists that table of tm.vocabulary() (the core's names), then `help`.
 export const FLAGS = [
   {
     flag: 'max-allocated',
@@ -80,14 +81,14 @@ export const FLAGS = [
     kind: 'string',
     path: 'optimizer',
     commands: ['checkpoint-size', ...TRAINING],
-    help: 'sgd | sgd-momentum | adam | adamw | adagrad | rmsprop | adafactor | torch-adafactor | lion | adam-8bit | adamw-8bit | paged-adamw-8bit | torchao-adamw-8bit | torchao-adamw-4bit | torchao-adamw-fp8',
+    vocab: 'optimizers',
   },
   {
     flag: 'weight-dtype',
     kind: 'string',
     path: 'weightDtype',
     commands: ['checkpoint-size'],
-    help: 'fp32 | fp16 | bf16 | int8 | ...',
+    vocab: 'dtypes',
   },
   { flag: 'state-dtype', kind: 'string', path: 'stateDtype', commands: ['checkpoint-size'] },
   {
@@ -102,7 +103,7 @@ export const FLAGS = [
     kind: 'string',
     path: 'format',
     commands: ['checkpoint-size'],
-    help: 'raw | torch | safetensors',
+    vocab: 'checkpointFormats',
   },
   {
     flag: 'include-optimizer',
@@ -129,7 +130,7 @@ export const FLAGS = [
     kind: 'string',
     path: 'precision',
     commands: TRAINING,
-    help: 'fp32 | amp-fp16 | amp-bf16 | bf16',
+    vocab: 'precisions',
   },
   {
     flag: 'micro-batch',
@@ -152,7 +153,8 @@ export const FLAGS = [
     kind: 'string',
     path: 'checkpointing',
     commands: TRAINING,
-    help: 'none | full | selective | every-k | block | sequential | sqrt | chen-greedy | revolve | optimal-single-level | optimal (accumulation: also auto)',
+    vocab: 'checkpointing',
+    help: '(accumulation: also auto)',
   },
   {
     flag: 'accumulation-steps',
@@ -209,21 +211,22 @@ export const FLAGS = [
     kind: 'string',
     path: 'attention',
     commands: TRAINING,
-    help: 'eager | sdpa | flash',
+    vocab: 'attention',
   },
   {
     flag: 'runtime',
     kind: 'string',
     path: 'runtime',
     commands: TRAINING,
-    help: 'pytorch-cuda | pytorch-2.5-cuda | pytorch-2.0-cuda | pytorch-1.13-cuda | pytorch-1.10-cuda | pytorch-cpu',
+    vocab: 'runtimes',
   },
   {
     flag: 'optimizer-impl',
     kind: 'string',
     path: 'optimizerImplementation',
     commands: TRAINING,
-    help: "foreach | for-loop | fused | transformers (default: the runtime's)",
+    vocab: 'optimizerImplementations',
+    help: "(default: the runtime's)",
   },
   {
     flag: 'allocator',
@@ -279,7 +282,8 @@ export const FLAGS = [
     kind: 'string',
     path: 'loss',
     commands: ['peak-memory'],
-    help: 'cross-entropy | chunked (torchtune, 8 chunks) | liger-fused-linear',
+    vocab: 'losses',
+    help: '(chunked: torchtune, 8 chunks)',
   },
   {
     flag: 'optimizer-in-backward',
@@ -348,7 +352,7 @@ export const FLAGS = [
     kind: 'string',
     path: 'strategy',
     commands: ['placement'],
-    help: 'none | manual | every-k | block | sequential | sqrt | chen-greedy | revolve | optimal-single-level | optimal',
+    vocab: 'placementStrategies',
   },
   { flag: 'budget', kind: 'bytes', path: 'budgetBytes', commands: ['placement'] },
   { flag: 'greedy-bytes', kind: 'bytes', path: 'greedyBytes', commands: ['placement'] },

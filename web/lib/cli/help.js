@@ -14,7 +14,8 @@ const ARG_LABEL = {
   list: 'a,b|all-linear',
 };
 
-export function helpText(command) {
+// `vocabulary`: the core's tables (tm.vocabulary()); a flag with `vocab` lists that table.
+export function helpText(command, vocabulary) {
   const lines = [];
   if (command && COMMANDS[command]) {
     const c = COMMANDS[command];
@@ -28,7 +29,9 @@ export function helpText(command) {
     for (const f of FLAGS.filter((d) => d.commands.includes(flagCommand(d, command)))) {
       const path = f.kind === 'model' ? 'model.preset | model.params' : flagPath(f, command);
       const arg = f.kind === 'boolean' ? '' : ` <${ARG_LABEL[f.kind]}>`;
-      lines.push(`  --${f.flag}${arg}`.padEnd(34) + ` ${path}${f.help ? `: ${f.help}` : ''}`);
+      const names = f.vocab ? vocabulary[f.vocab].join(' | ') : '';
+      const help = [names, f.help].filter(Boolean).join(' ');
+      lines.push(`  --${f.flag}${arg}`.padEnd(34) + ` ${path}${help ? `: ${help}` : ''}`);
     }
   } else {
     lines.push(

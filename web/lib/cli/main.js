@@ -38,11 +38,11 @@ export async function main(argv, io = processIo) {
         message: e.message,
       });
     }
+    const tm = await load();
     if (args.help) {
-      io.out(helpText(args.command));
+      io.out(helpText(args.command, tm.vocabulary()));
       return 0;
     }
-    const tm = await load();
     if (args.version) {
       io.out(`${tm.version}\n`);
       return 0;

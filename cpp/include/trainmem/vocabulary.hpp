@@ -1,0 +1,244 @@
+// Every name a request accepts, one table per vocabulary. The parsers in cpp/src/io/ read
+// these tables (so an accepted name is listed here or nowhere), the core's `vocabulary`
+// function exports them, and tests/js/vocabulary.test.js checks the d.ts unions, the CLI help
+// and the page's option lists against them. Adding a name is one line in its table (plus, for
+// a vocabulary with an enum, the enumerator it selects). Each table is in the order in which
+// error messages list it.
+#pragma once
+#include <cstddef>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "trainmem/dtype.hpp"
+#include "trainmem/error.hpp"
+
+namespace trainmem {
+namespace vocab {
+
+// ---- Optimizers: request name -> the state layout it selects (model/optimizer.cpp). A name
+// whose layout is another's is an alias of it.
+struct OptimizerTerm {
+  const char* name;
+  const char* layout;
+};
+inline constexpr OptimizerTerm kOptimizers[] = {
+    {"sgd", "sgd"},                                // torch.optim.SGD
+    {"sgd-momentum", "sgd"},                       // torch.optim.SGD with momentum 0.9
+    {"adam", "adam"},                              // torch.optim.Adam
+    {"adamw", "adamw"},                            // torch.optim.AdamW
+    {"adagrad", "adagrad"},                        // torch.optim.Adagrad
+    {"rmsprop", "rmsprop"},                        // torch.optim.RMSprop
+    {"adafactor", "adafactor"},                    // transformers.optimization.Adafactor
+    {"torch-adafactor", "torch-adafactor"},        // torch.optim.Adafactor (torch >= 2.5)
+    {"lion", "lion"},                              // lion-pytorch Lion
+    {"adam-8bit", "adam-8bit"},                    // bitsandbytes Adam8bit
+    {"adamw-8bit", "adam-8bit"},                   // bitsandbytes AdamW8bit: the same state
+    {"adafactor-hf", "adafactor"},                 // another name of transformers' Adafactor
+    {"paged-adamw-8bit", "adam-8bit"},             // bitsandbytes PagedAdamW8bit
+    {"torchao-adamw-8bit", "torchao-adamw-8bit"},  // torchao.optim.AdamW8bit
+    {"torchao-adamw-4bit", "torchao-adamw-4bit"},  // torchao.optim.AdamW4bit
+    {"torchao-adamw-fp8", "torchao-adamw-fp8"},    // torchao.optim.AdamWFp8
+};
+
+// ---- Element types. `listed`: named in error messages and exported (the others are
+// spellings PyTorch users type: float, half, long ...).
+struct DTypeTerm {
+  const char* name;
+  DType value;
+  bool listed;
+};
+inline constexpr DTypeTerm kDTypes[] = {
+    {"fp32", DType::fp32, true},     {"fp16", DType::fp16, true},
+    {"bf16", DType::bf16, true},     {"fp8", DType::fp8, true},
+    {"int8", DType::int8, true},     {"int4", DType::int4, true},
+    {"uint8", DType::uint8, true},   {"int32", DType::int32, true},
+    {"int64", DType::int64, true},   {"fp64", DType::fp64, true},
+    {"bool", DType::boolean, true},  {"float32", DType::fp32, true},
+    {"float16", DType::fp16, true},  {"bfloat16", DType::bf16, true},
+    {"float64", DType::fp64, false}, {"double", DType::fp64, false},
+    {"float", DType::fp32, false},   {"half", DType::fp16, false},
+    {"float8", DType::fp8, false},   {"long", DType::int64, false},
+    {"int", DType::int32, false},
+};
+
+// ---- Checkpointing strategies. peakMemory and accumulation accept every one; `placement`:
+// the placement calculator accepts it too (full and selective are not placements of a chain).
+enum class Strategy {
+  none,
+  full,
+  selective,
+  manual,
+  every_k,
+  block,
+  sequential,
+  sqrt,
+  chen_greedy,
+  revolve,
+  optimal_single_level,
+  optimal,
+};
+struct StrategyTerm {
+  const char* name;
+  Strategy value;
+  bool placement;
+};
+inline constexpr StrategyTerm kStrategies[] = {
+    {"none", Strategy::none, true},
+    {"full", Strategy::full, false},            // every block (HF gradient_checkpointing)
+    {"selective", Strategy::selective, false},  // Megatron selective: attention core only
+    {"manual", Strategy::manual, true},
+    {"every-k", Strategy::every_k, true},        // Megatron "uniform"
+    {"block", Strategy::block, true},            // Megatron "block"
+    {"sequential", Strategy::sequential, true},  // torch checkpoint_sequential
+    {"sqrt", Strategy::sqrt, true},              // Chen et al. 2016
+    {"chen-greedy", Strategy::chen_greedy, true},
+    {"revolve", Strategy::revolve, true},  // Griewank & Walther 2000
+    {"optimal-single-level", Strategy::optimal_single_level, true},
+    {"optimal", Strategy::optimal, true},  // Rotor, Beaumont et al. 2019
+};
+// accumulation's `checkpointing` also takes "auto": the planner tries none and full.
+inline constexpr const char* kAccumulationAutoCheckpointing = "auto";
+
+// ---- Training precisions.
+enum class Precision { fp32, amp_fp16, amp_bf16, bf16, fp16 };
+struct PrecisionTerm {
+  const char* name;
+  Precision value;
+};
+inline constexpr PrecisionTerm kPrecisions[] = {
+    {"fp32", Precision::fp32}, {"amp-fp16", Precision::amp_fp16}, {"amp-bf16", Precision::amp_bf16},
+    {"bf16", Precision::bf16}, {"fp16", Precision::fp16},
+};
+
+// ---- Attention implementations. `placement`: accepted by the placement calculator's model
+// form (flash keeps what SDPA keeps; peakMemory takes the name).
+enum class Attention { eager, sdpa };
+struct AttentionTerm {
+  const char* name;
+  Attention value;
+  bool placement;
+};
+inline constexpr AttentionTerm kAttention[] = {
+    {"eager", Attention::eager, true},
+    {"sdpa", Attention::sdpa, true},
+    {"flash", Attention::sdpa, false},
+};
+
+// ---- Runtime profiles: id -> its data file (cpp/data/runtime-<file>.json).
+struct RuntimeTerm {
+  const char* name;
+  const char* file;
+};
+inline constexpr RuntimeTerm kRuntimes[] = {
+    {"pytorch-cuda", "pytorch-2.5-cuda"},  // the current PyTorch line
+    {"pytorch-2.5-cuda", "pytorch-2.5-cuda"},
+    {"pytorch-2.0-cuda", "pytorch-2.0-cuda"},
+    {"pytorch-1.13-cuda", "pytorch-1.13-cuda"},
+    {"pytorch-1.10-cuda", "pytorch-1.10-cuda"},
+    {"pytorch-cpu", "pytorch-cpu"},
+};
+
+// ---- Optimizer step implementations (torch.optim foreach / for-loop / fused; transformers'
+// own AdamW).
+enum class OptimizerImpl { foreach, for_loop, fused, transformers };
+struct OptimizerImplTerm {
+  const char* name;
+  OptimizerImpl value;
+};
+inline constexpr OptimizerImplTerm kOptimizerImpls[] = {
+    {"foreach", OptimizerImpl::foreach},
+    {"for-loop", OptimizerImpl::for_loop},
+    {"fused", OptimizerImpl::fused},
+    {"transformers", OptimizerImpl::transformers},
+};
+
+// ---- Loss computations of a language-model head.
+enum class Loss { cross_entropy, chunked, liger_fused };
+struct LossTerm {
+  const char* name;
+  Loss value;
+};
+inline constexpr LossTerm kLosses[] = {
+    {"cross-entropy", Loss::cross_entropy},     // HF: cross_entropy over the full fp32 logits
+    {"chunked", Loss::chunked},                 // torchtune CEWithChunkedOutputLoss
+    {"liger-fused-linear", Loss::liger_fused},  // Liger LigerFusedLinearCrossEntropyLoss
+};
+
+// ---- Checkpoint file formats (checkpointSize).
+enum class CheckpointFormat { raw, torch, safetensors };
+struct CheckpointFormatTerm {
+  const char* name;
+  CheckpointFormat value;
+};
+inline constexpr CheckpointFormatTerm kCheckpointFormats[] = {
+    {"raw", CheckpointFormat::raw},      // the tensor payload alone
+    {"torch", CheckpointFormat::torch},  // torch.save zip
+    {"safetensors", CheckpointFormat::safetensors},
+};
+
+// ---- MLP activation (peakMemory's `mlp` form).
+inline constexpr const char* kMlpActivations[] = {"relu", "gelu", "none"};
+
+// ---- Error codes (trainmem/error.hpp), with their meaning (README "Errors").
+struct ErrorCodeTerm {
+  const char* name;
+  const char* meaning;
+};
+inline constexpr ErrorCodeTerm kErrorCodes[] = {
+    {code::kInvalidJson, "the request is not JSON"},
+    {code::kUnknownFunction, "no such calculator"},
+    {code::kMissingField, "a required key is absent"},
+    {code::kInvalidType, "a value has the wrong JSON type"},
+    {code::kOutOfRange, "a number lies outside its range"},
+    {code::kNotInteger, "a fraction where a whole number is needed"},
+    {code::kUnknownKey, "a key that is not part of the request"},
+    {code::kUnknownValue, "a name that is not in its vocabulary"},
+    {code::kUnknownPreset, "a preset id that is not in the data"},
+    {code::kInconsistent, "fields disagree"},
+    {code::kInfeasible, "no plan fits the budget"},
+    {code::kTooLarge, "the input exceeds a documented limit"},
+    {code::kUnsupported, "valid, but not modelled"},
+    {code::kInternal, "a bug: please report it"},
+};
+
+// ---- Lookups.
+inline const char* name_of(const char* term) { return term; }
+template <class T>
+const char* name_of(const T& term) {
+  return term.name;
+}
+
+// Names of a table, in its order.
+template <class T, size_t N>
+std::vector<std::string> names(const T (&table)[N]) {
+  std::vector<std::string> out;
+  out.reserve(N);
+  for (const T& t : table) out.emplace_back(name_of(t));
+  return out;
+}
+// Names of the entries that `keep` accepts.
+template <class T, size_t N, class Keep>
+std::vector<std::string> names_if(const T (&table)[N], Keep keep) {
+  std::vector<std::string> out;
+  for (const T& t : table)
+    if (keep(t)) out.emplace_back(name_of(t));
+  return out;
+}
+// The entry named `name`, or nullptr.
+template <class T, size_t N>
+const T* find(const T (&table)[N], const std::string& name) {
+  for (const T& t : table)
+    if (name == name_of(t)) return &t;
+  return nullptr;
+}
+// The name of an enum value (the first entry that selects it).
+template <class T, size_t N, class V>
+const char* name_for(const T (&table)[N], V value) {
+  for (const T& t : table)
+    if (t.value == value) return t.name;
+  return "";
+}
+
+}  // namespace vocab
+}  // namespace trainmem
