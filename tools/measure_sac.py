@@ -14,7 +14,7 @@ backward of the block follows. Policies measured:
 - every op in a list (PyTorch's create_selective_checkpoint_contexts with a list of ops);
 - an empty list (= full checkpointing of the block: only its input stays).
 
-For each case the fixture holds: the aten ops that create a new storage, in forward order,
+For each case the fixture holds: the aten ops whose output is a new storage (not a view), in forward order,
 with their output bytes; the bytes autograd saves for the block without checkpointing
 (saved_tensors_hooks, deduplicated by storage, parameters and the block input excluded); per
 policy the bytes of the cache kept between forward and backward (deduplicated by storage), the
@@ -83,20 +83,16 @@ class Policy:
 
 
 class Record(TorchDispatchMode):
-    """Lists the ops that create a new storage, with the storage's bytes."""
+    """Lists the ops whose output is a new storage (not a view of an input), with its bytes."""
 
-    def __init__(self, known):
+    def __init__(self):
         super().__init__()
-        self.known, self.ops = known, []
+        self.ops = []
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
-        new = 0
-        for t in storages(out):
-            ptr, n = skey(t)
-            if ptr not in self.known:
-                self.known.add(ptr)
-                new += n
+        inputs = {skey(t)[0] for t in storages(list(args) + list((kwargs or {}).values()))}
+        new = sum(skey(t)[1] for t in storages(out) if skey(t)[0] not in inputs)
         if new:
             self.ops.append({"op": op_name(func), "bytes": new})
         return out
@@ -158,7 +154,7 @@ def measure(case):
     params = list(block.parameters())
     excluded = {skey(p)[0] for p in params} | {skey(t)[0] for t in block.rope} | {skey(x)[0]}
     # ops and their new storages (forward with autograd, as a plain block runs)
-    rec = Record(set(excluded))
+    rec = Record()
     with rec:
         block(x)
     # plain block: saved bytes and reference gradients
