@@ -160,8 +160,9 @@ Result evaluate(const Request& rq) {
   double selective_recompute = 0;
   const std::string& strat = rq.checkpointing.strategy;
   if (strat == "attention-recompute") {
-    // Megatron-LM recompute_granularity="selective" (Korthikanti et al. 2022 section 5; megatron/
-    // core/transformer/transformer_config.py): the attention core (s^2 terms) is recomputed.
+    // Megatron-LM recompute_granularity="selective" with its default recompute_modules
+    // ["core_attn"] (megatron/core/transformer/transformer_config.py at d2c5e8b4; Korthikanti
+    // et al. 2022 section 5): the attention core (s^2 terms) is recomputed.
     for (size_t i = 1; i + 1 < nl; ++i) {
       chain.layers[i].saved_bytes -= acts.layers[i].attention_core_bytes;
       selective_recompute += 4.0 * rq.micro_batch * rq.seq_len * rq.seq_len *
