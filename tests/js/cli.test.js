@@ -532,7 +532,13 @@ test('--save-ops, --every-other-mm and --checkpointing-k join --checkpointing in
     assert.equal(r.storedActivationBytes, titan.storedActivationBytes, order.join(' '));
   }
   const full = await json([...common, '--checkpointing', 'full']);
-  const k1 = await json([...common, '--checkpointing', 'selective-layer', '--checkpointing-k', '1']);
+  const k1 = await json([
+    ...common,
+    '--checkpointing',
+    'selective-layer',
+    '--checkpointing-k',
+    '1',
+  ]);
   assert.equal(k1.storedActivationBytes, full.storedActivationBytes);
   const e = await bad([...common, '--checkpointing', 'selective-op', '--save-ops', 'mm,spda']);
   assert.equal(e.flag, '--save-ops');

@@ -102,9 +102,11 @@ test('plain "selective" is refused with both meanings; op names are checked', ()
       /selective-op/.test(e.message),
   );
   assert.throws(
-    () =>
-      tm.peakMemory(base({ checkpointing: { strategy: 'selective-op', saveOps: ['nm'] } })),
-    (e) => e.code === 'unknown_value' && e.field === 'checkpointing.saveOps[0]' && /'mm'/.test(e.message),
+    () => tm.peakMemory(base({ checkpointing: { strategy: 'selective-op', saveOps: ['nm'] } })),
+    (e) =>
+      e.code === 'unknown_value' &&
+      e.field === 'checkpointing.saveOps[0]' &&
+      /'mm'/.test(e.message),
   );
   const k2 = tm.peakMemory(base({ checkpointing: { strategy: 'selective-layer', k: 2 } }));
   const manual = tm.peakMemory(

@@ -21,7 +21,8 @@ function setPath(obj, path, value) {
     ck.strategy = value;
     return;
   }
-  if (path.startsWith('checkpointing.') && typeof ck === 'string') obj.checkpointing = { strategy: ck };
+  if (path.startsWith('checkpointing.') && typeof ck === 'string')
+    obj.checkpointing = { strategy: ck };
   const parts = path.split('.');
   let cur = obj;
   for (const p of parts.slice(0, -1)) {
