@@ -194,7 +194,7 @@ TEST_CASE("selective-op: the allocator trace keeps the cached outputs until the 
 }
 
 TEST_CASE(
-    "checkpointing names: plain 'selective' is refused with both meanings; op names are "
+    "checkpointing names: plain 'selective' is refused with both meanings, op names are "
     "checked",
     "[sac]") {
   json e = call("peakMemory", small({{"checkpointing", "selective"}}));
