@@ -12,7 +12,7 @@ reqs = []
 presets = ['gpt2','bert-large-uncased','llama-2-7b','llama-3-8b','t5-small','mixtral-8x7b','gemma-2-2b','qwen3-30b-a3b','deepseek-v3','phi-3-mini-4k']
 opts = ['sgd','sgd-momentum','adam','adamw','adafactor','adafactor-hf','adagrad','rmsprop','lion','adam-8bit','adamw-8bit','paged-adamw-8bit']
 precs = ['fp32','amp-fp16','amp-bf16','bf16','fp16']
-strats = ['none','full','selective','every-k','sqrt','sequential','chen-greedy','revolve','optimal','optimal-single-level','block']
+strats = ['none','full','attention-recompute','every-k','sqrt','sequential','chen-greedy','revolve','optimal','optimal-single-level','block']
 gpus = ['a100-80gb','v100-16gb','h100-80gb','rtx-4090']
 base = {'microBatch':1,'seqLen':512,'timeline':False}
 for p in presets:
@@ -47,7 +47,7 @@ for p in ['gpt2','bert-large-uncased','llama-2-7b']:
       reqs.append(['accumulation', {'model':{'preset':p},'gpu':g_,'precision':pr,'targetGlobalBatch':32,'seqLen':512,'optimizer':'adamw'}])
 reqs.append(['accumulation', {'microBatch':4,'accumulationSteps':8,'dataParallel':2,'seqLen':128}])
 reqs.append(['accumulation', {'microBatch':4,'accumulationSteps':8,'lossReduction':'mean','variableLength':True}])
-for s in ['none','full','selective']:
+for s in ['none','full','attention-recompute']:
   reqs.append(['accumulation', {'model':{'preset':'gpt2'},'gpu':'a100-80gb','targetGlobalBatch':64,'seqLen':1024,'checkpointing':s}])
 # checkpointSize
 for o in opts + ['torch-adafactor']:

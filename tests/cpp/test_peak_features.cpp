@@ -117,7 +117,7 @@ TEST_CASE("peak: checkpointing lowers the peak; strategies run through the place
   const json full = run(llama7b(
       {{"precision", "bf16"}, {"microBatch", 4}, {"seqLen", 2048}, {"checkpointing", "full"}}));
   CHECK(full["peakBytes"].get<double>() < none["peakBytes"].get<double>());
-  for (const char* s : {"sqrt", "selective"}) {
+  for (const char* s : {"sqrt", "attention-recompute"}) {
     INFO(s);
     const json r = run(llama7b({{"precision", "bf16"},
                                 {"microBatch", 4},

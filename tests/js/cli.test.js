@@ -566,3 +566,28 @@ test('a config.json file reaches the core as text: a duplicate key is an error n
   );
   assert.equal(tm.call('describeModel', '{"model":{"params":100000000}}').params, 1e8);
 });
+
+test('--save-ops, --every-other-mm and --checkpointing-k join --checkpointing in either order', async () => {
+  const common = ['peak-memory', '--model', 'llama-2-7b', '--micro-batch', '1', '--seq-len', '512'];
+  const titan = await json([...common, '--checkpointing', 'torchtitan-op']);
+  // torchtitan's op mode is the list mm, sdpa with its every-second-mm rule
+  for (const order of [
+    ['--checkpointing', 'selective-op', '--save-ops', 'mm,sdpa', '--every-other-mm'],
+    ['--save-ops', 'mm,sdpa', '--every-other-mm', '--checkpointing', 'selective-op'],
+  ]) {
+    const r = await json([...common, ...order]);
+    assert.equal(r.storedActivationBytes, titan.storedActivationBytes, order.join(' '));
+  }
+  const full = await json([...common, '--checkpointing', 'full']);
+  const k1 = await json([
+    ...common,
+    '--checkpointing',
+    'selective-layer',
+    '--checkpointing-k',
+    '1',
+  ]);
+  assert.equal(k1.storedActivationBytes, full.storedActivationBytes);
+  const e = await bad([...common, '--checkpointing', 'selective-op', '--save-ops', 'mm,spda']);
+  assert.equal(e.flag, '--save-ops');
+  assert.match(e.message, /did you mean 'sdpa'/);
+});

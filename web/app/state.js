@@ -63,7 +63,17 @@ export const FIELDS = {
   },
   checkpointing: {
     kind: 'choice',
-    values: ['none', 'full', 'selective', 'sqrt', 'every-k', 'sequential', 'optimal'],
+    values: [
+      'none',
+      'full',
+      'torchtitan-op',
+      'selective-layer',
+      'attention-recompute',
+      'sqrt',
+      'every-k',
+      'sequential',
+      'optimal',
+    ],
     default: 'none',
     url: 'ckpt',
   },

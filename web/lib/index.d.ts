@@ -123,10 +123,36 @@ export type PlacementStrategy =
 
 /**
  * Activation checkpointing inside a training step: `none`; `full` (every block, HF
- * `gradient_checkpointing=True`); `selective` (Megatron: the attention core, Korthikanti et
- * al. 2022); or any {@link PlacementStrategy}, applied to the blocks by the placement engine.
+ * `gradient_checkpointing=True`); `attention-recompute` (Megatron-LM
+ * `recompute_granularity="selective"`: only the attention core's s² tensors are recomputed,
+ * Korthikanti et al. 2022 §5 — with SDPA/flash attention there are none, so it equals `none`);
+ * `torchtitan-op` (torchtitan `activation_checkpoint.mode="selective"`,
+ * `selective_ac_option="op"`: every block checkpointed, the outputs of its mm and SDPA ops kept
+ * except every second mm — torchtitan/distributed/activation_checkpoint.py and
+ * models/llama3/infra/parallelize.py `_op_sac_save_list`); `selective-op` (PyTorch ≥ 2.4
+ * `create_selective_checkpoint_contexts` with a list of ops to save: give `saveOps`);
+ * `selective-layer` (torchtitan `selective_ac_option="<k>"`: the blocks whose 1-based index is
+ * a multiple of `k` are fully checkpointed); or any {@link PlacementStrategy}, applied to the
+ * blocks by the placement engine. Op-level modes are modelled for Llama-family dense blocks
+ * without tensor parallel, LoRA or compile. Plain `selective` is refused (`unknown_value`,
+ * naming both meanings): it used to mean the Megatron mode.
  */
-export type CheckpointingStrategy = 'full' | 'selective' | PlacementStrategy;
+export type CheckpointingStrategy =
+  | 'full'
+  | 'attention-recompute'
+  | 'torchtitan-op'
+  | 'selective-op'
+  | 'selective-layer'
+  | PlacementStrategy;
+
+/**
+ * Ops a selective checkpointing policy can save (`saveOps`): `mm` (aten.mm: a linear without
+ * bias), `sdpa` (the aten._scaled_dot_product_{flash,efficient,cudnn}_attention kernels: output
+ * and fp32 logsumexp), `bmm` and `softmax` (eager attention's QKᵀ / PV and its fp32 softmax),
+ * `silu` (the gated MLP's activation). Source: the ops of HF `LlamaDecoderLayer`, measured with
+ * torch 1.13 (tools/measure_sac.py).
+ */
+export type SaveOp = 'mm' | 'sdpa' | 'bmm' | 'softmax' | 'silu';
 
 /** Checkpoint file containers. */
 export type CheckpointFormat = 'raw' | 'torch' | 'safetensors';
@@ -508,8 +534,23 @@ export interface MlpInput {
 /** Activation checkpointing with its strategy options (the placement engine's). */
 export interface CheckpointingOptions {
   strategy: CheckpointingStrategy;
-  /** `every-k`: blocks per checkpointed chunk (default 1); `block`: the first k blocks. */
+  /**
+   * `every-k`: blocks per checkpointed chunk (default 1); `block`: the first k blocks;
+   * `selective-layer`: every k-th block (default 2, torchtitan's `selective_ac_option`).
+   */
   k?: number;
+  /**
+   * `selective-op` (required): the ops whose outputs each checkpointed block keeps
+   * (PyTorch `create_selective_checkpoint_contexts` with `CheckpointPolicy.MUST_SAVE` for
+   * them, `PREFER_RECOMPUTE` for the rest). An op the blocks never call is named in
+   * `assumptions`.
+   */
+  saveOps?: SaveOp[];
+  /**
+   * `selective-op`: recompute every second `mm` of a block although `mm` is listed
+   * (torchtitan's rule, `_get_custom_policy`). Default false.
+   */
+  everyOtherMm?: boolean;
   /** `sequential`: segments (PyTorch `checkpoint_sequential`). */
   segments?: number;
   /** `revolve`: snapshots. */

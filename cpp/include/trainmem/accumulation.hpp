@@ -91,8 +91,8 @@ struct PlannerResult {
 };
 
 // Forward FLOPs per token that a strategy repeats in the backward: "none" 0, "full" every
-// block's forward (HF gradient_checkpointing), "selective" the attention core (Korthikanti et
-// al. 2022); other strategies need the placement engine's plan (MemoryEstimate).
+// block's forward (HF gradient_checkpointing), "attention-recompute" the attention core
+// (Korthikanti et al. 2022); other strategies need the placement engine's plan (MemoryEstimate).
 double recompute_flops_per_token(const time_model::ForwardFlops& flops, const std::string& strategy,
                                  bool* known);
 

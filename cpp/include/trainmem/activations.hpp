@@ -97,6 +97,15 @@ struct LayerActivations {
   };
   std::vector<uint64_t> tensors;
   std::vector<TempGroup> forward_temps, backward_temps;
+  // Op-level selective checkpointing: the output of every op a save policy can name, in
+  // forward order (one entry per op call), with the forward FLOPs the op costs. Filled for
+  // Llama-family blocks (dense MLP); empty elsewhere.
+  struct OpOutput {
+    const char* op = "";  // a name of sac_op_names()
+    uint64_t bytes = 0;   // the op's output(s)
+    double flops = 0;     // its forward FLOPs (0 for pointwise ops)
+  };
+  std::vector<OpOutput> op_outputs;
 };
 
 struct ModelActivations {
@@ -136,6 +145,31 @@ placement::Chain to_chain(const ModelActivations& acts);
 placement::Chain build_chain(const ModelDescription& model, const Settings& s);
 
 nlohmann::json to_json(const ModelActivations& acts);
+
+// ---- Op-level selective activation checkpointing (PyTorch >= 2.4
+// torch.utils.checkpoint.create_selective_checkpoint_contexts; torchtitan
+// activation_checkpoint.mode = "selective", selective_ac_option = "op").
+
+// The op names a save policy may list: mm (aten.mm: a linear without bias), sdpa (the
+// aten._scaled_dot_product_{flash,efficient,cudnn}_attention kernels), bmm and softmax (eager
+// attention's aten.bmm and aten._softmax), silu (aten.silu of the gated MLP).
+const std::vector<std::string>& sac_op_names();
+
+struct SavePolicy {
+  std::vector<std::string> ops;  // outputs of these ops are kept (CheckpointPolicy.MUST_SAVE)
+  // torchtitan's rule: every second aten.mm of a block is recomputed although mm is listed
+  // (torchtitan/distributed/activation_checkpoint.py at cfb93265, _get_custom_policy)
+  bool every_other_mm = false;
+};
+
+// What one checkpointed block keeps under a policy from its forward to its recomputation.
+struct SelectiveKeep {
+  std::vector<uint64_t> tensors;    // the kept op outputs, in forward order
+  uint64_t bytes = 0;               // their sum
+  double saved_flops = 0;           // forward FLOPs not recomputed (the kept ops')
+  std::vector<std::string> absent;  // listed ops this block never calls
+};
+SelectiveKeep selective_keep(const LayerActivations& layer, const SavePolicy& policy);
 
 }  // namespace activations
 }  // namespace trainmem

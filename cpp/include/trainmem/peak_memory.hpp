@@ -57,9 +57,13 @@ Gpu gpu_preset(const std::string& id, const std::string& field);
 std::vector<std::string> gpu_ids();
 
 struct Checkpointing {
-  std::string strategy = "none";         // none full selective every-k block sequential sqrt
-                                         // chen-greedy revolve optimal-single-level optimal manual
+  std::string strategy = "none";         // none full attention-recompute selective-op
+                                         // torchtitan-op selective-layer every-k block
+                                         // sequential sqrt chen-greedy revolve
+                                         // optimal-single-level optimal manual
   placement::StrategyRequest placement;  // for the strategies the placement engine runs
+  activations::SavePolicy save;          // selective-op / torchtitan-op: what each block keeps
+  uint32_t layer_every = 2;              // selective-layer: every k-th block checkpointed
 };
 
 // How the rows of a micro-batch are filled (the samples field).

@@ -23,6 +23,13 @@ struct Layer {
   uint64_t saved_bytes = 0;         // everything kept for backward when run normally (output incl.)
   uint64_t forward_temp_bytes = 0;  // transient extra during the forward of this layer
   uint64_t backward_temp_bytes = 0;  // transient extra during its backward
+  // Op-level selective checkpointing of this layer (activations::selective_keep): run without
+  // autograd, it keeps selective_kept_bytes (the outputs of the ops its policy saves) until it
+  // is recomputed, and the recomputation costs selective_recompute_cost instead of
+  // forward_cost (the kept ops do not run again).
+  bool selective = false;
+  uint64_t selective_kept_bytes = 0;
+  double selective_recompute_cost = 0;
 };
 
 struct Chain {

@@ -31,6 +31,10 @@ struct TraceLayer {
   // torch.autocast: the 16-bit copies of the layer's matmul weights, cached for the forward
   // pass and kept by the matmuls' backward nodes (aten/src/ATen/autocast_mode.cpp cached_cast)
   std::vector<uint64_t> cast_weights;
+  // Op-level selective checkpointing: the op outputs the policy caches when the layer runs
+  // checkpointed; they live until its recomputation, which uses them instead of running
+  // those ops (torch/utils/checkpoint.py create_selective_checkpoint_contexts)
+  std::vector<uint64_t> selective_kept;
 };
 
 // One trainable parameter tensor for the optimizer step (the order of the layers' grads).

@@ -63,11 +63,15 @@ inline constexpr DTypeTerm kDTypes[] = {
 };
 
 // ---- Checkpointing strategies. peakMemory and accumulation accept every one; `placement`:
-// the placement calculator accepts it too (full and selective are not placements of a chain).
+// the placement calculator accepts it too (full and the selective modes are not placements of a
+// chain).
 enum class Strategy {
   none,
   full,
-  selective,
+  attention_recompute,
+  selective_op,
+  torchtitan_op,
+  selective_layer,
   manual,
   every_k,
   block,
@@ -85,8 +89,15 @@ struct StrategyTerm {
 };
 inline constexpr StrategyTerm kStrategies[] = {
     {"none", Strategy::none, true},
-    {"full", Strategy::full, false},            // every block (HF gradient_checkpointing)
-    {"selective", Strategy::selective, false},  // Megatron selective: attention core only
+    {"full", Strategy::full, false},  // every block (HF gradient_checkpointing)
+    // Megatron-LM recompute_granularity="selective": the attention core only
+    {"attention-recompute", Strategy::attention_recompute, false},
+    // torch.utils.checkpoint.create_selective_checkpoint_contexts with a list of ops to save
+    {"selective-op", Strategy::selective_op, false},
+    // torchtitan activation_checkpoint mode "selective", selective_ac_option "op"
+    {"torchtitan-op", Strategy::torchtitan_op, false},
+    // torchtitan selective_ac_option "<k>": every k-th block
+    {"selective-layer", Strategy::selective_layer, false},
     {"manual", Strategy::manual, true},
     {"every-k", Strategy::every_k, true},        // Megatron "uniform"
     {"block", Strategy::block, true},            // Megatron "block"

@@ -78,8 +78,9 @@ double recompute_flops_per_token(const time_model::ForwardFlops& flops, const st
   // HF gradient_checkpointing / full recompute: every block's forward runs again once in the
   // backward (Chen et al. 2016; Korthikanti et al. 2022 "full").
   if (strategy == "full") return flops.blocks;
-  // Megatron selective recompute repeats the attention core only (Korthikanti et al. 2022).
-  if (strategy == "selective") return flops.attention_core;
+  // Megatron-LM recompute_granularity="selective" repeats the attention core only (Korthikanti et
+  // al. 2022).
+  if (strategy == "attention-recompute") return flops.attention_core;
   *known = false;
   return flops.blocks;  // upper bound: every block once
 }

@@ -385,6 +385,40 @@ void lm_loss(const Builder& B, const Dims& d, const Widths& w, const Settings& s
   Builder::temps(&head->backward_temps, 0, 2, B.mul({d.T, Vt, 4}));
 }
 
+// The outputs of the ops of a Llama block (HF LlamaDecoderLayer; torchtitan TransformerBlock
+// has the same op order: wq, wk, wv, attention, wo, w1, silu, w3, w2) that a selective
+// checkpointing policy can name. Shapes from the module code; measured op by op in
+// tests/fixtures/torch_sac.json (tools/measure_sac.py). mm outputs have the matmul width.
+void llama_op_outputs(const Builder& B, const Dims& d, const Widths& w, bool eager, uint64_t kvq,
+                      LayerActivations* l) {
+  auto op = [&](const char* name, uint64_t bytes, double flops) {
+    l->op_outputs.push_back({name, bytes, flops});
+  };
+  // a linear without bias on [b, s, in]: aten.mm of [T, in] x [in, out] (2 T in out FLOPs)
+  auto mm = [&](uint64_t in, uint64_t outf) {
+    op("mm", B.mul({d.T, outf, w.lin}), 2.0 * d.T * in * outf);
+  };
+  mm(d.h, d.q);                                     // q_proj
+  mm(d.h, kvq);                                     // k_proj
+  mm(d.h, kvq);                                     // v_proj
+  const double core = 2.0 * d.b * d.s * d.s * d.q;  // one of QK^T, PV
+  if (eager) {
+    op("bmm", B.mul({d.b, d.a, d.s, d.s, w.lin}), core);  // QK^T scores
+    // softmax(dtype=float32): an fp32 output (Llama eager_attention_forward)
+    op("softmax", B.mul({d.b, d.a, d.s, d.s, 4}), 0);
+    op("bmm", B.mul({d.T, d.q, w.lin}), core);  // PV
+  } else {
+    // _scaled_dot_product_flash_attention returns the output and the fp32 logsumexp
+    // (aten/src/ATen/native/native_functions.yaml; the philox seed/offset are scalars)
+    op("sdpa", B.mul({d.T, d.q, w.lin}) + B.mul({d.b, d.a, d.s, 4}), 2.0 * core);
+  }
+  mm(d.q, d.h);                             // o_proj
+  mm(d.h, d.i);                             // gate_proj (w1)
+  op("silu", B.mul({d.T, d.i, w.lin}), 0);  // act_fn(gate)
+  mm(d.h, d.i);                             // up_proj (w3)
+  mm(d.i, d.h);                             // down_proj (w2)
+}
+
 // What every recipe below reads: the builder, the shapes, the widths, the settings.
 struct Ctx {
   const Builder& B;
@@ -865,6 +899,33 @@ void recipe_assumptions(const Architecture& ar, const Settings& s, const std::st
 
 }  // namespace
 
+const std::vector<std::string>& sac_op_names() {
+  static const std::vector<std::string> n = {"mm", "sdpa", "bmm", "softmax", "silu"};
+  return n;
+}
+
+SelectiveKeep selective_keep(const LayerActivations& layer, const SavePolicy& p) {
+  SelectiveKeep k;
+  uint64_t mm_count = 0;
+  std::vector<bool> seen(p.ops.size(), false);
+  for (const auto& o : layer.op_outputs) {
+    const std::string name = o.op;
+    if (name == "mm") ++mm_count;
+    bool listed = false;
+    for (size_t j = 0; j < p.ops.size(); ++j)
+      if (p.ops[j] == name) listed = seen[j] = true;
+    // torchtitan _get_custom_policy: to_save = func in _save_list and not (func is mm and
+    // the block's mm count is even)
+    if (!listed || (p.every_other_mm && name == "mm" && mm_count % 2 == 0)) continue;
+    k.tensors.push_back(o.bytes);
+    k.bytes += o.bytes;
+    k.saved_flops += o.flops;
+  }
+  for (size_t j = 0; j < p.ops.size(); ++j)
+    if (!seen[j]) k.absent.push_back(p.ops[j]);
+  return k;
+}
+
 ModelActivations transformer_activations(const ModelDescription& m, const Settings& s) {
   const Architecture& ar = m.arch;
   ModelActivations out;
@@ -956,6 +1017,8 @@ ModelActivations transformer_activations(const ModelDescription& m, const Settin
                         4.0 * bd.b * bd.s * bd.sk * bd.q / s.tensor_parallel;  // QK^T and PV
       if (decoder)  // the cross-attention's QK^T and PV over the encoder's keys
         l.forward_flops += 4.0 * d.b * dec.s * d.s * d.q / s.tensor_parallel;
+      if (out.recipe == "llama" && !t5 && ar.num_experts == 0 && ar.shared_experts == 0)
+        llama_op_outputs(bc.B, bd, bc.w, bc.eager, (ar.kv_heads ? ar.kv_heads : bd.a) * bd.d, &l);
     }
     l.name = "block " + std::to_string(li);
     if (last_encoder) t5_encoder_end(c, dec, &l);

@@ -24,6 +24,7 @@ class Builder {
     standalone_.assign(n + 1, 0);
     grad_of_.assign(n + 1, 0);
     casts_.assign(n, {});
+    kept_.assign(n, {});
     casts_in_graph_.assign(n, false);
     offloaded_.assign(n, {});
     input_offloaded_.assign(n + 1, 0);
@@ -156,6 +157,9 @@ class Builder {
   // F_all: every tensor the layer saves, with its transients around the op that makes them.
   void forward_all(size_t i) {
     const TraceLayer& L = s_.layers[i];
+    // the recomputation takes the cached outputs into its graph: modelled as freeing the
+    // cache before the layer's tensors are made again (the same sizes, so the same blocks)
+    free_all(&kept_[i]);
     cast_weights(i, true);
     std::vector<uint64_t> live;
     for (size_t k = 0; k < L.tensors.size(); ++k) {
@@ -183,6 +187,8 @@ class Builder {
       prev = cur;
     }
     temps_at(L.forward_temps, L.tensors.size() ? L.tensors.size() - 1 : 0, &live);
+    if (kept_[i].empty())
+      for (uint64_t b : L.selective_kept) kept_[i].push_back(alloc(b));
     standalone_[i + 1] = alloc(L.output_bytes);
     free_all(&live);
     free(prev);
@@ -396,7 +402,7 @@ class Builder {
   std::vector<uint64_t> input_offloaded_;
   std::unordered_map<uint64_t, uint64_t> bytes_of_;  // offloading: each live id's bytes
   uint32_t current_step_ = 0;
-  std::vector<std::vector<uint64_t>> saved_, casts_, state_ids_;
+  std::vector<std::vector<uint64_t>> saved_, casts_, state_ids_, kept_;
   std::vector<bool> casts_in_graph_;
   std::vector<uint64_t> standalone_, grad_of_, grad_ids_;
 };

@@ -199,7 +199,7 @@ json plan_mode(const Obj& req) {
     e.peak_bytes = res.peak_bytes;
     e.fits = res.has_device ? res.fits : false;
     // Placement-engine strategies: the fraction of the forward it recomputes.
-    if (strategy != "none" && strategy != "full" && strategy != "selective" &&
+    if (strategy != "none" && strategy != "full" && strategy != "attention-recompute" &&
         res.forward_flops > 0)
       e.recompute_flops_per_token = flops.total * res.recompute_flops / res.forward_flops;
     e.breakdown = json::object();

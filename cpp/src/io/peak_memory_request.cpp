@@ -23,16 +23,53 @@ const std::vector<std::string>& strategy_names() {
   return n;
 }
 
+// "selective" names two different things (Megatron's attention recompute, torchtitan's op
+// level): it is refused with both names instead of guessing.
+void refuse_plain_selective(const json& v, const std::string& field) {
+  if (v.is_string() && v.get<std::string>() == "selective")
+    fail(code::kUnknownValue, field,
+         {field,
+          " 'selective' is ambiguous: use 'attention-recompute' (Megatron-LM's "
+          "recompute_granularity=\"selective\": the attention core only) or 'selective-op' / "
+          "'torchtitan-op' (op-level selective checkpointing: the outputs of listed ops are kept, "
+          "the rest of each block recomputed); 'selective-layer' checkpoints every k-th block"});
+}
+
 Checkpointing parse_checkpointing(const Obj& req) {
   Checkpointing c;
   if (!req.has("checkpointing")) return c;
   const json& raw = req.raw("checkpointing");
   if (raw.is_string()) {
+    refuse_plain_selective(raw, "checkpointing");
     c.strategy = req.one_of("checkpointing", strategy_names());
   } else {
     const Obj o = req.obj("checkpointing");
+    if (o.has("strategy")) refuse_plain_selective(o.raw("strategy"), o.field("strategy"));
     c.strategy = o.one_of("strategy", strategy_names());
-    c.placement.k = static_cast<uint32_t>(o.u64_or("k", 0, 1, 1u << 20));
+    if (c.strategy == "selective-op") {
+      // torch.utils.checkpoint.create_selective_checkpoint_contexts(policy_fn_or_list): the
+      // outputs of the listed ops are saved (MUST_SAVE), every other op is recomputed
+      const json& ops = o.array("saveOps", 64);
+      for (size_t i = 0; i < ops.size(); ++i) {
+        const std::string p = index_path(o.field("saveOps"), i);
+        const std::string name = read_str(ops[i], p, 64);
+        const auto& known = activations::sac_op_names();
+        if (std::find(known.begin(), known.end(), name) == known.end()) {
+          const std::string near = closest_match(name, known);
+          std::string list;
+          for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+          fail(code::kUnknownValue, p,
+               {"unknown op '", name, "' in ", p, " (known: ", list, ")",
+                near.empty() ? "" : "; did you mean '" + near + "'?"});
+        }
+        c.save.ops.push_back(name);
+      }
+      c.save.every_other_mm = o.boolean_or("everyOtherMm", false);
+    }
+    if (c.strategy == "selective-layer")
+      c.layer_every = static_cast<uint32_t>(o.u64_or("k", 2, 1, 1u << 20));
+    if (c.strategy != "selective-layer")
+      c.placement.k = static_cast<uint32_t>(o.u64_or("k", 0, 1, 1u << 20));
     c.placement.segments = static_cast<uint32_t>(o.u64_or("segments", 0, 1, 1u << 20));
     c.placement.snapshots = static_cast<uint32_t>(o.u64_or("snapshots", 0, 1, 1u << 20));
     c.placement.budget_bytes = o.u64_or("budgetBytes", 0, 1);
@@ -52,6 +89,13 @@ Checkpointing parse_checkpointing(const Obj& req) {
     o.finish();
   }
   if (c.strategy == "every-k" && c.placement.k == 0) c.placement.k = 1;
+  if (c.strategy == "torchtitan-op") {
+    // torchtitan/models/llama3/infra/parallelize.py _op_sac_save_list (aten.mm and the SDPA
+    // kernels; reduce_scatter and max need tensor parallel / float8) with its every-second-mm
+    // rule (torchtitan/distributed/activation_checkpoint.py at cfb93265)
+    c.save.ops = {"mm", "sdpa"};
+    c.save.every_other_mm = true;
+  }
   c.placement.strategy = c.strategy;
   return c;
 }
@@ -316,8 +360,11 @@ Request parse_request(const json& request) {
   activations::parse_precision(prec, &r.precision);
   if (req.has("optimizer")) r.optimizer = parse_optimizer(req, "optimizer");
   r.checkpointing = parse_checkpointing(req);
-  if (r.is_mlp && r.checkpointing.strategy == "selective")
-    fail(code::kInconsistent, "checkpointing", "selective recompute needs a transformer model");
+  const std::string& cs = r.checkpointing.strategy;
+  const bool op_level = cs == "selective-op" || cs == "torchtitan-op";
+  if (r.is_mlp && (cs == "attention-recompute" || op_level || cs == "selective-layer"))
+    fail(code::kInconsistent, "checkpointing",
+         {"checkpointing '", cs, "' needs a transformer model (blocks)"});
   r.accumulation_steps =
       req.u64_or("gradientAccumulationSteps", 1, 1, limits::kMaxAccumulationSteps);
   r.zero_stage = static_cast<uint32_t>(req.u64_or("zeroStage", 0, 0, 3));
@@ -486,6 +533,20 @@ Request parse_request(const json& request) {
          {"the ", r.gpu_id,
           " GPU has no bf16 (before Ampere, torch.cuda.is_bf16_supported() is "
           "False): use fp16 mixed precision (amp-fp16) or fp32"});
+  if (op_level) {
+    // what op-level selective checkpointing is modelled for: Llama-family dense blocks, eager
+    // or SDPA attention, without tensor parallel, LoRA or compile
+    const std::string why =
+        r.tensor_parallel > 1 ? "tensorParallel > 1 (the collectives' outputs are not listed)"
+        : r.lora.enabled      ? "lora (the adapters' matmuls would shift the mm count)"
+        : r.compiled          ? "compile (the partitioner and the policy interact)"
+        : r.model().arch.num_experts > 0 || r.model().arch.shared_experts > 0
+            ? "mixture-of-experts blocks"
+            : "";
+    if (!why.empty())
+      fail(code::kUnsupported, "checkpointing",
+           {"checkpointing '", cs, "' is not modelled with ", why});
+  }
   r.search_max_micro_batch = req.boolean_or("searchMaxMicroBatch", true);
   const bool want_timeline = req.boolean_or("timeline", true);
   (void)want_timeline;

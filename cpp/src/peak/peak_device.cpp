@@ -134,6 +134,8 @@ trace::StepSpec build_spec(const Request& rq, const activations::ModelActivation
     L.output_bytes = la.output_bytes;
     L.forward_temps = la.forward_temps;
     L.backward_temps = la.backward_temps;
+    if (chain.layers[i].selective)
+      L.selective_kept = activations::selective_keep(la, rq.checkpointing.save).tensors;
     // layers without per-tensor transients: the layer's lump as one piece
     if (L.forward_temps.empty() && la.forward_temp_bytes)
       L.forward_temps.push_back({0, 1, la.forward_temp_bytes});

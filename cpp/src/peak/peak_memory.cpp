@@ -168,19 +168,66 @@ Result evaluate(const Request& rq) {
   // ---- checkpointing -> placement engine
   placement::Chain chain = activations::to_chain(acts);
   double selective_recompute = 0;
-  if (rq.checkpointing.strategy == "selective") {
-    // Megatron selective recompute: the attention core (s^2 terms) is recomputed, not kept.
+  const std::string& strat = rq.checkpointing.strategy;
+  if (strat == "attention-recompute") {
+    // Megatron-LM recompute_granularity="selective" with its default recompute_modules
+    // ["core_attn"] (megatron/core/transformer/transformer_config.py at d2c5e8b4; Korthikanti
+    // et al. 2022 section 5): the attention core (s^2 terms) is recomputed.
     for (size_t i = 1; i + 1 < nl; ++i) {
       chain.layers[i].saved_bytes -= acts.layers[i].attention_core_bytes;
       selective_recompute += 4.0 * rq.micro_batch * rq.seq_len * rq.seq_len *
                              rq.model().arch.hidden / rq.tensor_parallel;  // QK^T and PV again
     }
   }
+  const bool op_level = strat == "selective-op" || strat == "torchtitan-op";
+  if (op_level) {
+    // create_selective_checkpoint_contexts (torch/utils/checkpoint.py, PyTorch 2.4): each block
+    // runs under a non-reentrant checkpoint; the outputs of the policy's ops are cached until
+    // the block is recomputed, every other op runs again
+    std::vector<std::string> absent;
+    for (size_t i = 1; i + 1 < nl; ++i) {
+      if (acts.layers[i].op_outputs.empty())
+        fail(code::kUnsupported, "checkpointing",
+             {"checkpointing '", strat, "' is modelled for Llama-family blocks; the '", acts.recipe,
+              "' recipe lists no ops to keep"});
+      const activations::SelectiveKeep k =
+          activations::selective_keep(acts.layers[i], rq.checkpointing.save);
+      placement::Layer& L = chain.layers[i];
+      L.selective = true;
+      L.selective_kept_bytes = k.bytes;
+      L.selective_recompute_cost = std::max(0.0, L.forward_cost - k.saved_flops);
+      if (i == 1) absent = k.absent;
+    }
+    std::string names;
+    for (const auto& n : rq.checkpointing.save.ops) names += (names.empty() ? "" : ", ") + n;
+    r.assumptions.push_back(
+        "op-level selective checkpointing (" +
+        (strat == "torchtitan-op"
+             ? std::string("torchtitan selective_ac_option=\"op\": mm and SDPA outputs kept, every "
+                           "second mm recomputed")
+             : "outputs of " + (names.empty() ? std::string("no op") : names) + " kept" +
+                   (rq.checkpointing.save.every_other_mm ? ", every second mm recomputed" : "")) +
+        "): each block keeps its input and those outputs; the recomputation re-creates the rest "
+        "(measured with a torch 1.13 emulation of the policy on CPU, eager attention; SDPA "
+        "outputs from the kernel's signature)");
+    for (const auto& a : absent)
+      r.assumptions.push_back(
+          "saveOps '" + a + "' matches no op of these blocks (" +
+          (rq.attention == activations::Attention::sdpa ? "SDPA attention" : "eager attention") +
+          "): nothing kept for it");
+  }
   placement::PlanResult plan;
-  const std::string& strat = rq.checkpointing.strategy;
-  if (strat == "none" || strat == "selective") {
+  if (strat == "none" || strat == "attention-recompute") {
     plan = placement::evaluate(chain, {});
-  } else if (strat == "full") {
+  } else if (strat == "selective-layer") {
+    // torchtitan selective_ac_option = k (torchtitan/distributed/activation_checkpoint.py
+    // _apply_layer_sac): the j-th block (1-based) is checkpointed when j % k == 0; chain
+    // layer i is block i (1-based)
+    std::vector<placement::Segment> segs;
+    for (uint32_t i = 1; i + 1 < nl; ++i)
+      if (i % rq.checkpointing.layer_every == 0) segs.push_back({i, i});
+    plan = placement::evaluate(chain, segs);
+  } else if (strat == "full" || op_level) {
     // HF gradient_checkpointing / Megatron full: every block is its own checkpointed segment
     std::vector<placement::Segment> segs;
     const uint32_t first = rq.is_mlp ? 0 : 1,

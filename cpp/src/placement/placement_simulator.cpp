@@ -14,6 +14,10 @@
 //   So a checkpointed segment keeps its input and, until the following part of the chain has
 //   been back-propagated, its output: that output is the input of the next layer (for a plain
 //   next layer, the tensor its backward reads; for a checkpointed one, its checkpoint).
+//   A selective layer (op-level selective checkpointing) also keeps selectiveKeptBytes from
+//   F_ck / F_n until its F_all, where those tensors become part of what it saves; that F_all
+//   costs selectiveRecomputeCost (torch/utils/checkpoint.py, create_selective_checkpoint_contexts:
+//   the cached outputs are returned instead of running their ops again).
 // - loss: needs a[n]; its gradient d[n] is live afterwards (a standalone a[n] is freed).
 // - B(i): needs abar[i+1], d[i+1] and a[i]; peak = live + backwardTemp_i; afterwards abar[i+1]
 //   and d[i+1] are freed, a standalone a[i] is freed, and d[i] is live. The gradient B(i)
@@ -100,7 +104,7 @@ PlanResult simulate(const Chain& chain, const std::vector<Op>& ops) {
     return k == 0 ? chain.input_bytes : chain.layers[k - 1].output_bytes;
   };
   auto xbar = [&](uint32_t k) -> uint64_t { return chain.layers[k - 1].saved_bytes; };
-  std::vector<uint8_t> a(n + 1, 0), abar(n + 1, 0), d(n + 1, 0), done(n, 0);
+  std::vector<uint8_t> a(n + 1, 0), abar(n + 1, 0), d(n + 1, 0), done(n, 0), kept(n, 0);
   a[0] = 1;
   uint64_t live = x(0);
   bool loss_done = false;
@@ -134,10 +138,15 @@ PlanResult simulate(const Chain& chain, const std::vector<Op>& ops) {
         const Layer& L = chain.layers[i];
         if (!have(i)) bad_schedule("F_all without its input");
         if (abar[i + 1]) bad_schedule("F_all twice");
+        const bool replay = kept[i] != 0;
+        if (replay) {  // the kept outputs are handed to the recomputed graph
+          live -= L.selective_kept_bytes;
+          kept[i] = 0;
+        }
         event(op, live + L.saved_bytes + L.forward_temp_bytes);
         live += L.saved_bytes;
         abar[i + 1] = 1;
-        forward_work += L.forward_cost;
+        forward_work += replay ? L.selective_recompute_cost : L.forward_cost;
         break;
       }
       case OpKind::kForwardCheck:
@@ -145,8 +154,10 @@ PlanResult simulate(const Chain& chain, const std::vector<Op>& ops) {
         const Layer& L = chain.layers[i];
         if (!have(i)) bad_schedule("forward without its input");
         if (have(i + 1)) bad_schedule("output computed twice");
-        event(op, live + L.output_bytes + L.forward_temp_bytes);
-        live += L.output_bytes;
+        const uint64_t keep = L.selective && !kept[i] ? L.selective_kept_bytes : 0;
+        event(op, live + L.output_bytes + keep + L.forward_temp_bytes);
+        live += L.output_bytes + keep;
+        if (L.selective) kept[i] = 1;
         a[i + 1] = 1;
         if (op.kind == OpKind::kForwardNoGrad && i > 0 && a[i]) {
           a[i] = 0;

@@ -15,6 +15,15 @@ import {
 } from './values.js';
 
 function setPath(obj, path, value) {
+  // `checkpointing` is a strategy name or { strategy, ...options }: --checkpointing NAME and
+  // its option flags (--save-ops, --checkpointing-k) make one object, in either order
+  const ck = obj.checkpointing;
+  if (path === 'checkpointing' && typeof value === 'string' && ck && typeof ck === 'object') {
+    ck.strategy = value;
+    return;
+  }
+  if (path.startsWith('checkpointing.') && typeof ck === 'string')
+    obj.checkpointing = { strategy: ck };
   const parts = path.split('.');
   let cur = obj;
   for (const p of parts.slice(0, -1)) {

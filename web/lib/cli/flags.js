@@ -157,6 +157,27 @@ export const FLAGS = [
     help: '(accumulation: also auto)',
   },
   {
+    flag: 'save-ops',
+    kind: 'list',
+    path: 'checkpointing.saveOps',
+    commands: TRAINING,
+    help: 'with --checkpointing selective-op: ops whose outputs are kept (mm,sdpa,bmm,softmax,silu)',
+  },
+  {
+    flag: 'every-other-mm',
+    kind: 'boolean',
+    path: 'checkpointing.everyOtherMm',
+    commands: TRAINING,
+    help: "with --save-ops: recompute every second mm (torchtitan's rule)",
+  },
+  {
+    flag: 'checkpointing-k',
+    kind: 'number',
+    path: 'checkpointing.k',
+    commands: TRAINING,
+    help: 'every-k / block / selective-layer: the k of the strategy',
+  },
+  {
     flag: 'accumulation-steps',
     kind: 'number',
     path: { 'peak-memory': 'gradientAccumulationSteps', accumulation: 'accumulationSteps' },
