@@ -103,13 +103,31 @@ struct Persistent {
   std::vector<uint64_t> grads_per_layer;
   std::string weights_src, master_src, grads_src, state_src, temp_src;
   uint64_t trainable = 0, params = 0;
+  // what the allocator simulation needs besides the lines above
+  uint64_t wb = 4, state_w = 4, N = 1, grad_div = 1;
+  DType state_dtype = DType::fp32;
+  bool deepspeed_mp = false;
 };
 
-}  // namespace
-
-Result evaluate(const Request& rq) {
-  Result r;
+// Everything one evaluation derives before the step is walked.
+struct Step {
   activations::Settings st;
+  activations::ModelActivations acts;
+  size_t nl = 0;
+  ParamLayout lay;
+  uint64_t P = 0;  // parameters (before LoRA's adapters)
+  LoraPlan lora;
+  placement::Chain chain;
+  placement::PlanResult plan;
+  double selective_recompute = 0;
+  Persistent ps;
+  uint64_t runtime_bytes = 0;
+  std::string runtime_src;
+};
+
+// The activation settings of the request and the per-layer activations they give.
+void build_activations(const Request& rq, Step* s) {
+  activations::Settings& st = s->st;
   st.micro_batch = rq.micro_batch;
   st.seq_len = rq.seq_len;
   st.precision = rq.precision;
@@ -122,76 +140,80 @@ Result evaluate(const Request& rq) {
   st.loss_chunks = rq.loss_chunks;
   st.compiled = rq.compiled;
   st.head_weight_bytes = is_half(rq.precision) ? 2 : 4;
-  activations::ModelActivations acts = rq.is_mlp
-                                           ? activations::mlp_activations(rq.mlp, st)
-                                           : activations::transformer_activations(rq.model(), st);
-  const size_t nl = acts.layers.size();
+  s->acts = rq.is_mlp ? activations::mlp_activations(rq.mlp, st)
+                      : activations::transformer_activations(rq.model(), st);
+  s->nl = s->acts.layers.size();
+}
 
-  // ---- parameters per chain layer
-  ParamLayout lay;
+// Parameters per chain layer, then LoRA's adapters and their activations.
+void layout_parameters(const Request& rq, Step* s) {
+  ParamLayout& lay = s->lay;
   if (rq.is_mlp) {
     lay.per_layer.clear();
-    for (const auto& l : acts.layers) {
+    for (const auto& l : s->acts.layers) {
       lay.per_layer.push_back(l.params);
       lay.largest_tensor = std::max(lay.largest_tensor, l.params);
     }
     lay.largest_layer = lay.largest_tensor;
   } else {
-    lay = layout_of(rq.model(), nl);
+    lay = layout_of(rq.model(), s->nl);
   }
-  uint64_t P = 0;
-  for (uint64_t x : lay.per_layer) P += x;
-  if (!rq.is_mlp && rq.model().params > 0) P = rq.model().params;
+  s->P = 0;
+  for (uint64_t x : lay.per_layer) s->P += x;
+  if (!rq.is_mlp && rq.model().params > 0) s->P = rq.model().params;
 
-  // ---- LoRA
-  LoraPlan lora;
   if (rq.lora.enabled) {
-    lora = plan_lora(rq.model(), rq.lora, nl);
+    s->lora = plan_lora(rq.model(), rq.lora, s->nl);
     const uint64_t T = rq.micro_batch * rq.seq_len;
     const uint64_t lin = (rq.precision == Precision::fp32) ? 4 : 2;
-    for (size_t i = 0; i < nl; ++i)
-      for (const auto& io : lora.per_layer[i])
-        acts.layers[i].saved_bytes += lora_saved_bytes(T, rq.lora.rank, io.first, rq.lora.dropout,
-                                                       lin, st.runtime.dropout_mask_bytes);
+    for (size_t i = 0; i < s->nl; ++i)
+      for (const auto& io : s->lora.per_layer[i])
+        s->acts.layers[i].saved_bytes += lora_saved_bytes(
+            T, rq.lora.rank, io.first, rq.lora.dropout, lin, s->st.runtime.dropout_mask_bytes);
   }
+}
 
-  // ---- checkpointing -> placement engine
-  placement::Chain chain = activations::to_chain(acts);
-  double selective_recompute = 0;
+// Checkpointing: the chain and its segments through the placement engine.
+void plan_checkpointing(const Request& rq, Step* s) {
+  const size_t nl = s->nl;
+  s->chain = activations::to_chain(s->acts);
   if (rq.checkpointing.strategy == "selective") {
     // Megatron selective recompute: the attention core (s^2 terms) is recomputed, not kept.
     for (size_t i = 1; i + 1 < nl; ++i) {
-      chain.layers[i].saved_bytes -= acts.layers[i].attention_core_bytes;
-      selective_recompute += 4.0 * rq.micro_batch * rq.seq_len * rq.seq_len *
-                             rq.model().arch.hidden / rq.tensor_parallel;  // QK^T and PV again
+      s->chain.layers[i].saved_bytes -= s->acts.layers[i].attention_core_bytes;
+      s->selective_recompute += 4.0 * rq.micro_batch * rq.seq_len * rq.seq_len *
+                                rq.model().arch.hidden / rq.tensor_parallel;  // QK^T and PV again
     }
   }
-  placement::PlanResult plan;
   const std::string& strat = rq.checkpointing.strategy;
   if (strat == "none" || strat == "selective") {
-    plan = placement::evaluate(chain, {});
+    s->plan = placement::evaluate(s->chain, {});
   } else if (strat == "full") {
     // HF gradient_checkpointing / Megatron full: every block is its own checkpointed segment
     std::vector<placement::Segment> segs;
     const uint32_t first = rq.is_mlp ? 0 : 1,
                    last = rq.is_mlp ? uint32_t(nl - 1) : uint32_t(nl - 2);
     for (uint32_t i = first; i <= last; ++i) segs.push_back({i, i});
-    plan = placement::evaluate(chain, segs);
+    s->plan = placement::evaluate(s->chain, segs);
   } else {
-    plan = placement::plan(chain, rq.checkpointing.placement);
+    s->plan = placement::plan(s->chain, rq.checkpointing.placement);
   }
+}
 
-  // ---- persistent state
-  Persistent ps;
+// Weights and gradients: bytes per parameter by precision, ZeRO's partitions, offload.
+void weights_and_gradients(const Request& rq, Step* s) {
+  Persistent& ps = s->ps;
+  const ParamLayout& lay = s->lay;
+  const uint64_t P = s->P;
   const bool amp = is_amp(rq.precision), half = is_half(rq.precision);
-  const bool deepspeed_mp = amp && rq.zero_stage > 0;  // ZeRO's 16-bit params + fp32 master
-  const uint64_t N = rq.zero_stage > 0 ? rq.data_parallel : 1;
-  const uint64_t t = rq.tensor_parallel;
-  const uint64_t Pt_full = rq.lora.enabled ? lora.params : P;
+  ps.deepspeed_mp = amp && rq.zero_stage > 0;  // ZeRO's 16-bit params + fp32 master
+  ps.N = rq.zero_stage > 0 ? rq.data_parallel : 1;
+  const uint64_t N = ps.N, t = rq.tensor_parallel;
+  const uint64_t Pt_full = rq.lora.enabled ? s->lora.params : P;
   ps.params = P + (rq.lora.enabled ? Pt_full : 0);
   ps.trainable = Pt_full;
-  const uint64_t wb = (half || deepspeed_mp) ? 2 : 4;
-  // weights
+  ps.wb = (half || ps.deepspeed_mp) ? 2 : 4;
+  const uint64_t wb = ps.wb;
   double weights = 0;
   if (rq.lora.enabled) {
     const double base_bytes =
@@ -205,12 +227,12 @@ Result evaluate(const Request& rq) {
             : "LoRA (Hu et al. 2021): frozen base in its dtype, adapters fp32";
   } else {
     weights = static_cast<double>(P) * wb;
-    ps.weights_src = deepspeed_mp ? "ZeRO (Rajbhandari et al. 2020): 16-bit parameters, 2 B/param"
-                     : half
-                         ? "parameters in 16-bit: 2 B/param"
-                         : (amp ? "torch.autocast keeps fp32 parameters: 4 B/param (16-bit copies "
-                                  "are per-step activations)"
-                                : "fp32 parameters: 4 B/param");
+    ps.weights_src =
+        ps.deepspeed_mp ? "ZeRO (Rajbhandari et al. 2020): 16-bit parameters, 2 B/param"
+        : half          ? "parameters in 16-bit: 2 B/param"
+                        : (amp ? "torch.autocast keeps fp32 parameters: 4 B/param (16-bit copies "
+                                 "are per-step activations)"
+                               : "fp32 parameters: 4 B/param");
   }
   weights /= t;
   if (rq.zero_stage == 3) {
@@ -225,9 +247,9 @@ Result evaluate(const Request& rq) {
   }
   ps.weights = static_cast<uint64_t>(std::llround(weights));
   // gradients
-  ps.grad_bytes_per_param = (half || deepspeed_mp) ? 2 : 4;
-  const uint64_t grad_div = t * (rq.zero_stage >= 2 ? N : 1);
-  ps.grads_full = Pt_full * ps.grad_bytes_per_param / grad_div;
+  ps.grad_bytes_per_param = (half || ps.deepspeed_mp) ? 2 : 4;
+  ps.grad_div = t * (rq.zero_stage >= 2 ? N : 1);
+  ps.grads_full = Pt_full * ps.grad_bytes_per_param / ps.grad_div;
   ps.grads_src =
       std::to_string(ps.grad_bytes_per_param) + " B per trainable parameter (" +
       (ps.grad_bytes_per_param == 4 ? "fp32 .grad" : "16-bit .grad") + ")" +
@@ -236,32 +258,24 @@ Result evaluate(const Request& rq) {
       (rq.accumulation_steps > 1 ? "; kept across the " + std::to_string(rq.accumulation_steps) +
                                        " accumulation micro-steps"
                                  : "; allocated layer by layer in the backward (set_to_none)");
-  ps.grads_per_layer.assign(nl, 0);
-  for (size_t i = 0; i < nl; ++i) {
+  ps.grads_per_layer.assign(s->nl, 0);
+  for (size_t i = 0; i < s->nl; ++i) {
     uint64_t n = lay.per_layer[i];
     if (rq.lora.enabled) {
       n = 0;
-      for (const auto& io : lora.per_layer[i]) n += rq.lora.rank * (io.first + io.second);
+      for (const auto& io : s->lora.per_layer[i]) n += rq.lora.rank * (io.first + io.second);
     }
-    ps.grads_per_layer[i] = n * ps.grad_bytes_per_param / grad_div;
+    ps.grads_per_layer[i] = n * ps.grad_bytes_per_param / ps.grad_div;
   }
-  // master weights (mixed precision with ZeRO / DeepSpeed keeps an fp32 copy in the optimizer)
-  if (deepspeed_mp) {
-    ps.master = Pt_full * 4 / (t * N);
-    ps.master_src = "ZeRO mixed precision: fp32 master copy, 4 B/param, partitioned over " +
-                    std::to_string(N) + " ranks (Rajbhandari et al. 2020, K = 12 incl. states)";
-  } else {
-    ps.master_src = amp ? "none: torch.autocast trains the fp32 parameters directly"
-                        : "none: no separate master copy in this precision";
-  }
-  // optimizer state: the optimizer's real layout (optimizer.hpp) per parameter tensor
-  const DType state_dtype = (half && !deepspeed_mp)
-                                ? (rq.precision == Precision::bf16 ? DType::bf16 : DType::fp16)
-                                : DType::fp32;
+}
+
+// Optimizer state in its real layout (optimizer.hpp) per parameter tensor.
+uint64_t optimizer_state_total(const Request& rq, const Step& s, DType state_dtype,
+                               std::vector<std::string>* assumptions) {
   uint64_t state = 0;
   if (rq.lora.enabled) {
-    for (size_t i = 0; i < nl; ++i)
-      for (const auto& io : lora.per_layer[i]) {
+    for (size_t i = 0; i < s.nl; ++i)
+      for (const auto& io : s.lora.per_layer[i]) {
         TensorSpec a{"lora_A", {rq.lora.rank, io.first}};
         TensorSpec b{"lora_B", {io.second, rq.lora.rank}};
         state += optimizer_state_bytes(rq.optimizer, a, state_dtype) +
@@ -295,15 +309,37 @@ Result evaluate(const Request& rq) {
                                        state_dtype);
     }
   } else {
-    state = optimizer_state_bytes(rq.optimizer, TensorSpec{"params", {Pt_full}}, state_dtype);
-    r.assumptions.push_back(
+    state =
+        optimizer_state_bytes(rq.optimizer, TensorSpec{"params", {s.ps.trainable}}, state_dtype);
+    assumptions->push_back(
         "optimizer state from the parameter count as one tensor (factored optimizers "
         "need the tensor shapes: give a preset or config)");
   }
   state += optimizer_shared_state_bytes(rq.optimizer, rq.optimizer.name == "adam-8bit");
+  return state;
+}
+
+// Master weights, optimizer state and the step's temporaries; offload moves them to the CPU.
+void optimizer_lines(const Request& rq, Step* s, std::vector<std::string>* assumptions) {
+  Persistent& ps = s->ps;
+  const bool amp = is_amp(rq.precision), half = is_half(rq.precision);
+  const uint64_t N = ps.N, t = rq.tensor_parallel, Pt_full = ps.trainable;
+  // master weights (mixed precision with ZeRO / DeepSpeed keeps an fp32 copy in the optimizer)
+  if (ps.deepspeed_mp) {
+    ps.master = Pt_full * 4 / (t * N);
+    ps.master_src = "ZeRO mixed precision: fp32 master copy, 4 B/param, partitioned over " +
+                    std::to_string(N) + " ranks (Rajbhandari et al. 2020, K = 12 incl. states)";
+  } else {
+    ps.master_src = amp ? "none: torch.autocast trains the fp32 parameters directly"
+                        : "none: no separate master copy in this precision";
+  }
+  ps.state_dtype = (half && !ps.deepspeed_mp)
+                       ? (rq.precision == Precision::bf16 ? DType::bf16 : DType::fp16)
+                       : DType::fp32;
+  const uint64_t state = optimizer_state_total(rq, *s, ps.state_dtype, assumptions);
   ps.state = state / (t * N);
   ps.state_src = "optimizer '" + rq.optimizer.name +
-                 "' state layout per parameter tensor (torch/optim, " + dtype_name(state_dtype) +
+                 "' state layout per parameter tensor (torch/optim, " + dtype_name(ps.state_dtype) +
                  " states)" +
                  (N > 1 ? "; ZeRO partitions it over " + std::to_string(N) + " ranks" : "") +
                  (rq.optimizer.paged
@@ -312,20 +348,19 @@ Result evaluate(const Request& rq) {
                         "deviceUsedBytes)"
                       : "");
   // optimizer step transients
-  const uint64_t state_w = state_dtype == DType::fp32 ? 4 : 2;
+  ps.state_w = ps.state_dtype == DType::fp32 ? 4 : 2;
+  const uint64_t largest = std::min(s->lay.largest_tensor, Pt_full);
   ps.opt_temp = optimizer_temp_elements(rq.optimizer, rq.runtime.foreach_optimizers,
-                                        Pt_full / (t * N), std::min(lay.largest_tensor, Pt_full)) *
-                state_w;
+                                        Pt_full / (t * N), largest) *
+                ps.state_w;
   ps.temp_src = rq.runtime.foreach_optimizers
                     ? "optimizer step: _foreach_* temporaries over all trainable "
                       "tensors (torch/optim, PyTorch 2.x on CUDA)"
                     : "optimizer step: for-loop temporaries of the largest tensor "
                       "(torch/optim, foreach=False)";
   // one parameter at a time (optimizer in backward: a single-tensor optimizer per parameter)
-  ps.opt_temp_one = optimizer_temp_elements(rq.optimizer, false, 0,
-                                            std::min(lay.largest_tensor, Pt_full) / (t * N)) *
-                    state_w;
-  if (deepspeed_mp) ps.opt_temp += Pt_full * 4 / (t * N);  // fp32 gradient partition for the update
+  ps.opt_temp_one = optimizer_temp_elements(rq.optimizer, false, 0, largest / (t * N)) * ps.state_w;
+  if (ps.deepspeed_mp) ps.opt_temp += Pt_full * 4 / (t * N);  // fp32 gradient partition
   if (rq.offload_optimizer) {
     ps.master = 0;
     ps.state = 0;
@@ -333,24 +368,35 @@ Result evaluate(const Request& rq) {
     ps.state_src += "; offloaded to CPU (ZeRO-Offload)";
     ps.master_src += "; offloaded to CPU";
   }
-
-  // ---- runtime
-  const uint64_t runtime_bytes = rq.runtime_overhead_set
-                                     ? rq.runtime_overhead_bytes
-                                     : rq.runtime.context_bytes + rq.runtime.workspace_bytes;
-  const std::string runtime_src =
+  // runtime
+  s->runtime_bytes = rq.runtime_overhead_set
+                         ? rq.runtime_overhead_bytes
+                         : rq.runtime.context_bytes + rq.runtime.workspace_bytes;
+  s->runtime_src =
       rq.runtime_overhead_set
           ? "runtimeOverheadBytes (given)"
           : rq.runtime.context_source + (rq.runtime.workspace_bytes ? " + cuBLAS workspace" : "");
+}
 
-  // ---- walk the step
+// The highest point of the walk and what it holds.
+struct Peak {
+  uint64_t bytes = 0, temp = 0, act = 0, ddp_buckets = 0;
+  TimelinePoint point;
+  bool ddp = false, grads_in_buckets = false;
+};
+
+// Walks the step event by event (forward, loss, backward, optimizer step), adding the
+// persistent and transient state to the live activations; the timeline goes into r.
+Peak walk_step(const Request& rq, const Step& s, Result* r) {
+  const Persistent& ps = s.ps;
+  Peak pk;
   // DDP (torch/nn/parallel/distributed.py): the reducer's buckets hold a flat copy of every
   // gradient from the wrapping on; with gradient_as_bucket_view the .grad tensors are those
   // buckets ("the saved memory size will be equal to the total gradients size")
-  const bool ddp = rq.data_parallel > 1 && rq.zero_stage == 0;
-  const uint64_t ddp_buckets = ddp ? ps.grads_full : 0;
-  const bool grads_in_buckets = ddp && rq.ddp_gradient_as_bucket_view;
-  const uint64_t fixed = ps.weights + ps.master + ps.state + runtime_bytes + ddp_buckets;
+  pk.ddp = rq.data_parallel > 1 && rq.zero_stage == 0;
+  pk.ddp_buckets = pk.ddp ? ps.grads_full : 0;
+  pk.grads_in_buckets = pk.ddp && rq.ddp_gradient_as_bucket_view;
+  const uint64_t fixed = ps.weights + ps.master + ps.state + s.runtime_bytes + pk.ddp_buckets;
   const bool grads_from_start = rq.accumulation_steps > 1;
   uint64_t grads_now = grads_from_start ? ps.grads_full : 0;
   // optimizer in backward (torchtune register_optim_in_bwd_hooks): each parameter steps in its
@@ -360,123 +406,143 @@ Result evaluate(const Request& rq) {
   uint64_t largest_grads = 0;
   for (uint64_t g : ps.grads_per_layer) largest_grads = std::max(largest_grads, g);
   const uint64_t in_bwd_temp = in_bwd ? largest_grads + ps.opt_temp_one : 0;
-  uint64_t best = 0;
-  TimelinePoint best_pt;
-  uint64_t best_temp = 0, best_act = 0;
   auto temp_of = [&](const placement::StepEvent& e) -> uint64_t {
-    if (e.layer < 0 || static_cast<size_t>(e.layer) >= nl) return 0;
-    const auto& L = chain.layers[e.layer];
+    if (e.layer < 0 || static_cast<size_t>(e.layer) >= s.nl) return 0;
+    const auto& L = s.chain.layers[e.layer];
     if (e.phase == "backward") return L.backward_temp_bytes;
     return L.forward_temp_bytes;
   };
-  for (const auto& e : plan.timeline) {
-    if (e.phase == "backward" && !grads_from_start && !in_bwd && !grads_in_buckets)
+  for (const auto& e : s.plan.timeline) {
+    if (e.phase == "backward" && !grads_from_start && !in_bwd && !pk.grads_in_buckets)
       grads_now += ps.grads_per_layer[e.layer];
     TimelinePoint pt;
     pt.phase = e.phase;
     pt.layer = e.layer;
-    pt.name = e.layer >= 0 ? acts.layers[e.layer].name : "loss";
+    pt.name = e.layer >= 0 ? s.acts.layers[e.layer].name : "loss";
     pt.activation_bytes = e.live_bytes;
     pt.gradient_bytes = grads_now;
     const uint64_t zg = (rq.zero_stage == 3 && e.phase != "loss") ? ps.zero_gather : 0;
     const uint64_t step_in_bwd = e.phase == "backward" ? in_bwd_temp : 0;
     pt.total_bytes = fixed + grads_now + e.live_bytes + zg + step_in_bwd;
-    if (pt.total_bytes > best) {
-      best = pt.total_bytes;
-      best_pt = pt;
+    if (pt.total_bytes > pk.bytes) {
+      pk.bytes = pt.total_bytes;
+      pk.point = pt;
       const uint64_t tmp = std::min(temp_of(e), e.live_bytes);
-      best_act = e.live_bytes - tmp;
-      best_temp = tmp + zg + step_in_bwd;
+      pk.act = e.live_bytes - tmp;
+      pk.temp = tmp + zg + step_in_bwd;
     }
-    r.timeline.push_back(pt);
+    r->timeline.push_back(pt);
   }
-  {
-    TimelinePoint pt;
-    pt.phase = "optimizer";
-    pt.name = "optimizer step";
-    pt.gradient_bytes = (in_bwd || grads_in_buckets) ? 0 : ps.grads_full;
-    pt.activation_bytes = acts.input_bytes;  // the batch is still referenced
-    pt.total_bytes = fixed + pt.gradient_bytes + (in_bwd ? 0 : ps.opt_temp) + acts.input_bytes;
-    if (pt.total_bytes > best) {
-      best = pt.total_bytes;
-      best_pt = pt;
-      best_act = acts.input_bytes;
-      best_temp = in_bwd ? 0 : ps.opt_temp;
-    }
-    r.timeline.push_back(pt);
+  TimelinePoint pt;
+  pt.phase = "optimizer";
+  pt.name = "optimizer step";
+  pt.gradient_bytes = (in_bwd || pk.grads_in_buckets) ? 0 : ps.grads_full;
+  pt.activation_bytes = s.acts.input_bytes;  // the batch is still referenced
+  pt.total_bytes = fixed + pt.gradient_bytes + (in_bwd ? 0 : ps.opt_temp) + s.acts.input_bytes;
+  if (pt.total_bytes > pk.bytes) {
+    pk.bytes = pt.total_bytes;
+    pk.point = pt;
+    pk.act = s.acts.input_bytes;
+    pk.temp = in_bwd ? 0 : ps.opt_temp;
   }
+  r->timeline.push_back(pt);
+  return pk;
+}
 
-  // ---- result
-  r.peak_bytes = best;
-  r.allocated_peak_bytes = best - runtime_bytes;
-  r.peak_phase = best_pt.phase;
-  r.peak_layer = best_pt.layer;
+// The breakdown at the peak, the plan's figures and the assumptions.
+void fill_result(const Request& rq, const Step& s, const Peak& pk, Result* out) {
+  Result& r = *out;
+  const Persistent& ps = s.ps;
+  r.peak_bytes = pk.bytes;
+  r.allocated_peak_bytes = pk.bytes - s.runtime_bytes;
+  r.peak_phase = pk.point.phase;
+  r.peak_layer = pk.point.layer;
   r.weights = {ps.weights, ps.weights_src};
   r.master_weights = {ps.master, ps.master_src};
   r.gradients = {
-      best_pt.gradient_bytes + ddp_buckets,
-      ps.grads_src + (ddp ? (grads_in_buckets ? "; DDP: the .grad tensors are views of the "
-                                                "reducer's buckets (gradient_as_bucket_view)"
-                                              : "; DDP: the reducer's buckets hold a second copy "
-                                                "of every gradient (gradient_as_bucket_view=False)")
-                          : "")};
+      pk.point.gradient_bytes + pk.ddp_buckets,
+      ps.grads_src +
+          (pk.ddp ? (pk.grads_in_buckets ? "; DDP: the .grad tensors are views of the "
+                                           "reducer's buckets (gradient_as_bucket_view)"
+                                         : "; DDP: the reducer's buckets hold a second copy "
+                                           "of every gradient (gradient_as_bucket_view=False)")
+                  : "")};
   r.optimizer_state = {ps.state, ps.state_src};
-  r.activations = {best_act, "saved-for-backward tensors derived per op (" + acts.recipe +
-                                 " recipe, activations.cpp), planned by the placement engine (" +
-                                 strat + ")"};
-  r.temporaries = {best_temp, best_pt.phase == "optimizer"
-                                  ? ps.temp_src
-                                  : "transients of the op at the peak (activations.cpp: "
-                                    "forward/backward temporaries of layer '" +
-                                        best_pt.name + "')"};
-  r.runtime = {runtime_bytes, runtime_src};
+  r.activations = {pk.act, "saved-for-backward tensors derived per op (" + s.acts.recipe +
+                               " recipe, activations.cpp), planned by the placement engine (" +
+                               rq.checkpointing.strategy + ")"};
+  r.temporaries = {pk.temp, pk.point.phase == "optimizer"
+                                ? ps.temp_src
+                                : "transients of the op at the peak (activations.cpp: "
+                                  "forward/backward temporaries of layer '" +
+                                      pk.point.name + "')"};
+  r.runtime = {s.runtime_bytes, s.runtime_src};
   r.params = ps.params;
   r.trainable_params = ps.trainable;
-  r.stored_activation_bytes = plan.stored_bytes;
-  r.forward_flops = plan.forward_cost;
-  r.recompute_flops = plan.recompute_cost + selective_recompute;
-  const double base = plan.forward_cost + plan.backward_cost;
+  r.stored_activation_bytes = s.plan.stored_bytes;
+  r.forward_flops = s.plan.forward_cost;
+  r.recompute_flops = s.plan.recompute_cost + s.selective_recompute;
+  const double base = s.plan.forward_cost + s.plan.backward_cost;
   r.recompute_fraction = base > 0 ? r.recompute_flops / base : 0;
-  r.korthikanti_layer_bytes = acts.korthikanti_layer_bytes;
-  r.derived_layer_bytes = nl > 2 ? acts.layers[1].saved_bytes : 0;
+  r.korthikanti_layer_bytes = s.acts.korthikanti_layer_bytes;
+  r.derived_layer_bytes = s.nl > 2 ? s.acts.layers[1].saved_bytes : 0;
   if (!rq.is_mlp)
     for (const auto& a : rq.model().assumptions) r.assumptions.push_back(a);
-  for (const auto& a : acts.assumptions) r.assumptions.push_back(a);
+  for (const auto& a : s.acts.assumptions) r.assumptions.push_back(a);
   if (rq.lora.enabled) {
-    r.assumptions.push_back("LoRA: " + std::to_string(lora.modules) +
+    r.assumptions.push_back("LoRA: " + std::to_string(s.lora.modules) +
                             " linear layers adapted; activations as in full fine-tuning plus the "
                             "adapters' own");
-    for (const auto& a : lora.assumptions) r.assumptions.push_back(a);
+    for (const auto& a : s.lora.assumptions) r.assumptions.push_back(a);
   }
-  if (rq.simulate_allocator) {
-    device::Facts f;
-    f.weight_bytes_per_param = static_cast<double>(wb);
-    f.grad_bytes_per_param = ps.grad_bytes_per_param;
-    f.state_width = state_w;
-    f.state_dtype = state_dtype;
-    f.weight_divisor = t * (rq.zero_stage == 3 ? N : 1);
-    f.grad_divisor = grad_div;
-    f.state_divisor = t * N;
-    f.master_bytes_per_param = deepspeed_mp ? 4 : 0;
-    f.zero_gather_bytes = ps.zero_gather;
-    f.offload_params = rq.offload_params;
-    f.offload_optimizer = rq.offload_optimizer;
-    f.lora_io = lora.per_layer;
-    if (rq.lora.enabled && rq.lora.qlora)
-      f.weight_bytes_per_param = 0.5 + 1.0 / 64 + 4.0 / (64 * 256);
-    device::simulate(rq, acts, chain, plan, f, &r);
-    if (rq.offload_activations)
-      r.assumptions.push_back(
-          "activation offloading: the allocator simulation moves each saved tensor of 1 KiB or "
-          "more to the CPU once five newer ones exist, and brings a layer's back before its "
-          "backward (torchtune OffloadActivations); peakBytes and the breakdown do not");
-    r.assumptions.push_back("device memory: the caching allocator simulated over " +
-                            std::to_string(r.steps_simulated) + " steps (" + rq.runtime.name +
-                            "; zero_grad(set_to_none=" + (rq.set_to_none ? "True" : "False") +
-                            "), optimizer " + rq.optimizer_implementation +
-                            "); nvidia-smi = reserved + the CUDA context" +
-                            (r.nccl_bytes ? " + NCCL buffers" : ""));
-  }
+}
+
+// The caching-allocator simulation over the same step (peak_device.cpp).
+void simulate_device(const Request& rq, const Step& s, Result* r) {
+  const Persistent& ps = s.ps;
+  const uint64_t t = rq.tensor_parallel;
+  device::Facts f;
+  f.weight_bytes_per_param = static_cast<double>(ps.wb);
+  f.grad_bytes_per_param = ps.grad_bytes_per_param;
+  f.state_width = ps.state_w;
+  f.state_dtype = ps.state_dtype;
+  f.weight_divisor = t * (rq.zero_stage == 3 ? ps.N : 1);
+  f.grad_divisor = ps.grad_div;
+  f.state_divisor = t * ps.N;
+  f.master_bytes_per_param = ps.deepspeed_mp ? 4 : 0;
+  f.zero_gather_bytes = ps.zero_gather;
+  f.offload_params = rq.offload_params;
+  f.offload_optimizer = rq.offload_optimizer;
+  f.lora_io = s.lora.per_layer;
+  if (rq.lora.enabled && rq.lora.qlora)
+    f.weight_bytes_per_param = 0.5 + 1.0 / 64 + 4.0 / (64 * 256);
+  device::simulate(rq, s.acts, s.chain, s.plan, f, r);
+  if (rq.offload_activations)
+    r->assumptions.push_back(
+        "activation offloading: the allocator simulation moves each saved tensor of 1 KiB or "
+        "more to the CPU once five newer ones exist, and brings a layer's back before its "
+        "backward (torchtune OffloadActivations); peakBytes and the breakdown do not");
+  r->assumptions.push_back("device memory: the caching allocator simulated over " +
+                           std::to_string(r->steps_simulated) + " steps (" + rq.runtime.name +
+                           "; zero_grad(set_to_none=" + (rq.set_to_none ? "True" : "False") +
+                           "), optimizer " + rq.optimizer_implementation +
+                           "); nvidia-smi = reserved + the CUDA context" +
+                           (r->nccl_bytes ? " + NCCL buffers" : ""));
+}
+
+}  // namespace
+
+Result evaluate(const Request& rq) {
+  Result r;
+  Step s;
+  build_activations(rq, &s);
+  layout_parameters(rq, &s);
+  plan_checkpointing(rq, &s);
+  weights_and_gradients(rq, &s);
+  optimizer_lines(rq, &s, &r.assumptions);
+  const Peak pk = walk_step(rq, s, &r);
+  fill_result(rq, s, pk, &r);
+  if (rq.simulate_allocator) simulate_device(rq, s, &r);
   if (rq.gpu_memory_bytes > 0) {
     r.has_device = true;
     const uint64_t judged = r.simulated ? r.device_used_bytes : r.peak_bytes;
