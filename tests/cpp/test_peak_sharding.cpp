@@ -82,3 +82,110 @@ TEST_CASE("LoRA on T5: the decoder's adapters belong to the decoder's blocks", "
   CHECK(head == 0);  // the tied lm_head has no adapter
   CHECK(last_decoder == 131072);
 }
+
+namespace {
+// Llama-2-7b by hand (config.json: hidden 4096, intermediate 11008, 32 layers, vocab 32000,
+// untied): a block is q,k,v,o 4 x 4096^2 + gate, up, down 3 x 4096 x 11008 + two RMSNorm
+// 2 x 4096 = 202,383,360; the root unit is embed_tokens + lm_head 2 x 32000 x 4096 + the final
+// norm 4096 = 262,148,096; 32 blocks + root = 6,738,415,616 (the published count).
+constexpr double kBlock = 202383360.0, kRoot = 262148096.0, kP7 = 6738415616.0;
+
+json fsdp7b(json fsdp, uint64_t ranks = 8, bool simulate = false) {
+  return {{"model", {{"preset", "llama-2-7b"}}},
+          {"microBatch", 1},
+          {"seqLen", 512},
+          {"precision", "amp-bf16"},
+          {"dataParallel", ranks},
+          {"fsdp", fsdp},
+          {"simulateAllocator", simulate},
+          {"searchMaxMicroBatch", false}};
+}
+const json& point(const json& r, const char* phase, int layer) {
+  for (const auto& p : r["timeline"])
+    if (p["phase"] == phase && p["layer"] == layer) return p;
+  FAIL("no timeline point " << phase << " " << layer);
+  return r;
+}
+std::string error_field(const json& req) {
+  const json env = json::parse(trainmem::call("peakMemory", req.dump()));
+  return env["ok"] == true ? std::string("ok") : env["error"]["field"].get<std::string>();
+}
+}  // namespace
+
+TEST_CASE("FSDP FULL_SHARD: 7B over 8 ranks by hand", "[peak][fsdp]") {
+  const json mp = {{"paramDtype", "bf16"}, {"reduceDtype", "fp32"}};
+  const json r = run(fsdp7b({{"mixedPrecision", mp}}));
+  const json& b = r["breakdown"];
+  // sharded fp32 parameters, fp32 AdamW moments (8 B) over 8 ranks
+  CHECK(b["weights"]["bytes"].get<double>() == Approx(4 * kP7 / 8).epsilon(1e-9));
+  CHECK(b["optimizerState"]["bytes"].get<double>() == Approx(8 * kP7 / 8).epsilon(1e-6));
+  CHECK(b["masterWeights"]["bytes"] == 0);
+  // forward of block 1 (chain layer 1): the root unit plus block 1 and the prefetched block 2,
+  // gathered in bf16
+  CHECK(transient_at(r, point(r, "forward", 1)) == Approx(2 * (kRoot + 2 * kBlock)));
+  // the embeddings' forward: root + the prefetched block 1
+  CHECK(transient_at(r, point(r, "forward", 0)) == Approx(2 * (kRoot + kBlock)));
+  // the last block's forward has nothing left to prefetch
+  CHECK(transient_at(r, point(r, "forward", 32)) == Approx(2 * (kRoot + kBlock)));
+  // backward of block 1: root + block 1 (block 0 is the root), its bf16 unsharded gradients,
+  // their fp32 copy for the reduce-scatter and the 1/8 fp32 output
+  CHECK(transient_at(r, point(r, "backward", 1)) ==
+        Approx(2 * (kRoot + kBlock) + kBlock * (2 + 4 + 4.0 / 8)));
+  // the sharded fp32 gradients at the step
+  const json& last = r["timeline"].back();
+  CHECK(last["gradientBytes"].get<double>() == Approx(4 * kP7 / 8).epsilon(1e-9));
+}
+
+TEST_CASE("FSDP SHARD_GRAD_OP keeps every gathered block until its backward", "[peak][fsdp]") {
+  const json r = run(fsdp7b(
+      {{"shardingStrategy", "SHARD_GRAD_OP"}, {"mixedPrecision", {{"paramDtype", "bf16"}}}}));
+  // at the loss every unit is gathered: the whole model in bf16
+  CHECK(transient_at(r, point(r, "loss", -1)) == Approx(2 * kP7));
+  // forward of block 10: root + blocks 1..10 + the prefetched 11
+  CHECK(transient_at(r, point(r, "forward", 10)) == Approx(2 * (kRoot + 11 * kBlock)));
+}
+
+TEST_CASE("FSDP HYBRID_SHARD shards within its group; NO_SHARD gathers nothing", "[peak][fsdp]") {
+  const json h = run(fsdp7b({{"shardingStrategy", "HYBRID_SHARD"}, {"shardGroupSize", 4}}, 16));
+  CHECK(h["breakdown"]["weights"]["bytes"].get<double>() == Approx(4 * kP7 / 4).epsilon(1e-9));
+  const json n = run(fsdp7b({{"shardingStrategy", "NO_SHARD"}}));
+  CHECK(n["breakdown"]["weights"]["bytes"].get<double>() == Approx(4 * kP7).epsilon(1e-9));
+  // fp32 parameters used as they are: no gathered copy in the forward
+  CHECK(transient_at(n, point(n, "forward", 5)) == 0);
+  // without mixed precision FULL_SHARD gathers fp32 units: root + 2 blocks x 4 B
+  const json f = run(fsdp7b(json::object()));
+  CHECK(transient_at(f, point(f, "forward", 1)) == Approx(4 * (kRoot + 2 * kBlock)));
+}
+
+TEST_CASE("FSDP CPU offload: parameters, gradients and the step leave the GPU", "[peak][fsdp]") {
+  const json mp = {{"paramDtype", "bf16"}};
+  const json r = run(fsdp7b({{"mixedPrecision", mp}, {"cpuOffload", true}}));
+  const json& b = r["breakdown"];
+  CHECK(b["weights"]["bytes"] == 0);
+  CHECK(b["optimizerState"]["bytes"] == 0);
+  CHECK(b["gradients"]["bytes"] == 0);
+  for (const auto& p : r["timeline"]) CHECK(p["gradientBytes"] == 0);
+  // what is left is the gathered units: forward of block 1 = root + 2 blocks in bf16
+  CHECK(transient_at(r, point(r, "forward", 1)) == Approx(2 * (kRoot + 2 * kBlock)));
+  // the allocator simulation: at least the sharded fp32 weights and gradients (4 + 4 B per
+  // parameter over 8 ranks) leave the peak; both peaks hold the same activations
+  const json sim_off = run(fsdp7b({{"mixedPrecision", mp}, {"cpuOffload", true}}, 8, true));
+  const json sim_on = run(fsdp7b({{"mixedPrecision", mp}}, 8, true));
+  CHECK(sim_on["allocatedPeakBytes"].get<double>() - sim_off["allocatedPeakBytes"].get<double>() >
+        (4 + 4) * kP7 / 8);
+}
+
+TEST_CASE("FSDP settings that contradict each other are errors", "[peak][fsdp]") {
+  json z = fsdp7b(json::object());
+  z["zeroStage"] = 3;
+  CHECK(error_field(z) == "fsdp");
+  CHECK(error_field(fsdp7b({{"shardingStrategy", "HYBRID_SHARD"}})) == "fsdp.shardGroupSize");
+  CHECK(error_field(fsdp7b({{"shardingStrategy", "HYBRID_SHARD"}, {"shardGroupSize", 3}})) ==
+        "fsdp.shardGroupSize");
+  CHECK(error_field(fsdp7b({{"reshardAfterForward", false}})) == "fsdp.reshardAfterForward");
+  CHECK(error_field(fsdp7b({{"shardingStrategy", "FULL"}})) == "fsdp.shardingStrategy");
+  CHECK(error_field(fsdp7b({{"version", 3}})) == "fsdp.version");
+  CHECK(error_field(fsdp7b({{"mixedPrecision", {{"paramDtype", "fp8"}}}})) ==
+        "fsdp.mixedPrecision.paramDtype");
+  CHECK(error_field(fsdp7b({{"prefetch", 2}, {"cpuoffload", true}})) == "fsdp.cpuoffload");
+}

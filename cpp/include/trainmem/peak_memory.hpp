@@ -115,6 +115,19 @@ struct Request {
   // DDP (dataParallel > 1 without ZeRO): the reducer's gradient buckets
   uint64_t ddp_bucket_bytes = 25ull << 20;  // bucket_cap_mb
   bool ddp_gradient_as_bucket_view = false;
+  // FSDP (torch.distributed.fsdp FSDP1, fully_shard FSDP2): one unit per transformer block,
+  // the embeddings and head as the root unit
+  struct Fsdp {
+    bool enabled = false;
+    uint32_t version = 2;
+    std::string strategy = "FULL_SHARD";  // FULL_SHARD | SHARD_GRAD_OP | HYBRID_SHARD | NO_SHARD
+    uint64_t shard_degree = 1;            // ranks one parameter is sharded over
+    bool reshard_after_forward = true;    // block units; the root unit is never resharded
+    uint64_t prefetch = 1;                // units all-gathered ahead of the one computing
+    uint64_t param_bytes = 0;             // mixed precision param_dtype (0: the model's dtype)
+    uint64_t reduce_bytes = 0;            // reduce_dtype (0: param_dtype)
+    bool cpu_offload = false;             // sharded params, grads and the step on the CPU
+  } fsdp;
 };
 
 // Parses and validates a peakMemory request (throws RequestError naming the field).

@@ -235,6 +235,19 @@ void weights_and_gradients(const Request& rq, Step* s) {
                                : "fp32 parameters: 4 B/param");
   }
   weights /= t;
+  const Request::Fsdp& fs = rq.fsdp;
+  if (fs.enabled) {
+    // FSDP1 _flat_param.py / FSDP2 _fsdp_param.py: each rank keeps 1/S of every parameter in its
+    // original dtype (the sharded FlatParameter / DTensor), S = the shard group
+    ps.N = fs.shard_degree;
+    weights /= fs.shard_degree;
+    ps.weights_src += "; FSDP" + std::to_string(fs.version) + " " + fs.strategy +
+                      " shards them over " + std::to_string(fs.shard_degree) + " ranks";
+    if (fs.cpu_offload) {
+      weights = 0;
+      ps.weights_src += "; on the CPU (CPUOffload / CPUOffloadPolicy)";
+    }
+  }
   if (rq.zero_stage == 3) {
     weights /= N;
     ps.weights_src += "; ZeRO-3 partitions them over " + std::to_string(N) + " ranks";
@@ -248,13 +261,16 @@ void weights_and_gradients(const Request& rq, Step* s) {
   ps.weights = static_cast<uint64_t>(std::llround(weights));
   // gradients
   ps.grad_bytes_per_param = (half || ps.deepspeed_mp) ? 2 : 4;
-  ps.grad_div = t * (rq.zero_stage >= 2 ? N : 1);
+  ps.grad_div = t * (rq.zero_stage >= 2 || fs.enabled ? ps.N : 1);
   ps.grads_full = Pt_full * ps.grad_bytes_per_param / ps.grad_div;
   ps.grads_src =
       std::to_string(ps.grad_bytes_per_param) + " B per trainable parameter (" +
       (ps.grad_bytes_per_param == 4 ? "fp32 .grad" : "16-bit .grad") + ")" +
       (rq.zero_stage >= 2 ? "; ZeRO-2/3 partitions them over " + std::to_string(N) + " ranks"
                           : "") +
+      (fs.enabled ? "; FSDP reduce-scatters them into shards over " + std::to_string(ps.N) +
+                        " ranks" + (fs.cpu_offload ? ", copied to the CPU" : "")
+                  : "") +
       (rq.accumulation_steps > 1 ? "; kept across the " + std::to_string(rq.accumulation_steps) +
                                        " accumulation micro-steps"
                                  : "; allocated layer by layer in the backward (set_to_none)");
@@ -266,6 +282,12 @@ void weights_and_gradients(const Request& rq, Step* s) {
       for (const auto& io : s->lora.per_layer[i]) n += rq.lora.rank * (io.first + io.second);
     }
     ps.grads_per_layer[i] = n * ps.grad_bytes_per_param / ps.grad_div;
+  }
+  if (fs.enabled && fs.cpu_offload) {
+    // FSDP1 _runtime_utils.py _post_backward_hook / FSDP2 foreach_reduce: the sharded gradient
+    // is copied to the CPU and its device copy freed
+    ps.grads_full = 0;
+    ps.grads_per_layer.assign(s->nl, 0);
   }
 }
 
@@ -341,7 +363,9 @@ void optimizer_lines(const Request& rq, Step* s, std::vector<std::string>* assum
   ps.state_src = "optimizer '" + rq.optimizer.name +
                  "' state layout per parameter tensor (torch/optim, " + dtype_name(ps.state_dtype) +
                  " states)" +
-                 (N > 1 ? "; ZeRO partitions it over " + std::to_string(N) + " ranks" : "") +
+                 (N > 1 ? (rq.fsdp.enabled ? "; FSDP shards" : "; ZeRO partitions") +
+                              std::string(" it over ") + std::to_string(N) + " ranks"
+                        : "") +
                  (rq.optimizer.paged
                       ? "; bitsandbytes paged: tensors of 100,000 values or more in CUDA managed "
                         "memory, outside torch.cuda's allocated and reserved bytes (in "
@@ -361,6 +385,12 @@ void optimizer_lines(const Request& rq, Step* s, std::vector<std::string>* assum
   // one parameter at a time (optimizer in backward: a single-tensor optimizer per parameter)
   ps.opt_temp_one = optimizer_temp_elements(rq.optimizer, false, 0, largest / (t * N)) * ps.state_w;
   if (ps.deepspeed_mp) ps.opt_temp += Pt_full * 4 / (t * N);  // fp32 gradient partition
+  if (rq.fsdp.enabled && rq.fsdp.cpu_offload) {
+    // the optimizer steps the CPU shards (FSDP CPU offload): nothing of it on the GPU
+    ps.state = 0;
+    ps.opt_temp = 0;
+    ps.state_src += "; on the CPU with the sharded parameters (FSDP CPU offload)";
+  }
   if (rq.offload_optimizer) {
     ps.master = 0;
     ps.state = 0;
@@ -378,6 +408,54 @@ void optimizer_lines(const Request& rq, Step* s, std::vector<std::string>* assum
           : rq.runtime.context_source + (rq.runtime.workspace_bytes ? " + cuBLAS workspace" : "");
 }
 
+// FSDP's unsharded state at one event: the all-gathered units (param_dtype) and, in the
+// backward, the unit's unsharded gradients with the reduce-scatter's input and output.
+// Units: the root (embeddings + head) and one per block; FSDP2 _fully_shard.py (commit
+// 0257dd1c): reshard_after_forward defaults to True except for the root, which stays gathered;
+// FSDP1 sets the root's reshard_after_forward to False too. Prefetch (FSDP2
+// _fsdp_param_group.py implicit forward / backward prefetch, FSDP1 BACKWARD_PRE and
+// forward_prefetch): the next `prefetch` units are gathered while one computes.
+uint64_t fsdp_unsharded(const Request& rq, const Step& s, const placement::StepEvent& e) {
+  const Request::Fsdp& fs = rq.fsdp;
+  const size_t nl = s.nl;
+  if (!fs.enabled || nl < 3) return 0;
+  const uint64_t wb = s.ps.wb, pb = fs.param_bytes ? fs.param_bytes : wb;
+  const uint64_t rb = fs.reduce_bytes ? fs.reduce_bytes : pb;
+  const uint64_t t = rq.tensor_parallel, S = fs.shard_degree;
+  // NO_SHARD without a cast keeps the full parameters: nothing is gathered
+  const bool copies = S > 1 || pb != wb;
+  const auto& per = s.lay.per_layer;
+  const size_t first = 1, last = nl - 2;  // block units
+  uint64_t units = copies ? per[0] + per[nl - 1] : 0;
+  const bool bwd = e.phase == "backward" || e.phase == "recompute";
+  const size_t L = e.layer < 0 ? nl - 1 : static_cast<size_t>(e.layer);
+  const size_t pf = static_cast<size_t>(fs.prefetch);
+  // the gathered blocks form one interval: forward, this unit and the next pf (and, without
+  // resharding, every block since the first); backward, this unit and the previous pf (and,
+  // without resharding, every block not yet through its backward)
+  size_t lo, hi;
+  if (!bwd) {
+    lo = fs.reshard_after_forward ? std::max(L, first) : first;
+    hi = L >= nl - 1 ? (fs.reshard_after_forward ? 0 : last) : L + pf;
+  } else {
+    lo = fs.reshard_after_forward ? (L > pf ? L - pf : first) : first;
+    hi = L == 0 ? 0 : std::min(L, last);
+  }
+  lo = std::max(lo, first);
+  hi = std::min(hi, last);
+  if (copies)
+    for (size_t i = lo; i <= hi; ++i) units += per[i];
+  uint64_t bytes = units * pb / t;
+  if (e.phase == "backward" && e.layer >= 0) {
+    // the unit's gradients unsharded in param_dtype, cast to reduce_dtype for the
+    // reduce-scatter when they differ, and its 1/S output (FSDP2 _fsdp_collectives.py
+    // foreach_reduce; FSDP1 _runtime_utils.py _reduce_grad)
+    const uint64_t g = per[L] / t;
+    bytes += g * pb + (rb != pb ? g * rb : 0) + (S > 1 ? g * rb / S : 0);
+  }
+  return bytes;
+}
+
 // The highest point of the walk and what it holds.
 struct Peak {
   uint64_t bytes = 0, temp = 0, act = 0, ddp_buckets = 0;
@@ -393,7 +471,7 @@ Peak walk_step(const Request& rq, const Step& s, Result* r) {
   // DDP (torch/nn/parallel/distributed.py): the reducer's buckets hold a flat copy of every
   // gradient from the wrapping on; with gradient_as_bucket_view the .grad tensors are those
   // buckets ("the saved memory size will be equal to the total gradients size")
-  pk.ddp = rq.data_parallel > 1 && rq.zero_stage == 0;
+  pk.ddp = rq.data_parallel > 1 && rq.zero_stage == 0 && !rq.fsdp.enabled;
   pk.ddp_buckets = pk.ddp ? ps.grads_full : 0;
   pk.grads_in_buckets = pk.ddp && rq.ddp_gradient_as_bucket_view;
   const uint64_t fixed = ps.weights + ps.master + ps.state + s.runtime_bytes + pk.ddp_buckets;
@@ -421,7 +499,8 @@ Peak walk_step(const Request& rq, const Step& s, Result* r) {
     pt.name = e.layer >= 0 ? s.acts.layers[e.layer].name : "loss";
     pt.activation_bytes = e.live_bytes;
     pt.gradient_bytes = grads_now;
-    const uint64_t zg = (rq.zero_stage == 3 && e.phase != "loss") ? ps.zero_gather : 0;
+    const uint64_t zg =
+        ((rq.zero_stage == 3 && e.phase != "loss") ? ps.zero_gather : 0) + fsdp_unsharded(rq, s, e);
     const uint64_t step_in_bwd = e.phase == "backward" ? in_bwd_temp : 0;
     pt.total_bytes = fixed + grads_now + e.live_bytes + zg + step_in_bwd;
     if (pt.total_bytes > pk.bytes) {
@@ -489,6 +568,13 @@ void fill_result(const Request& rq, const Step& s, const Peak& pk, Result* out) 
   if (!rq.is_mlp)
     for (const auto& a : rq.model().assumptions) r.assumptions.push_back(a);
   for (const auto& a : s.acts.assumptions) r.assumptions.push_back(a);
+  if (rq.fsdp.enabled)
+    r.assumptions.push_back(
+        "FSDP" + std::to_string(rq.fsdp.version) + " " + rq.fsdp.strategy +
+        ": one unit per block, embeddings and head as the root unit (gathered for the whole "
+        "step); gathered units and unsharded gradients are a transient of each event, not "
+        "checked against a GPU measurement; the allocator simulation holds the largest such set "
+        "per layer, without FSDP's separate all-gather stream");
   if (rq.lora.enabled) {
     r.assumptions.push_back("LoRA: " + std::to_string(s.lora.modules) +
                             " linear layers adapted; activations as in full fine-tuning plus the "
@@ -506,13 +592,22 @@ void simulate_device(const Request& rq, const Step& s, Result* r) {
   f.grad_bytes_per_param = ps.grad_bytes_per_param;
   f.state_width = ps.state_w;
   f.state_dtype = ps.state_dtype;
-  f.weight_divisor = t * (rq.zero_stage == 3 ? ps.N : 1);
+  f.weight_divisor = t * (rq.zero_stage == 3 || rq.fsdp.enabled ? ps.N : 1);
   f.grad_divisor = ps.grad_div;
   f.state_divisor = t * ps.N;
   f.master_bytes_per_param = ps.deepspeed_mp ? 4 : 0;
   f.zero_gather_bytes = ps.zero_gather;
   f.offload_params = rq.offload_params;
-  f.offload_optimizer = rq.offload_optimizer;
+  f.offload_optimizer = rq.offload_optimizer || (rq.fsdp.enabled && rq.fsdp.cpu_offload);
+  f.offload_params = f.offload_params || (rq.fsdp.enabled && rq.fsdp.cpu_offload);
+  f.offload_grads = rq.fsdp.enabled && rq.fsdp.cpu_offload;
+  f.weights_gathered_16bit = rq.fsdp.enabled && rq.fsdp.param_bytes == 2;
+  if (rq.fsdp.enabled) {
+    // one per-layer transient as large as the largest unsharded set of the walk
+    uint64_t most = 0;
+    for (const auto& e : s.plan.timeline) most = std::max(most, fsdp_unsharded(rq, s, e));
+    f.zero_gather_bytes = most;
+  }
   f.lora_io = s.lora.per_layer;
   if (rq.lora.enabled && rq.lora.qlora)
     f.weight_bytes_per_param = 0.5 + 1.0 / 64 + 4.0 / (64 * 256);
