@@ -189,3 +189,59 @@ TEST_CASE("FSDP settings that contradict each other are errors", "[peak][fsdp]")
         "fsdp.mixedPrecision.paramDtype");
   CHECK(error_field(fsdp7b({{"prefetch", 2}, {"cpuoffload", true}})) == "fsdp.cpuoffload");
 }
+
+namespace {
+json zero7b(json extra) {
+  json r = {{"model", {{"preset", "llama-2-7b"}}},
+            {"microBatch", 1},
+            {"seqLen", 512},
+            {"precision", "amp-bf16"},
+            {"dataParallel", 8},
+            {"simulateAllocator", false},
+            {"searchMaxMicroBatch", false}};
+  for (auto it = extra.begin(); it != extra.end(); ++it) r[it.key()] = it.value();
+  return r;
+}
+}  // namespace
+
+TEST_CASE("ZeRO with amp-bf16 runs the model in bf16 unless torch_autocast is named",
+          "[peak][zero]") {
+  // DeepSpeed's bf16 section converts the module to bf16: the activations are those of a pure
+  // bf16 run, not autocast's (fp32 residual stream)
+  const json ds = run(zero7b({{"zeroStage", 2}}));
+  const json pure = run(zero7b({{"precision", "bf16"}, {"dataParallel", 1}}));
+  const json autocast = run(zero7b({{"precision", "amp-bf16"}, {"dataParallel", 1}}));
+  CHECK(ds["activationsPerLayer"]["derivedBytes"] == pure["activationsPerLayer"]["derivedBytes"]);
+  CHECK(ds["activationsPerLayer"]["derivedBytes"] !=
+        autocast["activationsPerLayer"]["derivedBytes"]);
+  // torch_autocast (deepspeed/runtime/torch_autocast.py: every parameter fp32): fp32 weights
+  // (not partitioned at stage 2), no master copy, fp32 AdamW moments over 8 ranks
+  const json ta = run(zero7b({{"zeroStage", 2}, {"zeroMixedPrecision", "torch-autocast"}}));
+  CHECK(ta["breakdown"]["weights"]["bytes"].get<double>() == Approx(4 * kP7).epsilon(1e-9));
+  CHECK(ta["breakdown"]["masterWeights"]["bytes"] == 0);
+  CHECK(ta["breakdown"]["optimizerState"]["bytes"].get<double>() ==
+        Approx(8 * kP7 / 8).epsilon(1e-6));
+  CHECK(ta["activationsPerLayer"]["derivedBytes"] ==
+        autocast["activationsPerLayer"]["derivedBytes"]);
+  CHECK(error_field(zero7b({{"zeroMixedPrecision", "torch-autocast"}})) == "zeroMixedPrecision");
+}
+
+TEST_CASE("ZeRO-3 with DeepSpeed's prefetch bucket, live and reuse limits, by hand",
+          "[peak][zero]") {
+  // deepspeed/runtime/zero/config.py defaults: prefetch bucket 5e7, max live 1e9, max reuse
+  // distance 1e9, persistence threshold 1e5 elements. Llama-2-7b: block 202,383,360; head
+  // (lm_head + final norm) 131,076,096; 65 RMSNorm weights of 4096 stay whole.
+  const json r = run(zero7b({{"zeroStage", 3}, {"optimizer", "sgd"}, {"zero3", json::object()}}));
+  // forward of block 1: the block + 5e7 prefetched elements, bf16
+  CHECK(transient_at(r, point(r, "forward", 1)) == Approx((kBlock + 5e7) * 2));
+  // forward of the head: blocks 31 and 32 were kept (their backward comes within 1e9 fetched
+  // elements: 2 x 333,459,456 and 2 x 131,076,096), block 30 was not (2 x 535,842,816 > 1e9)
+  CHECK(transient_at(r, point(r, "forward", 33)) == Approx((131076096.0 + 2 * kBlock) * 2));
+  CHECK(r["breakdown"]["weights"]["bytes"].get<double>() ==
+        Approx(2 * kP7 / 8 + 65 * 4096 * 2 * (1 - 1.0 / 8)).epsilon(1e-9));
+  // a smaller live limit leaves no room to prefetch beside block 1
+  const json small = run(zero7b(
+      {{"zeroStage", 3}, {"optimizer", "sgd"}, {"zero3", {{"maxLiveParameters", 202383360}}}}));
+  CHECK(transient_at(small, point(small, "forward", 1)) == Approx(kBlock * 2));
+  CHECK(error_field(zero7b({{"zeroStage", 2}, {"zero3", json::object()}})) == "zero3");
+}

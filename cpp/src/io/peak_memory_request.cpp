@@ -18,6 +18,7 @@ namespace {
 constexpr uint64_t kMaxBatch = 1ULL << 24;
 constexpr uint64_t kMaxSeq = 1ULL << 24;
 constexpr uint64_t kMaxRanks = 1ULL << 20;
+constexpr uint64_t kMaxElements = 1000000000000000ULL;  // 1e15, the largest model accepted
 
 const std::vector<std::string>& strategy_names() {
   static const std::vector<std::string> n = {
@@ -446,6 +447,29 @@ Request parse_request(const json& request) {
     d.finish();
     if (r.data_parallel < 2 || r.zero_stage > 0)
       fail(code::kInconsistent, "ddp", "ddp options need dataParallel > 1 without ZeRO");
+  }
+  if (req.has("zeroMixedPrecision")) {
+    const std::string m =
+        req.one_of_or("zeroMixedPrecision", {"model-dtype", "torch-autocast"}, "model-dtype");
+    if (r.zero_stage == 0 || (r.precision != activations::Precision::amp_bf16 &&
+                              r.precision != activations::Precision::amp_fp16))
+      fail(
+          code::kInconsistent, "zeroMixedPrecision",
+          "zeroMixedPrecision says how DeepSpeed runs amp-bf16 / amp-fp16: it needs zeroStage >= 1 "
+          "and an amp precision");
+    r.zero_model_dtype_16bit = m == "model-dtype";
+  }
+  if (req.has("zero3")) {
+    if (r.zero_stage != 3) fail(code::kInconsistent, "zero3", "zero3 options need zeroStage 3");
+    const Obj z = req.obj("zero3");
+    Request::Zero3& d = r.zero3;
+    d.enabled = true;
+    d.prefetch_bucket = z.u64_or("prefetchBucketSize", d.prefetch_bucket, 0, kMaxElements);
+    d.max_live = z.u64_or("maxLiveParameters", d.max_live, 0, kMaxElements);
+    d.max_reuse_distance = z.u64_or("maxReuseDistance", d.max_reuse_distance, 0, kMaxElements);
+    d.persistence_threshold =
+        z.u64_or("paramPersistenceThreshold", d.persistence_threshold, 0, kMaxElements);
+    z.finish();
   }
   if (req.has("fsdp")) parse_fsdp(req, &r);
   r.simulate_allocator = req.boolean_or("simulateAllocator", r.runtime.is_cuda());

@@ -21,6 +21,11 @@ using activations::Precision;
 bool is_amp(Precision p) { return p == Precision::amp_fp16 || p == Precision::amp_bf16; }
 bool is_half(Precision p) { return p == Precision::bf16 || p == Precision::fp16; }
 
+// ZeRO with amp-* run by DeepSpeed's bf16 / fp16 section (the default; zeroMixedPrecision)
+bool ds_model_dtype_16bit(const Request& rq) {
+  return rq.zero_stage > 0 && is_amp(rq.precision) && rq.zero_model_dtype_16bit;
+}
+
 struct ParamLayout {
   std::vector<uint64_t> per_layer;  // parameters per chain layer (embed, blocks..., head)
   uint64_t largest_tensor = 0;
@@ -139,7 +144,12 @@ void build_activations(const Request& rq, Step* s) {
   st.loss = rq.loss;
   st.loss_chunks = rq.loss_chunks;
   st.compiled = rq.compiled;
-  st.head_weight_bytes = is_half(rq.precision) ? 2 : 4;
+  // DeepSpeed's bf16 / fp16 config section converts the model (engine.py
+  // _configure_distributed_model: module.bfloat16() / half()): with ZeRO, amp-* runs with
+  // 16-bit activations, not autocast's
+  if (ds_model_dtype_16bit(rq))
+    st.precision = rq.precision == Precision::amp_bf16 ? Precision::bf16 : Precision::fp16;
+  st.head_weight_bytes = is_half(st.precision) ? 2 : 4;
   s->acts = rq.is_mlp ? activations::mlp_activations(rq.mlp, st)
                       : activations::transformer_activations(rq.model(), st);
   s->nl = s->acts.layers.size();
@@ -206,7 +216,9 @@ void weights_and_gradients(const Request& rq, Step* s) {
   const ParamLayout& lay = s->lay;
   const uint64_t P = s->P;
   const bool amp = is_amp(rq.precision), half = is_half(rq.precision);
-  ps.deepspeed_mp = amp && rq.zero_stage > 0;  // ZeRO's 16-bit params + fp32 master
+  // ZeRO's 16-bit params + fp32 master; DeepSpeed's torch_autocast keeps fp32 parameters
+  // (deepspeed/runtime/torch_autocast.py, commit f13ab493: "All parameters must be float32")
+  ps.deepspeed_mp = ds_model_dtype_16bit(rq);
   ps.N = rq.zero_stage > 0 ? rq.data_parallel : 1;
   const uint64_t N = ps.N, t = rq.tensor_parallel;
   const uint64_t Pt_full = rq.lora.enabled ? s->lora.params : P;
@@ -253,6 +265,18 @@ void weights_and_gradients(const Request& rq, Step* s) {
     ps.weights_src += "; ZeRO-3 partitions them over " + std::to_string(N) + " ranks";
     // DeepSpeed stage3.py estimator: the largest layer is gathered whole (x2 with prefetch)
     ps.zero_gather = 2 * lay.largest_layer * wb / t;
+  }
+  if (rq.zero3.enabled && !rq.is_mlp && rq.model().has_tensors()) {
+    // stage3_param_persistence_threshold: tensors this small are never partitioned
+    // (partition_parameters.py ds_persist), each rank holds them whole
+    uint64_t small = 0;
+    for (const auto& tn : rq.model().tensors)
+      if (tn.tied_to.empty() && tn.numel() <= rq.zero3.persistence_threshold) small += tn.numel();
+    weights += static_cast<double>(small) * wb / t * (1.0 - 1.0 / N);
+    if (small)
+      ps.weights_src +=
+          "; " + std::to_string(small) +
+          " parameters in tensors under stage3_param_persistence_threshold kept whole";
   }
   if (rq.offload_params) {
     weights = 0;
@@ -408,6 +432,39 @@ void optimizer_lines(const Request& rq, Step* s, std::vector<std::string>* assum
           : rq.runtime.context_source + (rq.runtime.workspace_bytes ? " + cuBLAS workspace" : "");
 }
 
+// ZeRO-3's gathered parameters at one event as DeepSpeed's coordinator fetches them
+// (deepspeed/runtime/zero/partitioned_param_coordinator.py; defaults config.py, commit
+// 1b88ac36): the running layer, the next layers' parameters up to stage3_prefetch_bucket_size
+// while fewer than stage3_max_live_parameters are available, and earlier layers not released
+// because their next use (their backward) comes within stage3_max_reuse_distance elements.
+uint64_t zero3_gathered(const Request& rq, const Step& s, const placement::StepEvent& e) {
+  const Request::Zero3& z = rq.zero3;
+  const auto& per = s.lay.per_layer;
+  const size_t nl = s.nl;
+  if (e.layer < 0 || nl == 0) return 0;
+  const size_t L = static_cast<size_t>(e.layer);
+  const bool fwd = e.phase == "forward";
+  // elements fetched between layer i's forward use and its backward use: the rest of the
+  // forward and the backward down to it
+  std::vector<uint64_t> after(nl + 1, 0);
+  for (size_t i = nl; i-- > 0;) after[i] = after[i + 1] + per[i];
+  uint64_t retained = 0;
+  for (size_t i = 0; i < L; ++i)
+    if (2 * after[i + 1] <= z.max_reuse_distance) retained += per[i];
+  const uint64_t cur = per[L];
+  uint64_t ahead = 0;  // the next layers in execution order
+  if (fwd) {
+    for (size_t i = L + 1; i < nl; ++i) ahead += per[i];
+  } else {
+    for (size_t i = 0; i < L; ++i) ahead += per[i];
+    ahead -= std::min(ahead, retained);  // retained layers need no fetch
+  }
+  const uint64_t live = cur + retained;
+  const uint64_t room = z.max_live > live ? z.max_live - live : 0;
+  const uint64_t prefetch = std::min({ahead, z.prefetch_bucket, room});
+  return (live + prefetch) * s.ps.wb / rq.tensor_parallel;
+}
+
 // FSDP's unsharded state at one event: the all-gathered units (param_dtype) and, in the
 // backward, the unit's unsharded gradients with the reduce-scatter's input and output.
 // Units: the root (embeddings + head) and one per block; FSDP2 _fully_shard.py (commit
@@ -499,8 +556,10 @@ Peak walk_step(const Request& rq, const Step& s, Result* r) {
     pt.name = e.layer >= 0 ? s.acts.layers[e.layer].name : "loss";
     pt.activation_bytes = e.live_bytes;
     pt.gradient_bytes = grads_now;
-    const uint64_t zg =
-        ((rq.zero_stage == 3 && e.phase != "loss") ? ps.zero_gather : 0) + fsdp_unsharded(rq, s, e);
+    const uint64_t zg = ((rq.zero_stage == 3 && e.phase != "loss")
+                             ? (rq.zero3.enabled ? zero3_gathered(rq, s, e) : ps.zero_gather)
+                             : 0) +
+                        fsdp_unsharded(rq, s, e);
     const uint64_t step_in_bwd = e.phase == "backward" ? in_bwd_temp : 0;
     pt.total_bytes = fixed + grads_now + e.live_bytes + zg + step_in_bwd;
     if (pt.total_bytes > pk.bytes) {
@@ -568,6 +627,22 @@ void fill_result(const Request& rq, const Step& s, const Peak& pk, Result* out) 
   if (!rq.is_mlp)
     for (const auto& a : rq.model().assumptions) r.assumptions.push_back(a);
   for (const auto& a : s.acts.assumptions) r.assumptions.push_back(a);
+  if (rq.zero_stage > 0 && is_amp(rq.precision))
+    r.assumptions.push_back(
+        rq.zero_model_dtype_16bit
+            ? "ZeRO with amp: DeepSpeed's bf16 / fp16 config section (the default): the model runs "
+              "in 16-bit (16-bit activations), fp32 master weights in the optimizer partition; "
+              "zeroMixedPrecision 'torch-autocast' for DeepSpeed's torch_autocast section"
+            : "ZeRO with amp: DeepSpeed's torch_autocast section: fp32 parameters, gradients and "
+              "optimizer partitions, 16-bit compute under torch.autocast");
+  if (rq.zero_stage == 3)
+    r.assumptions.push_back(
+        rq.zero3.enabled
+            ? "ZeRO-3 gathered parameters per layer from DeepSpeed's prefetch bucket, "
+              "max_live_parameters and max_reuse_distance (fetched per chain layer, not per "
+              "submodule); not checked against a GPU measurement"
+            : "ZeRO-3 gathered parameters: DeepSpeed's estimator, the largest layer twice (give "
+              "zero3 for the prefetch bucket and live-parameter limits)");
   if (rq.fsdp.enabled)
     r.assumptions.push_back(
         "FSDP" + std::to_string(rq.fsdp.version) + " " + rq.fsdp.strategy +
@@ -601,7 +676,13 @@ void simulate_device(const Request& rq, const Step& s, Result* r) {
   f.offload_optimizer = rq.offload_optimizer || (rq.fsdp.enabled && rq.fsdp.cpu_offload);
   f.offload_params = f.offload_params || (rq.fsdp.enabled && rq.fsdp.cpu_offload);
   f.offload_grads = rq.fsdp.enabled && rq.fsdp.cpu_offload;
-  f.weights_gathered_16bit = rq.fsdp.enabled && rq.fsdp.param_bytes == 2;
+  f.weights_gathered_16bit =
+      (rq.fsdp.enabled && rq.fsdp.param_bytes == 2) || ds_model_dtype_16bit(rq);
+  if (rq.zero3.enabled) {
+    uint64_t most = 0;
+    for (const auto& e : s.plan.timeline) most = std::max(most, zero3_gathered(rq, s, e));
+    f.zero_gather_bytes = most;
+  }
   if (rq.fsdp.enabled) {
     // one per-layer transient as large as the largest unsharded set of the walk
     uint64_t most = 0;
