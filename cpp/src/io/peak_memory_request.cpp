@@ -230,7 +230,7 @@ Gpu gpu_preset(const std::string& id, const std::string& field) {
 namespace {
 
 // fsdp: {version, shardingStrategy, shardGroupSize, reshardAfterForward, prefetch,
-// mixedPrecision: {paramDtype, reduceDtype}, cpuOffload}. Defaults and sources: README "FSDP".
+// mixedPrecision: {paramDtype, reduceDtype}, cpuOffload}. Defaults and sources: the README row.
 void parse_fsdp(const Obj& req, Request* out) {
   Request& r = *out;
   const Obj f = req.obj("fsdp");
