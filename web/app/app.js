@@ -12,6 +12,7 @@ import { frontierData } from './frontier.js';
 import { EXAMPLES, findPreset } from './examples.js';
 import { makeExports } from './export.js';
 import { flatten, isBytesKey, breakdownParts, partBytes } from './format.js';
+import { parseCount, parseNumber } from '../lib/units.js';
 import { stackedBars, lines, resetColors } from './charts.js';
 import { placementDiagram, accumulationDiagram } from './diagrams.js';
 
@@ -136,20 +137,6 @@ function visible(key, st, tab) {
     default:
       return true;
   }
-}
-
-/** "7B", "124M", "6,738,415,616", "6.7e9" → a whole number, or NaN. */
-export function parseCount(text) {
-  const m = /^\s*(\d+(?:\.\d+)?(?:e\d+)?)\s*([kmbt])?\s*$/i.exec(
-    String(text).replace(/[,_\s](?=\d)/g, ''),
-  );
-  if (!m) return NaN;
-  const mult = { k: 1e3, m: 1e6, b: 1e9, t: 1e12 }[(m[2] || '').toLowerCase()] || 1;
-  const n = Number(m[1]) * mult;
-  const whole = Math.round(n);
-  // "4.5" is not a count (no silent rounding to 5); "6.7B" is, up to float error
-  if (Math.abs(n - whole) > 1e-9 * Math.max(1, n)) return NaN;
-  return Number.isSafeInteger(whole) ? whole : NaN;
 }
 
 // Start-up phases for bench/page.mjs (User Timing; a no-op where marks are unsupported).
@@ -406,7 +393,7 @@ export async function mountApp(root, options = {}) {
         'aria-describedby': [helpId, errId].filter(Boolean).join(' '),
         oninput: (e) => {
           const raw = e.target.value;
-          const n = f.kind === 'int' ? parseCount(raw) : Number(raw.replace(/,/g, ''));
+          const n = f.kind === 'int' ? parseCount(raw) : parseNumber(raw);
           const ok =
             raw.trim() !== '' &&
             Number.isFinite(n) &&

@@ -1,14 +1,9 @@
 // Requests for the core, built from the page state. Only documented request keys are sent;
 // optional ones only when the user set them, so the core's documented defaults apply.
+import { TrainmemError } from '../lib/errors.js';
 
-/** A client-side input problem, shaped like TrainmemError (code, field, message). */
-export class InputError extends Error {
-  constructor(code, field, message) {
-    super(message);
-    this.code = code;
-    this.field = field;
-  }
-}
+/** A problem the page finds in its own inputs before a core call: a TrainmemError. */
+export class InputError extends TrainmemError {}
 
 export function modelOf(st) {
   if (st.modelSource === 'preset' && st.preset) return { preset: st.preset };

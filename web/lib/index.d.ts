@@ -1468,7 +1468,10 @@ export interface Trainmem {
 }
 
 /**
- * An invalid request. The same instance keeps working after it.
+ * An invalid request. The same instance keeps working after it. It is the one error class of
+ * the package: the ES module and the CommonJS entry export the same class (`instanceof` holds
+ * whichever way it was loaded), and the command line's errors extend it (adding the flag at
+ * fault), so a program that catches `TrainmemError` catches every input error.
  * @example
  * try { tm.checkpointSize({ model: { params: -5 }, optimizer: 'adam' }) }
  * catch (e) { if (e instanceof TrainmemError) console.log(e.code, e.field) } // out_of_range model.params
@@ -1493,7 +1496,8 @@ export declare class TrainmemError extends Error {
 }
 
 /**
- * Loads the WebAssembly core (once; later calls return the same instance). Works in Node ≥ 18,
+ * Loads the WebAssembly core (once; later calls return the same instance). Works in Node ≥ 18
+ * (`require` of the CommonJS entry: Node 20.19, 22.12 or later),
  * browsers, Web Workers and bundlers without configuration: the module is one file.
  */
 export declare function load(): Promise<Trainmem>;
