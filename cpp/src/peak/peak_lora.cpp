@@ -59,14 +59,13 @@ bool names_a_module(const ModelDescription& m, const std::string& target) {
   return false;
 }
 
-// The chain layer (0 embeddings, 1..blocks, last head) a tensor's adapter belongs to. An
-// encoder-decoder's decoder blocks already follow the encoder's in t.block (finalize_tensors).
+// The chain layer (0 embeddings, 1..blocks, last head) a tensor's adapter belongs to; the
+// decoder's blocks of an encoder-decoder follow the encoder's (finalize_tensors has already
+// numbered them after the encoder's).
 size_t chain_slot(const TensorSpec& t, size_t layers, bool seen) {
   const size_t blocks = layers >= 2 ? layers - 2 : 0;
-  if (t.block >= 0) {
-    const size_t b = static_cast<size_t>(t.block);
-    if (b < blocks) return b + 1;
-  }
+  if (t.block >= 0 && static_cast<size_t>(t.block) < blocks)
+    return static_cast<size_t>(t.block) + 1;
   return seen ? layers - 1 : 0;
 }
 

@@ -135,6 +135,7 @@ void build_activations(const Request& rq, Step* s) {
   activations::Settings& st = s->st;
   st.micro_batch = rq.micro_batch;
   st.seq_len = rq.seq_len;
+  st.target_len = rq.target_len;
   st.precision = rq.precision;
   st.attention = rq.attention;
   st.tensor_parallel = rq.tensor_parallel;
@@ -175,11 +176,16 @@ void layout_parameters(const Request& rq, Step* s) {
   if (rq.lora.enabled) {
     s->lora = plan_lora(rq.model(), rq.lora, s->nl);
     const uint64_t T = rq.micro_batch * rq.seq_len;
+    // encoder-decoder: the decoder's layers (after the encoder's) and the head run on the
+    // decoder's tokens (its cross-attention k and v read the encoder's: counted as decoder ones)
     const uint64_t lin = (rq.precision == Precision::fp32) ? 4 : 2;
+    const uint64_t E = s->acts.recipe == "t5" ? rq.model().arch.encoder_layers : s->nl;
+    const uint64_t T_dec = rq.micro_batch * (rq.target_len ? rq.target_len : rq.seq_len);
     for (size_t i = 0; i < s->nl; ++i)
       for (const auto& io : s->lora.per_layer[i])
-        s->acts.layers[i].saved_bytes += lora_saved_bytes(
-            T, rq.lora.rank, io.first, rq.lora.dropout, lin, s->st.runtime.dropout_mask_bytes);
+        s->acts.layers[i].saved_bytes +=
+            lora_saved_bytes(i > E ? T_dec : T, rq.lora.rank, io.first, rq.lora.dropout, lin,
+                             s->st.runtime.dropout_mask_bytes);
   }
 }
 

@@ -137,6 +137,13 @@ export const FLAGS = [
     commands: TRAINING,
   },
   { flag: 'seq-len', kind: 'number', path: 'seqLen', commands: TRAINING },
+  {
+    flag: 'target-len',
+    kind: 'number',
+    path: 'targetLen',
+    commands: TRAINING,
+    help: 'decoder length of T5 / mT5 (default: --seq-len)',
+  },
   { flag: 'gpu', kind: 'string', path: 'gpu', commands: TRAINING, help: 'GPU preset id' },
   { flag: 'gpu-memory', kind: 'bytes', path: 'gpuMemoryBytes', commands: TRAINING },
   {
@@ -236,7 +243,7 @@ export const FLAGS = [
     kind: 'boolean',
     path: 'compile',
     commands: ['peak-memory'],
-    help: 'torch.compile of each block (Llama-family models)',
+    help: 'torch.compile of each block (inductor, default mode)',
   },
   {
     flag: 'activation-offloading',
