@@ -597,6 +597,29 @@ export interface PeakMemoryRequest {
   zeroStage?: 0 | 1 | 2 | 3;
   /** Data-parallel ranks sharding ZeRO state, 1 to 1,048,576 (2^20). Default 1. */
   dataParallel?: number;
+  /**
+   * How DeepSpeed runs `amp-bf16` / `amp-fp16` under ZeRO (needs zeroStage ≥ 1 and an amp
+   * precision). `model-dtype` (default): its `bf16` / `fp16` config section converts the model,
+   * so parameters, gradients and activations are 16-bit and the optimizer partition holds fp32
+   * master weights. `torch-autocast`: its `torch_autocast` section keeps every parameter fp32
+   * (`deepspeed/runtime/torch_autocast.py`) and computes under torch.autocast.
+   */
+  zeroMixedPrecision?: 'model-dtype' | 'torch-autocast';
+  /**
+   * ZeRO-3 as DeepSpeed's parameter coordinator fetches (needs zeroStage 3; defaults from
+   * `deepspeed/runtime/zero/config.py`). Without it, the gathered parameters are DeepSpeed's
+   * estimator: the largest layer twice.
+   */
+  zero3?: {
+    /** `stage3_prefetch_bucket_size`: elements fetched ahead of use. Default 5e7. */
+    prefetchBucketSize?: number;
+    /** `stage3_max_live_parameters`: gathered elements before prefetching stops. Default 1e9. */
+    maxLiveParameters?: number;
+    /** `stage3_max_reuse_distance`: a layer used again within this many fetched elements stays gathered. Default 1e9. */
+    maxReuseDistance?: number;
+    /** `stage3_param_persistence_threshold`: tensors this small stay whole on every rank. Default 1e5. */
+    paramPersistenceThreshold?: number;
+  };
   /** ZeRO-Offload: optimizer state (needs zeroStage ≥ 1) / parameters (zeroStage 3) in CPU memory. */
   offload?: { optimizer?: boolean; params?: boolean };
   /** Megatron tensor parallelism (must divide the heads). Default 1. */
@@ -711,6 +734,39 @@ export interface PeakMemoryRequest {
    * unless `gradient_as_bucket_view` makes the `.grad` tensors views of them.
    */
   ddp?: { bucketCapMb?: number; gradientAsBucketView?: boolean };
+  /**
+   * FSDP over `dataParallel` ranks (not with `zeroStage` or `ddp`): FSDP1
+   * (`torch/distributed/fsdp/_flat_param.py`) or FSDP2 `fully_shard`
+   * (`torch/distributed/fsdp/_fully_shard/`). One unit per transformer block; the embeddings and
+   * head are the root unit, which stays gathered (FSDP2 `_fully_shard.py`: `reshard_after_forward`
+   * is `False` for the root). Each rank keeps 1/S of the parameters, gradients and optimizer
+   * state in their own dtype; a unit's parameters are all-gathered in `paramDtype` while it and the
+   * next `prefetch` units run; in the backward its unsharded gradients (and a `reduceDtype` copy
+   * when it differs) exist until the reduce-scatter.
+   */
+  fsdp?: {
+    /** 1 (FSDP1) or 2 (`fully_shard`). Default 2. */
+    version?: 1 | 2;
+    /**
+     * FULL_SHARD (default), SHARD_GRAD_OP (gathered parameters kept from the forward to the
+     * backward), HYBRID_SHARD (sharded within `shardGroupSize` ranks, replicated across groups),
+     * NO_SHARD (replicated, like DDP).
+     */
+    shardingStrategy?: 'FULL_SHARD' | 'SHARD_GRAD_OP' | 'HYBRID_SHARD' | 'NO_SHARD';
+    /** HYBRID_SHARD only (required there): ranks in a shard group; must divide dataParallel. */
+    shardGroupSize?: number;
+    /** FSDP2's name for the strategy: true for FULL_SHARD / HYBRID_SHARD, false for SHARD_GRAD_OP. */
+    reshardAfterForward?: boolean;
+    /** Units all-gathered ahead of the one computing (forward and backward prefetch). Default 1. */
+    prefetch?: number;
+    /** `MixedPrecision` / `MixedPrecisionPolicy`: gathered parameters and gradient reduction. */
+    mixedPrecision?: {
+      paramDtype?: 'fp32' | 'bf16' | 'fp16';
+      reduceDtype?: 'fp32' | 'bf16' | 'fp16';
+    };
+    /** `CPUOffload(offload_params=True)` / `CPUOffloadPolicy`: sharded parameters, gradients and the optimizer step on the CPU. Default false. */
+    cpuOffload?: boolean;
+  };
   /** GPU preset id (`tm.presets()`), e.g. `"a100-80gb"`. Not with `gpuMemoryBytes`. */
   gpu?: string;
   /** GPU memory in bytes. Not with `gpu`. */

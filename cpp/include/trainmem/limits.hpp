@@ -29,6 +29,9 @@ inline constexpr uint64_t kMaxGlobalBatch = 1ULL << 31;
 inline constexpr uint64_t kMaxSeqLen = 1ULL << 24;
 // Ranks of one kind (data, tensor, sequence parallel): 2^20.
 inline constexpr uint64_t kMaxRanks = 1ULL << 20;
+// Parameters of a model, and parameter counts such as ZeRO-3's prefetch bucket: 1e15 (README
+// "Numeric limits").
+inline constexpr uint64_t kMaxParams = 1000000000000000ULL;
 // Layers of a placement chain, and segments of a manual placement: 100,000.
 inline constexpr uint64_t kMaxChainLayers = 100000;
 

@@ -141,6 +141,31 @@ struct Request {
   // DDP (dataParallel > 1 without ZeRO): the reducer's gradient buckets
   uint64_t ddp_bucket_bytes = 25ull << 20;  // bucket_cap_mb
   bool ddp_gradient_as_bucket_view = false;
+  // ZeRO with amp-*: DeepSpeed's bf16/fp16 config section makes the model's dtype 16-bit
+  // (true, the default) or its torch_autocast section keeps fp32 parameters under autocast
+  bool zero_model_dtype_16bit = true;
+  // ZeRO-3 as DeepSpeed runs it (deepspeed/runtime/zero/config.py); off: the estimator's
+  // largest layer gathered twice
+  struct Zero3 {
+    bool enabled = false;
+    uint64_t prefetch_bucket = 50000000;       // stage3_prefetch_bucket_size (5e7)
+    uint64_t max_live = 1000000000;            // stage3_max_live_parameters (1e9)
+    uint64_t max_reuse_distance = 1000000000;  // stage3_max_reuse_distance (1e9)
+    uint64_t persistence_threshold = 100000;   // stage3_param_persistence_threshold (1e5)
+  } zero3;
+  // FSDP (torch.distributed.fsdp FSDP1, fully_shard FSDP2): one unit per transformer block,
+  // the embeddings and head as the root unit
+  struct Fsdp {
+    bool enabled = false;
+    uint32_t version = 2;
+    std::string strategy = "FULL_SHARD";  // FULL_SHARD | SHARD_GRAD_OP | HYBRID_SHARD | NO_SHARD
+    uint64_t shard_degree = 1;            // ranks one parameter is sharded over
+    bool reshard_after_forward = true;    // block units; the root unit is never resharded
+    uint64_t prefetch = 1;                // units all-gathered ahead of the one computing
+    uint64_t param_bytes = 0;             // mixed precision param_dtype (0: the model's dtype)
+    uint64_t reduce_bytes = 0;            // reduce_dtype (0: param_dtype)
+    bool cpu_offload = false;             // sharded params, grads and the step on the CPU
+  } fsdp;
 };
 
 // Parses and validates a peakMemory request (throws RequestError naming the field).

@@ -393,7 +393,8 @@ json checkpoint_size_json(const json& request) {
   // Tensor.__reduce_ex__ (_rebuild_wrapper_subclass plus its __dict__: codes, scale, qmap as
   // their own storages; torch/_tensor.py), a pickle this container model does not write
   bool subclass_pickle = false;
-  if (r.format == "torch" && r.include_optimizer && is_torchao_low_bit(r.opt))
+  if (r.format == vocab::CheckpointFormat::torch && r.include_optimizer &&
+      is_torchao_low_bit(r.opt))
     for (const auto& st : states)
       for (const auto& e : st)
         if (std::strstr(e.name, ".codes")) subclass_pickle = true;

@@ -266,6 +266,69 @@ Gpu gpu_preset(const std::string& id, const std::string& field) {
        {"unknown GPU preset '", id, "'", (near.empty() ? "" : "; did you mean '" + near + "'?")});
 }
 
+namespace {
+
+// fsdp: {version, shardingStrategy, shardGroupSize, reshardAfterForward, prefetch,
+// mixedPrecision: {paramDtype, reduceDtype}, cpuOffload}. Defaults and sources: the README row.
+void parse_fsdp(const Obj& req, Request* out) {
+  Request& r = *out;
+  const Obj f = req.obj("fsdp");
+  Request::Fsdp& d = r.fsdp;
+  d.enabled = true;
+  d.version = static_cast<uint32_t>(f.u64_or("version", 2, 1, 2));
+  d.strategy =
+      f.one_of_or("shardingStrategy", {"FULL_SHARD", "SHARD_GRAD_OP", "HYBRID_SHARD", "NO_SHARD"},
+                  "FULL_SHARD");
+  if (d.strategy == "HYBRID_SHARD") {
+    if (!f.has("shardGroupSize"))
+      fail(code::kMissingField, "fsdp.shardGroupSize",
+           "HYBRID_SHARD shards within groups of shardGroupSize ranks and replicates across them: "
+           "give shardGroupSize");
+    d.shard_degree = f.u64_or("shardGroupSize", 1, 1, kMaxRanks);
+    if (r.data_parallel % d.shard_degree != 0)
+      fail(code::kInconsistent, "fsdp.shardGroupSize",
+           {"shardGroupSize (", std::to_string(d.shard_degree), ") must divide dataParallel (",
+            std::to_string(r.data_parallel), ")"});
+  } else {
+    if (f.has("shardGroupSize"))
+      fail(code::kInconsistent, "fsdp.shardGroupSize",
+           "shardGroupSize belongs to HYBRID_SHARD only");
+    d.shard_degree = d.strategy == "NO_SHARD" ? 1 : r.data_parallel;
+  }
+  // FSDP1 ShardingStrategy: SHARD_GRAD_OP keeps the gathered parameters from the forward to the
+  // backward; FSDP2 (_fully_shard.py) says it with reshard_after_forward=False.
+  const bool strategy_keeps = d.strategy == "SHARD_GRAD_OP";
+  d.reshard_after_forward = f.boolean_or("reshardAfterForward", !strategy_keeps);
+  if (f.has("reshardAfterForward") && d.reshard_after_forward == strategy_keeps)
+    fail(code::kInconsistent, "fsdp.reshardAfterForward",
+         strategy_keeps ? "SHARD_GRAD_OP does not reshard after the forward"
+                        : "reshardAfterForward false is SHARD_GRAD_OP: set that strategy instead");
+  d.prefetch = f.u64_or("prefetch", 1, 0, 64);
+  if (f.has("mixedPrecision")) {
+    const Obj mp = f.obj("mixedPrecision");
+    auto width = [&](const char* key) -> uint64_t {
+      if (!mp.has(key)) return 0;
+      const std::string v = mp.one_of_or(key, {"fp32", "bf16", "fp16"}, "fp32");
+      return v == "fp32" ? 4 : 2;
+    };
+    d.param_bytes = width("paramDtype");
+    d.reduce_bytes = width("reduceDtype");
+    mp.finish();
+  }
+  d.cpu_offload = f.boolean_or("cpuOffload", false);
+  f.finish();
+  if (r.zero_stage > 0)
+    fail(code::kInconsistent, "fsdp", "fsdp and zeroStage are two ways to shard: give one");
+  if (req.has("ddp")) fail(code::kInconsistent, "fsdp", "fsdp replaces DDP: leave ddp out");
+  if (r.optimizer_in_backward)
+    fail(code::kUnsupported, "optimizerInBackward",
+         "optimizerInBackward with FSDP is not modelled");
+  if (r.lora.enabled) fail(code::kUnsupported, "fsdp", "FSDP with LoRA is not modelled yet");
+  if (r.is_mlp) fail(code::kUnsupported, "fsdp", "FSDP is modelled for transformer models");
+}
+
+}  // namespace
+
 Request parse_request(const json& request) {
   if (!request.is_object()) fail(code::kInvalidType, "", "the request must be a JSON object");
   Obj req(request, "");
@@ -317,7 +380,7 @@ Request parse_request(const json& request) {
       std::vector<uint64_t> len;
       len.reserve(a.size());
       for (size_t i = 0; i < a.size(); ++i) {
-        uint64_t v = read_u64(a[i], index_path(sm.field("lengths"), i), 1, kMaxSeq);
+        uint64_t v = read_u64(a[i], index_path(sm.field("lengths"), i), 1, limits::kMaxSeqLen);
         if (v > r.seq_len) {
           v = r.seq_len;  // the tokenizer's max_seq_len truncates
           ++r.samples.truncated;
@@ -515,6 +578,31 @@ Request parse_request(const json& request) {
     if (r.data_parallel < 2 || r.zero_stage > 0)
       fail(code::kInconsistent, "ddp", "ddp options need dataParallel > 1 without ZeRO");
   }
+  if (req.has("zeroMixedPrecision")) {
+    const std::string m =
+        req.one_of_or("zeroMixedPrecision", {"model-dtype", "torch-autocast"}, "model-dtype");
+    if (r.zero_stage == 0 || (r.precision != activations::Precision::amp_bf16 &&
+                              r.precision != activations::Precision::amp_fp16))
+      fail(
+          code::kInconsistent, "zeroMixedPrecision",
+          "zeroMixedPrecision says how DeepSpeed runs amp-bf16 / amp-fp16: it needs zeroStage >= 1 "
+          "and an amp precision");
+    r.zero_model_dtype_16bit = m == "model-dtype";
+  }
+  if (req.has("zero3")) {
+    if (r.zero_stage != 3) fail(code::kInconsistent, "zero3", "zero3 options need zeroStage 3");
+    const Obj z = req.obj("zero3");
+    Request::Zero3& d = r.zero3;
+    d.enabled = true;
+    d.prefetch_bucket = z.u64_or("prefetchBucketSize", d.prefetch_bucket, 0, limits::kMaxParams);
+    d.max_live = z.u64_or("maxLiveParameters", d.max_live, 0, limits::kMaxParams);
+    d.max_reuse_distance =
+        z.u64_or("maxReuseDistance", d.max_reuse_distance, 0, limits::kMaxParams);
+    d.persistence_threshold =
+        z.u64_or("paramPersistenceThreshold", d.persistence_threshold, 0, limits::kMaxParams);
+    z.finish();
+  }
+  if (req.has("fsdp")) parse_fsdp(req, &r);
   r.simulate_allocator = req.boolean_or("simulateAllocator", r.runtime.is_cuda());
   if (r.simulate_allocator && !r.runtime.is_cuda())
     fail(code::kInconsistent, "simulateAllocator",

@@ -1,6 +1,7 @@
 // The `model` field of every request: a parameter count, a preset, a HuggingFace config.json,
 // or an explicit tensor list — parsed into one ModelDescription.
 #include "trainmem/model.hpp"
+#include "trainmem/limits.hpp"
 
 #include <algorithm>
 #include <map>
@@ -23,8 +24,7 @@ uint64_t BufferSpec::numel() const {
   return n;
 }
 
-// Largest accepted parameter count: 1e15 (README "Numeric limits").
-constexpr uint64_t kMaxParams = 1000000000000000ULL;
+using limits::kMaxParams;  // 1e15 (README "Numeric limits")
 // Largest accepted tensor list (a 70B model has ~700 tensors; MoE models a few thousand).
 constexpr size_t kMaxTensors = 200000;
 

@@ -147,9 +147,10 @@ trace::StepSpec build_spec(const Request& rq, const activations::ModelActivation
     for (const auto& p : params[i]) {
       if (!f.offload_params)
         s.weights.push_back(div_round(p.numel * f.weight_bytes_per_param, f.weight_divisor));
-      if (amp && p.matrix && i > 0) L.cast_weights.push_back(div_round(p.numel * 2.0, 1));
+      if (amp && p.matrix && i > 0 && !f.weights_gathered_16bit)
+        L.cast_weights.push_back(div_round(p.numel * 2.0, 1));
       if (rq.lora.enabled || !p.spec.trainable) continue;
-      L.grads.push_back(p.numel * f.grad_bytes_per_param / f.grad_divisor);
+      L.grads.push_back(f.offload_grads ? 0 : p.numel * f.grad_bytes_per_param / f.grad_divisor);
       trace::OptimizerParam op;
       if (!f.offload_optimizer) {
         for (const auto& st : optimizer_state(rq.optimizer, p.spec, f.state_dtype)) {
@@ -202,7 +203,7 @@ trace::StepSpec build_spec(const Request& rq, const activations::ModelActivation
   s.steps = 3;
   s.optimizer_in_backward = rq.optimizer_in_backward;
   s.offload_activations = rq.offload_activations;
-  if (rq.data_parallel > 1 && rq.zero_stage == 0) {
+  if (rq.data_parallel > 1 && rq.zero_stage == 0 && !rq.fsdp.enabled) {
     // torch/nn/parallel/distributed.py: buckets of bucket_cap_mb (25 MiB), the first of
     // dist._DEFAULT_FIRST_BUCKET_BYTES (1 MiB), filled with the parameters in reverse order
     std::vector<uint64_t> grads;

@@ -24,6 +24,8 @@ struct Facts {
   uint64_t master_bytes_per_param = 0;  // ZeRO mixed precision's fp32 copy (per rank share)
   uint64_t zero_gather_bytes = 0;       // ZeRO-3: the gathered layer, a per-layer transient
   bool offload_params = false, offload_optimizer = false;
+  bool offload_grads = false;           // FSDP CPU offload: sharded gradients go to the CPU
+  bool weights_gathered_16bit = false;  // FSDP param_dtype 16-bit: autocast has nothing to cast
   // LoRA: (in, out) of each adapted linear, per chain layer
   std::vector<std::vector<std::pair<uint64_t, uint64_t>>> lora_io;
 };
