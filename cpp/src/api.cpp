@@ -3,9 +3,9 @@
 #include <cmath>
 #include <utility>
 
+#include "io/calculators.hpp"
 #include "io/json_fields.hpp"
 #include "io/request.hpp"
-#include "trainmem/calculators.hpp"
 
 namespace trainmem {
 namespace {

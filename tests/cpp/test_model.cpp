@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "io/model_json.hpp"
 #include "trainmem/api.hpp"
 #include "trainmem/model.hpp"
 

@@ -4,6 +4,7 @@
 //   torch/optim/_adafactor.py (torch >= 2.5), transformers/optimization.py (Adafactor),
 //   lucidrains/lion-pytorch lion_pytorch.py, bitsandbytes/optim/optimizer.py (Optimizer2State).
 #include "trainmem/optimizer.hpp"
+#include "io/optimizer_json.hpp"
 
 #include <algorithm>
 
