@@ -1,5 +1,5 @@
 """Measures saved-for-backward activation bytes of real PyTorch (CPU) for MLP chains and
-GPT-2 / BERT / Llama-shaped models (hand-built with HF's eager ops: tools/tm_torch_models.py),
+GPT-2 / BERT / Llama / T5-shaped models (hand-built with HF's eager ops: tools/tm_torch_models.py),
 with and without checkpointing, and writes tests/fixtures/torch_activations.json.
 
 Method: torch.autograd.graph.saved_tensors_hooks sees every tensor autograd saves during the
@@ -31,6 +31,11 @@ LLAMA_TINY = {"hidden_size": 128, "num_attention_heads": 4, "num_key_value_heads
               "intermediate_size": 344, "vocab_size": 1000, "rms_norm_eps": 1e-6, "rope_theta": 10000.0,
               "max_position_embeddings": 512}
 LLAMA_GQA = dict(LLAMA_TINY, num_key_value_heads=2)
+# T5 v1.0 (relu, tied head) and T5 v1.1 / mT5 (gated-gelu, untied head) shapes, d_kv != d_model/heads
+T5_TINY = {"d_model": 128, "d_kv": 16, "d_ff": 384, "num_heads": 6, "num_layers": 2, "num_decoder_layers": 3,
+           "vocab_size": 1000, "dropout_rate": 0.1, "feed_forward_proj": "relu", "tie_word_embeddings": True}
+T5_NODROP = dict(T5_TINY, dropout_rate=0.0)
+MT5_TINY = dict(T5_TINY, feed_forward_proj="gated-gelu", tie_word_embeddings=False)
 
 CASES = [
     {"name": "mlp relu 4 layers", "kind": "mlp", "sizes": [512, 1024, 1024, 512, 256], "microBatch": 64},
@@ -51,6 +56,16 @@ CASES = [
     {"name": "llama tiny bf16 b2 s64", "kind": "llama", "config": LLAMA_TINY, "microBatch": 2, "seqLen": 64,
      "dtype": "bf16"},
     {"name": "llama gqa fp32 b2 s64", "kind": "llama", "config": LLAMA_GQA, "microBatch": 2, "seqLen": 64},
+    {"name": "t5 tiny fp32 dropout 0.1 b2 s64 t32", "kind": "t5", "config": T5_TINY, "microBatch": 2,
+     "seqLen": 64, "targetLen": 32},
+    {"name": "t5 tiny fp32 no dropout b2 s48 t80", "kind": "t5", "config": T5_NODROP, "microBatch": 2,
+     "seqLen": 48, "targetLen": 80},
+    {"name": "mt5 tiny fp32 dropout 0.1 b2 s64 t32", "kind": "t5", "config": MT5_TINY, "microBatch": 2,
+     "seqLen": 64, "targetLen": 32},
+    {"name": "t5 tiny bf16 dropout 0.1 b2 s64 t32", "kind": "t5", "config": T5_TINY, "microBatch": 2,
+     "seqLen": 64, "targetLen": 32, "dtype": "bf16"},
+    {"name": "mt5 tiny bf16 no dropout b2 s64 t32", "kind": "t5", "config": dict(MT5_TINY, dropout_rate=0.0),
+     "microBatch": 2, "seqLen": 64, "targetLen": 32, "dtype": "bf16"},
 ]
 
 

@@ -1,8 +1,9 @@
 """Hand-built PyTorch models with the same operations as HuggingFace transformers' eager
-implementations (GPT2LMHeadModel, BertForSequenceClassification, LlamaForCausalLM) and a plain
+implementations (GPT2LMHeadModel, BertForSequenceClassification, LlamaForCausalLM,
+T5ForConditionalGeneration) and a plain
 MLP chain. transformers is not installed on the calibration machine (Debian python3-torch 1.13,
 CPU), so the calibration scripts rebuild the blocks op for op from the HF modeling files
-(transformers/models/{gpt2,bert,llama}/modeling_*.py, eager attention path).
+(transformers/models/{gpt2,bert,llama,t5}/modeling_*.py, eager attention path).
 
 Shared by tools/measure_activations.py and tools/measure_peak.py. Run with /usr/bin/python3.
 """
@@ -340,6 +341,213 @@ def llama(c):
     return chain
 
 
+# ---------------------------------------------------------------- T5 (modeling_t5.py)
+# Rebuilt from huggingface/transformers src/transformers/models/t5/modeling_t5.py at
+# 6b8b757dfcb582379a64f013cdce46c43629f2b0: T5LayerNorm (RMS without mean: pow/mean on the fp32
+# copy, the original times rsqrt, cast to the weight's 16-bit dtype), T5Attention (no score
+# scaling, relative position bias computed in block 0 of each stack and shared, softmax of
+# scores.float() then type_as, dropout on the probabilities), T5LayerCrossAttention (k, v from the
+# encoder output), T5DenseActDense / T5DenseGatedActDense, T5Stack (dropout on the embeddings,
+# final_layer_norm then dropout), T5ForConditionalGeneration (decoder ids = labels shifted right,
+# tied head scaled by d_model^-0.5, CrossEntropyLoss on the logits as they are).
+class T5Norm(nn.Module):
+    def __init__(self, h, eps=1e-6):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(h))
+        self.eps = eps
+
+    def forward(self, x):
+        var = x.to(torch.float32).pow(2).mean(-1, keepdim=True)
+        x = x * torch.rsqrt(var + self.eps)
+        if self.weight.dtype in (torch.float16, torch.bfloat16):
+            x = x.to(self.weight.dtype)
+        return self.weight * x
+
+
+def t5_bucket(rel, bidirectional, num_buckets=32, max_distance=128):
+    buckets = 0
+    if bidirectional:
+        num_buckets //= 2
+        buckets += (rel > 0).to(torch.long) * num_buckets
+        rel = torch.abs(rel)
+    else:
+        rel = -torch.min(rel, torch.zeros_like(rel))
+    max_exact = num_buckets // 2
+    is_small = rel < max_exact
+    large = max_exact + (torch.log(rel.float() / max_exact) / math.log(max_distance / max_exact)
+                         * (num_buckets - max_exact)).to(torch.long)
+    large = torch.min(large, torch.full_like(large, num_buckets - 1))
+    return buckets + torch.where(is_small, rel, large)
+
+
+class T5Attn(nn.Module):
+    def __init__(self, c, decoder, rel):
+        super().__init__()
+        h, self.a, self.d = c["d_model"], c["num_heads"], c["d_kv"]
+        inner = self.a * self.d
+        self.decoder = decoder
+        self.q, self.k = nn.Linear(h, inner, bias=False), nn.Linear(h, inner, bias=False)
+        self.v, self.o = nn.Linear(h, inner, bias=False), nn.Linear(inner, h, bias=False)
+        self.p = c["dropout_rate"]
+        self.rel = nn.Embedding(32, self.a) if rel else None
+
+    def bias(self, sq, sk):
+        ctx = torch.arange(sq, dtype=torch.long)[:, None]
+        mem = torch.arange(sk, dtype=torch.long)[None, :]
+        b = t5_bucket(mem - ctx, bidirectional=not self.decoder)
+        return self.rel(b).permute([2, 0, 1]).unsqueeze(0)
+
+    def forward(self, x, mask, position_bias, kv=None):
+        b, s = x.shape[:2]
+        src = x if kv is None else kv
+        q = self.q(x).view(b, -1, self.a, self.d).transpose(1, 2)
+        k = self.k(src).view(b, -1, self.a, self.d).transpose(1, 2)
+        v = self.v(src).view(b, -1, self.a, self.d).transpose(1, 2)
+        scores = torch.matmul(q, k.transpose(3, 2))
+        if position_bias is None:
+            if self.rel is None:
+                position_bias = torch.zeros((1, self.a, s, k.shape[-2]), dtype=scores.dtype)
+            else:
+                position_bias = self.bias(s, k.shape[-2])
+            position_bias = position_bias + mask
+        scores += position_bias
+        w = F.softmax(scores.float(), dim=-1).type_as(scores)
+        w = F.dropout(w, p=self.p, training=self.training)
+        o = torch.matmul(w, v).transpose(1, 2).contiguous().view(b, -1, self.a * self.d)
+        return self.o(o), position_bias
+
+
+class T5Sub(nn.Module):
+    """T5LayerSelfAttention / T5LayerCrossAttention: norm, attention, dropout, residual."""
+
+    def __init__(self, c, decoder, rel):
+        super().__init__()
+        self.attn = T5Attn(c, decoder, rel)
+        self.layer_norm = T5Norm(c["d_model"], c.get("layer_norm_epsilon", 1e-6))
+        self.dropout = nn.Dropout(c["dropout_rate"])
+
+    def forward(self, x, mask, position_bias, kv=None):
+        y, position_bias = self.attn(self.layer_norm(x), mask, position_bias, kv)
+        return x + self.dropout(y), position_bias
+
+
+class T5FF(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        h, i = c["d_model"], c["d_ff"]
+        self.gated = c["feed_forward_proj"].startswith("gated-")
+        if self.gated:
+            self.wi_0, self.wi_1 = nn.Linear(h, i, bias=False), nn.Linear(h, i, bias=False)
+        else:
+            self.wi = nn.Linear(h, i, bias=False)
+        self.wo = nn.Linear(i, h, bias=False)
+        self.inner_dropout = nn.Dropout(c["dropout_rate"])
+        self.layer_norm = T5Norm(h, c.get("layer_norm_epsilon", 1e-6))
+        self.dropout = nn.Dropout(c["dropout_rate"])
+
+    def forward(self, x):
+        y = self.layer_norm(x)
+        if self.gated:  # gated-gelu: ACT2FN["gelu_new"]
+            y = gelu_new(self.wi_0(y)) * self.wi_1(y)
+        else:  # relu: ACT2FN["relu"]
+            y = F.relu(self.wi(y))
+        y = self.wo(self.inner_dropout(y))
+        return x + self.dropout(y)
+
+
+class T5Block(nn.Module):
+    def __init__(self, c, decoder, first):
+        super().__init__()
+        self.decoder = decoder
+        self.self_attn = T5Sub(c, decoder, first)
+        self.cross = T5Sub(c, True, False) if decoder else None
+        self.ff = T5FF(c)
+
+    def forward(self, x):
+        x, self.stack.bias = self.self_attn(x, self.stack.mask, self.stack.bias)
+        if self.decoder:
+            x, self.stack.cross_bias = self.cross(x, self.stack.enc_mask, self.stack.cross_bias,
+                                                  self.stack.enc_out)
+        return self.ff(x)
+
+
+class T5State:
+    """What T5Stack.forward carries from block to block (the shared biases, masks, encoder output)."""
+    bias = None
+    cross_bias = None
+    mask = None
+    enc_mask = None
+    enc_out = None
+
+
+class T5Model(nn.Module):
+    """T5ForConditionalGeneration. Regions: embed (encoder embedding), eblock<i>, dembed (encoder
+    final norm, decoder embedding), dblock<i>, head. `ckpt` "blocks": torch.utils.checkpoint
+    around every block (HF gradient_checkpointing)."""
+
+    def __init__(self, c):
+        super().__init__()
+        h = c["d_model"]
+        self.shared = nn.Embedding(c["vocab_size"], h)
+        self.tied = c.get("tie_word_embeddings", True)
+        self.h = h
+        self.enc = nn.ModuleList([T5Block(c, False, i == 0) for i in range(c["num_layers"])])
+        self.dec = nn.ModuleList([T5Block(c, True, i == 0)
+                                  for i in range(c.get("num_decoder_layers", c["num_layers"]))])
+        self.enc_norm = T5Norm(h, c.get("layer_norm_epsilon", 1e-6))
+        self.dec_norm = T5Norm(h, c.get("layer_norm_epsilon", 1e-6))
+        self.drop = nn.Dropout(c["dropout_rate"])
+        self.lm_head = nn.Linear(h, c["vocab_size"], bias=False)
+        if self.tied:
+            self.lm_head.weight = self.shared.weight
+        self.ckpt = "none"
+        self.region = None
+
+    def _tag(self, name):
+        if self.region is not None:
+            self.region(name)
+
+    def _stack(self, blocks, x, st, tag):
+        for i, blk in enumerate(blocks):
+            self._tag(f"{tag}{i}")
+            blk.stack = st
+            x = checkpoint(blk, x) if self.ckpt == "blocks" else blk(x)
+        return x
+
+    def forward(self, ids, labels):
+        dt = self.shared.weight.dtype
+        b, s = ids.shape
+        t = labels.shape[1]
+        minv = torch.finfo(dt).min
+        self._tag("embed")
+        enc = T5State()
+        enc.mask = (1.0 - torch.ones(b, s, dtype=dt)[:, None, None, :]) * minv  # ones mask, inverted
+        x = self.drop(self.shared(ids))
+        x = self._stack(self.enc, x, enc, "eblock")
+        self._tag("dembed")
+        enc_out = self.drop(self.enc_norm(x))
+        # T5._shift_right: decoder_start_token_id (0) first, labels shifted right
+        dec_ids = torch.zeros_like(labels)
+        dec_ids[:, 1:] = labels[:, :-1].clone()
+        dec = T5State()
+        causal = torch.full((t, t), minv, dtype=dt).triu(1)[None, None].expand(b, 1, t, t)
+        dec.mask = causal
+        dec.enc_mask = (1.0 - torch.ones(b, s, dtype=dt)[:, None, None, :]) * minv
+        dec.enc_out = enc_out
+        y = self.drop(self.shared(dec_ids))
+        y = self._stack(self.dec, y, dec, "dblock")
+        self._tag("head")
+        y = self.drop(self.dec_norm(y))
+        if self.tied:
+            y = y * (self.h ** -0.5)
+        logits = self.lm_head(y)
+        return F.cross_entropy(logits.view(-1, logits.size(-1)), labels.view(-1), ignore_index=-100)
+
+
+def t5(c):
+    return T5Model(c)
+
+
 # ---------------------------------------------------------------- MLP chain
 def mlp(sizes, activation="relu"):
     """Linear(sizes[i], sizes[i+1]) followed by the activation, for every i."""
@@ -372,6 +580,10 @@ def build(case):
         m = llama(c)
         ids = torch.randint(0, c["vocab_size"], (b, s))
         return m, (ids, ids)
+    if kind == "t5":
+        m = t5(c)
+        ids = torch.randint(0, c["vocab_size"], (b, s))
+        return m, (ids, torch.randint(0, c["vocab_size"], (b, case["targetLen"])))
     raise ValueError(kind)
 
 

@@ -5,6 +5,7 @@
 
 #include "io/calculators.hpp"
 #include "io/json_fields.hpp"
+#include "io/messages.hpp"
 #include "io/request.hpp"
 
 namespace trainmem {
@@ -152,6 +153,11 @@ std::string call_with_bytes(const std::string& function, const std::string& requ
     path.clear();
     check_integers(result, &path, &inexact);
     if (!inexact.empty()) put(result, "inexact", std::move(inexact));
+    // The sentences in the result as codes (a snapshot's frames and names are not sentences).
+    if (function != "readSnapshot") {
+      json codes = messages::codes_of(result);
+      if (!codes.empty()) put(result, "messages", std::move(codes));
+    }
     json ok = json::object();
     put(ok, "ok", true);
     put(ok, "result", std::move(result));

@@ -55,6 +55,23 @@ ModelDescription fixture_model(const json& c) {
     a.attention_dropout = k["attention_probs_dropout_prob"];
     a.num_labels = k["num_labels"];
     a.encoder_only = true;
+  } else if (kind == "t5") {
+    // T5Config fields (tools/tm_torch_models.py T5Model reads the same)
+    a.encoder_layers = k["num_layers"];
+    a.layers = k["num_decoder_layers"];
+    a.hidden = k["d_model"];
+    a.heads = k["num_heads"];
+    a.head_dim = k["d_kv"];
+    a.intermediate = k["d_ff"];
+    a.vocab = k["vocab_size"];
+    const std::string ff = k["feed_forward_proj"];
+    a.gated_mlp = ff.rfind("gated-", 0) == 0;
+    a.activation = a.gated_mlp ? "gelu_new" : ff;
+    a.norm = "rmsnorm";
+    a.hidden_dropout = a.attention_dropout = k["dropout_rate"].get<double>();
+    a.tied_embeddings = k["tie_word_embeddings"];
+    m.params = 1;
+    return m;
   } else {
     a.layers = k["num_hidden_layers"];
     a.hidden = k["hidden_size"];
@@ -75,6 +92,7 @@ activations::Settings cpu_settings(const json& c) {
   activations::Settings s;
   s.micro_batch = c["microBatch"];
   s.seq_len = c.value("seqLen", 1);
+  s.target_len = c.value("targetLen", 0);
   s.precision = c.value("dtype", "fp32") == "bf16" ? activations::Precision::bf16
                                                    : activations::Precision::fp32;
   s.attention = activations::Attention::eager;
@@ -192,4 +210,142 @@ TEST_CASE("newer decoders take the Llama recipe with their attention width", "[a
   for (const auto& a : da.assumptions)
     said = said || a.find("latent attention") != std::string::npos;
   CHECK(said);
+}
+
+TEST_CASE("activations: T5 takes its own recipe and matches torch 1.13 within 0.1 %",
+          "[activations][t5]") {
+  const json fx = load("torch_activations.json");
+  int n = 0;
+  for (const auto& c : fx["cases"]) {
+    if (c["kind"] != "t5") continue;
+    ++n;
+    INFO(c["name"].get<std::string>());
+    const activations::ModelActivations acts =
+        activations::transformer_activations(fixture_model(c), cpu_settings(c));
+    CHECK(acts.recipe == "t5");
+    const double measured = c["savedBytes"].get<double>();
+    const double predicted = static_cast<double>(acts.total_saved_bytes) - 4;  // the loss scalar
+    INFO("measured " << measured << " predicted " << predicted);
+    CHECK(std::fabs(predicted - measured) <= 0.001 * measured);
+  }
+  CHECK(n >= 5);
+}
+
+TEST_CASE("activations: a T5 encoder block, fp32 with dropout 0.1 on CPU, by hand",
+          "[activations][t5]") {
+  // modeling_t5.py (transformers 6b8b757), torch 1.13 CPU (dropout keeps a float mask of the
+  // tensor's width; MeanBackward1 keeps its input). b=2, s=64 (T=128 tokens), d_model h=128,
+  // 6 heads x d_kv 16 (q=96), d_ff i=384, relu. Per encoder block, in bytes:
+  //   self-attention T5LayerNorm: x^2 T*h*4 = 65,536; rsqrt T*4 = 512; x*rsqrt T*h*4 = 65,536;
+  //     output (q, k, v input) 65,536                                           -> 197,120
+  //   q, k^T copies 2*T*q*4 = 98,304; softmax b*a*s*s*4 = 196,608; its dropout mask 196,608
+  //     and output 196,608; v copy T*q*4 = 49,152                               -> 737,280
+  //   o input T*q*4 = 49,152; dropout mask T*h*4 = 65,536; residual sum 65,536 -> 180,224
+  //   feed-forward T5LayerNorm                                                   -> 197,120
+  //   ReLU output T*i*4 = 196,608; inner dropout mask 196,608; wo input 196,608 -> 589,824
+  //   dropout mask T*h*4 = 65,536; block output 65,536                          -> 131,072
+  // total 2,032,640 (the second encoder block measured by tools/measure_activations.py:
+  // savedBytesByRegion.eblock1 of "t5 tiny fp32 dropout 0.1 b2 s64 t32").
+  ModelDescription m;
+  m.params = 1;
+  Architecture& a = m.arch;
+  a.model_type = "t5";
+  a.encoder_layers = 3;
+  a.layers = 2;
+  a.hidden = 128;
+  a.heads = 6;
+  a.head_dim = 16;
+  a.intermediate = 384;
+  a.vocab = 1000;
+  a.activation = "relu";
+  a.norm = "rmsnorm";
+  a.hidden_dropout = a.attention_dropout = 0.1;
+  activations::Settings s;
+  s.micro_batch = 2;
+  s.seq_len = 64;
+  s.target_len = 32;
+  s.attention = activations::Attention::eager;
+  s.runtime = peak::runtime_profile("pytorch-cpu", "runtime").traits;
+  const auto acts = activations::transformer_activations(m, s);
+  REQUIRE(acts.layers.size() == 1 + 3 + 2 + 1);
+  CHECK(acts.layers[1].saved_bytes == 2032640);
+  CHECK(acts.layers[2].saved_bytes == 2032640);
+  // the encoder's end (last encoder block): its final norm 131,584 (x^2, rsqrt, x*rsqrt), the
+  // dropout mask 65,536, the encoder output 65,536, decoder ids 64*8 = 512, decoder buckets
+  // 32*32*8 = 8,192, the decoder embedding's mask 32,768 and output 32,768
+  CHECK(acts.layers[3].saved_bytes ==
+        2032640 + 131584 + 65536 + 65536 + 512 + 8192 + 32768 + 32768);
+  CHECK(acts.layers[3].output_bytes == 65536 + 32768);
+  // targetLen for a decoder-only model is an error naming the field
+  m.arch.model_type = "llama";
+  m.arch.encoder_layers = 0;
+  try {
+    activations::transformer_activations(m, s);
+    FAIL("no error");
+  } catch (const RequestError& e) {
+    CHECK(e.field() == "targetLen");
+  }
+}
+
+namespace {
+// Saved bytes of chain layer `i`, eager and compiled, on the CUDA runtime.
+std::pair<uint64_t, uint64_t> eager_compiled(const ModelDescription& m, activations::Settings s,
+                                             size_t i) {
+  s.runtime = peak::runtime_profile("pytorch-cuda", "runtime").traits;
+  s.compiled = false;
+  const uint64_t eager = activations::transformer_activations(m, s).layers.at(i).saved_bytes;
+  s.compiled = true;
+  const auto c = activations::transformer_activations(m, s);
+  CHECK(c.assumptions.front().find("torch.compile") == 0);
+  return {eager, c.layers.at(i).saved_bytes};
+}
+}  // namespace
+
+TEST_CASE("activations: compile for GPT-2, BERT and T5 blocks, by the partitioner's rules",
+          "[activations][compile]") {
+  // torch/_functorch/partitioners.py (pytorch 00c07b9) get_default_op_list: mm / bmm / addmm /
+  // SDPA outputs may not be recomputed, pow / tanh / mul / casts / views may; a node a
+  // backward matmul must read is materialized, so it stays saved.
+  activations::Settings s;
+  s.micro_batch = 2;
+  s.seq_len = 128;  // T = 256
+  s.precision = activations::Precision::amp_bf16;
+  s.attention = activations::Attention::sdpa;
+  // GPT-2 (gelu_new, h 64, i 256): eager keeps x (fp32 copy under autocast), tanh, 0.5x (fp32)
+  // and 1+tanh (16-bit) = 14 B per element; compiled keeps the 16-bit c_fc output only, 2 B:
+  // 12 x T x i = 12 x 256 x 256 = 786,432 B less per block; masks are 1 byte either way (CUDA).
+  ModelDescription g;
+  g.params = 1;
+  g.arch.model_type = "gpt2";
+  g.arch.layers = 2;
+  g.arch.hidden = 64;
+  g.arch.heads = 4;
+  g.arch.intermediate = 256;
+  g.arch.vocab = 100;
+  g.arch.activation = "gelu_new";
+  g.arch.hidden_dropout = g.arch.attention_dropout = 0.1;
+  auto [ge, gc] = eager_compiled(g, s, 1);
+  CHECK(ge - gc == 786432);
+  // BERT (native GELU, post-LayerNorm): every saved tensor is a matmul input or output, a
+  // LayerNorm input or statistic, or a 1-byte mask already: compiled = eager.
+  ModelDescription b = g;
+  b.arch.model_type = "bert";
+  b.arch.activation = "gelu";
+  b.arch.encoder_only = true;
+  auto [be, bc] = eager_compiled(b, s, 1);
+  CHECK(be == bc);
+  // mT5 encoder block in bf16 (h 64, i 256, gated-gelu, no dropout): per T5LayerNorm eager
+  // keeps the fp32 copy (4 B) and the product x * rsqrt (2 B) that compile recomputes: 2 norms
+  // x 6 x T x h = 196,608; gelu_new 8 B -> 2 B and the activation output 2 B -> 0: 8 x T x i =
+  // 524,288. 720,896 B less.
+  ModelDescription t = g;
+  t.arch.model_type = "mt5";
+  t.arch.encoder_layers = 2;
+  t.arch.head_dim = 16;
+  t.arch.gated_mlp = true;
+  t.arch.norm = "rmsnorm";
+  t.arch.hidden_dropout = t.arch.attention_dropout = 0;
+  s.precision = activations::Precision::bf16;
+  auto [te, tc] = eager_compiled(t, s, 1);
+  CHECK(te - tc == 720896);
 }

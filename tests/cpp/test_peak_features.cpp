@@ -4,7 +4,9 @@
 #include <catch2/catch.hpp>
 
 #include "io/request.hpp"
+#include "peak/peak_lora.hpp"
 #include "trainmem/api.hpp"
+#include "trainmem/model.hpp"
 #include "trainmem/peak_memory.hpp"
 
 using trainmem::json;
@@ -303,4 +305,27 @@ TEST_CASE("LoRA targets PEFT refuses or ignores", "[peak][lora]") {
   for (const auto& a : r["assumptions"])
     said = said || a.get<std::string>().find("'wi'") != std::string::npos;
   CHECK(said);
+}
+
+TEST_CASE("LoRA on t5-small: all-linear, and the decoder's adapters in the decoder's blocks",
+          "[peak][lora][t5]") {
+  // all-linear (PEFT _maybe_include_all_linear_layers: every nn.Linear but the output
+  // embedding): per encoder block q, k, v, o 4 x 8 x (512 + 512) = 32,768, wi and wo
+  // 2 x 8 x (512 + 2,048) = 40,960 -> 73,728 x 6 = 442,368; per decoder block 8 attention
+  // projections (self + EncDecAttention) 65,536 + 40,960 = 106,496 x 6 = 638,976; lm_head left
+  // out. 96 modules, 1,081,344 parameters.
+  const json r = lora_run({{"preset", "t5-small"}}, {{"rank", 8}, {"targetModules", "all-linear"}});
+  CHECK(r["trainableParams"] == 1081344);
+  // The chain: embeddings, 6 encoder blocks, 6 decoder blocks, head. PEFT's default q, v:
+  // 2 adapters in each encoder block, 4 in each decoder block (self + cross), none in the head.
+  const trainmem::ModelDescription m = trainmem::model_from_preset("t5-small", "model");
+  trainmem::peak::Lora l;
+  l.enabled = true;
+  l.rank = 8;
+  const trainmem::peak::LoraPlan p = trainmem::peak::plan_lora(m, l, 14);
+  CHECK(p.modules == 36);
+  CHECK(p.per_layer[0].empty());
+  for (size_t i = 1; i <= 6; ++i) CHECK(p.per_layer[i].size() == 2);
+  for (size_t i = 7; i <= 12; ++i) CHECK(p.per_layer[i].size() == 4);
+  CHECK(p.per_layer[13].empty());
 }

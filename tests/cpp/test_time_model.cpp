@@ -2,6 +2,7 @@
 // hand.
 #include <catch2/catch.hpp>
 
+#include "trainmem/error.hpp"
 #include "trainmem/time_model.hpp"
 
 using namespace trainmem;
@@ -131,4 +132,37 @@ TEST_CASE("time model: optimizer traffic per parameter", "[time_model]") {
   // fp32 AdamW: read+write weights (8), read gradient (4), read+write 2 states (16) = 28 B.
   CHECK(optimizer_bytes_per_param(2, 4, 4) == 28);
   CHECK(optimizer_bytes_per_param(0, 4, 4) == 12);  // plain SGD
+}
+
+TEST_CASE("time model: T5 counts its encoder over seqLen and its decoder over targetLen",
+          "[time_model][t5]") {
+  // t5-small (google-t5/t5-small config.json: d_model 512, 8 heads x d_kv 64, d_ff 2048,
+  // relu, 6 + 6 layers, vocab 32128); s = 512 input tokens, t = 128 decoder tokens, by hand:
+  //   encoder matmuls per input token: 6 x 2 x (4 x 512 x 512 + 2 x 512 x 2048) = 37,748,736
+  //   decoder cross-attention k, v on the encoder's tokens: 6 x 2 x 2 x 512 x 512 = 6,291,456
+  //   decoder per decoder token 6 x 2 x (6 x 512 x 512 + 2 x 512 x 2048) = 44,040,192, x t/s
+  //     = 11,010,048                                                  -> matmuls 55,050,240
+  //   scores: encoder 6 x 4 x 512 x 512 = 6,291,456; decoder (t/s) x 6 x 4 x (128 + 512) x 512
+  //     = 1,966,080                                                   -> attention 8,257,536
+  //   LM head (t/s) x 2 x 512 x 32128 = 8,224,768
+  ModelDescription m;
+  m.params = 60506624;
+  Architecture& a = m.arch;
+  a.model_type = "t5";
+  a.layers = a.encoder_layers = 6;
+  a.hidden = 512;
+  a.heads = 8;
+  a.head_dim = 64;
+  a.intermediate = 2048;
+  a.vocab = 32128;
+  const ForwardFlops f = forward_flops_per_token(m, 512, 128);
+  CHECK(f.method == "architecture");
+  CHECK(f.layers == 12);
+  CHECK(f.block_matmul == Approx(55050240.0).epsilon(1e-12));
+  CHECK(f.attention == Approx(8257536.0).epsilon(1e-12));
+  CHECK(f.head == Approx(8224768.0).epsilon(1e-12));
+  CHECK(f.total == Approx(71532544.0).epsilon(1e-12));
+  // without targetLen the decoder runs over seqLen: r = 1
+  const ForwardFlops g = forward_flops_per_token(m, 512);
+  CHECK(g.head == Approx(2.0 * 512 * 32128).epsilon(1e-12));
 }

@@ -9,18 +9,22 @@ let env;
 let foreign; // a second server = a different origin, like a documentation site
 let foreignBase;
 const pages = new Map();
+const policies = new Map(); // path -> a page's own Content-Security-Policy
 
 before(async () => {
   env = await setup();
   foreign = createServer((req, res) => {
-    const body = pages.get(new URL(req.url, 'http://x').pathname);
+    const path = new URL(req.url, 'http://x').pathname;
+    const body = pages.get(path);
     if (!body) {
       res.writeHead(404);
       return res.end();
     }
     res.writeHead(200, {
       'Content-Type': 'text/html; charset=utf-8',
-      'Content-Security-Policy': `default-src 'self'; script-src 'self' ${env.base} 'wasm-unsafe-eval'; style-src 'self' ${env.base}; connect-src ${env.base} data:; frame-src ${env.base}; img-src data:`,
+      'Content-Security-Policy':
+        policies.get(path) ||
+        `default-src 'self'; script-src 'self' ${env.base} 'wasm-unsafe-eval'; style-src 'self' ${env.base}; connect-src ${env.base} data:; frame-src ${env.base}; img-src data:`,
     });
     res.end(body);
   });
@@ -33,6 +37,33 @@ after(async () => {
 });
 
 describe('embedding', () => {
+  it('a host whose CSP blocks the core gets a message saying so, not "Failed to fetch"', async () => {
+    // connect-src without trainmem's origin: the element's script runs, its .wasm fetch is blocked
+    pages.set(
+      '/strict.html',
+      `<!doctype html><html lang="en"><head><title>Strict docs</title>
+<script type="module" src="${env.base}/app/dist/element.js"></script></head>
+<body><main><trainmem-calculator id="c" calculator="size" lang="en"></trainmem-calculator></main></body></html>`,
+    );
+    policies.set(
+      '/strict.html',
+      `default-src 'self'; script-src 'self' ${env.base}; style-src 'self' ${env.base}; connect-src 'self'`,
+    );
+    const { page, context } = await openPage(env.browser, `${foreignBase}/strict.html`);
+    await page.waitForFunction(
+      () => !!document.querySelector('#c')?.shadowRoot?.querySelector('[role="alert"]'),
+      null,
+      { timeout: 15000 },
+    );
+    const text = await page.$eval(
+      '#c',
+      (el) => el.shadowRoot.querySelector('[role="alert"]').textContent,
+    );
+    assert.match(text, /Content-Security-Policy/);
+    assert.doesNotMatch(text, /Failed to fetch/);
+    await context.close();
+  });
+
   it('the custom element works from one script tag on another origin (Arabic, chosen inputs, worked example)', async () => {
     pages.set(
       '/doc.html',

@@ -12,7 +12,10 @@ const en = read('en');
 const ar = read('ar');
 
 test('English and Arabic have the same keys', () => {
-  assert.deepEqual(Object.keys(ar).sort(), Object.keys(en).sort());
+  // core.<code>: the core's sentences, whose English is the core's catalog
+  // (tests/js/messages.test.js checks those).
+  const own = (s) => Object.keys(s).filter((k) => !k.startsWith('core.'));
+  assert.deepEqual(own(ar).sort(), own(en).sort());
 });
 
 test('each string has the same placeholders in both languages', () => {

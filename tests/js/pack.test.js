@@ -36,11 +36,21 @@ test('the tarball holds the whitelist and nothing users do not need', () => {
     'web/lib/index.d.ts',
     'web/lib/index.d.cts',
     'web/lib/errors.js',
+    'web/lib/units.js',
     'web/lib/cli.js',
+    'web/lib/cli/main.js',
+    'web/lib/cli/args.js',
+    'web/lib/cli/flags.js',
+    'web/lib/cli/render.js',
+    'web/lib/cli/commands/index.js',
     'web/lib/wasm/trainmem_wasm.mjs',
   ];
   for (const f of needed) assert.ok(files.includes(f), `${f} missing from the tarball`);
-  const allowed = (f) => needed.includes(f) || /^(README|LICEN[CS]E|CHANGELOG)(\.md)?$/i.test(f);
+  // the CLI's modules: web/lib/cli/*.js and web/lib/cli/commands/*.js, nothing else
+  const allowed = (f) =>
+    needed.includes(f) ||
+    /^web\/lib\/cli\/(commands\/)?[a-z-]+\.js$/.test(f) ||
+    /^(README|LICEN[CS]E|CHANGELOG)(\.md)?$/i.test(f);
   assert.deepEqual(
     files.filter((f) => !allowed(f)),
     [],

@@ -1,156 +1,29 @@
-// The trainmem page: four calculators sharing one model / optimizer / GPU context, the seeds'
-// worked examples, pictures, exports and embed codes. mountApp() serves the full page, the
-// iframe mode and the <trainmem-calculator> element alike.
+// The trainmem page's controller: the state, the requests built from it, and the results.
+// Four calculators share one model / optimizer / GPU context; the inputs are form.js's, the
+// answer at the top verdict.js's, each calculator's result views.js's, the exports and embed
+// codes export.js's. mountApp() serves the full page, the iframe mode and the
+// <trainmem-calculator> element alike.
 import { load } from '../lib/index.js';
 import { h, put } from './dom.js';
 import { loadStrings, makeTranslator, browserLang, prefetchStrings } from './i18n.js';
 import { FIELDS, TABS, defaults } from './state.js';
-import { BUILDERS, isHeavy, InputError, modelOf } from './requests.js';
+import { BUILDERS, isHeavy, modelOf } from './requests.js';
 import { Solver } from './solver.js';
 import { snapshotPanel } from './snapshot.js';
-import { frontierData } from './frontier.js';
 import { EXAMPLES, findPreset } from './examples.js';
 import { makeExports } from './export.js';
-import { flatten, isBytesKey, breakdownParts, partBytes } from './format.js';
-import { stackedBars, lines, resetColors } from './charts.js';
-import { placementDiagram, accumulationDiagram } from './diagrams.js';
-
-// Inputs of each part of the page, in focus order.
-const CONTEXT_FIELDS = [
-  'modelSource',
-  'params',
-  'preset',
-  'config',
-  'optimizer',
-  'gpu',
-  'gpuGB',
-  'microBatch',
-  'seqLen',
-];
-const TAB_FIELDS = {
-  size: ['weightDtype', 'stateDtype', 'masterWeights', 'format'],
-  peak: [
-    'precision',
-    'checkpointing',
-    'budgetGB',
-    'accumSteps',
-    'dataParallel',
-    'zeroStage',
-    'attention',
-    'runtime',
-    'optImpl',
-  ],
-  accum: [
-    'accMode',
-    'targetGlobalBatch',
-    'accumSteps',
-    'dataParallel',
-    'precision',
-    'checkpointing',
-    'datasetSize',
-    'attention',
-    'runtime',
-    'optImpl',
-  ],
-  place: [
-    'chainSource',
-    'layers',
-    'layerMB',
-    'precision',
-    'strategy',
-    'k',
-    'segments',
-    'snapshots',
-    'budgetGB',
-    'slots',
-    'frontier',
-  ],
-};
-// The question line at the top of the page: model, GPU, batch and sequence, then the optimizer.
-const ASK_FIELDS = [
-  'modelSource',
-  'params',
-  'preset',
-  'config',
-  'gpu',
-  'gpuGB',
-  'microBatch',
-  'seqLen',
-  'optimizer',
-];
-// Which context inputs each calculator reads.
-const USES = {
-  size: new Set(['modelSource', 'params', 'preset', 'config', 'optimizer']),
-  peak: new Set(CONTEXT_FIELDS),
-  accum: new Set(CONTEXT_FIELDS),
-  place: new Set(['modelSource', 'params', 'preset', 'config', 'microBatch', 'seqLen']),
-};
-// A change of these re-lays out the form (other inputs update results in place).
-const STRUCTURAL = new Set([
-  'modelSource',
-  'gpu',
-  'accMode',
-  'chainSource',
-  'strategy',
-  'checkpointing',
-  'tab',
-  'lang',
-]);
-
-function visible(key, st, tab) {
-  switch (key) {
-    case 'params':
-      return st.modelSource === 'params';
-    case 'preset':
-      return st.modelSource === 'preset';
-    case 'config':
-      return st.modelSource === 'config';
-    case 'gpuGB':
-      return !st.gpu;
-    case 'budgetGB':
-      return tab === 'peak'
-        ? st.checkpointing === 'optimal'
-        : ['chen-greedy', 'optimal-single-level', 'optimal'].includes(st.strategy);
-    case 'k':
-      return st.strategy === 'every-k';
-    case 'segments':
-      return st.strategy === 'sequential';
-    case 'snapshots':
-      return st.strategy === 'revolve';
-    case 'slots':
-      return st.strategy === 'optimal';
-    case 'layers':
-    case 'layerMB':
-      return st.chainSource === 'uniform';
-    case 'precision':
-      return tab !== 'place' || st.chainSource === 'model';
-    case 'targetGlobalBatch':
-    case 'checkpointing':
-    case 'attention':
-    case 'runtime':
-    case 'optImpl':
-      return tab !== 'accum' || st.accMode === 'plan';
-    case 'accumSteps':
-    case 'datasetSize':
-      return tab !== 'accum' || st.accMode === 'forward';
-    default:
-      return true;
-  }
-}
-
-/** "7B", "124M", "6,738,415,616", "6.7e9" → a whole number, or NaN. */
-export function parseCount(text) {
-  const m = /^\s*(\d+(?:\.\d+)?(?:e\d+)?)\s*([kmbt])?\s*$/i.exec(
-    String(text).replace(/[,_\s](?=\d)/g, ''),
-  );
-  if (!m) return NaN;
-  const mult = { k: 1e3, m: 1e6, b: 1e9, t: 1e12 }[(m[2] || '').toLowerCase()] || 1;
-  const n = Number(m[1]) * mult;
-  const whole = Math.round(n);
-  // "4.5" is not a count (no silent rounding to 5); "6.7B" is, up to float error
-  if (Math.abs(n - whole) > 1e-9 * Math.max(1, n)) return NaN;
-  return Number.isSafeInteger(whole) ? whole : NaN;
-}
+import { resetColors } from './charts.js';
+import {
+  CONTEXT_FIELDS,
+  TAB_FIELDS,
+  ASK_FIELDS,
+  ADVANCED_FIELDS,
+  USES,
+  STRUCTURAL,
+  makeForm,
+} from './form.js';
+import { makeViews } from './views.js';
+import { makeVerdict } from './verdict.js';
 
 // Start-up phases for bench/page.mjs (User Timing; a no-op where marks are unsupported).
 function mark(name) {
@@ -266,194 +139,66 @@ export async function mountApp(root, options = {}) {
     else compute();
   }
 
-  // ---- inputs -------------------------------------------------------------------------
-  function optionLabel(key, v) {
-    const k = `opt.${key}.${v}`;
-    const s = t(k);
-    return s === k ? v : s;
-  }
-
-  function helpFor(key) {
-    const k = `help.${key}`;
-    const s = t(k);
-    return s === k ? '' : s;
-  }
-
-  function field(key, tab) {
-    const f = FIELDS[key];
-    const id = `tm-${key}`;
-    const help = helpFor(key);
-    const helpId = help ? `${id}-help` : null;
-    const errId = `${id}-err`;
-    let control;
-    if (key === 'modelSource') {
-      const radios = f.values.map((v) =>
-        h(
-          'label',
-          { class: 'radio' },
-          h('input', {
-            type: 'radio',
-            id: `${id}-${v}`,
-            name: `${id}-r`,
-            value: v,
-            checked: st.modelSource === v,
-            disabled: v === 'preset' && !presets.models.length,
-            onchange: () => update({ modelSource: v }),
-          }),
-          ' ',
-          t(`opt.modelSource.${v}`),
-        ),
-      );
-      return h(
-        'fieldset',
-        { class: 'field field-wide' },
-        h('legend', {}, t('field.modelSource')),
-        h('div', { class: 'radios' }, radios),
-        !presets.models.length ? h('small', { class: 'help' }, t('help.noPresets')) : null,
-      );
-    }
-    if (key === 'preset') {
-      control = h(
-        'select',
-        // (Latin names: left to right in both languages, so that RTL does not clip their start)
-        {
-          id,
-          dir: 'ltr',
-          onchange: (e) => update({ preset: e.target.value }),
-          'aria-describedby': helpId,
-        },
-        h('option', { value: '' }, t('opt.preset.none')),
-        presets.models.map((m) =>
-          h('option', { value: m.id, selected: st.preset === m.id }, m.name || m.id),
-        ),
-      );
-    } else if (key === 'gpu') {
-      control = h(
-        'select',
-        {
-          id,
-          dir: 'ltr',
-          onchange: (e) => update({ gpu: e.target.value }),
-          'aria-describedby': helpId,
-        },
-        h('option', { value: '' }, t('opt.gpu.custom')),
-        presets.gpus.map((g) =>
-          h('option', { value: g.id, selected: st.gpu === g.id }, g.name || g.id),
-        ),
-      );
-    } else if (key === 'config') {
-      const area = h('textarea', {
-        id,
-        rows: 5,
-        spellcheck: false,
-        'aria-describedby': [helpId, errId].filter(Boolean).join(' '),
-        placeholder: '{ "model_type": "llama", "hidden_size": 4096, … }',
-        oninput: (e) => update({ config: e.target.value }),
-      });
-      area.value = st.config;
-      const file = h('input', {
-        type: 'file',
-        id: `${id}-file`,
-        accept: '.json,application/json',
-        onchange: async (e) => {
-          const text = await e.target.files?.[0]?.text();
-          if (typeof text === 'string') {
-            area.value = text.slice(0, FIELDS.config.max);
-            update({ config: area.value });
-          }
-        },
-      });
-      return h(
-        'div',
-        { class: 'field field-wide' },
-        h('label', { for: id }, t('field.config')),
-        area,
-        h('label', { for: `${id}-file`, class: 'file-label' }, t('field.configFile')),
-        file,
-        help ? h('small', { id: helpId, class: 'help' }, help) : null,
-      );
-    } else if (f.kind === 'choice') {
-      control = h(
-        'select',
-        { id, 'aria-describedby': helpId, onchange: (e) => update({ [key]: e.target.value }) },
-        f.values.map((v) =>
-          h('option', { value: v, selected: st[key] === v }, optionLabel(key, v)),
-        ),
-      );
-    } else if (f.kind === 'bool') {
-      control = h('input', {
-        id,
-        type: 'checkbox',
-        checked: !!st[key],
-        'aria-describedby': helpId,
-        onchange: (e) => update({ [key]: e.target.checked }),
-      });
-      return h(
-        'div',
-        { class: 'field field-check' },
-        control,
-        h('label', { for: id }, t(`field.${key}`)),
-        help ? h('small', { id: helpId, class: 'help' }, help) : null,
-      );
-    } else {
-      const err = h('small', { id: errId, class: 'field-error', 'aria-live': 'polite' });
-      control = h('input', {
-        id,
-        type: 'text',
-        inputmode: f.kind === 'int' ? 'numeric' : 'decimal',
-        autocomplete: 'off',
-        value: key === 'params' ? t.int(st[key]) : String(st[key]),
-        'aria-describedby': [helpId, errId].filter(Boolean).join(' '),
-        oninput: (e) => {
-          const raw = e.target.value;
-          const n = f.kind === 'int' ? parseCount(raw) : Number(raw.replace(/,/g, ''));
-          const ok =
-            raw.trim() !== '' &&
-            Number.isFinite(n) &&
-            n >= f.min &&
-            n <= f.max &&
-            (f.kind !== 'int' || Number.isInteger(n));
-          e.target.setAttribute('aria-invalid', ok ? 'false' : 'true');
-          if (ok) {
-            invalid.delete(key);
-            err.textContent = '';
-            update({ [key]: n }, { typing: true });
-          } else {
-            const fraction =
-              f.kind === 'int' && Number.isFinite(parseFloat(raw)) && /\.\d*[1-9]/.test(raw);
-            const msg = t(fraction ? 'error.integer' : 'error.number', {
-              min: t.int(f.min),
-              max: t.int(f.max),
-            });
-            invalid.set(key, msg);
-            err.textContent = msg;
-            compute();
-          }
-        },
-      });
-      return h(
-        'div',
-        { class: `field tm-f-${key}` },
-        h('label', { for: id }, t(`field.${key}`)),
-        control,
-        help ? h('small', { id: helpId, class: 'help' }, help) : null,
-        err,
-      );
-    }
-    return h(
-      'div',
-      { class: `field tm-f-${key}` },
-      h('label', { for: id }, t(`field.${key}`)),
-      control,
-      help ? h('small', { id: helpId, class: 'help' }, help) : null,
-    );
-  }
-
-  function fields(keys, tab) {
-    return keys
-      .filter((k) => visible(k, st, tab) && (!show || show.has(k)))
-      .map((k) => field(k, tab));
-  }
+  // The form, the verdict and the result views read the live state through these getters.
+  const form = makeForm({
+    get t() {
+      return t;
+    },
+    get st() {
+      return st;
+    },
+    get presets() {
+      return presets;
+    },
+    show,
+    invalid,
+    update,
+    compute: () => compute(),
+  });
+  const { optionLabel, fields } = form;
+  const verdict = makeVerdict({
+    get t() {
+      return t;
+    },
+    get st() {
+      return st;
+    },
+    tm,
+    solver,
+    invalid,
+    get verdictEl() {
+      return verdictEl;
+    },
+    get suggestEl() {
+      return suggestEl;
+    },
+    get computeSeq() {
+      return computeSeq;
+    },
+    update,
+    optionLabel,
+    errorBox: (e) => errorBox(e),
+  });
+  const { renderVerdict, verdictError, verdictInvalid, computeVerdict } = verdict;
+  const views = makeViews({
+    get t() {
+      return t;
+    },
+    get st() {
+      return st;
+    },
+    tm,
+    solver,
+    snapPanel,
+    get verdictEl() {
+      return verdictEl;
+    },
+    optionLabel,
+    chartOpts,
+    suggestionsLater: verdict.suggestionsLater,
+    fitsWithMargin: verdict.fitsWithMargin,
+  });
+  const { RENDER, partLabel } = views;
 
   // ---- layout -------------------------------------------------------------------------
   let resultsEl;
@@ -462,6 +207,25 @@ export async function mountApp(root, options = {}) {
   let statusEl;
   let exampleEl;
   let dialogEl;
+
+  // The advanced inputs (peak memory and the accumulation plans) behind one disclosure, open
+  // when one of them is set or the user opened it.
+  let advancedOpen = false;
+  function advanced(tab, shown = []) {
+    if (tab !== 'peak' && !(tab === 'accum' && st.accMode === 'plan')) return null;
+    const keys = ADVANCED_FIELDS.filter((k) => !shown.includes(k));
+    const set = keys.some((k) => st[k] !== FIELDS[k].default);
+    const box = h(
+      'details',
+      { class: 'advanced', id: 'tm-advanced', open: advancedOpen || set },
+      h('summary', {}, t('adv.summary')),
+      h('div', { class: 'fields' }, fields(keys, tab)),
+    );
+    box.addEventListener('toggle', () => {
+      advancedOpen = box.open;
+    });
+    return box;
+  }
 
   function build() {
     const focused = root.activeElement?.id || document.activeElement?.id;
@@ -532,7 +296,11 @@ export async function mountApp(root, options = {}) {
           'section',
           { class: 'context', 'aria-labelledby': 'tm-ctx-h' },
           h('h2', { id: 'tm-ctx-h' }, t('ctx.heading')),
-          h('div', { class: 'fields' }, fields(ctxKeys, tab)),
+          h(
+            'div',
+            { class: options.bare ? 'fields fields-compact' : 'fields' },
+            fields(ctxKeys, tab),
+          ),
         );
     // The full page leads with the question every first visit asks, and its answer.
     verdictEl = null;
@@ -543,6 +311,7 @@ export async function mountApp(root, options = {}) {
           { class: 'ask', 'aria-labelledby': 'tm-ask-h' },
           h('h2', { id: 'tm-ask-h', class: 'ask-q' }, t('ask.heading')),
           h('div', { class: 'fields fields-compact' }, fields(ASK_FIELDS, 'peak')),
+          advanced('peak'),
           (verdictEl = h('div', { class: 'verdict', id: 'tm-verdict', tabindex: '-1' })),
           (suggestEl = h('div', { class: 'verdict-suggest', id: 'tm-suggest' })),
         );
@@ -587,7 +356,15 @@ export async function mountApp(root, options = {}) {
       'section',
       { role: 'tabpanel', id: 'tm-panel', 'aria-labelledby': `tm-tab-${tab}`, class: 'panel' },
       h('p', { class: 'panel-intro' }, t(`tab.${tab}.intro`)),
-      h('div', { class: 'fields' }, fields(TAB_FIELDS[tab], tab)),
+      h(
+        'div',
+        { class: 'fields' },
+        fields(
+          TAB_FIELDS[tab].filter((k) => !(ask && ADVANCED_FIELDS.includes(k))),
+          tab,
+        ),
+      ),
+      ask ? null : advanced(tab, TAB_FIELDS[tab]),
       statusEl,
       resultsEl,
       exportBar(),
@@ -595,7 +372,9 @@ export async function mountApp(root, options = {}) {
     dialogEl = embed ? null : embedDialog();
     put(
       rootEl,
-      header,
+      // The iframe mode has no page header: the host page is the page, and the result has to
+      // show within the embed code's height (900 px).
+      options.bare ? null : header,
       h(
         'main',
         { class: 'layout' },
@@ -638,7 +417,8 @@ export async function mountApp(root, options = {}) {
       'div',
       { class: unsupported ? 'notice' : 'error', role: 'alert', 'data-code': e.code || '' },
       h('strong', {}, unsupported ? t('error.unsupportedTitle') : t('error.title')),
-      h('p', { lang: 'en' }, String(e.message)),
+      t.lang !== 'en' && t.coreError(e.code) ? h('p', {}, t.coreError(e.code)) : null,
+      h('p', { lang: 'en', dir: 'ltr' }, String(e.message)),
       unsupported ? h('p', { class: 'muted' }, t('error.unsupported')) : null,
       e.field
         ? h(
@@ -676,6 +456,28 @@ export async function mountApp(root, options = {}) {
           )
         : null,
     );
+    // Every error offers a way out: the precision the GPU supports, or the input that is needed.
+    const wayOut = (label, onclick) =>
+      h(
+        'p',
+        { class: 'way-out' },
+        t('error.fixIt'),
+        ' ',
+        h('button', { type: 'button', class: 'small', onclick }, label),
+      );
+    if (e.field === 'precision' && /amp-fp16/.test(String(e.message)))
+      box.append(
+        wayOut(t('error.useFp16'), () => {
+          update({ precision: 'amp-fp16' }, { rebuild: true });
+          rootEl.querySelector('#tm-verdict, #tm-results')?.focus?.();
+        }),
+      );
+    else if (String(e.field || '').startsWith('gpuPeakTflops'))
+      box.append(
+        wayOut(t('error.usePreset'), () => {
+          /** @type {HTMLElement | null} */ (rootEl.querySelector('#tm-gpu'))?.focus();
+        }),
+      );
     const fieldKey =
       e.field &&
       // (the accumulation planner's step times need a GPU preset's TFLOP/s: point at the picker)
@@ -729,6 +531,7 @@ export async function mountApp(root, options = {}) {
       return;
     }
     computeVerdict();
+    showParsed();
     const done = (result) => {
       if (seq !== computeSeq) return;
       put(statusEl);
@@ -798,6 +601,32 @@ export async function mountApp(root, options = {}) {
     renderExample();
   }
 
+  /** Under a pasted config.json: what the core read from it (model type, layers, parameters). */
+  function showParsed() {
+    const slot = rootEl.querySelector('#tm-config-parsed');
+    if (!slot) return;
+    if (st.modelSource !== 'config' || !st.config.trim()) return put(slot);
+    try {
+      const d = tm.describeModel({ model: modelOf(st) });
+      put(
+        slot,
+        t('parsed.heading'),
+        ' ',
+        h('code', { class: 'parsed-type' }, String(d.modelType || d.architecture || '')),
+        ' · ',
+        h('span', { class: 'parsed-layers' }, t('parsed.layers', { n: t.int(d.layers) })),
+        ' · ',
+        h(
+          'span',
+          { class: 'parsed-params', 'data-params': String(d.params) },
+          t('parsed.params', { n: t.int(d.params) }),
+        ),
+      );
+    } catch {
+      put(slot); // the error box says why
+    }
+  }
+
   function markFirst() {
     if (firstDone) return;
     firstDone = true;
@@ -806,799 +635,6 @@ export async function mountApp(root, options = {}) {
     // Then, in the background, the other languages' strings: the page works offline once loaded.
     setTimeout(prefetchStrings, 0);
   }
-
-  // ---- result views -------------------------------------------------------------------
-  function headline(labelKey, bytes, extra) {
-    return h(
-      'div',
-      { class: 'headline' },
-      h('span', { class: 'headline-label' }, t(labelKey)),
-      h('span', { class: 'headline-value', 'data-bytes': String(bytes) }, t.both(bytes)),
-      h('span', { class: 'headline-exact' }, t.n(t.bytes(bytes))),
-      extra,
-    );
-  }
-
-  function partLabel(k) {
-    const key = `part.${k}`;
-    const s = t(key);
-    return s === key ? k : s;
-  }
-
-  function breakdownTable(breakdown, peakPhase = '') {
-    const parts = breakdownParts(breakdown);
-    if (!parts.length) return null;
-    const total = parts.reduce((a, [, v]) => a + v, 0);
-    const sources = parts.some(([, , src]) => src);
-    return h(
-      'table',
-      { class: 'data stack' },
-      h('caption', {}, t('result.breakdown')),
-      h(
-        'thead',
-        {},
-        h(
-          'tr',
-          {},
-          h('th', { scope: 'col' }, t('result.part')),
-          h('th', { scope: 'col' }, 'GB (10⁹)'),
-          h('th', { scope: 'col' }, 'GiB (2³⁰)'),
-          h('th', { scope: 'col' }, t('unit.bytes')),
-          h('th', { scope: 'col' }, '%'),
-          sources ? h('th', { scope: 'col' }, t('result.source')) : null,
-        ),
-      ),
-      h(
-        'tbody',
-        {},
-        parts.map(([k, v, src]) =>
-          // At an optimizer-step peak the activations are gone (a few bytes): "0.00 GB" would
-          // read as "not counted".
-          k === 'activations' && peakPhase === 'optimizer' && v < 5e6
-            ? h(
-                'tr',
-                { class: 'part-none' },
-                h('th', { scope: 'row' }, partLabel(k)),
-                h(
-                  'td',
-                  { colspan: sources ? 5 : 4, 'data-label': '' },
-                  t('part.activationsNone'),
-                  ' ',
-                  t.n(`(${t.int(v)} ${t('unit.bytes')})`),
-                ),
-              )
-            : h(
-                'tr',
-                {},
-                h('th', { scope: 'row' }, partLabel(k)),
-                h('td', { 'data-label': 'GB (10⁹)' }, t.n(t.fixed2(v / 1e9))),
-                h('td', { 'data-label': 'GiB (2³⁰)' }, t.n(t.fixed2(v / 2 ** 30))),
-                h('td', { 'data-label': t('unit.bytes') }, t.n(t.int(v))),
-                h('td', { 'data-label': '%' }, t.n(t.num((100 * v) / total))),
-                sources
-                  ? h(
-                      'td',
-                      { class: 'source', 'data-label': t('result.source') },
-                      h('span', { lang: 'en', dir: 'ltr' }, src),
-                    )
-                  : null,
-              ),
-        ),
-      ),
-    );
-  }
-
-  function breakdownChart(el, scenarios) {
-    // scenarios: [{ label, breakdown }]
-    const keys = [];
-    for (const sc of scenarios)
-      for (const [k] of breakdownParts(sc.breakdown)) if (!keys.includes(k)) keys.push(k);
-    if (!keys.length) return;
-    const parts = keys.map((k) => ({
-      key: k,
-      label: partLabel(k),
-      values: scenarios.map((sc) => partBytes(sc.breakdown?.[k]) || 0),
-    }));
-    const holder = h('div', { class: 'chart-holder' });
-    el.append(holder);
-    stackedBars(holder, {
-      label: t('result.breakdownChart'),
-      scenarios: scenarios.map((s) => s.label),
-      parts,
-      t,
-      ...chartOpts('breakdown'),
-    });
-  }
-
-  function details(result) {
-    // Collapsed at first: its table (every field of the result) is built when it is opened,
-    // not on every keystroke.
-    const box = h('details', { class: 'details' }, h('summary', {}, t('result.details')));
-    box.addEventListener('toggle', function fill() {
-      if (!box.open) return;
-      box.removeEventListener('toggle', fill);
-      box.append(detailsTable(result));
-    });
-    return box;
-  }
-
-  function detailsTable(result) {
-    const rows = flatten(result).filter(([, v]) => v !== null && v !== undefined && v !== '');
-    return h(
-      'table',
-      { class: 'data' },
-      h(
-        'tbody',
-        {},
-        rows.map(([k, v]) =>
-          h(
-            'tr',
-            {},
-            h('th', { scope: 'row' }, h('code', {}, k)),
-            h(
-              'td',
-              {},
-              typeof v === 'number'
-                ? isBytesKey(k)
-                  ? [t.n(t.int(v)), ' = ', t.both(v)]
-                  : t.n(Number.isInteger(v) ? t.int(v) : t.num(v))
-                : String(v),
-            ),
-          ),
-        ),
-      ),
-    );
-  }
-
-  function renderSize(el, res, req) {
-    el.append(
-      headline('size.total', res.totalBytes, [
-        typeof res.bytesPerParam === 'number'
-          ? h(
-              'span',
-              { class: 'chip' },
-              t('size.perParam', { n: '' }),
-              t.n(t.num(res.bytesPerParam)),
-            )
-          : null,
-      ]),
-    );
-    if (res.formula)
-      el.append(
-        h('p', { class: 'formula' }, t('size.formula'), ' ', h('code', {}, String(res.formula))),
-      );
-    const scenarios = [{ label: t('size.thisConfig'), breakdown: res.breakdown }];
-    // The core returns the seed's simple formula beside the exact answer (res.simple).
-    if (res.simple && typeof res.simple.totalBytes === 'number') {
-      scenarios.unshift({ label: t('size.simpleFormula'), breakdown: res.simple.breakdown });
-      el.append(
-        h(
-          'p',
-          {},
-          t('size.simpleVsExact'),
-          ' ',
-          t.both(res.simple.totalBytes),
-          ' → ',
-          t.both(res.totalBytes),
-          typeof res.differenceFromSimple === 'number'
-            ? [
-                ' (',
-                t.n(
-                  `${res.differenceFromSimple >= 0 ? '+' : ''}${t.int(res.differenceFromSimple)} ${t('unit.bytes')}`,
-                ),
-                ')',
-              ]
-            : null,
-        ),
-      );
-    }
-    const notes = Array.isArray(res.notes) ? res.notes.filter((n) => typeof n === 'string') : [];
-    if (notes.length)
-      el.append(
-        h(
-          'ul',
-          { class: 'notes', lang: 'en' },
-          notes.map((n) => h('li', {}, n)),
-        ),
-      );
-    breakdownChart(el, scenarios);
-    el.append(breakdownTable(res.breakdown) || '', details(res));
-  }
-
-  function timelineValues(timeline) {
-    const keys = ['totalBytes', 'bytes', 'allocatedBytes', 'liveBytes', 'memoryBytes', 'peakBytes'];
-    const key = keys.find((k) => timeline.some((e) => typeof e?.[k] === 'number'));
-    return key ? timeline.map((e) => (typeof e[key] === 'number' ? e[key] : null)) : null;
-  }
-
-  function timelineChart(el, timeline, titleKey) {
-    if (!Array.isArray(timeline) || timeline.length < 2) return;
-    const vals = timelineValues(timeline);
-    if (!vals) return;
-    const x = vals.map((_, i) => i);
-    const phases = [...new Set(timeline.map((e) => e.phase || 'step'))];
-    const series = phases.map((ph, i) => ({
-      key:
-        {
-          forward: 'weights',
-          backward: 'gradients',
-          recompute: 'activations',
-          optimizer: 'optimizerState',
-        }[ph] || 'runtime',
-      label: optionLabel('phase', ph),
-      values: vals.map((v, j) =>
-        (timeline[j].phase || 'step') === ph ||
-        (timeline[j + 1] && (timeline[j + 1].phase || 'step') === ph)
-          ? v / 2 ** 30
-          : null,
-      ),
-    }));
-    let peak = 0;
-    vals.forEach((v, i) => {
-      if (v > vals[peak]) peak = i;
-    });
-    const holder = h('div', { class: 'chart-holder' }, h('h3', {}, t(titleKey)));
-    el.append(holder);
-    lines(holder, {
-      label: t(titleKey),
-      x,
-      xLabel: t('chart.event'),
-      yLabel: 'GiB',
-      series,
-      mark: { index: peak, value: vals[peak] / 2 ** 30, label: t('chart.peak') },
-      t,
-      ...chartOpts(titleKey),
-    });
-  }
-
-  /** The three numbers users compare with, and which tool reports which. */
-  function deviceNumbers(res) {
-    const a = res.allocator;
-    if (!a || typeof res.deviceUsedBytes !== 'number') return '';
-    const row = (key, bytes) => h('li', {}, t(key), ' ', t.both(bytes));
-    return h(
-      'div',
-      { class: 'device-numbers' },
-      h('h3', {}, t('peak.tools')),
-      h(
-        'ul',
-        {},
-        row('peak.smi', res.deviceUsedBytes),
-        row('peak.reserved', res.reservedPeakBytes),
-        row('peak.allocated', res.allocatedPeakBytes),
-        row('peak.fragmentation', a.fragmentationBytes),
-        row('peak.largest', a.largestRequestBytes),
-        row('peak.firstStep', a.firstStepAllocatedBytes),
-      ),
-      a.outOfMemory ? h('p', { class: 'badge bad' }, t('peak.oom')) : null,
-      h('p', { class: 'note' }, t('peak.simulated')),
-    );
-  }
-
-  function renderPeak(el, res, req) {
-    const fits = res.fits;
-    const device = typeof res.deviceUsedBytes === 'number';
-    el.append(
-      headline(
-        device ? 'peak.device' : 'peak.total',
-        device ? res.deviceUsedBytes : res.peakBytes,
-        [
-          typeof fits === 'boolean'
-            ? h(
-                'span',
-                { class: `badge ${fits ? 'ok' : 'bad'}` },
-                fits ? t('peak.fits') : t('peak.noFit'),
-              )
-            : null,
-          res.peakPhase
-            ? h(
-                'span',
-                { class: 'chip' },
-                t('peak.phase'),
-                ' ',
-                optionLabel('phase', res.peakPhase),
-              )
-            : null,
-        ],
-      ),
-    );
-    if (typeof res.headroomBytes === 'number')
-      el.append(h('p', {}, t('peak.headroom'), ' ', t.both(res.headroomBytes)));
-    if (typeof res.maxMicroBatch === 'number')
-      el.append(h('p', {}, t('peak.maxMicroBatch'), ' ', t.n(t.int(res.maxMicroBatch))));
-    el.append(deviceNumbers(res));
-    if (fits === false && !verdictEl) el.append(suggestionsLater(req));
-    breakdownChart(el, [{ label: t('size.thisConfig'), breakdown: res.breakdown }]);
-    el.append(breakdownTable(res.breakdown, res.peakPhase) || '');
-    timelineChart(el, res.timeline, 'peak.timeline');
-    el.append(details(res));
-    el.append(snapPanel.element(req));
-  }
-
-  // The suggestions take six more core calls: they are filled in the task after the one that
-  // shows the result, so that a keystroke's frame holds only the result itself; a newer
-  // update before then replaces them (computeSeq).
-  function suggestionsLater(req) {
-    const slot = h('div', { class: 'suggest-slot' });
-    const seq = computeSeq;
-    setTimeout(() => {
-      if (seq === computeSeq && slot.isConnected) slot.append(suggestions(req));
-    }, 0);
-    return slot;
-  }
-
-  /**
-   * When the run does not fit: the changes (one at a time, then combined) that make it fit,
-   * those that fit first; each applies its change to the inputs with one click.
-   */
-  function suggestions(req) {
-    // [label, request patch, state patch]
-    const variants = [
-      ['sug.ckpt', { checkpointing: 'full' }, { checkpointing: 'full' }],
-      [
-        'sug.micro1',
-        {
-          microBatch: 1,
-          gradientAccumulationSteps: (req.gradientAccumulationSteps || 1) * req.microBatch,
-        },
-        { microBatch: 1, accumSteps: (st.accumSteps || 1) * st.microBatch },
-      ],
-      ['sug.adam8', { optimizer: 'adam-8bit' }, { optimizer: 'adam-8bit' }],
-      // PyTorch 2's foreach step holds a temporary as large as the optimizer state.
-      // (not when the step already runs one tensor at a time: for-loop, fused, transformers, or
-      // a runtime whose default is for-loop)
-      ...(['for-loop', 'fused', 'transformers'].includes(req.optimizerImplementation) ||
-      ['pytorch-cpu', 'pytorch-1.13-cuda', 'pytorch-1.10-cuda'].includes(req.runtime)
-        ? []
-        : [['sug.forloop', { optimizerImplementation: 'for-loop' }, { optImpl: 'for-loop' }]]),
-      ['sug.bf16', { precision: 'bf16' }, { precision: 'bf16' }],
-      [
-        'sug.zero3',
-        { zeroStage: 3, dataParallel: Math.max(8, req.dataParallel || 1) },
-        { zeroStage: '3', dataParallel: Math.max(8, st.dataParallel || 1) },
-      ],
-      [
-        'sug.combo',
-        { checkpointing: 'full', optimizer: 'adam-8bit', precision: 'bf16' },
-        { checkpointing: 'full', optimizer: 'adam-8bit', precision: 'bf16' },
-      ],
-    ];
-    const found = [];
-    for (const [key, patch, statePatch] of variants) {
-      // a change the run already has is no suggestion
-      if (
-        Object.entries(patch).every(
-          ([k, v]) => (req[k] ?? { gradientAccumulationSteps: 1 }[k]) === v,
-        )
-      )
-        continue;
-      try {
-        // Only the peak and the verdict are shown: no timeline, no micro-batch search (each
-        // keystroke computes all six).
-        const r = tm.peakMemory({ ...req, ...patch, timeline: false, searchMaxMicroBatch: false });
-        found.push({ key, r, statePatch });
-      } catch {
-        /* that change is not modelled for this request */
-      }
-    }
-    // Those that fit first, each group in the order above (the smaller change first).
-    found.sort((a, b) => Number(!!b.r.fits) - Number(!!a.r.fits));
-    const items = found.map(({ key, r, statePatch }) =>
-      h(
-        'li',
-        { class: r.fits ? 'fit' : 'nofit' },
-        h(
-          'button',
-          {
-            type: 'button',
-            class: 'sug-apply',
-            'data-suggestion': key.slice(4),
-            onclick: () => {
-              update(statePatch, { rebuild: true });
-              verdictEl?.focus();
-            },
-          },
-          h(
-            'span',
-            { class: `badge ${r.fits ? 'ok' : 'bad'}` },
-            r.fits ? t('peak.fits') : t('peak.noFit'),
-          ),
-          ' ',
-          h('span', { class: 'sug-label' }, t(key)),
-          ': ',
-          t.both(typeof r.deviceUsedBytes === 'number' ? r.deviceUsedBytes : r.peakBytes),
-        ),
-      ),
-    );
-    return items.length
-      ? h(
-          'div',
-          { class: 'suggest' },
-          h('h3', {}, t('sug.heading')),
-          h('p', { class: 'help' }, t('sug.apply')),
-          h('ul', {}, items),
-        )
-      : '';
-  }
-
-  // ---- the answer: does it fit, and how fast ------------------------------------------
-  function verdictError(e) {
-    if (!verdictEl) return;
-    const box = errorBox(e);
-    box.removeAttribute('role'); // the results below announce it
-    put(verdictEl, box);
-    put(suggestEl);
-  }
-
-  function verdictInvalid() {
-    if (!verdictEl) return;
-    put(verdictEl, h('div', { class: 'error' }, h('p', {}, [...invalid.values()][0])));
-    put(suggestEl);
-  }
-
-  /** The peak result as a verdict: fits or not, what nvidia-smi shows, where the peak is. */
-  function renderVerdict(res, req) {
-    if (!verdictEl) return;
-    const fits = res.fits;
-    const used = typeof res.deviceUsedBytes === 'number' ? res.deviceUsedBytes : res.peakBytes;
-    const capacity = typeof res.headroomBytes === 'number' ? used + res.headroomBytes : null;
-    const where =
-      res.peakPhase &&
-      [
-        optionLabel('phase', res.peakPhase),
-        typeof res.peakLayer === 'number' && res.peakLayer >= 0
-          ? t('ask.layer', { n: res.peakLayer + 1 })
-          : '',
-      ]
-        .filter(Boolean)
-        .join(', ');
-    const timeSlot = h('li', { class: 'verdict-time' });
-    put(
-      verdictEl,
-      h(
-        'p',
-        { class: 'verdict-line' },
-        typeof fits === 'boolean'
-          ? h(
-              'span',
-              { class: `badge verdict-badge ${fits ? 'ok' : 'bad'}` },
-              fits ? t('peak.fits') : t('peak.noFit'),
-            )
-          : null,
-        ' ',
-        h(
-          'span',
-          { class: 'verdict-text' },
-          t(typeof res.deviceUsedBytes === 'number' ? 'ask.smi' : 'ask.peak'),
-          ' ',
-          h('strong', { class: 'verdict-value', 'data-bytes': String(used) }, t.both(used)),
-          capacity ? [' ', t('ask.of'), ' ', t.both(capacity)] : null,
-        ),
-      ),
-      h(
-        'ul',
-        { class: 'verdict-facts' },
-        where ? h('li', {}, t('peak.phase'), ' ', where) : null,
-        typeof res.allocatedPeakBytes === 'number'
-          ? h(
-              'li',
-              { class: 'verdict-more' },
-              t('ask.allocated'),
-              ' ',
-              h('code', {}, 'max_memory_allocated()'),
-              ' ',
-              t.both(res.allocatedPeakBytes),
-              typeof res.reservedPeakBytes === 'number'
-                ? ['; ', h('code', {}, 'max_memory_reserved()'), ' ', t.both(res.reservedPeakBytes)]
-                : null,
-            )
-          : null,
-        fits && typeof res.maxMicroBatch === 'number'
-          ? h('li', {}, t('peak.maxMicroBatch'), ' ', t.n(t.int(res.maxMicroBatch)))
-          : null,
-        timeSlot,
-      ),
-    );
-    put(suggestEl, fits === false ? suggestionsLater(req) : '');
-    stepTimeLater(timeSlot);
-  }
-
-  // The time per step comes from the accumulation planner (it needs a GPU preset's TFLOP/s):
-  // the plan for this micro-batch and global batch, computed in the task after the verdict.
-  function stepTimeLater(slot) {
-    const seq = computeSeq;
-    if (!st.gpu || st.checkpointing === 'optimal') return;
-    setTimeout(() => {
-      if (seq !== computeSeq || !slot.isConnected) return;
-      try {
-        const dp = st.dataParallel || 1;
-        const steps = st.accumSteps || 1;
-        const res = tm.accumulation(
-          BUILDERS.accum[1]({
-            ...st,
-            accMode: 'plan',
-            targetGlobalBatch: st.microBatch * steps * dp,
-          }),
-        );
-        const plans = Array.isArray(res.plans) ? res.plans : [];
-        const p =
-          plans.find(
-            (x) =>
-              x.microBatch === st.microBatch &&
-              x.accumulationSteps === steps &&
-              (!x.checkpointing || x.checkpointing === st.checkpointing),
-          ) || plans.find((x) => x.microBatch === st.microBatch && x.accumulationSteps === steps);
-        if (!p || typeof p.stepSeconds !== 'number') return;
-        put(
-          slot,
-          t('ask.time', { global: t.int(st.microBatch * steps * dp) }),
-          ' ',
-          t.n(`${t.num(p.stepSeconds)} s`),
-          typeof p.samplesPerSecond === 'number'
-            ? [' (', t.n(t('ask.samples', { n: t.num(p.samplesPerSecond) })), ')']
-            : null,
-        );
-      } catch {
-        /* no step time for this run (a custom GPU size, a model the planner cannot time) */
-      }
-    }, 0);
-  }
-
-  /** The verdict for the current inputs, from the peak result when the peak tab shows it. */
-  function computeVerdict() {
-    if (!verdictEl || st.tab === 'peak') return;
-    if (invalid.size) return verdictInvalid();
-    let req;
-    try {
-      req = BUILDERS.peak[1](st);
-    } catch (e) {
-      return verdictError(e);
-    }
-    if (isHeavy('peak', st)) {
-      put(verdictEl, h('p', { class: 'muted' }, t('ask.heavy')));
-      put(suggestEl);
-      return;
-    }
-    try {
-      renderVerdict(solver.run('peakMemory', { ...req, timeline: false }), req);
-    } catch (e) {
-      verdictError(e);
-    }
-  }
-
-  /** A table of plans / comparison rows: the scalar fields, bytes in GB, times in seconds. */
-  function planTable(list, caption, rec, lead = []) {
-    const cols = [...lead];
-    for (const p of list)
-      for (const [k, v] of Object.entries(p))
-        if (
-          ['number', 'boolean', 'string'].includes(typeof v) &&
-          !cols.includes(k) &&
-          k !== 'exact'
-        )
-          cols.push(k);
-    const cell = (c, v) =>
-      typeof v === 'boolean'
-        ? v
-          ? '✓'
-          : '✗'
-        : typeof v === 'number'
-          ? t.n(isBytesKey(c) ? t.gb(v) : /Seconds$/.test(c) ? `${t.num(v)} s` : t.num(v))
-          : typeof v === 'string'
-            ? optionLabel(c === 'id' ? 'row' : c, v)
-            : '';
-    return h(
-      'div',
-      { class: 'table-scroll' },
-      h(
-        'table',
-        { class: 'data plans stack' },
-        h('caption', {}, caption),
-        h(
-          'thead',
-          {},
-          h(
-            'tr',
-            {},
-            cols.map((c) => h('th', { scope: 'col' }, optionLabel('col', c))),
-          ),
-        ),
-        h(
-          'tbody',
-          {},
-          list.map((p) =>
-            h(
-              'tr',
-              {
-                class:
-                  p === rec ||
-                  (rec &&
-                    p.microBatch === rec.microBatch &&
-                    p.accumulationSteps === rec.accumulationSteps &&
-                    p.checkpointing === rec.checkpointing)
-                    ? 'rec'
-                    : '',
-              },
-              cols.map((c, i) =>
-                h(
-                  i === 0 ? 'th' : 'td',
-                  i === 0 ? { scope: 'row' } : { 'data-label': optionLabel('col', c) },
-                  cell(c, p[c]),
-                ),
-              ),
-            ),
-          ),
-        ),
-      ),
-    );
-  }
-
-  function renderAccum(el, res, req) {
-    const plans = Array.isArray(res.plans) ? res.plans : null;
-    if (!plans) {
-      if (typeof res.effectiveBatch === 'number') {
-        el.append(
-          h(
-            'div',
-            { class: 'headline' },
-            h('span', { class: 'headline-label' }, t('acc.effective')),
-            h('span', { class: 'headline-value' }, t.n(t.int(res.effectiveBatch))),
-          ),
-        );
-      }
-      accumulationDiagram(el, {
-        micro: req.microBatch || 1,
-        steps: req.accumulationSteps || 1,
-        dp: req.dataParallel || 1,
-        t,
-      });
-      el.append(details(res));
-      return;
-    }
-    const rec =
-      typeof res.recommended === 'number'
-        ? plans[res.recommended]
-        : res.recommended && typeof res.recommended === 'object'
-          ? res.recommended
-          : plans.find((p) => p.recommended);
-    if (rec) {
-      el.append(
-        h(
-          'div',
-          { class: 'headline' },
-          h('span', { class: 'headline-label' }, t('acc.recommended')),
-          h(
-            'span',
-            { class: 'headline-value' },
-            t.n(
-              `${t.int(rec.microBatch)} × ${t.int(rec.accumulationSteps)}${req.dataParallel > 1 ? ` × ${t.int(req.dataParallel)}` : ''}`,
-            ),
-          ),
-          typeof rec.peakBytes === 'number' ? t.both(rec.peakBytes) : null,
-        ),
-      );
-    }
-    const notes = [
-      res.checkpointing?.message,
-      ...(Array.isArray(res.warnings) ? res.warnings.map((w) => w?.message) : []),
-    ].filter((m) => typeof m === 'string');
-    if (notes.length)
-      el.append(
-        h(
-          'ul',
-          { class: 'notes', lang: 'en' },
-          notes.map((m) => h('li', {}, m)),
-        ),
-      );
-    const rows = Array.isArray(res.comparison?.rows) ? res.comparison.rows : null;
-    if (rows) {
-      el.append(planTable(rows, t('acc.comparison'), null, ['id']));
-      breakdownChart(
-        el,
-        rows
-          .filter((r) => r.breakdown)
-          .map((r) => ({ label: optionLabel('row', r.id), breakdown: r.breakdown })),
-      );
-    }
-    el.append(planTable(plans.slice(0, 60), t('acc.plans'), rec));
-    // Figure 2 shows accumulation: the recommended plan, or the fastest fitting plan that accumulates.
-    const shown =
-      rec?.accumulationSteps > 1
-        ? rec
-        : plans.find((p) => p.fits && p.accumulationSteps > 1) || rec;
-    if (shown)
-      accumulationDiagram(el, {
-        micro: shown.microBatch,
-        steps: shown.accumulationSteps,
-        dp: req.dataParallel || 1,
-        t,
-      });
-    el.append(details(res));
-  }
-
-  function renderPlace(el, res, req) {
-    el.append(
-      headline('place.peak', res.peakActivationBytes, [
-        typeof res.overheadFraction === 'number'
-          ? h(
-              'span',
-              { class: 'chip' },
-              t('place.overhead'),
-              ' ',
-              t.n(`${t.num(100 * res.overheadFraction)} %`),
-            )
-          : null,
-      ]),
-    );
-    if (typeof res.storedBytes === 'number')
-      el.append(h('p', {}, t('place.stored'), ' ', t.both(res.storedBytes)));
-    const segs = Array.isArray(res.checkpointed) ? res.checkpointed : [];
-    el.append(
-      h(
-        'p',
-        {},
-        t('place.segments', { n: segs.length }),
-        ' ',
-        t.n(
-          segs
-            .slice(0, 40)
-            .map(([a, b]) => `${a + 1}–${b + 1}`)
-            .join(', ') + (segs.length > 40 ? ' …' : ''),
-          'num-list',
-        ),
-      ),
-    );
-    const n =
-      req.chain?.layers?.length ||
-      res.layers ||
-      (Array.isArray(res.timeline)
-        ? Math.max(0, ...res.timeline.map((e) => e.layer ?? -1)) + 1
-        : 0);
-    if (n > 0) placementDiagram(el, { n, segments: segs, t });
-    timelineChart(el, res.timeline, 'place.timeline');
-    if (st.frontier) {
-      const holder = h('div', { class: 'chart-holder' }, h('h3', {}, t('place.frontier')));
-      el.append(holder);
-      // The best plans as the reference: Rotor's (multi-level) for 'optimal', otherwise the
-      // exact single-level optimum's over every budget; the chosen plan is marked where it lies.
-      const rotor = req.strategy === 'optimal';
-      const { strategy, k, segments, snapshots, budgetBytes, slots, ...chainOnly } = req;
-      const frontierReq = rotor
-        ? { ...req, frontier: true, timeline: false }
-        : { ...chainOnly, strategy: 'optimal-single-level', frontier: true, timeline: false };
-      solver
-        .runHeavy('placement', frontierReq)
-        .then((fr) => {
-          const data = frontierData(fr?.frontier, res);
-          if (!data.x.length) return;
-          const label = t(rotor ? 'place.frontierRotor' : 'place.frontierBest');
-          lines(holder, {
-            label: t('place.frontier'),
-            x: data.x,
-            xLabel: 'GiB',
-            yLabel: t('place.costAxis'),
-            series: [{ key: 'activations', label, values: data.y }],
-            mark: { index: data.index, value: data.value, label: t('place.chosen') },
-            stepped: true,
-            t,
-            ...chartOpts('frontier'),
-          });
-        })
-        .catch((e) => {
-          if (e.code !== 'cancelled')
-            holder.append(
-              h(
-                'p',
-                { class: 'muted' },
-                e.code === 'unsupported' ? t('error.unsupported') : String(e.message),
-              ),
-            );
-        });
-    }
-    el.append(details(res));
-  }
-
-  const RENDER = { size: renderSize, peak: renderPeak, accum: renderAccum, place: renderPlace };
 
   // ---- worked examples ----------------------------------------------------------------
   function runExample(id) {

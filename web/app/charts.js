@@ -76,6 +76,39 @@ function width(el, available) {
   return Math.max(280, Math.min(760, (available || el.clientWidth || 600) - 8));
 }
 
+/**
+ * The GPU's memory as a dashed horizontal line across the plot, labelled at its end, and the
+ * y range stretched to show it (drawn on the canvas after the series: uPlot's draw hook).
+ */
+function capacityLine(el, capacity) {
+  if (!capacity || !(capacity.value > 0)) return {};
+  const color = cssVar(el, '--c-capacity', '#c0392b');
+  return {
+    range: (u, mn, mx) => [0, Math.max(mx || 0, capacity.value) * 1.1 || 1],
+    hooks: {
+      draw: [
+        (u) => {
+          const c = u.ctx;
+          const y = u.valToPos(capacity.value, 'y', true);
+          c.save();
+          c.strokeStyle = color;
+          c.fillStyle = color;
+          c.lineWidth = 2 * devicePixelRatio;
+          c.setLineDash([6 * devicePixelRatio, 4 * devicePixelRatio]);
+          c.beginPath();
+          c.moveTo(u.bbox.left, y);
+          c.lineTo(u.bbox.left + u.bbox.width, y);
+          c.stroke();
+          c.font = `${12 * devicePixelRatio}px sans-serif`;
+          c.textAlign = 'right';
+          c.fillText(capacity.label, u.bbox.left + u.bbox.width - 4, y - 4 * devicePixelRatio);
+          c.restore();
+        },
+      ],
+    },
+  };
+}
+
 function mount(el, label) {
   const box = h('div', { class: 'chart', role: 'img', 'aria-label': label });
   el.append(box);
@@ -86,7 +119,7 @@ function mount(el, label) {
  * Stacked bars: one bar per scenario, parts stacked (drawn as overlapping cumulative bars,
  * tallest first, the usual uPlot way to stack).
  */
-export async function stackedBars(el, { label, scenarios, parts, t, available, reuse }) {
+export async function stackedBars(el, { label, scenarios, parts, t, available, reuse, capacity }) {
   const uPlot = await loadUPlot();
   if (!uPlot || !scenarios.length || !parts.length) return;
   const box = mount(el, label);
@@ -99,6 +132,7 @@ export async function stackedBars(el, { label, scenarios, parts, t, available, r
   }
   const order = parts.map((_, i) => i).reverse();
   const bars = uPlot.paths.bars({ size: [0.5, 90] });
+  const cap = capacityLine(el, capacity);
   const text = cssVar(el, '--fg', '#222');
   const grid = cssVar(el, '--grid', '#ddd');
   const opts = {
@@ -108,8 +142,9 @@ export async function stackedBars(el, { label, scenarios, parts, t, available, r
     cursor: { show: false },
     scales: {
       x: { time: false, range: [-0.6, scenarios.length - 0.4] },
-      y: { range: (u, mn, mx) => [0, mx * 1.08 || 1] },
+      y: { range: cap.range || ((u, mn, mx) => [0, mx * 1.08 || 1]) },
     },
+    hooks: cap.hooks,
     axes: [
       {
         stroke: text,
@@ -138,6 +173,7 @@ export async function stackedBars(el, { label, scenarios, parts, t, available, r
   const shape = {
     kind: 'bars',
     width: opts.width,
+    capacity: capacity ? [capacity.value, capacity.label] : null,
     scenarios,
     series: opts.series.slice(1).map((x) => [x.label, x.fill]),
     text,
@@ -150,7 +186,7 @@ export async function stackedBars(el, { label, scenarios, parts, t, available, r
 /** Line chart: x values and one or more series; optional marked point (the peak, the plan). */
 export async function lines(
   el,
-  { label, x, xLabel, yLabel, series, mark, t, stepped, available, reuse },
+  { label, x, xLabel, yLabel, series, mark, t, stepped, available, reuse, capacity },
 ) {
   const uPlot = await loadUPlot();
   if (!uPlot || !x.length) return;
@@ -158,6 +194,7 @@ export async function lines(
   const text = cssVar(el, '--fg', '#222');
   const grid = cssVar(el, '--grid', '#ddd');
   const path = stepped ? uPlot.paths.stepped({ align: 1 }) : undefined;
+  const cap = capacityLine(el, capacity);
   const data = [x, ...series.map((s) => s.values)];
   const ser = [
     { label: xLabel },
@@ -185,7 +222,8 @@ export async function lines(
     width: width(el, available),
     height: 240,
     legend: { show: true, live: false },
-    scales: { x: { time: false } },
+    scales: { x: { time: false }, ...(cap.range ? { y: { range: cap.range } } : {}) },
+    hooks: cap.hooks,
     axes: [
       {
         stroke: text,
@@ -205,6 +243,7 @@ export async function lines(
   const shape = {
     kind: 'lines',
     width: opts.width,
+    capacity: capacity ? [capacity.value, capacity.label] : null,
     xLabel,
     yLabel,
     series: ser.map((x) => [x.label, x.stroke, x.points?.show, x.points?.size]),

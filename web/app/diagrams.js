@@ -70,7 +70,8 @@ export function statesAt(items, steps, k) {
   return st;
 }
 
-const label = (it) => (it.first === it.last ? `${it.first + 1}` : `${it.first + 1}–${it.last + 1}`);
+// Layers numbered from 0, as the API's `checkpointed` ranges and the page's text.
+const label = (it) => (it.first === it.last ? `${it.first}` : `${it.first}–${it.last}`);
 
 export function placementDiagram(container, { n, segments, t }) {
   const items = planItems(n, segments);

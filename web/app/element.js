@@ -8,6 +8,7 @@
 import { mountApp } from './app.js';
 import { fromQuery, FIELDS, TABS } from './state.js';
 import { EXAMPLES } from './examples.js';
+import { startErrorText } from './start-error.js';
 
 const ALIASES = {
   'checkpoint-size': 'size',
@@ -52,12 +53,11 @@ class TrainmemCalculator extends HTMLElement {
         if (exampleId && EXAMPLES.some((e) => e.id === exampleId)) app.runExample(exampleId);
         this.dispatchEvent(new CustomEvent('trainmem-ready', { bubbles: true }));
       },
-      (e) => {
-        root.append(
-          Object.assign(document.createElement('p'), {
-            textContent: `trainmem could not start: ${e.message}`,
-          }),
-        );
+      async (e) => {
+        const p = document.createElement('p');
+        p.setAttribute('role', 'alert');
+        p.textContent = await startErrorText(e, state.lang);
+        root.append(p);
       },
     );
   }

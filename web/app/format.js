@@ -1,34 +1,27 @@
 // Result formatting shared by the panels and the exports: flattening a result into rows and
-// recognising byte quantities (keys ending in "Bytes", and breakdown entries).
+// recognising byte quantities (web/lib/units.js, shared with the command line).
+import { flatten as flattenRows, isBytesKey } from '../lib/units.js';
 
-export function isBytesKey(path) {
-  const last = path.split('.').pop();
-  return /bytes$/i.test(last) || /^breakdown\./.test(path) || /\.breakdown\./.test(path);
-}
+export { isBytesKey };
 
-/** [[path, value]] for every scalar leaf (arrays of objects are summarised by length). */
-export function flatten(obj, prefix = '', rows = [], depth = 0) {
-  if (obj === null || typeof obj !== 'object') {
-    rows.push([prefix, obj]);
-    return rows;
+/**
+ * [[path, value]] for every scalar leaf: short lists as text ("a, b"; pairs as "a–b"), longer
+ * ones and lists of objects as their length, objects below four levels as "{…}".
+ * @param {unknown} obj
+ */
+export const flatten = (obj) => flattenRows(obj, { array: listCell, maxDepth: 3 });
+
+/** @param {unknown[]} list */
+function listCell(list) {
+  if (list.every((v) => v === null || typeof v !== 'object') && list.length <= 16) {
+    return list.join(', ');
   }
-  if (Array.isArray(obj)) {
-    if (obj.every((v) => v === null || typeof v !== 'object') && obj.length <= 16) {
-      rows.push([prefix, obj.join(', ')]);
-    } else if (obj.every((v) => Array.isArray(v) && v.length === 2) && obj.length <= 16) {
-      rows.push([prefix, obj.map(([a, b]) => `${a}–${b}`).join(', ')]);
-    } else {
-      rows.push([prefix, `[${obj.length}]`]);
-    }
-    return rows;
+  if (list.every((v) => Array.isArray(v) && v.length === 2) && list.length <= 16) {
+    return list
+      .map((v) => `${/** @type {unknown[]} */ (v)[0]}–${/** @type {unknown[]} */ (v)[1]}`)
+      .join(', ');
   }
-  if (depth > 3) {
-    rows.push([prefix, '{…}']);
-    return rows;
-  }
-  for (const [k, v] of Object.entries(obj))
-    flatten(v, prefix ? `${prefix}.${k}` : k, rows, depth + 1);
-  return rows;
+  return `[${list.length}]`;
 }
 
 /** Breakdown entries with a positive byte count, in a stable order. */

@@ -53,6 +53,22 @@ export function makeTranslator(lang, strings, fallback) {
     if (vars) text = text.replace(/\{(\w+)\}/g, (m, k) => (k in vars ? String(vars[k]) : m));
     return text;
   };
+  /**
+   * A sentence the core wrote at `path` of `res`, in this language when the core gave its codes
+   * (res.messages) and this language translates every one of them; else the core's English.
+   * Returns an element marked with the language of its text.
+   */
+  t.core = (res, path, text, tag = 'span') => {
+    const parts = lang === 'en' ? null : res?.messages?.[path];
+    const keys = Array.isArray(parts) ? parts.map((p) => `core.${p?.code}`) : [];
+    if (keys.length && keys.every((k) => typeof strings[k] === 'string')) {
+      const clauses = parts.map((p, i) => t(keys[i], p.params || {}));
+      return h(tag, {}, clauses.join(lang === 'ar' ? '؛ ' : '; '));
+    }
+    return h(tag, { lang: 'en', dir: 'ltr' }, String(text));
+  };
+  /** An error code of the core in words (coreError.<code>), or '' for an unknown code. */
+  t.coreError = (code) => strings[`coreError.${code}`] ?? fallback?.[`coreError.${code}`] ?? '';
   t.lang = lang;
   t.dir = lang === 'ar' ? 'rtl' : 'ltr';
   t.int = (n) => (Number.isFinite(n) ? nf.format(n) : String(n));

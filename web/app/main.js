@@ -2,6 +2,7 @@
 // (no header chrome), ?show=a,b limits the inputs shown, ?tabs=size,peak the calculators.
 import { mountApp } from './app.js';
 import { fromQuery, toQuery, FIELDS, TABS } from './state.js';
+import { startErrorText } from './start-error.js';
 
 const q = new URLSearchParams(location.search);
 const embed = q.get('embed') === '1';
@@ -35,6 +36,7 @@ function keepOfflineCopy() {
 mountApp(host, {
   state: fromQuery(location.search),
   embed,
+  bare: embed,
   ownsDocument: true,
   show: show.length ? new Set(show) : null,
   tabs,
@@ -44,7 +46,7 @@ mountApp(host, {
     const search = own && more ? `${own}&${more}` : own || (more ? `?${more}` : '');
     if (search !== location.search) history.replaceState(null, '', `${location.pathname}${search}`);
   },
-}).then(keepOfflineCopy, (e) => {
-  host.textContent = `trainmem could not start: ${e.message}`;
+}).then(keepOfflineCopy, async (e) => {
+  host.textContent = await startErrorText(e, q.get('lang') || undefined);
   host.setAttribute('role', 'alert');
 });

@@ -1,14 +1,9 @@
 // Requests for the core, built from the page state. Only documented request keys are sent;
 // optional ones only when the user set them, so the core's documented defaults apply.
+import { TrainmemError } from '../lib/errors.js';
 
-/** A client-side input problem, shaped like TrainmemError (code, field, message). */
-export class InputError extends Error {
-  constructor(code, field, message) {
-    super(message);
-    this.code = code;
-    this.field = field;
-  }
-}
+/** A problem the page finds in its own inputs before a core call: a TrainmemError. */
+export class InputError extends TrainmemError {}
 
 export function modelOf(st) {
   if (st.modelSource === 'preset' && st.preset) return { preset: st.preset };
@@ -63,11 +58,36 @@ export function peakMemoryRequest(st) {
 }
 
 // What the step's peak depends on besides the model and batch: the attention implementation,
-// the runtime (CUDA context) and the optimizer's implementation (its step temporaries).
+// the runtime (CUDA context) and the optimizer's implementation (its step temporaries), and the
+// advanced inputs (LoRA / QLoRA, offload, tensor parallelism, the recipe options, the caching
+// allocator). Each is sent only when set, so that the core's documented defaults apply.
 function withRuntime(r, st) {
   if (st.attention) r.attention = st.attention;
   if (st.runtime) r.runtime = st.runtime;
   if (st.optImpl) r.optimizerImplementation = st.optImpl;
+  if (st.lora) {
+    /** @type {{ rank: number, qlora?: boolean, targetModules?: string[] | 'all-linear' }} */
+    const lora = { rank: st.loraRank };
+    if (st.lora === 'qlora') lora.qlora = true;
+    const targets = String(st.loraTargets || '')
+      .split(/[\s,]+/)
+      .filter(Boolean);
+    if (targets.length)
+      lora.targetModules = targets.includes('all-linear') ? 'all-linear' : targets;
+    r.lora = lora;
+  }
+  if (st.offloadOptimizer || st.offloadParams) {
+    r.offload = {};
+    if (st.offloadOptimizer) r.offload.optimizer = true;
+    if (st.offloadParams) r.offload.params = true;
+  }
+  if (st.tensorParallel > 1) r.tensorParallel = st.tensorParallel;
+  if (st.compile) r.compile = true;
+  if (st.activationOffloading) r.activationOffloading = true;
+  if (st.optimizerInBackward) r.optimizerInBackward = true;
+  if (st.loss) r.loss = st.loss;
+  if (st.allocConf && st.allocConf.trim()) r.allocator = st.allocConf.trim();
+  if (st.simulateAllocator === false) r.simulateAllocator = false;
   return r;
 }
 
@@ -91,6 +111,7 @@ export function accumulationRequest(st) {
       optimizer: st.optimizer,
       checkpointing: st.checkpointing,
       dataParallel: st.dataParallel,
+      ...(st.zeroStage !== '0' ? { zeroStage: Number(st.zeroStage) } : {}),
       ...gpuOf(st),
     },
     st,
@@ -129,6 +150,7 @@ export function placementRequest(st) {
   return r;
 }
 
+/** @type {Record<string, [string, (st: any) => any]>} */
 export const BUILDERS = {
   size: ['checkpointSize', checkpointSizeRequest],
   peak: ['peakMemory', peakMemoryRequest],

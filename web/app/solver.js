@@ -1,6 +1,8 @@
 // Runs core calls. Light calls run on the main thread (microseconds); heavy ones go to a
 // module Web Worker, so the page stays responsive and shows progress. A newer request
 // cancels an older one (the worker is terminated and started afresh).
+import { TrainmemError } from '../lib/errors.js';
+
 export class Solver {
   constructor(tm) {
     this.tm = tm;
@@ -22,9 +24,7 @@ export class Solver {
         this.pending = null;
         if (e.data.error) {
           const { code, field, message, minimumBudgetBytes } = e.data.error;
-          const err = new Error(message);
-          Object.assign(err, { code, field, minimumBudgetBytes });
-          p.reject(err);
+          p.reject(new TrainmemError(code, field, message, { minimumBudgetBytes }));
         } else p.resolve(e.data.result);
       };
       this.worker.onerror = (e) => {
@@ -69,7 +69,7 @@ export class Solver {
 
   cancel() {
     if (this.pending) {
-      this.pending.reject(Object.assign(new Error('cancelled'), { code: 'cancelled' }));
+      this.pending.reject(new TrainmemError('cancelled', '', 'cancelled'));
       this.pending = null;
       this.worker?.terminate();
       this.worker = null;

@@ -1,21 +1,18 @@
 'use strict';
 // CommonJS entry: the core is an ES module, loaded with a dynamic import inside load().
-// TrainmemError comes from the same global slot as errors.js, so instanceof agrees.
-const SLOT = Symbol.for('trainmem.TrainmemError');
-const TrainmemError =
-  globalThis[SLOT] ||
-  (globalThis[SLOT] = class TrainmemError extends Error {
-    constructor(code, field, message, details) {
-      super(message);
-      this.name = 'TrainmemError';
-      this.code = code;
-      this.field = field;
-      // infeasible placement budgets: the smallest budget that admits a plan
-      if (details && details.minimumBudgetBytes !== undefined) {
-        this.minimumBudgetBytes = details.minimumBudgetBytes;
-      }
-    }
-  });
+// TrainmemError is the class of errors.js itself (require of an ES module: Node 20.19 and
+// 22.12 or later), so it is the ES entry's class and instanceof agrees across both entries.
+let errors;
+try {
+  errors = require('./errors.js');
+} catch (e) {
+  if (e && e.code !== 'ERR_REQUIRE_ESM') throw e;
+  throw new Error(
+    `require('trainmem') needs Node 20.19, 22.12 or later (this is ${process.version}); ` +
+      "older versions can load it with import('trainmem')",
+  );
+}
+const { TrainmemError } = errors;
 
 let loading = null;
 function load() {

@@ -275,6 +275,22 @@ export interface InexactNumber {
   exact: string;
 }
 
+/**
+ * One clause of a sentence the core wrote into a result: its code in the core's message
+ * catalog (`cpp/data/messages.json`) and the values of its `{name}` parameters, so that a page
+ * can show the sentence in its own language.
+ */
+export interface MessagePart {
+  code: string;
+  params: Record<string, string>;
+}
+/**
+ * The sentences of a result as codes, keyed by their path in the result
+ * (`"breakdown.weights.source"`, `"assumptions[0]"`): one part per clause (clauses are joined
+ * by "; "). Only sentences the catalog spells are listed; names and user input are not.
+ */
+export type MessageCodes = Record<string, MessagePart[]>;
+
 /** Seed 003's simple formula: params × copies per parameter × bytes per copy. */
 export interface SimpleCheckpointSize {
   totalBytes: number;
@@ -332,6 +348,7 @@ export interface CheckpointSizeResult {
   /** How totalBytes was computed. */
   formula: string;
   inexact?: InexactNumber[];
+  messages?: MessageCodes;
 }
 /** Bytes per category of a checkpoint. */
 export interface CheckpointBreakdown {
@@ -460,6 +477,7 @@ export interface DescribeModelResult {
    */
   assumptions: string[];
   inexact?: InexactNumber[];
+  messages?: MessageCodes;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -501,8 +519,19 @@ export interface PeakMemoryRequest {
   mlp?: MlpInput;
   /** Samples per micro-step per GPU, whole number ≥ 1. */
   microBatch: number;
-  /** Tokens per sample, whole number ≥ 1, at most the model's positions (not for `mlp`). */
+  /**
+   * Tokens per sample, whole number ≥ 1, at most the model's positions (not for `mlp`). For an
+   * encoder-decoder model (T5, mT5) the encoder's input length (`input_ids`).
+   */
   seqLen?: number;
+  /**
+   * Encoder-decoder models (T5, mT5) only: the decoder's length (`labels`; the decoder reads them
+   * shifted right), whole number ≥ 1; default `seqLen`. T5ForConditionalGeneration takes
+   * `input_ids` and `labels` of their own lengths (transformers modeling_t5.py): activations,
+   * cross-attention scores (targetLen × seqLen), the loss and the time model use both. Any other
+   * model: an error naming `targetLen`.
+   */
+  targetLen?: number;
   /** Default fp32. */
   precision?: Precision;
   /** Default adamw. */
@@ -577,8 +606,11 @@ export interface PeakMemoryRequest {
    * torch.compile of each block (inductor, default mode; torchtune `compile: True`): the
    * min-cut partitioner (torch/_functorch/partitioners.py) recomputes casts, copies and
    * pointwise duplicates in the backward and keeps matmul, attention and reduction outputs; a
-   * compiled chunked loss keeps its 16-bit logits. Llama-family models only (else an error);
-   * checked against torchtune's published rows, not against a trace. Default false.
+   * compiled chunked loss keeps its 16-bit logits. Every block recipe: Llama-family blocks are
+   * checked against torchtune's published rows; GPT-2, BERT and T5 blocks follow the same rules
+   * (a tensor a backward matmul reads stays saved; gelu_new's pointwise ops, RMSNorm's fp32 copy
+   * and the gated branch's activation are recomputed; dropout keeps a 1-byte mask), derived,
+   * not measured, as `assumptions` says. Default false.
    */
   compile?: boolean;
   /**
@@ -744,6 +776,7 @@ export interface PeakMemoryResult {
   /** Memory over the step (absent with `timeline: false`). */
   timeline?: TimelinePoint[];
   inexact?: InexactNumber[];
+  messages?: MessageCodes;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -822,6 +855,7 @@ export interface AccumulationForwardResult {
   /** Micro-batches of the last, short accumulation. */
   remainderMicroBatches?: number;
   inexact?: InexactNumber[];
+  messages?: MessageCodes;
 }
 
 /** Step time of one plan (seconds, FLOPs). */
@@ -952,6 +986,7 @@ export interface AccumulationPlanResult {
   /** `target-not-divisible`, `batchnorm-per-micro-batch`, `loss-averaging`, … */
   warnings: Array<{ code: string; message: string }>;
   inexact?: InexactNumber[];
+  messages?: MessageCodes;
 }
 
 /** Result of {@link Trainmem.accumulation}: by `mode`. */
@@ -1069,6 +1104,7 @@ export interface PlacementPlanResult {
   /** With `frontier: true`. */
   frontier?: FrontierPoint[];
   inexact?: InexactNumber[];
+  messages?: MessageCodes;
 }
 
 /** `frontier: true` for a budgeted strategy without a budget: the frontier only. */
@@ -1076,6 +1112,7 @@ export interface PlacementFrontierResult {
   strategy: PlacementStrategy;
   frontier: FrontierPoint[];
   inexact?: InexactNumber[];
+  messages?: MessageCodes;
 }
 
 /** Result of {@link Trainmem.placement}. */
@@ -1160,6 +1197,7 @@ export interface PresetsResult {
   /** Worked examples shipped as data (requests with their source). */
   examples: Array<Record<string, unknown>>;
   inexact?: InexactNumber[];
+  messages?: MessageCodes;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1436,7 +1474,10 @@ export interface Trainmem {
 }
 
 /**
- * An invalid request. The same instance keeps working after it.
+ * An invalid request. The same instance keeps working after it. It is the one error class of
+ * the package: the ES module and the CommonJS entry export the same class (`instanceof` holds
+ * whichever way it was loaded), and the command line's errors extend it (adding the flag at
+ * fault), so a program that catches `TrainmemError` catches every input error.
  * @example
  * try { tm.checkpointSize({ model: { params: -5 }, optimizer: 'adam' }) }
  * catch (e) { if (e instanceof TrainmemError) console.log(e.code, e.field) } // out_of_range model.params
@@ -1461,7 +1502,8 @@ export declare class TrainmemError extends Error {
 }
 
 /**
- * Loads the WebAssembly core (once; later calls return the same instance). Works in Node ≥ 18,
+ * Loads the WebAssembly core (once; later calls return the same instance). Works in Node ≥ 18
+ * (`require` of the CommonJS entry: Node 20.19, 22.12 or later),
  * browsers, Web Workers and bundlers without configuration: the module is one file.
  */
 export declare function load(): Promise<Trainmem>;

@@ -39,7 +39,8 @@ struct RuntimeTraits {
 
 struct Settings {
   uint64_t micro_batch = 1;
-  uint64_t seq_len = 1;
+  uint64_t seq_len = 1;     // the (encoder's) input length
+  uint64_t target_len = 0;  // encoder-decoder: the decoder's length (0 = seq_len)
   Precision precision = Precision::fp32;
   Attention attention = Attention::sdpa;
   uint64_t tensor_parallel = 1;
@@ -57,7 +58,8 @@ struct Settings {
   // torch.compile (inductor, default mode, each block compiled: torchtune compile_model): the
   // min-cut partitioner recomputes casts, copies and pointwise duplicates in the backward and
   // keeps matmul, attention and reduction outputs (torch/_functorch/partitioners.py
-  // min_cut_rematerialization_partition). Modelled for Llama-family blocks.
+  // min_cut_rematerialization_partition). Llama-family blocks checked against torchtune's
+  // published rows; GPT-2, BERT and T5 blocks derived from the same rules.
   bool compiled = false;
 };
 
@@ -92,7 +94,7 @@ struct LayerActivations {
 };
 
 struct ModelActivations {
-  std::string recipe;        // "gpt2" | "bert" | "llama" | "mlp"
+  std::string recipe;        // "gpt2" | "bert" | "llama" | "t5" | "mlp"
   uint64_t input_bytes = 0;  // the batch (int64 token ids)
   std::vector<LayerActivations> layers;
   uint64_t total_saved_bytes = 0;        // input + sum of saved_bytes (no checkpointing)

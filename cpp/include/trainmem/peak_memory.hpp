@@ -82,6 +82,8 @@ struct Request {
   activations::MlpSpec mlp;
   uint64_t micro_batch = 1;
   uint64_t seq_len = 0;  // 0 = the model's maximum positions (or 512)
+  // encoder-decoder models: the decoder's (target) length; 0 = seq_len (seqLen is the encoder's)
+  uint64_t target_len = 0;
   activations::Precision precision = activations::Precision::fp32;
   activations::Attention attention = activations::Attention::sdpa;
   OptimizerSpec optimizer;

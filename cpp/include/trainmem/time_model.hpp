@@ -29,8 +29,10 @@ struct ForwardFlops {
 };
 
 // Throws RequestError(unsupported, "model") when neither an architecture nor a parameter count
-// is known.
-ForwardFlops forward_flops_per_token(const ModelDescription& model, uint64_t seq_len);
+// is known. Encoder-decoder models (T5): seq_len is the encoder's length, target_len the
+// decoder's (0 = seq_len); the FLOPs of one sample are spread over its seq_len input tokens.
+ForwardFlops forward_flops_per_token(const ModelDescription& model, uint64_t seq_len,
+                                     uint64_t target_len = 0);
 
 struct Device {
   double peak_flops = 0;              // dense peak of the precision used, FLOP/s

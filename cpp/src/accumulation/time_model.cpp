@@ -9,11 +9,48 @@
 namespace trainmem {
 namespace time_model {
 
-ForwardFlops forward_flops_per_token(const ModelDescription& m, uint64_t seq_len) {
+namespace {
+
+// T5 (modeling_t5.py, transformers 6b8b757): encoder blocks run self-attention (q, k, v, o of
+// width heads x d_kv) and the MLP on the seqLen input tokens; decoder blocks run self-attention,
+// the cross-attention's q and o and the MLP on the targetLen decoder tokens, its k and v on the
+// encoder's tokens; scores over (own length) and (encoder length) keys; the LM head on the
+// decoder tokens. Per sample, then spread over the seqLen input tokens.
+void encoder_decoder_flops(const Architecture& a, double s, double t, ForwardFlops* f) {
+  const double h = static_cast<double>(a.hidden);
+  const double q = static_cast<double>(a.heads) *
+                   static_cast<double>(a.head_dim ? a.head_dim : a.hidden / a.heads);
+  const double mlp = (a.gated_mlp ? 3.0 : 2.0) * h * static_cast<double>(a.intermediate);
+  const double E = static_cast<double>(a.encoder_layers), D = static_cast<double>(a.layers);
+  const double r = t / s;  // decoder tokens per input token
+  // Kaplan et al. 2020 Table 1: 2 FLOPs per weight per token
+  f->block_matmul =
+      E * 2.0 * (4.0 * h * q + mlp) + D * 2.0 * (2.0 * h * q) + r * D * 2.0 * (6.0 * h * q + mlp);
+  // Narayanan et al. 2021: QK^T and AV, 2 x keys x width each per query token
+  f->attention = E * 4.0 * s * q + r * D * 4.0 * (t + s) * q;
+  f->attention_core = f->attention;
+  f->head = r * 2.0 * h * static_cast<double>(a.vocab);
+  f->layers = a.layers + a.encoder_layers;
+  f->method = "architecture";
+  f->assumptions.push_back(
+      "encoder-decoder: the encoder's FLOPs over seqLen tokens, the decoder's over targetLen "
+      "(seqLen when not given), counted per input token");
+}
+
+}  // namespace
+
+ForwardFlops forward_flops_per_token(const ModelDescription& m, uint64_t seq_len,
+                                     uint64_t target_len) {
   ForwardFlops f;
   const Architecture& a = m.arch;
   const double s = static_cast<double>(seq_len);
-  if (m.has_architecture() && a.heads > 0 && a.intermediate > 0 && a.model_type != "t5") {
+  if (m.has_architecture() && a.heads > 0 && a.intermediate > 0 && a.encoder_layers > 0 &&
+      (a.model_type == "t5" || a.model_type == "mt5")) {
+    encoder_decoder_flops(a, s, static_cast<double>(target_len ? target_len : seq_len), &f);
+    f.assumptions.push_back(
+        "embedding lookups, norms, softmax and element-wise ops are not counted (< 1 % of "
+        "FLOPs; Kaplan et al. 2020 Table 1)");
+  } else if (m.has_architecture() && a.heads > 0 && a.intermediate > 0 && a.model_type != "t5") {
     f.method = "architecture";
     const double h = static_cast<double>(a.hidden);
     const double heads = static_cast<double>(a.heads);

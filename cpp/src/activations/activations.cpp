@@ -109,7 +109,11 @@ class Builder {
     return s_.sequence_parallel ? bytes / s_.tensor_parallel : bytes;
   }
   uint64_t mask(uint64_t elements, uint64_t masked_width) const {
-    const uint64_t w = s_.runtime.dropout_mask_bytes ? s_.runtime.dropout_mask_bytes : masked_width;
+    // compiled: the random tensor may not be recomputed (partitioners.py get_default_op_list:
+    // native_dropout, rand_like are random ops), the cheapest cut after it is the bool keep-mask
+    const uint64_t w = s_.compiled                     ? 1
+                       : s_.runtime.dropout_mask_bytes ? s_.runtime.dropout_mask_bytes
+                                                       : masked_width;
     return mul({elements, w});
   }
   // Names are C strings: most are literals, and the name is only kept with `detail`.
@@ -154,6 +158,9 @@ struct Dims {
   // hidden / heads: Gemma 2/3, Qwen3, MLA's qk_head_dim)
   uint64_t b, s, T, h, a, i, V, d, q;
   bool p_attn, p_hid;
+  // keys and values: their length and tokens (= s and T except in T5's cross-attention, whose
+  // keys are the encoder's tokens)
+  uint64_t sk, Tk;
 };
 
 // Eager attention core shared by the recipes: QK^T, softmax, dropout, PV.
@@ -161,15 +168,23 @@ struct Dims {
 // autocast, Llama `.to(query.dtype)` after an fp32 softmax).
 void eager_core(const Builder& B, const Dims& d, const Widths& w, uint64_t sm_width,
                 bool cast_before_dropout, LayerActivations* l) {
-  const uint64_t bas2 = B.mul({d.b, d.a, d.s, d.s});
-  B.add(l, "q, k^T (bmm operands, reshape copies)", B.tp(B.mul({2, d.T, d.q, w.lin})),
-        "torch.matmul -> bmm saves both operands (BmmBackward0)", 2);
+  const uint64_t bas2 = B.mul({d.b, d.a, d.s, d.sk});
+  const char* qk_source = "torch.matmul -> bmm saves both operands (BmmBackward0)";
+  if (d.Tk == d.T) {
+    B.add(l, "q, k^T (bmm operands, reshape copies)", B.tp(B.mul({2, d.T, d.q, w.lin})), qk_source,
+          2);
+  } else {
+    B.add(l, "q (bmm operand, reshape copy)", B.tp(B.mul({d.T, d.q, w.lin})), qk_source);
+    B.add(l, "k^T (bmm operand, reshape copy)", B.tp(B.mul({d.Tk, d.q, w.lin})), qk_source);
+  }
   if (B.settings().runtime.softmax_saves_input)
     B.add(l, "softmax input (scores + mask)", B.tp(bas2 * sm_width),
           "SoftmaxBackward keeps its input too (torch <= 1.10)");
   B.add(l, "softmax output", B.tp(bas2 * sm_width), "SoftmaxBackward0 keeps its result");
   const uint64_t core_start = l->saved_bytes;
-  const uint64_t qk_v_bytes = B.tp(B.mul({2, d.T, d.q, w.lin})) + B.tp(B.mul({d.T, d.q, w.lin}));
+  const uint64_t qk_v_bytes =
+      d.Tk == d.T ? B.tp(B.mul({2, d.T, d.q, w.lin})) + B.tp(B.mul({d.T, d.q, w.lin}))
+                  : B.tp(B.mul({d.T, d.q, w.lin})) + 2 * B.tp(B.mul({d.Tk, d.q, w.lin}));
   const uint64_t p_width = cast_before_dropout ? w.lin : sm_width;
   if (cast_before_dropout && w.lin != sm_width) {
     // the cast copy is what dropout (or PV) reads; kept by PV when there is no dropout
@@ -184,15 +199,23 @@ void eager_core(const Builder& B, const Dims& d, const Widths& w, uint64_t sm_wi
   } else if (!cast_before_dropout && w.lin != sm_width) {
     B.add(l, "probabilities cast for PV", B.tp(bas2 * w.lin), "BmmBackward0 keeps its operand");
   }
-  B.add(l, "v (bmm operand, reshape copy)", B.tp(B.mul({d.T, d.q, w.lin})),
+  B.add(l, "v (bmm operand, reshape copy)", B.tp(B.mul({d.Tk, d.q, w.lin})),
         "BmmBackward0 keeps its operand");
   // Megatron's selective recompute drops the s^2 tensors (softmax, dropout, probabilities)
   l->attention_core_bytes += l->saved_bytes - core_start - qk_v_bytes;
 }
 
 void sdpa_core(const Builder& B, const Dims& d, const Widths& w, LayerActivations* l) {
-  B.add(l, "q, k, v (kept by scaled_dot_product_attention)", B.tp(B.mul({3, d.T, d.q, w.lin})),
-        "flash / memory-efficient SDPA backward reads q, k, v", 3);
+  const char* qkv_source = "flash / memory-efficient SDPA backward reads q, k, v";
+  if (d.Tk == d.T) {
+    B.add(l, "q, k, v (kept by scaled_dot_product_attention)", B.tp(B.mul({3, d.T, d.q, w.lin})),
+          qkv_source, 3);
+  } else {
+    B.add(l, "q (kept by scaled_dot_product_attention)", B.tp(B.mul({d.T, d.q, w.lin})),
+          qkv_source);
+    B.add(l, "k, v (kept by scaled_dot_product_attention)", B.tp(B.mul({2, d.Tk, d.q, w.lin})),
+          qkv_source, 2);
+  }
   B.add(l, "SDPA output", B.tp(B.mul({d.T, d.q, w.lin})), "flash SDPA backward reads out");
   B.add(l, "SDPA logsumexp (fp32)", B.tp(B.mul({d.b, d.a, d.s, 4})),
         "flash SDPA backward reads softmax_lse");
@@ -201,29 +224,39 @@ void sdpa_core(const Builder& B, const Dims& d, const Widths& w, LayerActivation
 uint64_t attn_forward_temp(const Builder& B, const Dims& d, const Widths& w, bool eager) {
   // eager: the score tensor and its scaled/masked successor coexist (2 x b a s^2);
   // sdpa: the kernel output only.
-  if (eager) return B.tp(B.mul({2, d.b, d.a, d.s, d.s, std::max(w.lin, w.sm)}));
+  if (eager) return B.tp(B.mul({2, d.b, d.a, d.s, d.sk, std::max(w.lin, w.sm)}));
   return B.tp(B.mul({d.T, d.q, w.lin}));
 }
 
 uint64_t attn_backward_temp(const Builder& B, const Dims& d, const Widths& w, bool eager) {
   // eager: grad of the probabilities and grad of the scores (softmax backward) coexist;
   // sdpa: dq, dk, dv (+ fp32 dq accumulator of flash-attention 2).
-  if (eager) return B.tp(B.mul({2, d.b, d.a, d.s, d.s, std::max(w.lin, w.sm)}));
-  return B.tp(B.mul({d.T, d.q, 3 * w.lin + 4}));
+  if (eager) return B.tp(B.mul({2, d.b, d.a, d.s, d.sk, std::max(w.lin, w.sm)}));
+  return B.tp(B.mul({d.T, d.q, w.lin + 4}) + B.mul({2, d.Tk, d.q, w.lin}));
 }
 
-// Llama-style RMSNorm written with tensor ops (HF LlamaRMSNorm): x.to(fp32); pow(2).mean;
-// rsqrt; x * rsqrt; weight * x.to(input dtype). `input_counted`: the fp32 input is the previous
-// layer's output (fp32 runs) and is not counted again. `consumers`: linears reading the output
-// (each casts it separately under autocast).
-void rms_norm(const Builder& B, const Dims& d, const Widths& w, const Settings& s,
-              bool input_counted, int consumers, const std::string& what, LayerActivations* l) {
-  // A 16-bit input is not kept itself (only its fp32 copy is), but the chain counts the input
-  // once as the previous layer's output: the copy adds (4 - w.res) bytes per element here.
+// What an RMSNorm keeps of its input's fp32 copy beyond the input the chain already counts.
+// none: the input is counted (fp32, or the caller counts it). beyond_input (HF LlamaRMSNorm:
+// x = x.to(fp32), then pow and x * rsqrt read the copy only): a 16-bit input is not kept itself,
+// but the chain counts it once as the previous layer's output, so the copy adds (4 - w.res) bytes
+// per element. full (T5LayerNorm, modeling_t5.py: pow reads x.to(fp32), the product reads the
+// original x): the 16-bit input and its whole fp32 copy are both kept.
+enum class Fp32Copy { none, beyond_input, full };
+
+// RMSNorm written with tensor ops (HF LlamaRMSNorm, T5LayerNorm): x.to(fp32); pow(2).mean;
+// rsqrt; x * rsqrt; weight * x.to(input dtype). `consumers`: linears reading the output (each
+// casts it separately under autocast). `output_saved`: false where a dropout, not a linear, reads
+// the output (T5's final norms).
+void rms_norm(const Builder& B, const Dims& d, const Widths& w, const Settings& s, Fp32Copy copy,
+              int consumers, const std::string& what, LayerActivations* l,
+              bool output_saved = true) {
   // compiled: the fp32 cast is recomputed from the 16-bit input (a cast, not a matmul)
-  if (!input_counted && !s.compiled)
+  if (copy == Fp32Copy::beyond_input && !s.compiled)
     B.add(l, what + " input in fp32 (beyond the 16-bit input)", B.rep(B.mul({d.T, d.h, 4 - w.res})),
           "PowBackward0 / MulBackward0 keep x.to(float32)");
+  if (copy == Fp32Copy::full && w.res != 4 && !s.compiled)
+    B.add(l, what + " input in fp32", B.rep(B.mul({d.T, d.h, 4})),
+          "PowBackward0 keeps x.to(float32); MulBackward0 keeps the 16-bit x");
   if (s.runtime.mean_saves_input)
     B.add(l, what + " x^2", B.rep(B.mul({d.T, d.h, 4})),
           "MeanBackward1 keeps its input (torch 1.13)");
@@ -232,6 +265,7 @@ void rms_norm(const Builder& B, const Dims& d, const Widths& w, const Settings& 
   if (!s.compiled)
     B.add(l, what + " normalized", B.rep(B.mul({d.T, d.h, w.res == 4 ? 4 : w.lin})),
           "weight * x.to(dtype): MulBackward0 keeps x");
+  if (!output_saved) return;
   if (w.amp)
     B.add(l, what + " output, cast to 16-bit per linear",
           B.rep(B.mul({uint64_t(consumers), d.T, d.h, 2})),
@@ -246,11 +280,17 @@ void layer_norm_stats(const Builder& B, const Dims& d, const Widths& w, const st
   B.add(l, what + " mean, rstd", B.rep(B.mul({2, d.T, w.stats})), "NativeLayerNormBackward0", 2);
 }
 
+bool python_gelu(const Architecture& a) {
+  // HF ACT2FN["gelu_new"] is NewGELUActivation, a Python formula of 8 tensor ops.
+  return a.activation == "gelu_new";
+}
+
 std::string family(const Architecture& a) {
   const std::string& t = a.model_type;
   if (t == "gpt2" || t == "gpt_neox" || t == "gptj" || t == "opt" || t == "gpt_bigcode")
     return "gpt2";
   if (t == "bert" || t == "roberta" || t == "distilbert" || t == "electra") return "bert";
+  if ((t == "t5" || t == "mt5") && a.encoder_layers > 0) return "t5";
   // Llama-style decoders (RMSNorm, rotary, gated MLP); MLA and MoE details approximate.
   if (t == "llama" || t == "mistral" || t == "mixtral" || t == "qwen2" || t == "gemma" ||
       t == "qwen2_moe" || t == "phi3" || t == "qwen3" || t == "qwen3_moe" || t == "gemma2" ||
@@ -281,15 +321,12 @@ void family_assumptions(const Architecture& a, std::vector<std::string>* out) {
     out->push_back("q_norm / k_norm are not counted (approximate)");
 }
 
-bool python_gelu(const Architecture& a) {
-  // HF ACT2FN["gelu_new"] is NewGELUActivation, a Python formula of 8 tensor ops.
-  return a.activation == "gelu_new";
-}
-
 // The language-model loss over T tokens and Vt vocabulary columns (the head's saves and
-// transients after the final norm).
+// transients after the final norm). `upcast`: the loss reads logits.float() (HF
+// ForCausalLMLoss); T5ForConditionalGeneration passes the logits as they are, so log_softmax
+// keeps them in their own dtype (fp32 under autocast, whose op list runs log_softmax in fp32).
 void lm_loss(const Builder& B, const Dims& d, const Widths& w, const Settings& s, uint64_t Vt,
-             LayerActivations* head) {
+             LayerActivations* head, bool upcast = true) {
   using Loss = Settings::Loss;
   if (s.loss == Loss::liger_fused) {
     // liger_kernel/ops/fused_linear_cross_entropy.py fused_linear_cross_entropy_forward: the
@@ -321,6 +358,9 @@ void lm_loss(const Builder& B, const Dims& d, const Widths& w, const Settings& s
     B.add(head, "logits chunks (16-bit; the compiled loss keeps its input)",
           B.mul({d.T, Vt, w.lin}), "compiled cross_entropy keeps its input and logsumexp", n);
     B.add(head, "logsumexp per token (fp32)", B.mul({d.T, 4}), "compiled cross_entropy");
+  } else if (!upcast && s.loss == Loss::cross_entropy && !w.amp && w.lin != 4) {
+    B.add(head, "log_softmax output (16-bit logits)", B.mul({d.T, Vt, w.lin}),
+          "CrossEntropyLoss on the logits as they are -> LogSoftmaxBackward0 keeps its result");
   } else
     B.add(
         head, "log_softmax output (logits upcast to fp32)", B.mul({d.T, Vt, 4}),
@@ -347,6 +387,14 @@ void lm_loss(const Builder& B, const Dims& d, const Widths& w, const Settings& s
     Builder::temps(&head->backward_temps, 0, 2, B.mul({d.T, Vt, 4}) / n);
     return;
   }
+  if (!upcast && !w.amp && w.lin != 4) {
+    // 16-bit logits, no fp32 copy: the logits while log_softmax runs, then two 16-bit gradients
+    head->forward_temp_bytes = logits16;
+    head->backward_temp_bytes = 2 * logits16;
+    Builder::temps(&head->forward_temps, logits_at, 1, logits16);
+    Builder::temps(&head->backward_temps, 0, 2, logits16);
+    return;
+  }
   // logits (and their fp32 copy) exist while log_softmax runs; freed when forward returns
   // (torch <= 1.10 keeps the fp32 logits, so only a 16-bit original is transient)
   const uint64_t fp32_logits = B.mul({d.T, Vt, 4});
@@ -361,23 +409,408 @@ void lm_loss(const Builder& B, const Dims& d, const Widths& w, const Settings& s
   Builder::temps(&head->backward_temps, 0, 2, B.mul({d.T, Vt, 4}));
 }
 
-}  // namespace
+// What every recipe below reads: the builder, the shapes, the widths, the settings.
+struct Ctx {
+  const Builder& B;
+  const Dims& d;
+  const Widths& w;
+  const Settings& s;
+  const Architecture& ar;
+  bool eager;
+};
 
-ModelActivations transformer_activations(const ModelDescription& m, const Settings& s) {
-  const Architecture& ar = m.arch;
-  if (!m.has_architecture() || ar.heads == 0 || ar.vocab == 0)
-    fail(code::kUnsupported, "model",
-         "activation memory needs the architecture (layers, hidden size, heads, "
-         "vocabulary): give the model as a preset or a config, not a parameter count");
-  if (s.micro_batch == 0) fail(code::kOutOfRange, "microBatch", "microBatch must be >= 1");
-  if (s.seq_len == 0) fail(code::kOutOfRange, "seqLen", "seqLen must be >= 1");
-  if (ar.heads % s.tensor_parallel != 0)
-    fail(code::kInconsistent, "tensorParallel",
-         {"tensorParallel (", std::to_string(s.tensor_parallel),
-          ") must divide the number of attention heads (", std::to_string(ar.heads), ")"});
-  const std::string field = "microBatch";
-  Builder B(s, field);
-  const Widths w = widths(s);
+// Where a block's attention core and its MLP start: saved bytes and tensor index at that moment
+// (the transients are placed and sized from them).
+struct Marks {
+  uint64_t attn = 0, mlp = 0;
+  size_t attn_i = 0, mlp_i = 0;
+};
+
+void mark_mlp(const LayerActivations& l, Marks* mk) {
+  mk->mlp = l.saved_bytes;
+  mk->mlp_i = l.tensors.size();
+}
+
+// The attention core, eager or SDPA, with its start marked.
+void attention_core(const Ctx& c, const Dims& d, uint64_t sm_width, bool cast_before_dropout,
+                    Marks* mk, LayerActivations* l) {
+  mk->attn = l->saved_bytes;
+  mk->attn_i = l->tensors.size();
+  if (c.eager)
+    eager_core(c.B, d, c.w, sm_width, cast_before_dropout, l);
+  else
+    sdpa_core(c.B, d, c.w, l);
+}
+
+// nn.Dropout on an h-wide residual branch: its mask, when the model has hidden dropout.
+void hidden_dropout(const Ctx& c, const Dims& d, const char* name, LayerActivations* l) {
+  if (d.p_hid) c.B.add(l, name, c.B.rep(c.B.mask(c.B.mul({d.T, d.h}), c.w.lin)), "dropout");
+}
+
+// A LayerNorm over the residual sum: NativeLayerNormBackward0 keeps its input and statistics.
+void layer_norm_input(const Ctx& c, const char* input_name, const char* what, LayerActivations* l) {
+  c.B.add(l, input_name, c.B.rep(c.B.mul({c.d.T, c.d.h, c.w.res})),
+          "NativeLayerNormBackward0 keeps its input");
+  layer_norm_stats(c.B, c.d, c.w, what, l);
+}
+
+// The names of what follows a GPT-2 / BERT attention core.
+struct AttentionOutputNames {
+  const char* proj_input;
+  const char* dropout;
+  const char* ln_input;
+  const char* ln;
+};
+
+// The output projection's input (heads merged), its dropout, the LayerNorm over the residual sum.
+void attention_output(const Ctx& c, const AttentionOutputNames& n, LayerActivations* l) {
+  c.B.add(l, n.proj_input, c.B.tp(c.B.mul({c.d.T, c.d.h, c.w.lin})), "AddmmBackward0 keeps mat1");
+  hidden_dropout(c, c.d, n.dropout, l);
+  layer_norm_input(c, n.ln_input, n.ln, l);
+}
+
+// HF NewGELUActivation ("gelu_new") over d.i per token.
+void gelu_new_saves(const Ctx& c, const Dims& d, LayerActivations* l) {
+  if (c.s.compiled) {
+    // compiled: pow, tanh, mul are recomputable pointwise ops; x is a matmul output (mm may not
+    // be recomputed), so x alone is kept
+    c.B.add(l, "gelu_new input (the formula recomputed)", c.B.tp(c.B.mul({d.T, d.i, c.w.lin})),
+            "compiled: the linear's output, kept for the recomputed gelu_new");
+    return;
+  }
+  // 0.5*x*(1+tanh(c*(x+0.044715*x^3))): pow keeps x, tanh its result, the final mul both
+  // factors (0.5x and 1+tanh). Autocast runs pow in fp32: x fp32 copy, fp32 tanh and sum.
+  const uint64_t per = c.w.amp ? 4 + 4 + 4 + 2 : 4 * c.w.lin;
+  c.B.add(l, "gelu_new: x, tanh(.), 0.5x, 1+tanh(.)", c.B.tp(c.B.mul({d.T, d.i, per})),
+          "NewGELUActivation as Python ops (PowBackward0, TanhBackward0, MulBackward0)", 4);
+}
+
+// The names of a GELU MLP's saved tensors (GPT-2 mlp, BERT intermediate + output).
+struct GeluMlpNames {
+  const char* fc_input;
+  const char* fc_source;
+  const char* act_input;
+  const char* proj_input;
+  const char* dropout;
+};
+
+// LayerNorm output -> linear -> GELU -> linear -> dropout.
+void gelu_mlp(const Ctx& c, const GeluMlpNames& n, Marks* mk, LayerActivations* l) {
+  const Builder& B = c.B;
+  const Dims& d = c.d;
+  mark_mlp(*l, mk);
+  B.add(l, n.fc_input, B.rep(B.mul({d.T, d.h, c.w.lin})), n.fc_source);
+  if (python_gelu(c.ar))
+    gelu_new_saves(c, d, l);
+  else
+    B.add(l, n.act_input, B.tp(B.mul({d.T, d.i, c.w.lin})), "GeluBackward0 keeps its input");
+  B.add(l, n.proj_input, B.tp(B.mul({d.T, d.i, c.w.lin})), "AddmmBackward0 keeps mat1");
+  hidden_dropout(c, d, n.dropout, l);
+}
+
+// GPT-2 block (modeling_gpt2.py GPT2Block): ln_1, fused c_attn, attention, c_proj, ln_2, MLP.
+void gpt2_block(const Ctx& c, Marks* mk, LayerActivations* l) {
+  const Builder& B = c.B;
+  const Dims& d = c.d;
+  const Widths& w = c.w;
+  layer_norm_stats(B, d, w, "ln_1", l);
+  B.add(l, "c_attn input (ln_1 output)", B.rep(B.mul({d.T, d.h, w.lin})),
+        "AddmmBackward0 keeps mat1 (autocast: the 16-bit copy)");
+  attention_core(c, d, w.sm, true, mk, l);
+  attention_output(c,
+                   {"attention c_proj input (heads merged)", "attention residual dropout mask",
+                    "ln_2 input (residual sum)", "ln_2"},
+                   l);
+  gelu_mlp(c,
+           {"c_fc input (ln_2 output)", "AddmmBackward0 keeps mat1", "activation input",
+            "mlp c_proj input (activation output)", "mlp dropout mask"},
+           mk, l);
+  B.output(l, "block output (residual sum)", B.rep(B.mul({d.T, d.h, w.res})),
+           "read by the next block's ln_1 (NativeLayerNormBackward0)");
+}
+
+// BERT layer (modeling_bert.py BertLayer): separate q, k, v linears, post-LayerNorm.
+void bert_block(const Ctx& c, Marks* mk, LayerActivations* l) {
+  const Builder& B = c.B;
+  const Dims& d = c.d;
+  const Widths& w = c.w;
+  if (w.amp)
+    B.add(l, "q, k, v linear inputs (16-bit copies)", B.rep(B.mul({3, d.T, d.h, 2})),
+          "autocast casts the fp32 input per linear; AddmmBackward0 keeps it", 3);
+  attention_core(c, d, w.sm, false, mk, l);
+  attention_output(c,
+                   {"attention output dense input (context)", "attention output dropout mask",
+                    "LayerNorm input (residual sum)", "attention LayerNorm"},
+                   l);
+  gelu_mlp(c,
+           {"intermediate dense input (LayerNorm output)",
+            "AddmmBackward0 keeps mat1 (autocast: the 16-bit copy)", "GELU input",
+            "output dense input (GELU output)", "output dropout mask"},
+           mk, l);
+  layer_norm_input(c, "LayerNorm input (residual sum)", "output LayerNorm", l);
+  B.output(l, "layer output (LayerNorm output)", B.rep(B.mul({d.T, d.h, w.res})),
+           "read by the next layer's q, k, v linears");
+}
+
+// Llama-style MLP (LlamaMLP): SwiGLU; for mixture-of-experts blocks (MixtralSparseMoeBlock,
+// DeepSeek's shared experts) the router's fp32 logits and weights, and the expert MLP once per
+// routed or shared expert of each token.
+void swiglu_mlp(const Ctx& c, LayerActivations* l) {
+  const Builder& B = c.B;
+  const Dims& d = c.d;
+  const uint64_t k = std::max<uint64_t>(1, c.ar.experts_per_token + c.ar.shared_experts);
+  if (c.ar.num_experts > 0)
+    B.add(l, "router logits and routing weights (fp32)", B.mul({d.T, c.ar.num_experts, 4 + 4}),
+          "softmax over experts in fp32 (HF MixtralSparseMoeBlock)");
+  B.add(l, "SwiGLU: gate, SiLU(gate), up, product", B.tp(B.mul({4, d.T, k, d.i, c.w.lin})),
+        "SiluBackward0 keeps its input; MulBackward0 both factors; MmBackward0 the product", 4);
+}
+
+// Llama-style decoder layer (LlamaDecoderLayer and the families that share it).
+void llama_block(const Ctx& c, Marks* mk, LayerActivations* l) {
+  const Builder& B = c.B;
+  const Dims& d = c.d;
+  const Widths& w = c.w;
+  const Settings& s = c.s;
+  rms_norm(B, d, w, s, Fp32Copy::beyond_input, 3, "input_layernorm", l);
+  attention_core(c, d, 4, false, mk, l);  // softmax(dtype=float32) then .to(query dtype)
+  // compiled: the o_proj input is a transposed copy of the SDPA output (recomputed), and
+  // the residual sum is kept in its own dtype instead of its fp32 cast
+  if (!s.compiled)
+    B.add(l, "o_proj input", B.tp(B.mul({d.T, d.q, w.lin})), "MmBackward0 keeps its input");
+  B.add(l,
+        s.compiled ? "post_attention_layernorm input (residual sum)"
+                   : "post_attention_layernorm input (residual sum, fp32)",
+        B.rep(B.mul({d.T, d.h, s.compiled ? w.res : 4})),
+        s.compiled ? "compiled RMSNorm recomputes the fp32 cast from the residual"
+                   : "PowBackward0 / MulBackward0 keep x.to(float32)");
+  rms_norm(B, d, w, s, Fp32Copy::none, 2, "post_attention_layernorm", l);
+  mark_mlp(*l, mk);
+  swiglu_mlp(c, l);
+  B.output(l, "block output (residual sum)", B.rep(B.mul({d.T, d.h, w.res})),
+           "read by the next block's input_layernorm");
+}
+
+// T5: huggingface/transformers src/transformers/models/t5/modeling_t5.py at
+// 6b8b757dfcb582379a64f013cdce46c43629f2b0. T5Attention: no scaling of the scores, the relative
+// position bias added in place (AddBackward keeps nothing), softmax(scores.float()).type_as(
+// scores), dropout on the probabilities: the eager core with an fp32 softmax cast before dropout.
+// After the attention: o's input, the sub-layer's dropout, the residual sum (kept by the next
+// T5LayerNorm's product).
+void t5_attention(const Ctx& c, const Dims& d, Marks* mk, LayerActivations* l) {
+  const Builder& B = c.B;
+  attention_core(c, d, 4, true, mk, l);
+  B.add(l, "o input (heads merged)", B.tp(B.mul({d.T, d.q, c.w.lin})),
+        "MmBackward0 keeps its input");
+  hidden_dropout(c, d, "attention output dropout mask", l);
+  B.add(l, "residual sum", B.rep(B.mul({d.T, d.h, c.w.res})),
+        "the next T5LayerNorm: MulBackward0 keeps x");
+}
+
+// T5LayerFF: T5LayerNorm, DenseReluDense (wi, relu, dropout, wo) or T5DenseGatedActDense
+// (act(wi_0) * wi_1, dropout, wo; t5 v1.1 and mT5 "gated-gelu" use gelu_new), dropout, residual.
+void t5_ff(const Ctx& c, const Dims& d, Marks* mk, LayerActivations* l) {
+  const Builder& B = c.B;
+  const Widths& w = c.w;
+  const bool gated = c.ar.gated_mlp;
+  rms_norm(B, d, w, c.s, Fp32Copy::full, gated ? 2 : 1, "feed-forward layer_norm", l);
+  mark_mlp(*l, mk);
+  const uint64_t inner = B.tp(B.mul({d.T, d.i, w.lin}));
+  const bool relu = c.ar.activation == "relu";
+  if (relu)
+    B.add(l, "ReLU output", inner, "ThresholdBackward0 keeps its result");
+  else if (python_gelu(c.ar))
+    gelu_new_saves(c, d, l);
+  else
+    B.add(l, "activation input", inner, "the activation's backward keeps its input");
+  if (gated) {
+    // compiled: act(wi_0 output) is recomputed from the kept wi_0 output
+    if (!relu && !c.s.compiled)
+      B.add(l, "activation output (wi_0 branch)", inner, "MulBackward0 keeps it");
+    B.add(l, "wi_1 output", inner, "MulBackward0 keeps it");
+  }
+  if (d.p_hid) {
+    B.add(l, "inner dropout mask", B.tp(B.mask(B.mul({d.T, d.i}), w.lin)), "dropout");
+    B.add(l, "wo input (dropout output)", inner, "MmBackward0 keeps its input");
+  } else if (gated || !relu) {
+    B.add(l, "wo input", inner, "MmBackward0 keeps its input");
+  }
+  hidden_dropout(c, d, "feed-forward dropout mask", l);
+  B.output(l, "block output (residual sum)", B.rep(B.mul({d.T, d.h, w.res})),
+           "the next block's T5LayerNorm: MulBackward0 keeps x");
+}
+
+// T5Block of the encoder (self-attention, feed-forward) or of the decoder (self-attention,
+// cross-attention over the encoder output, feed-forward). `cross`: the decoder's dims with the
+// encoder's tokens as keys.
+void t5_block(const Ctx& c, const Dims* cross, Marks* mk, LayerActivations* l) {
+  const Builder& B = c.B;
+  const Dims& d = c.d;
+  rms_norm(B, d, c.w, c.s, Fp32Copy::full, 3, "self-attention layer_norm", l);
+  t5_attention(c, d, mk, l);
+  if (cross) {
+    const Marks self_marks = *mk;
+    rms_norm(B, d, c.w, c.s, Fp32Copy::full, 1, "cross-attention layer_norm", l);
+    // k and v read the encoder output (counted once, where the encoder ends); under autocast
+    // each of them keeps its own 16-bit copy, in every decoder layer
+    if (c.w.amp)
+      B.add(l, "encoder output cast to 16-bit for k, v", B.rep(B.mul({2, cross->Tk, d.h, 2})),
+            "autocast casts the fp32 input per linear; MmBackward0 keeps it", 2);
+    t5_attention(c, *cross, mk, l);
+    *mk = self_marks;  // the transients are sized from the self-attention (its own length)
+  }
+  t5_ff(c, d, mk, l);
+}
+
+// Where T5's encoder ends and its decoder starts (T5Stack.forward, T5ForConditionalGeneration):
+// the encoder's final_layer_norm and dropout, the encoder output every decoder layer's
+// cross-attention reads, the decoder ids (labels shifted right), the decoder's relative
+// position buckets and embedding dropout. Kept in the last encoder block, whose output is then
+// both the encoder output and the decoder's embedded input.
+void t5_encoder_end(const Ctx& c, const Dims& dec, LayerActivations* l) {
+  const Builder& B = c.B;
+  const Dims& d = c.d;
+  const Widths& w = c.w;
+  rms_norm(B, d, w, c.s, Fp32Copy::full, 1, "encoder final_layer_norm", l, false);
+  if (d.p_hid)
+    B.add(l, "encoder final dropout mask", B.rep(B.mask(B.mul({d.T, d.h}), w.res)), "dropout");
+  const uint64_t enc_out = B.rep(B.mul({d.T, d.h, w.res}));
+  B.add(l, "encoder output (read by every decoder layer's k and v)", enc_out,
+        "MmBackward0 of each cross-attention k, v keeps it (one storage)");
+  B.add(l, "decoder input ids (int64, labels shifted right)", B.mul({dec.T, 8}),
+        "EmbeddingBackward0 keeps its indices");
+  B.add(l, "decoder relative position buckets (int64, shared by its layers)",
+        B.mul({dec.s, dec.s, 8}),
+        "EmbeddingBackward0 of relative_attention_bias keeps its indices");
+  if (dec.p_hid)
+    B.add(l, "decoder embedding dropout mask", B.rep(B.mask(B.mul({dec.T, dec.h}), w.res)),
+          "dropout");
+  B.output(l, "decoder embedding output", B.rep(B.mul({dec.T, dec.h, w.res})),
+           "read by the first decoder layer");
+  l->output_bytes += enc_out;  // the encoder output lives on beside it
+}
+
+// T5's head: the decoder's final_layer_norm and dropout, the tied head's d_model^-0.5 rescale,
+// lm_head, CrossEntropyLoss on the logits as they are (no upcast).
+void t5_head(const Ctx& c, const Dims& dec, uint64_t Vt, LayerActivations* head) {
+  const Builder& B = c.B;
+  const Widths& w = c.w;
+  const bool tied = c.ar.tied_embeddings;
+  rms_norm(B, dec, w, c.s, Fp32Copy::full, 1, "decoder final_layer_norm", head,
+           !dec.p_hid && !tied);
+  if (dec.p_hid)
+    B.add(head, "decoder final dropout mask", B.rep(B.mask(B.mul({dec.T, dec.h}), w.res)),
+          "dropout");
+  if (dec.p_hid || tied)
+    B.add(head, tied ? "lm_head input (rescaled by d_model^-0.5)" : "lm_head input",
+          B.rep(B.mul({dec.T, dec.h, w.lin})), "MmBackward0 keeps its input");
+  lm_loss(B, dec, w, c.s, Vt, head, false);
+}
+
+// Transients, as the excess over what the layer has saved at that moment (the simulator adds
+// them on top of the whole layer's saved bytes): in the forward, the attention scores exist
+// before anything from the attention on is saved, the MLP holds one intermediate; in the
+// backward (MLP first) the MLP's gradients coexist with all saved tensors, the attention's once
+// the MLP's saved tensors are freed; plus the input gradient d[i].
+void block_transients(const Ctx& c, const Marks& mk, LayerActivations* l) {
+  const Builder& B = c.B;
+  const Dims& d = c.d;
+  const Widths& w = c.w;
+  const bool eager = c.eager;
+  const uint64_t after_attn = l->saved_bytes - mk.attn, mlp_saved = l->saved_bytes - mk.mlp;
+  const uint64_t attn_ft = attn_forward_temp(B, d, w, eager),
+                 attn_bt = attn_backward_temp(B, d, w, eager);
+  const uint64_t mlp_ft = B.tp(B.mul({d.T, d.i, w.lin}));
+  const uint64_t mlp_bt = 2 * mlp_ft;
+  l->forward_temp_bytes = std::max(mlp_ft, attn_ft > after_attn ? attn_ft - after_attn : 0);
+  l->backward_temp_bytes = std::max(mlp_bt, attn_bt > mlp_saved ? attn_bt - mlp_saved : 0) +
+                           B.rep(B.mul({d.T, d.h, w.res}));
+  // The same transients as tensors for the allocation trace: the scores (eager: two
+  // b a s^2 tensors) until the softmax output (index attn_i + 2) exists, the SDPA kernel
+  // output, one MLP intermediate; in the backward the MLP's two intermediate gradients while
+  // its saved tensors are freed, then the attention's.
+  const uint64_t attn_piece = eager ? attn_ft / 2 : attn_ft;
+  Builder::temps(&l->forward_temps, mk.attn_i + (eager ? 2 : 3), eager ? 2 : 1, attn_piece);
+  Builder::temps(&l->forward_temps, mk.mlp_i + 1, 1, mlp_ft);
+  Builder::temps(&l->backward_temps, mk.mlp_i, 2, mlp_ft);
+  Builder::temps(&l->backward_temps, mk.attn_i, eager ? 2 : 1, eager ? attn_bt / 2 : attn_bt);
+}
+
+// Matmul parameters of one block (its forward FLOPs are 2 x tokens x these, plus QK^T and PV).
+double block_matmul_params(const std::string& recipe, const Dims& d, const Architecture& ar) {
+  if (recipe == "llama")
+    return static_cast<double>(d.h) * (2.0 * d.h + 2.0 * (ar.kv_heads ? ar.kv_heads : d.a) * d.d) +
+           3.0 * d.h * d.i * std::max<uint64_t>(1, ar.experts_per_token + ar.shared_experts);
+  if (recipe == "t5")  // q, k, v, o of width heads x d_kv; wi (wi_0, wi_1) and wo
+    return 4.0 * d.h * d.q + (ar.gated_mlp ? 3.0 : 2.0) * d.h * d.i;
+  return 4.0 * d.h * d.h + 2.0 * d.h * d.i;
+}
+
+// The embeddings layer of each recipe.
+LayerActivations embeddings(const Ctx& c, const std::string& recipe) {
+  const Builder& B = c.B;
+  const Dims& d = c.d;
+  const Widths& w = c.w;
+  LayerActivations emb;
+  emb.name = "embeddings";
+  if (recipe == "gpt2")
+    B.add(&emb, "position ids (int64)", B.mul({d.s, 8}), "EmbeddingBackward0 keeps its indices");
+  if (recipe == "bert") {
+    B.add(&emb, "LayerNorm input (word + position + token type)", B.rep(B.mul({d.T, d.h, w.res})),
+          "NativeLayerNormBackward0 keeps its input");
+    layer_norm_stats(B, d, w, "LayerNorm", &emb);
+  }
+  if (recipe == "t5")
+    B.add(&emb, "encoder relative position buckets (int64, shared by its layers)",
+          B.mul({d.s, d.s, 8}), "EmbeddingBackward0 of relative_attention_bias keeps its indices");
+  if (recipe == "llama")
+    B.add(&emb, "RoPE cos, sin (shared by all layers)", B.mul({2, d.b, d.s, d.d, w.res}),
+          "q * cos + rotate_half(q) * sin: MulBackward0 keeps cos and sin", 2);
+  else if (d.p_hid)
+    B.add(&emb, "embedding dropout mask", B.rep(B.mask(B.mul({d.T, d.h}), w.res)), "dropout");
+  B.output(&emb, "embedding output", B.rep(B.mul({d.T, d.h, w.res})),
+           recipe == "gpt2" ? "read by the first block" : "read by the first layer");
+  emb.forward_flops = 2.0 * d.T * d.h;                    // a gather (no matmul): nominal cost
+  emb.backward_temp_bytes = B.rep(B.mul({d.T, d.h, 4}));  // dense grad before index_add
+  return emb;
+}
+
+// BERT's sequence-classification head (BertForSequenceClassification: pooler, dropout,
+// classifier, cross-entropy over the labels).
+void bert_cls_head(const Ctx& c, LayerActivations* head) {
+  const Builder& B = c.B;
+  const Dims& d = c.d;
+  const Widths& w = c.w;
+  if (w.amp) B.add(head, "pooler input (16-bit copy)", B.mul({d.b, d.h, 2}), "autocast copy");
+  B.add(head, "pooler tanh output", B.mul({d.b, d.h, w.lin}), "TanhBackward0 keeps its result");
+  if (d.p_hid) B.add(head, "classifier dropout mask", B.mask(B.mul({d.b, d.h}), w.lin), "dropout");
+  B.add(head, "classifier input", B.mul({d.b, d.h, w.lin}), "AddmmBackward0 keeps mat1");
+  if (c.s.runtime.softmax_saves_input)
+    B.add(head, "log_softmax input (logits)", B.mul({d.b, c.ar.num_labels, w.lin}),
+          "LogSoftmaxBackward keeps its input too (torch <= 1.10)");
+  B.add(head, "log_softmax output (fp32)", B.mul({d.b, c.ar.num_labels, 4}), "LogSoftmaxBackward0");
+  B.add(head, "labels (int64)", B.mul({d.b, 8}), "NllLossBackward0 keeps its target");
+  head->forward_flops = 2.0 * d.b * d.h * (d.h + c.ar.num_labels);
+}
+
+// A language-model head: the final norm, lm_head, the loss.
+void lm_head(const Ctx& c, const std::string& recipe, uint64_t Vt, LayerActivations* head) {
+  const Builder& B = c.B;
+  const Dims& d = c.d;
+  if (recipe == "llama") {
+    rms_norm(B, d, c.w, c.s, Fp32Copy::beyond_input, 1, "final norm", head);
+  } else {
+    layer_norm_stats(B, d, c.w, "final LayerNorm", head);
+    B.add(head, "lm_head input (final LayerNorm output)", B.rep(B.mul({d.T, d.h, c.w.lin})),
+          "MmBackward0 keeps its input");
+  }
+  // Liger's fused function reads the hidden states without autograd: no matmul keeps them
+  if (c.s.loss == Settings::Loss::liger_fused) B.drop_last(head);
+  lm_loss(B, d, c.w, c.s, Vt, head);
+  head->forward_flops = 2.0 * d.T * d.h * Vt;
+}
+
+Dims dims_of(const Architecture& ar, const Settings& s, const Builder& B) {
   Dims d{};
   d.b = s.micro_batch;
   d.s = s.seq_len;
@@ -390,189 +823,131 @@ ModelActivations transformer_activations(const ModelDescription& m, const Settin
   d.V = ar.vocab;
   d.p_attn = s.dropout && ar.attention_dropout > 0;
   d.p_hid = s.dropout && ar.hidden_dropout > 0;
-  const bool eager = s.attention == Attention::eager;
+  d.sk = d.s;
+  d.Tk = d.T;
+  return d;
+}
 
+void check_settings(const ModelDescription& m, const Settings& s, const std::string& recipe) {
+  const Architecture& ar = m.arch;
+  if (!m.has_architecture() || ar.heads == 0 || ar.vocab == 0)
+    fail(code::kUnsupported, "model",
+         "activation memory needs the architecture (layers, hidden size, heads, "
+         "vocabulary): give the model as a preset or a config, not a parameter count");
+  if (s.micro_batch == 0) fail(code::kOutOfRange, "microBatch", "microBatch must be >= 1");
+  if (s.seq_len == 0) fail(code::kOutOfRange, "seqLen", "seqLen must be >= 1");
+  if (ar.heads % s.tensor_parallel != 0)
+    fail(code::kInconsistent, "tensorParallel",
+         {"tensorParallel (", std::to_string(s.tensor_parallel),
+          ") must divide the number of attention heads (", std::to_string(ar.heads), ")"});
+  if (s.target_len > 0 && recipe != "t5")
+    fail(code::kInconsistent, "targetLen",
+         {"targetLen is the decoder length of an encoder-decoder model; '", ar.model_type,
+          "' has one sequence: give seqLen only"});
+}
+
+// What the result states about its recipe.
+void recipe_assumptions(const Architecture& ar, const Settings& s, const std::string& recipe,
+                        std::vector<std::string>* out) {
+  out->push_back(std::string("recipe '") + recipe +
+                 "' (HF transformers eager modules for model_type '" + ar.model_type + "')");
+  if (recipe == "t5" && s.target_len == 0)
+    out->push_back(
+        "encoder-decoder: the decoder length (targetLen) not given, taken equal to seqLen");
+  if (recipe == "t5")
+    out->push_back(
+        "encoder-decoder: the encoder output is kept once for every decoder layer's "
+        "cross-attention; it and the decoder's embedded input are the last encoder block's "
+        "output");
+  if (ar.num_experts > 0)
+    out->push_back(
+        "mixture of experts: each token's expert MLP counted experts_per_token "
+        "times (not calibrated)");
+  family_assumptions(ar, out);
+}
+
+}  // namespace
+
+ModelActivations transformer_activations(const ModelDescription& m, const Settings& s) {
+  const Architecture& ar = m.arch;
   ModelActivations out;
   out.recipe = family(ar);
-  if (s.compiled && out.recipe != "llama")
-    fail(code::kUnsupported, "compile",
-         {"compile is modelled for Llama-family blocks; '", ar.model_type,
-          "' runs its eager recipe only: leave compile out"});
-  if (s.compiled)
+  check_settings(m, s, out.recipe);
+  const std::string field = "microBatch";
+  Builder B(s, field);
+  const Widths w = widths(s);
+  const Dims d = dims_of(ar, s, B);
+  const bool eager = s.attention == Attention::eager;
+  const Ctx c{B, d, w, s, ar, eager};
+  const bool t5 = out.recipe == "t5";
+  // T5: the decoder's own length (targetLen; seqLen when not given), its keys in the
+  // cross-attention the encoder's tokens
+  Dims dec = d;
+  if (t5) {
+    dec.s = s.target_len ? s.target_len : s.seq_len;
+    dec.T = B.mul({d.b, dec.s});
+    dec.sk = dec.s;
+    dec.Tk = dec.T;
+  }
+  Dims cross = dec;
+  cross.sk = d.s;
+  cross.Tk = d.T;
+  const Ctx dc{B, dec, w, s, ar, eager};
+
+  if (s.compiled && out.recipe == "llama")
     out.assumptions.push_back(
         "torch.compile (each block): casts, copies and pointwise duplicates are recomputed in "
         "the backward, matmul, attention and reduction outputs kept (the partitioner's rules; "
         "checked against torchtune's published Llama 3.2 3B rows, not against a trace)");
+  else if (s.compiled)
+    out.assumptions.push_back(
+        "torch.compile (each block), derived from the min-cut partitioner's rules, not measured "
+        "(torch 1.13 has no torch.compile): matmul and attention outputs and every tensor a "
+        "backward matmul reads stay saved; casts, the RMSNorm's fp32 copy and product, "
+        "gelu_new's pointwise ops and the gated branch's activation are recomputed; dropout "
+        "keeps a 1-byte mask");
   out.input_bytes = B.mul({d.T, 8});  // int64 input_ids
+  out.layers.push_back(embeddings(c, out.recipe));
+
+  // ---------------- blocks (T5: the encoder's, then the decoder's)
+  const uint64_t E = t5 ? ar.encoder_layers : 0;
   const uint64_t L = ar.layers + ar.encoder_layers;
-
-  // ---------------- embeddings
-  LayerActivations emb;
-  emb.name = "embeddings";
-  if (out.recipe == "gpt2") {
-    B.add(&emb, "position ids (int64)", B.mul({d.s, 8}), "EmbeddingBackward0 keeps its indices");
-    if (d.p_hid)
-      B.add(&emb, "embedding dropout mask", B.rep(B.mask(B.mul({d.T, d.h}), w.res)), "dropout");
-    B.output(&emb, "embedding output", B.rep(B.mul({d.T, d.h, w.res})), "read by the first block");
-  } else if (out.recipe == "bert") {
-    B.add(&emb, "LayerNorm input (word + position + token type)", B.rep(B.mul({d.T, d.h, w.res})),
-          "NativeLayerNormBackward0 keeps its input");
-    layer_norm_stats(B, d, w, "LayerNorm", &emb);
-    if (d.p_hid)
-      B.add(&emb, "embedding dropout mask", B.rep(B.mask(B.mul({d.T, d.h}), w.res)), "dropout");
-    B.output(&emb, "embedding output", B.rep(B.mul({d.T, d.h, w.res})), "read by the first layer");
-  } else {
-    B.add(&emb, "RoPE cos, sin (shared by all layers)", B.mul({2, d.b, d.s, d.d, w.res}),
-          "q * cos + rotate_half(q) * sin: MulBackward0 keeps cos and sin", 2);
-    B.output(&emb, "embedding output", B.rep(B.mul({d.T, d.h, w.res})), "read by the first layer");
-  }
-  emb.forward_flops = 2.0 * d.T * d.h;                    // a gather (no matmul): nominal cost
-  emb.backward_temp_bytes = B.rep(B.mul({d.T, d.h, 4}));  // dense grad before index_add
-  out.layers.push_back(emb);
-
-  // ---------------- blocks
-  const double block_matmul_params =
-      out.recipe == "llama"
-          ? static_cast<double>(d.h) * (2.0 * d.h + 2.0 * (ar.kv_heads ? ar.kv_heads : d.a) * d.d) +
-                3.0 * d.h * d.i * std::max<uint64_t>(1, ar.experts_per_token + ar.shared_experts)
-          : 4.0 * d.h * d.h + 2.0 * d.h * d.i;
+  const double matmul_params = block_matmul_params(out.recipe, d, ar);
   for (uint64_t li = 0; li < L; ++li) {
-    if (li > 0) {  // every block has the same shapes: copy the first
+    const bool decoder = t5 && li >= E;
+    // every block of a stack has the same shapes: copy its first, except T5's last encoder
+    // block, which also holds where the encoder ends
+    const bool first = li == 0 || li == E;
+    const bool last_encoder = t5 && li + 1 == E;
+    if (!first && !last_encoder) {
       LayerActivations copy = out.layers.back();
       copy.name = "block " + std::to_string(li);
       out.layers.push_back(std::move(copy));
       continue;
     }
     LayerActivations l;
-    l.name = "block " + std::to_string(li);
-    uint64_t pre_attn = 0, pre_mlp = 0;    // saved bytes when the attention core / MLP starts
-    size_t pre_attn_i = 0, pre_mlp_i = 0;  // the same as indices into l.tensors
-    if (out.recipe == "gpt2") {
-      layer_norm_stats(B, d, w, "ln_1", &l);
-      B.add(&l, "c_attn input (ln_1 output)", B.rep(B.mul({d.T, d.h, w.lin})),
-            "AddmmBackward0 keeps mat1 (autocast: the 16-bit copy)");
-      pre_attn = l.saved_bytes;
-      pre_attn_i = l.tensors.size();
-      if (eager)
-        eager_core(B, d, w, w.sm, true, &l);
+    if (last_encoder && li > 0) {
+      l = out.layers.back();
+    } else {
+      Marks mk;
+      const Ctx& bc = decoder ? dc : c;
+      if (out.recipe == "gpt2")
+        gpt2_block(bc, &mk, &l);
+      else if (out.recipe == "bert")
+        bert_block(bc, &mk, &l);
+      else if (t5)
+        t5_block(bc, decoder ? &cross : nullptr, &mk, &l);
       else
-        sdpa_core(B, d, w, &l);
-      B.add(&l, "attention c_proj input (heads merged)", B.tp(B.mul({d.T, d.h, w.lin})),
-            "AddmmBackward0 keeps mat1");
-      if (d.p_hid)
-        B.add(&l, "attention residual dropout mask", B.rep(B.mask(B.mul({d.T, d.h}), w.lin)),
-              "dropout");
-      B.add(&l, "ln_2 input (residual sum)", B.rep(B.mul({d.T, d.h, w.res})),
-            "NativeLayerNormBackward0 keeps its input");
-      layer_norm_stats(B, d, w, "ln_2", &l);
-      pre_mlp = l.saved_bytes;
-      pre_mlp_i = l.tensors.size();
-      B.add(&l, "c_fc input (ln_2 output)", B.rep(B.mul({d.T, d.h, w.lin})),
-            "AddmmBackward0 keeps mat1");
-      if (python_gelu(ar)) {
-        // 0.5*x*(1+tanh(c*(x+0.044715*x^3))): pow keeps x, tanh its result, the final mul both
-        // factors (0.5x and 1+tanh). Autocast runs pow in fp32: x fp32 copy, fp32 tanh and sum.
-        const uint64_t per = w.amp ? 4 + 4 + 4 + 2 : 4 * w.lin;
-        B.add(&l, "gelu_new: x, tanh(.), 0.5x, 1+tanh(.)", B.tp(B.mul({d.T, d.i, per})),
-              "NewGELUActivation as Python ops (PowBackward0, TanhBackward0, MulBackward0)", 4);
-      } else {
-        B.add(&l, "activation input", B.tp(B.mul({d.T, d.i, w.lin})),
-              "GeluBackward0 keeps its input");
-      }
-      B.add(&l, "mlp c_proj input (activation output)", B.tp(B.mul({d.T, d.i, w.lin})),
-            "AddmmBackward0 keeps mat1");
-      if (d.p_hid)
-        B.add(&l, "mlp dropout mask", B.rep(B.mask(B.mul({d.T, d.h}), w.lin)), "dropout");
-      B.output(&l, "block output (residual sum)", B.rep(B.mul({d.T, d.h, w.res})),
-               "read by the next block's ln_1 (NativeLayerNormBackward0)");
-    } else if (out.recipe == "bert") {
-      if (w.amp)
-        B.add(&l, "q, k, v linear inputs (16-bit copies)", B.rep(B.mul({3, d.T, d.h, 2})),
-              "autocast casts the fp32 input per linear; AddmmBackward0 keeps it", 3);
-      pre_attn = l.saved_bytes;
-      pre_attn_i = l.tensors.size();
-      if (eager)
-        eager_core(B, d, w, w.sm, false, &l);
-      else
-        sdpa_core(B, d, w, &l);
-      B.add(&l, "attention output dense input (context)", B.tp(B.mul({d.T, d.h, w.lin})),
-            "AddmmBackward0 keeps mat1");
-      if (d.p_hid)
-        B.add(&l, "attention output dropout mask", B.rep(B.mask(B.mul({d.T, d.h}), w.lin)),
-              "dropout");
-      B.add(&l, "LayerNorm input (residual sum)", B.rep(B.mul({d.T, d.h, w.res})),
-            "NativeLayerNormBackward0 keeps its input");
-      layer_norm_stats(B, d, w, "attention LayerNorm", &l);
-      pre_mlp = l.saved_bytes;
-      pre_mlp_i = l.tensors.size();
-      B.add(&l, "intermediate dense input (LayerNorm output)", B.rep(B.mul({d.T, d.h, w.lin})),
-            "AddmmBackward0 keeps mat1 (autocast: the 16-bit copy)");
-      B.add(&l, "GELU input", B.tp(B.mul({d.T, d.i, w.lin})), "GeluBackward0 keeps its input");
-      B.add(&l, "output dense input (GELU output)", B.tp(B.mul({d.T, d.i, w.lin})),
-            "AddmmBackward0 keeps mat1");
-      if (d.p_hid)
-        B.add(&l, "output dropout mask", B.rep(B.mask(B.mul({d.T, d.h}), w.lin)), "dropout");
-      B.add(&l, "LayerNorm input (residual sum)", B.rep(B.mul({d.T, d.h, w.res})),
-            "NativeLayerNormBackward0 keeps its input");
-      layer_norm_stats(B, d, w, "output LayerNorm", &l);
-      B.output(&l, "layer output (LayerNorm output)", B.rep(B.mul({d.T, d.h, w.res})),
-               "read by the next layer's q, k, v linears");
-    } else {  // llama family
-      rms_norm(B, d, w, s, w.res == 4, 3, "input_layernorm", &l);
-      pre_attn = l.saved_bytes;
-      pre_attn_i = l.tensors.size();
-      if (eager) {
-        eager_core(B, d, w, 4, false, &l);  // softmax(dtype=float32) then .to(query dtype)
-      } else {
-        sdpa_core(B, d, w, &l);
-      }
-      // compiled: the o_proj input is a transposed copy of the SDPA output (recomputed), and
-      // the residual sum is kept in its own dtype instead of its fp32 cast
-      if (!s.compiled)
-        B.add(&l, "o_proj input", B.tp(B.mul({d.T, d.q, w.lin})), "MmBackward0 keeps its input");
-      B.add(&l,
-            s.compiled ? "post_attention_layernorm input (residual sum)"
-                       : "post_attention_layernorm input (residual sum, fp32)",
-            B.rep(B.mul({d.T, d.h, s.compiled ? w.res : 4})),
-            s.compiled ? "compiled RMSNorm recomputes the fp32 cast from the residual"
-                       : "PowBackward0 / MulBackward0 keep x.to(float32)");
-      rms_norm(B, d, w, s, true, 2, "post_attention_layernorm", &l);
-      pre_mlp = l.saved_bytes;
-      pre_mlp_i = l.tensors.size();
-      // routed experts per token plus DeepSeek's always-active shared experts
-      const uint64_t k = std::max<uint64_t>(1, ar.experts_per_token + ar.shared_experts);
-      if (ar.num_experts > 0)
-        B.add(&l, "router logits and routing weights (fp32)", B.mul({d.T, ar.num_experts, 4 + 4}),
-              "softmax over experts in fp32 (HF MixtralSparseMoeBlock)");
-      B.add(&l, "SwiGLU: gate, SiLU(gate), up, product", B.tp(B.mul({4, d.T, k, d.i, w.lin})),
-            "SiluBackward0 keeps its input; MulBackward0 both factors; MmBackward0 the product", 4);
-      B.output(&l, "block output (residual sum)", B.rep(B.mul({d.T, d.h, w.res})),
-               "read by the next block's input_layernorm");
+        llama_block(bc, &mk, &l);
+      block_transients(bc, mk, &l);
+      const Dims& bd = bc.d;
+      l.forward_flops = 2.0 * bd.T * matmul_params / s.tensor_parallel +
+                        4.0 * bd.b * bd.s * bd.sk * bd.q / s.tensor_parallel;  // QK^T and PV
+      if (decoder)  // the cross-attention's QK^T and PV over the encoder's keys
+        l.forward_flops += 4.0 * d.b * dec.s * d.s * d.q / s.tensor_parallel;
     }
-    // Transients, as the excess over what the layer has saved at that moment (the simulator
-    // adds them on top of the whole layer's saved bytes): in the forward, the attention scores
-    // exist before anything from the attention on is saved, the MLP holds one intermediate; in
-    // the backward (MLP first) the MLP's gradients coexist with all saved tensors, the
-    // attention's once the MLP's saved tensors are freed; plus the input gradient d[i].
-    const uint64_t after_attn = l.saved_bytes - pre_attn, mlp_saved = l.saved_bytes - pre_mlp;
-    const uint64_t attn_ft = attn_forward_temp(B, d, w, eager),
-                   attn_bt = attn_backward_temp(B, d, w, eager);
-    const uint64_t mlp_ft = B.tp(B.mul({d.T, d.i, w.lin}));
-    const uint64_t mlp_bt = 2 * mlp_ft;
-    l.forward_temp_bytes = std::max(mlp_ft, attn_ft > after_attn ? attn_ft - after_attn : 0);
-    l.backward_temp_bytes = std::max(mlp_bt, attn_bt > mlp_saved ? attn_bt - mlp_saved : 0) +
-                            B.rep(B.mul({d.T, d.h, w.res}));
-    // The same transients as tensors for the allocation trace: the scores (eager: two
-    // b a s^2 tensors) until the softmax output (index pre_attn_i + 2) exists, the SDPA kernel
-    // output, one MLP intermediate; in the backward the MLP's two intermediate gradients while
-    // its saved tensors are freed, then the attention's.
-    const uint64_t attn_piece = eager ? attn_ft / 2 : attn_ft;
-    Builder::temps(&l.forward_temps, pre_attn_i + (eager ? 2 : 3), eager ? 2 : 1, attn_piece);
-    Builder::temps(&l.forward_temps, pre_mlp_i + 1, 1, mlp_ft);
-    Builder::temps(&l.backward_temps, pre_mlp_i, 2, mlp_ft);
-    Builder::temps(&l.backward_temps, pre_attn_i, eager ? 2 : 1, eager ? attn_bt / 2 : attn_bt);
-    l.forward_flops = 2.0 * d.T * block_matmul_params / s.tensor_parallel +
-                      4.0 * d.b * d.s * d.s * d.q / s.tensor_parallel;  // QK^T and PV
+    l.name = "block " + std::to_string(li);
+    if (last_encoder) t5_encoder_end(c, dec, &l);
     out.layers.push_back(l);
   }
 
@@ -581,30 +956,12 @@ ModelActivations transformer_activations(const ModelDescription& m, const Settin
   head.name = "head";
   const uint64_t Vt = d.V / s.tensor_parallel;  // Megatron vocab-parallel logits
   if (out.recipe == "bert" && ar.num_labels > 0) {
-    if (w.amp) B.add(&head, "pooler input (16-bit copy)", B.mul({d.b, d.h, 2}), "autocast copy");
-    B.add(&head, "pooler tanh output", B.mul({d.b, d.h, w.lin}), "TanhBackward0 keeps its result");
-    if (d.p_hid)
-      B.add(&head, "classifier dropout mask", B.mask(B.mul({d.b, d.h}), w.lin), "dropout");
-    B.add(&head, "classifier input", B.mul({d.b, d.h, w.lin}), "AddmmBackward0 keeps mat1");
-    if (s.runtime.softmax_saves_input)
-      B.add(&head, "log_softmax input (logits)", B.mul({d.b, ar.num_labels, w.lin}),
-            "LogSoftmaxBackward keeps its input too (torch <= 1.10)");
-    B.add(&head, "log_softmax output (fp32)", B.mul({d.b, ar.num_labels, 4}),
-          "LogSoftmaxBackward0");
-    B.add(&head, "labels (int64)", B.mul({d.b, 8}), "NllLossBackward0 keeps its target");
-    head.forward_flops = 2.0 * d.b * d.h * (d.h + ar.num_labels);
+    bert_cls_head(c, &head);
+  } else if (t5) {
+    t5_head(dc, dec, Vt, &head);
+    head.forward_flops = 2.0 * dec.T * d.h * Vt;
   } else {
-    if (out.recipe == "llama") {
-      rms_norm(B, d, w, s, w.res == 4, 1, "final norm", &head);
-    } else {
-      layer_norm_stats(B, d, w, "final LayerNorm", &head);
-      B.add(&head, "lm_head input (final LayerNorm output)", B.rep(B.mul({d.T, d.h, w.lin})),
-            "MmBackward0 keeps its input");
-    }
-    // Liger's fused function reads the hidden states without autograd: no matmul keeps them
-    if (s.loss == Settings::Loss::liger_fused) B.drop_last(&head);
-    lm_loss(B, d, w, s, Vt, &head);
-    head.forward_flops = 2.0 * d.T * d.h * Vt;
+    lm_head(c, out.recipe, Vt, &head);
   }
   B.output(&head, "loss (scalar)", 4, "the loss tensor");
   out.layers.push_back(head);
@@ -616,14 +973,7 @@ ModelActivations transformer_activations(const ModelDescription& m, const Settin
   }
   out.korthikanti_layer_bytes = static_cast<uint64_t>(
       korthikanti_layer_bytes(d.s, d.b, d.h, d.a, s.tensor_parallel, s.sequence_parallel, false));
-  out.assumptions.push_back(std::string("recipe '") + out.recipe +
-                            "' (HF transformers eager modules for model_type '" + ar.model_type +
-                            "')");
-  if (ar.num_experts > 0)
-    out.assumptions.push_back(
-        "mixture of experts: each token's expert MLP counted experts_per_token "
-        "times (not calibrated)");
-  family_assumptions(ar, &out.assumptions);
+  recipe_assumptions(ar, s, out.recipe, &out.assumptions);
   return out;
 }
 

@@ -144,7 +144,7 @@ json plan_mode(const Obj& req) {
     in.flops.total = in.flops.blocks = first.forward_flops;  // per sample at micro-batch 1
     in.flops.layers = base.mlp.sizes.size() - 1;
   } else {
-    in.flops = time_model::forward_flops_per_token(base.model(), in.seq_len);
+    in.flops = time_model::forward_flops_per_token(base.model(), in.seq_len, base.target_len);
   }
   // Optimizer traffic per step (weights in fp32 unless pure 16-bit: autocast keeps fp32
   // parameters and gradients).

@@ -261,6 +261,15 @@ Request parse_request(const json& request) {
   } else {
     r.seq_len = 1;
   }
+  if (req.has("targetLen")) {
+    // T5ForConditionalGeneration: input_ids (the encoder, seqLen) and labels (the decoder)
+    // have their own lengths (modeling_t5.py forward)
+    r.target_len = req.u64("targetLen", 1, kMaxSeq);
+    if (r.is_mlp || r.model().arch.encoder_layers == 0)
+      fail(code::kInconsistent, "targetLen",
+           "targetLen is the decoder length of an encoder-decoder model (T5, mT5); this model "
+           "has one sequence: give seqLen only");
+  }
   const std::string prec = req.one_of_or("precision", activations::precision_names(), "fp32");
   activations::parse_precision(prec, &r.precision);
   if (req.has("optimizer")) r.optimizer = parse_optimizer(req, "optimizer");

@@ -91,6 +91,7 @@ json placement_json(const json& request) {
     activations::Settings set;
     set.micro_batch = root.u64("microBatch", 1, uint64_t{1} << 24);
     set.seq_len = root.u64("seqLen", 1, uint64_t{1} << 24);
+    set.target_len = root.u64_or("targetLen", 0, 1, uint64_t{1} << 24);
     const std::string prec = root.one_of_or("precision", activations::precision_names(), "fp32");
     activations::parse_precision(prec, &set.precision);
     set.attention = root.one_of_or("attention", {"eager", "sdpa"}, "sdpa") == "eager"

@@ -701,6 +701,7 @@ void build_t5(const Obj& c, const std::string& arch_override, bool mt5, ModelDes
   a.activation = a.gated_mlp ? ff.substr(6) : ff;
   a.norm = "rmsnorm";
   a.hidden_dropout = c.num_or("dropout_rate", 0.1, 0, 1);
+  a.attention_dropout = a.hidden_dropout;  // T5Attention drops probabilities at dropout_rate
   a.tied_embeddings = c.boolean_or("tie_word_embeddings", !mt5);
   const std::string cls = mt5 ? "MT5" : "T5";
   m.architecture = pick_arch(c, arch_override, {cls + "ForConditionalGeneration", cls + "Model"},

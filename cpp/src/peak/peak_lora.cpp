@@ -61,14 +61,12 @@ bool names_a_module(const ModelDescription& m, const std::string& target) {
 }
 
 // The chain layer (0 embeddings, 1..blocks, last head) a tensor's adapter belongs to; the
-// decoder's blocks of an encoder-decoder follow the encoder's.
-size_t chain_slot(const ModelDescription& m, const TensorSpec& t, size_t layers, bool seen) {
+// decoder's blocks of an encoder-decoder follow the encoder's (finalize_tensors has already
+// numbered them after the encoder's).
+size_t chain_slot(const TensorSpec& t, size_t layers, bool seen) {
   const size_t blocks = layers >= 2 ? layers - 2 : 0;
-  if (t.block >= 0) {
-    size_t b = static_cast<size_t>(t.block);
-    if (t.name.rfind("decoder.", 0) == 0) b += m.arch.encoder_layers;
-    if (b < blocks) return b + 1;
-  }
+  if (t.block >= 0 && static_cast<size_t>(t.block) < blocks)
+    return static_cast<size_t>(t.block) + 1;
   return seen ? layers - 1 : 0;
 }
 
@@ -140,7 +138,7 @@ LoraPlan plan_lora(const ModelDescription& m, const Lora& l, size_t chain_layers
       if (matches(mod, p.targets[i])) adapt = hit[i] = true;
     if (!adapt) continue;
     const auto io = in_out(t);
-    p.per_layer[chain_slot(m, t, chain_layers, seen_block)].push_back(io);
+    p.per_layer[chain_slot(t, chain_layers, seen_block)].push_back(io);
     p.params =
         checked_add(p.params, checked_mul(l.rank, io.first + io.second, "lora.rank"), "lora.rank");
     ++p.modules;

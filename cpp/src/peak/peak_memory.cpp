@@ -112,6 +112,7 @@ Result evaluate(const Request& rq) {
   activations::Settings st;
   st.micro_batch = rq.micro_batch;
   st.seq_len = rq.seq_len;
+  st.target_len = rq.target_len;
   st.precision = rq.precision;
   st.attention = rq.attention;
   st.tensor_parallel = rq.tensor_parallel;
@@ -148,11 +149,16 @@ Result evaluate(const Request& rq) {
   if (rq.lora.enabled) {
     lora = plan_lora(rq.model(), rq.lora, nl);
     const uint64_t T = rq.micro_batch * rq.seq_len;
+    // encoder-decoder: the decoder's layers (after the encoder's) and the head run on the
+    // decoder's tokens (its cross-attention k and v read the encoder's: counted as decoder ones)
+    const uint64_t E = acts.recipe == "t5" ? rq.model().arch.encoder_layers : nl;
+    const uint64_t T_dec = rq.micro_batch * (rq.target_len ? rq.target_len : rq.seq_len);
     const uint64_t lin = (rq.precision == Precision::fp32) ? 4 : 2;
     for (size_t i = 0; i < nl; ++i)
       for (const auto& io : lora.per_layer[i])
-        acts.layers[i].saved_bytes += lora_saved_bytes(T, rq.lora.rank, io.first, rq.lora.dropout,
-                                                       lin, st.runtime.dropout_mask_bytes);
+        acts.layers[i].saved_bytes +=
+            lora_saved_bytes(i > E ? T_dec : T, rq.lora.rank, io.first, rq.lora.dropout, lin,
+                             st.runtime.dropout_mask_bytes);
   }
 
   // ---- checkpointing -> placement engine

@@ -1,0 +1,27 @@
+// The sentences the core writes into results, recognised against one catalog
+// (cpp/data/messages.json) so that a page can show them in its own language: each recognised
+// string gets a code and its parameters in result.messages (docs/i18n.md).
+#pragma once
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace trainmem::messages {
+
+struct Part {
+  std::string code;
+  std::vector<std::pair<std::string, std::string>> params;  // in template order
+};
+
+// The catalog's parts that spell `text` exactly: one template, or templates joined by "; ".
+// Empty when the text is not in the catalog.
+std::vector<Part> recognise(const std::string& text);
+
+// Walks a result and returns {path: [{code, params}]} for every string the catalog spells
+// (paths as in result.inexact: "breakdown.weights.source", "assumptions[0]"). Names (keys
+// "name", "field", "id") are not sentences and are skipped.
+nlohmann::json codes_of(const nlohmann::json& result);
+
+}  // namespace trainmem::messages

@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""Writes tests/fixtures/message_requests.json: requests over every calculator and the settings
+that change what the core writes (optimizers, precisions, strategies, ZeRO, DDP, LoRA, runtimes,
+allocator options, formats). tests/js/messages.test.js runs them (and the golden cases) and
+checks that every sentence in the results is in the message catalog (cpp/data/messages.json)
+and that both languages of the page translate it. Run: python3 tools/message_requests.py"""
+import json
+import os
+
+ABOUT = "Requests whose results hold the core's sentences; written by tools/message_requests.py"
+reqs = []
+presets = ['gpt2','bert-large-uncased','llama-2-7b','llama-3-8b','t5-small','mixtral-8x7b','gemma-2-2b','qwen3-30b-a3b','deepseek-v3','phi-3-mini-4k']
+opts = ['sgd','sgd-momentum','adam','adamw','adafactor','adafactor-hf','adagrad','rmsprop','lion','adam-8bit','adamw-8bit','paged-adamw-8bit']
+precs = ['fp32','amp-fp16','amp-bf16','bf16','fp16']
+strats = ['none','full','selective','every-k','sqrt','sequential','chen-greedy','revolve','optimal','optimal-single-level','block']
+gpus = ['a100-80gb','v100-16gb','h100-80gb','rtx-4090']
+base = {'microBatch':1,'seqLen':512,'timeline':False}
+for p in presets:
+  for o in opts[::2] + ['adamw']:
+    reqs.append(['peakMemory', dict(base, model={'preset':p}, optimizer=o, precision='amp-bf16', gpu='a100-80gb')])
+for pr in precs:
+  for s in strats:
+    reqs.append(['peakMemory', dict(base, model={'preset':'gpt2'}, precision=pr, checkpointing={'strategy':s, 'k':2} if s=='every-k' else {'strategy':s}, gpu='v100-16gb')])
+variants = [
+  dict(zeroStage=1, dataParallel=8), dict(zeroStage=2, dataParallel=8, offload={'optimizer':True}), dict(zeroStage=3, dataParallel=4, offload={'optimizer':True,'params':True}),
+  dict(dataParallel=4), dict(dataParallel=4, ddp={'bucketCapMb':50,'gradientAsBucketView':True}), dict(tensorParallel=2, sequenceParallel=True),
+  dict(lora={'rank':16}), dict(lora={'rank':8,'qlora':True}), dict(lora={'rank':8,'targetModules':'all-linear'}), dict(lora={'rank':8,'targetModules':['q_proj','nope']}),
+  dict(compile=True), dict(loss='chunked'), dict(loss='liger-fused-linear'), dict(activationOffloading=True), dict(optimizerInBackward=True),
+  dict(zeroGradSetToNone=False), dict(optimizerImplementation='fused'), dict(optimizerImplementation='for-loop'), dict(optimizerImplementation='transformers'),
+  dict(allocator='expandable_segments:True'), dict(allocator='max_split_size_mb:128,garbage_collection_threshold:0.6'), dict(simulateAllocator=False),
+  dict(runtime='pytorch-1.10-cuda'), dict(runtime='pytorch-1.13-cuda'), dict(runtime='pytorch-2.0-cuda'), dict(runtime='pytorch-cpu'), dict(runtimeOverheadBytes=1000000000),
+  dict(gradientAccumulationSteps=4), dict(attention='eager'), dict(attention='sdpa'), dict(attention='flash'), dict(microBatch=64, seqLen=4096),
+  dict(gpuMemoryBytes=8000000000), dict(searchMaxMicroBatch=True), dict(masterWeights=True), dict(precision='fp16'),
+]
+for p in ['llama-2-7b','gpt2','t5-small','mixtral-8x7b','bert-large-uncased']:
+  for v in variants:
+    r = dict(base, model={'preset':p}, optimizer='adamw', precision='amp-bf16', gpu='a100-80gb'); r.update(v)
+    reqs.append(['peakMemory', r])
+for v in variants[:8]:
+  r = dict(base, model={'params':7000000000}, optimizer='adamw', precision='amp-bf16'); r.update(v); reqs.append(['peakMemory', r])
+reqs.append(['peakMemory', dict(base, model={'config':{'model_type':'granite','hidden_size':64,'num_hidden_layers':2,'num_attention_heads':4,'num_key_value_heads':2,'intermediate_size':128,'vocab_size':100}}, optimizer='adamw')])
+reqs.append(['peakMemory', dict(base, mlp={'sizes':[1024,1024,10],'activation':'gelu','dropout':0.1}, optimizer='adam', checkpointing={'strategy':'full'})])
+# accumulation
+for p in ['gpt2','bert-large-uncased','llama-2-7b']:
+  for g_ in gpus:
+    for pr in ['amp-fp16','amp-bf16','fp32']:
+      reqs.append(['accumulation', {'model':{'preset':p},'gpu':g_,'precision':pr,'targetGlobalBatch':32,'seqLen':512,'optimizer':'adamw'}])
+reqs.append(['accumulation', {'microBatch':4,'accumulationSteps':8,'dataParallel':2,'seqLen':128}])
+reqs.append(['accumulation', {'microBatch':4,'accumulationSteps':8,'lossReduction':'mean','variableLength':True}])
+for s in ['none','full','selective']:
+  reqs.append(['accumulation', {'model':{'preset':'gpt2'},'gpu':'a100-80gb','targetGlobalBatch':64,'seqLen':1024,'checkpointing':s}])
+# checkpointSize
+for o in opts + ['torch-adafactor']:
+  for wd in ['fp32','fp16','bf16','int8']:
+    for fmt in ['raw','torch','safetensors', None]:
+      r = {'model':{'preset':'gpt2'},'optimizer':o,'weightDtype':wd}
+      if fmt: r['format']=fmt
+      reqs.append(['checkpointSize', r])
+  reqs.append(['checkpointSize', {'model':{'params':1000000},'optimizer':o,'weightDtype':'fp32'}])
+  reqs.append(['checkpointSize', {'model':{'tensors':[{'name':'w','shape':[64,32]}]},'optimizer':o,'weightDtype':'fp32','format':'torch'}])
+# placement
+chain = {'inputBytes':1000,'layers':[{'forwardCost':1,'backwardCost':2,'outputBytes':1000,'savedBytes':3000} for _ in range(12)]}
+for s in strats + ['pytorch-sequential','periodic','greedy']:
+  reqs.append(['placement', {'chain':chain,'strategy':s}])
+  reqs.append(['placement', {'chain':chain,'strategy':s,'budgetBytes':8000}])
+reqs.append(['placement', {'model':{'preset':'gpt2'},'microBatch':1,'seqLen':1024,'strategy':'optimal','budgetBytes':2000000000}])
+reqs.append(['presets', {}])
+for p in presets: reqs.append(['describeModel', {'model':{'preset':p}}])
+extra = [
+ ['peakMemory', dict(base, model={'preset':'llama-2-7b'}, optimizer='paged-adamw-8bit', precision='amp-bf16', gpu='a100-80gb')],
+ ['peakMemory', dict(base, model={'params':1000000000}, optimizer='adafactor', precision='amp-bf16')],
+ ['accumulation', {'model':{'preset':'gpt2'},'gpu':'a100-80gb','targetGlobalBatch':33,'dataParallel':2,'seqLen':512}],
+ ['accumulation', {'model':{'params':1000000000},'gpu':'a100-80gb','targetGlobalBatch':32,'seqLen':512}],
+ ['checkpointSize', {'model':{'preset':'gpt2'},'masterWeights':True,'includeOptimizer':False,'weightDtype':'fp16'}],
+ ['checkpointSize', {'model':{'preset':'gpt2'},'format':'safetensors','maxShardBytes':100000000,'weightDtype':'fp32'}],
+]
+for seq in [128, 512, 2048, 8192]:
+  for g_ in ['a100-80gb','h100-80gb','rtx-4090','t4','a10']:
+    for p in ['gpt2-xl','llama-2-7b','bert-large-uncased']:
+      extra.append(['accumulation', {'model':{'preset':p},'gpu':g_,'targetGlobalBatch':64,'seqLen':min(seq, 512 if 'bert' in p else 1024 if 'gpt2' in p else seq),'precision':'amp-fp16','checkpointing':'full'}])
+extra.append(['accumulation', {'model':{'preset':'tinyllama-1.1b'},'gpu':'rtx-4090','targetGlobalBatch':512,'seqLen':2048,'precision':'amp-fp16','checkpointing':'full'}])
+extra.append(['accumulation', {'model':{'preset':'gpt2'},'gpu':'a100-80gb','targetGlobalBatch':1024,'seqLen':1024,'precision':'amp-fp16','checkpointing':'full','overheadPerLayerSeconds':0.01}])
+extra.append(['accumulation', {'model':{'preset':'tinyllama-1.1b'},'gpu':'a100-80gb','targetGlobalBatch':512,'seqLen':512,'precision':'amp-fp16','checkpointing':'full'}])
+reqs += extra
+out = os.path.join(os.path.dirname(__file__), '..', 'tests', 'fixtures', 'message_requests.json')
+with open(out, 'w') as f:
+    json.dump({'about': ABOUT, 'requests': reqs}, f, separators=(',', ':'))
+    f.write('\n')
+print(len(reqs))

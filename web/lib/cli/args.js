@@ -1,0 +1,312 @@
+// Argument parsing: argv -> the command, the output format and one request per scenario (the
+// --json base, then one more after each --vs), with the flag that set each field.
+import { COMMANDS, ALL } from './commands/index.js';
+import { FLAG_BY_NAME, OPTION_NAMES, flagCommand, flagPath } from './flags.js';
+import { suggest } from './suggest.js';
+import { UsageError } from './usage-error.js';
+import {
+  parseBoolean,
+  parseBytes,
+  parseCount,
+  parseNumber,
+  readJsonArg,
+  readTextArg,
+} from './values.js';
+
+function setPath(obj, path, value) {
+  const parts = path.split('.');
+  let cur = obj;
+  for (const p of parts.slice(0, -1)) {
+    if (cur[p] === null || typeof cur[p] !== 'object' || Array.isArray(cur[p])) cur[p] = {};
+    cur = cur[p];
+  }
+  cur[parts[parts.length - 1]] = value;
+}
+
+// Applies one request flag to a scenario: { request, origin: Map(path -> '--flag') }.
+function applyFlag(scenario, def, command, raw) {
+  const flag = def.flag;
+  if (!def.commands.includes(flagCommand(def, command))) {
+    throw new UsageError(
+      'flag_not_for_command',
+      flag,
+      `--${flag} does not apply to "${command}" (it applies to: ${def.commands.join(', ')})`,
+    );
+  }
+  if (raw === undefined && def.kind !== 'boolean') {
+    throw new UsageError('missing_value', flag, `--${flag} needs a value`);
+  }
+  const path = flagPath(def, command);
+  let value;
+  let target = path;
+  switch (def.kind) {
+    case 'string':
+      value = String(raw);
+      break;
+    case 'number':
+      value = parseNumber(raw, flag);
+      break;
+    case 'list':
+      // "a,b" -> ["a", "b"]; PEFT's shorthand "all-linear" stays a string
+      value = String(raw).toLowerCase() === 'all-linear' ? String(raw) : String(raw).split(',');
+      break;
+    case 'count':
+      value = parseCount(raw, flag);
+      break;
+    case 'bytes':
+      value = parseBytes(raw, flag);
+      break;
+    case 'boolean':
+      value = parseBoolean(raw, flag);
+      break;
+    case 'jsonFile':
+      value = readJsonArg(raw, flag);
+      break;
+    case 'textFile':
+      value = readTextArg(raw, flag);
+      break;
+    case 'model': {
+      // A count (7e9, 6.7B) -> model.params; anything else is a preset id.
+      let count = null;
+      try {
+        count = parseCount(raw, flag);
+      } catch {
+        count = null;
+      }
+      target = count === null ? `${path}.preset` : `${path}.params`;
+      value = count === null ? String(raw) : count;
+      break;
+    }
+    default:
+      throw new Error(`flag table: unknown kind ${def.kind}`);
+  }
+  if (def.modelForm) {
+    // One model form per request: the first model flag of a scenario replaces the model of
+    // the --json file (or of the scenario before --vs); two different ones conflict.
+    if (scenario.modelFlag && scenario.modelFlag !== flag) {
+      throw new UsageError(
+        'conflicting_flags',
+        flag,
+        `--${flag} and --${scenario.modelFlag} both describe the model: give one`,
+      );
+    }
+    if (!scenario.modelFlag) {
+      // Keep the model modifiers this scenario's flags already set (--architecture).
+      const prev = scenario.request.model;
+      const kept = {};
+      if (prev && typeof prev === 'object') {
+        for (const [k, v] of Object.entries(prev)) {
+          if (scenario.setHere.has(`model.${k}`)) kept[k] = v;
+        }
+      }
+      scenario.request.model = kept;
+      for (const k of [...scenario.origin.keys()]) {
+        if ((k === 'model' || k.startsWith('model.')) && !scenario.setHere.has(k)) {
+          scenario.origin.delete(k);
+        }
+      }
+    }
+    scenario.modelFlag = flag;
+  }
+  setPath(scenario.request, target, value);
+  scenario.origin.set(target, `--${flag}`);
+  scenario.setHere.add(target);
+}
+
+function applySet(scenario, raw) {
+  if (raw === undefined || !String(raw).includes('=')) {
+    throw new UsageError('invalid_set', 'set', '--set needs path=value, e.g. --set zeroStage=2');
+  }
+  const text = String(raw);
+  const eq = text.indexOf('=');
+  const path = text.slice(0, eq).trim();
+  const valueText = text.slice(eq + 1);
+  if (!/^[A-Za-z_$][\w$]*(\.[A-Za-z_$][\w$]*)*$/.test(path)) {
+    throw new UsageError('invalid_set', 'set', `--set: "${path}" is not a dotted field path`);
+  }
+  let value;
+  try {
+    value = JSON.parse(valueText);
+  } catch {
+    value = valueText; // a bare word is a string: --set attention=sdpa
+  }
+  setPath(scenario.request, path, value);
+  scenario.origin.set(path, '--set');
+  scenario.setHere.add(path);
+}
+
+// argv -> { command, format, help, version, scenarios: [{ request, origin }] }
+export function parseArgs(argv) {
+  const out = {
+    command: null,
+    format: 'json',
+    help: false,
+    version: false,
+    scenarios: [],
+    file: null,
+  };
+  const tokens = [];
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === '--') {
+      throw new UsageError('unexpected_argument', '', 'no positional arguments after --');
+    }
+    if (a.startsWith('--')) {
+      const eq = a.indexOf('=');
+      let name = eq > 0 ? a.slice(2, eq) : a.slice(2);
+      let value = eq > 0 ? a.slice(eq + 1) : undefined;
+      let negated = false;
+      if (name.startsWith('no-') && FLAG_BY_NAME.get(name.slice(3))?.kind === 'boolean') {
+        name = name.slice(3);
+        negated = true;
+      }
+      const def = FLAG_BY_NAME.get(name);
+      const isOption = OPTION_NAMES.has(name);
+      if (!def && !isOption) {
+        const near = suggest(name, [...FLAG_BY_NAME.keys(), ...OPTION_NAMES]);
+        throw new UsageError(
+          'unknown_flag',
+          name,
+          `unknown flag --${name}${near ? ` (did you mean --${near}?)` : ''}`,
+        );
+      }
+      const takesValue = isOption
+        ? ['json', 'set', 'format'].includes(name)
+        : def.kind !== 'boolean';
+      if (negated) value = 'false';
+      else if (value === undefined && takesValue) {
+        const next = argv[i + 1];
+        if (next !== undefined && (next === '-' || !next.startsWith('--'))) {
+          value = next;
+          i++;
+        }
+      } else if (value === undefined && !isOption && def.kind === 'boolean') {
+        // A boolean takes an explicit true/false as its next word, nothing else.
+        const next = argv[i + 1];
+        if (next !== undefined && /^(true|false|yes|no|on|off)$/i.test(next)) {
+          value = next;
+          i++;
+        }
+      }
+      tokens.push({ name, value, def });
+    } else if (a === '-h') {
+      tokens.push({ name: 'help' });
+    } else if (out.command === null && tokens.length === 0) {
+      out.command = a;
+    } else if (out.command === 'compare-snapshot' && out.file === null) {
+      out.file = a;
+    } else {
+      throw new UsageError(
+        'unexpected_argument',
+        '',
+        `unexpected argument "${a}" (flags start with --)`,
+      );
+    }
+  }
+  for (const t of tokens) {
+    if (t.name === 'help') out.help = true;
+    if (t.name === 'version') out.version = true;
+  }
+  if (out.help || out.version) return out;
+  if (out.command === null) {
+    throw new UsageError(
+      'missing_command',
+      '',
+      `name a command: ${ALL.join(' | ')} (trainmem --help shows examples)`,
+    );
+  }
+  if (!COMMANDS[out.command]) {
+    const near = suggest(out.command, ALL);
+    throw new UsageError(
+      'unknown_command',
+      '',
+      `unknown command "${out.command}"${near ? ` (did you mean "${near}"?)` : ''}; commands: ${ALL.join(', ')}`,
+    );
+  }
+
+  // Scenarios: the base (--json file or {}), then one more after each --vs.
+  let base = [{}];
+  const baseTokens = [];
+  const groups = [[]];
+  for (const t of tokens) {
+    if (t.name === 'vs') groups.push([]);
+    else if (t.name === 'json' && out.command === 'compare-snapshot' && t.value === undefined) {
+      out.format = 'json'; // compare-snapshot: a bare --json prints JSON (the default is a table)
+      out.formatSet = true;
+    } else if (t.name === 'json') {
+      if (groups.length > 1) {
+        throw new UsageError('invalid_vs', 'json', '--json goes before the first --vs');
+      }
+      if (t.value === undefined)
+        throw new UsageError('missing_value', 'json', '--json needs a file (or -)');
+      const data = readJsonArg(t.value, 'json');
+      base = Array.isArray(data) ? data : [data];
+      if (base.length === 0)
+        throw new UsageError('invalid_json', 'json', '--json: the list of requests is empty');
+      baseTokens.push(t);
+    } else if (t.name === 'format') {
+      if (!['json', 'table', 'markdown'].includes(t.value)) {
+        throw new UsageError(
+          'invalid_format',
+          'format',
+          `--format is json, table or markdown, got "${t.value ?? ''}"`,
+        );
+      }
+      out.format = t.value;
+      out.formatSet = true;
+    } else groups[groups.length - 1].push(t);
+  }
+  if (out.command === 'compare-snapshot') {
+    if (!out.formatSet) out.format = 'table';
+    if (groups.length > 1 || base.length > 1) {
+      throw new UsageError('invalid_vs', 'vs', 'compare-snapshot compares one request');
+    }
+  }
+  if (groups.length > 1 && base.length > 1) {
+    throw new UsageError('invalid_vs', 'vs', '--vs needs a single base request, not a --json list');
+  }
+  const apply = (scenario, group) => {
+    for (const t of group) {
+      if (t.name === 'set') applySet(scenario, t.value);
+      else applyFlag(scenario, t.def, out.command, t.value);
+    }
+  };
+  for (const req of base) {
+    if (req === null || typeof req !== 'object' || Array.isArray(req)) {
+      throw new UsageError('invalid_json', 'json', '--json: a request is a JSON object');
+    }
+    const scenario = {
+      request: structuredClone(req),
+      origin: new Map(),
+      modelFlag: null,
+      setHere: new Set(),
+    };
+    apply(scenario, groups[0]);
+    out.scenarios.push(scenario);
+  }
+  for (const group of groups.slice(1)) {
+    const prev = out.scenarios[out.scenarios.length - 1];
+    const scenario = {
+      request: structuredClone(prev.request),
+      origin: new Map(prev.origin),
+      modelFlag: null,
+      setHere: new Set(),
+    };
+    apply(scenario, group);
+    out.scenarios.push(scenario);
+  }
+  return out;
+}
+
+// The flag that set a field (or the closest enclosing field): "model.config.hidden_size"
+// came from --config when --config set "model.config".
+export function flagForField(origin, field) {
+  let f = field;
+  while (f) {
+    if (origin.has(f)) return origin.get(f);
+    const cut = Math.max(f.lastIndexOf('.'), f.lastIndexOf('['));
+    if (cut < 0) break;
+    f = f.slice(0, cut);
+  }
+  return null;
+}

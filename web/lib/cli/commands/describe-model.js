@@ -1,0 +1,9 @@
+// trainmem describe-model
+export default {
+  fn: 'describeModel',
+  summary: 'parameter tensors, buffers and architecture of a model',
+  examples: [
+    'trainmem describe-model --model gpt2 --format table',
+    'trainmem describe-model --config ./config.json',
+  ],
+};

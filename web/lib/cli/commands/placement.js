@@ -1,0 +1,9 @@
+// trainmem placement
+export default {
+  fn: 'placement',
+  summary: 'which layers to checkpoint (activation recompute) for a memory budget',
+  examples: [
+    'trainmem placement --chain chain.json --strategy sqrt',
+    'trainmem placement --chain chain.json --strategy optimal --budget 6GiB',
+  ],
+};

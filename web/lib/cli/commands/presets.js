@@ -1,0 +1,6 @@
+// trainmem presets
+export default {
+  fn: 'presets',
+  summary: 'the presets this build knows (models, GPUs, examples)',
+  examples: ['trainmem presets'],
+};

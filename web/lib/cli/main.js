@@ -1,0 +1,86 @@
+// The CLI's run: parse, call the core once per scenario, print the result or the error.
+import { readFileSync } from 'node:fs';
+import { load, TrainmemError } from '../index.js';
+import { parseArgs, flagForField } from './args.js';
+import { COMMANDS } from './commands/index.js';
+import { helpText } from './help.js';
+import { renderTable } from './render.js';
+import { UsageError } from './usage-error.js';
+import { setStdin } from './values.js';
+
+const processIo = {
+  out: (text) => process.stdout.write(text),
+  err: (text) => process.stderr.write(text),
+  stdin: () => readFileSync(0, 'utf8'),
+};
+
+/**
+ * Runs the CLI on `argv` (without node and the script). Returns the exit code: 0 result on
+ * `io.out`; 2 bad input, 1 internal error, each as {"error":{...}} on `io.err`.
+ */
+export async function main(argv, io = processIo) {
+  setStdin(io.stdin);
+  const fail = (err, code = 2) => {
+    io.err(`${JSON.stringify({ error: err })}\n`);
+    return code;
+  };
+  try {
+    let args;
+    try {
+      args = parseArgs(argv);
+    } catch (e) {
+      if (!(e instanceof UsageError)) throw e;
+      return fail({
+        code: e.code,
+        field: e.field,
+        flag: e.flag ? `--${e.flag}` : null,
+        message: e.message,
+      });
+    }
+    if (args.help) {
+      io.out(helpText(args.command));
+      return 0;
+    }
+    const tm = await load();
+    if (args.version) {
+      io.out(`${tm.version}\n`);
+      return 0;
+    }
+    const command = COMMANDS[args.command];
+    const results = [];
+    let input;
+    if (command.readInput && args.file !== null) {
+      try {
+        input = command.readInput(args.file);
+      } catch (e) {
+        return fail({ code: 'unreadable_file', field: 'snapshot', flag: null, message: e.message });
+      }
+    }
+    for (const [i, s] of args.scenarios.entries()) {
+      try {
+        results.push(command.run ? command.run(tm, s.request, input) : tm[command.fn](s.request));
+      } catch (e) {
+        if (!(e instanceof TrainmemError)) throw e;
+        const field = command.flagField ? command.flagField(e.field) : e.field;
+        const err = {
+          code: e.code,
+          field: e.field,
+          flag: e.field === 'snapshot' ? null : flagForField(s.origin, field),
+          message: e.message,
+        };
+        if (args.scenarios.length > 1) err.scenario = i + 1;
+        return fail(err, e.code === 'internal' ? 1 : 2);
+      }
+    }
+    const text =
+      args.format === 'json'
+        ? JSON.stringify(results.length === 1 ? results[0] : results, null, 2)
+        : command.render
+          ? command.render(results[0], args.format === 'markdown')
+          : renderTable(results, args.format === 'markdown');
+    io.out(`${text}\n`);
+    return 0;
+  } catch (e) {
+    return fail({ code: 'internal', field: '', flag: null, message: String(e?.stack ?? e) }, 1);
+  }
+}
