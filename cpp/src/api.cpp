@@ -3,10 +3,10 @@
 #include <cmath>
 #include <utility>
 
+#include "io/calculators.hpp"
 #include "io/json_fields.hpp"
 #include "io/messages.hpp"
 #include "io/request.hpp"
-#include "trainmem/calculators.hpp"
 
 namespace trainmem {
 namespace {

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <fstream>
 
+#include "io/optimizer_json.hpp"
 #include "io/request.hpp"
 #include "trainmem/api.hpp"
 #include "trainmem/optimizer.hpp"

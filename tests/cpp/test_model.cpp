@@ -4,10 +4,12 @@
 
 #include <catch2/catch.hpp>
 
+#include "io/model_json.hpp"
+#include "io/request.hpp"
 #include "trainmem/api.hpp"
 #include "trainmem/model.hpp"
 
-using trainmem::json;
+    using trainmem::json;
 
 namespace {
 json describe(const json& model) {

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <string>
 
+#include "io/request.hpp"
 #include "trainmem/activations.hpp"
 #include "trainmem/api.hpp"
 #include "trainmem/placement.hpp"

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "io/model_json.hpp"
 #include "io/request.hpp"
 #include "trainmem/activations.hpp"
 #include "trainmem/api.hpp"
@@ -145,19 +146,19 @@ TEST_CASE("chen-greedy: Alg. 3 by hand", "[placement]") {
   q.greedy_bytes = 8;
   PlanResult r = plan(c, q);
   CHECK(pairs(r.checkpointed) == P{{0, 2}, {3, 4}, {5, 5}});
-  CHECK(r.details["x"] == 8);
-  CHECK(r.details["y"] == 12);
+  CHECK(fact_value(r.details, "x") == 8);
+  CHECK(fact_value(r.details, "y") == 12);
   // B = 1 (every layer exceeds it): every layer is a split, y = the largest layer (6).
   q.greedy_bytes = 1;
   r = plan(c, q);
   CHECK(r.checkpointed.size() == 6);
-  CHECK(r.details["x"] == 21);
-  CHECK(r.details["y"] == 6);
+  CHECK(fact_value(r.details, "x") == 21);
+  CHECK(fact_value(r.details, "y") == 6);
   // B = 100: no split; one segment recomputed entirely, y = 4+4+4+4+5+6 = 27.
   q.greedy_bytes = 100;
   r = plan(c, q);
   CHECK(pairs(r.checkpointed) == P{{0, 5}});
-  CHECK(r.details["y"] == 27);
+  CHECK(fact_value(r.details, "y") == 27);
 }
 
 TEST_CASE("optimal: Rotor check on a uniform 4-layer chain", "[placement]") {
@@ -173,7 +174,7 @@ TEST_CASE("optimal: Rotor check on a uniform 4-layer chain", "[placement]") {
       INFO("budget " << q.budget_bytes);
       CHECK(r.total_cost == w.second);
       CHECK(r.peak_bytes <= q.budget_bytes);
-      CHECK(r.details["predictedTotalCost"] == w.second);
+      CHECK(fact_value(r.details, "predictedTotalCost") == w.second);
     }
     q.budget_bytes = 3 * unit;
     try {

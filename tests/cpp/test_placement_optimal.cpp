@@ -10,6 +10,7 @@
 #include <map>
 #include <random>
 
+#include "placement/placement_internal.hpp"
 #include "trainmem/error.hpp"
 #include "trainmem/placement.hpp"
 
@@ -107,7 +108,7 @@ TEST_CASE("optimal-single-level equals exhaustive search over all single-level p
       const PlanResult o = plan(chain, m);
       CHECK(o.total_cost <= r.total_cost + 1e-9);
       CHECK(o.peak_bytes <= b);
-      CHECK(o.details["predictedTotalCost"].get<double>() == Approx(o.total_cost));
+      CHECK(fact_value(o.details, "predictedTotalCost") == Approx(o.total_cost));
       ++checked;
     }
   }
@@ -245,8 +246,8 @@ TEST_CASE("optimal: discretised budgets stay within the budget in bytes", "[plac
     try {
       const PlanResult r = plan(c, q);
       CHECK(r.peak_bytes <= q.budget_bytes);
-      CHECK(r.details["predictedTotalCost"].get<double>() == Approx(r.total_cost));
-      CHECK(r.details["exactGrid"] == false);
+      CHECK(fact_value(r.details, "predictedTotalCost") == Approx(r.total_cost));
+      CHECK(fact_value(r.details, "exactGrid") == 0);
     } catch (const trainmem::RequestError& e) {
       CHECK(e.code() == "infeasible");
     }
@@ -293,10 +294,81 @@ TEST_CASE("revolve: closed form = recursion = the simulated schedule", "[placeme
       const PlanResult r = plan(chain, q);
       INFO("l " << l << " c " << c);
       const double t = t_rec(l, c, memo);
-      CHECK(r.details["extraForwardSteps"].get<double>() == t);  // closed form vs recursion
-      CHECK(r.recompute_cost == Approx(1.5 * t));                // schedule vs closed form
+      CHECK(fact_value(r.details, "extraForwardSteps") == t);  // closed form vs recursion
+      CHECK(r.recompute_cost == Approx(1.5 * t));              // schedule vs closed form
     }
   }
+}
+
+TEST_CASE("revolve on chains too long for a schedule: the closed-form costs",
+          "[placement][revolve]") {
+  // Hand calculation with Griewank & Walther 2000 (REFERENCES.md): r is minimal with
+  // C(c + r, c) >= l and t(l, c) = r*l - C(c + r, c + 1).
+  // l = 100,000, c = 10: C(19, 10) = 92,378 < l <= C(20, 10) = 184,756, so r = 10;
+  //   t = 10 x 100,000 - C(20, 11) = 1,000,000 - 167,960 = 832,040.
+  // l = 100,000, c = 1: t = l(l - 1)/2 = 4,999,950,000 (r = l - 1 = 99,999).
+  // l = 4,097, c = 2: C(91, 2) = 4,095 < l <= C(92, 2) = 4,186, so r = 90;
+  //   t = 90 x 4,097 - C(92, 3) = 368,730 - 125,580 = 243,150.
+  struct Case {
+    uint32_t layers, snapshots;
+    uint64_t repetitions;
+    double extra;
+  };
+  for (const Case& k : {Case{100000, 10, 10, 832040}, Case{100000, 1, 99999, 4999950000.0},
+                        Case{4097, 2, 90, 243150}}) {
+    Chain chain;
+    chain.input_bytes = 8;
+    Layer L;
+    L.forward_cost = 1.5;
+    L.backward_cost = 3;
+    L.output_bytes = 8;
+    L.saved_bytes = 24;
+    chain.layers.assign(k.layers, L);
+    INFO("l " << k.layers << " c " << k.snapshots);
+    CHECK(revolve_extra_steps(k.layers, k.snapshots) == k.extra);
+    CHECK(revolve_repetitions(k.layers, k.snapshots) == k.repetitions);
+    const PlanResult r = revolve_plan(chain, k.snapshots);
+    CHECK_FALSE(r.scheduled);
+    CHECK(r.schedule.empty());
+    CHECK(r.recompute_cost == 1.5 * k.extra);
+    CHECK(r.total_cost == 4.5 * k.layers + 1.5 * k.extra);
+    CHECK(fact_value(r.details, "extraForwardSteps") == k.extra);
+    CHECK(fact_value(r.details, "scheduleLayerLimit") == 4096);
+    // plan() (which peak memory uses) still needs the schedule: a clear error, not a number.
+    StrategyRequest q;
+    q.strategy = "revolve";
+    q.snapshots = k.snapshots;
+    CHECK_THROWS_AS(plan(chain, q), trainmem::RequestError);
+  }
+  // The operation limit (2^21 = 2,097,152): one snapshot, t = l(l - 1)/2, ops = 2l + 1 + t.
+  // l = 2,046: 4,093 + 2,092,035 = 2,096,128 (built); l = 2,047: 4,095 + 2,094,081 = 2,098,176.
+  CHECK(revolve_schedulable(2046, 1));
+  CHECK_FALSE(revolve_schedulable(2047, 1));
+  CHECK(revolve_schedulable(2047, 2));
+  {
+    Chain one;
+    one.input_bytes = 8;
+    Layer L;
+    L.output_bytes = 8;
+    L.saved_bytes = 24;
+    one.layers.assign(2047, L);
+    const PlanResult r = revolve_plan(one, 1);
+    CHECK_FALSE(r.scheduled);
+    CHECK(r.recompute_cost == 2047.0 * 2046 / 2);
+  }
+  // At the limit the schedule is built, and its simulated recompute is the closed form:
+  // l = 4,096, c = 2: C(91, 2) = 4,095 < l <= C(92, 2), so r = 90 as well;
+  //   t = 90 x 4,096 - C(92, 3) = 368,640 - 125,580 = 243,060.
+  Chain chain;
+  chain.input_bytes = 8;
+  Layer L;
+  L.output_bytes = 8;
+  L.saved_bytes = 24;
+  chain.layers.assign(4096, L);
+  const PlanResult r = revolve_plan(chain, 2);
+  CHECK(r.scheduled);
+  CHECK(fact_value(r.details, "extraForwardSteps") == 243060);
+  CHECK(r.recompute_cost == 243060);
 }
 
 namespace {
@@ -372,7 +444,7 @@ TEST_CASE("optimal: the pruned Rotor table equals the straightforward recurrence
         continue;
       }
       const PlanResult r = plan(chain, q);
-      CHECK(r.details["predictedTotalCost"].get<double>() == want);
+      CHECK(fact_value(r.details, "predictedTotalCost") == want);
       CHECK(r.total_cost == Approx(want));
       ++compared;
     }

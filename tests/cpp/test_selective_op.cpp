@@ -7,11 +7,12 @@
 
 #include <fstream>
 
+#include "io/request.hpp"
 #include "trainmem/activations.hpp"
 #include "trainmem/api.hpp"
 #include "trainmem/peak_memory.hpp"
 
-using trainmem::json;
+    using trainmem::json;
 using namespace trainmem;
 
 namespace {

@@ -2,6 +2,7 @@
 // hand.
 #include <catch2/catch.hpp>
 
+#include "trainmem/error.hpp"
 #include "trainmem/time_model.hpp"
 
 using namespace trainmem;

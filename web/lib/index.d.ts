@@ -1183,7 +1183,11 @@ export interface PlacementRequest {
   k?: number;
   /** `sequential`: segments, as PyTorch `checkpoint_sequential(functions, segments)`. */
   segments?: number;
-  /** `revolve`: snapshots c (Griewank & Walther 2000). */
+  /**
+   * `revolve`: snapshots c (Griewank & Walther 2000). The schedule is built and simulated for
+   * chains of at most 4,096 layers whose schedule has at most 2,097,152 (2^21) operations
+   * (2 l + 1 + t(l, c)); longer chains get the closed-form costs only (`PlacementCostResult`).
+   */
   snapshots?: number;
   /** `optimal`: budget discretisation (Rotor). Default 500. */
   slots?: number;
@@ -1265,7 +1269,27 @@ export interface PlacementFrontierResult {
 }
 
 /** Result of {@link Trainmem.placement}. */
-export type PlacementResult = PlacementPlanResult | PlacementFrontierResult;
+/**
+ * `revolve` on a chain too long for its schedule (over 4,096 layers or 2^21 operations): the
+ * costs from Griewank & Walther's closed form (ACM TOMS Algorithm 799, 2000): each layer runs
+ * one taping forward and one backward, plus t(l, c) = r l − C(c + r, c + 1) forward steps,
+ * r minimal with C(c + r, c) ≥ l. No plan, peak, timeline or schedule; `budgetBytes` is refused.
+ */
+export interface PlacementCostResult {
+  strategy: 'revolve';
+  scheduled: false;
+  forwardCost: number;
+  backwardCost: number;
+  /** t(l, c) × forwardCost. */
+  recomputeCost: number;
+  totalCost: number;
+  overheadFraction: number;
+  /** snapshots, repetitions (r), extraForwardSteps (t), scheduleLayerLimit, scheduleOperationLimit. */
+  details: Record<string, number>;
+  inexact?: InexactNumber[];
+}
+
+export type PlacementResult = PlacementPlanResult | PlacementFrontierResult | PlacementCostResult;
 
 // ---------------------------------------------------------------------------------------
 // presets

@@ -6,7 +6,6 @@
 #include <string>
 #include <vector>
 
-#include "io/request.hpp"
 #include "trainmem/dtype.hpp"
 #include "trainmem/model.hpp"
 
@@ -51,9 +50,6 @@ struct StateTensor {
   uint64_t bytes() const;      // storage bytes (0 for non-tensors)
 };
 
-// Parses the request's optimizer field: a name string or {name, momentum, nesterov, amsgrad,
-// centered, beta1, blockSize, min8bitSize, weightDecay}. `key` is the field name in `parent`.
-OptimizerSpec parse_optimizer(const Obj& parent, const char* key);
 // torchao's AdamW8bit / AdamW4bit / AdamWFp8 (torchao/optim/adam.py): tensor-subclass states.
 bool is_torchao_low_bit(const OptimizerSpec& o);
 // Names accepted as optimizer strings (for messages and docs).

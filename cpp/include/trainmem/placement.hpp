@@ -6,8 +6,6 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 namespace trainmem {
 namespace placement {
 
@@ -44,6 +42,33 @@ struct Segment {
   uint32_t last = 0;
 };
 
+// Operations of a schedule (Beaumont et al. 2019 notation): F_all runs a layer with autograd
+// (keeps its saved tensors), F_ck without autograd keeping its input, F_n without autograd
+// dropping its input, the loss, and B the backward of one layer.
+enum class OpKind { kForwardAll, kForwardCheck, kForwardNoGrad, kLoss, kBackward };
+struct Op {
+  OpKind kind;
+  uint32_t layer;  // chain.layers.size() for the loss
+};
+// "forward-all", "forward-check", "forward-nograd", "loss", "backward".
+const char* op_name(OpKind kind);
+
+// One named fact of a plan (a strategy's details, a frontier point's parameter): a count, a
+// real number or a flag.
+struct Fact {
+  enum class Kind { kCount, kReal, kFlag };
+  std::string key;
+  Kind kind = Kind::kCount;
+  uint64_t count = 0;
+  double real = 0;
+  bool flag = false;
+};
+Fact count_fact(const char* key, uint64_t v);
+Fact real_fact(const char* key, double v);
+Fact flag_fact(const char* key, bool v);
+// The value of facts[key] as a number (a flag is 0 or 1); NaN when absent.
+double fact_value(const std::vector<Fact>& facts, const std::string& key);
+
 struct StepEvent {
   std::string phase;   // "forward" | "loss" | "recompute" | "backward"
   int32_t layer = -1;  // -1 for the loss
@@ -68,8 +93,11 @@ struct PlanResult {
   double total_cost = 0;         // forward + backward + recompute
   double overhead_fraction = 0;  // recompute / (forward + backward)
   std::vector<StepEvent> timeline;
-  nlohmann::json schedule;  // multi-level strategies: the op sequence; else null
-  nlohmann::json details;   // strategy facts (segment size, repetitions, slot size...); or null
+  std::vector<Op> schedule;   // multi-level strategies: the op sequence; else empty
+  std::vector<Fact> details;  // strategy facts (segment size, repetitions, slot size...)
+  // false: a plan whose schedule is too long to build (revolve over kRevolveScheduleLayers
+  // layers); only its costs and details are known (no plan, peak, timeline or schedule).
+  bool scheduled = true;
 };
 
 // The single simulator of single-level plans (segments must be disjoint and sorted).
@@ -90,19 +118,13 @@ struct StrategyRequest {
 // Runs a strategy (throws RequestError: infeasible budgets say the minimum feasible one).
 PlanResult plan(const Chain& chain, const StrategyRequest& request);
 
-// The result object of a plan; include_timeline = false leaves the event timeline out.
-nlohmann::json to_json(const PlanResult& r, bool include_timeline = true);
+// revolve builds (and simulates) its schedule for chains up to kRevolveScheduleLayers layers
+// whose schedule has at most kRevolveScheduleOps operations (2 l + 1 + t(l, c)); for other
+// chains the placement call gives the closed-form costs only.
+inline constexpr uint32_t kRevolveScheduleLayers = 4096;
+inline constexpr uint64_t kRevolveScheduleOps = uint64_t{1} << 21;
 
-// ---- Extensions (h2): the op-level simulator, frontier, and helpers. ----
-
-// Operations of a schedule (Beaumont et al. 2019 notation): F_all runs a layer with autograd
-// (keeps its saved tensors), F_ck without autograd keeping its input, F_n without autograd
-// dropping its input, the loss, and B the backward of one layer.
-enum class OpKind { kForwardAll, kForwardCheck, kForwardNoGrad, kLoss, kBackward };
-struct Op {
-  OpKind kind;
-  uint32_t layer;  // chain.layers.size() for the loss
-};
+// ---- The op-level simulator, frontier, and helpers. ----
 
 // Runs any schedule through the memory model; throws code "internal" when the sequence is
 // not executable (a bug in a strategy). Single-level plans go through here too.
@@ -119,16 +141,12 @@ struct FrontierPoint {
   double total_cost = 0;
   double recompute_cost = 0;
   std::vector<Segment> checkpointed;  // single-level plans
-  nlohmann::json parameter;           // the strategy parameter that produced it, or null
+  std::vector<Fact> parameter;        // the strategy parameter that produced it, or empty
 };
 
 // Pareto points (peak ascending, cost strictly descending) of a strategy: the exact
 // single-level frontier, Rotor's over budgets, or a sweep of the strategy's parameter.
 std::vector<FrontierPoint> frontier(const Chain& chain, const StrategyRequest& request);
-nlohmann::json to_json(const FrontierPoint& p);
-
-// Op sequence as JSON ([{"op": "forward-check", "layer": 0}, ...]).
-nlohmann::json schedule_json(const std::vector<Op>& ops);
 
 }  // namespace placement
 }  // namespace trainmem

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <string>
 
+#include "io/request.hpp"
 #include "trainmem/checkpoint_format.hpp"
 
 namespace trainmem {

@@ -7,9 +7,11 @@
 #include <string>
 #include <vector>
 
+#include "io/calculators.hpp"
 #include "io/json_fields.hpp"
+#include "io/model_json.hpp"
+#include "io/optimizer_json.hpp"
 #include "io/request.hpp"
-#include "trainmem/calculators.hpp"
 #include "trainmem/checkpoint_format.hpp"
 #include "trainmem/dtype.hpp"
 #include "trainmem/model.hpp"

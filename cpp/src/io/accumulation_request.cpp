@@ -4,12 +4,12 @@
 #include <string>
 #include <vector>
 
+#include "io/calculators.hpp"
 #include "io/embedded_data.hpp"
 #include "io/json_fields.hpp"
 #include "io/request.hpp"
 #include "trainmem/accumulation.hpp"
 #include "trainmem/activations.hpp"
-#include "trainmem/calculators.hpp"
 #include "trainmem/model.hpp"
 #include "trainmem/optimizer.hpp"
 #include "trainmem/peak_memory.hpp"

@@ -4,10 +4,12 @@
 #include <cctype>
 #include <cmath>
 
+#include "io/calculators.hpp"
 #include "io/embedded_data.hpp"
 #include "io/json_fields.hpp"
+#include "io/model_json.hpp"
+#include "io/optimizer_json.hpp"
 #include "io/request.hpp"
-#include "trainmem/calculators.hpp"
 #include "trainmem/error.hpp"
 #include "trainmem/peak_memory.hpp"
 #include "trainmem/vocabulary.hpp"

@@ -4,10 +4,10 @@
 // source), without building each model: the page's model picker needs no more at start-up.
 #include <string>
 
+#include "io/calculators.hpp"
 #include "io/embedded_data.hpp"
 #include "io/json_fields.hpp"
 #include "io/request.hpp"
-#include "trainmem/calculators.hpp"
 #include "trainmem/model.hpp"
 
 namespace trainmem {

@@ -2,9 +2,9 @@
 // the file's bytes in, result object out). Field names: README "readSnapshot".
 #include <cctype>
 
+#include "io/calculators.hpp"
 #include "io/json_fields.hpp"
 #include "io/request.hpp"
-#include "trainmem/calculators.hpp"
 #include "trainmem/snapshot_compare.hpp"
 
 namespace trainmem {

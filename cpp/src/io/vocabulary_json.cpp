@@ -1,9 +1,9 @@
 // The `vocabulary` function: every table of trainmem/vocabulary.hpp and every limit of
 // trainmem/limits.hpp, so that the wrapper, the CLI and the page list what the core accepts.
+#include "io/calculators.hpp"
 #include "io/json_fields.hpp"
 #include "io/request.hpp"
 #include "trainmem/api.hpp"
-#include "trainmem/calculators.hpp"
 #include "trainmem/limits.hpp"
 #include "trainmem/vocabulary.hpp"
 

@@ -1,15 +1,16 @@
 // The `model` field of every request: a parameter count, a preset, a HuggingFace config.json,
 // or an explicit tensor list — parsed into one ModelDescription.
 #include "trainmem/model.hpp"
+#include "io/model_json.hpp"
 #include "trainmem/limits.hpp"
 
 #include <algorithm>
 #include <map>
 #include <set>
 
+#include "io/calculators.hpp"
 #include "io/embedded_data.hpp"
 #include "io/json_fields.hpp"
-#include "trainmem/calculators.hpp"
 
 namespace trainmem {
 

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "io/model_json.hpp"
 #include "trainmem/model.hpp"
 
 namespace trainmem {

@@ -7,6 +7,7 @@
 
 #include "io/embedded_data.hpp"
 #include "io/json_fields.hpp"
+#include "io/model_json.hpp"
 #include "trainmem/model.hpp"
 
 namespace trainmem {

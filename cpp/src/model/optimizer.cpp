@@ -6,6 +6,7 @@
 //   pytorch/ao torchao/optim/adam.py @ 0372e5ff, subclass_8bit.py @ 01962500, subclass_4bit.py
 //   and subclass_fp8.py @ 029bb60a, quant_utils.py @ 173b31ec (torchao low-bit AdamW).
 #include "trainmem/optimizer.hpp"
+#include "io/optimizer_json.hpp"
 
 #include <algorithm>
 

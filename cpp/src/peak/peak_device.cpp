@@ -3,6 +3,7 @@
 // PyTorch's CUDA caching allocator (caching_allocator.cpp). What nvidia-smi shows is the
 // allocator's reserve plus the CUDA context (docs/allocator.md).
 #include "peak/peak_device.hpp"
+#include "io/request.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -77,20 +78,10 @@ std::vector<std::vector<ParamTensor>> params_per_layer(const Request& rq,
 // One micro-step's schedule: the plan's own op sequence (multi-level strategies) or the
 // single-level one torch.utils.checkpoint runs.
 std::vector<Op> schedule_of(const placement::Chain& chain, const placement::PlanResult& plan) {
-  if (!plan.schedule.is_array()) return placement::single_level_ops(chain, plan.checkpointed);
-  std::vector<Op> ops;
-  const uint32_t n = static_cast<uint32_t>(chain.layers.size());
-  for (const auto& o : plan.schedule) {
-    const std::string k = o.at("op").get<std::string>();
-    const uint32_t layer = o.contains("layer") ? o.at("layer").get<uint32_t>() : n;
-    OpKind kind = k == "forward-all"      ? OpKind::kForwardAll
-                  : k == "forward-check"  ? OpKind::kForwardCheck
-                  : k == "forward-nograd" ? OpKind::kForwardNoGrad
-                  : k == "loss"           ? OpKind::kLoss
-                                          : OpKind::kBackward;
-    ops.push_back({kind, layer});
-  }
-  return ops;
+  if (!plan.scheduled)
+    fail(code::kInternal, "", "internal error: a plan without its schedule cannot be simulated");
+  if (plan.schedule.empty()) return placement::single_level_ops(chain, plan.checkpointed);
+  return plan.schedule;
 }
 
 uint64_t div_round(double bytes, uint64_t divisor) {

@@ -29,6 +29,8 @@ inline constexpr uint64_t kRotorMaxCells = uint64_t{1} << 24;
 // revolve (placement_revolve.cpp).
 double revolve_extra_steps(uint64_t l, uint64_t c);    // closed form t(l, c); inf if impossible
 uint64_t revolve_repetitions(uint64_t l, uint64_t c);  // r: minimal with C(c + r, c) >= l
+// Whether revolve builds the schedule of l layers with c snapshots (the limits in placement.hpp).
+bool revolve_schedulable(uint64_t l, uint64_t c);
 PlanResult revolve_plan(const Chain& chain, uint32_t snapshots);
 
 // Simple strategies (placement_strategies.cpp).

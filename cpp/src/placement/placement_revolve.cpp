@@ -4,11 +4,13 @@
 // adjoint is t(l, c) = r*l - C(c + r, c + 1), r minimal with C(c + r, c) >= l. The schedule
 // follows the recursion t(l, c) = min_{0<l'<l} l' + t(l - l', c - 1) + t(l', c): advance l'
 // steps, take a snapshot there, reverse the tail with one snapshot fewer, then the head.
+// Chains over kRevolveScheduleLayers layers or kRevolveScheduleOps operations get the closed form
+// only: the cost of the schedule
+// (one forward and one backward per layer, plus t(l, c) forward steps) without the schedule.
 #include <cmath>
 #include <limits>
 #include <vector>
 
-#include "io/json_fields.hpp"
 #include "placement/placement_internal.hpp"
 #include "trainmem/error.hpp"
 
@@ -93,6 +95,13 @@ double revolve_extra_steps(uint64_t l, uint64_t c) {
   return static_cast<double>(r) * static_cast<double>(l) - binom(c + r, c + 1);
 }
 
+bool revolve_schedulable(uint64_t l, uint64_t c) {
+  if (l > kRevolveScheduleLayers) return false;
+  // One forward-all and one backward per layer, the loss, and t(l, c) further forward steps.
+  const double ops = 2.0 * static_cast<double>(l) + 1 + revolve_extra_steps(l, std::min(c, l));
+  return ops <= static_cast<double>(kRevolveScheduleOps);
+}
+
 PlanResult revolve_plan(const Chain& chain, uint32_t snapshots) {
   const uint32_t n = static_cast<uint32_t>(chain.layers.size());
   const Layer& a = chain.layers[0];
@@ -107,16 +116,30 @@ PlanResult revolve_plan(const Chain& chain, uint32_t snapshots) {
             " differs from layer 0 (use strategy optimal for this chain)"});
   }
   const uint64_t c = std::min<uint64_t>(snapshots, n);
-  std::vector<Op> ops;
-  const Steps steps(n, c);
-  reverse(steps, 0, n, c, n, ops);
-  PlanResult r = simulate(chain, ops);
-  r.schedule = schedule_json(ops);
   const double t = revolve_extra_steps(n, c);
-  r.details = nlohmann::json::object();
-  put(r.details, "snapshots", snapshots);
-  put(r.details, "repetitions", revolve_repetitions(n, c));
-  put(r.details, "extraForwardSteps", t);
+  PlanResult r;
+  if (revolve_schedulable(n, c)) {
+    std::vector<Op> ops;
+    const Steps steps(n, c);
+    reverse(steps, 0, n, c, n, ops);
+    r = simulate(chain, ops);
+    r.schedule = std::move(ops);
+  } else {
+    // Griewank & Walther 2000: every layer runs one taping forward and one backward, and the
+    // schedule runs t(l, c) further forward steps; the chain is homogeneous (checked above).
+    r.scheduled = false;
+    r.forward_cost = static_cast<double>(n) * a.forward_cost;
+    r.backward_cost = static_cast<double>(n) * a.backward_cost;
+    r.recompute_cost = t * a.forward_cost;
+    r.total_cost = r.forward_cost + r.backward_cost + r.recompute_cost;
+    const double base = r.forward_cost + r.backward_cost;
+    r.overhead_fraction = base > 0 ? r.recompute_cost / base : 0.0;
+    r.details.push_back(count_fact("scheduleLayerLimit", kRevolveScheduleLayers));
+    r.details.push_back(count_fact("scheduleOperationLimit", kRevolveScheduleOps));
+  }
+  r.details.push_back(count_fact("snapshots", snapshots));
+  r.details.push_back(count_fact("repetitions", revolve_repetitions(n, c)));
+  r.details.push_back(real_fact("extraForwardSteps", t));
   return r;
 }
 

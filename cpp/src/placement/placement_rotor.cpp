@@ -360,12 +360,11 @@ PlanResult rotor_optimal(const Chain& chain, uint64_t budget, uint32_t slots) {
   std::vector<Op> ops;
   t.schedule(0, n, M, ops);
   PlanResult r = simulate(chain, ops);
-  r.schedule = schedule_json(ops);
+  r.schedule = ops;
   const double slot = static_cast<double>(grid.num) / static_cast<double>(grid.den);
-  r.details = {{"slots", grid.total},
-               {"slotBytes", slot},
-               {"exactGrid", grid.den == 1},
-               {"predictedTotalCost", t.at(0, n, M)}};
+  r.details = {count_fact("slots", grid.total), real_fact("slotBytes", slot),
+               flag_fact("exactGrid", grid.den == 1),
+               real_fact("predictedTotalCost", t.at(0, n, M))};
   if (r.peak_bytes > budget)
     throw RequestError(code::kInternal, "", "internal error: optimal schedule exceeds the budget");
   return r;
@@ -394,7 +393,7 @@ std::vector<FrontierPoint> rotor_frontier(const Chain& chain, uint64_t budget, u
     p.checkpointed = r.checkpointed;
     const unsigned __int128 bytes =
         static_cast<unsigned __int128>(m + s.x[0]) * grid.num / grid.den;  // floor
-    p.parameter = {{"slotBudgetBytes", static_cast<uint64_t>(bytes)}};
+    p.parameter = {count_fact("slotBudgetBytes", static_cast<uint64_t>(bytes))};
     pts.push_back(std::move(p));
   }
   return pareto(std::move(pts));

@@ -26,9 +26,9 @@
 // - Costs: every forward op costs forwardCost, every backward op backwardCost; recompute is
 //   the forward work beyond one forward per layer.
 #include <algorithm>
+#include <limits>
 #include <string>
 
-#include "io/json_fields.hpp"
 #include "trainmem/error.hpp"
 #include "trainmem/placement.hpp"
 
@@ -39,6 +39,8 @@ namespace {
 [[noreturn]] void bad_schedule(const std::string& why) {
   fail(code::kInternal, "", {"internal error: invalid placement schedule: ", why});
 }
+
+}  // namespace
 
 const char* op_name(OpKind k) {
   switch (k) {
@@ -55,8 +57,6 @@ const char* op_name(OpKind k) {
   }
   return "?";
 }
-
-}  // namespace
 
 std::vector<Op> single_level_ops(const Chain& chain, const std::vector<Segment>& checkpointed) {
   const uint32_t n = static_cast<uint32_t>(chain.layers.size());
@@ -237,69 +237,35 @@ PlanResult evaluate(const Chain& chain, const std::vector<Segment>& checkpointed
   return simulate(chain, single_level_ops(chain, checkpointed));
 }
 
-nlohmann::json schedule_json(const std::vector<Op>& ops) {
-  nlohmann::json out = nlohmann::json::array();
-  for (const Op& op : ops) {
-    nlohmann::json o = nlohmann::json::object();
-    put(o, "op", op_name(op.kind));
-    if (op.kind != OpKind::kLoss) put(o, "layer", op.layer);
-    out.push_back(std::move(o));
-  }
-  return out;
+Fact count_fact(const char* key, uint64_t v) {
+  Fact f;
+  f.key = key;
+  f.kind = Fact::Kind::kCount;
+  f.count = v;
+  return f;
 }
-
-namespace {
-nlohmann::json segments_json(const std::vector<Segment>& segs) {
-  nlohmann::json out = nlohmann::json::array();
-  for (const Segment& s : segs) {
-    nlohmann::json pair = nlohmann::json::array();
-    pair.push_back(s.first);
-    pair.push_back(s.last);
-    out.push_back(std::move(pair));
-  }
-  return out;
+Fact real_fact(const char* key, double v) {
+  Fact f;
+  f.key = key;
+  f.kind = Fact::Kind::kReal;
+  f.real = v;
+  return f;
 }
-}  // namespace
-
-nlohmann::json to_json(const PlanResult& r, bool include_timeline) {
-  nlohmann::json j;
-  put(j, "strategy", r.strategy);
-  put(j, "plan", r.plan);
-  put(j, "checkpointed", segments_json(r.checkpointed));
-  put(j, "storedBytes", r.stored_bytes);
-  put(j, "peakActivationBytes", r.peak_bytes);
-  put(j, "peakPhase", r.peak_phase);
-  put(j, "peakLayer", r.peak_layer);
-  put(j, "forwardCost", r.forward_cost);
-  put(j, "backwardCost", r.backward_cost);
-  put(j, "recomputeCost", r.recompute_cost);
-  put(j, "totalCost", r.total_cost);
-  put(j, "overheadFraction", r.overhead_fraction);
-  if (include_timeline) {
-    nlohmann::json tl = nlohmann::json::array();
-    for (const StepEvent& e : r.timeline) {
-      nlohmann::json step = nlohmann::json::object();
-      put(step, "phase", e.phase);
-      put(step, "op", e.op);
-      put(step, "layer", e.layer);
-      put(step, "liveBytes", e.live_bytes);
-      tl.push_back(std::move(step));
-    }
-    put(j, "timeline", std::move(tl));
-  }
-  if (!r.schedule.is_null()) put(j, "schedule", r.schedule);
-  if (!r.details.is_null()) put(j, "details", r.details);
-  return j;
+Fact flag_fact(const char* key, bool v) {
+  Fact f;
+  f.key = key;
+  f.kind = Fact::Kind::kFlag;
+  f.flag = v;
+  return f;
 }
-
-nlohmann::json to_json(const FrontierPoint& p) {
-  nlohmann::json j = nlohmann::json::object();
-  put(j, "peakActivationBytes", p.peak_bytes);
-  put(j, "totalCost", p.total_cost);
-  put(j, "recomputeCost", p.recompute_cost);
-  put(j, "checkpointed", segments_json(p.checkpointed));
-  if (!p.parameter.is_null()) put(j, "parameter", p.parameter);
-  return j;
+double fact_value(const std::vector<Fact>& facts, const std::string& key) {
+  for (const Fact& f : facts) {
+    if (f.key != key) continue;
+    if (f.kind == Fact::Kind::kCount) return static_cast<double>(f.count);
+    if (f.kind == Fact::Kind::kReal) return f.real;
+    return f.flag ? 1 : 0;
+  }
+  return std::numeric_limits<double>::quiet_NaN();
 }
 
 }  // namespace placement

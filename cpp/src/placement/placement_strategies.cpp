@@ -5,7 +5,6 @@
 #include <cmath>
 #include <limits>
 
-#include "io/json_fields.hpp"
 #include "io/request.hpp"
 #include "placement/placement_internal.hpp"
 #include "trainmem/error.hpp"
@@ -176,10 +175,10 @@ PlanResult chen_plan(const Chain& chain, const StrategyRequest& req) {
   if (req.greedy_bytes > 0) {
     const ChenResult c = chen_greedy(chain, req.greedy_bytes);
     PlanResult r = evaluate(chain, c.segments);
-    r.details = json::object();
-    put(r.details, "greedyBytes", req.greedy_bytes);
-    put(r.details, "x", c.x);
-    put(r.details, "y", c.y);
+    r.details.clear();
+    r.details.push_back(count_fact("greedyBytes", req.greedy_bytes));
+    r.details.push_back(count_fact("x", c.x));
+    r.details.push_back(count_fact("y", c.y));
     return r;
   }
   ChenSearch s;
@@ -209,10 +208,10 @@ PlanResult chen_plan(const Chain& chain, const StrategyRequest& req) {
     throw_infeasible("chen-greedy", req.budget_bytes, s.min_peak,
                      " among the thresholds searched (strategy optimal-single-level may fit less)");
   const ChenResult c = chen_greedy(chain, s.threshold);
-  s.best.details = json::object();
-  put(s.best.details, "greedyBytes", s.threshold);
-  put(s.best.details, "x", c.x);
-  put(s.best.details, "y", c.y);
+  s.best.details.clear();
+  s.best.details.push_back(count_fact("greedyBytes", s.threshold));
+  s.best.details.push_back(count_fact("x", c.x));
+  s.best.details.push_back(count_fact("y", c.y));
   return s.best;
 }
 
@@ -257,14 +256,14 @@ PlanResult plan(const Chain& chain, const StrategyRequest& req) {
     if (req.k > n)
       fail(code::kOutOfRange, "k", {"k must be between 1 and the layer count ", std::to_string(n)});
     r = evaluate(chain, every_k_segments(n, req.k));
-    r.details = json::object();
-    put(r.details, "k", req.k);
+    r.details.clear();
+    r.details.push_back(count_fact("k", req.k));
   } else if (kind == Strategy::block) {
     if (req.k > n)
       fail(code::kOutOfRange, "k", {"k must be between 0 and the layer count ", std::to_string(n)});
     r = evaluate(chain, block_segments(n, req.k));
-    r.details = json::object();
-    put(r.details, "k", req.k);
+    r.details.clear();
+    r.details.push_back(count_fact("k", req.k));
   } else if (kind == Strategy::sequential) {
     if (req.segments == 0) missing("segments", st);
     if (req.segments > n)
@@ -274,19 +273,26 @@ PlanResult plan(const Chain& chain, const StrategyRequest& req) {
             ": PyTorch checkpoint_sequential fails (segment size n // segments "
             "is 0)"});
     r = evaluate(chain, sequential_segments(n, req.segments));
-    r.details = json::object();
-    put(r.details, "segments", req.segments);
-    put(r.details, "segmentSize", n / req.segments);
+    r.details.clear();
+    r.details.push_back(count_fact("segments", req.segments));
+    r.details.push_back(count_fact("segmentSize", n / req.segments));
   } else if (kind == Strategy::sqrt) {
     r = evaluate(chain, sqrt_segments(n));
-    r.details = json::object();
-    put(r.details, "segments", r.checkpointed.size());
+    r.details.clear();
+    r.details.push_back(count_fact("segments", r.checkpointed.size()));
   } else if (kind == Strategy::chen_greedy) {
     r = chen_plan(chain, req);
   } else if (kind == Strategy::revolve) {
     if (req.snapshots == 0) missing("snapshots", st);
-    if (n > 4096)
+    // (placement_json gives longer chains revolve's closed-form costs: revolve_plan.)
+    if (n > kRevolveScheduleLayers)
       fail(code::kTooLarge, "chain.layers", "revolve builds its schedule for at most 4096 layers");
+    static_assert(kRevolveScheduleLayers == 4096, "the message above states the limit");
+    if (!revolve_schedulable(n, req.snapshots))
+      fail(code::kTooLarge, "snapshots",
+           {"revolve's schedule with ", std::to_string(std::min(req.snapshots, n)),
+            " snapshots for ", std::to_string(n), " layers would exceed ",
+            std::to_string(kRevolveScheduleOps), " operations: give more snapshots"});
     r = revolve_plan(chain, req.snapshots);
   } else if (kind == Strategy::optimal_single_level) {
     if (req.budget_bytes == 0) missing("budgetBytes", st);
@@ -313,7 +319,7 @@ std::vector<FrontierPoint> frontier(const Chain& chain, const StrategyRequest& r
     return rotor_frontier(chain, top, req.slots == 0 ? 500 : req.slots);
   }
   std::vector<FrontierPoint> pts;
-  auto add = [&](const PlanResult& r, nlohmann::json param) {
+  auto add = [&](const PlanResult& r, std::vector<Fact> param) {
     FrontierPoint p;
     p.peak_bytes = r.peak_bytes;
     p.total_cost = r.total_cost;
@@ -323,27 +329,29 @@ std::vector<FrontierPoint> frontier(const Chain& chain, const StrategyRequest& r
     pts.push_back(std::move(p));
   };
   if (kind == Strategy::every_k) {
-    for (uint32_t k = 1; k <= n; ++k) add(evaluate(chain, every_k_segments(n, k)), {{"k", k}});
+    for (uint32_t k = 1; k <= n; ++k)
+      add(evaluate(chain, every_k_segments(n, k)), {count_fact("k", k)});
   } else if (kind == Strategy::block) {
-    for (uint32_t k = 0; k <= n; ++k) add(evaluate(chain, block_segments(n, k)), {{"k", k}});
+    for (uint32_t k = 0; k <= n; ++k)
+      add(evaluate(chain, block_segments(n, k)), {count_fact("k", k)});
   } else if (kind == Strategy::sequential) {
     for (uint32_t s = 1; s <= n; ++s)
-      add(evaluate(chain, sequential_segments(n, s)), {{"segments", s}});
+      add(evaluate(chain, sequential_segments(n, s)), {count_fact("segments", s)});
   } else if (kind == Strategy::revolve) {
     if (n > 1024)
       fail(code::kTooLarge, "chain.layers",
            "the revolve frontier is computed for at most 1024 layers");
     for (uint32_t c = 1; c <= std::min<uint32_t>(n, 16); ++c)
-      add(revolve_plan(chain, c), {{"snapshots", c}});
+      add(revolve_plan(chain, c), {count_fact("snapshots", c)});
   } else if (kind == Strategy::chen_greedy) {
     for (uint64_t t : chen_thresholds(chain))
-      add(evaluate(chain, chen_greedy(chain, t).segments), {{"greedyBytes", t}});
+      add(evaluate(chain, chen_greedy(chain, t).segments), {count_fact("greedyBytes", t)});
   } else {
     StrategyRequest one = req;
     one.budget_bytes = kind == Strategy::none || kind == Strategy::manual || kind == Strategy::sqrt
                            ? 0
                            : req.budget_bytes;
-    add(plan(chain, one), nullptr);
+    add(plan(chain, one), {});
   }
   if (req.budget_bytes > 0)
     pts.erase(

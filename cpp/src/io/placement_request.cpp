@@ -5,13 +5,15 @@
 //   savedBytes, forwardTempBytes?, backwardTempBytes? }] }, strategy?, k?, segments?,
 //   snapshots?, budgetBytes?, slots?, checkpointed?, greedyBytes?, frontier?, timeline? }
 // (docs/placement.md lists defaults and meaning).
-#include "trainmem/placement.hpp"
+#include "io/calculators.hpp"
 #include "io/json_fields.hpp"
+#include "io/model_json.hpp"
+#include "io/placement_json.hpp"
 #include "io/request.hpp"
 #include "placement/placement_internal.hpp"
 #include "trainmem/activations.hpp"
-#include "trainmem/calculators.hpp"
 #include "trainmem/error.hpp"
+#include "trainmem/placement.hpp"
 #include "trainmem/vocabulary.hpp"
 
 namespace trainmem {
@@ -131,8 +133,24 @@ json placement_json(const json& request) {
   json out;
   const bool budgeted = st == "optimal" || st == "optimal-single-level";
   if (!want_frontier || !budgeted || sr.budget_bytes > 0) {
-    const placement::PlanResult r = placement::plan(chain, sr);
+    // revolve on a chain too long for its schedule: the closed-form costs (plan() refuses it,
+    // as peak memory needs the schedule).
+    const bool cost_only = st == "revolve" && sr.snapshots > 0 &&
+                           !placement::revolve_schedulable(chain.layers.size(), sr.snapshots);
+    placement::PlanResult r;
+    if (cost_only) {
+      r = placement::revolve_plan(chain, sr.snapshots);
+      r.strategy = st;
+    } else {
+      r = placement::plan(chain, sr);
+    }
     out = placement::to_json(r, want_timeline);
+    if (sr.budget_bytes > 0 && !r.scheduled)
+      fail(code::kInconsistent, "budgetBytes",
+           {"budgetBytes cannot be checked: revolve builds and simulates its schedule for at most ",
+            std::to_string(placement::kRevolveScheduleLayers), " layers and ",
+            std::to_string(placement::kRevolveScheduleOps),
+            " operations; other chains get the closed-form costs only"});
     if (sr.budget_bytes > 0) {
       put(out, "budgetBytes", sr.budget_bytes);
       put(out, "fits", r.peak_bytes <= sr.budget_bytes);

@@ -1,0 +1,31 @@
+// Reading the `model` field of a request, and writing a model description (describeModel).
+#pragma once
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "io/request.hpp"
+#include "trainmem/model.hpp"
+
+namespace trainmem {
+
+// Parses the `model` field of any request (the four forms). `model` is an Obj at its path
+// ("model"), so errors name e.g. "model.config.hidden_size". Calls model.finish().
+ModelDescription parse_model(const Obj& model);
+// The same, shared and immutable: a preset is built once per process and then shared, so a
+// 70B preset's ~720 tensors are not rebuilt on every peak-memory call (bench/peak.mjs).
+std::shared_ptr<const ModelDescription> parse_model_shared(const Obj& model);
+
+// JSON of a description (the describeModel result).
+nlohmann::json describe_model(const ModelDescription& m);
+
+// Builds the exact tensor list of a HuggingFace config.json (model_type gpt2, bert, llama,
+// mistral, mixtral, qwen2, qwen3, qwen3_moe, gemma2, gemma3_text, phi3, deepseek_v3, gpt_neox,
+// t5, mt5); any other model_type with the standard decoder fields gets a generic Llama-style
+// decoder, marked approximate in `assumptions`. `config` is an Obj at "model.config";
+// `arch_override` (may be empty) replaces config.architectures[0]. Throws RequestError naming the
+// field.
+ModelDescription model_from_config(const Obj& config, const std::string& arch_override);
+
+}  // namespace trainmem

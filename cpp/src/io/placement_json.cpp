@@ -1,0 +1,99 @@
+// The JSON of placement results: plans, frontier points, schedules and their facts.
+#include "io/placement_json.hpp"
+
+#include "io/json_fields.hpp"
+
+namespace trainmem {
+namespace placement {
+
+nlohmann::json facts_json(const std::vector<Fact>& facts) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const Fact& f : facts) {
+    if (f.kind == Fact::Kind::kCount)
+      put(out, f.key.c_str(), f.count);
+    else if (f.kind == Fact::Kind::kReal)
+      put(out, f.key.c_str(), f.real);
+    else
+      put(out, f.key.c_str(), f.flag);
+  }
+  return out;
+}
+
+nlohmann::json schedule_json(const std::vector<Op>& ops) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const Op& op : ops) {
+    nlohmann::json o = nlohmann::json::object();
+    put(o, "op", op_name(op.kind));
+    if (op.kind != OpKind::kLoss) put(o, "layer", op.layer);
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
+namespace {
+nlohmann::json segments_json(const std::vector<Segment>& segs) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const Segment& s : segs) {
+    nlohmann::json pair = nlohmann::json::array();
+    pair.push_back(s.first);
+    pair.push_back(s.last);
+    out.push_back(std::move(pair));
+  }
+  return out;
+}
+}  // namespace
+
+nlohmann::json to_json(const PlanResult& r, bool include_timeline) {
+  nlohmann::json j;
+  put(j, "strategy", r.strategy);
+  if (!r.scheduled) {
+    // Costs and facts only: the schedule was not built (revolve on a long chain).
+    put(j, "scheduled", false);
+    put(j, "forwardCost", r.forward_cost);
+    put(j, "backwardCost", r.backward_cost);
+    put(j, "recomputeCost", r.recompute_cost);
+    put(j, "totalCost", r.total_cost);
+    put(j, "overheadFraction", r.overhead_fraction);
+    put(j, "details", facts_json(r.details));
+    return j;
+  }
+  put(j, "plan", r.plan);
+  put(j, "checkpointed", segments_json(r.checkpointed));
+  put(j, "storedBytes", r.stored_bytes);
+  put(j, "peakActivationBytes", r.peak_bytes);
+  put(j, "peakPhase", r.peak_phase);
+  put(j, "peakLayer", r.peak_layer);
+  put(j, "forwardCost", r.forward_cost);
+  put(j, "backwardCost", r.backward_cost);
+  put(j, "recomputeCost", r.recompute_cost);
+  put(j, "totalCost", r.total_cost);
+  put(j, "overheadFraction", r.overhead_fraction);
+  if (include_timeline) {
+    nlohmann::json tl = nlohmann::json::array();
+    for (const StepEvent& e : r.timeline) {
+      nlohmann::json step = nlohmann::json::object();
+      put(step, "phase", e.phase);
+      put(step, "op", e.op);
+      put(step, "layer", e.layer);
+      put(step, "liveBytes", e.live_bytes);
+      tl.push_back(std::move(step));
+    }
+    put(j, "timeline", std::move(tl));
+  }
+  if (!r.schedule.empty()) put(j, "schedule", schedule_json(r.schedule));
+  if (!r.details.empty()) put(j, "details", facts_json(r.details));
+  return j;
+}
+
+nlohmann::json to_json(const FrontierPoint& p) {
+  nlohmann::json j = nlohmann::json::object();
+  put(j, "peakActivationBytes", p.peak_bytes);
+  put(j, "totalCost", p.total_cost);
+  put(j, "recomputeCost", p.recompute_cost);
+  put(j, "checkpointed", segments_json(p.checkpointed));
+  if (!p.parameter.empty()) put(j, "parameter", facts_json(p.parameter));
+  return j;
+}
+
+}  // namespace placement
+}  // namespace trainmem

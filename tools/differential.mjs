@@ -1,0 +1,380 @@
+// Differential check of two builds of the WebAssembly core: the same generated requests go to
+// both modules' raw `call` / `callBytes` exports, and every response must be byte-identical,
+// except where a listed, intended change explains the difference.
+//
+//   node tools/differential.mjs OLD_MODULE.mjs [NEW_MODULE.mjs] [--n 100000] [--seed 1]
+//
+// OLD_MODULE: e.g. the module of an earlier commit, built in its own worktree:
+//   git worktree add /tmp/old f9c1847 && (cd /tmp/old && bash tools/build.sh wasm)
+//   node tools/differential.mjs /tmp/old/web/lib/wasm/trainmem_wasm.mjs
+// NEW_MODULE defaults to this checkout's web/lib/wasm/trainmem_wasm.mjs.
+//
+// The generator is deterministic (a seeded PRNG): valid requests from the golden vectors and
+// from a few bases of its own (long homogeneous chains among them), then mutated: numbers
+// rescaled, values replaced by hostile JSON tokens, keys dropped or misspelt, arrays grown,
+// text damaged (truncation, duplicate keys, garbage). Exit status 1 on an unexplained
+// difference (the first ones are printed in full).
+import { readFileSync, readdirSync } from 'node:fs';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { resolve } from 'node:path';
+
+const args = process.argv.slice(2);
+const opt = (name, fallback) => {
+  const i = args.indexOf(name);
+  if (i < 0) return fallback;
+  const v = args[i + 1];
+  args.splice(i, 2);
+  return v;
+};
+const TOTAL = Number(opt('--n', 100000));
+const SEED = Number(opt('--seed', 1)) >>> 0;
+const JOBS = Number(opt('--jobs', 1));
+if (args.length < 1) {
+  console.error(
+    'usage: node tools/differential.mjs OLD_MODULE.mjs [NEW_MODULE.mjs] [--n N] [--seed S]',
+  );
+  process.exit(2);
+}
+const root = fileURLToPath(new URL('..', import.meta.url));
+const oldPath = resolve(args[0]);
+const newPath = resolve(args[1] ?? `${root}web/lib/wasm/trainmem_wasm.mjs`);
+
+// Intended changes: a difference is accepted when one of these explains it.
+const INTENDED = [
+  {
+    name: 'revolve on chains over 4,096 layers',
+    reason:
+      'was an error (too_large: the schedule is built for at most 4096 layers); now the ' +
+      'closed-form costs of Griewank & Walther with scheduled: false and details.scheduleLayerLimit',
+    explains: (fn, oldOut, newOut) =>
+      fn === 'placement' &&
+      oldOut.ok === false &&
+      oldOut.error?.code === 'too_large' &&
+      oldOut.error?.message === 'revolve builds its schedule for at most 4096 layers' &&
+      (newOut.ok === false || newOut.result.scheduled === false),
+  },
+  {
+    name: 'revolve with a schedule over 2^21 operations',
+    reason:
+      'the old module ran out of memory and aborted (e.g. 4,096 layers, 1 snapshot: 8.4 million ' +
+      'operations); now the closed-form costs with scheduled: false',
+    explains: (fn, oldOut, newOut) =>
+      fn === 'placement' &&
+      oldOut.crashed !== undefined &&
+      newOut.ok &&
+      newOut.result.scheduled === false,
+  },
+];
+
+// mulberry32
+function prng(seed) {
+  let a = seed;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+const rand = prng(SEED);
+const pick = (xs) => xs[Math.floor(rand() * xs.length)];
+const chance = (p) => rand() < p;
+
+// ---- Bases
+const golden = JSON.parse(readFileSync(`${root}tests/fixtures/golden.json`, 'utf8'));
+const bases = [...golden.cases, ...golden.errors]
+  .filter((c) => typeof c.function === 'string' && c.request !== undefined)
+  .map((c) => ({ fn: c.function, request: c.request }));
+const layer = (f, s) => ({
+  forwardCost: f,
+  backwardCost: 2 * f,
+  outputBytes: s,
+  savedBytes: 3 * s,
+});
+// Long homogeneous chains (revolve's limits): slow, so picked for 1 request in 2,000.
+const rare = [];
+for (const n of [10, 100, 2046, 2047, 4096, 4097, 6000]) {
+  const layers = Array.from({ length: n }, () => layer(1, 1000));
+  for (const snapshots of [1, 3, 16])
+    (n > 100 ? rare : bases).push({
+      fn: 'placement',
+      request: {
+        chain: { inputBytes: 1000, layers },
+        strategy: 'revolve',
+        snapshots,
+        timeline: false,
+      },
+    });
+}
+for (const st of [
+  'none',
+  'sqrt',
+  'every-k',
+  'sequential',
+  'chen-greedy',
+  'optimal',
+  'optimal-single-level',
+]) {
+  const layers = Array.from({ length: 24 }, (_, i) => layer(1 + (i % 3), 1000 * (1 + (i % 5))));
+  const r = { chain: { inputBytes: 500, layers }, strategy: st };
+  if (st === 'every-k') r.k = 3;
+  if (st === 'sequential') r.segments = 4;
+  if (st.startsWith('optimal')) r.budgetBytes = 60000;
+  bases.push({ fn: 'placement', request: r });
+  bases.push({ fn: 'placement', request: { ...r, frontier: true, timeline: false } });
+}
+for (const fn of [
+  'checkpointSize',
+  'describeModel',
+  'peakMemory',
+  'accumulation',
+  'placement',
+  'presets',
+  'readSnapshot',
+  'compareSnapshot',
+  'nope',
+]) {
+  bases.push({ fn, request: {} });
+  bases.push({ fn, request: { model: { preset: 'gpt2' }, optimizer: 'adamw' } });
+}
+// Snapshot files for readSnapshot / compareSnapshot.
+const snapDir = `${root}tests/fixtures/snapshots/`;
+const snapFiles = readdirSync(snapDir)
+  .filter((f) => !f.endsWith('.expected.json'))
+  .map((f) => readFileSync(snapDir + f));
+
+// ---- Mutations (JS values; raw tokens spliced into the text afterwards)
+const RAW = [
+  '1e400',
+  '-1e400',
+  '-0',
+  '0',
+  '-1',
+  '0.5',
+  '1e16',
+  '9007199254740993',
+  '18446744073709551616',
+  'NaN',
+  'true',
+  'null',
+  '""',
+  '"abc"',
+  '[]',
+  '{}',
+  '[[[]]]',
+  '"\\ud800"',
+];
+const VALUES = [
+  0,
+  1,
+  -1,
+  0.5,
+  2,
+  3,
+  8,
+  64,
+  1e9,
+  1e15,
+  2 ** 63,
+  'fp16',
+  'bf16',
+  'adam',
+  'sgd',
+  'revolve',
+  'optimal',
+  true,
+  false,
+  null,
+  [],
+  {},
+  '',
+];
+const MARK = '\u0001RAW\u0001';
+const isPlain = (v) => v && typeof v === 'object' && !Array.isArray(v);
+const isNode = (v) => Array.isArray(v) || isPlain(v);
+function randomPath(r, wantObject = false) {
+  const path = [];
+  let v = r;
+  let lastObject = isPlain(r) ? [] : null;
+  while (isNode(v)) {
+    const keys = Object.keys(v);
+    if (keys.length === 0 || (path.length > 0 && chance(0.3))) break;
+    const k = pick(keys);
+    path.push(Array.isArray(v) ? Number(k) : k);
+    v = v[k];
+    if (isPlain(v)) lastObject = [...path];
+  }
+  return wantObject ? lastObject : path;
+}
+function setAt(r, path, value) {
+  if (path.length === 0) return value;
+  const [k, ...rest] = path;
+  const c = Array.isArray(r) ? [...r] : { ...r };
+  if (rest.length === 0 && value === undefined) {
+    if (Array.isArray(c)) c.splice(k, 1);
+    else delete c[k];
+  } else c[k] = setAt(r[k], rest, value);
+  return c;
+}
+const getAt = (r, path) => path.reduce((v, k) => v[k], r);
+function mutate(r, raw) {
+  const p = randomPath(r);
+  const leaf = getAt(r, p);
+  const kind = Math.floor(rand() * 8);
+  if (typeof leaf === 'number' && kind < 3) {
+    const f = pick([0.5, 2, 10, 0.1, 1.5, 1000]);
+    return setAt(r, p, Number.isInteger(leaf) ? Math.round(leaf * f) : leaf * f);
+  }
+  if (kind === 3 && raw.length < 3) {
+    raw.push(pick(RAW));
+    return setAt(r, p, MARK);
+  }
+  if (kind === 4) return p.length ? setAt(r, p, undefined) : r;
+  if (kind === 5) {
+    const o = randomPath(r, true);
+    if (!o) return r;
+    const keys = Object.keys(getAt(r, o));
+    const key =
+      keys.length && chance(0.6)
+        ? pick(keys).slice(1)
+        : pick(['microbatch', 'foo', 'snapshots', 'k']);
+    return setAt(r, [...o, key], pick(VALUES));
+  }
+  if (kind === 6)
+    return setAt(r, p, new Array(pick([0, 1, 2, 50])).fill(chance(0.5) ? 1 : layer(1, 10)));
+  return setAt(r, p, pick(VALUES));
+}
+function requestText(base) {
+  const raw = [];
+  let r = base.request;
+  const rounds = chance(0.4) ? 0 : 1 + Math.floor(rand() * 3);
+  for (let i = 0; i < rounds; ++i) r = mutate(r, raw);
+  let text = JSON.stringify(r === undefined ? null : r) ?? 'null';
+  for (const tok of raw) text = text.replace(JSON.stringify(MARK), tok);
+  const t = Math.floor(rand() * 30);
+  if (t === 0) text = text.slice(0, Math.floor(rand() * text.length));
+  else if (t === 1) text = text.replace(/^\{"([^"]+)":/, '{"$1":1,"$1":');
+  else if (t === 2) text = text + ' x';
+  return text;
+}
+
+// ---- Run (--jobs J: J processes with seeds SEED*1000+j, their summaries added up)
+if (JOBS > 1) {
+  const { spawn } = await import('node:child_process');
+  const per = Math.ceil(TOTAL / JOBS);
+  const runs = Array.from(
+    { length: JOBS },
+    (_, j) =>
+      new Promise((done) => {
+        const child = spawn(
+          process.execPath,
+          [
+            fileURLToPath(import.meta.url),
+            oldPath,
+            newPath,
+            '--n',
+            String(per),
+            '--seed',
+            String(SEED * 1000 + j),
+            '--json',
+          ],
+          { stdio: ['ignore', 'pipe', 'ignore'] },
+        );
+        let out = '';
+        child.stdout.on('data', (d) => (out += d));
+        child.on('close', () => done(JSON.parse(out.slice(out.lastIndexOf('\n{') + 1))));
+      }),
+  );
+  const parts = await Promise.all(runs);
+  const sum = { total: 0, same: 0, counts: {}, intended: {}, unexplained: [] };
+  for (const p of parts) {
+    sum.total += p.total;
+    sum.same += p.same;
+    for (const [fn, c] of Object.entries(p.counts)) {
+      sum.counts[fn] ??= { valid: 0, error: 0 };
+      sum.counts[fn].valid += c.valid;
+      sum.counts[fn].error += c.error;
+    }
+    for (const [k, v] of Object.entries(p.intended)) sum.intended[k] = (sum.intended[k] ?? 0) + v;
+    sum.unexplained.push(...p.unexplained);
+  }
+  report(sum, `${JOBS} processes`);
+  process.exit(sum.unexplained.length ? 1 : 0);
+}
+function report(sum, how) {
+  console.log(`${sum.total} requests (seed ${SEED}, ${how}): ${sum.same} byte-identical`);
+  for (const [fn, c] of Object.entries(sum.counts).sort())
+    console.log(`  ${fn || '(empty name)'}: ${c.valid} results, ${c.error} errors`);
+  for (const c of INTENDED)
+    console.log(`intended: ${sum.intended[c.name] ?? 0} x ${c.name}: ${c.reason}`);
+  console.log(`unexplained differences: ${sum.unexplained.length}`);
+  for (const u of sum.unexplained.slice(0, 5)) console.log(JSON.stringify(u, null, 1));
+}
+const JSON_OUT = args.includes('--json');
+const load = async (p) => (await import(pathToFileURL(p).href)).default();
+let [oldM, newM] = [await load(oldPath), await load(newPath)];
+// A module that aborts (e.g. out of memory) is unusable afterwards: a fresh instance replaces it,
+// and the abort is the response compared.
+const silence = (f) => {
+  const [log, warn, err] = [console.log, console.warn, console.error];
+  console.log = console.warn = console.error = () => {};
+  try {
+    return f();
+  } finally {
+    [console.log, console.warn, console.error] = [log, warn, err];
+  }
+};
+console.log(
+  `old ${oldPath} (version ${oldM.version()})\nnew ${newPath} (version ${newM.version()})`,
+);
+const byIntent = new Map(INTENDED.map((c) => [c.name, 0]));
+let same = 0;
+const unexplained = [];
+const counts = {};
+const t0 = Date.now();
+for (let i = 0; i < TOTAL; ++i) {
+  const base = rare.length && chance(1 / 2000) ? pick(rare) : pick(bases);
+  const fn = chance(0.01) ? pick(['', 'describemodel', 'call']) : base.fn;
+  const text = requestText(base);
+  const bytes = fn === 'readSnapshot' || fn === 'compareSnapshot' ? pick(snapFiles) : undefined;
+  const run = (m) => (bytes === undefined ? m.call(fn, text) : m.callBytes(fn, text, bytes));
+  if (process.env.DIFF_TRACE) console.error(i, fn, text.length, text.slice(0, 300));
+  let a, b;
+  try {
+    a = silence(() => run(oldM));
+  } catch (e) {
+    a = JSON.stringify({ ok: false, crashed: String(e) });
+    oldM = await load(oldPath);
+  }
+  try {
+    b = silence(() => run(newM));
+  } catch (e) {
+    b = JSON.stringify({ ok: false, crashed: String(e) });
+    newM = await load(newPath);
+  }
+  const ok = JSON.parse(b).ok;
+  counts[fn] ??= { valid: 0, error: 0 };
+  counts[fn][ok ? 'valid' : 'error'] += 1;
+  if (a === b) {
+    ++same;
+    continue;
+  }
+  const oa = JSON.parse(a);
+  const ob = JSON.parse(b);
+  const intent = INTENDED.find((c) => c.explains(fn, oa, ob));
+  if (ob.crashed !== undefined) unexplained.push({ fn, text: text.slice(0, 2000), new: b });
+  else if (intent) byIntent.set(intent.name, byIntent.get(intent.name) + 1);
+  else
+    unexplained.push({
+      fn,
+      text: text.slice(0, 2000),
+      old: a.slice(0, 2000),
+      new: b.slice(0, 2000),
+    });
+}
+const secs = ((Date.now() - t0) / 1000).toFixed(1);
+const sum = { total: TOTAL, same, counts, intended: Object.fromEntries(byIntent), unexplained };
+if (JSON_OUT) console.log('\n' + JSON.stringify(sum));
+else report(sum, `${secs} s`);
+process.exit(unexplained.length ? 1 : 0);
