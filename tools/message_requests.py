@@ -81,6 +81,35 @@ for seq in [128, 512, 2048, 8192]:
 extra.append(['accumulation', {'model':{'preset':'tinyllama-1.1b'},'gpu':'rtx-4090','targetGlobalBatch':512,'seqLen':2048,'precision':'amp-fp16','checkpointing':'full'}])
 extra.append(['accumulation', {'model':{'preset':'gpt2'},'gpu':'a100-80gb','targetGlobalBatch':1024,'seqLen':1024,'precision':'amp-fp16','checkpointing':'full','overheadPerLayerSeconds':0.01}])
 extra.append(['accumulation', {'model':{'preset':'tinyllama-1.1b'},'gpu':'a100-80gb','targetGlobalBatch':512,'seqLen':512,'precision':'amp-fp16','checkpointing':'full'}])
+
+# The training recipes: FSDP, ZeRO-3 as DeepSpeed runs it, op-level selective checkpointing,
+# float8, packed and padded batches, torchao optimizers, encoder-decoder lengths, compile.
+recipe = dict(base, model={'preset':'llama-3-8b'}, optimizer='adamw', precision='amp-bf16', gpu='h100-80gb')
+def v(**kw):
+  r = dict(recipe); r.update(kw); return r
+for st in ['FULL_SHARD','SHARD_GRAD_OP','NO_SHARD']:
+  extra.append(['peakMemory', v(dataParallel=8, fsdp={'shardingStrategy':st})])
+extra.append(['peakMemory', v(dataParallel=8, fsdp={'version':1,'shardingStrategy':'HYBRID_SHARD','shardGroupSize':4,'mixedPrecision':{'paramDtype':'bf16','reduceDtype':'fp32'}})])
+extra.append(['peakMemory', v(dataParallel=8, fsdp={'cpuOffload':True})])
+extra.append(['peakMemory', v(dataParallel=8, zeroStage=3)])
+extra.append(['peakMemory', v(dataParallel=8, zeroStage=3, zero3={'prefetchBucketSize':50000000})])
+extra.append(['peakMemory', v(dataParallel=8, zeroStage=2, zeroMixedPrecision='torch-autocast')])
+extra.append(['peakMemory', v(dataParallel=8, zeroStage=2)])
+for ck in [{'strategy':'torchtitan-op'}, {'strategy':'selective-op','saveOps':['mm','sdpa'],'everyOtherMm':True}, {'strategy':'selective-op','saveOps':['bmm']}, {'strategy':'selective-layer','k':2}, {'strategy':'attention-recompute'}]:
+  extra.append(['peakMemory', v(checkpointing=ck)])
+  extra.append(['peakMemory', v(checkpointing=ck, attention='eager')])
+extra.append(['peakMemory', v(float8={'recipe':'tensorwise'})])
+extra.append(['peakMemory', v(float8={'recipe':'tensorwise'}, gpu=None, gpuMemoryBytes=80000000000)])
+extra.append(['peakMemory', v(samples={'packed':True})])
+extra.append(['peakMemory', v(samples={'lengths':[100,200,300,400,600]})])
+for o in ['torchao-adamw-8bit','torchao-adamw-4bit','torchao-adamw-fp8']:
+  extra.append(['peakMemory', v(optimizer=o)])
+  extra.append(['checkpointSize', {'model':{'preset':'gpt2'},'optimizer':o,'weightDtype':'bf16','format':'torch'}])
+  extra.append(['checkpointSize', {'model':{'preset':'gpt2'},'optimizer':o,'weightDtype':'bf16'}])
+extra.append(['peakMemory', dict(base, model={'preset':'t5-small'}, optimizer='adamw', precision='amp-bf16', targetLen=128)])
+for p in ['gpt2','bert-large-uncased','t5-small']:
+  extra.append(['peakMemory', dict(base, model={'preset':p}, optimizer='adamw', precision='amp-bf16', compile=True)])
+extra = [[f, {k: x for k, x in r.items() if x is not None}] for f, r in extra]
 reqs += extra
 out = os.path.join(os.path.dirname(__file__), '..', 'tests', 'fixtures', 'message_requests.json')
 with open(out, 'w') as f:

@@ -9,7 +9,7 @@
 #include "trainmem/api.hpp"
 #include "trainmem/model.hpp"
 
-    using trainmem::json;
+using trainmem::json;
 
 namespace {
 json describe(const json& model) {

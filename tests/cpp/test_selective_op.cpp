@@ -12,7 +12,7 @@
 #include "trainmem/api.hpp"
 #include "trainmem/peak_memory.hpp"
 
-    using trainmem::json;
+using trainmem::json;
 using namespace trainmem;
 
 namespace {
