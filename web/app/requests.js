@@ -114,7 +114,9 @@ export function accumulationRequest(st) {
       seqLen: st.seqLen,
       precision: st.precision,
       optimizer: st.optimizer,
-      checkpointing: st.checkpointing,
+      // "whether checkpointing pays": without a strategy chosen, the planner compares none with
+      // full (the core's "auto")
+      checkpointing: st.checkpointing === 'none' ? 'auto' : st.checkpointing,
       dataParallel: st.dataParallel,
       ...(st.zeroStage !== '0' ? { zeroStage: Number(st.zeroStage) } : {}),
       ...gpuOf(st),
