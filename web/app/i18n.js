@@ -63,7 +63,11 @@ export function makeTranslator(lang, strings, fallback) {
     const parts = lang === 'en' ? null : res?.messages?.[path];
     const keys = Array.isArray(parts) ? parts.map((p) => `core.${p?.code}`) : [];
     if (keys.length && keys.every((k) => typeof strings[k] === 'string')) {
-      const clauses = parts.map((p, i) => t(keys[i], p.params || {}));
+      // each value (a name, a figure, English text from data) is a bidi isolate (U+2068 …
+      // U+2069), so that it cannot reorder the sentence around it in a right-to-left line
+      const isolated = (/** @type {Record<string, string>} */ params) =>
+        Object.fromEntries(Object.entries(params).map(([k, v]) => [k, `\u2068${v}\u2069`]));
+      const clauses = parts.map((p, i) => t(keys[i], isolated(p.params || {})));
       return h(tag, {}, clauses.join(lang === 'ar' ? '؛ ' : '; '));
     }
     return h(tag, { lang: 'en', dir: 'ltr' }, String(text));
