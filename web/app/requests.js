@@ -91,6 +91,10 @@ function withRuntime(r, st) {
   if (st.activationOffloading) r.activationOffloading = true;
   if (st.optimizerInBackward) r.optimizerInBackward = true;
   if (st.loss) r.loss = st.loss;
+  if (st.fsdp) r.fsdp = { shardingStrategy: st.fsdp };
+  if (st.float8) r.float8 = { recipe: 'tensorwise' };
+  if (st.packed) r.samples = { packed: true };
+  if (st.targetLen > 0) r.targetLen = st.targetLen;
   if (st.allocConf && st.allocConf.trim()) r.allocator = st.allocConf.trim();
   if (st.simulateAllocator === false) r.simulateAllocator = false;
   return r;

@@ -118,6 +118,17 @@ export const FIELDS = {
     default: '',
     url: 'loss',
   },
+  // FSDP over dataParallel ranks (HYBRID_SHARD needs a shard-group size: not offered here)
+  fsdp: {
+    kind: 'choice',
+    values: ['', 'FULL_SHARD', 'SHARD_GRAD_OP', 'NO_SHARD'],
+    default: '',
+    url: 'fsdp',
+  },
+  float8: { kind: 'bool', default: false, url: 'f8' },
+  packed: { kind: 'bool', default: false, url: 'pk' },
+  // an encoder-decoder's decoder length; 0 = the encoder's (seqLen)
+  targetLen: { kind: 'int', min: 0, max: 2 ** 24, default: 0, url: 'tl' },
   allocConf: { kind: 'text', max: 300, default: '', url: 'ac' },
   simulateAllocator: { kind: 'bool', default: true, url: 'sim' },
   marginGB: { kind: 'num', min: 0, max: 1e5, default: 0, url: 'mg' },
