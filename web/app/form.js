@@ -211,34 +211,20 @@ export function makeForm(ctx) {
         !presets.models.length ? h('small', { class: 'help' }, t('help.noPresets')) : null,
       );
     }
-    if (key === 'preset') {
-      control = h(
-        'select',
-        // (Latin names: left to right in both languages, so that RTL does not clip their start)
-        {
-          id,
-          dir: 'ltr',
-          onchange: (e) => update({ preset: e.target.value }),
-          'aria-describedby': helpId,
-        },
-        h('option', { value: '' }, t('opt.preset.none')),
-        presets.models.map((m) =>
-          h('option', { value: m.id, selected: st.preset === m.id }, m.name || m.id),
-        ),
-      );
-    } else if (key === 'gpu') {
+    if (key === 'preset' || key === 'gpu') {
+      // a preset picker (Latin names: left to right in both languages, so that RTL does not
+      // clip their start)
+      const list = key === 'preset' ? presets.models : presets.gpus;
       control = h(
         'select',
         {
           id,
           dir: 'ltr',
-          onchange: (e) => update({ gpu: e.target.value }),
+          onchange: (e) => update({ [key]: e.target.value }),
           'aria-describedby': helpId,
         },
-        h('option', { value: '' }, t('opt.gpu.custom')),
-        presets.gpus.map((g) =>
-          h('option', { value: g.id, selected: st.gpu === g.id }, g.name || g.id),
-        ),
+        h('option', { value: '' }, t(key === 'preset' ? 'opt.preset.none' : 'opt.gpu.custom')),
+        list.map((m) => h('option', { value: m.id, selected: st[key] === m.id }, m.name || m.id)),
       );
     } else if (key === 'config') {
       const area = h('textarea', {
