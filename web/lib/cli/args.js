@@ -33,6 +33,69 @@ function setPath(obj, path, value) {
   cur[parts[parts.length - 1]] = value;
 }
 
+// A count (7e9, 6.7B) -> model.params; anything else is a preset id.
+function modelValue(raw, flag, path) {
+  let count = null;
+  try {
+    count = parseCount(raw, flag);
+  } catch {
+    count = null;
+  }
+  return count === null
+    ? { target: `${path}.preset`, value: String(raw) }
+    : { target: `${path}.params`, value: count };
+}
+
+// How each kind of flag (flags.js `kind`) reads its value.
+const VALUE_OF = {
+  string: (raw) => String(raw),
+  number: parseNumber,
+  // "a,b" -> ["a", "b"]; PEFT's shorthand "all-linear" stays a string
+  list: (raw) =>
+    String(raw).toLowerCase() === 'all-linear' ? String(raw) : String(raw).split(','),
+  count: parseCount,
+  bytes: parseBytes,
+  boolean: parseBoolean,
+  jsonFile: readJsonArg,
+  textFile: readTextArg,
+};
+
+// One model form per request: the first model flag of a scenario replaces the model of the
+// --json file (or of the scenario before --vs); two different ones conflict.
+function takeModelForm(scenario, flag) {
+  if (scenario.modelFlag && scenario.modelFlag !== flag) {
+    throw new UsageError(
+      'conflicting_flags',
+      flag,
+      `--${flag} and --${scenario.modelFlag} both describe the model: give one`,
+    );
+  }
+  if (!scenario.modelFlag) {
+    // Keep the model modifiers this scenario's flags already set (--architecture).
+    const prev = scenario.request.model;
+    const kept = {};
+    if (prev && typeof prev === 'object') {
+      for (const [k, v] of Object.entries(prev)) {
+        if (scenario.setHere.has(`model.${k}`)) kept[k] = v;
+      }
+    }
+    scenario.request.model = kept;
+    for (const k of [...scenario.origin.keys()]) {
+      if ((k === 'model' || k.startsWith('model.')) && !scenario.setHere.has(k)) {
+        scenario.origin.delete(k);
+      }
+    }
+  }
+  scenario.modelFlag = flag;
+}
+
+// Sets one field of a scenario, and remembers which flag set it.
+function setField(scenario, path, value, flagName) {
+  setPath(scenario.request, path, value);
+  scenario.origin.set(path, flagName);
+  scenario.setHere.add(path);
+}
+
 // Applies one request flag to a scenario: { request, origin: Map(path -> '--flag') }.
 function applyFlag(scenario, def, command, raw) {
   const flag = def.flag;
@@ -47,80 +110,13 @@ function applyFlag(scenario, def, command, raw) {
     throw new UsageError('missing_value', flag, `--${flag} needs a value`);
   }
   const path = flagPath(def, command);
-  let value;
-  let target = path;
-  switch (def.kind) {
-    case 'string':
-      value = String(raw);
-      break;
-    case 'number':
-      value = parseNumber(raw, flag);
-      break;
-    case 'list':
-      // "a,b" -> ["a", "b"]; PEFT's shorthand "all-linear" stays a string
-      value = String(raw).toLowerCase() === 'all-linear' ? String(raw) : String(raw).split(',');
-      break;
-    case 'count':
-      value = parseCount(raw, flag);
-      break;
-    case 'bytes':
-      value = parseBytes(raw, flag);
-      break;
-    case 'boolean':
-      value = parseBoolean(raw, flag);
-      break;
-    case 'jsonFile':
-      value = readJsonArg(raw, flag);
-      break;
-    case 'textFile':
-      value = readTextArg(raw, flag);
-      break;
-    case 'model': {
-      // A count (7e9, 6.7B) -> model.params; anything else is a preset id.
-      let count = null;
-      try {
-        count = parseCount(raw, flag);
-      } catch {
-        count = null;
-      }
-      target = count === null ? `${path}.preset` : `${path}.params`;
-      value = count === null ? String(raw) : count;
-      break;
-    }
-    default:
-      throw new Error(`flag table: unknown kind ${def.kind}`);
-  }
-  if (def.modelForm) {
-    // One model form per request: the first model flag of a scenario replaces the model of
-    // the --json file (or of the scenario before --vs); two different ones conflict.
-    if (scenario.modelFlag && scenario.modelFlag !== flag) {
-      throw new UsageError(
-        'conflicting_flags',
-        flag,
-        `--${flag} and --${scenario.modelFlag} both describe the model: give one`,
-      );
-    }
-    if (!scenario.modelFlag) {
-      // Keep the model modifiers this scenario's flags already set (--architecture).
-      const prev = scenario.request.model;
-      const kept = {};
-      if (prev && typeof prev === 'object') {
-        for (const [k, v] of Object.entries(prev)) {
-          if (scenario.setHere.has(`model.${k}`)) kept[k] = v;
-        }
-      }
-      scenario.request.model = kept;
-      for (const k of [...scenario.origin.keys()]) {
-        if ((k === 'model' || k.startsWith('model.')) && !scenario.setHere.has(k)) {
-          scenario.origin.delete(k);
-        }
-      }
-    }
-    scenario.modelFlag = flag;
-  }
-  setPath(scenario.request, target, value);
-  scenario.origin.set(target, `--${flag}`);
-  scenario.setHere.add(target);
+  let set;
+  if (def.kind === 'model') set = modelValue(raw, flag, path);
+  else if (Object.hasOwn(VALUE_OF, def.kind))
+    set = { target: path, value: VALUE_OF[def.kind](raw, flag) };
+  else throw new Error(`flag table: unknown kind ${def.kind}`);
+  if (def.modelForm) takeModelForm(scenario, flag);
+  setField(scenario, set.target, set.value, `--${flag}`);
 }
 
 function applySet(scenario, raw) {
@@ -140,72 +136,63 @@ function applySet(scenario, raw) {
   } catch {
     value = valueText; // a bare word is a string: --set attention=sdpa
   }
-  setPath(scenario.request, path, value);
-  scenario.origin.set(path, '--set');
-  scenario.setHere.add(path);
+  setField(scenario, path, value, '--set');
 }
 
-// argv -> { command, format, help, version, scenarios: [{ request, origin }] }
-export function parseArgs(argv) {
-  const out = {
-    command: null,
-    format: 'json',
-    help: false,
-    version: false,
-    scenarios: [],
-    file: null,
-  };
+// One `--name[=value]` word (and the value word after it, when it takes one) -> a token;
+// returns the index of the last word read.
+function readFlag(argv, i, tokens) {
+  const a = argv[i];
+  const eq = a.indexOf('=');
+  let name = eq > 0 ? a.slice(2, eq) : a.slice(2);
+  let value = eq > 0 ? a.slice(eq + 1) : undefined;
+  let negated = false;
+  if (name.startsWith('no-') && FLAG_BY_NAME.get(name.slice(3))?.kind === 'boolean') {
+    name = name.slice(3);
+    negated = true;
+  }
+  const def = FLAG_BY_NAME.get(name);
+  const isOption = OPTION_NAMES.has(name);
+  if (!def && !isOption) {
+    const near = suggest(name, [...FLAG_BY_NAME.keys(), ...OPTION_NAMES]);
+    throw new UsageError(
+      'unknown_flag',
+      name,
+      `unknown flag --${name}${near ? ` (did you mean --${near}?)` : ''}`,
+    );
+  }
+  const takesValue = isOption ? ['json', 'set', 'format'].includes(name) : def.kind !== 'boolean';
+  const next = argv[i + 1];
+  if (negated) value = 'false';
+  else if (value === undefined && takesValue) {
+    if (next !== undefined && (next === '-' || !next.startsWith('--'))) {
+      value = next;
+      i++;
+    }
+  } else if (value === undefined && !isOption && def.kind === 'boolean') {
+    // A boolean takes an explicit true/false as its next word, nothing else.
+    if (next !== undefined && /^(true|false|yes|no|on|off)$/i.test(next)) {
+      value = next;
+      i++;
+    }
+  }
+  tokens.push({ name, value, def });
+  return i;
+}
+
+// argv -> the flag tokens, with the command (and compare-snapshot's file) set on `out`.
+function tokenize(argv, out) {
   const tokens = [];
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--') {
       throw new UsageError('unexpected_argument', '', 'no positional arguments after --');
     }
-    if (a.startsWith('--')) {
-      const eq = a.indexOf('=');
-      let name = eq > 0 ? a.slice(2, eq) : a.slice(2);
-      let value = eq > 0 ? a.slice(eq + 1) : undefined;
-      let negated = false;
-      if (name.startsWith('no-') && FLAG_BY_NAME.get(name.slice(3))?.kind === 'boolean') {
-        name = name.slice(3);
-        negated = true;
-      }
-      const def = FLAG_BY_NAME.get(name);
-      const isOption = OPTION_NAMES.has(name);
-      if (!def && !isOption) {
-        const near = suggest(name, [...FLAG_BY_NAME.keys(), ...OPTION_NAMES]);
-        throw new UsageError(
-          'unknown_flag',
-          name,
-          `unknown flag --${name}${near ? ` (did you mean --${near}?)` : ''}`,
-        );
-      }
-      const takesValue = isOption
-        ? ['json', 'set', 'format'].includes(name)
-        : def.kind !== 'boolean';
-      if (negated) value = 'false';
-      else if (value === undefined && takesValue) {
-        const next = argv[i + 1];
-        if (next !== undefined && (next === '-' || !next.startsWith('--'))) {
-          value = next;
-          i++;
-        }
-      } else if (value === undefined && !isOption && def.kind === 'boolean') {
-        // A boolean takes an explicit true/false as its next word, nothing else.
-        const next = argv[i + 1];
-        if (next !== undefined && /^(true|false|yes|no|on|off)$/i.test(next)) {
-          value = next;
-          i++;
-        }
-      }
-      tokens.push({ name, value, def });
-    } else if (a === '-h') {
-      tokens.push({ name: 'help' });
-    } else if (out.command === null && tokens.length === 0) {
-      out.command = a;
-    } else if (out.command === 'compare-snapshot' && out.file === null) {
-      out.file = a;
-    } else {
+    if (a.startsWith('--')) i = readFlag(argv, i, tokens);
+    else if (a === '-h') tokens.push({ name: 'help' });
+    else if (out.command === null && tokens.length === 0) out.command = a;
+    else if (out.command === 'compare-snapshot' && out.file === null) out.file = a;
+    else {
       throw new UsageError(
         'unexpected_argument',
         '',
@@ -213,48 +200,53 @@ export function parseArgs(argv) {
       );
     }
   }
-  for (const t of tokens) {
-    if (t.name === 'help') out.help = true;
-    if (t.name === 'version') out.version = true;
-  }
-  if (out.help || out.version) return out;
-  if (out.command === null) {
+  return tokens;
+}
+
+function checkCommand(command) {
+  if (command === null) {
     throw new UsageError(
       'missing_command',
       '',
       `name a command: ${ALL.join(' | ')} (trainmem --help shows examples)`,
     );
   }
-  if (!COMMANDS[out.command]) {
-    const near = suggest(out.command, ALL);
+  if (!COMMANDS[command]) {
+    const near = suggest(command, ALL);
     throw new UsageError(
       'unknown_command',
       '',
-      `unknown command "${out.command}"${near ? ` (did you mean "${near}"?)` : ''}; commands: ${ALL.join(', ')}`,
+      `unknown command "${command}"${near ? ` (did you mean "${near}"?)` : ''}; commands: ${ALL.join(', ')}`,
     );
   }
+}
 
-  // Scenarios: the base (--json file or {}), then one more after each --vs.
+// --json FILE: the base requests (one, or a list).
+function readBase(t, groups) {
+  if (groups.length > 1) {
+    throw new UsageError('invalid_vs', 'json', '--json goes before the first --vs');
+  }
+  if (t.value === undefined)
+    throw new UsageError('missing_value', 'json', '--json needs a file (or -)');
+  const data = readJsonArg(t.value, 'json');
+  const base = Array.isArray(data) ? data : [data];
+  if (base.length === 0)
+    throw new UsageError('invalid_json', 'json', '--json: the list of requests is empty');
+  return base;
+}
+
+// The tokens -> the base requests (the --json file or {}) and the flag groups: the base's,
+// then one after each --vs; --format (and compare-snapshot's bare --json) set on `out`.
+function groupTokens(tokens, out) {
   let base = [{}];
-  const baseTokens = [];
   const groups = [[]];
   for (const t of tokens) {
     if (t.name === 'vs') groups.push([]);
     else if (t.name === 'json' && out.command === 'compare-snapshot' && t.value === undefined) {
       out.format = 'json'; // compare-snapshot: a bare --json prints JSON (the default is a table)
       out.formatSet = true;
-    } else if (t.name === 'json') {
-      if (groups.length > 1) {
-        throw new UsageError('invalid_vs', 'json', '--json goes before the first --vs');
-      }
-      if (t.value === undefined)
-        throw new UsageError('missing_value', 'json', '--json needs a file (or -)');
-      const data = readJsonArg(t.value, 'json');
-      base = Array.isArray(data) ? data : [data];
-      if (base.length === 0)
-        throw new UsageError('invalid_json', 'json', '--json: the list of requests is empty');
-      baseTokens.push(t);
-    } else if (t.name === 'format') {
+    } else if (t.name === 'json') base = readBase(t, groups);
+    else if (t.name === 'format') {
       if (!['json', 'table', 'markdown'].includes(t.value)) {
         throw new UsageError(
           'invalid_format',
@@ -275,35 +267,48 @@ export function parseArgs(argv) {
   if (groups.length > 1 && base.length > 1) {
     throw new UsageError('invalid_vs', 'vs', '--vs needs a single base request, not a --json list');
   }
-  const apply = (scenario, group) => {
-    for (const t of group) {
-      if (t.name === 'set') applySet(scenario, t.value);
-      else applyFlag(scenario, t.def, out.command, t.value);
-    }
+  return { base, groups };
+}
+
+// A scenario from a request and the origins of its fields, with a group of flags applied.
+function scenarioOf(request, origin, group, command) {
+  const scenario = { request, origin, modelFlag: null, setHere: new Set() };
+  for (const t of group) {
+    if (t.name === 'set') applySet(scenario, t.value);
+    else applyFlag(scenario, t.def, command, t.value);
+  }
+  return scenario;
+}
+
+// argv -> { command, format, help, version, scenarios: [{ request, origin }] }
+export function parseArgs(argv) {
+  const out = {
+    command: null,
+    format: 'json',
+    help: false,
+    version: false,
+    scenarios: [],
+    file: null,
   };
+  const tokens = tokenize(argv, out);
+  for (const t of tokens) {
+    if (t.name === 'help') out.help = true;
+    if (t.name === 'version') out.version = true;
+  }
+  if (out.help || out.version) return out;
+  checkCommand(out.command);
+  const { base, groups } = groupTokens(tokens, out);
   for (const req of base) {
     if (req === null || typeof req !== 'object' || Array.isArray(req)) {
       throw new UsageError('invalid_json', 'json', '--json: a request is a JSON object');
     }
-    const scenario = {
-      request: structuredClone(req),
-      origin: new Map(),
-      modelFlag: null,
-      setHere: new Set(),
-    };
-    apply(scenario, groups[0]);
-    out.scenarios.push(scenario);
+    out.scenarios.push(scenarioOf(structuredClone(req), new Map(), groups[0], out.command));
   }
   for (const group of groups.slice(1)) {
     const prev = out.scenarios[out.scenarios.length - 1];
-    const scenario = {
-      request: structuredClone(prev.request),
-      origin: new Map(prev.origin),
-      modelFlag: null,
-      setHere: new Set(),
-    };
-    apply(scenario, group);
-    out.scenarios.push(scenario);
+    out.scenarios.push(
+      scenarioOf(structuredClone(prev.request), new Map(prev.origin), group, out.command),
+    );
   }
   return out;
 }
