@@ -1,6 +1,6 @@
 // @ts-check
 // The form: which inputs each part of the page shows, in focus order, and the controls
-// themselves. makeForm(ctx) reads the controller's live state through ctx:
+// themselves. Each control takes the controller's live state ctx (makeForm(ctx) binds them):
 // { t, st, presets, show, invalid, update, compute }.
 import { h } from './dom.js';
 import { FIELDS } from './state.js';
@@ -113,14 +113,19 @@ export const STRUCTURAL = new Set([
   'lang',
 ]);
 
+// Inputs shown for one model source, and for one placement strategy.
+const SOURCE_FIELDS = ['params', 'preset', 'config'];
+const STRATEGY_OF = {
+  k: 'every-k',
+  segments: 'sequential',
+  snapshots: 'revolve',
+  slots: 'optimal',
+};
+
 export function visible(key, st, tab) {
+  if (SOURCE_FIELDS.includes(key)) return st.modelSource === key;
+  if (Object.hasOwn(STRATEGY_OF, key)) return st.strategy === STRATEGY_OF[key];
   switch (key) {
-    case 'params':
-      return st.modelSource === 'params';
-    case 'preset':
-      return st.modelSource === 'preset';
-    case 'config':
-      return st.modelSource === 'config';
     case 'gpuGB':
       return !st.gpu;
     case 'loraRank':
@@ -130,14 +135,6 @@ export function visible(key, st, tab) {
       return tab === 'peak'
         ? st.checkpointing === 'optimal'
         : ['chen-greedy', 'optimal-single-level', 'optimal'].includes(st.strategy);
-    case 'k':
-      return st.strategy === 'every-k';
-    case 'segments':
-      return st.strategy === 'sequential';
-    case 'snapshots':
-      return st.strategy === 'revolve';
-    case 'slots':
-      return st.strategy === 'optimal';
     case 'layers':
     case 'layerMB':
       return st.chainSource === 'uniform';
@@ -157,211 +154,244 @@ export function visible(key, st, tab) {
   }
 }
 
+// ---- inputs ---------------------------------------------------------------------------
+// Each takes the controller's live state ctx: { t, st, presets, show, invalid, update, compute }.
+function optionLabel(ctx, key, v) {
+  const k = `opt.${key}.${v}`;
+  const s = ctx.t(k);
+  return s === k ? v : s;
+}
+
+function helpFor(ctx, key) {
+  const k = `help.${key}`;
+  const s = ctx.t(k);
+  return s === k ? '' : s;
+}
+
+/** An input's element ids and help text. */
+function idsOf(ctx, key) {
+  const id = `tm-${key}`;
+  const help = helpFor(ctx, key);
+  const helpId = help ? `${id}-help` : null;
+  const errId = `${id}-err`;
+  return { id, help, helpId, errId, describedBy: [helpId, errId].filter(Boolean).join(' ') };
+}
+
+const helpLine = (ids) =>
+  ids.help ? h('small', { id: ids.helpId, class: 'help' }, ids.help) : null;
+const errorLine = (ids) =>
+  h('small', { id: ids.errId, class: 'field-error', 'aria-live': 'polite' });
+
+/** An input with its label above it, its help and (for typed inputs) its error line. */
+function labelled(ctx, key, ids, control, err = null) {
+  return h(
+    'div',
+    { class: `field tm-f-${key}` },
+    h('label', { for: ids.id }, ctx.t(`field.${key}`)),
+    control,
+    helpLine(ids),
+    err,
+  );
+}
+
+function modelSourceField(ctx, f, ids) {
+  const { t, st, presets } = ctx;
+  const radios = f.values.map((v) =>
+    h(
+      'label',
+      { class: 'radio' },
+      h('input', {
+        type: 'radio',
+        id: `${ids.id}-${v}`,
+        name: `${ids.id}-r`,
+        value: v,
+        checked: st.modelSource === v,
+        disabled: v === 'preset' && !presets.models.length,
+        onchange: () => ctx.update({ modelSource: v }),
+      }),
+      ' ',
+      t(`opt.modelSource.${v}`),
+    ),
+  );
+  return h(
+    'fieldset',
+    { class: 'field field-wide' },
+    h('legend', {}, t('field.modelSource')),
+    h('div', { class: 'radios' }, radios),
+    !presets.models.length ? h('small', { class: 'help' }, t('help.noPresets')) : null,
+  );
+}
+
+// A preset picker (Latin names: left to right in both languages, so that RTL does not clip
+// their start).
+function presetControl(ctx, key, ids) {
+  const { t, st, presets } = ctx;
+  const list = key === 'preset' ? presets.models : presets.gpus;
+  return h(
+    'select',
+    {
+      id: ids.id,
+      dir: 'ltr',
+      onchange: (e) => ctx.update({ [key]: e.target.value }),
+      'aria-describedby': ids.helpId,
+    },
+    h('option', { value: '' }, t(key === 'preset' ? 'opt.preset.none' : 'opt.gpu.custom')),
+    list.map((m) => h('option', { value: m.id, selected: st[key] === m.id }, m.name || m.id)),
+  );
+}
+
+function configField(ctx, ids) {
+  const { t, st } = ctx;
+  const { id } = ids;
+  const area = h('textarea', {
+    id,
+    rows: 5,
+    spellcheck: false,
+    'aria-describedby': ids.describedBy,
+    placeholder: '{ "model_type": "llama", "hidden_size": 4096, … }',
+    oninput: (e) => ctx.update({ config: e.target.value }),
+  });
+  area.value = st.config;
+  const file = h('input', {
+    type: 'file',
+    id: `${id}-file`,
+    accept: '.json,application/json',
+    onchange: async (e) => {
+      const text = await e.target.files?.[0]?.text();
+      if (typeof text === 'string') {
+        area.value = text.slice(0, FIELDS.config.max);
+        ctx.update({ config: area.value });
+      }
+    },
+  });
+  return h(
+    'div',
+    { class: 'field field-wide' },
+    h('label', { for: id }, t('field.config')),
+    area,
+    h('label', { for: `${id}-file`, class: 'file-label' }, t('field.configFile')),
+    file,
+    helpLine(ids),
+    // what the core read from the text (filled by the controller after each computation)
+    h('p', { id: 'tm-config-parsed', class: 'parsed', 'aria-live': 'polite' }),
+  );
+}
+
+// Free text sent to the core as it is (the core names the field when it cannot read it).
+function textControl(ctx, key, f, ids) {
+  return h('input', {
+    id: ids.id,
+    type: 'text',
+    dir: 'ltr',
+    autocomplete: 'off',
+    spellcheck: false,
+    value: String(ctx.st[key] ?? ''),
+    placeholder: ctx.t(`placeholder.${key}`),
+    'aria-describedby': ids.describedBy,
+    oninput: (e) => ctx.update({ [key]: e.target.value.slice(0, f.max) }, { typing: true }),
+  });
+}
+
+function choiceControl(ctx, key, f, ids) {
+  return h(
+    'select',
+    {
+      id: ids.id,
+      'aria-describedby': ids.helpId,
+      onchange: (e) => ctx.update({ [key]: e.target.value }),
+    },
+    f.values.map((v) =>
+      h('option', { value: v, selected: ctx.st[key] === v }, optionLabel(ctx, key, v)),
+    ),
+  );
+}
+
+function boolField(ctx, key, ids) {
+  const control = h('input', {
+    id: ids.id,
+    type: 'checkbox',
+    checked: !!ctx.st[key],
+    'aria-describedby': ids.helpId,
+    onchange: (e) => ctx.update({ [key]: e.target.checked }),
+  });
+  return h(
+    'div',
+    { class: 'field field-check' },
+    control,
+    h('label', { for: ids.id }, ctx.t(`field.${key}`)),
+    helpLine(ids),
+  );
+}
+
+// A number typed in: checked against the field's range as it is typed; a value out of range
+// is held back (ctx.invalid) with its message under the input.
+function numberField(ctx, key, f, ids) {
+  const { t, st, invalid } = ctx;
+  const err = errorLine(ids);
+  const control = h('input', {
+    id: ids.id,
+    type: 'text',
+    inputmode: f.kind === 'int' ? 'numeric' : 'decimal',
+    autocomplete: 'off',
+    value: key === 'params' ? t.int(st[key]) : String(st[key]),
+    'aria-describedby': ids.describedBy,
+    oninput: (e) => {
+      const raw = e.target.value;
+      const n = f.kind === 'int' ? parseCount(raw) : parseNumber(raw);
+      const ok =
+        raw.trim() !== '' &&
+        Number.isFinite(n) &&
+        n >= f.min &&
+        n <= f.max &&
+        (f.kind !== 'int' || Number.isInteger(n));
+      e.target.setAttribute('aria-invalid', ok ? 'false' : 'true');
+      if (ok) {
+        invalid.delete(key);
+        err.textContent = '';
+        ctx.update({ [key]: n }, { typing: true });
+      } else {
+        const fraction =
+          f.kind === 'int' && Number.isFinite(parseFloat(raw)) && /\.\d*[1-9]/.test(raw);
+        const msg = t(fraction ? 'error.integer' : 'error.number', {
+          min: t.int(f.min),
+          max: t.int(f.max),
+        });
+        invalid.set(key, msg);
+        err.textContent = msg;
+        ctx.compute();
+      }
+    },
+  });
+  return labelled(ctx, key, ids, control, err);
+}
+
+function field(ctx, key) {
+  const f = FIELDS[key];
+  const ids = idsOf(ctx, key);
+  if (key === 'modelSource') return modelSourceField(ctx, f, ids);
+  if (key === 'preset' || key === 'gpu')
+    return labelled(ctx, key, ids, presetControl(ctx, key, ids));
+  if (key === 'config') return configField(ctx, ids);
+  if (f.kind === 'text')
+    return labelled(ctx, key, ids, textControl(ctx, key, f, ids), errorLine(ids));
+  if (f.kind === 'choice') return labelled(ctx, key, ids, choiceControl(ctx, key, f, ids));
+  if (f.kind === 'bool') return boolField(ctx, key, ids);
+  return numberField(ctx, key, f, ids);
+}
+
+function fields(ctx, keys, tab) {
+  const { st, show } = ctx;
+  return keys
+    .filter((k) => visible(k, st, tab) && (!show || show.has(k)))
+    .map((k) => field(ctx, k));
+}
+
 /** @param {any} ctx */
 export function makeForm(ctx) {
-  /** @type {(patch: Record<string, any>, opts?: Record<string, boolean>) => void} */
-  const update = (patch, opts) => ctx.update(patch, opts);
-  const compute = () => ctx.compute();
-  // ---- inputs -------------------------------------------------------------------------
-  function optionLabel(key, v) {
-    const { t } = ctx;
-    const k = `opt.${key}.${v}`;
-    const s = t(k);
-    return s === k ? v : s;
-  }
-
-  function helpFor(key) {
-    const { t } = ctx;
-    const k = `help.${key}`;
-    const s = t(k);
-    return s === k ? '' : s;
-  }
-
-  function field(key, tab) {
-    const { t, st, presets, invalid } = ctx;
-    const f = FIELDS[key];
-    const id = `tm-${key}`;
-    const help = helpFor(key);
-    const helpId = help ? `${id}-help` : null;
-    const errId = `${id}-err`;
-    let control;
-    if (key === 'modelSource') {
-      const radios = f.values.map((v) =>
-        h(
-          'label',
-          { class: 'radio' },
-          h('input', {
-            type: 'radio',
-            id: `${id}-${v}`,
-            name: `${id}-r`,
-            value: v,
-            checked: st.modelSource === v,
-            disabled: v === 'preset' && !presets.models.length,
-            onchange: () => update({ modelSource: v }),
-          }),
-          ' ',
-          t(`opt.modelSource.${v}`),
-        ),
-      );
-      return h(
-        'fieldset',
-        { class: 'field field-wide' },
-        h('legend', {}, t('field.modelSource')),
-        h('div', { class: 'radios' }, radios),
-        !presets.models.length ? h('small', { class: 'help' }, t('help.noPresets')) : null,
-      );
-    }
-    if (key === 'preset' || key === 'gpu') {
-      // a preset picker (Latin names: left to right in both languages, so that RTL does not
-      // clip their start)
-      const list = key === 'preset' ? presets.models : presets.gpus;
-      control = h(
-        'select',
-        {
-          id,
-          dir: 'ltr',
-          onchange: (e) => update({ [key]: e.target.value }),
-          'aria-describedby': helpId,
-        },
-        h('option', { value: '' }, t(key === 'preset' ? 'opt.preset.none' : 'opt.gpu.custom')),
-        list.map((m) => h('option', { value: m.id, selected: st[key] === m.id }, m.name || m.id)),
-      );
-    } else if (key === 'config') {
-      const area = h('textarea', {
-        id,
-        rows: 5,
-        spellcheck: false,
-        'aria-describedby': [helpId, errId].filter(Boolean).join(' '),
-        placeholder: '{ "model_type": "llama", "hidden_size": 4096, … }',
-        oninput: (e) => update({ config: e.target.value }),
-      });
-      area.value = st.config;
-      const file = h('input', {
-        type: 'file',
-        id: `${id}-file`,
-        accept: '.json,application/json',
-        onchange: async (e) => {
-          const text = await e.target.files?.[0]?.text();
-          if (typeof text === 'string') {
-            area.value = text.slice(0, FIELDS.config.max);
-            update({ config: area.value });
-          }
-        },
-      });
-      return h(
-        'div',
-        { class: 'field field-wide' },
-        h('label', { for: id }, t('field.config')),
-        area,
-        h('label', { for: `${id}-file`, class: 'file-label' }, t('field.configFile')),
-        file,
-        help ? h('small', { id: helpId, class: 'help' }, help) : null,
-        // what the core read from the text (filled by the controller after each computation)
-        h('p', { id: 'tm-config-parsed', class: 'parsed', 'aria-live': 'polite' }),
-      );
-    } else if (f.kind === 'text') {
-      // free text sent to the core as it is (the core names the field when it cannot read it)
-      control = h('input', {
-        id,
-        type: 'text',
-        dir: 'ltr',
-        autocomplete: 'off',
-        spellcheck: false,
-        value: String(st[key] ?? ''),
-        placeholder: t(`placeholder.${key}`),
-        'aria-describedby': [helpId, errId].filter(Boolean).join(' '),
-        oninput: (e) => update({ [key]: e.target.value.slice(0, f.max) }, { typing: true }),
-      });
-      return h(
-        'div',
-        { class: `field tm-f-${key}` },
-        h('label', { for: id }, t(`field.${key}`)),
-        control,
-        help ? h('small', { id: helpId, class: 'help' }, help) : null,
-        h('small', { id: errId, class: 'field-error', 'aria-live': 'polite' }),
-      );
-    } else if (f.kind === 'choice') {
-      control = h(
-        'select',
-        { id, 'aria-describedby': helpId, onchange: (e) => update({ [key]: e.target.value }) },
-        f.values.map((v) =>
-          h('option', { value: v, selected: st[key] === v }, optionLabel(key, v)),
-        ),
-      );
-    } else if (f.kind === 'bool') {
-      control = h('input', {
-        id,
-        type: 'checkbox',
-        checked: !!st[key],
-        'aria-describedby': helpId,
-        onchange: (e) => update({ [key]: e.target.checked }),
-      });
-      return h(
-        'div',
-        { class: 'field field-check' },
-        control,
-        h('label', { for: id }, t(`field.${key}`)),
-        help ? h('small', { id: helpId, class: 'help' }, help) : null,
-      );
-    } else {
-      const err = h('small', { id: errId, class: 'field-error', 'aria-live': 'polite' });
-      control = h('input', {
-        id,
-        type: 'text',
-        inputmode: f.kind === 'int' ? 'numeric' : 'decimal',
-        autocomplete: 'off',
-        value: key === 'params' ? t.int(st[key]) : String(st[key]),
-        'aria-describedby': [helpId, errId].filter(Boolean).join(' '),
-        oninput: (e) => {
-          const raw = e.target.value;
-          const n = f.kind === 'int' ? parseCount(raw) : parseNumber(raw);
-          const ok =
-            raw.trim() !== '' &&
-            Number.isFinite(n) &&
-            n >= f.min &&
-            n <= f.max &&
-            (f.kind !== 'int' || Number.isInteger(n));
-          e.target.setAttribute('aria-invalid', ok ? 'false' : 'true');
-          if (ok) {
-            invalid.delete(key);
-            err.textContent = '';
-            update({ [key]: n }, { typing: true });
-          } else {
-            const fraction =
-              f.kind === 'int' && Number.isFinite(parseFloat(raw)) && /\.\d*[1-9]/.test(raw);
-            const msg = t(fraction ? 'error.integer' : 'error.number', {
-              min: t.int(f.min),
-              max: t.int(f.max),
-            });
-            invalid.set(key, msg);
-            err.textContent = msg;
-            compute();
-          }
-        },
-      });
-      return h(
-        'div',
-        { class: `field tm-f-${key}` },
-        h('label', { for: id }, t(`field.${key}`)),
-        control,
-        help ? h('small', { id: helpId, class: 'help' }, help) : null,
-        err,
-      );
-    }
-    return h(
-      'div',
-      { class: `field tm-f-${key}` },
-      h('label', { for: id }, t(`field.${key}`)),
-      control,
-      help ? h('small', { id: helpId, class: 'help' }, help) : null,
-    );
-  }
-
-  function fields(keys, tab) {
-    const { st, show } = ctx;
-    return keys
-      .filter((k) => visible(k, st, tab) && (!show || show.has(k)))
-      .map((k) => field(k, tab));
-  }
-  return { optionLabel, helpFor, field, fields };
+  return {
+    optionLabel: (/** @type {string} */ k, /** @type {string} */ v) => optionLabel(ctx, k, v),
+    helpFor: (/** @type {string} */ k) => helpFor(ctx, k),
+    field: (/** @type {string} */ k) => field(ctx, k),
+    fields: (/** @type {string[]} */ keys, /** @type {string} */ tab) => fields(ctx, keys, tab),
+  };
 }

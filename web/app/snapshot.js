@@ -18,325 +18,334 @@ function human(t, b) {
 }
 
 /**
+ * The panel's state: the file, the request it is compared with, the last answer, and the
+ * body element the answer is drawn in; `ctx` is the page's: { t, solver, chartOpts, partLabel,
+ * optionLabel }.
+ * @typedef {{ ctx: any, file: any, key: string, result: any, error: any, body: any,
+ *   request: any, seq: number }} Panel
+ */
+
+/** @param {Panel} p */
+function run(p) {
+  if (!p.file || !p.request) return;
+  const k = `${p.file.name}\n${JSON.stringify(p.request)}`;
+  if (k === p.key && (p.result || p.error)) return render(p);
+  p.key = k;
+  p.result = null;
+  p.error = null;
+  const mine = ++p.seq;
+  render(p);
+  p.ctx.solver.runHeavy('compareSnapshot', { snapshot: p.file.bytes, request: p.request }).then(
+    (r) => {
+      if (mine !== p.seq) return;
+      p.result = r;
+      render(p);
+    },
+    (e) => {
+      if (mine !== p.seq || e.code === 'cancelled') return;
+      p.error = e;
+      render(p);
+    },
+  );
+}
+
+/** @param {Panel} p */
+async function take(p, f) {
+  if (!f) return;
+  const bytes = new Uint8Array(await f.arrayBuffer());
+  p.file = { name: f.name || 'snapshot', bytes };
+  p.key = '';
+  run(p);
+}
+
+/** @param {Panel} p */
+function clear(p) {
+  p.file = null;
+  p.result = null;
+  p.error = null;
+  p.key = '';
+  ++p.seq;
+  render(p);
+}
+
+/** @param {Panel} p */
+function render(p) {
+  const { body, file, error, result } = p;
+  if (!body || !body.isConnected) return;
+  const { t } = p.ctx;
+  if (!file) return put(body);
+  const head = h(
+    'p',
+    { class: 'snap-file' },
+    t('snap.file', { name: file.name }),
+    ' ',
+    h('button', { type: 'button', class: 'small', onclick: () => clear(p) }, t('snap.clear')),
+  );
+  if (error) {
+    return put(
+      body,
+      head,
+      h(
+        'div',
+        { class: 'error', role: 'alert', 'data-code': error.code || '' },
+        h('strong', {}, t('error.title')),
+        h('p', {}, error.message),
+      ),
+    );
+  }
+  if (!result)
+    return put(body, head, h('p', { class: 'muted' }, t('snap.reading', { name: file.name })));
+  put(body, head, ...view(p.ctx, result));
+}
+
+function bytesText(t, b) {
+  return b === null || b === undefined ? '—' : t.both(b);
+}
+
+function causeText(t, c) {
+  const vars = {};
+  for (const [k, v] of Object.entries(c.params)) {
+    vars[k] = /Bytes$|^bytes$/.test(k) ? human(t, v) : k === 'ratio' ? v.toFixed(1) : String(v);
+  }
+  const key = `cause.${c.code}`;
+  const s = t(key, vars);
+  return s === key ? c.message : s;
+}
+
+/** The measured peak and steps of a snapshot, and its chart. */
+function measuredLines(ctx, r) {
+  const { t } = ctx;
+  const m = r.measured;
+  const step = m.peak.step >= 0 ? m.peak.step + 1 : '—';
+  return [
+    h(
+      'p',
+      { class: 'snap-peak', 'data-peak-bytes': String(m.peak.allocatedBytes) },
+      t('snap.peakLine', {
+        bytes: human(t, m.peak.allocatedBytes),
+        event: m.peak.event,
+        phase: ctx.optionLabel('phase', m.peak.phase),
+        step,
+        steps: m.steps.count,
+      }),
+    ),
+    h(
+      'p',
+      {},
+      t('snap.steps', { count: m.steps.count, method: t(`snap.method.${m.steps.method}`) }),
+    ),
+    chart(ctx, r),
+  ];
+}
+
+/** Measured, predicted and their difference: the totals, then per category. */
+function totalsTable(ctx, r) {
+  const { t } = ctx;
+  const row = (attrs, label, x) =>
+    h(
+      'tr',
+      attrs,
+      h('th', {}, label),
+      h('td', {}, bytesText(t, x.measuredBytes)),
+      h('td', {}, bytesText(t, x.predictedBytes)),
+      h('td', {}, bytesText(t, x.differenceBytes)),
+    );
+  return h(
+    'table',
+    { class: 'data snap-totals' },
+    h(
+      'thead',
+      {},
+      h(
+        'tr',
+        {},
+        h('th', {}, ''),
+        h('th', {}, t('snap.table.measured')),
+        h('th', {}, t('snap.table.predicted')),
+        h('th', {}, t('snap.table.difference')),
+      ),
+    ),
+    h(
+      'tbody',
+      {},
+      r.totals.map((x) => row({ 'data-total': x.what }, t(`snap.total.${x.what}`), x)),
+      r.categories.map((x) => row({ 'data-category': x.category }, ctx.partLabel(x.category), x)),
+    ),
+  );
+}
+
+/** Where the measured peak was allocated: its five largest frames. */
+function topFrames(ctx, frames) {
+  const { t } = ctx;
+  return [
+    h('h4', {}, t('snap.topFrames')),
+    h(
+      'ul',
+      { class: 'snap-frames' },
+      frames
+        .slice(0, 5)
+        .map((f) =>
+          h(
+            'li',
+            {},
+            t.n(human(t, f.bytes)),
+            ' ',
+            h('code', { dir: 'ltr' }, f.filename ? `${f.filename}:${f.line} ${f.name}` : f.name),
+            ' ',
+            ctx.partLabel(f.category),
+          ),
+        ),
+    ),
+  ];
+}
+
+function view(ctx, r) {
+  const { t } = ctx;
+  const out = [];
+  const m = r.measured;
+  if (m && m.source === 'snapshot') out.push(...measuredLines(ctx, r));
+  out.push(totalsTable(ctx, r));
+  out.push(
+    h('h4', {}, t('snap.causes')),
+    r.causes.length
+      ? h(
+          'ul',
+          { class: 'snap-causes' },
+          r.causes.map((c) => h('li', { 'data-cause': c.code }, causeText(t, c))),
+        )
+      : h('p', { class: 'muted' }, t('snap.noCauses')),
+  );
+  if (m && m.peak.topFrames.length) out.push(...topFrames(ctx, m.peak.topFrames));
+  if (r.simulatorReplay) {
+    out.push(
+      h(
+        'p',
+        { class: 'muted' },
+        t('snap.replay', {
+          simulated: human(t, r.simulatorReplay.simulatedReservedBytes),
+          recorded: human(t, r.simulatorReplay.recordedReservedBytes),
+        }),
+      ),
+    );
+  }
+  return out;
+}
+
+// Measured allocated and reserved, and the predicted step, on one x axis (the union of both
+// series' x; a series is null where it has no point, and uPlot spans the gaps).
+function chart(ctx, r) {
+  const { t } = ctx;
+  const pts = r.measured.series.points;
+  const pred = r.predictedSeries;
+  const xs = [...new Set([...pts.map((p) => p.x), ...pred.map((p) => p.x)])].sort((a, b) => a - b);
+  const at = new Map(xs.map((x, i) => [x, i]));
+  const col = (list, f) => {
+    const v = xs.map(() => null);
+    for (const p of list) v[at.get(p.x)] = f(p) / GIB;
+    return v;
+  };
+  const measured = col(pts, (p) => p.allocatedBytes);
+  const holder = h(
+    'div',
+    {
+      class: 'chart-holder snap-chart',
+      'data-points': String(pts.length),
+      'data-predicted': String(pred.length),
+    },
+    h('h3', {}, t('snap.chart')),
+  );
+  const peakIndex = at.get(r.measured.peak.x) ?? 0;
+  lines(holder, {
+    label: t('snap.chart'),
+    x: xs,
+    xLabel: t(`snap.x.${r.measured.series.x}`),
+    yLabel: 'GiB',
+    series: [
+      { key: 'activations', label: t('snap.measured'), values: measured },
+      { key: 'runtime', label: t('snap.reserved'), values: col(pts, (p) => p.reservedBytes) },
+      { key: 'weights', label: t('snap.predicted'), values: col(pred, (p) => p.allocatedBytes) },
+    ],
+    mark: {
+      index: peakIndex,
+      value: r.measured.peak.allocatedBytes / GIB,
+      label: t('snap.peak'),
+    },
+    t,
+    ...ctx.chartOpts('snapshot'),
+  });
+  return holder;
+}
+
+/** The panel under one peak-memory result (its request). @param {Panel} p */
+function element(p, req) {
+  const { t } = p.ctx;
+  p.request = req;
+  const input = h('input', {
+    type: 'file',
+    id: 'tm-snapshot-file',
+    accept: '.pickle,.pkl,.json,application/octet-stream,application/json',
+    onchange: (e) => take(p, e.target.files?.[0]),
+  });
+  const zone = h(
+    'div',
+    {
+      class: 'snap-drop',
+      id: 'tm-snapshot-drop',
+      tabindex: '0',
+      role: 'button',
+      'aria-describedby': 'tm-snapshot-private',
+      onclick: () => input.click(),
+      onkeydown: (e) => {
+        if (e.key === 'Enter' || e.key === ' ') {
+          e.preventDefault();
+          input.click();
+        }
+      },
+      ondragover: (e) => {
+        e.preventDefault();
+        zone.classList.add('over');
+      },
+      ondragleave: () => zone.classList.remove('over'),
+      ondrop: (e) => {
+        e.preventDefault();
+        zone.classList.remove('over');
+        take(p, e.dataTransfer?.files?.[0]);
+      },
+    },
+    t('snap.drop'),
+  );
+  const body = h('div', { class: 'snap-body', 'aria-live': 'polite' });
+  p.body = body;
+  const section = h(
+    'section',
+    { class: 'snapshot', 'aria-labelledby': 'tm-snap-h' },
+    h('h3', { id: 'tm-snap-h' }, t('snap.heading')),
+    zone,
+    h('label', { class: 'sr-only', for: 'tm-snapshot-file' }, t('snap.choose')),
+    input,
+    h('p', { class: 'help', id: 'tm-snapshot-private' }, t('snap.private')),
+    body,
+  );
+  // After the section is in the page (render() needs body connected).
+  queueMicrotask(() => (p.file ? run(p) : render(p)));
+  return section;
+}
+
+/**
  * One comparison panel per page. `ctx`: { t, solver, chartOpts, partLabel, optionLabel }.
  * Returns { element(request) } — called on every peak-memory update with its request.
  */
 export function snapshotPanel(ctx) {
-  let file = null; // { name, bytes }
-  let key = '';
-  let result = null;
-  let error = null;
-  let body = null;
-  let request = null;
-  let seq = 0;
-
-  function run() {
-    if (!file || !request) return;
-    const k = `${file.name}\n${JSON.stringify(request)}`;
-    if (k === key && (result || error)) return render();
-    key = k;
-    result = null;
-    error = null;
-    const mine = ++seq;
-    render();
-    ctx.solver.runHeavy('compareSnapshot', { snapshot: file.bytes, request }).then(
-      (r) => {
-        if (mine !== seq) return;
-        result = r;
-        render();
-      },
-      (e) => {
-        if (mine !== seq || e.code === 'cancelled') return;
-        error = e;
-        render();
-      },
-    );
-  }
-
-  async function take(f) {
-    if (!f) return;
-    const bytes = new Uint8Array(await f.arrayBuffer());
-    file = { name: f.name || 'snapshot', bytes };
-    key = '';
-    run();
-  }
-
-  function render() {
-    if (!body || !body.isConnected) return;
-    const { t } = ctx;
-    if (!file) return put(body);
-    const head = h(
-      'p',
-      { class: 'snap-file' },
-      t('snap.file', { name: file.name }),
-      ' ',
-      h(
-        'button',
-        {
-          type: 'button',
-          class: 'small',
-          onclick: () => {
-            file = null;
-            result = null;
-            error = null;
-            key = '';
-            ++seq;
-            render();
-          },
-        },
-        t('snap.clear'),
-      ),
-    );
-    if (error) {
-      return put(
-        body,
-        head,
-        h(
-          'div',
-          { class: 'error', role: 'alert', 'data-code': error.code || '' },
-          h('strong', {}, t('error.title')),
-          h('p', {}, error.message),
-        ),
-      );
-    }
-    if (!result)
-      return put(body, head, h('p', { class: 'muted' }, t('snap.reading', { name: file.name })));
-    put(body, head, ...view(result));
-  }
-
-  function bytesText(b) {
-    return b === null || b === undefined ? '—' : ctx.t.both(b);
-  }
-
-  function causeText(c) {
-    const { t } = ctx;
-    const vars = {};
-    for (const [k, v] of Object.entries(c.params)) {
-      vars[k] = /Bytes$|^bytes$/.test(k) ? human(t, v) : k === 'ratio' ? v.toFixed(1) : String(v);
-    }
-    const key = `cause.${c.code}`;
-    const s = t(key, vars);
-    return s === key ? c.message : s;
-  }
-
-  function view(r) {
-    const { t } = ctx;
-    const out = [];
-    const m = r.measured;
-    if (m && m.source === 'snapshot') {
-      const step = m.peak.step >= 0 ? m.peak.step + 1 : '—';
-      out.push(
-        h(
-          'p',
-          { class: 'snap-peak', 'data-peak-bytes': String(m.peak.allocatedBytes) },
-          t('snap.peakLine', {
-            bytes: human(t, m.peak.allocatedBytes),
-            event: m.peak.event,
-            phase: ctx.optionLabel('phase', m.peak.phase),
-            step,
-            steps: m.steps.count,
-          }),
-        ),
-        h(
-          'p',
-          {},
-          t('snap.steps', { count: m.steps.count, method: t(`snap.method.${m.steps.method}`) }),
-        ),
-      );
-      out.push(chart(r));
-    }
-    out.push(
-      h(
-        'table',
-        { class: 'data snap-totals' },
-        h(
-          'thead',
-          {},
-          h(
-            'tr',
-            {},
-            h('th', {}, ''),
-            h('th', {}, t('snap.table.measured')),
-            h('th', {}, t('snap.table.predicted')),
-            h('th', {}, t('snap.table.difference')),
-          ),
-        ),
-        h(
-          'tbody',
-          {},
-          r.totals.map((x) =>
-            h(
-              'tr',
-              { 'data-total': x.what },
-              h('th', {}, t(`snap.total.${x.what}`)),
-              h('td', {}, bytesText(x.measuredBytes)),
-              h('td', {}, bytesText(x.predictedBytes)),
-              h('td', {}, bytesText(x.differenceBytes)),
-            ),
-          ),
-          r.categories.map((x) =>
-            h(
-              'tr',
-              { 'data-category': x.category },
-              h('th', {}, ctx.partLabel(x.category)),
-              h('td', {}, bytesText(x.measuredBytes)),
-              h('td', {}, bytesText(x.predictedBytes)),
-              h('td', {}, bytesText(x.differenceBytes)),
-            ),
-          ),
-        ),
-      ),
-    );
-    out.push(
-      h('h4', {}, t('snap.causes')),
-      r.causes.length
-        ? h(
-            'ul',
-            { class: 'snap-causes' },
-            r.causes.map((c) => h('li', { 'data-cause': c.code }, causeText(c))),
-          )
-        : h('p', { class: 'muted' }, t('snap.noCauses')),
-    );
-    if (m && m.peak.topFrames.length) {
-      out.push(
-        h('h4', {}, t('snap.topFrames')),
-        h(
-          'ul',
-          { class: 'snap-frames' },
-          m.peak.topFrames
-            .slice(0, 5)
-            .map((f) =>
-              h(
-                'li',
-                {},
-                t.n(human(t, f.bytes)),
-                ' ',
-                h(
-                  'code',
-                  { dir: 'ltr' },
-                  f.filename ? `${f.filename}:${f.line} ${f.name}` : f.name,
-                ),
-                ' ',
-                ctx.partLabel(f.category),
-              ),
-            ),
-        ),
-      );
-    }
-    if (r.simulatorReplay) {
-      out.push(
-        h(
-          'p',
-          { class: 'muted' },
-          t('snap.replay', {
-            simulated: human(t, r.simulatorReplay.simulatedReservedBytes),
-            recorded: human(t, r.simulatorReplay.recordedReservedBytes),
-          }),
-        ),
-      );
-    }
-    return out;
-  }
-
-  // Measured allocated and reserved, and the predicted step, on one x axis (the union of both
-  // series' x; a series is null where it has no point, and uPlot spans the gaps).
-  function chart(r) {
-    const { t } = ctx;
-    const pts = r.measured.series.points;
-    const pred = r.predictedSeries;
-    const xs = [...new Set([...pts.map((p) => p.x), ...pred.map((p) => p.x)])].sort(
-      (a, b) => a - b,
-    );
-    const at = new Map(xs.map((x, i) => [x, i]));
-    const col = (list, f) => {
-      const v = xs.map(() => null);
-      for (const p of list) v[at.get(p.x)] = f(p) / GIB;
-      return v;
-    };
-    const measured = col(pts, (p) => p.allocatedBytes);
-    const holder = h(
-      'div',
-      {
-        class: 'chart-holder snap-chart',
-        'data-points': String(pts.length),
-        'data-predicted': String(pred.length),
-      },
-      h('h3', {}, t('snap.chart')),
-    );
-    const peakIndex = at.get(r.measured.peak.x) ?? 0;
-    lines(holder, {
-      label: t('snap.chart'),
-      x: xs,
-      xLabel: t(`snap.x.${r.measured.series.x}`),
-      yLabel: 'GiB',
-      series: [
-        { key: 'activations', label: t('snap.measured'), values: measured },
-        { key: 'runtime', label: t('snap.reserved'), values: col(pts, (p) => p.reservedBytes) },
-        { key: 'weights', label: t('snap.predicted'), values: col(pred, (p) => p.allocatedBytes) },
-      ],
-      mark: {
-        index: peakIndex,
-        value: r.measured.peak.allocatedBytes / GIB,
-        label: t('snap.peak'),
-      },
-      t,
-      ...ctx.chartOpts('snapshot'),
-    });
-    return holder;
-  }
-
-  return {
-    element(req) {
-      const { t } = ctx;
-      request = req;
-      const input = h('input', {
-        type: 'file',
-        id: 'tm-snapshot-file',
-        accept: '.pickle,.pkl,.json,application/octet-stream,application/json',
-        onchange: (e) => take(e.target.files?.[0]),
-      });
-      const zone = h(
-        'div',
-        {
-          class: 'snap-drop',
-          id: 'tm-snapshot-drop',
-          tabindex: '0',
-          role: 'button',
-          'aria-describedby': 'tm-snapshot-private',
-          onclick: () => input.click(),
-          onkeydown: (e) => {
-            if (e.key === 'Enter' || e.key === ' ') {
-              e.preventDefault();
-              input.click();
-            }
-          },
-          ondragover: (e) => {
-            e.preventDefault();
-            zone.classList.add('over');
-          },
-          ondragleave: () => zone.classList.remove('over'),
-          ondrop: (e) => {
-            e.preventDefault();
-            zone.classList.remove('over');
-            take(e.dataTransfer?.files?.[0]);
-          },
-        },
-        t('snap.drop'),
-      );
-      body = h('div', { class: 'snap-body', 'aria-live': 'polite' });
-      const section = h(
-        'section',
-        { class: 'snapshot', 'aria-labelledby': 'tm-snap-h' },
-        h('h3', { id: 'tm-snap-h' }, t('snap.heading')),
-        zone,
-        h('label', { class: 'sr-only', for: 'tm-snapshot-file' }, t('snap.choose')),
-        input,
-        h('p', { class: 'help', id: 'tm-snapshot-private' }, t('snap.private')),
-        body,
-      );
-      // After the section is in the page (render() needs body connected).
-      queueMicrotask(() => (file ? run() : render()));
-      return section;
-    },
+  /** @type {Panel} */
+  const p = {
+    ctx,
+    file: null,
+    key: '',
+    result: null,
+    error: null,
+    body: null,
+    request: null,
+    seq: 0,
   };
+  return { element: (req) => element(p, req) };
 }
