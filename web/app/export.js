@@ -5,45 +5,44 @@ import { h } from './dom.js';
 import { toQuery } from './state.js';
 import { flatten, isBytesKey, toCSV, toMarkdown } from './format.js';
 
-/** @param {any} ctx */
-export function makeExports(ctx) {
-  function exportRows() {
-    if (!ctx.last) return [];
-    const rows = [['calculator', ctx.last.fn, '', '']];
-    for (const [k, v] of flatten(ctx.last.request)) rows.push([`request.${k}`, v, '', '']);
-    for (const [k, v] of flatten(ctx.last.result)) {
-      if (typeof v === 'number' && isBytesKey(k))
-        rows.push([`result.${k}`, v, (v / 1e9).toFixed(3), (v / 2 ** 30).toFixed(3)]);
-      else rows.push([`result.${k}`, v, '', '']);
-    }
-    return rows;
+function exportRows(ctx) {
+  if (!ctx.last) return [];
+  const rows = [['calculator', ctx.last.fn, '', '']];
+  for (const [k, v] of flatten(ctx.last.request)) rows.push([`request.${k}`, v, '', '']);
+  for (const [k, v] of flatten(ctx.last.result)) {
+    if (typeof v === 'number' && isBytesKey(k))
+      rows.push([`result.${k}`, v, (v / 1e9).toFixed(3), (v / 2 ** 30).toFixed(3)]);
+    else rows.push([`result.${k}`, v, '', '']);
   }
+  return rows;
+}
 
-  function download(name, type, text) {
-    const url = URL.createObjectURL(new Blob([text], { type }));
-    const a = h('a', { href: url, download: name, class: 'sr-only' });
-    ctx.rootEl.append(a);
-    a.click();
-    a.remove();
-    setTimeout(() => URL.revokeObjectURL(url), 1000);
+function download(ctx, name, type, text) {
+  const url = URL.createObjectURL(new Blob([text], { type }));
+  const a = h('a', { href: url, download: name, class: 'sr-only' });
+  ctx.rootEl.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 1000);
+}
+
+async function copy(ctx, text, btn) {
+  let ok = false;
+  try {
+    await navigator.clipboard.writeText(text);
+    ok = true;
+  } catch {
+    ok = false;
   }
+  const old = btn.textContent;
+  btn.textContent = ok ? ctx.t('export.copied') : ctx.t('export.copyFailed');
+  setTimeout(() => (btn.textContent = old), 1500);
+  return ok;
+}
 
-  async function copy(text, btn) {
-    let ok = false;
-    try {
-      await navigator.clipboard.writeText(text);
-      ok = true;
-    } catch {
-      ok = false;
-    }
-    const old = btn.textContent;
-    btn.textContent = ok ? ctx.t('export.copied') : ctx.t('export.copyFailed');
-    setTimeout(() => (btn.textContent = old), 1500);
-    return ok;
-  }
-
-  const header4 = ['field', 'value', 'GB', 'GiB'];
-  const exporters = {
+const header4 = ['field', 'value', 'GB', 'GiB'];
+function exportersOf(ctx) {
+  return {
     json: () =>
       JSON.stringify(
         {
@@ -55,111 +54,89 @@ export function makeExports(ctx) {
         null,
         2,
       ) + '\n',
-    csv: () => toCSV([header4, ...exportRows()]),
-    md: () => toMarkdown(exportRows(), header4),
+    csv: () => toCSV([header4, ...exportRows(ctx)]),
+    md: () => toMarkdown(exportRows(ctx), header4),
   };
+}
 
-  function exportBar() {
-    const name = () => `trainmem-${ctx.last?.fn || 'result'}`;
-    const copyBtn = h(
+// The download buttons: [exporter, file type, label].
+const DOWNLOADS = [
+  ['json', 'application/json', 'JSON'],
+  ['csv', 'text/csv', 'CSV'],
+  ['md', 'text/markdown', 'Markdown'],
+];
+
+function exportBar(ctx, exporters) {
+  const name = () => `trainmem-${ctx.last?.fn || 'result'}`;
+  const button = (kind, onclick, label) =>
+    h('button', { type: 'button', class: 'small', 'data-export': kind, onclick }, label);
+  return h(
+    'div',
+    { class: 'export', role: 'group', 'aria-label': ctx.t('export.label') },
+    DOWNLOADS.map(([kind, type, label]) =>
+      button(
+        kind,
+        () => ctx.last && download(ctx, `${name()}.${kind}`, type, exporters[kind]()),
+        label,
+      ),
+    ),
+    button(
+      'copy',
+      (e) => ctx.last && copy(ctx, exporters.md(), e.currentTarget),
+      ctx.t('export.copy'),
+    ),
+    ctx.embed
+      ? null
+      : button('link', (e) => copy(ctx, location.href, e.currentTarget), ctx.t('export.link')),
+  );
+}
+
+function embedCodes(ctx) {
+  const base = new URL('./', import.meta.url).href;
+  const q = toQuery({ ...ctx.st, lang: ctx.st.lang || '', ex: '' }).slice(1);
+  const elementCode = `<script type="module" src="${base}element.js"></script>\n<trainmem-calculator calculator="${ctx.st.tab}" lang="${ctx.t.lang}"${q ? ` state="${q.replace(/&/g, '&amp;').replace(/"/g, '&quot;')}"` : ''}></trainmem-calculator>`;
+  const page = new URL('./', location.href).href;
+  const iframeCode = `<iframe src="${page}?embed=1&tab=${ctx.st.tab}&lang=${ctx.t.lang}${q ? `&${q.replace(/&/g, '&amp;')}` : ''}" title="trainmem" width="100%" height="900" style="border:0"></iframe>`;
+  return { elementCode, iframeCode };
+}
+
+function embedDialog(ctx) {
+  const a = h('textarea', { id: 'tm-embed-element', rows: 4, readonly: true });
+  const b = h('textarea', { id: 'tm-embed-iframe', rows: 3, readonly: true });
+  const copyOf = (area) =>
+    h(
       'button',
-      {
-        type: 'button',
-        class: 'small',
-        'data-export': 'copy',
-        onclick: (e) => ctx.last && copy(exporters.md(), e.currentTarget),
-      },
+      { type: 'button', class: 'small', onclick: (e) => copy(ctx, area.value, e.currentTarget) },
       ctx.t('export.copy'),
     );
-    return h(
-      'div',
-      { class: 'export', role: 'group', 'aria-label': ctx.t('export.label') },
-      h(
-        'button',
-        {
-          type: 'button',
-          class: 'small',
-          'data-export': 'json',
-          onclick: () =>
-            ctx.last && download(`${name()}.json`, 'application/json', exporters.json()),
-        },
-        'JSON',
-      ),
-      h(
-        'button',
-        {
-          type: 'button',
-          class: 'small',
-          'data-export': 'csv',
-          onclick: () => ctx.last && download(`${name()}.csv`, 'text/csv', exporters.csv()),
-        },
-        'CSV',
-      ),
-      h(
-        'button',
-        {
-          type: 'button',
-          class: 'small',
-          'data-export': 'md',
-          onclick: () => ctx.last && download(`${name()}.md`, 'text/markdown', exporters.md()),
-        },
-        'Markdown',
-      ),
-      copyBtn,
-      ctx.embed
-        ? null
-        : h(
-            'button',
-            {
-              type: 'button',
-              class: 'small',
-              'data-export': 'link',
-              onclick: (e) => copy(location.href, e.currentTarget),
-            },
-            ctx.t('export.link'),
-          ),
-    );
-  }
+  const dlg = h(
+    'dialog',
+    { class: 'embed-dialog', 'aria-labelledby': 'tm-embed-h' },
+    h('h2', { id: 'tm-embed-h' }, ctx.t('embed.title')),
+    h('label', { for: 'tm-embed-element' }, ctx.t('embed.element')),
+    a,
+    copyOf(a),
+    h('label', { for: 'tm-embed-iframe' }, ctx.t('embed.iframe')),
+    b,
+    copyOf(b),
+    h('p', {}, h('button', { type: 'button', onclick: () => dlg.close() }, ctx.t('embed.close'))),
+  );
+  dlg.fill = () => {
+    const c = embedCodes(ctx);
+    a.value = c.elementCode;
+    b.value = c.iframeCode;
+  };
+  return dlg;
+}
 
-  function embedCodes() {
-    const base = new URL('./', import.meta.url).href;
-    const q = toQuery({ ...ctx.st, lang: ctx.st.lang || '', ex: '' }).slice(1);
-    const elementCode = `<script type="module" src="${base}element.js"></script>\n<trainmem-calculator calculator="${ctx.st.tab}" lang="${ctx.t.lang}"${q ? ` state="${q.replace(/&/g, '&amp;').replace(/"/g, '&quot;')}"` : ''}></trainmem-calculator>`;
-    const page = new URL('./', location.href).href;
-    const iframeCode = `<iframe src="${page}?embed=1&tab=${ctx.st.tab}&lang=${ctx.t.lang}${q ? `&${q.replace(/&/g, '&amp;')}` : ''}" title="trainmem" width="100%" height="900" style="border:0"></iframe>`;
-    return { elementCode, iframeCode };
-  }
-
-  function embedDialog() {
-    const a = h('textarea', { id: 'tm-embed-element', rows: 4, readonly: true });
-    const b = h('textarea', { id: 'tm-embed-iframe', rows: 3, readonly: true });
-    const dlg = h(
-      'dialog',
-      { class: 'embed-dialog', 'aria-labelledby': 'tm-embed-h' },
-      h('h2', { id: 'tm-embed-h' }, ctx.t('embed.title')),
-      h('label', { for: 'tm-embed-element' }, ctx.t('embed.element')),
-      a,
-      h(
-        'button',
-        { type: 'button', class: 'small', onclick: (e) => copy(a.value, e.currentTarget) },
-        ctx.t('export.copy'),
-      ),
-      h('label', { for: 'tm-embed-iframe' }, ctx.t('embed.iframe')),
-      b,
-      h(
-        'button',
-        { type: 'button', class: 'small', onclick: (e) => copy(b.value, e.currentTarget) },
-        ctx.t('export.copy'),
-      ),
-      h('p', {}, h('button', { type: 'button', onclick: () => dlg.close() }, ctx.t('embed.close'))),
-    );
-    dlg.fill = () => {
-      const c = embedCodes();
-      a.value = c.elementCode;
-      b.value = c.iframeCode;
-    };
-    return dlg;
-  }
-
-  return { exporters, exportBar, embedCodes, embedDialog, copy };
+/** @param {any} ctx */
+export function makeExports(ctx) {
+  const exporters = exportersOf(ctx);
+  return {
+    exporters,
+    exportBar: () => exportBar(ctx, exporters),
+    embedCodes: () => embedCodes(ctx),
+    embedDialog: () => embedDialog(ctx),
+    copy: (/** @type {string} */ text, /** @type {any} */ btn) => copy(ctx, text, btn),
+  };
 }

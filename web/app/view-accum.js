@@ -1,0 +1,104 @@
+// @ts-check
+// The accumulation result: the effective batch, or the plans (the recommended one, the
+// comparison of accumulation and checkpointing) and the accumulation figure.
+import { h } from './dom.js';
+import { accumulationDiagram } from './diagrams.js';
+import { breakdownChart, details, planTable } from './view-common.js';
+
+export function renderAccum(ctx, el, res, req) {
+  const { t } = ctx;
+  const plans = Array.isArray(res.plans) ? res.plans : null;
+  if (!plans) {
+    if (typeof res.effectiveBatch === 'number') {
+      el.append(
+        h(
+          'div',
+          { class: 'headline' },
+          h('span', { class: 'headline-label' }, t('acc.effective')),
+          h('span', { class: 'headline-value' }, t.n(t.int(res.effectiveBatch))),
+        ),
+      );
+    }
+    accumulationDiagram(el, {
+      micro: req.microBatch || 1,
+      steps: req.accumulationSteps || 1,
+      dp: req.dataParallel || 1,
+      t,
+    });
+    el.append(details(ctx, res));
+    return;
+  }
+  const rec =
+    typeof res.recommended === 'number'
+      ? plans[res.recommended]
+      : res.recommended && typeof res.recommended === 'object'
+        ? res.recommended
+        : plans.find((p) => p.recommended);
+  // Nothing fits: say so, and offer the changes that make one micro-batch fit.
+  if (!plans.some((p) => p.fits)) {
+    el.append(
+      h(
+        'div',
+        { class: 'headline acc-none' },
+        h('span', { class: 'badge bad' }, t('peak.noFit')),
+        ' ',
+        h('span', { class: 'headline-label' }, t('acc.noneFits')),
+      ),
+      ctx.suggestionsLater({ ...ctx.st, microBatch: 1 }),
+    );
+  }
+  if (rec) {
+    el.append(
+      h(
+        'div',
+        { class: 'headline' },
+        h('span', { class: 'headline-label' }, t('acc.recommended')),
+        h(
+          'span',
+          { class: 'headline-value' },
+          t.n(
+            `${t.int(rec.microBatch)} × ${t.int(rec.accumulationSteps)}${req.dataParallel > 1 ? ` × ${t.int(req.dataParallel)}` : ''}`,
+          ),
+        ),
+        typeof rec.peakBytes === 'number' ? t.both(rec.peakBytes) : null,
+      ),
+    );
+  }
+  const notes = [
+    ['checkpointing.message', res.checkpointing?.message],
+    ...(Array.isArray(res.warnings)
+      ? res.warnings.map((w, k) => [`warnings[${k}].message`, w?.message])
+      : []),
+  ].filter(([, m]) => typeof m === 'string');
+  if (notes.length)
+    el.append(
+      h(
+        'ul',
+        { class: 'notes' },
+        notes.map(([path, m]) => t.core(res, path, m, 'li')),
+      ),
+    );
+  const rows = Array.isArray(res.comparison?.rows) ? res.comparison.rows : null;
+  if (rows) {
+    el.append(planTable(ctx, rows, t('acc.comparison'), null, ['id']));
+    breakdownChart(
+      ctx,
+      el,
+      rows
+        .filter((r) => r.breakdown)
+        .map((r) => ({ label: ctx.optionLabel('row', r.id), breakdown: r.breakdown })),
+    );
+  }
+  el.append(planTable(ctx, plans.slice(0, 60), t('acc.plans'), rec));
+  // Figure 2 shows accumulation: the recommended plan, or the fastest fitting plan that accumulates.
+  const shown =
+    rec?.accumulationSteps > 1 ? rec : plans.find((p) => p.fits && p.accumulationSteps > 1) || rec;
+  if (shown)
+    accumulationDiagram(el, {
+      micro: shown.microBatch,
+      steps: shown.accumulationSteps,
+      dp: req.dataParallel || 1,
+      t,
+    });
+  el.append(details(ctx, res));
+}

@@ -1,0 +1,271 @@
+// @ts-check
+// The parts the result views share: the headline, the breakdown table and chart, the timeline,
+// the plans table and the details table. Each takes the controller's live state ctx (see
+// views.js) first.
+import { h } from './dom.js';
+import { flatten, isBytesKey, breakdownParts, partBytes } from './format.js';
+import { stackedBars, lines } from './charts.js';
+
+/** A small label beside a headline. */
+export const chip = (/** @type {any[]} */ ...children) => h('span', { class: 'chip' }, ...children);
+
+export function headline(ctx, labelKey, bytes, extra) {
+  const { t } = ctx;
+  return h(
+    'div',
+    { class: 'headline' },
+    h('span', { class: 'headline-label' }, t(labelKey)),
+    h('span', { class: 'headline-value', 'data-bytes': String(bytes) }, t.both(bytes)),
+    h('span', { class: 'headline-exact' }, t.n(t.bytes(bytes))),
+    extra,
+  );
+}
+
+export function partLabel(ctx, k) {
+  const { t } = ctx;
+  const key = `part.${k}`;
+  const s = t(key);
+  return s === key ? k : s;
+}
+
+export function breakdownTable(ctx, breakdown, peakPhase = '', res = null) {
+  const { t } = ctx;
+  const parts = breakdownParts(breakdown);
+  if (!parts.length) return null;
+  const total = parts.reduce((a, [, v]) => a + v, 0);
+  const sources = parts.some(([, , src]) => src);
+  return h(
+    'table',
+    { class: 'data stack' },
+    h('caption', {}, t('result.breakdown')),
+    h(
+      'thead',
+      {},
+      h(
+        'tr',
+        {},
+        h('th', { scope: 'col' }, t('result.part')),
+        h('th', { scope: 'col' }, 'GB (10⁹)'),
+        h('th', { scope: 'col' }, 'GiB (2³⁰)'),
+        h('th', { scope: 'col' }, t('unit.bytes')),
+        h('th', { scope: 'col' }, '%'),
+        sources ? h('th', { scope: 'col' }, t('result.source')) : null,
+      ),
+    ),
+    h(
+      'tbody',
+      {},
+      parts.map(([k, v, src]) =>
+        // At an optimizer-step peak the activations are gone (a few bytes): "0.00 GB" would
+        // read as "not counted".
+        k === 'activations' && peakPhase === 'optimizer' && v < 5e6
+          ? h(
+              'tr',
+              { class: 'part-none' },
+              h('th', { scope: 'row' }, partLabel(ctx, k)),
+              h(
+                'td',
+                { colspan: sources ? 5 : 4, 'data-label': '' },
+                t('part.activationsNone'),
+                ' ',
+                t.n(`(${t.int(v)} ${t('unit.bytes')})`),
+              ),
+            )
+          : h(
+              'tr',
+              {},
+              h('th', { scope: 'row' }, partLabel(ctx, k)),
+              h('td', { 'data-label': 'GB (10⁹)' }, t.n(t.fixed2(v / 1e9))),
+              h('td', { 'data-label': 'GiB (2³⁰)' }, t.n(t.fixed2(v / 2 ** 30))),
+              h('td', { 'data-label': t('unit.bytes') }, t.n(t.int(v))),
+              h('td', { 'data-label': '%' }, t.n(t.num((100 * v) / total))),
+              sources
+                ? h(
+                    'td',
+                    { class: 'source', 'data-label': t('result.source') },
+                    t.core(res, `breakdown.${k}.source`, src),
+                  )
+                : null,
+            ),
+      ),
+    ),
+  );
+}
+
+export function breakdownChart(ctx, el, scenarios, capacity = undefined) {
+  const { t } = ctx;
+  // scenarios: [{ label, breakdown }]
+  const keys = [];
+  for (const sc of scenarios)
+    for (const [k] of breakdownParts(sc.breakdown)) if (!keys.includes(k)) keys.push(k);
+  if (!keys.length) return;
+  const parts = keys.map((k) => ({
+    key: k,
+    label: partLabel(ctx, k),
+    values: scenarios.map((sc) => partBytes(sc.breakdown?.[k]) || 0),
+  }));
+  const holder = h('div', { class: 'chart-holder' });
+  el.append(holder);
+  stackedBars(holder, {
+    label: t('result.breakdownChart'),
+    scenarios: scenarios.map((s) => s.label),
+    parts,
+    t,
+    capacity,
+    ...ctx.chartOpts('breakdown'),
+  });
+}
+
+export function details(ctx, result) {
+  const { t } = ctx;
+  // Collapsed at first: its table (every field of the result) is built when it is opened,
+  // not on every keystroke.
+  const box = h('details', { class: 'details' }, h('summary', {}, t('result.details')));
+  box.addEventListener('toggle', function fill() {
+    if (!box.open) return;
+    box.removeEventListener('toggle', fill);
+    box.append(detailsTable(ctx, result));
+  });
+  return box;
+}
+
+export function detailsTable(ctx, result) {
+  const { t } = ctx;
+  const rows = flatten(result).filter(([, v]) => v !== null && v !== undefined && v !== '');
+  return h(
+    'table',
+    { class: 'data' },
+    h(
+      'tbody',
+      {},
+      rows.map(([k, v]) =>
+        h(
+          'tr',
+          {},
+          h('th', { scope: 'row' }, h('code', {}, k)),
+          h(
+            'td',
+            {},
+            typeof v === 'number'
+              ? isBytesKey(k)
+                ? [t.n(t.int(v)), ' = ', t.both(v)]
+                : t.n(Number.isInteger(v) ? t.int(v) : t.num(v))
+              : String(v),
+          ),
+        ),
+      ),
+    ),
+  );
+}
+
+function timelineValues(timeline) {
+  const keys = ['totalBytes', 'bytes', 'allocatedBytes', 'liveBytes', 'memoryBytes', 'peakBytes'];
+  const key = keys.find((k) => timeline.some((e) => typeof e?.[k] === 'number'));
+  return key ? timeline.map((e) => (typeof e[key] === 'number' ? e[key] : null)) : null;
+}
+
+export function timelineChart(ctx, el, timeline, titleKey, capacity = undefined) {
+  const { t } = ctx;
+  if (!Array.isArray(timeline) || timeline.length < 2) return;
+  const vals = timelineValues(timeline);
+  if (!vals) return;
+  const x = vals.map((_, i) => i);
+  const phases = [...new Set(timeline.map((e) => e.phase || 'step'))];
+  const series = phases.map((ph, i) => ({
+    key:
+      {
+        forward: 'weights',
+        backward: 'gradients',
+        recompute: 'activations',
+        optimizer: 'optimizerState',
+      }[ph] || 'runtime',
+    label: ctx.optionLabel('phase', ph),
+    values: vals.map((v, j) =>
+      (timeline[j].phase || 'step') === ph ||
+      (timeline[j + 1] && (timeline[j + 1].phase || 'step') === ph)
+        ? v / 2 ** 30
+        : null,
+    ),
+  }));
+  let peak = 0;
+  vals.forEach((v, i) => {
+    if (v > vals[peak]) peak = i;
+  });
+  const holder = h('div', { class: 'chart-holder' }, h('h3', {}, t(titleKey)));
+  el.append(holder);
+  lines(holder, {
+    label: t(titleKey),
+    x,
+    xLabel: t('chart.event'),
+    yLabel: 'GiB',
+    series,
+    mark: { index: peak, value: vals[peak] / 2 ** 30, label: t('chart.peak') },
+    t,
+    capacity,
+    ...ctx.chartOpts(titleKey),
+  });
+}
+
+/** A table of plans / comparison rows: the scalar fields, bytes in GB, times in seconds. */
+export function planTable(ctx, list, caption, rec, lead = []) {
+  const { t } = ctx;
+  const cols = [...lead];
+  for (const p of list)
+    for (const [k, v] of Object.entries(p))
+      if (['number', 'boolean', 'string'].includes(typeof v) && !cols.includes(k) && k !== 'exact')
+        cols.push(k);
+  const cell = (c, v) =>
+    typeof v === 'boolean'
+      ? v
+        ? '✓'
+        : '✗'
+      : typeof v === 'number'
+        ? t.n(isBytesKey(c) ? t.gb(v) : /Seconds$/.test(c) ? `${t.num(v)} s` : t.num(v))
+        : typeof v === 'string'
+          ? ctx.optionLabel(c === 'id' ? 'row' : c, v)
+          : '';
+  return h(
+    'div',
+    { class: 'table-scroll' },
+    h(
+      'table',
+      { class: 'data plans stack' },
+      h('caption', {}, caption),
+      h(
+        'thead',
+        {},
+        h(
+          'tr',
+          {},
+          cols.map((c) => h('th', { scope: 'col' }, ctx.optionLabel('col', c))),
+        ),
+      ),
+      h(
+        'tbody',
+        {},
+        list.map((p) =>
+          h(
+            'tr',
+            {
+              class:
+                p === rec ||
+                (rec &&
+                  p.microBatch === rec.microBatch &&
+                  p.accumulationSteps === rec.accumulationSteps &&
+                  p.checkpointing === rec.checkpointing)
+                  ? 'rec'
+                  : '',
+            },
+            cols.map((c, i) =>
+              h(
+                i === 0 ? 'th' : 'td',
+                i === 0 ? { scope: 'row' } : { 'data-label': ctx.optionLabel('col', c) },
+                cell(c, p[c]),
+              ),
+            ),
+          ),
+        ),
+      ),
+    ),
+  );
+}

@@ -1,0 +1,94 @@
+// @ts-check
+// The peak-memory result: the peak (what nvidia-smi shows), the numbers each tool reports, the
+// breakdown, the assumptions, memory over the step, and the comparison with a measurement.
+import { h } from './dom.js';
+import {
+  chip,
+  headline,
+  breakdownChart,
+  breakdownTable,
+  details,
+  timelineChart,
+} from './view-common.js';
+
+/** The three numbers users compare with, and which tool reports which. */
+export function deviceNumbers(ctx, res) {
+  const { t } = ctx;
+  const a = res.allocator;
+  if (!a || typeof res.deviceUsedBytes !== 'number') return '';
+  const row = (key, bytes) => h('li', {}, t(key), ' ', t.both(bytes));
+  return h(
+    'div',
+    { class: 'device-numbers' },
+    h('h3', {}, t('peak.tools')),
+    h(
+      'ul',
+      {},
+      row('peak.smi', res.deviceUsedBytes),
+      row('peak.reserved', res.reservedPeakBytes),
+      row('peak.allocated', res.allocatedPeakBytes),
+      row('peak.fragmentation', a.fragmentationBytes),
+      row('peak.largest', a.largestRequestBytes),
+      row('peak.firstStep', a.firstStepAllocatedBytes),
+    ),
+    a.outOfMemory ? h('p', { class: 'badge bad' }, t('peak.oom')) : null,
+    h('p', { class: 'note' }, t('peak.simulated')),
+  );
+}
+
+/** The result's assumptions, in the page's language where the core gave their codes. */
+export function assumptionList(ctx, res) {
+  const { t } = ctx;
+  const list = Array.isArray(res.assumptions) ? res.assumptions : [];
+  const items = list.flatMap((a, i) =>
+    typeof a === 'string' ? [t.core(res, `assumptions[${i}]`, a, 'li')] : [],
+  );
+  if (!items.length) return '';
+  return h(
+    'details',
+    { class: 'assumptions' },
+    h('summary', {}, t('result.assumptions')),
+    h('ul', { class: 'notes' }, items),
+  );
+}
+
+export function renderPeak(ctx, el, res, req) {
+  const { t, snapPanel } = ctx;
+  const fits = ctx.fitsWithMargin(res); // the core's verdict, with the safety margin if set
+  const device = typeof res.deviceUsedBytes === 'number';
+  el.append(
+    headline(
+      ctx,
+      device ? 'peak.device' : 'peak.total',
+      device ? res.deviceUsedBytes : res.peakBytes,
+      [
+        typeof fits === 'boolean'
+          ? h(
+              'span',
+              { class: `badge ${fits ? 'ok' : 'bad'}` },
+              fits ? t('peak.fits') : t('peak.noFit'),
+            )
+          : null,
+        res.peakPhase ? chip(t('peak.phase'), ' ', ctx.optionLabel('phase', res.peakPhase)) : null,
+      ],
+    ),
+  );
+  if (typeof res.headroomBytes === 'number')
+    el.append(h('p', {}, t('peak.headroom'), ' ', t.both(res.headroomBytes)));
+  if (typeof res.maxMicroBatch === 'number')
+    el.append(h('p', {}, t('peak.maxMicroBatch'), ' ', t.n(t.int(res.maxMicroBatch))));
+  el.append(deviceNumbers(ctx, res));
+  if (fits === false && !ctx.verdictEl) el.append(ctx.suggestionsLater());
+  // The GPU's memory as a line on both charts (GiB, as their axes).
+  const used = device ? res.deviceUsedBytes : res.peakBytes;
+  const capacity =
+    typeof res.headroomBytes === 'number'
+      ? { value: (used + res.headroomBytes) / 2 ** 30, label: t('chart.capacity') }
+      : undefined;
+  breakdownChart(ctx, el, [{ label: t('size.thisConfig'), breakdown: res.breakdown }], capacity);
+  el.append(breakdownTable(ctx, res.breakdown, res.peakPhase, res) || '');
+  el.append(assumptionList(ctx, res));
+  timelineChart(ctx, el, res.timeline, 'peak.timeline', capacity);
+  el.append(details(ctx, res));
+  el.append(snapPanel.element(req));
+}
