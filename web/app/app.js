@@ -11,7 +11,7 @@ import { BUILDERS, isHeavy, modelOf } from './requests.js';
 import { Solver } from './solver.js';
 import { snapshotPanel } from './snapshot.js';
 import { EXAMPLES, findPreset } from './examples.js';
-import { makeExports } from './export.js';
+import { exportersOf, exportBar, embedCodes, embedDialog } from './export.js';
 import { resetColors } from './charts.js';
 import {
   CONTEXT_FIELDS,
@@ -20,10 +20,10 @@ import {
   ADVANCED_FIELDS,
   USES,
   STRUCTURAL,
-  makeForm,
+  fields,
 } from './form.js';
-import { makeViews } from './views.js';
-import { makeVerdict } from './verdict.js';
+import { RENDER } from './views.js';
+import { renderVerdict, verdictError, verdictInvalid, computeVerdict } from './verdict.js';
 
 // Start-up phases for bench/page.mjs (User Timing; a no-op where marks are unsupported).
 function mark(name) {
@@ -44,46 +44,24 @@ function normalizePresets(raw) {
   return { models: list(raw?.models), gpus: list(raw?.gpus) };
 }
 
-export async function mountApp(root, options = {}) {
-  const embed = !!options.embed;
-  const show = options.show || null; // Set of input keys to show (embeds)
-  const tabs = options.tabs?.length ? options.tabs : TABS;
-  let st = { ...defaults(), ...options.state };
-  if (!tabs.includes(st.tab)) st.tab = tabs[0];
-  const lang0 = st.lang || options.lang || browserLang();
-  const [tm, en, strings] = await Promise.all([load(), loadStrings('en'), loadStrings(lang0)]);
-  mark('trainmem:core-ready');
-  let t = makeTranslator(lang0, strings, en);
-  const solver = new Solver(tm);
-  // The snapshot comparison has a worker of its own: a placement solve does not cancel it.
-  const snapPanel = snapshotPanel({
-    get t() {
-      return t;
-    },
-    solver: new Solver(tm),
-    chartOpts: (slot) => chartOpts(slot),
-    partLabel: (k) => partLabel(k),
-    optionLabel: (k, v) => optionLabel(k, v),
-  });
-  let presets = { models: [], gpus: [] };
+// The presets the pickers offer. The page bundle carries their ids and names, read from the
+// data files at build time (tools/preset-index.mjs): asking the core at start-up parsed every
+// data file and delayed the first result. Unbundled (sources served as they are), ask the core.
+function loadPresets(tm) {
   try {
-    // The page bundle carries the pickers' ids and names, read from the data files at build
-    // time (tools/preset-index.mjs): asking the core at start-up parsed every data file and
-    // delayed the first result. Unbundled (sources served as they are), ask the core.
-    presets = normalizePresets(
+    return normalizePresets(
       typeof __TRAINMEM_PRESET_INDEX__ === 'object'
         ? __TRAINMEM_PRESET_INDEX__
         : tm.presets({ parameterCounts: false }),
     );
   } catch {
     /* presets not in this build: the model picker offers a parameter count and config.json */
+    return { models: [], gpus: [] };
   }
-  const knownTmp = {
-    llama: findPreset(presets, ['llama27bhf', 'llama27b', 'llama2-7b']),
-    gpt2: findPreset(presets, ['gpt2', 'gpt2small', 'gpt2124m']),
-    v100: presets.gpus.find((g) => /v100.*16/i.test(g.id))?.id || '',
-  };
-  const known = knownTmp;
+}
+
+// The state a link or the embedding gave, checked against the presets of this build.
+function checkedState(st, presets) {
   // An unknown GPU id (a stale link, a build without GPU presets): the custom size (gpuGB).
   if (st.gpu && !presets.gpus.some((g) => g.id === st.gpu)) st = { ...st, gpu: '' };
   // The default model is the LLaMA-2 7B preset; a core built without presets falls back to
@@ -91,629 +69,630 @@ export async function mountApp(root, options = {}) {
   if (st.modelSource === 'preset' && !presets.models.some((m) => m.id === st.preset)) {
     st = { ...st, modelSource: 'params', preset: '' };
   }
+  return st;
+}
 
-  const rootEl = h('div', { class: `tm${embed ? ' tm-embed' : ''}` });
-  root.append(rootEl);
-  let last = null; // { tab, fn, request, result } of the shown result
-  let exampleOut = null; // explanation of the active worked example
-  let firstDone = false;
-  const invalid = new Map(); // key -> message for inputs that do not parse
-  // Charts kept across updates (charts.js draw()), and the results' width, kept by a
-  // ResizeObserver so that drawing a chart does not force a layout of the results just built.
-  const chartCache = new Map();
-  let resultsWidth = 0;
-  const resultsSize =
-    typeof ResizeObserver === 'function'
-      ? new ResizeObserver((entries) => {
-          resultsWidth = entries[entries.length - 1].contentRect.width;
-        })
-      : null;
-  const chartOpts = (slot) => ({ available: resultsWidth, reuse: { cache: chartCache, slot } });
-
-  function setLangAttrs() {
-    rootEl.setAttribute('lang', t.lang);
-    rootEl.setAttribute('dir', t.dir);
-    if (!embed && options.ownsDocument) {
-      document.documentElement.lang = t.lang;
-      document.documentElement.dir = t.dir;
-      document.title = t('page.title');
-    }
-  }
-
-  // The state goes to options.onState (the page writes it into the URL). While a number is
-  // being typed, once it pauses for 200 ms: history.replaceState cost 2-6 ms a keystroke
-  // (bench/page-update.mjs). Any other change writes at once.
-  let stateTimer = 0;
-  function publishState({ typing = false } = {}) {
-    clearTimeout(stateTimer);
-    if (typing) stateTimer = setTimeout(() => options.onState?.(st), 200);
-    else options.onState?.(st);
-  }
-
-  function update(patch, { rebuild = false, fromExample = false, typing = false } = {}) {
-    const structural = Object.keys(patch).some((k) => STRUCTURAL.has(k));
-    st = { ...st, ...patch };
-    if (!fromExample && !('ex' in patch) && Object.keys(patch).some((k) => k !== 'tab')) st.ex = '';
-    publishState({ typing: typing && !rebuild && !structural });
-    if (rebuild || structural) build();
-    else compute();
-  }
-
-  // The form, the verdict and the result views read the live state through these getters.
-  const form = makeForm({
-    get t() {
-      return t;
-    },
-    get st() {
-      return st;
-    },
-    get presets() {
-      return presets;
-    },
-    show,
-    invalid,
-    update,
-    compute: () => compute(),
-  });
-  const { optionLabel, fields } = form;
-  const verdict = makeVerdict({
-    get t() {
-      return t;
-    },
-    get st() {
-      return st;
-    },
+// ---- the controller's context -----------------------------------------------------------
+// One object, shared by the form, the verdict, the result views and the exports: the live
+// state (st, t, the last result, the elements of the current layout) and the functions that
+// act on it. The functions below take it first.
+async function startContext(root, options) {
+  const embed = !!options.embed;
+  const tabs = options.tabs?.length ? options.tabs : TABS;
+  let st = { ...defaults(), ...options.state };
+  if (!tabs.includes(st.tab)) st.tab = tabs[0];
+  const lang0 = st.lang || options.lang || browserLang();
+  const [tm, en, strings] = await Promise.all([load(), loadStrings('en'), loadStrings(lang0)]);
+  mark('trainmem:core-ready');
+  /**
+   * The context. Besides what is set here: the shown result (`last`: { tab, fn, request,
+   * result }), whether the first result is shown (`firstDone`), the advanced disclosure's
+   * state (`advancedOpen`), the pending URL write (`stateTimer`), the ResizeObserver of the
+   * results (`resultsSize`), the snapshot panel (`snapPanel`), the presets (`presets`,
+   * `known`), the callbacks (`update`, `compute`, `errorBox`), and the current layout's
+   * elements (build(): resultsEl, verdictEl, suggestEl, statusEl, exampleEl, dialogEl).
+   * @type {Record<string, any>}
+   */
+  const ctx = {
+    root,
+    options,
+    embed,
+    show: options.show || null, // Set of input keys to show (embeds)
+    tabs,
+    st,
+    en,
+    t: makeTranslator(lang0, strings, en),
     tm,
-    solver,
-    invalid,
-    get verdictEl() {
-      return verdictEl;
-    },
-    get suggestEl() {
-      return suggestEl;
-    },
-    get computeSeq() {
-      return computeSeq;
-    },
-    update,
-    optionLabel,
-    errorBox: (e) => errorBox(e),
-  });
-  const { renderVerdict, verdictError, verdictInvalid, computeVerdict } = verdict;
-  const views = makeViews({
-    get t() {
-      return t;
-    },
-    get st() {
-      return st;
-    },
-    tm,
-    solver,
-    snapPanel,
-    get verdictEl() {
-      return verdictEl;
-    },
-    optionLabel,
-    chartOpts,
-    suggestionsLater: verdict.suggestionsLater,
-    fitsWithMargin: verdict.fitsWithMargin,
-  });
-  const { RENDER, partLabel } = views;
+    solver: new Solver(tm),
+    rootEl: h('div', { class: `tm${embed ? ' tm-embed' : ''}` }),
+    invalid: new Map(), // key -> message for inputs that do not parse
+    // Charts kept across updates (charts.js draw()), and the results' width, kept by a
+    // ResizeObserver so that drawing a chart does not force a layout of the results just built.
+    chartCache: new Map(),
+    resultsWidth: 0,
+    computeSeq: 0,
+  };
 
-  // ---- layout -------------------------------------------------------------------------
-  let resultsEl;
-  let verdictEl;
-  let suggestEl;
-  let statusEl;
-  let exampleEl;
-  let dialogEl;
-
-  // The advanced inputs (peak memory and the accumulation plans) behind one disclosure, open
-  // when one of them is set or the user opened it.
-  let advancedOpen = false;
-  function advanced(tab, shown = []) {
-    if (tab !== 'peak' && !(tab === 'accum' && st.accMode === 'plan')) return null;
-    const keys = ADVANCED_FIELDS.filter((k) => !shown.includes(k));
-    const set = keys.some((k) => st[k] !== FIELDS[k].default);
-    const box = h(
-      'details',
-      { class: 'advanced', id: 'tm-advanced', open: advancedOpen || set },
-      h('summary', {}, t('adv.summary')),
-      h('div', { class: 'fields' }, fields(keys, tab)),
-    );
-    box.addEventListener('toggle', () => {
-      advancedOpen = box.open;
+  // The snapshot comparison has a worker of its own: a placement solve does not cancel it.
+  ctx.snapPanel = snapshotPanel(Object.assign(Object.create(ctx), { solver: new Solver(tm) }));
+  ctx.presets = loadPresets(tm);
+  ctx.known = {
+    llama: findPreset(ctx.presets, ['llama27bhf', 'llama27b', 'llama2-7b']),
+    gpt2: findPreset(ctx.presets, ['gpt2', 'gpt2small', 'gpt2124m']),
+    v100: ctx.presets.gpus.find((g) => /v100.*16/i.test(g.id))?.id || '',
+  };
+  ctx.st = checkedState(ctx.st, ctx.presets);
+  // What the form, the verdict and the results call back.
+  ctx.update = (patch, opts) => update(ctx, patch, opts);
+  ctx.compute = () => compute(ctx);
+  ctx.errorBox = (e) => errorBox(ctx, e);
+  root.append(ctx.rootEl);
+  if (typeof ResizeObserver === 'function')
+    ctx.resultsSize = new ResizeObserver((entries) => {
+      ctx.resultsWidth = entries[entries.length - 1].contentRect.width;
     });
-    return box;
-  }
+  return ctx;
+}
 
-  function build() {
-    const focused = root.activeElement?.id || document.activeElement?.id;
-    invalid.clear();
-    setLangAttrs();
-    const tab = st.tab;
-    const header = h(
-      'header',
-      { class: 'top' },
+function setLangAttrs(ctx) {
+  const { rootEl, t } = ctx;
+  rootEl.setAttribute('lang', t.lang);
+  rootEl.setAttribute('dir', t.dir);
+  if (!ctx.embed && ctx.options.ownsDocument) {
+    document.documentElement.lang = t.lang;
+    document.documentElement.dir = t.dir;
+    document.title = t('page.title');
+  }
+}
+
+// The state goes to options.onState (the page writes it into the URL). While a number is
+// being typed, once it pauses for 200 ms: history.replaceState cost 2-6 ms a keystroke
+// (bench/page-update.mjs). Any other change writes at once.
+function publishState(ctx, { typing = false } = {}) {
+  clearTimeout(ctx.stateTimer);
+  if (typing) ctx.stateTimer = setTimeout(() => ctx.options.onState?.(ctx.st), 200);
+  else ctx.options.onState?.(ctx.st);
+}
+
+function update(ctx, patch, { rebuild = false, fromExample = false, typing = false } = {}) {
+  const structural = Object.keys(patch).some((k) => STRUCTURAL.has(k));
+  ctx.st = { ...ctx.st, ...patch };
+  if (!fromExample && !('ex' in patch) && Object.keys(patch).some((k) => k !== 'tab'))
+    ctx.st.ex = '';
+  publishState(ctx, { typing: typing && !rebuild && !structural });
+  if (rebuild || structural) build(ctx);
+  else compute(ctx);
+}
+
+// ---- layout -------------------------------------------------------------------------------
+// The advanced inputs (peak memory and the accumulation plans) behind one disclosure, open
+// when one of them is set or the user opened it.
+function advanced(ctx, tab, shown = []) {
+  const { st, t } = ctx;
+  if (tab !== 'peak' && !(tab === 'accum' && st.accMode === 'plan')) return null;
+  const keys = ADVANCED_FIELDS.filter((k) => !shown.includes(k));
+  const set = keys.some((k) => st[k] !== FIELDS[k].default);
+  const box = h(
+    'details',
+    { class: 'advanced', id: 'tm-advanced', open: ctx.advancedOpen || set },
+    h('summary', {}, t('adv.summary')),
+    h('div', { class: 'fields' }, fields(ctx, keys, tab)),
+  );
+  box.addEventListener('toggle', () => {
+    ctx.advancedOpen = box.open;
+  });
+  return box;
+}
+
+function headerEl(ctx) {
+  const { t } = ctx;
+  return h(
+    'header',
+    { class: 'top' },
+    h(
+      'div',
+      { class: 'brand' },
+      h(ctx.embed ? 'p' : 'h1', { class: 'title' }, 'trainmem'),
+      h('p', { class: 'tagline' }, t('page.tagline')),
+    ),
+    h(
+      'div',
+      { class: 'top-controls' },
+      h('label', { for: 'tm-lang', class: 'sr-only' }, t('field.lang')),
       h(
-        'div',
-        { class: 'brand' },
-        h(embed ? 'p' : 'h1', { class: 'title' }, 'trainmem'),
-        h('p', { class: 'tagline' }, t('page.tagline')),
+        'select',
+        { id: 'tm-lang', onchange: (e) => switchLang(ctx, e.target.value) },
+        h('option', { value: 'en', selected: t.lang === 'en', lang: 'en' }, 'English'),
+        h('option', { value: 'ar', selected: t.lang === 'ar', lang: 'ar' }, 'العربية'),
       ),
-      h(
-        'div',
-        { class: 'top-controls' },
-        h('label', { for: 'tm-lang', class: 'sr-only' }, t('field.lang')),
-        h(
-          'select',
-          { id: 'tm-lang', onchange: (e) => switchLang(e.target.value) },
-          h('option', { value: 'en', selected: t.lang === 'en', lang: 'en' }, 'English'),
-          h('option', { value: 'ar', selected: t.lang === 'ar', lang: 'ar' }, 'العربية'),
-        ),
-        embed
-          ? null
-          : h(
-              'button',
-              { type: 'button', id: 'tm-embed-btn', onclick: openEmbed },
-              t('embed.button'),
-            ),
-      ),
-    );
-    const examples =
-      embed && !options.showExamples
+      ctx.embed
         ? null
         : h(
-            'section',
-            { class: 'examples', 'aria-labelledby': 'tm-ex-h' },
-            h('h2', { id: 'tm-ex-h' }, t('ex.heading')),
-            h(
-              'div',
-              { class: 'ex-buttons' },
-              EXAMPLES.map((ex) =>
-                h(
-                  'button',
-                  {
-                    type: 'button',
-                    id: `tm-ex-${ex.id}`,
-                    class: `ex-btn${st.ex === ex.id ? ' active' : ''}`,
-                    'data-example': ex.id,
-                    'aria-pressed': st.ex === ex.id ? 'true' : 'false',
-                    onclick: () => runExample(ex.id),
-                  },
-                  t(`ex.${ex.id}.title`),
-                ),
-              ),
-            ),
-          );
-    exampleEl = h('section', { class: 'example-out', 'aria-live': 'polite', id: 'tm-example' });
-    const ctxKeys = CONTEXT_FIELDS.filter(
-      (k) => USES[tab].has(k) && !(tab === 'place' && st.chainSource === 'uniform'),
-    );
-    const context = !ctxKeys.length
-      ? null
-      : h(
-          'section',
-          { class: 'context', 'aria-labelledby': 'tm-ctx-h' },
-          h('h2', { id: 'tm-ctx-h' }, t('ctx.heading')),
-          h(
-            'div',
-            { class: options.bare ? 'fields fields-compact' : 'fields' },
-            fields(ctxKeys, tab),
+            'button',
+            { type: 'button', id: 'tm-embed-btn', onclick: () => openEmbed(ctx) },
+            t('embed.button'),
           ),
-        );
-    // The full page leads with the question every first visit asks, and its answer.
-    verdictEl = null;
-    const ask = embed
-      ? null
-      : h(
-          'section',
-          { class: 'ask', 'aria-labelledby': 'tm-ask-h' },
-          h('h2', { id: 'tm-ask-h', class: 'ask-q' }, t('ask.heading')),
-          h('div', { class: 'fields fields-compact' }, fields(ASK_FIELDS, 'peak')),
-          advanced('peak'),
-          (verdictEl = h('div', { class: 'verdict', id: 'tm-verdict', tabindex: '-1' })),
-          (suggestEl = h('div', { class: 'verdict-suggest', id: 'tm-suggest' })),
-        );
-    const tabList = h(
+    ),
+  );
+}
+
+function examplesEl(ctx) {
+  const { t, st } = ctx;
+  return h(
+    'section',
+    { class: 'examples', 'aria-labelledby': 'tm-ex-h' },
+    h('h2', { id: 'tm-ex-h' }, t('ex.heading')),
+    h(
       'div',
-      { role: 'tablist', class: 'tabs', 'aria-label': t('tabs.label') },
-      tabs.map((id) =>
+      { class: 'ex-buttons' },
+      EXAMPLES.map((ex) =>
         h(
           'button',
           {
             type: 'button',
-            role: 'tab',
-            id: `tm-tab-${id}`,
-            'aria-selected': id === tab ? 'true' : 'false',
-            'aria-controls': 'tm-panel',
-            tabindex: id === tab ? '0' : '-1',
-            onclick: () => update({ tab: id }),
-            onkeydown: (e) => {
-              const i = tabs.indexOf(id);
-              const dirSign = t.dir === 'rtl' ? -1 : 1;
-              let j = null;
-              if (e.key === 'ArrowRight') j = i + dirSign;
-              else if (e.key === 'ArrowLeft') j = i - dirSign;
-              else if (e.key === 'Home') j = 0;
-              else if (e.key === 'End') j = tabs.length - 1;
-              if (j === null) return;
-              e.preventDefault();
-              const next = tabs[(j + tabs.length) % tabs.length];
-              update({ tab: next });
-              rootEl.querySelector(`#tm-tab-${next}`)?.focus();
-            },
+            id: `tm-ex-${ex.id}`,
+            class: `ex-btn${st.ex === ex.id ? ' active' : ''}`,
+            'data-example': ex.id,
+            'aria-pressed': st.ex === ex.id ? 'true' : 'false',
+            onclick: () => runExample(ctx, ex.id),
           },
-          t(`tab.${id}`),
+          t(`ex.${ex.id}.title`),
         ),
       ),
-    );
-    statusEl = h('div', { class: 'status', role: 'status', 'aria-live': 'polite' });
-    resultsEl = h('div', { class: 'results', id: 'tm-results' });
-    resultsSize?.disconnect();
-    resultsSize?.observe(resultsEl);
-    const panel = h(
-      'section',
-      { role: 'tabpanel', id: 'tm-panel', 'aria-labelledby': `tm-tab-${tab}`, class: 'panel' },
-      h('p', { class: 'panel-intro' }, t(`tab.${tab}.intro`)),
-      h(
-        'div',
-        { class: 'fields' },
-        fields(
-          TAB_FIELDS[tab].filter((k) => !(ask && ADVANCED_FIELDS.includes(k))),
-          tab,
-        ),
-      ),
-      ask ? null : advanced(tab, TAB_FIELDS[tab]),
-      statusEl,
-      resultsEl,
-      exportBar(),
-    );
-    dialogEl = embed ? null : embedDialog();
-    put(
-      rootEl,
-      // The iframe mode has no page header: the host page is the page, and the result has to
-      // show within the embed code's height (900 px).
-      options.bare ? null : header,
-      h(
-        'main',
-        { class: 'layout' },
-        ask,
-        ask ? null : context,
-        tabs.length > 1 ? tabList : null,
-        panel,
-        examples,
-        exampleEl,
-      ),
-      embed ? null : h('footer', { class: 'foot' }, h('p', {}, t('foot.text'))),
-      dialogEl,
-    );
-    if (focused) rootEl.querySelector(`#${CSS.escape(focused)}`)?.focus();
-    compute();
-  }
+    ),
+  );
+}
 
-  async function switchLang(lang) {
-    let strs;
-    try {
-      strs = await loadStrings(lang);
-    } catch (e) {
-      // e.g. offline before the language file was fetched: stay in the current language
-      rootEl.querySelector('#tm-lang').value = t.lang;
-      put(statusEl, t('error.langLoad', { message: e.message }));
-      return;
-    }
-    t = makeTranslator(lang, strs, en);
-    st = { ...st, lang };
-    publishState();
-    build();
-  }
-
-  // ---- computing ----------------------------------------------------------------------
-  let computeSeq = 0;
-
-  function errorBox(e) {
-    const unsupported = e.code === 'unsupported';
-    const box = h(
+function contextEl(ctx, tab) {
+  const ctxKeys = CONTEXT_FIELDS.filter(
+    (k) => USES[tab].has(k) && !(tab === 'place' && ctx.st.chainSource === 'uniform'),
+  );
+  if (!ctxKeys.length) return null;
+  return h(
+    'section',
+    { class: 'context', 'aria-labelledby': 'tm-ctx-h' },
+    h('h2', { id: 'tm-ctx-h' }, ctx.t('ctx.heading')),
+    h(
       'div',
-      { class: unsupported ? 'notice' : 'error', role: 'alert', 'data-code': e.code || '' },
-      h('strong', {}, unsupported ? t('error.unsupportedTitle') : t('error.title')),
-      t.lang !== 'en' && t.coreError(e.code) ? h('p', {}, t.coreError(e.code)) : null,
-      h('p', { lang: 'en', dir: 'ltr' }, String(e.message)),
-      unsupported ? h('p', { class: 'muted' }, t('error.unsupported')) : null,
-      e.field
-        ? h(
-            'p',
-            { class: 'muted' },
-            t('error.field'),
-            ' ',
-            h('code', {}, String(e.field)),
-            e.code ? [' · ', h('code', {}, String(e.code))] : null,
-          )
-        : null,
-      // infeasible placement budget: the core's minimum, and one click to use it (rounded up
-      // to whole MB so that it is not below the minimum)
-      typeof e.minimumBudgetBytes === 'number'
-        ? h(
-            'p',
-            { class: 'minimum-budget' },
-            t('error.minimumBudget'),
-            ' ',
-            t.both(e.minimumBudgetBytes),
-            ' ',
-            h(
-              'button',
-              {
-                type: 'button',
-                class: 'small',
-                onclick: () =>
-                  update(
-                    { budgetGB: Math.ceil(e.minimumBudgetBytes / 1e6) / 1e3 },
-                    { rebuild: true },
-                  ),
-              },
-              t('error.useMinimum'),
-            ),
-          )
-        : null,
-    );
-    // Every error offers a way out: the precision the GPU supports, or the input that is needed.
-    const wayOut = (label, onclick) =>
-      h(
-        'p',
-        { class: 'way-out' },
-        t('error.fixIt'),
-        ' ',
-        h('button', { type: 'button', class: 'small', onclick }, label),
-      );
-    if (e.field === 'precision' && /amp-fp16/.test(String(e.message)))
-      box.append(
-        wayOut(t('error.useFp16'), () => {
-          update({ precision: 'amp-fp16' }, { rebuild: true });
-          rootEl.querySelector('#tm-verdict, #tm-results')?.focus?.();
-        }),
-      );
-    else if (String(e.field || '').startsWith('gpuPeakTflops'))
-      box.append(
-        wayOut(t('error.usePreset'), () => {
-          /** @type {HTMLElement | null} */ (rootEl.querySelector('#tm-gpu'))?.focus();
-        }),
-      );
-    const fieldKey =
-      e.field &&
-      // (the accumulation planner's step times need a GPU preset's TFLOP/s: point at the picker)
-      { 'model.config': 'config', 'model.params': 'params', gpuPeakTflops: 'gpu' }[
-        e.field.split('.').slice(0, 2).join('.')
-      ];
-    const bad = fieldKey && rootEl.querySelector(`#tm-${fieldKey}`);
-    if (bad) {
-      bad.setAttribute('aria-invalid', 'true');
-      bad.setAttribute('data-core-invalid', '1'); // cleared by the next computation
-    }
-    return box;
-  }
+      { class: ctx.options.bare ? 'fields fields-compact' : 'fields' },
+      fields(ctx, ctxKeys, tab),
+    ),
+  );
+}
 
-  function compute() {
-    const tab = st.tab;
-    const seq = ++computeSeq;
-    // An input the core called invalid last time is valid until the core says otherwise.
-    for (const el of rootEl.querySelectorAll('[data-core-invalid]')) {
-      el.removeAttribute('data-core-invalid');
-      el.setAttribute('aria-invalid', 'false');
-    }
+// The full page leads with the question every first visit asks, and its answer.
+function askEl(ctx) {
+  ctx.verdictEl = h('div', { class: 'verdict', id: 'tm-verdict', tabindex: '-1' });
+  ctx.suggestEl = h('div', { class: 'verdict-suggest', id: 'tm-suggest' });
+  return h(
+    'section',
+    { class: 'ask', 'aria-labelledby': 'tm-ask-h' },
+    h('h2', { id: 'tm-ask-h', class: 'ask-q' }, ctx.t('ask.heading')),
+    h('div', { class: 'fields fields-compact' }, fields(ctx, ASK_FIELDS, 'peak')),
+    advanced(ctx, 'peak'),
+    ctx.verdictEl,
+    ctx.suggestEl,
+  );
+}
+
+// The arrow keys move between the tabs (mirrored right to left), Home and End to the ends.
+function tabKeydown(ctx, e, id) {
+  const { tabs } = ctx;
+  const i = tabs.indexOf(id);
+  const dirSign = ctx.t.dir === 'rtl' ? -1 : 1;
+  let j = null;
+  if (e.key === 'ArrowRight') j = i + dirSign;
+  else if (e.key === 'ArrowLeft') j = i - dirSign;
+  else if (e.key === 'Home') j = 0;
+  else if (e.key === 'End') j = tabs.length - 1;
+  if (j === null) return;
+  e.preventDefault();
+  const next = tabs[(j + tabs.length) % tabs.length];
+  update(ctx, { tab: next });
+  ctx.rootEl.querySelector(`#tm-tab-${next}`)?.focus();
+}
+
+function tabListEl(ctx, tab) {
+  return h(
+    'div',
+    { role: 'tablist', class: 'tabs', 'aria-label': ctx.t('tabs.label') },
+    ctx.tabs.map((id) =>
+      h(
+        'button',
+        {
+          type: 'button',
+          role: 'tab',
+          id: `tm-tab-${id}`,
+          'aria-selected': id === tab ? 'true' : 'false',
+          'aria-controls': 'tm-panel',
+          tabindex: id === tab ? '0' : '-1',
+          onclick: () => update(ctx, { tab: id }),
+          onkeydown: (e) => tabKeydown(ctx, e, id),
+        },
+        ctx.t(`tab.${id}`),
+      ),
+    ),
+  );
+}
+
+function panelEl(ctx, tab, ask) {
+  ctx.statusEl = h('div', { class: 'status', role: 'status', 'aria-live': 'polite' });
+  ctx.resultsEl = h('div', { class: 'results', id: 'tm-results' });
+  ctx.resultsSize?.disconnect();
+  ctx.resultsSize?.observe(ctx.resultsEl);
+  return h(
+    'section',
+    { role: 'tabpanel', id: 'tm-panel', 'aria-labelledby': `tm-tab-${tab}`, class: 'panel' },
+    h('p', { class: 'panel-intro' }, ctx.t(`tab.${tab}.intro`)),
+    h(
+      'div',
+      { class: 'fields' },
+      fields(
+        ctx,
+        TAB_FIELDS[tab].filter((k) => !(ask && ADVANCED_FIELDS.includes(k))),
+        tab,
+      ),
+    ),
+    ask ? null : advanced(ctx, tab, TAB_FIELDS[tab]),
+    ctx.statusEl,
+    ctx.resultsEl,
+    exportBar(ctx),
+  );
+}
+
+function build(ctx) {
+  const { root, rootEl, embed, options } = ctx;
+  const focused = root.activeElement?.id || document.activeElement?.id;
+  ctx.invalid.clear();
+  setLangAttrs(ctx);
+  const tab = ctx.st.tab;
+  const header = headerEl(ctx);
+  const examples = embed && !options.showExamples ? null : examplesEl(ctx);
+  ctx.exampleEl = h('section', { class: 'example-out', 'aria-live': 'polite', id: 'tm-example' });
+  const context = contextEl(ctx, tab);
+  ctx.verdictEl = null;
+  const ask = embed ? null : askEl(ctx);
+  const tabList = tabListEl(ctx, tab);
+  const panel = panelEl(ctx, tab, ask);
+  ctx.dialogEl = embed ? null : embedDialog(ctx);
+  put(
+    rootEl,
+    // The iframe mode has no page header: the host page is the page, and the result has to
+    // show within the embed code's height (900 px).
+    options.bare ? null : header,
+    h(
+      'main',
+      { class: 'layout' },
+      ask,
+      ask ? null : context,
+      ctx.tabs.length > 1 ? tabList : null,
+      panel,
+      examples,
+      ctx.exampleEl,
+    ),
+    embed ? null : h('footer', { class: 'foot' }, h('p', {}, ctx.t('foot.text'))),
+    ctx.dialogEl,
+  );
+  if (focused) rootEl.querySelector(`#${CSS.escape(focused)}`)?.focus();
+  compute(ctx);
+}
+
+async function switchLang(ctx, lang) {
+  let strs;
+  try {
+    strs = await loadStrings(lang);
+  } catch (e) {
+    // e.g. offline before the language file was fetched: stay in the current language
+    ctx.rootEl.querySelector('#tm-lang').value = ctx.t.lang;
+    put(ctx.statusEl, ctx.t('error.langLoad', { message: e.message }));
+    return;
+  }
+  ctx.t = makeTranslator(lang, strs, ctx.en);
+  ctx.st = { ...ctx.st, lang };
+  publishState(ctx);
+  build(ctx);
+}
+
+// ---- errors -------------------------------------------------------------------------------
+// An infeasible placement budget: the core's minimum, and one click to use it (rounded up to
+// whole MB so that it is not below the minimum).
+function minimumBudget(ctx, e) {
+  const { t } = ctx;
+  return h(
+    'p',
+    { class: 'minimum-budget' },
+    t('error.minimumBudget'),
+    ' ',
+    t.both(e.minimumBudgetBytes),
+    ' ',
+    h(
+      'button',
+      {
+        type: 'button',
+        class: 'small',
+        onclick: () =>
+          update(ctx, { budgetGB: Math.ceil(e.minimumBudgetBytes / 1e6) / 1e3 }, { rebuild: true }),
+      },
+      t('error.useMinimum'),
+    ),
+  );
+}
+
+// Every error offers a way out: the precision the GPU supports, or the input that is needed.
+function wayOut(ctx, e) {
+  const { t, rootEl } = ctx;
+  const line = (label, onclick) =>
+    h(
+      'p',
+      { class: 'way-out' },
+      t('error.fixIt'),
+      ' ',
+      h('button', { type: 'button', class: 'small', onclick }, label),
+    );
+  if (e.field === 'precision' && /amp-fp16/.test(String(e.message)))
+    return line(t('error.useFp16'), () => {
+      update(ctx, { precision: 'amp-fp16' }, { rebuild: true });
+      rootEl.querySelector('#tm-verdict, #tm-results')?.focus?.();
+    });
+  if (String(e.field || '').startsWith('gpuPeakTflops'))
+    return line(t('error.usePreset'), () => {
+      /** @type {HTMLElement | null} */ (rootEl.querySelector('#tm-gpu'))?.focus();
+    });
+  return null;
+}
+
+function errorBox(ctx, e) {
+  const { t } = ctx;
+  const unsupported = e.code === 'unsupported';
+  const box = h(
+    'div',
+    { class: unsupported ? 'notice' : 'error', role: 'alert', 'data-code': e.code || '' },
+    h('strong', {}, unsupported ? t('error.unsupportedTitle') : t('error.title')),
+    t.lang !== 'en' && t.coreError(e.code) ? h('p', {}, t.coreError(e.code)) : null,
+    h('p', { lang: 'en', dir: 'ltr' }, String(e.message)),
+    unsupported ? h('p', { class: 'muted' }, t('error.unsupported')) : null,
+    e.field
+      ? h(
+          'p',
+          { class: 'muted' },
+          t('error.field'),
+          ' ',
+          h('code', {}, String(e.field)),
+          e.code ? [' · ', h('code', {}, String(e.code))] : null,
+        )
+      : null,
+    typeof e.minimumBudgetBytes === 'number' ? minimumBudget(ctx, e) : null,
+  );
+  const out = wayOut(ctx, e);
+  if (out) box.append(out);
+  const fieldKey =
+    e.field &&
+    // (the accumulation planner's step times need a GPU preset's TFLOP/s: point at the picker)
+    { 'model.config': 'config', 'model.params': 'params', gpuPeakTflops: 'gpu' }[
+      e.field.split('.').slice(0, 2).join('.')
+    ];
+  const bad = fieldKey && ctx.rootEl.querySelector(`#tm-${fieldKey}`);
+  if (bad) {
+    bad.setAttribute('aria-invalid', 'true');
+    bad.setAttribute('data-core-invalid', '1'); // cleared by the next computation
+  }
+  return box;
+}
+
+// ---- computing ----------------------------------------------------------------------------
+// A heavy solve's status line: a progress bar, the time so far, and a cancel button.
+function showSolving(ctx, seq) {
+  const { t, statusEl, solver } = ctx;
+  const started = performance.now();
+  const bar = h('progress', { 'aria-label': t('status.solving') });
+  const timer = h('span', { class: 'muted' });
+  const cancel = () => {
     solver.cancel();
-    if (invalid.size) {
-      verdictInvalid();
-      put(statusEl);
-      put(
-        resultsEl,
-        h(
-          'div',
-          { class: 'error', role: 'alert' },
-          h('strong', {}, t('error.title')),
-          h('p', {}, [...invalid.values()][0]),
-        ),
-      );
-      markFirst();
-      return;
-    }
-    const [fn, builder] = BUILDERS[tab];
-    let request;
+    put(statusEl, t('status.cancelled'));
+  };
+  put(
+    statusEl,
+    h(
+      'div',
+      { class: 'solving' },
+      bar,
+      ' ',
+      t('status.solving'),
+      ' ',
+      timer,
+      ' ',
+      h('button', { type: 'button', class: 'small', onclick: cancel }, t('status.cancel')),
+    ),
+  );
+  const tick = setInterval(() => {
+    if (seq !== ctx.computeSeq || !statusEl.isConnected || !statusEl.firstChild)
+      return clearInterval(tick);
+    timer.textContent = `${((performance.now() - started) / 1000).toFixed(1)} s`;
+  }, 100);
+  return tick;
+}
+
+// An input that does not parse: its message instead of a result.
+function showInvalid(ctx) {
+  verdictInvalid(ctx);
+  put(ctx.statusEl);
+  put(
+    ctx.resultsEl,
+    h(
+      'div',
+      { class: 'error', role: 'alert' },
+      h('strong', {}, ctx.t('error.title')),
+      h('p', {}, [...ctx.invalid.values()][0]),
+    ),
+  );
+  markFirst(ctx);
+}
+
+function showError(ctx, tab, e) {
+  put(ctx.statusEl);
+  ctx.last = null;
+  put(ctx.resultsEl, errorBox(ctx, e));
+  if (tab === 'peak') verdictError(ctx, e);
+}
+
+function compute(ctx) {
+  const { st, solver, rootEl } = ctx;
+  const tab = st.tab;
+  const seq = ++ctx.computeSeq;
+  // An input the core called invalid last time is valid until the core says otherwise.
+  for (const el of rootEl.querySelectorAll('[data-core-invalid]')) {
+    el.removeAttribute('data-core-invalid');
+    el.setAttribute('aria-invalid', 'false');
+  }
+  solver.cancel();
+  if (ctx.invalid.size) return showInvalid(ctx);
+  const [fn, builder] = BUILDERS[tab];
+  let request;
+  try {
+    request = builder(st);
+  } catch (e) {
+    showError(ctx, tab, e);
+    if (tab !== 'peak') computeVerdict(ctx);
+    markFirst(ctx);
+    renderExample(ctx);
+    return;
+  }
+  computeVerdict(ctx);
+  showParsed(ctx);
+  const done = (result) => {
+    if (seq !== ctx.computeSeq) return;
+    put(ctx.statusEl);
+    ctx.last = { tab, fn, request, result };
+    put(ctx.resultsEl);
     try {
-      request = builder(st);
+      if (tab === 'peak') renderVerdict(ctx, result);
+      RENDER[tab](ctx, ctx.resultsEl, result, request);
     } catch (e) {
-      put(statusEl);
-      last = null;
-      put(resultsEl, errorBox(e));
-      if (tab === 'peak') verdictError(e);
-      else computeVerdict();
-      markFirst();
-      renderExample();
-      return;
+      ctx.resultsEl.append(errorBox(ctx, { code: 'internal', message: `display: ${e.message}` }));
     }
-    computeVerdict();
-    showParsed();
-    const done = (result) => {
-      if (seq !== computeSeq) return;
-      put(statusEl);
-      last = { tab, fn, request, result };
-      put(resultsEl);
-      try {
-        if (tab === 'peak') renderVerdict(result, request);
-        RENDER[tab](resultsEl, result, request);
-      } catch (e) {
-        resultsEl.append(errorBox({ code: 'internal', message: `display: ${e.message}` }));
-      }
-      markFirst();
-    };
-    const fail = (e) => {
-      if (seq !== computeSeq || e.code === 'cancelled') return;
-      put(statusEl);
-      last = null;
-      put(resultsEl, errorBox(e));
-      if (tab === 'peak') verdictError(e);
-      markFirst();
-    };
-    if (isHeavy(tab, st)) {
-      const started = performance.now();
-      const bar = h('progress', { 'aria-label': t('status.solving') });
-      const timer = h('span', { class: 'muted' });
-      put(
-        statusEl,
-        h(
-          'div',
-          { class: 'solving' },
-          bar,
-          ' ',
-          t('status.solving'),
-          ' ',
-          timer,
-          ' ',
-          h(
-            'button',
-            {
-              type: 'button',
-              class: 'small',
-              onclick: () => {
-                solver.cancel();
-                put(statusEl, t('status.cancelled'));
-              },
-            },
-            t('status.cancel'),
-          ),
-        ),
-      );
-      const tick = setInterval(() => {
-        if (seq !== computeSeq || !statusEl.isConnected || !statusEl.firstChild)
-          return clearInterval(tick);
-        timer.textContent = `${((performance.now() - started) / 1000).toFixed(1)} s`;
-      }, 100);
-      solver
-        .runHeavy(fn, request)
-        .then(done, fail)
-        .finally(() => clearInterval(tick));
-    } else {
-      try {
-        done(solver.run(fn, request));
-      } catch (e) {
-        fail(e);
-      }
-    }
-    renderExample();
-  }
-
-  /** Under a pasted config.json: what the core read from it (model type, layers, parameters). */
-  function showParsed() {
-    const slot = rootEl.querySelector('#tm-config-parsed');
-    if (!slot) return;
-    if (st.modelSource !== 'config' || !st.config.trim()) return put(slot);
+    markFirst(ctx);
+  };
+  const fail = (e) => {
+    if (seq !== ctx.computeSeq || e.code === 'cancelled') return;
+    showError(ctx, tab, e);
+    markFirst(ctx);
+  };
+  if (isHeavy(tab, st)) {
+    const tick = showSolving(ctx, seq);
+    solver
+      .runHeavy(fn, request)
+      .then(done, fail)
+      .finally(() => clearInterval(tick));
+  } else {
     try {
-      const d = tm.describeModel({ model: modelOf(st) });
-      put(
-        slot,
-        t('parsed.heading'),
-        ' ',
-        h('code', { class: 'parsed-type' }, String(d.modelType || d.architecture || '')),
-        ' · ',
-        h('span', { class: 'parsed-layers' }, t('parsed.layers', { n: t.int(d.layers) })),
-        ' · ',
-        h(
-          'span',
-          { class: 'parsed-params', 'data-params': String(d.params) },
-          t('parsed.params', { n: t.int(d.params) }),
-        ),
-      );
-    } catch {
-      put(slot); // the error box says why
-    }
-  }
-
-  function markFirst() {
-    if (firstDone) return;
-    firstDone = true;
-    rootEl.setAttribute('data-ready', '1');
-    mark('trainmem:first-result');
-    // Then, in the background, the other languages' strings: the page works offline once loaded.
-    setTimeout(prefetchStrings, 0);
-  }
-
-  // ---- worked examples ----------------------------------------------------------------
-  function runExample(id) {
-    const ex = EXAMPLES.find((e) => e.id === id);
-    if (!ex) return;
-    update(
-      { ...ex.state(known), tab: tabs.includes(ex.tab) ? ex.tab : st.tab, ex: id },
-      { rebuild: true, fromExample: true },
-    );
-  }
-
-  function renderExample() {
-    if (!exampleEl) return;
-    const ex = EXAMPLES.find((e) => e.id === st.ex);
-    if (!ex) return put(exampleEl);
-    let out;
-    try {
-      out = ex.explain(tm, t, known);
+      done(solver.run(fn, request));
     } catch (e) {
-      out = { steps: [], result: errorBox(e) };
+      fail(e);
     }
-    if (out.patch && Object.entries(out.patch).some(([k, v]) => st[k] !== v)) {
-      st = { ...st, ...out.patch };
-      publishState();
-      queueMicrotask(build);
-    }
-    exampleOut = out;
+  }
+  renderExample(ctx);
+}
+
+/** Under a pasted config.json: what the core read from it (model type, layers, parameters). */
+function showParsed(ctx) {
+  const { t, st } = ctx;
+  const slot = ctx.rootEl.querySelector('#tm-config-parsed');
+  if (!slot) return;
+  if (st.modelSource !== 'config' || !st.config.trim()) return put(slot);
+  try {
+    const d = ctx.tm.describeModel({ model: modelOf(st) });
     put(
-      exampleEl,
+      slot,
+      t('parsed.heading'),
+      ' ',
+      h('code', { class: 'parsed-type' }, String(d.modelType || d.architecture || '')),
+      ' · ',
+      h('span', { class: 'parsed-layers' }, t('parsed.layers', { n: t.int(d.layers) })),
+      ' · ',
       h(
-        'article',
-        { class: 'example' },
-        h('h2', {}, t(`ex.${ex.id}.title`)),
-        h('p', {}, t(`ex.${ex.id}.question`)),
-        h('h3', {}, t('ex.steps')),
-        h('ol', {}, out.steps),
-        h('h3', {}, t('ex.result')),
-        out.result || '',
+        'span',
+        { class: 'parsed-params', 'data-params': String(d.params) },
+        t('parsed.params', { n: t.int(d.params) }),
       ),
     );
+  } catch {
+    put(slot); // the error box says why
   }
+}
 
-  // ---- export & embed -----------------------------------------------------------------
-  const exp = makeExports({
-    get last() {
-      return last;
-    },
-    get t() {
-      return t;
-    },
-    get st() {
-      return st;
-    },
-    tm,
-    rootEl,
-    embed,
-  });
-  const { exporters, exportBar, embedCodes, embedDialog } = exp;
+function markFirst(ctx) {
+  if (ctx.firstDone) return;
+  ctx.firstDone = true;
+  ctx.rootEl.setAttribute('data-ready', '1');
+  mark('trainmem:first-result');
+  // Then, in the background, the other languages' strings: the page works offline once loaded.
+  setTimeout(prefetchStrings, 0);
+}
 
-  function openEmbed() {
-    dialogEl.fill();
-    dialogEl.showModal();
+// ---- worked examples ----------------------------------------------------------------------
+function runExample(ctx, id) {
+  const ex = EXAMPLES.find((e) => e.id === id);
+  if (!ex) return;
+  update(
+    ctx,
+    { ...ex.state(ctx.known), tab: ctx.tabs.includes(ex.tab) ? ex.tab : ctx.st.tab, ex: id },
+    { rebuild: true, fromExample: true },
+  );
+}
+
+function renderExample(ctx) {
+  const { t, exampleEl } = ctx;
+  if (!exampleEl) return;
+  const ex = EXAMPLES.find((e) => e.id === ctx.st.ex);
+  if (!ex) return put(exampleEl);
+  let out;
+  try {
+    out = ex.explain(ctx.tm, t, ctx.known);
+  } catch (e) {
+    out = { steps: [], result: errorBox(ctx, e) };
   }
+  if (out.patch && Object.entries(out.patch).some(([k, v]) => ctx.st[k] !== v)) {
+    ctx.st = { ...ctx.st, ...out.patch };
+    publishState(ctx);
+    queueMicrotask(() => build(ctx));
+  }
+  put(
+    exampleEl,
+    h(
+      'article',
+      { class: 'example' },
+      h('h2', {}, t(`ex.${ex.id}.title`)),
+      h('p', {}, t(`ex.${ex.id}.question`)),
+      h('h3', {}, t('ex.steps')),
+      h('ol', {}, out.steps),
+      h('h3', {}, t('ex.result')),
+      out.result || '',
+    ),
+  );
+}
 
+function openEmbed(ctx) {
+  ctx.dialogEl.fill();
+  ctx.dialogEl.showModal();
+}
+
+export async function mountApp(root, options = {}) {
+  const ctx = await startContext(root, options);
   // Charts take their colours when drawn: redraw when the system switches light/dark.
   window.matchMedia?.('(prefers-color-scheme: dark)').addEventListener?.('change', () => {
-    resetColors(rootEl);
-    compute();
+    resetColors(ctx.rootEl);
+    compute(ctx);
   });
-  build();
+  build(ctx);
   return {
     get state() {
-      return st;
+      return ctx.st;
     },
-    setState: (patch) => update(patch, { rebuild: true }),
-    runExample,
-    exportText: (kind) => exporters[kind](),
-    embedCodes,
-    element: rootEl,
+    setState: (patch) => update(ctx, patch, { rebuild: true }),
+    runExample: (id) => runExample(ctx, id),
+    exportText: (kind) => exportersOf(ctx)[kind](),
+    embedCodes: () => embedCodes(ctx),
+    element: ctx.rootEl,
   };
 }
 

@@ -74,113 +74,80 @@ export function statesAt(items, steps, k) {
 // Layers numbered from 0, as the API's `checkpointed` ranges and the page's text.
 const label = (it) => (it.first === it.last ? `${it.first}` : `${it.first}–${it.last}`);
 
-export function placementDiagram(container, { n, segments, t }) {
-  const items = planItems(n, segments);
-  const steps = planSteps(items);
-  let k = items.length - 1; // start at the end of the forward pass
-  const w = 36;
-  const gap = 8;
-  const width = Math.max(320, 60 + items.length * (w + gap));
-  const svg = s('svg', {
-    viewBox: `0 0 ${width} 150`,
+// An SVG picture described by the caption with that id (drawn left to right in both languages).
+function figureSvg(width, height, cls, captionId) {
+  return s('svg', {
+    viewBox: `0 0 ${width} ${height}`,
     width,
-    class: 'plan-svg',
+    class: cls,
     role: 'img',
-    'aria-labelledby': 'plan-caption',
+    'aria-labelledby': captionId,
     dir: 'ltr',
   });
-  const caption = h('p', { id: 'plan-caption', class: 'plan-caption', 'aria-live': 'polite' });
-  const slider = h('input', {
-    type: 'range',
-    min: '0',
-    max: String(steps.length - 1),
-    value: String(k),
-    'aria-label': t('plan.step'),
-    class: 'plan-slider',
-  });
-  const draw = () => {
-    const states = statesAt(items, steps, k);
-    const cur = steps[k];
-    put(svg);
-    svg.append(
-      s('text', { x: 4, y: 14, class: 'svg-label' }, t('plan.row.forward')),
-      s('text', { x: 4, y: 134, class: 'svg-label' }, t('plan.row.backward')),
-    );
-    // the input of the chain is always kept
-    svg.append(s('rect', { x: 4, y: 50, width: 20, height: 36, rx: 4, class: 'node node-stored' }));
-    svg.append(s('text', { x: 14, y: 104, class: 'svg-small', 'text-anchor': 'middle' }, 'x'));
-    items.forEach((it, i) => {
-      const x = 32 + i * (w + gap);
-      const state = states[i];
-      const cls = `node node-${state}${cur && cur.item === i ? ' node-current' : ''}`;
-      svg.append(s('line', { x1: x - gap, y1: 68, x2: x, y2: 68, class: 'edge' }));
-      svg.append(
-        s(
-          'rect',
-          { x, y: 50, width: w, height: 36, rx: 6, class: cls },
-          s('title', {}, `${label(it)}: ${t(`plan.state.${state}`)}`),
-        ),
-      );
-      // A long range ("101–121") is squeezed into its node's width instead of overlapping.
-      const text = label(it);
-      svg.append(
-        s(
-          'text',
-          {
-            x: x + w / 2,
-            y: 104,
-            class: 'svg-small',
-            'text-anchor': 'middle',
-            ...(text.length > 5 ? { textLength: w, lengthAdjust: 'spacingAndGlyphs' } : {}),
-          },
-          text,
-        ),
-      );
-    });
-    const arrowX = cur ? 32 + cur.item * (w + gap) + w / 2 : 0;
-    svg.append(
-      s('path', {
-        d: `M${arrowX - 6} ${cur?.phase === 'forward' ? 40 : 118} l6 ${cur?.phase === 'forward' ? 8 : -8} l6 ${cur?.phase === 'forward' ? -8 : 8} z`,
-        class: `marker marker-${cur?.phase}`,
-      }),
-    );
-    const it = items[cur.item];
-    caption.textContent = t(`plan.caption.${cur.phase}`, {
-      layers: label(it),
-      step: k + 1,
-      steps: steps.length,
-    });
-    slider.value = String(k);
-  };
-  const prev = h(
-    'button',
-    {
-      type: 'button',
-      class: 'small',
-      onclick: () => {
-        k = Math.max(0, k - 1);
-        draw();
-      },
-    },
-    t('plan.prev'),
+}
+
+const NODE_W = 36;
+const NODE_GAP = 8;
+
+// The plan at step k: every node in its state, the current one marked, and the caption.
+function drawPlan(svg, caption, items, steps, k, t) {
+  const w = NODE_W;
+  const gap = NODE_GAP;
+  const states = statesAt(items, steps, k);
+  const cur = steps[k];
+  put(svg);
+  svg.append(
+    s('text', { x: 4, y: 14, class: 'svg-label' }, t('plan.row.forward')),
+    s('text', { x: 4, y: 134, class: 'svg-label' }, t('plan.row.backward')),
   );
-  const next = h(
-    'button',
-    {
-      type: 'button',
-      class: 'small',
-      onclick: () => {
-        k = Math.min(steps.length - 1, k + 1);
-        draw();
-      },
-    },
-    t('plan.next'),
-  );
-  slider.addEventListener('input', () => {
-    k = Number(slider.value);
-    draw();
+  // the input of the chain is always kept
+  svg.append(s('rect', { x: 4, y: 50, width: 20, height: 36, rx: 4, class: 'node node-stored' }));
+  svg.append(s('text', { x: 14, y: 104, class: 'svg-small', 'text-anchor': 'middle' }, 'x'));
+  items.forEach((it, i) => {
+    const state = states[i];
+    const cls = `node node-${state}${cur && cur.item === i ? ' node-current' : ''}`;
+    const x = 32 + i * (w + gap);
+    svg.append(s('line', { x1: x - gap, y1: 68, x2: x, y2: 68, class: 'edge' }));
+    svg.append(
+      s(
+        'rect',
+        { x, y: 50, width: w, height: 36, rx: 6, class: cls },
+        s('title', {}, `${label(it)}: ${t(`plan.state.${state}`)}`),
+      ),
+    );
+    // A long range ("101–121") is squeezed into its node's width instead of overlapping.
+    const text = label(it);
+    svg.append(
+      s(
+        'text',
+        {
+          x: x + w / 2,
+          y: 104,
+          class: 'svg-small',
+          'text-anchor': 'middle',
+          ...(text.length > 5 ? { textLength: w, lengthAdjust: 'spacingAndGlyphs' } : {}),
+        },
+        text,
+      ),
+    );
   });
-  const legend = h(
+  const arrowX = cur ? 32 + cur.item * (w + gap) + w / 2 : 0;
+  svg.append(
+    s('path', {
+      d: `M${arrowX - 6} ${cur?.phase === 'forward' ? 40 : 118} l6 ${cur?.phase === 'forward' ? 8 : -8} l6 ${cur?.phase === 'forward' ? -8 : 8} z`,
+      class: `marker marker-${cur?.phase}`,
+    }),
+  );
+  const it = items[cur.item];
+  caption.textContent = t(`plan.caption.${cur.phase}`, {
+    layers: label(it),
+    step: k + 1,
+    steps: steps.length,
+  });
+}
+
+function planLegend(t) {
+  return h(
     'ul',
     { class: 'plan-legend' },
     ['stored', 'checkpoint', 'discarded', 'recomputed', 'done'].map((st) =>
@@ -195,7 +162,34 @@ export function placementDiagram(container, { n, segments, t }) {
       ),
     ),
   );
-  draw();
+}
+
+export function placementDiagram(container, { n, segments, t }) {
+  const items = planItems(n, segments);
+  const steps = planSteps(items);
+  let k = items.length - 1; // start at the end of the forward pass
+  const width = Math.max(320, 60 + items.length * (NODE_W + NODE_GAP));
+  const svg = figureSvg(width, 150, 'plan-svg', 'plan-caption');
+  const caption = h('p', { id: 'plan-caption', class: 'plan-caption', 'aria-live': 'polite' });
+  const slider = h('input', {
+    type: 'range',
+    min: '0',
+    max: String(steps.length - 1),
+    value: String(k),
+    'aria-label': t('plan.step'),
+    class: 'plan-slider',
+  });
+  const go = (to) => {
+    k = to;
+    drawPlan(svg, caption, items, steps, k, t);
+    slider.value = String(k);
+  };
+  const stepButton = (labelKey, to) =>
+    h('button', { type: 'button', class: 'small', onclick: () => go(to()) }, t(labelKey));
+  const prev = stepButton('plan.prev', () => Math.max(0, k - 1));
+  const next = stepButton('plan.next', () => Math.min(steps.length - 1, k + 1));
+  slider.addEventListener('input', () => go(Number(slider.value)));
+  go(k);
   container.append(
     h(
       'figure',
@@ -203,7 +197,7 @@ export function placementDiagram(container, { n, segments, t }) {
       h('div', { class: 'svg-scroll' }, svg),
       h('div', { class: 'plan-controls' }, prev, slider, next),
       caption,
-      legend,
+      planLegend(t),
     ),
   );
 }
@@ -215,14 +209,7 @@ export function accumulationDiagram(container, { micro, steps, dp, t }) {
   const longest = t('acc.fig.micro', { i: steps - 1, b: micro }).length;
   const bw = Math.max(64, Math.ceil(longest * 6.3) + 14);
   const width = 90 + shown * (bw + 14) + 150;
-  const svg = s('svg', {
-    viewBox: `0 0 ${width} 170`,
-    width,
-    class: 'acc-svg',
-    role: 'img',
-    'aria-labelledby': 'acc-caption',
-    dir: 'ltr',
-  });
+  const svg = figureSvg(width, 170, 'acc-svg', 'acc-caption');
   svg.append(
     s('rect', {
       x: 4,

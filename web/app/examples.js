@@ -54,6 +54,10 @@ function attempt(tm, fn, req) {
   }
 }
 
+/** A checkpoint-size request of the examples: a model, its optimizer and its weights' dtype. */
+const sizeOf = (tm, model, optimizer, weightDtype, more = {}) =>
+  attempt(tm, 'checkpointSize', { model, optimizer, weightDtype, ...more });
+
 const GB = (t, b) => t.n(`${t.gb(b)} = ${t.gib(b)}`);
 
 function errorNote(t, e) {
@@ -81,17 +85,8 @@ export const EXAMPLES = [
     }),
     explain(tm, t, p) {
       const N = LLAMA2_7B_PARAMS;
-      const simple = attempt(tm, 'checkpointSize', {
-        model: { params: N },
-        optimizer: 'adamw',
-        weightDtype: 'fp16',
-      });
-      const mixed = attempt(tm, 'checkpointSize', {
-        model: { params: N },
-        optimizer: 'adamw',
-        weightDtype: 'fp16',
-        masterWeights: true,
-      });
+      const simple = sizeOf(tm, { params: N }, 'adamw', 'fp16');
+      const mixed = sizeOf(tm, { params: N }, 'adamw', 'fp16', { masterWeights: true });
       const steps = [
         h('li', {}, t('ex.llama.s1', { n: '' }), t.n(t.int(N))),
         h('li', {}, t('ex.llama.s2')),
@@ -124,12 +119,7 @@ export const EXAMPLES = [
       }
       let exact = null;
       if (p.llama) {
-        exact = attempt(tm, 'checkpointSize', {
-          model: { preset: p.llama },
-          optimizer: 'adamw',
-          weightDtype: 'fp16',
-          format: 'torch',
-        });
+        exact = sizeOf(tm, { preset: p.llama }, 'adamw', 'fp16', { format: 'torch' });
       }
       const result = [
         h(
@@ -172,47 +162,28 @@ export const EXAMPLES = [
     }),
     explain(tm, t) {
       const N = 1e8;
-      const a = attempt(tm, 'checkpointSize', {
-        model: { params: N },
-        optimizer: 'sgd',
-        weightDtype: 'fp32',
-      });
-      const b = attempt(tm, 'checkpointSize', {
-        model: { params: N },
-        optimizer: 'adam',
-        weightDtype: 'bf16',
-      });
+      const a = sizeOf(tm, { params: N }, 'sgd', 'fp32');
+      const b = sizeOf(tm, { params: N }, 'adam', 'bf16');
+      // "N × copies × bytes = total bytes = GB", or why the core could not say
+      const line = (key, r, formula) =>
+        h(
+          'li',
+          {},
+          t(key),
+          ' ',
+          r.ok
+            ? [
+                t.n(`${formula} = ${t.int(r.result.totalBytes)}`),
+                ' ',
+                t('unit.bytes'),
+                ' = ',
+                GB(t, r.result.totalBytes),
+              ]
+            : errorNote(t, r.error),
+        );
       const steps = [
-        h(
-          'li',
-          {},
-          t('ex.sgd.s1'),
-          ' ',
-          a.ok
-            ? [
-                t.n(`${t.int(N)} × 1 × 4 = ${t.int(a.result.totalBytes)}`),
-                ' ',
-                t('unit.bytes'),
-                ' = ',
-                GB(t, a.result.totalBytes),
-              ]
-            : errorNote(t, a.error),
-        ),
-        h(
-          'li',
-          {},
-          t('ex.sgd.s2'),
-          ' ',
-          b.ok
-            ? [
-                t.n(`${t.int(N)} × 3 × 2 = ${t.int(b.result.totalBytes)}`),
-                ' ',
-                t('unit.bytes'),
-                ' = ',
-                GB(t, b.result.totalBytes),
-              ]
-            : errorNote(t, b.error),
-        ),
+        line('ex.sgd.s1', a, `${t.int(N)} × 1 × 4`),
+        line('ex.sgd.s2', b, `${t.int(N)} × 3 × 2`),
       ];
       const result =
         a.ok && b.ok

@@ -1,6 +1,6 @@
 // @ts-check
 // Exports of the shown result (JSON, CSV, Markdown, clipboard, link) and the embed codes of the
-// current view. ctx reads the controller's live state: { last, t, st, tm, rootEl, embed }.
+// current view. Each takes the controller's live state ctx first: { last, t, st, tm, rootEl, embed }.
 import { h } from './dom.js';
 import { toQuery } from './state.js';
 import { flatten, isBytesKey, toCSV, toMarkdown } from './format.js';
@@ -41,7 +41,7 @@ async function copy(ctx, text, btn) {
 }
 
 const header4 = ['field', 'value', 'GB', 'GiB'];
-function exportersOf(ctx) {
+export function exportersOf(ctx) {
   return {
     json: () =>
       JSON.stringify(
@@ -66,7 +66,8 @@ const DOWNLOADS = [
   ['md', 'text/markdown', 'Markdown'],
 ];
 
-function exportBar(ctx, exporters) {
+export function exportBar(ctx) {
+  const exporters = exportersOf(ctx);
   const name = () => `trainmem-${ctx.last?.fn || 'result'}`;
   const button = (kind, onclick, label) =>
     h('button', { type: 'button', class: 'small', 'data-export': kind, onclick }, label);
@@ -91,7 +92,7 @@ function exportBar(ctx, exporters) {
   );
 }
 
-function embedCodes(ctx) {
+export function embedCodes(ctx) {
   const base = new URL('./', import.meta.url).href;
   const q = toQuery({ ...ctx.st, lang: ctx.st.lang || '', ex: '' }).slice(1);
   const elementCode = `<script type="module" src="${base}element.js"></script>\n<trainmem-calculator calculator="${ctx.st.tab}" lang="${ctx.t.lang}"${q ? ` state="${q.replace(/&/g, '&amp;').replace(/"/g, '&quot;')}"` : ''}></trainmem-calculator>`;
@@ -100,7 +101,7 @@ function embedCodes(ctx) {
   return { elementCode, iframeCode };
 }
 
-function embedDialog(ctx) {
+export function embedDialog(ctx) {
   const a = h('textarea', { id: 'tm-embed-element', rows: 4, readonly: true });
   const b = h('textarea', { id: 'tm-embed-iframe', rows: 3, readonly: true });
   const copyOf = (area) =>
@@ -127,16 +128,4 @@ function embedDialog(ctx) {
     b.value = c.iframeCode;
   };
   return dlg;
-}
-
-/** @param {any} ctx */
-export function makeExports(ctx) {
-  const exporters = exportersOf(ctx);
-  return {
-    exporters,
-    exportBar: () => exportBar(ctx, exporters),
-    embedCodes: () => embedCodes(ctx),
-    embedDialog: () => embedDialog(ctx),
-    copy: (/** @type {string} */ text, /** @type {any} */ btn) => copy(ctx, text, btn),
-  };
 }

@@ -1,6 +1,6 @@
 // @ts-check
 // The form: which inputs each part of the page shows, in focus order, and the controls
-// themselves. Each control takes the controller's live state ctx (makeForm(ctx) binds them):
+// themselves. Each control takes the controller's live state ctx first:
 // { t, st, presets, show, invalid, update, compute }.
 import { h } from './dom.js';
 import { FIELDS } from './state.js';
@@ -156,13 +156,13 @@ export function visible(key, st, tab) {
 
 // ---- inputs ---------------------------------------------------------------------------
 // Each takes the controller's live state ctx: { t, st, presets, show, invalid, update, compute }.
-function optionLabel(ctx, key, v) {
+export function optionLabel(ctx, key, v) {
   const k = `opt.${key}.${v}`;
   const s = ctx.t(k);
   return s === k ? v : s;
 }
 
-function helpFor(ctx, key) {
+export function helpFor(ctx, key) {
   const k = `help.${key}`;
   const s = ctx.t(k);
   return s === k ? '' : s;
@@ -365,7 +365,7 @@ function numberField(ctx, key, f, ids) {
   return labelled(ctx, key, ids, control, err);
 }
 
-function field(ctx, key) {
+export function field(ctx, key) {
   const f = FIELDS[key];
   const ids = idsOf(ctx, key);
   if (key === 'modelSource') return modelSourceField(ctx, f, ids);
@@ -379,19 +379,9 @@ function field(ctx, key) {
   return numberField(ctx, key, f, ids);
 }
 
-function fields(ctx, keys, tab) {
+export function fields(ctx, keys, tab) {
   const { st, show } = ctx;
   return keys
     .filter((k) => visible(k, st, tab) && (!show || show.has(k)))
     .map((k) => field(ctx, k));
-}
-
-/** @param {any} ctx */
-export function makeForm(ctx) {
-  return {
-    optionLabel: (/** @type {string} */ k, /** @type {string} */ v) => optionLabel(ctx, k, v),
-    helpFor: (/** @type {string} */ k) => helpFor(ctx, k),
-    field: (/** @type {string} */ k) => field(ctx, k),
-    fields: (/** @type {string[]} */ keys, /** @type {string} */ tab) => fields(ctx, keys, tab),
-  };
 }

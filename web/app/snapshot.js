@@ -6,6 +6,8 @@
 // browser: it is read from the drop or the file input and handed to the worker, nothing else.
 import { h, put } from './dom.js';
 import { lines } from './charts.js';
+import { optionLabel } from './form.js';
+import { chartOpts, partLabel } from './view-common.js';
 
 const GIB = 2 ** 30;
 
@@ -15,87 +17,6 @@ function human(t, b) {
   if (a >= GIB) return t.gib(b);
   const [d, u] = a >= 2 ** 20 ? [2 ** 20, 'MiB'] : [2 ** 10, 'KiB'];
   return `${t.num(Math.round((b / d) * 10) / 10)} ${u}`;
-}
-
-/**
- * The panel's state: the file, the request it is compared with, the last answer, and the
- * body element the answer is drawn in; `ctx` is the page's: { t, solver, chartOpts, partLabel,
- * optionLabel }.
- * @typedef {{ ctx: any, file: any, key: string, result: any, error: any, body: any,
- *   request: any, seq: number }} Panel
- */
-
-/** @param {Panel} p */
-function run(p) {
-  if (!p.file || !p.request) return;
-  const k = `${p.file.name}\n${JSON.stringify(p.request)}`;
-  if (k === p.key && (p.result || p.error)) return render(p);
-  p.key = k;
-  p.result = null;
-  p.error = null;
-  const mine = ++p.seq;
-  render(p);
-  p.ctx.solver.runHeavy('compareSnapshot', { snapshot: p.file.bytes, request: p.request }).then(
-    (r) => {
-      if (mine !== p.seq) return;
-      p.result = r;
-      render(p);
-    },
-    (e) => {
-      if (mine !== p.seq || e.code === 'cancelled') return;
-      p.error = e;
-      render(p);
-    },
-  );
-}
-
-/** @param {Panel} p */
-async function take(p, f) {
-  if (!f) return;
-  const bytes = new Uint8Array(await f.arrayBuffer());
-  p.file = { name: f.name || 'snapshot', bytes };
-  p.key = '';
-  run(p);
-}
-
-/** @param {Panel} p */
-function clear(p) {
-  p.file = null;
-  p.result = null;
-  p.error = null;
-  p.key = '';
-  ++p.seq;
-  render(p);
-}
-
-/** @param {Panel} p */
-function render(p) {
-  const { body, file, error, result } = p;
-  if (!body || !body.isConnected) return;
-  const { t } = p.ctx;
-  if (!file) return put(body);
-  const head = h(
-    'p',
-    { class: 'snap-file' },
-    t('snap.file', { name: file.name }),
-    ' ',
-    h('button', { type: 'button', class: 'small', onclick: () => clear(p) }, t('snap.clear')),
-  );
-  if (error) {
-    return put(
-      body,
-      head,
-      h(
-        'div',
-        { class: 'error', role: 'alert', 'data-code': error.code || '' },
-        h('strong', {}, t('error.title')),
-        h('p', {}, error.message),
-      ),
-    );
-  }
-  if (!result)
-    return put(body, head, h('p', { class: 'muted' }, t('snap.reading', { name: file.name })));
-  put(body, head, ...view(p.ctx, result));
 }
 
 function bytesText(t, b) {
@@ -124,7 +45,7 @@ function measuredLines(ctx, r) {
       t('snap.peakLine', {
         bytes: human(t, m.peak.allocatedBytes),
         event: m.peak.event,
-        phase: ctx.optionLabel('phase', m.peak.phase),
+        phase: optionLabel(ctx, 'phase', m.peak.phase),
         step,
         steps: m.steps.count,
       }),
@@ -169,7 +90,7 @@ function totalsTable(ctx, r) {
       'tbody',
       {},
       r.totals.map((x) => row({ 'data-total': x.what }, t(`snap.total.${x.what}`), x)),
-      r.categories.map((x) => row({ 'data-category': x.category }, ctx.partLabel(x.category), x)),
+      r.categories.map((x) => row({ 'data-category': x.category }, partLabel(ctx, x.category), x)),
     ),
   );
 }
@@ -192,7 +113,7 @@ function topFrames(ctx, frames) {
             ' ',
             h('code', { dir: 'ltr' }, f.filename ? `${f.filename}:${f.line} ${f.name}` : f.name),
             ' ',
-            ctx.partLabel(f.category),
+            partLabel(ctx, f.category),
           ),
         ),
     ),
@@ -271,20 +192,44 @@ function chart(ctx, r) {
       label: t('snap.peak'),
     },
     t,
-    ...ctx.chartOpts('snapshot'),
+    ...chartOpts(ctx, 'snapshot'),
   });
   return holder;
 }
 
-/** The panel under one peak-memory result (its request). @param {Panel} p */
-function element(p, req) {
-  const { t } = p.ctx;
-  p.request = req;
+// The body's content: the file's name (and a button that clears it), then the error, the
+// "reading" line or the comparison.
+function answer(ctx, file, clear, error, result) {
+  const { t } = ctx;
+  const head = h(
+    'p',
+    { class: 'snap-file' },
+    t('snap.file', { name: file.name }),
+    ' ',
+    h('button', { type: 'button', class: 'small', onclick: clear }, t('snap.clear')),
+  );
+  if (error) {
+    return [
+      head,
+      h(
+        'div',
+        { class: 'error', role: 'alert', 'data-code': error.code || '' },
+        h('strong', {}, t('error.title')),
+        h('p', {}, error.message),
+      ),
+    ];
+  }
+  if (!result) return [head, h('p', { class: 'muted' }, t('snap.reading', { name: file.name }))];
+  return [head, ...view(ctx, result)];
+}
+
+// The drop zone, the file input and the body the answer is drawn in; take(file) reads a file.
+function section(t, body, take) {
   const input = h('input', {
     type: 'file',
     id: 'tm-snapshot-file',
     accept: '.pickle,.pkl,.json,application/octet-stream,application/json',
-    onchange: (e) => take(p, e.target.files?.[0]),
+    onchange: (e) => take(e.target.files?.[0]),
   });
   const zone = h(
     'div',
@@ -309,14 +254,12 @@ function element(p, req) {
       ondrop: (e) => {
         e.preventDefault();
         zone.classList.remove('over');
-        take(p, e.dataTransfer?.files?.[0]);
+        take(e.dataTransfer?.files?.[0]);
       },
     },
     t('snap.drop'),
   );
-  const body = h('div', { class: 'snap-body', 'aria-live': 'polite' });
-  p.body = body;
-  const section = h(
+  return h(
     'section',
     { class: 'snapshot', 'aria-labelledby': 'tm-snap-h' },
     h('h3', { id: 'tm-snap-h' }, t('snap.heading')),
@@ -326,26 +269,74 @@ function element(p, req) {
     h('p', { class: 'help', id: 'tm-snapshot-private' }, t('snap.private')),
     body,
   );
-  // After the section is in the page (render() needs body connected).
-  queueMicrotask(() => (p.file ? run(p) : render(p)));
-  return section;
 }
 
 /**
- * One comparison panel per page. `ctx`: { t, solver, chartOpts, partLabel, optionLabel }.
+ * One comparison panel per page. `ctx` is the page's (app.js), with a solver of its own.
  * Returns { element(request) } — called on every peak-memory update with its request.
  */
 export function snapshotPanel(ctx) {
-  /** @type {Panel} */
-  const p = {
-    ctx,
-    file: null,
-    key: '',
-    result: null,
-    error: null,
-    body: null,
-    request: null,
-    seq: 0,
+  let file = null; // { name, bytes }
+  let key = '';
+  let result = null;
+  let error = null;
+  let body = null;
+  let request = null;
+  let seq = 0;
+
+  function run() {
+    if (!file || !request) return;
+    const k = `${file.name}\n${JSON.stringify(request)}`;
+    if (k === key && (result || error)) return render();
+    key = k;
+    result = null;
+    error = null;
+    const mine = ++seq;
+    render();
+    ctx.solver.runHeavy('compareSnapshot', { snapshot: file.bytes, request }).then(
+      (r) => {
+        if (mine !== seq) return;
+        result = r;
+        render();
+      },
+      (e) => {
+        if (mine !== seq || e.code === 'cancelled') return;
+        error = e;
+        render();
+      },
+    );
+  }
+
+  async function take(f) {
+    if (!f) return;
+    const bytes = new Uint8Array(await f.arrayBuffer());
+    file = { name: f.name || 'snapshot', bytes };
+    key = '';
+    run();
+  }
+
+  function clear() {
+    file = null;
+    result = null;
+    error = null;
+    key = '';
+    ++seq;
+    render();
+  }
+
+  function render() {
+    if (!body || !body.isConnected) return;
+    if (!file) return put(body);
+    put(body, ...answer(ctx, file, clear, error, result));
+  }
+
+  return {
+    element(req) {
+      request = req;
+      body = h('div', { class: 'snap-body', 'aria-live': 'polite' });
+      // After the section is in the page (render() needs body connected).
+      queueMicrotask(() => (file ? run() : render()));
+      return section(ctx.t, body, take);
+    },
   };
-  return { element: (req) => element(p, req) };
 }

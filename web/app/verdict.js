@@ -1,16 +1,17 @@
 // @ts-check
 // The answer at the top of the page: does the run fit (what nvidia-smi will show against the
 // GPU's memory, where the peak is), the time per step, and the changes that make it fit.
-// Each function takes the controller's live state ctx (makeVerdict(ctx) binds them):
-// { t, st, tm, solver, invalid, verdictEl, suggestEl, computeSeq, update, optionLabel, errorBox }.
+// Each function takes the controller's live state ctx first (app.js):
+// { t, st, tm, solver, invalid, verdictEl, suggestEl, computeSeq, update, errorBox }.
 import { h, put } from './dom.js';
 import { BUILDERS, isHeavy } from './requests.js';
+import { optionLabel } from './form.js';
 
 // The suggestions take six more core calls: they are filled in the task after the one that
 // shows the result, so that a keystroke's frame holds only the result itself; a newer
 // update before then replaces them (ctx.computeSeq).
 /** @param {Record<string, any>} [s] the state whose changes are tried (default: the page's) */
-function suggestionsLater(ctx, s) {
+export function suggestionsLater(ctx, s) {
   const slot = h('div', { class: 'suggest-slot' });
   const seq = ctx.computeSeq;
   setTimeout(() => {
@@ -29,7 +30,7 @@ const usedOf = (/** @type {any} */ r) =>
  * @param {any} r a peak memory result
  * @returns {boolean | null}
  */
-function fitsWithMargin(ctx, r) {
+export function fitsWithMargin(ctx, r) {
   const margin = Math.round((ctx.st.marginGB || 0) * 1e9);
   if (typeof r.fits !== 'boolean' || !margin || typeof r.headroomBytes !== 'number')
     return typeof r.fits === 'boolean' ? r.fits : null;
@@ -223,7 +224,7 @@ function suggestions(ctx, st) {
 }
 
 // ---- the answer: does it fit, and how fast ------------------------------------------
-function verdictError(ctx, e) {
+export function verdictError(ctx, e) {
   if (!ctx.verdictEl) return;
   const box = ctx.errorBox(e);
   box.removeAttribute('role'); // the results below announce it
@@ -231,14 +232,14 @@ function verdictError(ctx, e) {
   put(ctx.suggestEl);
 }
 
-function verdictInvalid(ctx) {
+export function verdictInvalid(ctx) {
   if (!ctx.verdictEl) return;
   put(ctx.verdictEl, h('div', { class: 'error' }, h('p', {}, [...ctx.invalid.values()][0])));
   put(ctx.suggestEl);
 }
 
 /** The peak result as a verdict: fits or not, what nvidia-smi shows, where the peak is. */
-function renderVerdict(ctx, res) {
+export function renderVerdict(ctx, res) {
   const { t } = ctx;
   if (!ctx.verdictEl) return;
   const fits = fitsWithMargin(ctx, res);
@@ -248,7 +249,7 @@ function renderVerdict(ctx, res) {
   const where =
     res.peakPhase &&
     [
-      ctx.optionLabel('phase', res.peakPhase),
+      optionLabel(ctx, 'phase', res.peakPhase),
       typeof res.peakLayer === 'number' && res.peakLayer >= 0
         ? t('ask.layer', { n: res.peakLayer })
         : '',
@@ -333,7 +334,7 @@ function stepTimeLater(ctx, slot) {
 }
 
 /** The verdict for the current inputs, from the peak result when the peak tab shows it. */
-function computeVerdict(ctx) {
+export function computeVerdict(ctx) {
   const { t, st, solver, invalid } = ctx;
   if (!ctx.verdictEl || st.tab === 'peak') return;
   if (invalid.size) return verdictInvalid(ctx);
@@ -353,15 +354,4 @@ function computeVerdict(ctx) {
   } catch (e) {
     verdictError(ctx, e);
   }
-}
-/** @param {any} ctx */
-export function makeVerdict(ctx) {
-  return {
-    suggestionsLater: (/** @type {any} */ s) => suggestionsLater(ctx, s),
-    renderVerdict: (/** @type {any} */ res) => renderVerdict(ctx, res),
-    verdictError: (/** @type {any} */ e) => verdictError(ctx, e),
-    verdictInvalid: () => verdictInvalid(ctx),
-    computeVerdict: () => computeVerdict(ctx),
-    fitsWithMargin: (/** @type {any} */ r) => fitsWithMargin(ctx, r),
-  };
 }

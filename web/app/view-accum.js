@@ -4,6 +4,8 @@
 import { h } from './dom.js';
 import { accumulationDiagram } from './diagrams.js';
 import { breakdownChart, details, planTable } from './view-common.js';
+import { optionLabel } from './form.js';
+import { suggestionsLater } from './verdict.js';
 
 export function renderAccum(ctx, el, res, req) {
   const { t } = ctx;
@@ -44,7 +46,7 @@ export function renderAccum(ctx, el, res, req) {
         ' ',
         h('span', { class: 'headline-label' }, t('acc.noneFits')),
       ),
-      ctx.suggestionsLater({ ...ctx.st, microBatch: 1 }),
+      suggestionsLater(ctx, { ...ctx.st, microBatch: 1 }),
     );
   }
   if (rec) {
@@ -86,7 +88,7 @@ export function renderAccum(ctx, el, res, req) {
       el,
       rows
         .filter((r) => r.breakdown)
-        .map((r) => ({ label: ctx.optionLabel('row', r.id), breakdown: r.breakdown })),
+        .map((r) => ({ label: optionLabel(ctx, 'row', r.id), breakdown: r.breakdown })),
     );
   }
   el.append(planTable(ctx, plans.slice(0, 60), t('acc.plans'), rec));

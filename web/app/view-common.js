@@ -5,6 +5,15 @@
 import { h } from './dom.js';
 import { flatten, isBytesKey, breakdownParts, partBytes } from './format.js';
 import { stackedBars, lines } from './charts.js';
+import { optionLabel } from './form.js';
+
+/**
+ * A chart's width (the results', kept by app.js) and its slot in the chart cache.
+ * @returns {any}
+ */
+export function chartOpts(ctx, slot) {
+  return { available: ctx.resultsWidth, reuse: { cache: ctx.chartCache, slot } };
+}
 
 /** A small label beside a headline. */
 export const chip = (/** @type {any[]} */ ...children) => h('span', { class: 'chip' }, ...children);
@@ -112,7 +121,7 @@ export function breakdownChart(ctx, el, scenarios, capacity = undefined) {
     parts,
     t,
     capacity,
-    ...ctx.chartOpts('breakdown'),
+    ...chartOpts(ctx, 'breakdown'),
   });
 }
 
@@ -179,7 +188,7 @@ export function timelineChart(ctx, el, timeline, titleKey, capacity = undefined)
         recompute: 'activations',
         optimizer: 'optimizerState',
       }[ph] || 'runtime',
-    label: ctx.optionLabel('phase', ph),
+    label: optionLabel(ctx, 'phase', ph),
     values: vals.map((v, j) =>
       (timeline[j].phase || 'step') === ph ||
       (timeline[j + 1] && (timeline[j + 1].phase || 'step') === ph)
@@ -202,7 +211,7 @@ export function timelineChart(ctx, el, timeline, titleKey, capacity = undefined)
     mark: { index: peak, value: vals[peak] / 2 ** 30, label: t('chart.peak') },
     t,
     capacity,
-    ...ctx.chartOpts(titleKey),
+    ...chartOpts(ctx, titleKey),
   });
 }
 
@@ -222,7 +231,7 @@ export function planTable(ctx, list, caption, rec, lead = []) {
       : typeof v === 'number'
         ? t.n(isBytesKey(c) ? t.gb(v) : /Seconds$/.test(c) ? `${t.num(v)} s` : t.num(v))
         : typeof v === 'string'
-          ? ctx.optionLabel(c === 'id' ? 'row' : c, v)
+          ? optionLabel(ctx, c === 'id' ? 'row' : c, v)
           : '';
   return h(
     'div',
@@ -237,7 +246,7 @@ export function planTable(ctx, list, caption, rec, lead = []) {
         h(
           'tr',
           {},
-          cols.map((c) => h('th', { scope: 'col' }, ctx.optionLabel('col', c))),
+          cols.map((c) => h('th', { scope: 'col' }, optionLabel(ctx, 'col', c))),
         ),
       ),
       h(
@@ -259,7 +268,7 @@ export function planTable(ctx, list, caption, rec, lead = []) {
             cols.map((c, i) =>
               h(
                 i === 0 ? 'th' : 'td',
-                i === 0 ? { scope: 'row' } : { 'data-label': ctx.optionLabel('col', c) },
+                i === 0 ? { scope: 'row' } : { 'data-label': optionLabel(ctx, 'col', c) },
                 cell(c, p[c]),
               ),
             ),

@@ -10,6 +10,8 @@ import {
   details,
   timelineChart,
 } from './view-common.js';
+import { optionLabel } from './form.js';
+import { fitsWithMargin, suggestionsLater } from './verdict.js';
 
 /** The three numbers users compare with, and which tool reports which. */
 export function deviceNumbers(ctx, res) {
@@ -54,7 +56,7 @@ export function assumptionList(ctx, res) {
 
 export function renderPeak(ctx, el, res, req) {
   const { t, snapPanel } = ctx;
-  const fits = ctx.fitsWithMargin(res); // the core's verdict, with the safety margin if set
+  const fits = fitsWithMargin(ctx, res); // the core's verdict, with the safety margin if set
   const device = typeof res.deviceUsedBytes === 'number';
   el.append(
     headline(
@@ -69,7 +71,7 @@ export function renderPeak(ctx, el, res, req) {
               fits ? t('peak.fits') : t('peak.noFit'),
             )
           : null,
-        res.peakPhase ? chip(t('peak.phase'), ' ', ctx.optionLabel('phase', res.peakPhase)) : null,
+        res.peakPhase ? chip(t('peak.phase'), ' ', optionLabel(ctx, 'phase', res.peakPhase)) : null,
       ],
     ),
   );
@@ -78,7 +80,7 @@ export function renderPeak(ctx, el, res, req) {
   if (typeof res.maxMicroBatch === 'number')
     el.append(h('p', {}, t('peak.maxMicroBatch'), ' ', t.n(t.int(res.maxMicroBatch))));
   el.append(deviceNumbers(ctx, res));
-  if (fits === false && !ctx.verdictEl) el.append(ctx.suggestionsLater());
+  if (fits === false && !ctx.verdictEl) el.append(suggestionsLater(ctx));
   // The GPU's memory as a line on both charts (GiB, as their axes).
   const used = device ? res.deviceUsedBytes : res.peakBytes;
   const capacity =

@@ -5,7 +5,7 @@ import { h } from './dom.js';
 import { frontierData } from './frontier.js';
 import { lines } from './charts.js';
 import { placementDiagram } from './diagrams.js';
-import { chip, headline, details, timelineChart } from './view-common.js';
+import { chartOpts, chip, headline, details, timelineChart } from './view-common.js';
 
 /**
  * The module name of each layer of a model's chain, or its number (from 0, as the API's
@@ -110,7 +110,7 @@ function frontierChart(ctx, el, res, req) {
         mark: { index: data.index, value: data.value, label: t('place.chosen') },
         stepped: true,
         t,
-        ...ctx.chartOpts('frontier'),
+        ...chartOpts(ctx, 'frontier'),
       });
     })
     .catch((e) => {
