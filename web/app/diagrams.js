@@ -86,13 +86,10 @@ function figureSvg(width, height, cls, captionId) {
   });
 }
 
-const NODE_W = 36;
-const NODE_GAP = 8;
-
 // The plan at step k: every node in its state, the current one marked, and the caption.
 function drawPlan(svg, caption, items, steps, k, t) {
-  const w = NODE_W;
-  const gap = NODE_GAP;
+  const w = 36; // a node's width
+  const gap = 8;
   const states = statesAt(items, steps, k);
   const cur = steps[k];
   put(svg);
@@ -168,7 +165,7 @@ export function placementDiagram(container, { n, segments, t }) {
   const items = planItems(n, segments);
   const steps = planSteps(items);
   let k = items.length - 1; // start at the end of the forward pass
-  const width = Math.max(320, 60 + items.length * (NODE_W + NODE_GAP));
+  const width = Math.max(320, 60 + items.length * (36 + 8)); // nodes and gaps, as drawPlan
   const svg = figureSvg(width, 150, 'plan-svg', 'plan-caption');
   const caption = h('p', { id: 'plan-caption', class: 'plan-caption', 'aria-live': 'polite' });
   const slider = h('input', {
