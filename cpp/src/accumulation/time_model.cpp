@@ -3,7 +3,6 @@
 
 #include <algorithm>
 
-#include "io/json_fields.hpp"
 #include "trainmem/error.hpp"
 
 namespace trainmem {
@@ -149,36 +148,6 @@ StepTime estimate_step(const ForwardFlops& flops, const StepInputs& in, const De
       steps * (t.useful_flops_per_micro_step + t.recompute_flops_per_micro_step) /
       (device.peak_flops * t.step_seconds);
   return t;
-}
-
-nlohmann::json to_json(const StepTime& t) {
-  nlohmann::json j = nlohmann::json::object();
-  put(j, "stepSeconds", t.step_seconds);
-  put(j, "microStepSeconds", t.micro_step_seconds);
-  put(j, "computeSecondsPerMicroStep", t.compute_seconds_per_micro_step);
-  put(j, "overheadSecondsPerMicroStep", t.overhead_seconds_per_micro_step);
-  put(j, "optimizerSeconds", t.optimizer_seconds);
-  put(j, "allReduceSeconds", t.allreduce_seconds);
-  put(j, "samplesPerSecond", t.samples_per_second);
-  put(j, "tokensPerSecond", t.tokens_per_second);
-  put(j, "flopsPerMicroStep", t.useful_flops_per_micro_step);
-  put(j, "recomputeFlopsPerMicroStep", t.recompute_flops_per_micro_step);
-  put(j, "modelFlopsUtilization", t.model_flops_utilization);
-  put(j, "hardwareFlopsUtilization", t.hardware_flops_utilization);
-  return j;
-}
-
-nlohmann::json to_json(const ForwardFlops& f) {
-  nlohmann::json j = nlohmann::json::object();
-  put(j, "method", f.method);
-  put(j, "forwardPerToken", f.total);
-  put(j, "blockMatmulPerToken", f.block_matmul);
-  put(j, "attentionPerToken", f.attention);
-  put(j, "headPerToken", f.head);
-  put(j, "trainingPerToken", 3.0 * f.total);
-  put(j, "layers", f.layers);
-  put(j, "assumptions", f.assumptions);
-  return j;
 }
 
 }  // namespace time_model

@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "io/json_fields.hpp"
 #include "io/request.hpp"
 #include "trainmem/error.hpp"
 
@@ -1110,37 +1109,6 @@ placement::Chain to_chain(const ModelActivations& acts) {
 
 placement::Chain build_chain(const ModelDescription& model, const Settings& s) {
   return to_chain(transformer_activations(model, s));
-}
-
-nlohmann::json to_json(const ModelActivations& a) {
-  nlohmann::json layers = nlohmann::json::array();
-  for (const auto& l : a.layers) {
-    nlohmann::json saved = nlohmann::json::array();
-    for (const auto& t : l.saved) {
-      nlohmann::json e = nlohmann::json::object();
-      put(e, "name", t.name);
-      put(e, "bytes", t.bytes);
-      put(e, "source", t.source);
-      saved.push_back(std::move(e));
-    }
-    nlohmann::json layer = nlohmann::json::object();
-    put(layer, "name", l.name);
-    put(layer, "savedBytes", l.saved_bytes);
-    put(layer, "outputBytes", l.output_bytes);
-    put(layer, "forwardTempBytes", l.forward_temp_bytes);
-    put(layer, "backwardTempBytes", l.backward_temp_bytes);
-    put(layer, "forwardFlops", l.forward_flops);
-    put(layer, "saved", std::move(saved));
-    layers.push_back(std::move(layer));
-  }
-  nlohmann::json j = nlohmann::json::object();
-  put(j, "recipe", a.recipe);
-  put(j, "inputBytes", a.input_bytes);
-  put(j, "totalSavedBytes", a.total_saved_bytes);
-  put(j, "korthikantiLayerBytes", a.korthikanti_layer_bytes);
-  put(j, "layers", std::move(layers));
-  put(j, "assumptions", a.assumptions);
-  return j;
 }
 
 }  // namespace activations
