@@ -296,6 +296,26 @@ void family_assumptions(const Architecture& a, std::vector<std::string>* out) {
     out->push_back("q_norm / k_norm are not counted (approximate)");
 }
 
+// Liger's fused linear cross-entropy (the head's saves and transients after the final norm).
+void liger_fused_loss(const Builder& B, const Dims& d, const Widths& w, const Settings& s,
+                      uint64_t Vt, LayerActivations* head) {
+  // liger_kernel/ops/fused_linear_cross_entropy.py fused_linear_cross_entropy_forward: the
+  // input and weight gradients are computed in the forward and saved for the backward;
+  // logits exist one chunk at a time: chunk = next_pow2(ceil(BT / ceil(V / H))) <= BT
+  B.add(head, "grad_input (computed in the forward)", B.rep(B.mul({d.T, d.h, w.lin})),
+        "LigerFusedLinearCrossEntropyFunction saves grad_input");
+  B.add(head, "grad_weight (computed in the forward)", B.mul({Vt, d.h, s.head_weight_bytes}),
+        "LigerFusedLinearCrossEntropyFunction saves grad_weight");
+  B.add(head, "loss per token (fp32)", B.mul({d.T, 4}), "loss_1d");
+  const uint64_t inc = (Vt + d.h - 1) / d.h;
+  uint64_t chunk = 1;
+  while (chunk < (d.T + inc - 1) / inc) chunk *= 2;
+  chunk = std::min(chunk, d.T);
+  head->forward_temp_bytes = B.mul({chunk, Vt, w.lin});
+  Builder::temps(&head->forward_temps, 0, 1, head->forward_temp_bytes);
+  head->backward_temp_bytes = 0;
+}
+
 // The language-model loss over T tokens and Vt vocabulary columns (the head's saves and
 // transients after the final norm). `upcast`: the loss reads logits.float() (HF
 // ForCausalLMLoss); T5ForConditionalGeneration passes the logits as they are, so log_softmax
@@ -303,24 +323,7 @@ void family_assumptions(const Architecture& a, std::vector<std::string>* out) {
 void lm_loss(const Builder& B, const Dims& d, const Widths& w, const Settings& s, uint64_t Vt,
              LayerActivations* head, bool upcast = true) {
   using Loss = Settings::Loss;
-  if (s.loss == Loss::liger_fused) {
-    // liger_kernel/ops/fused_linear_cross_entropy.py fused_linear_cross_entropy_forward: the
-    // input and weight gradients are computed in the forward and saved for the backward;
-    // logits exist one chunk at a time: chunk = next_pow2(ceil(BT / ceil(V / H))) <= BT
-    B.add(head, "grad_input (computed in the forward)", B.rep(B.mul({d.T, d.h, w.lin})),
-          "LigerFusedLinearCrossEntropyFunction saves grad_input");
-    B.add(head, "grad_weight (computed in the forward)", B.mul({Vt, d.h, s.head_weight_bytes}),
-          "LigerFusedLinearCrossEntropyFunction saves grad_weight");
-    B.add(head, "loss per token (fp32)", B.mul({d.T, 4}), "loss_1d");
-    const uint64_t inc = (Vt + d.h - 1) / d.h;
-    uint64_t chunk = 1;
-    while (chunk < (d.T + inc - 1) / inc) chunk *= 2;
-    chunk = std::min(chunk, d.T);
-    head->forward_temp_bytes = B.mul({chunk, Vt, w.lin});
-    Builder::temps(&head->forward_temps, 0, 1, head->forward_temp_bytes);
-    head->backward_temp_bytes = 0;
-    return;
-  }
+  if (s.loss == Loss::liger_fused) return liger_fused_loss(B, d, w, s, Vt, head);
   const uint64_t n = s.loss == Loss::chunked ? std::max<uint64_t>(1, s.loss_chunks) : 1;
   const size_t logits_at = head->tensors.size();
   const bool keeps_logits = s.runtime.softmax_saves_input;
