@@ -10,6 +10,11 @@ namespace time_model {
 
 namespace {
 
+// What the architecture count leaves out (Kaplan et al. 2020 Table 1).
+constexpr const char* kUncountedOps =
+    "embedding lookups, norms, softmax and element-wise ops are not counted (< 1 % of FLOPs; "
+    "Kaplan et al. 2020 Table 1)";
+
 // T5 (modeling_t5.py, transformers 6b8b757): encoder blocks run self-attention (q, k, v, o of
 // width heads x d_kv) and the MLP on the seqLen input tokens; decoder blocks run self-attention,
 // the cross-attention's q and o and the MLP on the targetLen decoder tokens, its k and v on the
@@ -46,9 +51,7 @@ ForwardFlops forward_flops_per_token(const ModelDescription& m, uint64_t seq_len
   if (m.has_architecture() && a.heads > 0 && a.intermediate > 0 && a.encoder_layers > 0 &&
       (a.model_type == "t5" || a.model_type == "mt5")) {
     encoder_decoder_flops(a, s, static_cast<double>(target_len ? target_len : seq_len), &f);
-    f.assumptions.push_back(
-        "embedding lookups, norms, softmax and element-wise ops are not counted (< 1 % of "
-        "FLOPs; Kaplan et al. 2020 Table 1)");
+    f.assumptions.push_back(kUncountedOps);
   } else if (m.has_architecture() && a.heads > 0 && a.intermediate > 0 && a.model_type != "t5") {
     f.method = "architecture";
     const double h = static_cast<double>(a.hidden);
@@ -84,9 +87,7 @@ ForwardFlops forward_flops_per_token(const ModelDescription& m, uint64_t seq_len
       f.assumptions.push_back(
           "encoder without a classification head: no output-layer FLOPs counted");
     }
-    f.assumptions.push_back(
-        "embedding lookups, norms, softmax and element-wise ops are not counted (< 1 % of "
-        "FLOPs; Kaplan et al. 2020 Table 1)");
+    f.assumptions.push_back(kUncountedOps);
   } else if (m.params > 0) {
     f.method = "parameters";
     // Kaplan et al. 2020 eq. 2.2: C_forward ~ 2N per token (training ~ 6N).
