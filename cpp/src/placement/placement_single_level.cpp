@@ -150,7 +150,6 @@ struct Points {
   std::vector<uint64_t> R;
   std::vector<double> c;
   std::vector<uint32_t> next, link;
-  size_t size() const { return R.size(); }
   void grow(size_t m) {  // at least m entries
     if (R.size() >= m) return;
     R.resize(m);
@@ -181,9 +180,8 @@ struct FrontBuilder {
   // P (see above): R strictly rising, c strictly falling, with its plans (next, link); P holds
   // its points at [1, um] between sentinels (R 0 at cost +inf; R kNone). B's points wait in B.
   Points P, B;
-  // The new tail of P while a list is merged; per segment end e, the last position i whose
-  // list [i..e] added points to P.
-  Points V;
+  Points V;  // the new tail of P while a list is merged
+  // Per segment end e, the last position i whose list [i..e] added points to P.
   std::vector<uint32_t> emitted_at;
   uint32_t um = 0;  // P's points, at [1, um]
   uint64_t work = 0;
