@@ -165,6 +165,29 @@ class Table {
       ops.push_back({OpKind::kBackward, static_cast<uint32_t>(i)});
       return;
     }
+    bool found = false;
+    leaves(i, j, [&](size_t k, double sf, uint64_t lo) {
+      if (m < lo || leaf_value(sf, row(k, j)[m - s_.x[k]], row(i, k - 1)[m]) != target) return true;
+      ops.push_back({OpKind::kForwardCheck, static_cast<uint32_t>(i)});
+      for (size_t p = i + 1; p < k; ++p)
+        ops.push_back({OpKind::kForwardNoGrad, static_cast<uint32_t>(p)});
+      schedule(k, j, m - s_.x[k], ops);
+      schedule(i, k - 1, m, ops);
+      found = true;
+      return false;
+    });
+    if (found) return;
+    throw RequestError(code::kInternal, "", "internal error: optimal backtracking failed");
+  }
+
+ private:
+  static double leaf_value(double sf, double a, double b) { return sf + a + b; }
+  double chain_value(size_t i, double sub) const { return (s_.f[i] + s_.b[i]) + sub; }
+  // The leaves of row (i, j) that fit in M slots, by rising k: F_ck(i), F_n(i+1..k-1), then
+  // C(k, j, m - x[k]) and C(i, k-1, m). Calls f(k, sf, lo) with the leaf's forward cost sf and
+  // the least slot lo it needs; f returns false to stop.
+  template <class F>
+  void leaves(size_t i, size_t j, F&& f) const {
     const uint64_t dj = s_.x[j + 1];
     uint64_t fp = s_.x[i + 1] + s_.ft[i];
     double sf = s_.f[i];
@@ -173,23 +196,11 @@ class Table {
         fp = std::max(fp, s_.x[k - 1] + s_.x[k] + s_.ft[k - 1]);
         sf += s_.f[k - 1];
       }
+      if (dj + fp > M_) break;  // fp only grows with k
       const uint64_t lo = std::max({dj + fp, s_.x[k] + min_m(k, j), min_m(i, k - 1)});
-      if (m < lo) continue;
-      if (leaf_value(sf, row(k, j)[m - s_.x[k]], row(i, k - 1)[m]) == target) {
-        ops.push_back({OpKind::kForwardCheck, static_cast<uint32_t>(i)});
-        for (size_t p = i + 1; p < k; ++p)
-          ops.push_back({OpKind::kForwardNoGrad, static_cast<uint32_t>(p)});
-        schedule(k, j, m - s_.x[k], ops);
-        schedule(i, k - 1, m, ops);
-        return;
-      }
+      if (lo <= M_ && !f(k, sf, lo)) return;
     }
-    throw RequestError(code::kInternal, "", "internal error: optimal backtracking failed");
   }
-
- private:
-  static double leaf_value(double sf, double a, double b) { return sf + a + b; }
-  double chain_value(size_t i, double sub) const { return (s_.f[i] + s_.b[i]) + sub; }
   size_t idx(size_t i, size_t j) const { return j * (j + 1) / 2 + i; }
   const double* row(size_t i, size_t j) const { return t_.get() + base_[idx(i, j)]; }
   double* row(size_t i, size_t j) { return t_.get() + base_[idx(i, j)]; }
@@ -235,23 +246,13 @@ class Table {
   // lo_min: the smallest slot any of them reaches.
   void collect_leaves(size_t i, size_t j, uint64_t* lo_min) {
     cand_.clear();
-    const uint64_t dj = s_.x[j + 1];
-    uint64_t fp = s_.x[i + 1] + s_.ft[i];
-    double sf = s_.f[i];
     *lo_min = M_ + 1;
-    for (size_t k = i + 1; k <= j; ++k) {
-      if (k > i + 1) {
-        fp = std::max(fp, s_.x[k - 1] + s_.x[k] + s_.ft[k - 1]);
-        sf += s_.f[k - 1];
-      }
-      if (dj + fp > M_) break;  // fp only grows with k
-      const uint64_t xk = s_.x[k];
-      const uint64_t lo = std::max({dj + fp, xk + min_m(k, j), min_m(i, k - 1)});
-      if (lo > M_) continue;
+    leaves(i, j, [&](size_t k, double sf, uint64_t lo) {
       *lo_min = std::min(*lo_min, lo);
-      cand_.push_back({leaf_value(sf, row(k, j)[M_ - xk], row(i, k - 1)[M_]), sf, lo,
+      cand_.push_back({leaf_value(sf, row(k, j)[M_ - s_.x[k]], row(i, k - 1)[M_]), sf, lo,
                        static_cast<uint32_t>(k)});
-    }
+      return true;
+    });
     std::sort(cand_.begin(), cand_.end(), [](const Leaf& p, const Leaf& q) {
       return p.floor != q.floor ? p.floor < q.floor : p.k < q.k;
     });
