@@ -7,8 +7,6 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "trainmem/model.hpp"
 #include "trainmem/placement.hpp"
 #include "trainmem/vocabulary.hpp"
@@ -143,8 +141,6 @@ placement::Chain to_chain(const ModelActivations& acts);
 
 // Convenience: transformer_activations + to_chain (h2's `{model, microBatch, seqLen}` form).
 placement::Chain build_chain(const ModelDescription& model, const Settings& s);
-
-nlohmann::json to_json(const ModelActivations& acts);
 
 // ---- Op-level selective activation checkpointing (PyTorch >= 2.4
 // torch.utils.checkpoint.create_selective_checkpoint_contexts; torchtitan

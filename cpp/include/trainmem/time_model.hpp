@@ -7,8 +7,6 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "trainmem/model.hpp"
 
 namespace trainmem {
@@ -80,9 +78,6 @@ StepTime estimate_step(const ForwardFlops& flops, const StepInputs& in, const De
 // Bytes one optimizer step reads and writes per parameter at minimum: weights read + written,
 // gradient read, each state read + written.
 double optimizer_bytes_per_param(uint32_t state_copies, double weight_bytes, double state_bytes);
-
-nlohmann::json to_json(const StepTime& t);
-nlohmann::json to_json(const ForwardFlops& f);
 
 }  // namespace time_model
 }  // namespace trainmem

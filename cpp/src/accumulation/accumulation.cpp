@@ -6,6 +6,7 @@
 
 #include "io/json_fields.hpp"
 #include "io/request.hpp"
+#include "io/time_model_json.hpp"
 #include "trainmem/error.hpp"
 
 namespace trainmem {

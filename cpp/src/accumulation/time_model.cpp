@@ -3,13 +3,17 @@
 
 #include <algorithm>
 
-#include "io/json_fields.hpp"
 #include "trainmem/error.hpp"
 
 namespace trainmem {
 namespace time_model {
 
 namespace {
+
+// What the architecture count leaves out (Kaplan et al. 2020 Table 1).
+constexpr const char* kUncountedOps =
+    "embedding lookups, norms, softmax and element-wise ops are not counted (< 1 % of FLOPs; "
+    "Kaplan et al. 2020 Table 1)";
 
 // T5 (modeling_t5.py, transformers 6b8b757): encoder blocks run self-attention (q, k, v, o of
 // width heads x d_kv) and the MLP on the seqLen input tokens; decoder blocks run self-attention,
@@ -47,9 +51,7 @@ ForwardFlops forward_flops_per_token(const ModelDescription& m, uint64_t seq_len
   if (m.has_architecture() && a.heads > 0 && a.intermediate > 0 && a.encoder_layers > 0 &&
       (a.model_type == "t5" || a.model_type == "mt5")) {
     encoder_decoder_flops(a, s, static_cast<double>(target_len ? target_len : seq_len), &f);
-    f.assumptions.push_back(
-        "embedding lookups, norms, softmax and element-wise ops are not counted (< 1 % of "
-        "FLOPs; Kaplan et al. 2020 Table 1)");
+    f.assumptions.push_back(kUncountedOps);
   } else if (m.has_architecture() && a.heads > 0 && a.intermediate > 0 && a.model_type != "t5") {
     f.method = "architecture";
     const double h = static_cast<double>(a.hidden);
@@ -85,9 +87,7 @@ ForwardFlops forward_flops_per_token(const ModelDescription& m, uint64_t seq_len
       f.assumptions.push_back(
           "encoder without a classification head: no output-layer FLOPs counted");
     }
-    f.assumptions.push_back(
-        "embedding lookups, norms, softmax and element-wise ops are not counted (< 1 % of "
-        "FLOPs; Kaplan et al. 2020 Table 1)");
+    f.assumptions.push_back(kUncountedOps);
   } else if (m.params > 0) {
     f.method = "parameters";
     // Kaplan et al. 2020 eq. 2.2: C_forward ~ 2N per token (training ~ 6N).
@@ -149,36 +149,6 @@ StepTime estimate_step(const ForwardFlops& flops, const StepInputs& in, const De
       steps * (t.useful_flops_per_micro_step + t.recompute_flops_per_micro_step) /
       (device.peak_flops * t.step_seconds);
   return t;
-}
-
-nlohmann::json to_json(const StepTime& t) {
-  nlohmann::json j = nlohmann::json::object();
-  put(j, "stepSeconds", t.step_seconds);
-  put(j, "microStepSeconds", t.micro_step_seconds);
-  put(j, "computeSecondsPerMicroStep", t.compute_seconds_per_micro_step);
-  put(j, "overheadSecondsPerMicroStep", t.overhead_seconds_per_micro_step);
-  put(j, "optimizerSeconds", t.optimizer_seconds);
-  put(j, "allReduceSeconds", t.allreduce_seconds);
-  put(j, "samplesPerSecond", t.samples_per_second);
-  put(j, "tokensPerSecond", t.tokens_per_second);
-  put(j, "flopsPerMicroStep", t.useful_flops_per_micro_step);
-  put(j, "recomputeFlopsPerMicroStep", t.recompute_flops_per_micro_step);
-  put(j, "modelFlopsUtilization", t.model_flops_utilization);
-  put(j, "hardwareFlopsUtilization", t.hardware_flops_utilization);
-  return j;
-}
-
-nlohmann::json to_json(const ForwardFlops& f) {
-  nlohmann::json j = nlohmann::json::object();
-  put(j, "method", f.method);
-  put(j, "forwardPerToken", f.total);
-  put(j, "blockMatmulPerToken", f.block_matmul);
-  put(j, "attentionPerToken", f.attention);
-  put(j, "headPerToken", f.head);
-  put(j, "trainingPerToken", 3.0 * f.total);
-  put(j, "layers", f.layers);
-  put(j, "assumptions", f.assumptions);
-  return j;
 }
 
 }  // namespace time_model

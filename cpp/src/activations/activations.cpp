@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "io/json_fields.hpp"
 #include "io/request.hpp"
 #include "trainmem/error.hpp"
 
@@ -297,6 +296,26 @@ void family_assumptions(const Architecture& a, std::vector<std::string>* out) {
     out->push_back("q_norm / k_norm are not counted (approximate)");
 }
 
+// Liger's fused linear cross-entropy (the head's saves and transients after the final norm).
+void liger_fused_loss(const Builder& B, const Dims& d, const Widths& w, const Settings& s,
+                      uint64_t Vt, LayerActivations* head) {
+  // liger_kernel/ops/fused_linear_cross_entropy.py fused_linear_cross_entropy_forward: the
+  // input and weight gradients are computed in the forward and saved for the backward;
+  // logits exist one chunk at a time: chunk = next_pow2(ceil(BT / ceil(V / H))) <= BT
+  B.add(head, "grad_input (computed in the forward)", B.rep(B.mul({d.T, d.h, w.lin})),
+        "LigerFusedLinearCrossEntropyFunction saves grad_input");
+  B.add(head, "grad_weight (computed in the forward)", B.mul({Vt, d.h, s.head_weight_bytes}),
+        "LigerFusedLinearCrossEntropyFunction saves grad_weight");
+  B.add(head, "loss per token (fp32)", B.mul({d.T, 4}), "loss_1d");
+  const uint64_t inc = (Vt + d.h - 1) / d.h;
+  uint64_t chunk = 1;
+  while (chunk < (d.T + inc - 1) / inc) chunk *= 2;
+  chunk = std::min(chunk, d.T);
+  head->forward_temp_bytes = B.mul({chunk, Vt, w.lin});
+  Builder::temps(&head->forward_temps, 0, 1, head->forward_temp_bytes);
+  head->backward_temp_bytes = 0;
+}
+
 // The language-model loss over T tokens and Vt vocabulary columns (the head's saves and
 // transients after the final norm). `upcast`: the loss reads logits.float() (HF
 // ForCausalLMLoss); T5ForConditionalGeneration passes the logits as they are, so log_softmax
@@ -304,24 +323,7 @@ void family_assumptions(const Architecture& a, std::vector<std::string>* out) {
 void lm_loss(const Builder& B, const Dims& d, const Widths& w, const Settings& s, uint64_t Vt,
              LayerActivations* head, bool upcast = true) {
   using Loss = Settings::Loss;
-  if (s.loss == Loss::liger_fused) {
-    // liger_kernel/ops/fused_linear_cross_entropy.py fused_linear_cross_entropy_forward: the
-    // input and weight gradients are computed in the forward and saved for the backward;
-    // logits exist one chunk at a time: chunk = next_pow2(ceil(BT / ceil(V / H))) <= BT
-    B.add(head, "grad_input (computed in the forward)", B.rep(B.mul({d.T, d.h, w.lin})),
-          "LigerFusedLinearCrossEntropyFunction saves grad_input");
-    B.add(head, "grad_weight (computed in the forward)", B.mul({Vt, d.h, s.head_weight_bytes}),
-          "LigerFusedLinearCrossEntropyFunction saves grad_weight");
-    B.add(head, "loss per token (fp32)", B.mul({d.T, 4}), "loss_1d");
-    const uint64_t inc = (Vt + d.h - 1) / d.h;
-    uint64_t chunk = 1;
-    while (chunk < (d.T + inc - 1) / inc) chunk *= 2;
-    chunk = std::min(chunk, d.T);
-    head->forward_temp_bytes = B.mul({chunk, Vt, w.lin});
-    Builder::temps(&head->forward_temps, 0, 1, head->forward_temp_bytes);
-    head->backward_temp_bytes = 0;
-    return;
-  }
+  if (s.loss == Loss::liger_fused) return liger_fused_loss(B, d, w, s, Vt, head);
   const uint64_t n = s.loss == Loss::chunked ? std::max<uint64_t>(1, s.loss_chunks) : 1;
   const size_t logits_at = head->tensors.size();
   const bool keeps_logits = s.runtime.softmax_saves_input;
@@ -926,6 +928,120 @@ SelectiveKeep selective_keep(const LayerActivations& layer, const SavePolicy& p)
   return k;
 }
 
+namespace {
+
+// What torch.compile and float8 change, stated in the result (float8 outside Llama blocks is an
+// error).
+void setting_assumptions(const Architecture& ar, const Settings& s, const std::string& recipe,
+                         std::vector<std::string>* out) {
+  if (s.compiled && recipe == "llama")
+    out->push_back(
+        "torch.compile (each block): casts, copies and pointwise duplicates are recomputed in "
+        "the backward, matmul, attention and reduction outputs kept (the partitioner's rules; "
+        "checked against torchtune's published Llama 3.2 3B rows, not against a trace)");
+  else if (s.compiled)
+    out->push_back(
+        "torch.compile (each block), derived from the min-cut partitioner's rules, not measured "
+        "(torch 1.13 has no torch.compile): matmul and attention outputs and every tensor a "
+        "backward matmul reads stay saved; casts, the RMSNorm's fp32 copy and product, "
+        "gelu_new's pointwise ops and the gated branch's activation are recomputed; dropout "
+        "keeps a 1-byte mask");
+  if (s.float8 && recipe != "llama")
+    fail(code::kUnsupported, "float8",
+         {"float8 is modelled for Llama-family blocks; '", ar.model_type,
+          "' runs its recipe without it: leave float8 out"});
+  if (s.float8)
+    out->push_back(
+        "float8 (torchao, tensorwise): each block Linear keeps its high-precision input and "
+        "weight for the backward and makes 1-byte casts as transients: input and weight in the "
+        "forward; grad_output twice, weight and input in the backward (float8_linear.py); the "
+        "output projection stays high precision; the fp32 scales (one value per cast) are not "
+        "counted" +
+        std::string(s.compiled ? "; compiled, the partitioner may keep the 1-byte casts instead "
+                                 "of the 16-bit inputs (not modelled)"
+                               : ""));
+}
+
+// The shapes of one stack of blocks (T5 has two) and what their FLOPs need.
+struct Stack {
+  const Ctx& c;
+  const Dims* cross;  // T5's decoder: its cross-attention's shapes; else null
+  double matmul_params;
+};
+
+// The first block of a stack (every block of a stack has the same shapes).
+LayerActivations first_block(const std::string& recipe, const Stack& st, const Dims& d) {
+  const Ctx& bc = st.c;
+  const Architecture& ar = bc.ar;
+  const Settings& s = bc.s;
+  const bool t5 = recipe == "t5";
+  LayerActivations l;
+  Marks mk;
+  if (recipe == "gpt2")
+    gpt2_block(bc, &mk, &l);
+  else if (recipe == "bert")
+    bert_block(bc, &mk, &l);
+  else if (t5)
+    t5_block(bc, st.cross, &mk, &l);
+  else
+    llama_block(bc, &mk, &l);
+  block_transients(bc, mk, &l);
+  const Dims& bd = bc.d;
+  l.forward_flops = 2.0 * bd.T * st.matmul_params / s.tensor_parallel +
+                    4.0 * bd.b * bd.s * bd.sk * bd.q / s.tensor_parallel;  // QK^T and PV
+  if (st.cross)  // the cross-attention's QK^T and PV over the encoder's keys
+    l.forward_flops += 4.0 * d.b * bd.s * d.s * d.q / s.tensor_parallel;
+  if (recipe == "llama" && !t5 && ar.num_experts == 0 && ar.shared_experts == 0)
+    llama_op_outputs(bc.B, bd, bc.w, bc.eager, (ar.kv_heads ? ar.kv_heads : bd.a) * bd.d, &l);
+  return l;
+}
+
+// The blocks (T5: the encoder's, then the decoder's), appended to out->layers.
+void blocks(const Stack& enc, const Stack& dec, const Dims& d, ModelActivations* out) {
+  const Architecture& ar = enc.c.ar;
+  const bool t5 = out->recipe == "t5";
+  const uint64_t E = t5 ? ar.encoder_layers : 0;
+  const uint64_t L = ar.layers + ar.encoder_layers;
+  for (uint64_t li = 0; li < L; ++li) {
+    const bool decoder = t5 && li >= E;
+    // every block of a stack has the same shapes: copy its first, except T5's last encoder
+    // block, which also holds where the encoder ends
+    const bool first = li == 0 || li == E;
+    const bool last_encoder = t5 && li + 1 == E;
+    if (!first && !last_encoder) {
+      LayerActivations copy = out->layers.back();
+      copy.name = "block " + std::to_string(li);
+      out->layers.push_back(std::move(copy));
+      continue;
+    }
+    LayerActivations l = last_encoder && li > 0 ? out->layers.back()
+                                                : first_block(out->recipe, decoder ? dec : enc, d);
+    l.name = "block " + std::to_string(li);
+    if (last_encoder) t5_encoder_end(enc.c, dec.c.d, &l);
+    out->layers.push_back(l);
+  }
+}
+
+// The head layer of the recipe, ending in the loss.
+LayerActivations head_layer(const std::string& recipe, const Ctx& c, const Ctx& dc) {
+  const Dims& d = c.d;
+  LayerActivations head;
+  head.name = "head";
+  const uint64_t Vt = d.V / c.s.tensor_parallel;  // Megatron vocab-parallel logits
+  if (recipe == "bert" && c.ar.num_labels > 0) {
+    bert_cls_head(c, &head);
+  } else if (recipe == "t5") {
+    t5_head(dc, dc.d, Vt, &head);
+    head.forward_flops = 2.0 * dc.d.T * d.h * Vt;
+  } else {
+    lm_head(c, recipe, Vt, &head);
+  }
+  c.B.output(&head, "loss (scalar)", 4, "the loss tensor");
+  return head;
+}
+
+}  // namespace
+
 ModelActivations transformer_activations(const ModelDescription& m, const Settings& s) {
   const Architecture& ar = m.arch;
   ModelActivations out;
@@ -951,95 +1067,12 @@ ModelActivations transformer_activations(const ModelDescription& m, const Settin
   cross.sk = d.s;
   cross.Tk = d.T;
   const Ctx dc{B, dec, w, s, ar, eager};
-
-  if (s.compiled && out.recipe == "llama")
-    out.assumptions.push_back(
-        "torch.compile (each block): casts, copies and pointwise duplicates are recomputed in "
-        "the backward, matmul, attention and reduction outputs kept (the partitioner's rules; "
-        "checked against torchtune's published Llama 3.2 3B rows, not against a trace)");
-  else if (s.compiled)
-    out.assumptions.push_back(
-        "torch.compile (each block), derived from the min-cut partitioner's rules, not measured "
-        "(torch 1.13 has no torch.compile): matmul and attention outputs and every tensor a "
-        "backward matmul reads stay saved; casts, the RMSNorm's fp32 copy and product, "
-        "gelu_new's pointwise ops and the gated branch's activation are recomputed; dropout "
-        "keeps a 1-byte mask");
-  if (s.float8 && out.recipe != "llama")
-    fail(code::kUnsupported, "float8",
-         {"float8 is modelled for Llama-family blocks; '", ar.model_type,
-          "' runs its recipe without it: leave float8 out"});
-  if (s.float8)
-    out.assumptions.push_back(
-        "float8 (torchao, tensorwise): each block Linear keeps its high-precision input and "
-        "weight for the backward and makes 1-byte casts as transients: input and weight in the "
-        "forward; grad_output twice, weight and input in the backward (float8_linear.py); the "
-        "output projection stays high precision; the fp32 scales (one value per cast) are not "
-        "counted" +
-        std::string(s.compiled ? "; compiled, the partitioner may keep the 1-byte casts instead "
-                                 "of the 16-bit inputs (not modelled)"
-                               : ""));
+  setting_assumptions(ar, s, out.recipe, &out.assumptions);
   out.input_bytes = B.mul({d.T, 8});  // int64 input_ids
   out.layers.push_back(embeddings(c, out.recipe));
-
-  // ---------------- blocks (T5: the encoder's, then the decoder's)
-  const uint64_t E = t5 ? ar.encoder_layers : 0;
-  const uint64_t L = ar.layers + ar.encoder_layers;
   const double matmul_params = block_matmul_params(out.recipe, d, ar);
-  for (uint64_t li = 0; li < L; ++li) {
-    const bool decoder = t5 && li >= E;
-    // every block of a stack has the same shapes: copy its first, except T5's last encoder
-    // block, which also holds where the encoder ends
-    const bool first = li == 0 || li == E;
-    const bool last_encoder = t5 && li + 1 == E;
-    if (!first && !last_encoder) {
-      LayerActivations copy = out.layers.back();
-      copy.name = "block " + std::to_string(li);
-      out.layers.push_back(std::move(copy));
-      continue;
-    }
-    LayerActivations l;
-    if (last_encoder && li > 0) {
-      l = out.layers.back();
-    } else {
-      Marks mk;
-      const Ctx& bc = decoder ? dc : c;
-      if (out.recipe == "gpt2")
-        gpt2_block(bc, &mk, &l);
-      else if (out.recipe == "bert")
-        bert_block(bc, &mk, &l);
-      else if (t5)
-        t5_block(bc, decoder ? &cross : nullptr, &mk, &l);
-      else
-        llama_block(bc, &mk, &l);
-      block_transients(bc, mk, &l);
-      const Dims& bd = bc.d;
-      l.forward_flops = 2.0 * bd.T * matmul_params / s.tensor_parallel +
-                        4.0 * bd.b * bd.s * bd.sk * bd.q / s.tensor_parallel;  // QK^T and PV
-      if (decoder)  // the cross-attention's QK^T and PV over the encoder's keys
-        l.forward_flops += 4.0 * d.b * dec.s * d.s * d.q / s.tensor_parallel;
-      if (out.recipe == "llama" && !t5 && ar.num_experts == 0 && ar.shared_experts == 0)
-        llama_op_outputs(bc.B, bd, bc.w, bc.eager, (ar.kv_heads ? ar.kv_heads : bd.a) * bd.d, &l);
-    }
-    l.name = "block " + std::to_string(li);
-    if (last_encoder) t5_encoder_end(c, dec, &l);
-    out.layers.push_back(l);
-  }
-
-  // ---------------- head
-  LayerActivations head;
-  head.name = "head";
-  const uint64_t Vt = d.V / s.tensor_parallel;  // Megatron vocab-parallel logits
-  if (out.recipe == "bert" && ar.num_labels > 0) {
-    bert_cls_head(c, &head);
-  } else if (t5) {
-    t5_head(dc, dec, Vt, &head);
-    head.forward_flops = 2.0 * dec.T * d.h * Vt;
-  } else {
-    lm_head(c, out.recipe, Vt, &head);
-  }
-  B.output(&head, "loss (scalar)", 4, "the loss tensor");
-  out.layers.push_back(head);
-
+  blocks({c, nullptr, matmul_params}, {dc, t5 ? &cross : nullptr, matmul_params}, d, &out);
+  out.layers.push_back(head_layer(out.recipe, c, dc));
   out.total_saved_bytes = out.input_bytes;
   for (auto& l : out.layers) {
     if (l.forward_flops <= 0) l.forward_flops = 1;
@@ -1110,37 +1143,6 @@ placement::Chain to_chain(const ModelActivations& acts) {
 
 placement::Chain build_chain(const ModelDescription& model, const Settings& s) {
   return to_chain(transformer_activations(model, s));
-}
-
-nlohmann::json to_json(const ModelActivations& a) {
-  nlohmann::json layers = nlohmann::json::array();
-  for (const auto& l : a.layers) {
-    nlohmann::json saved = nlohmann::json::array();
-    for (const auto& t : l.saved) {
-      nlohmann::json e = nlohmann::json::object();
-      put(e, "name", t.name);
-      put(e, "bytes", t.bytes);
-      put(e, "source", t.source);
-      saved.push_back(std::move(e));
-    }
-    nlohmann::json layer = nlohmann::json::object();
-    put(layer, "name", l.name);
-    put(layer, "savedBytes", l.saved_bytes);
-    put(layer, "outputBytes", l.output_bytes);
-    put(layer, "forwardTempBytes", l.forward_temp_bytes);
-    put(layer, "backwardTempBytes", l.backward_temp_bytes);
-    put(layer, "forwardFlops", l.forward_flops);
-    put(layer, "saved", std::move(saved));
-    layers.push_back(std::move(layer));
-  }
-  nlohmann::json j = nlohmann::json::object();
-  put(j, "recipe", a.recipe);
-  put(j, "inputBytes", a.input_bytes);
-  put(j, "totalSavedBytes", a.total_saved_bytes);
-  put(j, "korthikantiLayerBytes", a.korthikanti_layer_bytes);
-  put(j, "layers", std::move(layers));
-  put(j, "assumptions", a.assumptions);
-  return j;
 }
 
 }  // namespace activations

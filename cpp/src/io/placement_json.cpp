@@ -2,6 +2,7 @@
 #include "io/placement_json.hpp"
 
 #include "io/json_fields.hpp"
+#include "io/json_rows.hpp"
 
 namespace trainmem {
 namespace placement {
@@ -31,6 +32,16 @@ nlohmann::json schedule_json(const std::vector<Op>& ops) {
 }
 
 namespace {
+
+// The costs every plan states, scheduled or not.
+void put_costs(const PlanResult& r, nlohmann::json& j) {
+  put(j, "forwardCost", r.forward_cost);
+  put(j, "backwardCost", r.backward_cost);
+  put(j, "recomputeCost", r.recompute_cost);
+  put(j, "totalCost", r.total_cost);
+  put(j, "overheadFraction", r.overhead_fraction);
+}
+
 nlohmann::json segments_json(const std::vector<Segment>& segs) {
   nlohmann::json out = nlohmann::json::array();
   for (const Segment& s : segs) {
@@ -41,19 +52,23 @@ nlohmann::json segments_json(const std::vector<Segment>& segs) {
   }
   return out;
 }
+
+void event_row(const StepEvent& e, nlohmann::json& step) {
+  put(step, "phase", e.phase);
+  put(step, "op", e.op);
+  put(step, "layer", e.layer);
+  put(step, "liveBytes", e.live_bytes);
+}
+
 }  // namespace
 
 nlohmann::json to_json(const PlanResult& r, bool include_timeline) {
   nlohmann::json j;
   put(j, "strategy", r.strategy);
+  put_costs(r, j);
   if (!r.scheduled) {
     // Costs and facts only: the schedule was not built (revolve on a long chain).
     put(j, "scheduled", false);
-    put(j, "forwardCost", r.forward_cost);
-    put(j, "backwardCost", r.backward_cost);
-    put(j, "recomputeCost", r.recompute_cost);
-    put(j, "totalCost", r.total_cost);
-    put(j, "overheadFraction", r.overhead_fraction);
     put(j, "details", facts_json(r.details));
     return j;
   }
@@ -63,23 +78,7 @@ nlohmann::json to_json(const PlanResult& r, bool include_timeline) {
   put(j, "peakActivationBytes", r.peak_bytes);
   put(j, "peakPhase", r.peak_phase);
   put(j, "peakLayer", r.peak_layer);
-  put(j, "forwardCost", r.forward_cost);
-  put(j, "backwardCost", r.backward_cost);
-  put(j, "recomputeCost", r.recompute_cost);
-  put(j, "totalCost", r.total_cost);
-  put(j, "overheadFraction", r.overhead_fraction);
-  if (include_timeline) {
-    nlohmann::json tl = nlohmann::json::array();
-    for (const StepEvent& e : r.timeline) {
-      nlohmann::json step = nlohmann::json::object();
-      put(step, "phase", e.phase);
-      put(step, "op", e.op);
-      put(step, "layer", e.layer);
-      put(step, "liveBytes", e.live_bytes);
-      tl.push_back(std::move(step));
-    }
-    put(j, "timeline", std::move(tl));
-  }
+  if (include_timeline) put(j, "timeline", object_rows(r.timeline, event_row));
   if (!r.schedule.empty()) put(j, "schedule", schedule_json(r.schedule));
   if (!r.details.empty()) put(j, "details", facts_json(r.details));
   return j;

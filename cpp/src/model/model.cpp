@@ -11,6 +11,7 @@
 #include "io/calculators.hpp"
 #include "io/embedded_data.hpp"
 #include "io/json_fields.hpp"
+#include "io/json_rows.hpp"
 
 namespace trainmem {
 
@@ -260,43 +261,9 @@ std::shared_ptr<const ModelDescription> parse_model_shared(const Obj& model) {
   return std::make_shared<const ModelDescription>(parse_model(model));
 }
 
-nlohmann::json describe_model(const ModelDescription& m) {
-  json out;
-  put(out, "source", m.source);
-  if (!m.preset_id.empty()) put(out, "presetId", m.preset_id);
-  put(out, "name", m.name);
-  put(out, "params", m.params);
-  put(out, "trainableParams", m.trainable_params);
-  if (m.published_params) put(out, "publishedParams", m.published_params);
-  if (!m.source_note.empty()) put(out, "sourceNote", m.source_note);
-  if (!m.architecture.empty()) put(out, "architecture", m.architecture);
-  json tensors = json::array();
-  uint64_t stored = 0;
-  for (const auto& t : m.tensors) {
-    json e = json::object();
-    put(e, "name", t.name);
-    put(e, "shape", t.shape);
-    put(e, "dtype", dtype_name(t.dtype));
-    put(e, "numel", t.numel());
-    if (!t.tied_to.empty()) put(e, "tiedTo", t.tied_to);
-    if (!t.trainable) put(e, "trainable", false);
-    if (t.tied_to.empty()) ++stored;
-    tensors.push_back(std::move(e));
-  }
-  put(out, "tensors", std::move(tensors));
-  put(out, "storedTensors", stored);
-  json buffers = json::array();
-  for (const auto& b : m.buffers) {
-    json e = json::object();
-    put(e, "name", b.name);
-    put(e, "shape", b.shape);
-    put(e, "dtype", dtype_name(b.dtype));
-    put(e, "numel", b.numel());
-    put(e, "persistent", b.persistent);
-    buffers.push_back(std::move(e));
-  }
-  put(out, "buffers", std::move(buffers));
-  const Architecture& a = m.arch;
+namespace {
+
+void put_architecture(const Architecture& a, json& out) {
   put(out, "modelType", a.model_type);
   put(out, "layers", a.layers);
   put(out, "hidden", a.hidden);
@@ -317,8 +284,45 @@ nlohmann::json describe_model(const ModelDescription& m) {
   put(out, "numLabels", a.num_labels);
   put(out, "hiddenDropout", a.hidden_dropout);
   put(out, "attentionDropout", a.attention_dropout);
-  put(out, "modules", m.module_count);
   put(out, "sharedExperts", a.shared_experts);
+}
+
+// The fields a parameter tensor and a buffer share.
+template <class Spec>
+void put_tensor_fields(const Spec& t, json& e) {
+  put(e, "name", t.name);
+  put(e, "shape", t.shape);
+  put(e, "dtype", dtype_name(t.dtype));
+  put(e, "numel", t.numel());
+}
+
+}  // namespace
+
+// describeModel's result: the description with its tensors, buffers and architecture.
+nlohmann::json describe_model(const ModelDescription& m) {
+  json out;
+  put(out, "source", m.source);
+  if (!m.preset_id.empty()) put(out, "presetId", m.preset_id);
+  put(out, "name", m.name);
+  put(out, "params", m.params);
+  put(out, "trainableParams", m.trainable_params);
+  if (m.published_params) put(out, "publishedParams", m.published_params);
+  if (!m.source_note.empty()) put(out, "sourceNote", m.source_note);
+  if (!m.architecture.empty()) put(out, "architecture", m.architecture);
+  put(out, "tensors", object_rows(m.tensors, [](const TensorSpec& t, json& e) {
+        put_tensor_fields(t, e);
+        if (!t.tied_to.empty()) put(e, "tiedTo", t.tied_to);
+        if (!t.trainable) put(e, "trainable", false);
+      }));
+  const auto stored = std::count_if(m.tensors.begin(), m.tensors.end(),
+                                    [](const TensorSpec& t) { return t.tied_to.empty(); });
+  put(out, "storedTensors", static_cast<uint64_t>(stored));
+  put(out, "buffers", object_rows(m.buffers, [](const BufferSpec& b, json& e) {
+        put_tensor_fields(b, e);
+        put(e, "persistent", b.persistent);
+      }));
+  put_architecture(m.arch, out);
+  put(out, "modules", m.module_count);
   put(out, "assumptions", m.assumptions);
   return out;
 }

@@ -141,22 +141,86 @@ uint64_t num_labels(const Obj& c) {
   return 2;  // PretrainedConfig default
 }
 
+// The sizes BERT, GPT-NeoX and the Llama-style configs share (configuration_bert.py,
+// configuration_gpt_neox.py, configuration_llama.py), max_position_embeddings defaulting to
+// `positions`.
+void read_dims(const Obj& c, Architecture& a, uint64_t positions, uint64_t min_positions) {
+  a.hidden = c.u64("hidden_size", 1, kMaxDim);
+  a.layers = c.u64("num_hidden_layers", 1, kMaxLayers);
+  a.heads = c.u64("num_attention_heads", 1, kMaxDim);
+  a.intermediate = c.u64("intermediate_size", 1, kMaxDim);
+  a.vocab = c.u64("vocab_size", 1, kMaxVocab);
+  a.max_positions = c.u64_or("max_position_embeddings", positions, min_positions, kMaxVocab);
+}
+
+// Multi-head attention: `heads_key` heads that split the hidden size, each with its own k, v.
+void read_mha(const Obj& c, const char* heads_key, Architecture& a) {
+  check_heads(c, heads_key, a.hidden, a.heads, false);
+  a.kv_heads = a.heads;
+  a.head_dim = a.hidden / a.heads;
+}
+
+// The dropout probabilities after the attention / MLP output and on the attention weights.
+void read_dropouts(const Obj& c, const char* hidden_key, const char* attention_key, double fallback,
+                   Architecture& a) {
+  a.hidden_dropout = c.num_or(hidden_key, fallback, 0, 1);
+  a.attention_dropout = c.num_or(attention_key, fallback, 0, 1);
+}
+
+// The root module, and the base model's under `p` when it is not the root.
+void root_modules(Builder& b, const std::string& p) {
+  b.mod("");
+  if (!p.empty()) b.mod(p);
+}
+
+// The output embedding `name` [vocab, h], tied to `tied` when the config ties embeddings.
+void output_head(Builder& b, const char* name, const Architecture& a, uint64_t h,
+                 const std::string& tied) {
+  b.mod(name);
+  b.head(std::string(name), {a.vocab, h}, a.tied_embeddings ? tied : std::string());
+}
+
 // ---------------------------------------------------------------- gpt2 (modeling_gpt2.py)
+// One GPT2Block under `h` (with cross-attention when the config adds it).
+void gpt2_block(Builder& b, const std::string& h, uint64_t e, uint64_t in, bool cross) {
+  b.mod(h);
+  b.layer_norm(h, ".ln_1", e);
+  b.mod(h, ".attn");
+  b.conv1d(h, ".attn.c_attn", e, 3 * e);
+  b.conv1d(h, ".attn.c_proj", e, e);
+  b.mod(h, ".attn.attn_dropout");
+  b.mod(h, ".attn.resid_dropout");
+  b.layer_norm(h, ".ln_2", e);
+  if (cross) {
+    b.mod(h, ".crossattention");
+    b.conv1d(h, ".crossattention.c_attn", e, 2 * e);
+    b.mod(h, ".crossattention.q_attn");
+    b.scratch.assign(h).append(".crossattention.q_attn");
+    b.param(b.scratch, ".weight", {e, e}).linear = LinearKind::conv1d;
+    b.param(b.scratch, ".bias", {e});
+    b.conv1d(h, ".crossattention.c_proj", e, e);
+    b.mod(h, ".crossattention.attn_dropout");
+    b.mod(h, ".crossattention.resid_dropout");
+    b.layer_norm(h, ".ln_cross_attn", e);
+  }
+  b.mod(h, ".mlp");
+  b.conv1d(h, ".mlp.c_fc", e, in);
+  b.conv1d(h, ".mlp.c_proj", in, e);
+  b.mod(h, ".mlp.act");
+  b.mod(h, ".mlp.dropout");
+}
+
 void build_gpt2(const Obj& c, const std::string& arch_override, ModelDescription& m) {
-  Builder b{m};
   Architecture& a = m.arch;
   a.hidden = c.u64("n_embd", 1, kMaxDim);
   a.layers = c.u64("n_layer", 1, kMaxLayers);
   a.heads = c.u64("n_head", 1, kMaxDim);
   a.vocab = c.u64("vocab_size", 1, kMaxVocab);
   a.max_positions = c.u64("n_positions", 1, kMaxVocab);
-  check_heads(c, "n_head", a.hidden, a.heads, false);
-  a.kv_heads = a.heads;
-  a.head_dim = a.hidden / a.heads;
+  read_mha(c, "n_head", a);
   a.intermediate = c.u64_or("n_inner", 4 * a.hidden, 1, kMaxDim);  // None -> 4 * n_embd
   a.activation = c.str_or("activation_function", "gelu_new", 64);
-  a.hidden_dropout = c.num_or("resid_pdrop", 0.1, 0, 1);
-  a.attention_dropout = c.num_or("attn_pdrop", 0.1, 0, 1);
+  read_dropouts(c, "resid_pdrop", "attn_pdrop", 0.1, a);
   c.num_or("embd_pdrop", 0.1, 0, 1);
   a.tied_embeddings = c.boolean_or("tie_word_embeddings", true);
   const bool cross = c.boolean_or("add_cross_attention", false);
@@ -165,67 +229,53 @@ void build_gpt2(const Obj& c, const std::string& arch_override, ModelDescription
   m.tensors.reserve(a.layers * (cross ? 20 : 12) + 6);
   const std::string t = head ? "transformer" : "";
   const uint64_t e = a.hidden, in = a.intermediate;
-  b.mod("");
-  if (head) b.mod(t);
+  Builder b{m};
+  root_modules(b, t);
   b.embedding(b.join(t, "wte"), "", a.vocab, e);
   b.embedding(b.join(t, "wpe"), "", a.max_positions, e);
   b.mod(b.join(t, "drop"));
   b.mod(b.join(t, "h"));
-  for (uint64_t i = 0; i < a.layers; ++i) {
-    const std::string h = join(t, "h." + std::to_string(i));
-    b.mod(h);
-    b.layer_norm(h, ".ln_1", e);
-    b.mod(h, ".attn");
-    b.conv1d(h, ".attn.c_attn", e, 3 * e);
-    b.conv1d(h, ".attn.c_proj", e, e);
-    b.mod(h, ".attn.attn_dropout");
-    b.mod(h, ".attn.resid_dropout");
-    b.layer_norm(h, ".ln_2", e);
-    if (cross) {
-      b.mod(h, ".crossattention");
-      b.conv1d(h, ".crossattention.c_attn", e, 2 * e);
-      b.mod(h, ".crossattention.q_attn");
-      b.scratch.assign(h).append(".crossattention.q_attn");
-      b.param(b.scratch, ".weight", {e, e}).linear = LinearKind::conv1d;
-      b.param(b.scratch, ".bias", {e});
-      b.conv1d(h, ".crossattention.c_proj", e, e);
-      b.mod(h, ".crossattention.attn_dropout");
-      b.mod(h, ".crossattention.resid_dropout");
-      b.layer_norm(h, ".ln_cross_attn", e);
-    }
-    b.mod(h, ".mlp");
-    b.conv1d(h, ".mlp.c_fc", e, in);
-    b.conv1d(h, ".mlp.c_proj", in, e);
-    b.mod(h, ".mlp.act");
-    b.mod(h, ".mlp.dropout");
-  }
+  for (uint64_t i = 0; i < a.layers; ++i)
+    gpt2_block(b, join(t, "h." + std::to_string(i)), e, in, cross);
   b.layer_norm(b.join(t, "ln_f"), "", e);
-  if (head) {
-    b.mod("lm_head");
-    b.head(std::string("lm_head"), {a.vocab, e},
-           a.tied_embeddings ? b.join(t, "wte.weight") : std::string());
-  }
+  if (head) output_head(b, "lm_head", a, e, b.join(t, "wte.weight"));
   // transformers >= 4.x registers attn.bias / masked_bias with persistent=False (no longer in
   // state_dict; old hub .bin files still hold them).
 }
 
 // ---------------------------------------------------------------- bert (modeling_bert.py)
+// BertSelfOutput / BertOutput under `base`: dense, LayerNorm (after the residual), dropout.
+void bert_output(Builder& b, const std::string& base, uint64_t in, uint64_t h) {
+  b.mod(base);
+  b.linear(base, ".dense", in, h, true);
+  b.layer_norm(base, ".LayerNorm", h);
+  b.mod(base, ".dropout");
+}
+
+// One BertLayer under `l`.
+void bert_layer(Builder& b, const std::string& l, uint64_t h, uint64_t inner) {
+  b.mod(l);
+  b.mod(l, ".attention");
+  b.mod(l, ".attention.self");
+  b.linear(l, ".attention.self.query", h, h, true);
+  b.linear(l, ".attention.self.key", h, h, true);
+  b.linear(l, ".attention.self.value", h, h, true);
+  b.mod(l, ".attention.self.dropout");
+  bert_output(b, l + ".attention.output", h, h);
+  b.mod(l, ".intermediate");
+  b.linear(l, ".intermediate.dense", h, inner, true);
+  b.mod(l, ".intermediate.intermediate_act_fn");
+  bert_output(b, l + ".output", inner, h);
+}
+
 void build_bert(const Obj& c, const std::string& arch_override, ModelDescription& m) {
   Builder b{m};
   Architecture& a = m.arch;
-  a.hidden = c.u64("hidden_size", 1, kMaxDim);
-  a.layers = c.u64("num_hidden_layers", 1, kMaxLayers);
-  a.heads = c.u64("num_attention_heads", 1, kMaxDim);
-  a.intermediate = c.u64("intermediate_size", 1, kMaxDim);
-  a.vocab = c.u64("vocab_size", 1, kMaxVocab);
-  a.max_positions = c.u64_or("max_position_embeddings", 512, 1, kMaxVocab);
+  read_dims(c, a, 512, 1);
   const uint64_t types = c.u64_or("type_vocab_size", 2, 1, kMaxVocab);
-  check_heads(c, "num_attention_heads", a.hidden, a.heads, false);
-  a.kv_heads = a.heads;
-  a.head_dim = a.hidden / a.heads;
+  read_mha(c, "num_attention_heads", a);
   a.activation = c.str_or("hidden_act", "gelu", 64);
-  a.hidden_dropout = c.num_or("hidden_dropout_prob", 0.1, 0, 1);
-  a.attention_dropout = c.num_or("attention_probs_dropout_prob", 0.1, 0, 1);
+  read_dropouts(c, "hidden_dropout_prob", "attention_probs_dropout_prob", 0.1, a);
   a.encoder_only = true;
   const uint64_t labels = num_labels(c);
   const char* fallback = c.has("num_labels") ? "BertForSequenceClassification" : "BertModel";
@@ -243,8 +293,7 @@ void build_bert(const Obj& c, const std::string& arch_override, ModelDescription
   const std::string p = bare ? "" : "bert";
   m.tensors.reserve(a.layers * 16 + 20);
   const uint64_t h = a.hidden;
-  b.mod("");
-  if (!bare) b.mod(p);
+  root_modules(b, p);
   const std::string emb = join(p, "embeddings");
   b.mod(emb);
   b.embedding(emb, ".word_embeddings", a.vocab, h);
@@ -258,27 +307,8 @@ void build_bert(const Obj& c, const std::string& arch_override, ModelDescription
   const std::string enc = join(p, "encoder");
   b.mod(enc);
   b.mod(enc, ".layer");
-  for (uint64_t i = 0; i < a.layers; ++i) {
-    const std::string l = enc + ".layer." + std::to_string(i);
-    b.mod(l);
-    b.mod(l, ".attention");
-    b.mod(l, ".attention.self");
-    b.linear(l, ".attention.self.query", h, h, true);
-    b.linear(l, ".attention.self.key", h, h, true);
-    b.linear(l, ".attention.self.value", h, h, true);
-    b.mod(l, ".attention.self.dropout");
-    b.mod(l, ".attention.output");
-    b.linear(l, ".attention.output.dense", h, h, true);
-    b.layer_norm(l, ".attention.output.LayerNorm", h);
-    b.mod(l, ".attention.output.dropout");
-    b.mod(l, ".intermediate");
-    b.linear(l, ".intermediate.dense", h, a.intermediate, true);
-    b.mod(l, ".intermediate.intermediate_act_fn");
-    b.mod(l, ".output");
-    b.linear(l, ".output.dense", a.intermediate, h, true);
-    b.layer_norm(l, ".output.LayerNorm", h);
-    b.mod(l, ".output.dropout");
-  }
+  for (uint64_t i = 0; i < a.layers; ++i)
+    bert_layer(b, enc + ".layer." + std::to_string(i), h, a.intermediate);
   if (pooler) {
     b.mod(b.join(p, "pooler"));
     b.linear(b.join(p, "pooler.dense"), "", h, h, true);
@@ -347,12 +377,7 @@ const char* decoder_class(const std::string& type) {
 
 // The fields every Llama-style config has (configuration_llama.py), with the head size.
 void read_decoder_dims(const Obj& c, const std::string& type, Architecture& a) {
-  a.hidden = c.u64("hidden_size", 1, kMaxDim);
-  a.layers = c.u64("num_hidden_layers", 1, kMaxLayers);
-  a.heads = c.u64("num_attention_heads", 1, kMaxDim);
-  a.intermediate = c.u64("intermediate_size", 1, kMaxDim);
-  a.vocab = c.u64("vocab_size", 1, kMaxVocab);
-  a.max_positions = c.u64_or("max_position_embeddings", 0, 0, kMaxVocab);
+  read_dims(c, a, 0, 0);
   a.kv_heads = c.u64_or("num_key_value_heads", a.heads, 1, kMaxDim);
   // Absent head_dim: Gemma2Config / Gemma3TextConfig default 256, Qwen3Config 128; the others
   // use hidden_size // num_attention_heads (getattr fallback in their attention modules).
@@ -600,8 +625,7 @@ void build_llama_family(const Obj& c, const std::string& type, const std::string
   m.architecture = decoder_architecture(c, s.cls, arch_override, a.generic, &head);
   m.tensors.reserve(a.layers * (a.num_experts ? 9 + 3 * a.num_experts : 16) + 4);
   const std::string p = head ? "model" : "";
-  b.mod("");
-  if (head) b.mod(p);
+  root_modules(b, p);
   b.embedding(b.join(p, "embed_tokens"), "", a.vocab, a.hidden);
   b.mod(b.join(p, "layers"));
   for (uint64_t i = 0; i < a.layers; ++i)
@@ -615,11 +639,7 @@ void build_llama_family(const Obj& c, const std::string& type, const std::string
     b.mod(b.join(p, "rotary_emb_local"));
     b.buffer(b.join(p, "rotary_emb_local.inv_freq"), {rope_dim / 2}, DType::fp32, false);
   }
-  if (head) {
-    b.mod("lm_head");
-    b.head(std::string("lm_head"), {a.vocab, a.hidden},
-           a.tied_embeddings ? b.join(p, "embed_tokens.weight") : "");
-  }
+  if (head) output_head(b, "lm_head", a, a.hidden, b.join(p, "embed_tokens.weight"));
   if (a.generic)
     m.assumptions.push_back("model_type '" + type.substr(0, 64) +
                             "' has no exact recipe: parameters and activations from a generic "
@@ -627,21 +647,30 @@ void build_llama_family(const Obj& c, const std::string& type, const std::string
 }
 
 // ---------------------------------------------------------------- gpt_neox
+// One GPTNeoXLayer under `l`.
+void neox_layer(Builder& b, const std::string& l, uint64_t h, uint64_t inner, bool bias) {
+  b.mod(l);
+  b.layer_norm(l, ".input_layernorm", h);
+  b.layer_norm(l, ".post_attention_layernorm", h);
+  b.mod(l, ".post_attention_dropout");
+  b.mod(l, ".post_mlp_dropout");
+  b.mod(l, ".attention");
+  b.linear(l, ".attention.query_key_value", h, 3 * h, bias);
+  b.linear(l, ".attention.dense", h, h, bias);
+  b.mod(l, ".attention.attention_dropout");
+  b.mod(l, ".mlp");
+  b.linear(l, ".mlp.dense_h_to_4h", h, inner, true);
+  b.linear(l, ".mlp.dense_4h_to_h", inner, h, true);
+  b.mod(l, ".mlp.act");
+}
+
 void build_gpt_neox(const Obj& c, const std::string& arch_override, ModelDescription& m) {
   Builder b{m};
   Architecture& a = m.arch;
-  a.hidden = c.u64("hidden_size", 1, kMaxDim);
-  a.layers = c.u64("num_hidden_layers", 1, kMaxLayers);
-  a.heads = c.u64("num_attention_heads", 1, kMaxDim);
-  a.intermediate = c.u64("intermediate_size", 1, kMaxDim);
-  a.vocab = c.u64("vocab_size", 1, kMaxVocab);
-  a.max_positions = c.u64_or("max_position_embeddings", 2048, 1, kMaxVocab);
-  check_heads(c, "num_attention_heads", a.hidden, a.heads, false);
-  a.kv_heads = a.heads;
-  a.head_dim = a.hidden / a.heads;
+  read_dims(c, a, 2048, 1);
+  read_mha(c, "num_attention_heads", a);
   a.activation = c.str_or("hidden_act", "gelu", 64);
-  a.hidden_dropout = c.num_or("hidden_dropout", 0.0, 0, 1);
-  a.attention_dropout = c.num_or("attention_dropout", 0.0, 0, 1);
+  read_dropouts(c, "hidden_dropout", "attention_dropout", 0.0, a);
   a.tied_embeddings = c.boolean_or("tie_word_embeddings", false);
   const bool bias = c.boolean_or("attention_bias", true);
   m.architecture =
@@ -650,35 +679,16 @@ void build_gpt_neox(const Obj& c, const std::string& arch_override, ModelDescrip
   m.tensors.reserve(a.layers * 12 + 4);
   const std::string p = head ? "gpt_neox" : "";
   const uint64_t h = a.hidden;
-  b.mod("");
-  if (head) b.mod(p);
+  root_modules(b, p);
   b.embedding(b.join(p, "embed_in"), "", a.vocab, h);
   b.mod(b.join(p, "emb_dropout"));
   b.mod(b.join(p, "layers"));
-  for (uint64_t i = 0; i < a.layers; ++i) {
-    const std::string l = join(p, "layers." + std::to_string(i));
-    b.mod(l);
-    b.layer_norm(l, ".input_layernorm", h);
-    b.layer_norm(l, ".post_attention_layernorm", h);
-    b.mod(l, ".post_attention_dropout");
-    b.mod(l, ".post_mlp_dropout");
-    b.mod(l, ".attention");
-    b.linear(l, ".attention.query_key_value", h, 3 * h, bias);
-    b.linear(l, ".attention.dense", h, h, bias);
-    b.mod(l, ".attention.attention_dropout");
-    b.mod(l, ".mlp");
-    b.linear(l, ".mlp.dense_h_to_4h", h, a.intermediate, true);
-    b.linear(l, ".mlp.dense_4h_to_h", a.intermediate, h, true);
-    b.mod(l, ".mlp.act");
-  }
+  for (uint64_t i = 0; i < a.layers; ++i)
+    neox_layer(b, join(p, "layers." + std::to_string(i)), h, a.intermediate, bias);
   b.layer_norm(b.join(p, "final_layer_norm"), "", h);
   b.mod(b.join(p, "rotary_emb"));
   b.buffer(b.join(p, "rotary_emb.inv_freq"), {a.head_dim / 2}, DType::fp32, false);
-  if (head) {
-    b.mod("embed_out");
-    b.head(std::string("embed_out"), {a.vocab, h},
-           a.tied_embeddings ? b.join(p, "embed_in.weight") : std::string());
-  }
+  if (head) output_head(b, "embed_out", a, h, b.join(p, "embed_in.weight"));
 }
 
 // ------------------------------------------------ t5, mt5 (modeling_t5.py, modeling_mt5.py)
@@ -755,11 +765,8 @@ void build_t5(const Obj& c, const std::string& arch_override, bool mt5, ModelDes
   };
   stack("encoder", a.encoder_layers, false);
   stack("decoder", a.layers, true);
-  if (m.architecture == cls + "ForConditionalGeneration") {
-    b.mod("lm_head");
-    b.head(std::string("lm_head"), {a.vocab, d},
-           a.tied_embeddings ? std::string("shared.weight") : std::string());
-  }
+  if (m.architecture == cls + "ForConditionalGeneration")
+    output_head(b, "lm_head", a, d, std::string("shared.weight"));
 }
 
 }  // namespace

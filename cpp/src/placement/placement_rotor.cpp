@@ -165,6 +165,29 @@ class Table {
       ops.push_back({OpKind::kBackward, static_cast<uint32_t>(i)});
       return;
     }
+    bool found = false;
+    leaves(i, j, [&](size_t k, double sf, uint64_t lo) {
+      if (m < lo || leaf_value(sf, row(k, j)[m - s_.x[k]], row(i, k - 1)[m]) != target) return true;
+      ops.push_back({OpKind::kForwardCheck, static_cast<uint32_t>(i)});
+      for (size_t p = i + 1; p < k; ++p)
+        ops.push_back({OpKind::kForwardNoGrad, static_cast<uint32_t>(p)});
+      schedule(k, j, m - s_.x[k], ops);
+      schedule(i, k - 1, m, ops);
+      found = true;
+      return false;
+    });
+    if (found) return;
+    throw RequestError(code::kInternal, "", "internal error: optimal backtracking failed");
+  }
+
+ private:
+  static double leaf_value(double sf, double a, double b) { return sf + a + b; }
+  double chain_value(size_t i, double sub) const { return (s_.f[i] + s_.b[i]) + sub; }
+  // The leaves of row (i, j) that fit in M slots, by rising k: F_ck(i), F_n(i+1..k-1), then
+  // C(k, j, m - x[k]) and C(i, k-1, m). Calls f(k, sf, lo) with the leaf's forward cost sf and
+  // the least slot lo it needs; f returns false to stop.
+  template <class F>
+  void leaves(size_t i, size_t j, F&& f) const {
     const uint64_t dj = s_.x[j + 1];
     uint64_t fp = s_.x[i + 1] + s_.ft[i];
     double sf = s_.f[i];
@@ -173,23 +196,11 @@ class Table {
         fp = std::max(fp, s_.x[k - 1] + s_.x[k] + s_.ft[k - 1]);
         sf += s_.f[k - 1];
       }
+      if (dj + fp > M_) break;  // fp only grows with k
       const uint64_t lo = std::max({dj + fp, s_.x[k] + min_m(k, j), min_m(i, k - 1)});
-      if (m < lo) continue;
-      if (leaf_value(sf, row(k, j)[m - s_.x[k]], row(i, k - 1)[m]) == target) {
-        ops.push_back({OpKind::kForwardCheck, static_cast<uint32_t>(i)});
-        for (size_t p = i + 1; p < k; ++p)
-          ops.push_back({OpKind::kForwardNoGrad, static_cast<uint32_t>(p)});
-        schedule(k, j, m - s_.x[k], ops);
-        schedule(i, k - 1, m, ops);
-        return;
-      }
+      if (lo <= M_ && !f(k, sf, lo)) return;
     }
-    throw RequestError(code::kInternal, "", "internal error: optimal backtracking failed");
   }
-
- private:
-  static double leaf_value(double sf, double a, double b) { return sf + a + b; }
-  double chain_value(size_t i, double sub) const { return (s_.f[i] + s_.b[i]) + sub; }
   size_t idx(size_t i, size_t j) const { return j * (j + 1) / 2 + i; }
   const double* row(size_t i, size_t j) const { return t_.get() + base_[idx(i, j)]; }
   double* row(size_t i, size_t j) { return t_.get() + base_[idx(i, j)]; }
@@ -206,7 +217,8 @@ class Table {
     mn_[idx(i, j)] = m;
   }
 
-  void solve() {
+  // C(i, i, m): one layer, stored (or the empty chain at i = n).
+  void base_rows() {
     for (size_t i = 0; i <= n_; ++i) {
       double* r = row(i, i);
       const uint64_t lo = row_lo(i, i);
@@ -218,74 +230,81 @@ class Table {
       }
       finish_row(i, i);
     }
+  }
+
+  // The chain option of row (i, j): F_all(i), C(i+1, j, m - xbar[i+1]), B(i).
+  void chain_entries(size_t i, size_t j, double* out) {
+    const uint64_t lo = chain_lo(i, j);
+    const uint64_t xb = s_.xb[i + 1];
+    const double* sub = row(i + 1, j);
+    uint64_t m = row_lo(i, j);
+    for (; m < lo && m <= M_; ++m) out[m] = kInf;
+    for (; m <= M_; ++m) out[m] = chain_value(i, sub[m - xb]);
+  }
+
+  // The leaves of row (i, j) that can lower it (see leaf_entries), with their floors.
+  // lo_min: the smallest slot any of them reaches.
+  void collect_leaves(size_t i, size_t j, uint64_t* lo_min) {
+    cand_.clear();
+    *lo_min = M_ + 1;
+    leaves(i, j, [&](size_t k, double sf, uint64_t lo) {
+      *lo_min = std::min(*lo_min, lo);
+      cand_.push_back({leaf_value(sf, row(k, j)[M_ - s_.x[k]], row(i, k - 1)[M_]), sf, lo,
+                       static_cast<uint32_t>(k)});
+      return true;
+    });
+    std::sort(cand_.begin(), cand_.end(), [](const Leaf& p, const Leaf& q) {
+      return p.floor != q.floor ? p.floor < q.floor : p.k < q.k;
+    });
+  }
+
+  // Leaf at k: F_ck(i), F_n(i+1..k-1), C(k, j, m - x[k]), C(i, k-1, m).
+  // Rows do not increase with m, so no leaf value at k is below its value at M (rounded
+  // addition is monotone, so this holds in floating point too): that is the leaf's
+  // `floor`. `out` does not increase with m either, so once out[m] <= floor, leaf k can
+  // improve neither out[m] nor any later entry. Leaves are taken cheapest floor first,
+  // which lowers `out` early and cuts the later (worse) leaves short.
+  void leaf_entries(size_t i, size_t j, double* out) {
+    uint64_t lo_min;
+    collect_leaves(i, j, &lo_min);
+    for (const Leaf& c : cand_) {
+      if (out[lo_min] <= c.floor) break;  // every later leaf: out[lo] <= out[lo_min] <= floor
+      const size_t k = c.k;
+      const double* a = row(k, j) - s_.x[k];  // a[m] = C(k, j, m - x[k])
+      const double* b = row(i, k - 1);
+      // Blocks of m: leaf values in [m, m1) are at least the one at m1 - 1, and `out`
+      // there is at most out[m]; when out[m] is not above it, nothing in the block improves.
+      // Blocks grow while they are skipped (4, 8, ... 64 slots); a block that is not skipped
+      // is retried at 4 slots, and computed if it still fails.
+      uint64_t m = c.lo, step = kBlock;
+      while (m <= M_ && out[m] > c.floor) {
+        const uint64_t m1 = std::min<uint64_t>(m + step, M_ + 1);
+
+        if (out[m] <= leaf_value(c.sf, a[m1 - 1], b[m1 - 1])) {
+          m = m1;
+          step = std::min<uint64_t>(2 * step, 16 * kBlock);
+          continue;
+        }
+        if (step > kBlock) {  // retry with the smallest block before computing
+          step = kBlock;
+          continue;
+        }
+        for (; m < m1; ++m) {
+          const double v = leaf_value(c.sf, a[m], b[m]);
+          out[m] = v < out[m] ? v : out[m];
+        }
+      }
+    }
+  }
+
+  void solve() {
+    base_rows();
     for (size_t d = 1; d <= n_; ++d) {
       for (size_t i = 0; i + d <= n_; ++i) {
         const size_t j = i + d;
         double* out = row(i, j);
-        const uint64_t dj = s_.x[j + 1];
-        // chain: F_all(i), C(i+1, j, m - xbar[i+1]), B(i)
-        {
-          const uint64_t lo = chain_lo(i, j);
-          const uint64_t xb = s_.xb[i + 1];
-          const double* sub = row(i + 1, j);
-          uint64_t m = row_lo(i, j);
-          for (; m < lo && m <= M_; ++m) out[m] = kInf;
-          for (; m <= M_; ++m) out[m] = chain_value(i, sub[m - xb]);
-        }
-        // leaf at k: F_ck(i), F_n(i+1..k-1), C(k, j, m - x[k]), C(i, k-1, m).
-        // Rows do not increase with m, so no leaf value at k is below its value at M (rounded
-        // addition is monotone, so this holds in floating point too): that is the leaf's
-        // `floor`. `out` does not increase with m either, so once out[m] <= floor, leaf k can
-        // improve neither out[m] nor any later entry. Leaves are taken cheapest floor first,
-        // which lowers `out` early and cuts the later (worse) leaves short.
-        cand_.clear();
-        uint64_t fp = s_.x[i + 1] + s_.ft[i];
-        double sf = s_.f[i];
-        uint64_t lo_min = M_ + 1;
-        for (size_t k = i + 1; k <= j; ++k) {
-          if (k > i + 1) {
-            fp = std::max(fp, s_.x[k - 1] + s_.x[k] + s_.ft[k - 1]);
-            sf += s_.f[k - 1];
-          }
-          if (dj + fp > M_) break;  // fp only grows with k
-          const uint64_t xk = s_.x[k];
-          const uint64_t lo = std::max({dj + fp, xk + min_m(k, j), min_m(i, k - 1)});
-          if (lo > M_) continue;
-          lo_min = std::min(lo_min, lo);
-          cand_.push_back({leaf_value(sf, row(k, j)[M_ - xk], row(i, k - 1)[M_]), sf, lo,
-                           static_cast<uint32_t>(k)});
-        }
-        std::sort(cand_.begin(), cand_.end(), [](const Leaf& p, const Leaf& q) {
-          return p.floor != q.floor ? p.floor < q.floor : p.k < q.k;
-        });
-        for (const Leaf& c : cand_) {
-          if (out[lo_min] <= c.floor) break;  // every later leaf: out[lo] <= out[lo_min] <= floor
-          const size_t k = c.k;
-          const double* a = row(k, j) - s_.x[k];  // a[m] = C(k, j, m - x[k])
-          const double* b = row(i, k - 1);
-          // Blocks of m: leaf values in [m, m1) are at least the one at m1 - 1, and `out`
-          // there is at most out[m]; when out[m] is not above it, nothing in the block improves.
-          // Blocks grow while they are skipped (4, 8, ... 64 slots); a block that is not skipped
-          // is retried at 4 slots, and computed if it still fails.
-          uint64_t m = c.lo, step = kBlock;
-          while (m <= M_ && out[m] > c.floor) {
-            const uint64_t m1 = std::min<uint64_t>(m + step, M_ + 1);
-
-            if (out[m] <= leaf_value(c.sf, a[m1 - 1], b[m1 - 1])) {
-              m = m1;
-              step = std::min<uint64_t>(2 * step, 16 * kBlock);
-              continue;
-            }
-            if (step > kBlock) {  // retry with the smallest block before computing
-              step = kBlock;
-              continue;
-            }
-            for (; m < m1; ++m) {
-              const double v = leaf_value(c.sf, a[m], b[m]);
-              out[m] = v < out[m] ? v : out[m];
-            }
-          }
-        }
+        chain_entries(i, j, out);
+        leaf_entries(i, j, out);
         finish_row(i, j);
       }
     }

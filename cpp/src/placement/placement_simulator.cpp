@@ -43,19 +43,11 @@ namespace {
 }  // namespace
 
 const char* op_name(OpKind k) {
-  switch (k) {
-    case OpKind::kForwardAll:
-      return "forward-all";
-    case OpKind::kForwardCheck:
-      return "forward-check";
-    case OpKind::kForwardNoGrad:
-      return "forward-nograd";
-    case OpKind::kLoss:
-      return "loss";
-    case OpKind::kBackward:
-      return "backward";
-  }
-  return "?";
+  // In OpKind's order.
+  static const char* const kNames[] = {"forward-all", "forward-check", "forward-nograd", "loss",
+                                       "backward"};
+  const size_t i = static_cast<size_t>(k);
+  return i < sizeof kNames / sizeof kNames[0] ? kNames[i] : "?";
 }
 
 std::vector<Op> single_level_ops(const Chain& chain, const std::vector<Segment>& checkpointed) {
@@ -97,22 +89,44 @@ std::vector<Op> single_level_ops(const Chain& chain, const std::vector<Segment>&
   return ops;
 }
 
-PlanResult simulate(const Chain& chain, const std::vector<Op>& ops) {
-  const uint32_t n = static_cast<uint32_t>(chain.layers.size());
-  if (n == 0) bad_schedule("empty chain");
-  auto x = [&](uint32_t k) -> uint64_t {
-    return k == 0 ? chain.input_bytes : chain.layers[k - 1].output_bytes;
-  };
-  auto xbar = [&](uint32_t k) -> uint64_t { return chain.layers[k - 1].saved_bytes; };
-  std::vector<uint8_t> a(n + 1, 0), abar(n + 1, 0), d(n + 1, 0), done(n, 0), kept(n, 0);
-  a[0] = 1;
-  uint64_t live = x(0);
+namespace {
+
+// One run of a schedule: which tensors are live (a, abar, d as in the memory model above), the
+// bytes they hold, and the result read off so far.
+struct Simulation {
+  const Chain& chain;
+  const uint32_t n;
+  std::vector<uint8_t> a, abar, d, done, kept;
+  uint64_t live;
   bool loss_done = false;
-  PlanResult r;
-  r.timeline.reserve(ops.size());
   double forward_work = 0;
-  auto have = [&](uint32_t k) { return a[k] || (k > 0 && abar[k]); };
-  auto event = [&](const Op& op, uint64_t peak) {
+  PlanResult r;
+
+  Simulation(const Chain& c, size_t ops)
+      : chain(c),
+        n(static_cast<uint32_t>(c.layers.size())),
+        a(n + 1, 0),
+        abar(n + 1, 0),
+        d(n + 1, 0),
+        done(n, 0),
+        kept(n, 0),
+        live(c.input_bytes) {
+    a[0] = 1;
+    r.timeline.reserve(ops);
+  }
+  uint64_t x(uint32_t k) const {
+    return k == 0 ? chain.input_bytes : chain.layers[k - 1].output_bytes;
+  }
+  uint64_t xbar(uint32_t k) const { return chain.layers[k - 1].saved_bytes; }
+  bool have(uint32_t k) const { return a[k] || (k > 0 && abar[k]); }
+  void free_input(uint32_t i) {  // a standalone a[i] (never the chain input)
+    if (i > 0 && a[i]) {
+      a[i] = 0;
+      live -= x(i);
+    }
+  }
+
+  void event(const Op& op, uint64_t peak) {
     StepEvent e;
     e.op = op_name(op.kind);
     e.layer = op.kind == OpKind::kLoss ? -1 : static_cast<int32_t>(op.layer);
@@ -129,101 +143,123 @@ PlanResult simulate(const Chain& chain, const std::vector<Op>& ops) {
       r.peak_layer = e.layer;
     }
     r.timeline.push_back(std::move(e));
-  };
-  for (const Op& op : ops) {
+  }
+
+  void forward_all(const Op& op) {
     const uint32_t i = op.layer;
-    if (op.kind != OpKind::kLoss && i >= n) bad_schedule("layer out of range");
+    const Layer& L = chain.layers[i];
+    if (!have(i)) bad_schedule("F_all without its input");
+    if (abar[i + 1]) bad_schedule("F_all twice");
+    const bool replay = kept[i] != 0;
+    if (replay) {  // the kept outputs are handed to the recomputed graph
+      live -= L.selective_kept_bytes;
+      kept[i] = 0;
+    }
+    event(op, live + L.saved_bytes + L.forward_temp_bytes);
+    live += L.saved_bytes;
+    abar[i + 1] = 1;
+    forward_work += replay ? L.selective_recompute_cost : L.forward_cost;
+  }
+
+  void forward_no_grad(const Op& op) {  // F_ck or F_n
+    const uint32_t i = op.layer;
+    const Layer& L = chain.layers[i];
+    if (!have(i)) bad_schedule("forward without its input");
+    if (have(i + 1)) bad_schedule("output computed twice");
+    const uint64_t keep = L.selective && !kept[i] ? L.selective_kept_bytes : 0;
+    event(op, live + L.output_bytes + keep + L.forward_temp_bytes);
+    live += L.output_bytes + keep;
+    if (L.selective) kept[i] = 1;
+    a[i + 1] = 1;
+    if (op.kind == OpKind::kForwardNoGrad) free_input(i);
+    forward_work += L.forward_cost;
+  }
+
+  void loss(const Op& op) {
+    if (loss_done || op.layer != n) bad_schedule("loss misplaced");
+    if (!have(n)) bad_schedule("loss without the chain output");
+    r.stored_bytes = live;  // what the forward pass leaves behind
+    event(op, live);
+    if (a[n]) {
+      a[n] = 0;
+      live -= x(n);
+    }
+    d[n] = 1;
+    live += x(n);
+    loss_done = true;
+  }
+
+  void backward(const Op& op) {
+    const uint32_t i = op.layer;
+    const Layer& L = chain.layers[i];
+    if (!abar[i + 1] || !d[i + 1] || !have(i)) bad_schedule("backward without its inputs");
+    event(op, live + L.backward_temp_bytes);
+    live -= xbar(i + 1) + x(i + 1);
+    abar[i + 1] = 0;
+    d[i + 1] = 0;
+    free_input(i);
+    if (i > 0) {
+      d[i] = 1;
+      live += x(i);
+    }
+    done[i] = 1;
+    r.backward_cost += L.backward_cost;
+  }
+
+  void run(const Op& op) {
+    if (op.kind != OpKind::kLoss && op.layer >= n) bad_schedule("layer out of range");
     switch (op.kind) {
-      case OpKind::kForwardAll: {
-        const Layer& L = chain.layers[i];
-        if (!have(i)) bad_schedule("F_all without its input");
-        if (abar[i + 1]) bad_schedule("F_all twice");
-        const bool replay = kept[i] != 0;
-        if (replay) {  // the kept outputs are handed to the recomputed graph
-          live -= L.selective_kept_bytes;
-          kept[i] = 0;
-        }
-        event(op, live + L.saved_bytes + L.forward_temp_bytes);
-        live += L.saved_bytes;
-        abar[i + 1] = 1;
-        forward_work += replay ? L.selective_recompute_cost : L.forward_cost;
-        break;
-      }
+      case OpKind::kForwardAll:
+        return forward_all(op);
       case OpKind::kForwardCheck:
-      case OpKind::kForwardNoGrad: {
-        const Layer& L = chain.layers[i];
-        if (!have(i)) bad_schedule("forward without its input");
-        if (have(i + 1)) bad_schedule("output computed twice");
-        const uint64_t keep = L.selective && !kept[i] ? L.selective_kept_bytes : 0;
-        event(op, live + L.output_bytes + keep + L.forward_temp_bytes);
-        live += L.output_bytes + keep;
-        if (L.selective) kept[i] = 1;
-        a[i + 1] = 1;
-        if (op.kind == OpKind::kForwardNoGrad && i > 0 && a[i]) {
-          a[i] = 0;
-          live -= x(i);
-        }
-        forward_work += L.forward_cost;
-        break;
-      }
-      case OpKind::kLoss: {
-        if (loss_done || i != n) bad_schedule("loss misplaced");
-        if (!have(n)) bad_schedule("loss without the chain output");
-        r.stored_bytes = live;  // what the forward pass leaves behind
-        event(op, live);
-        if (a[n]) {
-          a[n] = 0;
-          live -= x(n);
-        }
-        d[n] = 1;
-        live += x(n);
-        loss_done = true;
-        break;
-      }
-      case OpKind::kBackward: {
-        const Layer& L = chain.layers[i];
-        if (!abar[i + 1] || !d[i + 1] || !have(i)) bad_schedule("backward without its inputs");
-        event(op, live + L.backward_temp_bytes);
-        live -= xbar(i + 1) + x(i + 1);
-        abar[i + 1] = 0;
-        d[i + 1] = 0;
-        if (i > 0 && a[i]) {
-          a[i] = 0;
-          live -= x(i);
-        }
-        if (i > 0) {
-          d[i] = 1;
-          live += x(i);
-        }
-        done[i] = 1;
-        r.backward_cost += L.backward_cost;
-        break;
-      }
+      case OpKind::kForwardNoGrad:
+        return forward_no_grad(op);
+      case OpKind::kLoss:
+        return loss(op);
+      case OpKind::kBackward:
+        return backward(op);
     }
   }
-  if (!loss_done) bad_schedule("no loss");
-  for (uint32_t i = 0; i < n; ++i)
-    if (!done[i]) bad_schedule("layer " + std::to_string(i) + " never back-propagated");
-  for (const Layer& L : chain.layers) r.forward_cost += L.forward_cost;
-  r.recompute_cost = std::max(0.0, forward_work - r.forward_cost);
-  r.total_cost = r.forward_cost + r.backward_cost + r.recompute_cost;
-  const double base = r.forward_cost + r.backward_cost;
-  r.overhead_fraction = base > 0 ? r.recompute_cost / base : 0.0;
-  // The checkpointed segments of the first forward pass: an F_ck and the F_n that follow it.
-  r.plan.assign(n, "store");
+
+  // Checks the schedule was complete, then fills in the costs.
+  void finish() {
+    if (!loss_done) bad_schedule("no loss");
+    for (uint32_t i = 0; i < n; ++i)
+      if (!done[i]) bad_schedule("layer " + std::to_string(i) + " never back-propagated");
+    for (const Layer& L : chain.layers) r.forward_cost += L.forward_cost;
+    r.recompute_cost = std::max(0.0, forward_work - r.forward_cost);
+    r.total_cost = r.forward_cost + r.backward_cost + r.recompute_cost;
+    const double base = r.forward_cost + r.backward_cost;
+    r.overhead_fraction = base > 0 ? r.recompute_cost / base : 0.0;
+  }
+};
+
+// The checkpointed segments of the first forward pass: an F_ck and the F_n that follow it.
+void read_plan(const std::vector<Op>& ops, uint32_t n, PlanResult* r) {
+  r->plan.assign(n, "store");
   for (size_t k = 0; k < ops.size() && ops[k].kind != OpKind::kLoss; ++k) {
-    if (ops[k].kind == OpKind::kForwardNoGrad) r.plan[ops[k].layer] = "drop";
+    if (ops[k].kind == OpKind::kForwardNoGrad) r->plan[ops[k].layer] = "drop";
     if (ops[k].kind == OpKind::kForwardCheck) {
-      r.plan[ops[k].layer] = "checkpoint";
+      r->plan[ops[k].layer] = "checkpoint";
       Segment s{ops[k].layer, ops[k].layer};
       while (k + 1 < ops.size() && ops[k + 1].kind == OpKind::kForwardNoGrad) {
         s.last = ops[++k].layer;
-        r.plan[s.last] = "drop";
+        r->plan[s.last] = "drop";
       }
-      r.checkpointed.push_back(s);
+      r->checkpointed.push_back(s);
     }
   }
-  return r;
+}
+
+}  // namespace
+
+PlanResult simulate(const Chain& chain, const std::vector<Op>& ops) {
+  if (chain.layers.empty()) bad_schedule("empty chain");
+  Simulation sim(chain, ops.size());
+  for (const Op& op : ops) sim.run(op);
+  sim.finish();
+  read_plan(ops, sim.n, &sim.r);
+  return std::move(sim.r);
 }
 
 PlanResult evaluate(const Chain& chain, const std::vector<Segment>& checkpointed) {
@@ -237,24 +273,27 @@ PlanResult evaluate(const Chain& chain, const std::vector<Segment>& checkpointed
   return simulate(chain, single_level_ops(chain, checkpointed));
 }
 
-Fact count_fact(const char* key, uint64_t v) {
+namespace {
+Fact keyed(const char* key, Fact::Kind kind) {
   Fact f;
   f.key = key;
-  f.kind = Fact::Kind::kCount;
+  f.kind = kind;
+  return f;
+}
+}  // namespace
+
+Fact count_fact(const char* key, uint64_t v) {
+  Fact f = keyed(key, Fact::Kind::kCount);
   f.count = v;
   return f;
 }
 Fact real_fact(const char* key, double v) {
-  Fact f;
-  f.key = key;
-  f.kind = Fact::Kind::kReal;
+  Fact f = keyed(key, Fact::Kind::kReal);
   f.real = v;
   return f;
 }
 Fact flag_fact(const char* key, bool v) {
-  Fact f;
-  f.key = key;
-  f.kind = Fact::Kind::kFlag;
+  Fact f = keyed(key, Fact::Kind::kFlag);
   f.flag = v;
   return f;
 }

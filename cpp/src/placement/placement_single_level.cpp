@@ -141,58 +141,89 @@ struct Cand {
 // a list point that a P point dominates or equals can never be on the front, so a list walks
 // P (first_live) and skips such points, and whole lists, without sorting or heap work; its
 // other points replace what they dominate in P's tail. After the last list, P is front i.
-Fronts build(const Chain& chain, uint64_t room) {
-  const size_t n = chain.layers.size();
-  const UnitScan u{chain};
-  constexpr uint64_t kNone = std::numeric_limits<uint64_t>::max();
-  constexpr double kInf = std::numeric_limits<double>::infinity();
-  constexpr uint32_t kNoPos = std::numeric_limits<uint32_t>::max();
-  std::vector<uint64_t> pmin(n + 1, kNone);
-  pmin[0] = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const uint64_t p = pmin[i];
-    if (p > room) continue;
-    u.units(i, room - p, [&](uint64_t g, uint64_t S, double, size_t next, bool) {
-      if (g <= room - p && p + S < pmin[next]) pmin[next] = p + S;
-    });
+constexpr uint64_t kNone = std::numeric_limits<uint64_t>::max();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr uint32_t kNoPos = std::numeric_limits<uint32_t>::max();
+
+// Staircase points (R, c, next, link) as parallel arrays.
+struct Points {
+  std::vector<uint64_t> R;
+  std::vector<double> c;
+  std::vector<uint32_t> next, link;
+  void grow(size_t m) {  // at least m entries
+    if (R.size() >= m) return;
+    R.resize(m);
+    c.resize(m);
+    next.resize(m);
+    link.resize(m);
   }
-  Fronts fr(n);
-  if (pmin[n] <= room) {
-    const Fronts::Out o = fr.open(1);
-    o.R[0] = 0;
-    o.c[0] = 0.0;
-    o.next[0] = static_cast<uint32_t>(n);
-    o.link[0] = 0;
-    fr.close(n, 1);
+  void set(size_t k, uint64_t r, double cost, uint32_t nx, uint32_t lk) {
+    R[k] = r;
+    c[k] = cost;
+    next[k] = nx;
+    link[k] = lk;
   }
+};
+
+struct FrontBuilder {
+  const Chain& chain;
+  const size_t n;
+  const uint64_t room;
+  const UnitScan u;
+  std::vector<uint64_t> pmin;
+  Fronts fr;
   std::vector<Cand> cands;
   std::vector<uint32_t> order;  // the order in which the lists are merged
   // Segment units of position i by end e (index e - i): g and cost, g = kNone if not a unit.
   std::vector<uint64_t> seg_g;
   std::vector<double> seg_cost;
-  // P (see above): R strictly rising, c strictly falling, with its plans (next, link); uR/uc
-  // hold P at [1, um] between sentinels (R 0 at cost +inf; R kNone). B's points wait in
-  // bR/bc/bn/bl.
-  std::vector<uint64_t> uR, bR;
-  std::vector<double> uc, bc;
-  std::vector<uint32_t> un, ul, bn, bl;
-  // The new tail of P while a list is merged; per segment end e, the last position i whose
-  // list [i..e] added points to P.
-  std::vector<uint64_t> vR;
-  std::vector<double> vc;
-  std::vector<uint32_t> vn, vl;
-  std::vector<uint32_t> emitted_at(n, kNoPos);
+  // P (see above): R strictly rising, c strictly falling, with its plans (next, link); P holds
+  // its points at [1, um] between sentinels (R 0 at cost +inf; R kNone). B's points wait in B.
+  Points P, B;
+  Points V;  // the new tail of P while a list is merged
+  // Per segment end e, the last position i whose list [i..e] added points to P.
+  std::vector<uint32_t> emitted_at;
   uint32_t um = 0;  // P's points, at [1, um]
   uint64_t work = 0;
+
+  FrontBuilder(const Chain& c, uint64_t rm)
+      : chain(c),
+        n(c.layers.size()),
+        room(rm),
+        u{c},
+        pmin(n + 1, kNone),
+        fr(n),
+        emitted_at(n, kNoPos) {}
+
+  // pmin (see above), and the last front: the empty suffix, if a feasible prefix reaches it.
+  void start() {
+    pmin[0] = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const uint64_t p = pmin[i];
+      if (p > room) continue;
+      u.units(i, room - p, [&](uint64_t g, uint64_t S, double, size_t next, bool) {
+        if (g <= room - p && p + S < pmin[next]) pmin[next] = p + S;
+      });
+    }
+    if (pmin[n] <= room) {
+      const Fronts::Out o = fr.open(1);
+      o.R[0] = 0;
+      o.c[0] = 0.0;
+      o.next[0] = static_cast<uint32_t>(n);
+      o.link[0] = 0;
+      fr.close(n, 1);
+    }
+  }
+
   // First point of t at or after q that neither `best` (cheapest point merged, at a smaller
   // R) nor a P point (P's cheapest with R <= its R) dominates or equals; t.end if none. Lists
   // and P mostly interleave point by point (fronts of neighbouring positions are alike), so
   // this walks both in step, a few points linearly, then by galloping (runs of dominated list
   // points, or of P points between two list points). t.u - 1 counts the P points with R <= the
   // list's current R; it only grows.
-  auto first_live = [&](Cand& t, uint32_t q, double best) -> uint32_t {
-    const uint64_t* ur = uR.data();
-    const double* ucp = uc.data();
+  inline uint32_t first_live(Cand& t, uint32_t q, double best) {
+    const uint64_t* ur = P.R.data();
+    const double* ucp = P.c.data();
     const uint64_t* tR = t.R;
     const double* tc = t.c;
     const uint64_t g = t.g, S = t.S;
@@ -227,36 +258,44 @@ Fronts build(const Chain& chain, uint64_t room) {
         q = end;
         break;
       }
-      // Later points cost less: skip those costing at least lim_c.
-      uint32_t k = 0;
-      do ++q, ++k;
-      while (q < end && !(cost + tc[q] < lim_c) && k < 4);
-      if (q == end || cost + tc[q] < lim_c) continue;
-      // A run: gallop, then bisect the last step.
-      uint32_t lo = q + 1, step = 1;
-      while (lo < end && !(cost + tc[lo] < lim_c)) {
-        q = lo;
-        lo += step;
-        step *= 2;
-      }
-      uint32_t hi = std::min(lo, end);
-      lo = q + 1;  // the answer lies in [lo, hi]; cost + c[p] >= lim_c for p < lo
-      while (lo < hi) {
-        const uint32_t mid = (lo + hi) / 2;
-        if (cost + tc[mid] < lim_c)
-          hi = mid;
-        else
-          lo = mid + 1;
-      }
-      q = lo;
+      q = skip_dominated(t, q, lim_c);
     }
     work += steps;
     t.u = j;
     return q;
-  };
-  for (size_t i = n; i-- > 0;) {
-    if (pmin[i] > room) continue;  // no feasible prefix reaches boundary i
-    const uint64_t lim = room - pmin[i];
+  }
+
+  // Past q, the first point of t costing less than lim_c (later points cost less): a few
+  // linearly, then a run by galloping and bisecting the last step; t.end if none.
+  static inline uint32_t skip_dominated(const Cand& t, uint32_t q, double lim_c) {
+    const double* tc = t.c;
+    const double cost = t.cost;
+    const uint32_t end = t.end;
+    uint32_t k = 0;
+    do ++q, ++k;
+    while (q < end && !(cost + tc[q] < lim_c) && k < 4);
+    if (q == end || cost + tc[q] < lim_c) return q;
+    uint32_t lo = q + 1, step = 1;
+    while (lo < end && !(cost + tc[lo] < lim_c)) {
+      q = lo;
+      lo += step;
+      step *= 2;
+    }
+    uint32_t hi = std::min(lo, end);
+    lo = q + 1;  // the answer lies in [lo, hi]; cost + c[p] >= lim_c for p < lo
+    while (lo < hi) {
+      const uint32_t mid = (lo + hi) / 2;
+      if (cost + tc[mid] < lim_c)
+        hi = mid;
+      else
+        lo = mid + 1;
+    }
+    return lo;
+  }
+
+  // The segment units starting at i within lim (seg_g, seg_cost) and their candidate lists,
+  // each cut at its first point whose R exceeds lim.
+  void collect_lists(size_t i, uint64_t lim) {
     cands.clear();
     seg_g.clear();
     seg_cost.clear();
@@ -278,43 +317,39 @@ Fronts build(const Chain& chain, uint64_t room) {
       }
       t.end = lo;
     }
-    // U from front i+1 (see above). A is generated while merging; B is nearly sorted (by R of
-    // the front i+1 point, unless segment [i..e] raises it): out-of-order points are dropped.
+  }
+
+  // B's points (see above) into B; returns their count. B is nearly sorted (by R of the front
+  // i+1 point, unless segment [i..e] raises it): out-of-order points are dropped.
+  uint32_t swapped_segments(size_t i, uint64_t lim, uint32_t m1) {
+    const uint32_t* nx1 = fr.next[i + 1];
+    const uint32_t* lk1 = fr.link[i + 1];
+    uint32_t nb = 0;
+    for (uint32_t k = 0; k < m1; ++k) {
+      if (!(lk1[k] & kCkpt)) continue;
+      const size_t e = nx1[k] - 1, at = e - i;
+      if (at >= seg_g.size() || seg_g[at] == kNone) continue;
+      const uint32_t kk = lk1[k] & kIxMask;
+      const uint64_t r = std::max(seg_g[at], chain.layers[e].output_bytes + fr.R[e + 1][kk]);
+      if (r > lim || (nb > 0 && r < B.R[nb - 1])) continue;
+      B.set(nb, r, seg_cost[at] + fr.c[e + 1][kk], static_cast<uint32_t>(e + 1), kk | kCkpt);
+      ++nb;
+    }
+    return nb;
+  }
+
+  // U from front i+1 (see above) into P at [1, um], with its sentinels.
+  void staircase(size_t i, uint64_t lim) {
     const uint32_t m1 = fr.size[i + 1];
-    if (uR.size() < size_t{m1} * 2 + 2) {
-      uR.resize(size_t{m1} * 2 + 2);
-      uc.resize(uR.size());
-      un.resize(uR.size());
-      ul.resize(uR.size());
-    }
-    if (bR.size() < m1) {
-      bR.resize(m1);
-      bc.resize(m1);
-      bn.resize(m1);
-      bl.resize(m1);
-    }
+    P.grow(size_t{m1} * 2 + 2);
+    B.grow(m1);
     um = 0;
-    uR[0] = 0;
-    uc[0] = kInf;
+    P.R[0] = 0;
+    P.c[0] = kInf;
     if (m1 > 0) {
       const uint64_t* R1 = fr.R[i + 1];
       const double* c1 = fr.c[i + 1];
-      const uint32_t* nx1 = fr.next[i + 1];
-      const uint32_t* lk1 = fr.link[i + 1];
-      uint32_t nb = 0;
-      for (uint32_t k = 0; k < m1; ++k) {
-        if (!(lk1[k] & kCkpt)) continue;
-        const size_t e = nx1[k] - 1, at = e - i;
-        if (at >= seg_g.size() || seg_g[at] == kNone) continue;
-        const uint32_t kk = lk1[k] & kIxMask;
-        const uint64_t r = std::max(seg_g[at], chain.layers[e].output_bytes + fr.R[e + 1][kk]);
-        if (r > lim || (nb > 0 && r < bR[nb - 1])) continue;
-        bR[nb] = r;
-        bc[nb] = seg_cost[at] + fr.c[e + 1][kk];
-        bn[nb] = static_cast<uint32_t>(e + 1);
-        bl[nb] = kk | kCkpt;
-        ++nb;
-      }
+      const uint32_t nb = swapped_segments(i, lim, m1);
       // A's points: the plain list (R = max(pg, saved + R'), c = 0 + c'), while R <= lim.
       const uint64_t pg = u.plain_g(i), saved = chain.layers[i].saved_bytes;
       const uint32_t na = pg <= lim ? m1 : 0;
@@ -323,7 +358,7 @@ Fronts build(const Chain& chain, uint64_t room) {
       if (ra > lim) ra = kNone;
       // Merge A and B by R into the staircase (c strictly falling, R strictly rising).
       while (ra != kNone || y < nb) {
-        const bool takeA = y == nb || (ra != kNone && ra <= bR[y]);
+        const bool takeA = y == nb || (ra != kNone && ra <= B.R[y]);
         uint64_t r;
         double c;
         uint32_t nx, lk;
@@ -336,21 +371,90 @@ Fronts build(const Chain& chain, uint64_t room) {
           ra = x < na ? std::max(pg, saved + R1[x]) : kNone;
           if (ra > lim) ra = kNone;
         } else {
-          r = bR[y];
-          c = bc[y];
-          nx = bn[y];
-          lk = bl[y];
+          r = B.R[y];
+          c = B.c[y];
+          nx = B.next[y];
+          lk = B.link[y];
           ++y;
         }
-        if (!(c < uc[um])) continue;
-        if (um == 0 || uR[um] != r) ++um;  // (same R, cheaper: replaces)
-        uR[um] = r;
-        uc[um] = c;
-        un[um] = nx;
-        ul[um] = lk;
+        if (!(c < P.c[um])) continue;
+        if (um == 0 || P.R[um] != r) ++um;  // (same R, cheaper: replaces)
+        P.set(um, r, c, nx, lk);
       }
     }
-    uR[um + 1] = kNone;  // sentinel
+    P.R[um + 1] = kNone;  // sentinel
+  }
+
+  // Merges list t into P at position i (see above).
+  void merge_list(Cand& t, size_t i) {
+    if (++work > kMaxWork)
+      throw RequestError(code::kTooLarge, "chain.layers",
+                         "the exact single-level search for this chain and budget exceeds its "
+                         "work limit (its Pareto fronts are too large): use strategy optimal, "
+                         "whose budget grid bounds the work, or a smaller budgetBytes");
+    t.u = static_cast<uint32_t>(std::upper_bound(P.R.data() + 1, P.R.data() + um + 1, t.g) -
+                                P.R.data());
+    // All points have R >= g: dropped at once if even the cheapest costs at least P's
+    // cheapest with R <= g.
+    if (!(t.cost + t.c[t.end - 1] < P.c[t.u - 1])) return;
+    // q0: the last point clamped to R = g (the cheapest of those; earlier ones are
+    // dominated).
+    uint32_t lo = 0, hi = t.end;
+    while (lo < hi) {
+      const uint32_t mid = (lo + hi) / 2;
+      if (t.S + t.R[mid] <= t.g)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    uint32_t q = first_live(t, lo > 0 ? lo - 1 : 0, kInf);
+    if (q == t.end) return;
+    // Merge: P's points before R(q) stay; the rest of P and the list's live points are
+    // merged into V, which then replaces P's tail.
+    uint64_t rq = std::max(t.g, t.S + t.R[q]);
+    uint32_t p = t.u;  // P's first point with R > rq
+    uint32_t a = p;    // P's tail starts at a (a point at R = rq costs more: dropped)
+    if (a > 1 && P.R[a - 1] == rq) --a;
+    V.grow((um + 1 - a) + (t.end - q) + 2);
+    size_t w = 0;
+    double best = kInf;
+    emitted_at[t.next - 1] = static_cast<uint32_t>(i);
+    for (;;) {
+      // the list's point q (cheaper than every point before it, of P or the list)
+      best = t.cost + t.c[q];
+      V.set(w, rq, best, t.next, q | kCkpt);
+      ++w;
+      q = first_live(t, q + 1, best);
+      rq = q < t.end ? std::max(t.g, t.S + t.R[q]) : kNone;
+      // P's points up to the list's next live point; those costing at least `best` are
+      // dominated (P's costs fall: they form a run).
+      while (P.R[p] < rq) {
+        if (P.c[p] < best) {
+          best = P.c[p];
+          V.set(w, P.R[p], best, P.next[p], P.link[p]);
+          ++w;
+        }
+        ++p;
+      }
+      if (q == t.end) break;
+      // a P point at R = rq costs more than q (first_live): skipped by the loop above
+      // next time (its cost is at least best then)
+    }
+    work += w;
+    um = static_cast<uint32_t>(a - 1 + w);
+    P.grow(size_t{um} + 2);
+    std::copy(V.R.begin(), V.R.begin() + w, P.R.begin() + a);
+    std::copy(V.c.begin(), V.c.begin() + w, P.c.begin() + a);
+    std::copy(V.next.begin(), V.next.begin() + w, P.next.begin() + a);
+    std::copy(V.link.begin(), V.link.begin() + w, P.link.begin() + a);
+    P.R[um + 1] = kNone;
+  }
+
+  // Front i: U, then every segment list merged into it.
+  void front(size_t i) {
+    const uint64_t lim = room - pmin[i];
+    collect_lists(i, lim);
+    staircase(i, lim);
     // The lists are merged into P (U to begin with) one at a time: lists that beat U at
     // position i+1 (new points there) first, as they likely do again; each later list mostly
     // dies in first_live against the points the earlier ones added.
@@ -359,94 +463,22 @@ Fronts build(const Chain& chain, uint64_t room) {
       if (emitted_at[cands[k].next - 1] == i + 1) order.push_back(k);
     for (uint32_t k = 0; k < cands.size(); ++k)
       if (emitted_at[cands[k].next - 1] != i + 1) order.push_back(k);
-    for (const uint32_t k : order) {
-      if (++work > kMaxWork)
-        throw RequestError(code::kTooLarge, "chain.layers",
-                           "the exact single-level search for this chain and budget exceeds its "
-                           "work limit (its Pareto fronts are too large): use strategy optimal, "
-                           "whose budget grid bounds the work, or a smaller budgetBytes");
-      Cand& t = cands[k];
-      t.u = static_cast<uint32_t>(std::upper_bound(uR.data() + 1, uR.data() + um + 1, t.g) -
-                                  uR.data());
-      // All points have R >= g: dropped at once if even the cheapest costs at least P's
-      // cheapest with R <= g.
-      if (!(t.cost + t.c[t.end - 1] < uc[t.u - 1])) continue;
-      // q0: the last point clamped to R = g (the cheapest of those; earlier ones are
-      // dominated).
-      uint32_t lo = 0, hi = t.end;
-      while (lo < hi) {
-        const uint32_t mid = (lo + hi) / 2;
-        if (t.S + t.R[mid] <= t.g)
-          lo = mid + 1;
-        else
-          hi = mid;
-      }
-      uint32_t q = first_live(t, lo > 0 ? lo - 1 : 0, kInf);
-      if (q == t.end) continue;
-      // Merge: P's points before R(q) stay; the rest of P and the list's live points are
-      // merged into V, which then replaces P's tail.
-      uint64_t rq = std::max(t.g, t.S + t.R[q]);
-      uint32_t p = t.u;  // P's first point with R > rq
-      uint32_t a = p;    // P's tail starts at a (a point at R = rq costs more: dropped)
-      if (a > 1 && uR[a - 1] == rq) --a;
-      const size_t cap = (um + 1 - a) + (t.end - q) + 2;
-      if (vR.size() < cap) {
-        vR.resize(cap);
-        vc.resize(cap);
-        vn.resize(cap);
-        vl.resize(cap);
-      }
-      size_t w = 0;
-      double best = kInf;
-      emitted_at[t.next - 1] = static_cast<uint32_t>(i);
-      for (;;) {
-        // the list's point q (cheaper than every point before it, of P or the list)
-        vR[w] = rq;
-        vc[w] = best = t.cost + t.c[q];
-        vn[w] = t.next;
-        vl[w] = q | kCkpt;
-        ++w;
-        q = first_live(t, q + 1, best);
-        rq = q < t.end ? std::max(t.g, t.S + t.R[q]) : kNone;
-        // P's points up to the list's next live point; those costing at least `best` are
-        // dominated (P's costs fall: they form a run).
-        while (uR[p] < rq) {
-          if (uc[p] < best) {
-            vR[w] = uR[p];
-            vc[w] = best = uc[p];
-            vn[w] = un[p];
-            vl[w] = ul[p];
-            ++w;
-          }
-          ++p;
-        }
-        if (q == t.end) break;
-        // a P point at R = rq costs more than q (first_live): skipped by the loop above
-        // next time (its cost is at least best then)
-      }
-      work += w;
-      um = static_cast<uint32_t>(a - 1 + w);
-      if (uR.size() < size_t{um} + 2) {
-        uR.resize(size_t{um} + 2);
-        uc.resize(uR.size());
-        un.resize(uR.size());
-        ul.resize(uR.size());
-      }
-      std::copy(vR.begin(), vR.begin() + w, uR.begin() + a);
-      std::copy(vc.begin(), vc.begin() + w, uc.begin() + a);
-      std::copy(vn.begin(), vn.begin() + w, un.begin() + a);
-      std::copy(vl.begin(), vl.begin() + w, ul.begin() + a);
-      uR[um + 1] = kNone;
-    }
+    for (const uint32_t k : order) merge_list(cands[k], i);
     const Fronts::Out o = fr.open(um);
-    std::copy(uR.begin() + 1, uR.begin() + um + 1, o.R);
-    std::copy(uc.begin() + 1, uc.begin() + um + 1, o.c);
-    std::copy(un.begin() + 1, un.begin() + um + 1, o.next);
-    std::copy(ul.begin() + 1, ul.begin() + um + 1, o.link);
-    const size_t m = um;
-    fr.close(i, m);
+    std::copy(P.R.begin() + 1, P.R.begin() + um + 1, o.R);
+    std::copy(P.c.begin() + 1, P.c.begin() + um + 1, o.c);
+    std::copy(P.next.begin() + 1, P.next.begin() + um + 1, o.next);
+    std::copy(P.link.begin() + 1, P.link.begin() + um + 1, o.link);
+    fr.close(i, um);
   }
-  return fr;
+};
+
+Fronts build(const Chain& chain, uint64_t room) {
+  FrontBuilder b(chain, room);
+  b.start();
+  for (size_t i = b.n; i-- > 0;)
+    if (b.pmin[i] <= room) b.front(i);  // else no feasible prefix reaches boundary i
+  return std::move(b.fr);
 }
 
 std::vector<Segment> plan_of(const Fronts& fr, size_t ix) {

@@ -238,6 +238,22 @@ Strategy placement_kind(const std::string& name) {
   return t->value;
 }
 
+// evaluate(), with the strategy's parameters as the plan's details.
+PlanResult evaluate_with(const Chain& chain, const std::vector<Segment>& checkpointed,
+                         std::vector<Fact> details) {
+  PlanResult r = evaluate(chain, checkpointed);
+  r.details = std::move(details);
+  return r;
+}
+
+// k (every-k, block) must lie in [lowest, n].
+void check_k(uint32_t k, uint32_t lowest, uint32_t n) {
+  if (k > n)
+    fail(
+        code::kOutOfRange, "k",
+        {"k must be between ", std::to_string(lowest), " and the layer count ", std::to_string(n)});
+}
+
 }  // namespace
 
 PlanResult plan(const Chain& chain, const StrategyRequest& req) {
@@ -253,17 +269,11 @@ PlanResult plan(const Chain& chain, const StrategyRequest& req) {
     r = evaluate(chain, req.manual);
   } else if (kind == Strategy::every_k) {
     if (req.k == 0) missing("k", st);
-    if (req.k > n)
-      fail(code::kOutOfRange, "k", {"k must be between 1 and the layer count ", std::to_string(n)});
-    r = evaluate(chain, every_k_segments(n, req.k));
-    r.details.clear();
-    r.details.push_back(count_fact("k", req.k));
+    check_k(req.k, 1, n);
+    r = evaluate_with(chain, every_k_segments(n, req.k), {count_fact("k", req.k)});
   } else if (kind == Strategy::block) {
-    if (req.k > n)
-      fail(code::kOutOfRange, "k", {"k must be between 0 and the layer count ", std::to_string(n)});
-    r = evaluate(chain, block_segments(n, req.k));
-    r.details.clear();
-    r.details.push_back(count_fact("k", req.k));
+    check_k(req.k, 0, n);
+    r = evaluate_with(chain, block_segments(n, req.k), {count_fact("k", req.k)});
   } else if (kind == Strategy::sequential) {
     if (req.segments == 0) missing("segments", st);
     if (req.segments > n)
@@ -272,10 +282,9 @@ PlanResult plan(const Chain& chain, const StrategyRequest& req) {
             std::to_string(n),
             ": PyTorch checkpoint_sequential fails (segment size n // segments "
             "is 0)"});
-    r = evaluate(chain, sequential_segments(n, req.segments));
-    r.details.clear();
-    r.details.push_back(count_fact("segments", req.segments));
-    r.details.push_back(count_fact("segmentSize", n / req.segments));
+    r = evaluate_with(
+        chain, sequential_segments(n, req.segments),
+        {count_fact("segments", req.segments), count_fact("segmentSize", n / req.segments)});
   } else if (kind == Strategy::sqrt) {
     r = evaluate(chain, sqrt_segments(n));
     r.details.clear();
