@@ -14,7 +14,8 @@ namespace trainmem {
 // Stores each (key, value) pair of `fields` into `o` with put().
 inline void put_fields(nlohmann::json&) {}
 template <class V, class... Rest>
-void put_fields(nlohmann::json& o, const char* key, V&& value, Rest&&... rest) {
+__attribute__((always_inline)) inline void put_fields(nlohmann::json& o, const char* key, V&& value,
+                                                      Rest&&... rest) {
   put(o, key, std::forward<V>(value));
   put_fields(o, std::forward<Rest>(rest)...);
 }
