@@ -15,24 +15,21 @@ import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { parseArgs } from 'node:util';
 
-const args = process.argv.slice(2);
-const opt = (name, fallback) => {
-  const i = args.indexOf(name);
-  if (i < 0) return fallback;
-  const v = args[i + 1];
-  args.splice(i, 2);
-  return v;
-};
-const TOTAL = Number(opt('--n', 30000));
-let state = Number(opt('--seed', 1)) >>> 0 || 1;
-if (args.length < 1) {
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: { n: { type: 'string', default: '30000' }, seed: { type: 'string', default: '1' } },
+});
+const TOTAL = Number(values.n);
+let state = Number(values.seed) >>> 0 || 1;
+if (positionals.length < 1) {
   console.error('usage: node tools/differential_snapshot.mjs OLD.mjs [NEW.mjs] [--n N] [--seed S]');
   process.exit(2);
 }
 const root = fileURLToPath(new URL('..', import.meta.url));
-const oldPath = resolve(args[0]);
-const newPath = resolve(args[1] ?? `${root}web/lib/wasm/trainmem_wasm.mjs`);
+const oldPath = resolve(positionals[0]);
+const newPath = resolve(positionals[1] ?? `${root}web/lib/wasm/trainmem_wasm.mjs`);
 
 const rnd = () => (state = (Math.imul(state, 1103515245) + 12345) >>> 0) / 4294967296;
 const ri = (n) => Math.floor(rnd() * n);
