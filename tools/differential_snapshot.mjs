@@ -148,7 +148,9 @@ for (let i = 0; i < TOTAL; ++i) {
   if (a !== b)
     differences.push({ fn, text, bytes: bytes.toString('hex').slice(0, 400), old: a, new: b });
 }
-console.log(`${TOTAL} snapshot requests, ${files.length} files: ${TOTAL - differences.length} byte-identical`);
+console.log(
+  `${TOTAL} snapshot requests, ${files.length} files: ${TOTAL - differences.length} byte-identical`,
+);
 for (const [k, v] of Object.entries(outcomes).sort()) console.log(`  ${k}: ${v}`);
 for (const d of differences.slice(0, 3)) console.log(JSON.stringify(d).slice(0, 3000));
 console.log(`differences: ${differences.length}`);
