@@ -104,11 +104,14 @@ enum class Strategy {
   optimal_single_level,
   optimal,
 };
-struct StrategyTerm {
+// A name, the value it selects, and whether the placement calculator accepts it.
+template <class V>
+struct PlacementTerm {
   const char* name;
-  Strategy value;
+  V value;
   bool placement;
 };
+using StrategyTerm = PlacementTerm<Strategy>;
 inline constexpr StrategyTerm kStrategies[] = {
     {"none", Strategy::none, true},
     {"full", Strategy::full, false},  // every block (HF gradient_checkpointing)
@@ -147,11 +150,7 @@ inline constexpr PrecisionTerm kPrecisions[] = {
 // ---- Attention implementations. `placement`: accepted by the placement calculator's model
 // form (flash keeps what SDPA keeps; peakMemory takes the name).
 enum class Attention { eager, sdpa };
-struct AttentionTerm {
-  const char* name;
-  Attention value;
-  bool placement;
-};
+using AttentionTerm = PlacementTerm<Attention>;
 inline constexpr AttentionTerm kAttention[] = {
     {"eager", Attention::eager, true},
     {"sdpa", Attention::sdpa, true},
