@@ -54,8 +54,7 @@ CheckpointRequest read_request(const json& request) {
   r.has_weight_dtype = read_dtype(req, "weightDtype", &r.weight);
   r.master = req.boolean_or("masterWeights", false);
   r.has_state_dtype = read_dtype(req, "stateDtype", &r.state);
-  r.file_name =
-      req.str_or("fileName", safetensors ? "model.safetensors" : "checkpoint.pt", 256);
+  r.file_name = req.str_or("fileName", safetensors ? "model.safetensors" : "checkpoint.pt", 256);
   r.max_shard_bytes = req.u64_or("maxShardBytes", 0, 0, UINT64_MAX);
   req.finish();
   if (safetensors && r.include_optimizer)
