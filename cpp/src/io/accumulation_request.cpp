@@ -161,8 +161,7 @@ json plan_mode(const Obj& req) {
   const bool pure16 =
       base.precision == vocab::Precision::bf16 || base.precision == vocab::Precision::fp16;
   const double wbytes = pure16 ? 2.0 : 4.0;
-  const double sbytes =
-      base.optimizer.name == "adam-8bit" || is_torchao_low_bit(base.optimizer) ? 1.0 : wbytes;
+  const double sbytes = has_byte_states(base.optimizer) ? 1.0 : wbytes;
   const double trainable = static_cast<double>(first.trainable_params);
   in.optimizer_bytes = trainable * time_model::optimizer_bytes_per_param(
                                        simple_state_copies(base.optimizer), wbytes, sbytes);
