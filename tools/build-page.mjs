@@ -30,6 +30,9 @@ const externals = {
       path: './trainmem_wasm.mjs',
       external: true,
     }));
+    b.onResolve({ filter: /^\.\/full\.js$/ }, (args) =>
+      args.kind === 'dynamic-import' ? { path: './full.js', external: true } : undefined,
+    );
     b.onResolve({ filter: /^uplot$/ }, (args) =>
       args.kind === 'dynamic-import' ? { path: './uplot.js', external: true } : undefined,
     );
@@ -47,6 +50,27 @@ await build({
   // The preset pickers' ids and names, from the data files (tools/preset-index.mjs).
   define: { __TRAINMEM_PRESET_INDEX__: JSON.stringify(presetIndex()) },
   plugins: [externals],
+  logLevel: 'warning',
+});
+await build({
+  entryPoints: [`${app}full.js`],
+  outdir: out,
+  bundle: true,
+  format: 'esm',
+  minify: !process.env.NOMIN,
+  target: 'es2022',
+  legalComments: 'none',
+  plugins: [
+    {
+      name: 'full-module',
+      setup(b) {
+        b.onResolve({ filter: /trainmem_wasm\.mjs$/ }, () => ({
+          path: './trainmem_full.mjs',
+          external: true,
+        }));
+      },
+    },
+  ],
   logLevel: 'warning',
 });
 await build({
@@ -69,25 +93,31 @@ await build({
 cpSync(`${app}i18n`, `${out}i18n`, { recursive: true });
 // Emscripten's SINGLE_FILE output holds the module as `wasmBinaryFile="data:…;base64,…"`; with
 // a plain file name there, its loader resolves it next to itself (import.meta.url) and fetches
-// it with instantiateStreaming (served as application/wasm by tools/serve.js).
-{
-  const single = readFileSync(
-    fileURLToPath(new URL('../web/lib/wasm/trainmem_wasm.mjs', import.meta.url)),
-    'utf8',
-  );
+// it with instantiateStreaming (served as application/wasm by tools/serve.js). Two modules: the
+// page's first one (build/wasm/page/, without the memory-snapshot reader: 32 KB gzip less on
+// every visit) as trainmem.wasm, and the npm package's full one as trainmem_full.wasm, which
+// dist/full.js loads when a snapshot is first opened.
+async function splitModule(single, wasmName, loaderName) {
+  const source = readFileSync(fileURLToPath(new URL(single, import.meta.url)), 'utf8');
   const re = /wasmBinaryFile="data:application\/octet-stream;base64,([A-Za-z0-9+/=]+)"/;
-  const m = single.match(re);
-  if (!m) throw new Error('build-page: no embedded module found in trainmem_wasm.mjs');
-  writeFileSync(`${out}trainmem.wasm`, Buffer.from(m[1], 'base64'));
+  const m = source.match(re);
+  if (!m) throw new Error(`build-page: no embedded module in ${single} (run tools/build.sh wasm)`);
+  writeFileSync(`${out}${wasmName}`, Buffer.from(m[1], 'base64'));
   // Emscripten's -Oz glue keeps its local names; esbuild's minifier shortens them (-25 % gzip).
-  const loader = await transform(single.replace(re, 'wasmBinaryFile="trainmem.wasm"'), {
+  const loader = await transform(source.replace(re, `wasmBinaryFile="${wasmName}"`), {
     format: 'esm',
     minify: true,
     target: 'es2022',
     legalComments: 'none',
   });
-  writeFileSync(`${out}trainmem_wasm.mjs`, loader.code);
+  writeFileSync(`${out}${loaderName}`, loader.code);
 }
+await splitModule(
+  '../build/wasm/page/trainmem_page_wasm.mjs',
+  'trainmem.wasm',
+  'trainmem_wasm.mjs',
+);
+await splitModule('../web/lib/wasm/trainmem_wasm.mjs', 'trainmem_full.wasm', 'trainmem_full.mjs');
 cpSync(
   fileURLToPath(new URL('../node_modules/uplot/LICENSE', import.meta.url)),
   `${out}uplot.LICENSE.txt`,
@@ -95,7 +125,8 @@ cpSync(
 
 // The service worker's list (web/app/sw.js): what the page loads, relative to index.html, so
 // that a page loaded once opens again offline. Left out: the embeddable element (other sites'
-// pages load it, not this one), English (inside the bundles) and licence texts. The version
+// pages load it, not this one), English (inside the bundles), licence texts and the full core
+// (loaded only with a snapshot; sw.js keeps it once fetched). The version
 // changes with any listed file's contents, index.html's included.
 {
   const files = [
@@ -103,7 +134,17 @@ cpSync(
     ...readdirSync(out, { recursive: true })
       .map((f) => String(f).split('\\').join('/'))
       .filter((f) => /\.(js|mjs|css|wasm|json)$/.test(f))
-      .filter((f) => !['element.js', 'i18n/en.json', 'files.json'].includes(f))
+      .filter(
+        (f) =>
+          ![
+            'element.js',
+            'i18n/en.json',
+            'files.json',
+            'full.js',
+            'trainmem_full.mjs',
+            'trainmem_full.wasm',
+          ].includes(f),
+      )
       .sort()
       .map((f) => `dist/${f}`),
   ];

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <utility>
 
+#include "io/bytes_functions.hpp"
 #include "io/calculators.hpp"
 #include "io/json_fields.hpp"
 #include "io/messages.hpp"
@@ -20,11 +21,6 @@ const std::pair<const char*, Handler> kHandlers[] = {
     {"placement", placement_json},
     {"presets", presets_json},
     {"vocabulary", vocabulary_json},
-};
-using BytesHandler = json (*)(const json&, const std::string&);
-const std::pair<const char*, BytesHandler> kBytesHandlers[] = {
-    {"readSnapshot", read_snapshot_json},
-    {"compareSnapshot", compare_snapshot_json},
 };
 
 // The walks below extend one path buffer in place (and cut it back after each child) instead
@@ -120,7 +116,7 @@ const char* version() noexcept { return TRAINMEM_VERSION; }
 std::vector<std::string> function_names() {
   std::vector<std::string> names;
   for (const auto& h : kHandlers) names.emplace_back(h.first);
-  for (const auto& h : kBytesHandlers) names.emplace_back(h.first);
+  append_bytes_function_names(&names);
   return names;
 }
 
@@ -132,11 +128,9 @@ std::string call_with_bytes(const std::string& function, const std::string& requ
                             const std::string& bytes) noexcept {
   try {
     Handler handler = nullptr;
-    BytesHandler bytes_handler = nullptr;
     for (const auto& h : kHandlers)
       if (function == h.first) handler = h.second;
-    for (const auto& h : kBytesHandlers)
-      if (function == h.first) bytes_handler = h.second;
+    const BytesHandler bytes_handler = handler ? nullptr : find_bytes_function(function);
     if (!handler && !bytes_handler) {
       std::string msg = "unknown function \"" + function.substr(0, 64) + "\"";
       const std::string near = closest_match(function, function_names());

@@ -13,6 +13,10 @@ export function ensureBuilt() {
   if (!existsSync(`${repo}web/lib/wasm/trainmem_wasm.mjs`)) {
     throw new Error('web/lib/wasm/trainmem_wasm.mjs missing: run `bash tools/build.sh wasm` first');
   }
+  const pageModule = `${repo}build/wasm/page/trainmem_page_wasm.mjs`;
+  if (!existsSync(pageModule)) {
+    throw new Error(`${pageModule} missing: run \`bash tools/build.sh wasm\` first`);
+  }
   // The page is served from its bundle (web/app/dist): rebuild it when a source is newer.
   const built = `${repo}web/app/dist/main.js`;
   const dirs = [`${repo}web/app`, `${repo}web/app/i18n`, `${repo}web/lib`, `${repo}web/lib/wasm`];
@@ -21,7 +25,7 @@ export function ensureBuilt() {
       .filter((f) => /\.(m?js|css|json)$/.test(f))
       .map((f) => `${d}/${f}`),
   );
-  const newest = Math.max(...sources.map((f) => statSync(f).mtimeMs));
+  const newest = Math.max(...[...sources, pageModule].map((f) => statSync(f).mtimeMs));
   if (!existsSync(built) || statSync(built).mtimeMs < newest) {
     execFileSync('bash', [`${repo}tools/build-page.sh`], { stdio: 'inherit' });
   }

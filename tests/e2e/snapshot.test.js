@@ -42,10 +42,17 @@ describe('snapshot comparison on the page', () => {
       env.browser,
       `${env.base}/app/?lang=en&tab=peak&ms=preset&preset=gpt2`,
     );
+    const fetched = [];
+    page.on('request', (r) => fetched.push(new URL(r.url()).pathname));
     await ready(page);
     assert.match(await page.textContent('#tm-snapshot-private'), /never leaves your browser/);
+    // The page starts on the module without the snapshot reader; the full one comes with the
+    // first snapshot (tools/build-page.mjs).
+    assert.ok(fetched.includes('/app/dist/trainmem.wasm'), fetched.join(' '));
+    assert.ok(!fetched.some((f) => /trainmem_full/.test(f)), fetched.join(' '));
     await drop(page, 'mlp_adam_keep_grads');
     await page.waitForSelector('.snap-causes li', { timeout: 15000 });
+    assert.ok(fetched.includes('/app/dist/trainmem_full.wasm'), fetched.join(' '));
     const ex = JSON.parse(readFileSync(fixture('mlp_adam_keep_grads.expected.json'), 'utf8'));
     // The curves: the measured series and the predicted step, drawn on one chart.
     await page.waitForSelector('.snap-chart canvas', { timeout: 15000 });

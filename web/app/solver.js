@@ -3,6 +3,7 @@
 // module Web Worker, so the page stays responsive and shows progress. A newer request
 // cancels an older one (the worker is terminated and started afresh).
 import { TrainmemError } from '../lib/errors.js';
+import { FULL_CORE_ONLY, fullCore } from './full-core.js';
 
 export class Solver {
   constructor(tm) {
@@ -48,9 +49,10 @@ export class Solver {
     const id = ++this.seq;
     const inline = () =>
       new Promise((ok, fail) =>
-        setTimeout(() => {
+        setTimeout(async () => {
           try {
-            ok(this.tm[fn](request));
+            const tm = FULL_CORE_ONLY.has(fn) ? await fullCore() : this.tm;
+            ok(tm[fn](request));
           } catch (e) {
             fail(e);
           }

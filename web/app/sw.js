@@ -2,8 +2,8 @@
 // copy of the page's files (dist/files.json, written by tools/build-page.mjs with a version
 // that changes with their contents). Online, every request goes to the network as before — a
 // new build is seen at once — and the copy is renewed when the version changes; when a request
-// fails (offline, server gone), the copy answers. Nothing is cached outside this list, and no
-// request leaves the page's origin.
+// fails (offline, server gone), the copy answers. Nothing is cached outside this list but the
+// full core once the page has loaded it, and no request leaves the page's origin.
 const PREFIX = 'trainmem-page-';
 const scope = self.registration.scope; // the page's folder, e.g. https://example.org/app/
 const MANIFEST = new URL('dist/files.json', scope).href;
@@ -41,6 +41,18 @@ self.addEventListener('activate', (event) => {
   );
 });
 
+// The full core (the snapshot reader) is not in the list, so that a first visit does not
+// download it: it joins the copy once the page has loaded it.
+const FULL_CORE = /\/dist\/(full\.js|trainmem_full\.mjs|trainmem_full\.wasm)$/;
+async function keep(req, res) {
+  for (const name of await caches.keys()) {
+    if (!name.startsWith(PREFIX)) continue;
+    const cache = await caches.open(name);
+    if (await cache.match(COMPLETE)) return cache.put(req, res);
+  }
+  return undefined;
+}
+
 async function fromCopy(url) {
   for (const name of await caches.keys()) {
     if (!name.startsWith(PREFIX)) continue;
@@ -73,10 +85,18 @@ self.addEventListener('fetch', (event) => {
     return;
   }
   event.respondWith(
-    fetch(req).catch(async (e) => {
-      const copy = await fromCopy(req.url);
-      if (copy) return copy;
-      throw e;
-    }),
+    fetch(req).then(
+      (res) => {
+        if (res.ok && FULL_CORE.test(new URL(req.url).pathname)) {
+          event.waitUntil(keep(req, res.clone()).catch(() => {}));
+        }
+        return res;
+      },
+      async (e) => {
+        const copy = await fromCopy(req.url);
+        if (copy) return copy;
+        throw e;
+      },
+    ),
   );
 });

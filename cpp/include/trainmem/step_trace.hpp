@@ -56,8 +56,9 @@ struct StepSpec {
   uint64_t accumulation_steps = 1;
   bool set_to_none = true;       // zero_grad(set_to_none=True): .grad freed between steps
   uint64_t workspace_bytes = 0;  // cuBLAS workspace, allocated at the first matmul
-  uint64_t per_layer_extra = 0;  // a transient of every layer's forward and backward (ZeRO-3)
-  uint32_t steps = 3;            // optimizer steps simulated (step 1 creates the state)
+  uint64_t per_layer_extra =
+      0;               // gathered around every layer's forward and backward (ZeRO-3, FSDP)
+  uint32_t steps = 3;  // optimizer steps simulated (step 1 creates the state)
   // optimizer in backward: each parameter steps in its post-accumulate-grad hook and its
   // .grad is dropped right after (torchtune register_optim_in_bwd_hooks)
   bool optimizer_in_backward = false;

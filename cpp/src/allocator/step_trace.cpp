@@ -140,6 +140,12 @@ class Builder {
       live->push_back(prev);
     }
   }
+  // ZeRO-3 / FSDP: a unit's parameters are gathered before its forward or backward runs and
+  // freed after it, so they coexist with its ops and transients: FSDP's pre-/post-forward and
+  // pre-/post-backward hooks unshard and reshard (torch/distributed/fsdp/_fully_shard/
+  // _fsdp_state.py @ 1fd469d0); DeepSpeed's coordinator fetch_sub_module / release_sub_module
+  // (deepspeed/runtime/zero/partitioned_param_coordinator.py).
+  uint64_t gather() { return s_.per_layer_extra ? alloc(s_.per_layer_extra) : 0; }
   void free_all(std::vector<uint64_t>* ids) {
     for (auto& id : *ids) free(id);
     ids->clear();
@@ -160,6 +166,7 @@ class Builder {
     // the recomputation takes the cached outputs into its graph: modelled as freeing the
     // cache before the layer's tensors are made again (the same sizes, so the same blocks)
     free_all(&kept_[i]);
+    uint64_t gathered = gather();
     cast_weights(i, true);
     std::vector<uint64_t> live;
     for (size_t k = 0; k < L.tensors.size(); ++k) {
@@ -169,13 +176,14 @@ class Builder {
     }
     temps_at(L.forward_temps, L.tensors.size(), &live);
     free_all(&live);
-    for (uint64_t e = s_.per_layer_extra ? alloc(s_.per_layer_extra) : 0; e;) free(e);
+    free(gathered);
   }
 
   // F_ck / F_n under torch.no_grad: each intermediate is freed once the next op has read it;
   // only the output is kept (torch/utils/checkpoint.py runs the segment without autograd).
   void forward_nograd(size_t i, bool drop_input) {
     const TraceLayer& L = s_.layers[i];
+    uint64_t gathered = gather();
     cast_weights(i, false);
     std::vector<uint64_t> live;
     uint64_t prev = 0;
@@ -192,7 +200,7 @@ class Builder {
     standalone_[i + 1] = alloc(L.output_bytes);
     free_all(&live);
     free(prev);
-    for (uint64_t e = s_.per_layer_extra ? alloc(s_.per_layer_extra) : 0; e;) free(e);
+    free(gathered);
     if (drop_input && i > 0) free(standalone_[i]);
   }
 
@@ -240,7 +248,7 @@ class Builder {
     std::vector<uint64_t> live;
     const size_t nt = saved_[i].size(), ng = L.grads.size();
     size_t produced = 0;
-    for (uint64_t e = s_.per_layer_extra ? alloc(s_.per_layer_extra) : 0; e;) free(e);
+    uint64_t gathered = gather();
     for (size_t w = 0; w < nt; ++w) {
       const size_t k = nt - 1 - w;
       // a region starts at the highest `at` not above k: its transients replace the last ones
@@ -259,6 +267,7 @@ class Builder {
     for (; produced < ng; ++produced)
       produce_grad(grad_base + ng - 1 - produced, L.grads[ng - 1 - produced]);
     free_all(&live);
+    free(gathered);
     saved_[i].clear();
     free_all(&casts_[i]);
     free(grad_of_[i + 1]);
