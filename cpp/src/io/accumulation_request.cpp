@@ -2,6 +2,7 @@
 // wires the peak-memory calculator into the planner (see accumulation.hpp).
 #include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "io/accumulation_json.hpp"
@@ -25,28 +26,30 @@ namespace {
 // micro x steps x DP x seqLen below 2^53 for seqLen <= 2^22.
 using limits::kMaxRanks;
 
-const char* throughput_key(vocab::Precision precision) {
-  // Autocast runs matmuls in 16 bits; fp32 runs them in fp32 (PyTorch >= 1.12 disables TF32
-  // for matmuls by default: torch.backends.cuda.matmul.allow_tf32 = False).
-  switch (precision) {
-    case vocab::Precision::amp_fp16:
-    case vocab::Precision::fp16:
-      return "fp16";
-    case vocab::Precision::amp_bf16:
-    case vocab::Precision::bf16:
-      return "bf16";
-    case vocab::Precision::fp32:
-      break;
-  }
-  return "fp32";
-}
-
 struct GpuInfo {
   std::string id;
   uint64_t memory_bytes = 0;
   double peak_flops = 0;
   double bandwidth = 0;
+  const char* throughput_precision = "fp32";  // the dtype whose dense peak the matmuls run at
 };
+
+// The dtype the matmuls run in and the GPU's dense peak for it (TFLOP/s; 0: not listed).
+// Autocast runs matmuls in 16 bits; fp32 runs them in fp32 (PyTorch >= 1.12 disables TF32
+// for matmuls by default: torch.backends.cuda.matmul.allow_tf32 = False).
+std::pair<const char*, double> matmul_peak(vocab::Precision precision, const peak::DenseTflops& t) {
+  switch (precision) {
+    case vocab::Precision::amp_fp16:
+    case vocab::Precision::fp16:
+      return {"fp16", t.fp16};
+    case vocab::Precision::amp_bf16:
+    case vocab::Precision::bf16:
+      return {"bf16", t.bf16};
+    case vocab::Precision::fp32:
+      break;
+  }
+  return {"fp32", t.fp32};
+}
 
 json forward_mode(const Obj& req) {
   accumulation::ForwardInputs in;
@@ -113,19 +116,20 @@ json peak_request(const Obj& req, bool* auto_ckpt) {
   return peak_json;
 }
 
-// The preset's dense peak for the precision's matmuls (tkey), or the overrides.
-GpuInfo planner_gpu(const peak::Request& base, const GpuInfo& overrides, const char* tkey) {
+// The preset's dense peak for the precision's matmuls, or the overrides.
+GpuInfo planner_gpu(const peak::Request& base, const GpuInfo& overrides) {
   GpuInfo gpu;
   gpu.memory_bytes = base.gpu_memory_bytes;
+  peak::DenseTflops tflops;  // none without a preset
   if (!base.gpu_id.empty()) {
     const peak::Gpu g = peak::gpu_preset(base.gpu_id, "gpu");
     gpu.id = g.id;
-    const double tflops = std::string(tkey) == "fp16"   ? g.tflops.fp16
-                          : std::string(tkey) == "bf16" ? g.tflops.bf16
-                                                        : g.tflops.fp32;
-    gpu.peak_flops = tflops * 1e12;
+    tflops = g.tflops;
     gpu.bandwidth = g.memory_bandwidth;
   }
+  const auto [tkey, peak_tflops] = matmul_peak(base.precision, tflops);
+  gpu.throughput_precision = tkey;
+  gpu.peak_flops = peak_tflops * 1e12;
   if (overrides.peak_flops > 0) gpu.peak_flops = overrides.peak_flops;
   if (overrides.bandwidth > 0) gpu.bandwidth = overrides.bandwidth;
   if (gpu.peak_flops <= 0)
@@ -230,8 +234,7 @@ json plan_mode(const Obj& req) {
   if (!auto_ckpt) user_ckpt = base.checkpointing;
   in.checkpointing = {"none", user_ckpt.strategy};
 
-  const char* tkey = throughput_key(base.precision);
-  const GpuInfo gpu = planner_gpu(base, overrides, tkey);
+  const GpuInfo gpu = planner_gpu(base, overrides);
   in.device.peak_flops = gpu.peak_flops;
   in.device.memory_bandwidth = gpu.bandwidth;
   work_per_step(base, &in);
@@ -244,7 +247,7 @@ json plan_mode(const Obj& req) {
   put_fields(gpu_json, {{"id", gpu.id},
                         {"memoryBytes", gpu.memory_bytes},
                         {"peakFlops", gpu.peak_flops},
-                        {"throughputPrecision", tkey},
+                        {"throughputPrecision", gpu.throughput_precision},
                         {"memoryBandwidthBytesPerSecond", gpu.bandwidth}});
   put(out, "gpu", std::move(gpu_json));
   json time_json = json::object();
