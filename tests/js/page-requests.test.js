@@ -20,6 +20,7 @@ test('unset advanced inputs add no field (the core keeps its documented defaults
     'optimizerInBackward',
     'loss',
     'fsdp',
+    'zero3',
     'float8',
     'samples',
     'targetLen',
@@ -55,12 +56,38 @@ test('each advanced input maps to its PeakMemoryRequest field', () => {
       { fsdp: 'FULL_SHARD', dataParallel: 8 },
       { fsdp: { shardingStrategy: 'FULL_SHARD' }, dataParallel: 8 },
     ],
+    [
+      { fsdp: 'HYBRID_SHARD', dataParallel: 16, fsdpGroup: 8 },
+      { fsdp: { shardingStrategy: 'HYBRID_SHARD', shardGroupSize: 8 }, dataParallel: 16 },
+    ],
+    [
+      { fsdp: 'FULL_SHARD', dataParallel: 8, fsdpParamDtype: 'bf16', fsdpReduceDtype: 'fp32' },
+      {
+        fsdp: {
+          shardingStrategy: 'FULL_SHARD',
+          mixedPrecision: { paramDtype: 'bf16', reduceDtype: 'fp32' },
+        },
+      },
+    ],
+    [
+      { zeroStage: '3', dataParallel: 8, zero3MaxLive: 3e8, zero3Prefetch: 1e7 },
+      { zeroStage: 3, zero3: { maxLiveParameters: 3e8, prefetchBucketSize: 1e7 } },
+    ],
+    [
+      { checkpointing: 'selective-op', saveOps: 'mm, sdpa', everyOtherMm: true },
+      { checkpointing: { strategy: 'selective-op', saveOps: ['mm', 'sdpa'], everyOtherMm: true } },
+    ],
     [{ float8: true }, { float8: { recipe: 'tensorwise' } }],
     [{ packed: true }, { samples: { packed: true } }],
     [{ targetLen: 128 }, { targetLen: 128 }],
     [{ allocConf: ' expandable_segments:True ' }, { allocator: 'expandable_segments:True' }],
     [{ simulateAllocator: false }, { simulateAllocator: false }],
   ];
+  // padded lengths: the peak's alone (the accumulation planner refuses them)
+  assert.deepEqual(peakMemoryRequest({ ...base, sampleLengths: '512, 380 1024' }).samples, {
+    lengths: [512, 380, 1024],
+  });
+  assert.ok(!('samples' in accumulationRequest({ ...base, sampleLengths: '512' })));
   for (const [patch, want] of cases) {
     const r = peakMemoryRequest({ ...base, ...patch });
     for (const [k, v] of Object.entries(want)) assert.deepEqual(r[k], v, JSON.stringify(patch));
@@ -83,6 +110,11 @@ test('the core accepts every request the advanced inputs build', () => {
     { loss: 'chunked' },
     { fsdp: 'FULL_SHARD', dataParallel: 8 },
     { fsdp: 'NO_SHARD', dataParallel: 2 },
+    { fsdp: 'HYBRID_SHARD', dataParallel: 16, fsdpGroup: 8 },
+    { fsdp: 'FULL_SHARD', dataParallel: 8, fsdpParamDtype: 'bf16', fsdpReduceDtype: 'fp32' },
+    { zeroStage: '3', dataParallel: 8, zero3MaxLive: 3e8, zero3Prefetch: 1e7 },
+    { checkpointing: 'selective-op', saveOps: 'mm, sdpa', everyOtherMm: true },
+    { sampleLengths: '512, 380, 1024', seqLen: 1024 },
     { float8: true, gpu: 'h100-80gb' },
     { packed: true },
     { preset: 't5-small', seqLen: 512, targetLen: 128 },

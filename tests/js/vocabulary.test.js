@@ -148,7 +148,6 @@ const PAGE_LEAVES_OUT = {
     'chen-greedy': 'a placement strategy: shown on the placement tab',
     revolve: 'a placement strategy: shown on the placement tab',
     'optimal-single-level': 'a placement strategy: shown on the placement tab',
-    'selective-op': 'needs the list of ops to save (saveOps); torchtitan-op is its preset',
   },
   strategy: {
     manual: 'needs a list of segments',

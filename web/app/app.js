@@ -481,9 +481,17 @@ export async function mountApp(root, options = {}) {
     const fieldKey =
       e.field &&
       // (the accumulation planner's step times need a GPU preset's TFLOP/s: point at the picker)
-      { 'model.config': 'config', 'model.params': 'params', gpuPeakTflops: 'gpu' }[
-        e.field.split('.').slice(0, 2).join('.')
-      ];
+      {
+        'model.config': 'config',
+        'model.params': 'params',
+        gpuPeakTflops: 'gpu',
+        'checkpointing.saveOps': 'saveOps',
+        'fsdp.shardGroupSize': 'fsdpGroup',
+        'fsdp.mixedPrecision': 'fsdpParamDtype',
+        'zero3.maxLiveParameters': 'zero3MaxLive',
+        'zero3.prefetchBucketSize': 'zero3Prefetch',
+        'samples.lengths': 'sampleLengths',
+      }[e.field.split('.').slice(0, 2).join('.')];
     const bad = fieldKey && rootEl.querySelector(`#tm-${fieldKey}`);
     if (bad) {
       bad.setAttribute('aria-invalid', 'true');

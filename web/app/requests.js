@@ -56,17 +56,47 @@ export function peakMemoryRequest(st) {
   if (st.checkpointing === 'optimal') {
     r.checkpointing = { strategy: 'optimal', budgetBytes: Math.round(st.budgetGB * 1e9) };
   }
+  if (st.checkpointing === 'selective-op') r.checkpointing = selectiveOp(st);
   if (st.accumSteps > 1) r.gradientAccumulationSteps = st.accumSteps;
   if (st.dataParallel > 1) r.dataParallel = st.dataParallel;
   if (st.zeroStage !== '0') r.zeroStage = /** @type {0 | 1 | 2 | 3} */ (Number(st.zeroStage));
   return withRuntime(r, st);
 }
 
+// A list typed as words or numbers separated by commas or spaces.
+const listOf = (text) =>
+  String(text || '')
+    .split(/[\s,]+/)
+    .filter(Boolean);
+
+// selective-op checkpointing: the ops to keep, as typed (the core names an unknown one).
+function selectiveOp(st) {
+  /** @type {import('../lib/index.js').CheckpointingOptions} */
+  const c = {
+    strategy: 'selective-op',
+    saveOps: /** @type {import('../lib/index.js').SaveOp[]} */ (listOf(st.saveOps)),
+  };
+  if (st.everyOtherMm) c.everyOtherMm = true;
+  return c;
+}
+
+function fsdpOf(st) {
+  /** @type {NonNullable<import('../lib/index.js').PeakMemoryRequest['fsdp']>} */
+  const f = { shardingStrategy: st.fsdp };
+  if (st.fsdpGroup > 0) f.shardGroupSize = st.fsdpGroup;
+  if (st.fsdpParamDtype || st.fsdpReduceDtype) {
+    f.mixedPrecision = {};
+    if (st.fsdpParamDtype) f.mixedPrecision.paramDtype = st.fsdpParamDtype;
+    if (st.fsdpReduceDtype) f.mixedPrecision.reduceDtype = st.fsdpReduceDtype;
+  }
+  return f;
+}
+
 // What the step's peak depends on besides the model and batch: the attention implementation,
 // the runtime (CUDA context) and the optimizer's implementation (its step temporaries), and the
 // advanced inputs (LoRA / QLoRA, offload, tensor parallelism, the recipe options, the caching
 // allocator). Each is sent only when set, so that the core's documented defaults apply.
-function withRuntime(r, st) {
+function withRuntime(r, st, planner = false) {
   if (st.attention) r.attention = st.attention;
   if (st.runtime) r.runtime = st.runtime;
   if (st.optImpl) r.optimizerImplementation = st.optImpl;
@@ -91,9 +121,17 @@ function withRuntime(r, st) {
   if (st.activationOffloading) r.activationOffloading = true;
   if (st.optimizerInBackward) r.optimizerInBackward = true;
   if (st.loss) r.loss = st.loss;
-  if (st.fsdp) r.fsdp = { shardingStrategy: st.fsdp };
+  if (st.fsdp) r.fsdp = fsdpOf(st);
+  if (st.zero3MaxLive > 0 || st.zero3Prefetch > 0) {
+    r.zero3 = {};
+    if (st.zero3MaxLive > 0) r.zero3.maxLiveParameters = st.zero3MaxLive;
+    if (st.zero3Prefetch > 0) r.zero3.prefetchBucketSize = st.zero3Prefetch;
+  }
   if (st.float8) r.float8 = { recipe: 'tensorwise' };
   if (st.packed) r.samples = { packed: true };
+  // padded lengths are the peak's alone (the planner refuses them; their help says so)
+  const lengths = planner ? [] : listOf(st.sampleLengths).map(Number);
+  if (lengths.length) r.samples = { ...r.samples, lengths };
   if (st.targetLen > 0) r.targetLen = st.targetLen;
   if (st.allocConf && st.allocConf.trim()) r.allocator = st.allocConf.trim();
   if (st.simulateAllocator === false) r.simulateAllocator = false;
@@ -120,12 +158,18 @@ export function accumulationRequest(st) {
       optimizer: st.optimizer,
       // "whether checkpointing pays": without a strategy chosen, the planner compares none with
       // full (the core's "auto")
-      checkpointing: st.checkpointing === 'none' ? 'auto' : st.checkpointing,
+      checkpointing:
+        st.checkpointing === 'none'
+          ? 'auto'
+          : st.checkpointing === 'selective-op'
+            ? selectiveOp(st)
+            : st.checkpointing,
       dataParallel: st.dataParallel,
       ...(st.zeroStage !== '0' ? { zeroStage: Number(st.zeroStage) } : {}),
       ...gpuOf(st),
     },
     st,
+    true,
   );
 }
 

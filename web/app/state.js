@@ -69,6 +69,7 @@ export const FIELDS = {
       'torchtitan-op',
       'selective-layer',
       'attention-recompute',
+      'selective-op',
       'sqrt',
       'every-k',
       'sequential',
@@ -118,15 +119,32 @@ export const FIELDS = {
     default: '',
     url: 'loss',
   },
-  // FSDP over dataParallel ranks (HYBRID_SHARD needs a shard-group size: not offered here)
+  // selective-op checkpointing: the ops each checkpointed block keeps ("mm, sdpa")
+  saveOps: { kind: 'text', max: 100, default: 'mm, sdpa', url: 'so' },
+  everyOtherMm: { kind: 'bool', default: false, url: 'eom' },
+  // FSDP over dataParallel ranks; HYBRID_SHARD shards within groups of fsdpGroup ranks
   fsdp: {
     kind: 'choice',
-    values: ['', 'FULL_SHARD', 'SHARD_GRAD_OP', 'NO_SHARD'],
+    values: ['', 'FULL_SHARD', 'SHARD_GRAD_OP', 'HYBRID_SHARD', 'NO_SHARD'],
     default: '',
     url: 'fsdp',
   },
+  fsdpGroup: { kind: 'int', min: 0, max: 2 ** 20, default: 0, url: 'fsg' },
+  // FSDP's MixedPrecision policy: the dtype units are gathered in, and gradients reduced in
+  fsdpParamDtype: { kind: 'choice', values: ['', 'bf16', 'fp16', 'fp32'], default: '', url: 'fpd' },
+  fsdpReduceDtype: {
+    kind: 'choice',
+    values: ['', 'bf16', 'fp16', 'fp32'],
+    default: '',
+    url: 'frd',
+  },
+  // DeepSpeed ZeRO-3's coordinator limits, in elements; 0 = DeepSpeed's default
+  zero3MaxLive: { kind: 'num', min: 0, max: 1e15, default: 0, url: 'z3l' },
+  zero3Prefetch: { kind: 'num', min: 0, max: 1e15, default: 0, url: 'z3p' },
   float8: { kind: 'bool', default: false, url: 'f8' },
   packed: { kind: 'bool', default: false, url: 'pk' },
+  // padded batches: the dataset's sample lengths in tokens ("512, 380, 1024")
+  sampleLengths: { kind: 'text', max: 2000, default: '', url: 'sl' },
   // an encoder-decoder's decoder length; 0 = the encoder's (seqLen)
   targetLen: { kind: 'int', min: 0, max: 2 ** 24, default: 0, url: 'tl' },
   allocConf: { kind: 'text', max: 300, default: '', url: 'ac' },
