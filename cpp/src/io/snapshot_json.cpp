@@ -5,6 +5,7 @@
 #include "io/calculators.hpp"
 #include "io/json_fields.hpp"
 #include "io/json_objects.hpp"
+#include "io/peak_json.hpp"
 #include "io/request.hpp"
 #include "trainmem/snapshot_compare.hpp"
 
