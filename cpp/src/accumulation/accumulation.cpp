@@ -6,7 +6,6 @@
 #include <cstdio>
 
 #include "io/request.hpp"
-#include "io/time_model_json.hpp"
 #include "trainmem/error.hpp"
 
 namespace trainmem {

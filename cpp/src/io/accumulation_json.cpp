@@ -3,6 +3,7 @@
 
 #include "io/field_list.hpp"
 #include "io/json_fields.hpp"
+#include "io/time_model_json.hpp"
 
 namespace trainmem {
 namespace accumulation {
