@@ -2,6 +2,7 @@
 // enumeration and choices against an injected, hand-computable peak-memory model.
 #include <catch2/catch.hpp>
 
+#include "io/accumulation_json.hpp"
 #include "io/request.hpp"
 #include "trainmem/accumulation.hpp"
 #include "trainmem/api.hpp"
@@ -148,12 +149,12 @@ TEST_CASE("planner: checkpointing that makes a larger micro-batch fit, faster or
     CHECK(best.checkpointing == "full");
     CHECK(best.micro_batch == 32);
     CHECK(best.time.step_seconds == Approx(4.0 / 3.0 + 0.2));
-    CHECK(r.checkpointing_verdict["enablesLargerMicroBatch"] == true);
-    CHECK(r.checkpointing_verdict["fasterThanMoreAccumulation"] == true);
-    CHECK(r.checkpointing_verdict["largestMicroBatchWithout"] == 4);
-    CHECK(r.checkpointing_verdict["largestMicroBatchWith"] == 32);
+    CHECK(r.checkpointing_verdict.enables_larger_micro_batch == true);
+    CHECK(r.checkpointing_verdict.faster_than_more_accumulation == true);
+    CHECK(r.checkpointing_verdict.largest_micro_batch_without == 4);
+    CHECK(r.checkpointing_verdict.largest_micro_batch_with == 32);
     // (1 + 1.6) / (4/3 + 0.2) - 1
-    CHECK(r.checkpointing_verdict["speedupOverBestWithout"].get<double>() ==
+    CHECK(r.checkpointing_verdict.speedup_over_best_without.value_or(0) ==
           Approx(2.6 / (4.0 / 3.0 + 0.2) - 1.0));
   }
   SECTION("overhead 0.01 s: more accumulation (1 s + 0.08) beats recompute (4/3 s + 0.01)") {
@@ -161,13 +162,13 @@ TEST_CASE("planner: checkpointing that makes a larger micro-batch fit, faster or
     const Plan& best = r.plans[static_cast<size_t>(r.recommended)];
     CHECK(best.checkpointing == "none");
     CHECK(best.micro_batch == 4);
-    CHECK(r.checkpointing_verdict["enablesLargerMicroBatch"] == true);
-    CHECK(r.checkpointing_verdict["fasterThanMoreAccumulation"] == false);
+    CHECK(r.checkpointing_verdict.enables_larger_micro_batch == true);
+    CHECK(r.checkpointing_verdict.faster_than_more_accumulation == false);
   }
   SECTION("nothing fits without checkpointing") {
     LinearMemory tight{15 * GB, 2 * GB, 16 * GB};  // none: 17 GB at m = 1; ckpt: m <= 4
     const PlannerResult r = plan(unit_inputs(32, 0.1), tight.fn());
-    CHECK(r.checkpointing_verdict["checkpointingRequired"] == true);
+    CHECK(r.checkpointing_verdict.checkpointing_required == true);
     const Plan& best = r.plans[static_cast<size_t>(r.recommended)];
     CHECK(best.checkpointing == "full");
     CHECK(best.micro_batch == 4);
@@ -194,7 +195,7 @@ TEST_CASE("planner: a target that DP does not divide gives the nearest batches, 
   CHECK(r.plans[3].global_batch == 12);
   for (const auto& p : r.plans) CHECK_FALSE(p.exact);
   bool flagged = false;
-  for (const auto& w : r.warnings) flagged = flagged || w["code"] == "target-not-divisible";
+  for (const auto& w : r.warnings) flagged = flagged || w.code == "target-not-divisible";
   CHECK(flagged);
 }
 
@@ -204,23 +205,24 @@ TEST_CASE("planner: comparison rows and equivalence warnings", "[accumulation]")
   PlannerInputs in = unit_inputs(4, 0.1);
   in.model_may_have_batchnorm = true;
   const PlannerResult r = plan(in, mem.fn());
-  const json& c = r.comparison;
-  REQUIRE(c["rows"].size() == 4);
-  CHECK(c["rows"][0]["id"] == "baseline");
-  CHECK(c["rows"][0]["peakBytes"] == 16 * GB);  // 8 + 4 x 2
-  CHECK(c["rows"][1]["peakBytes"] == 10 * GB);  // 8 + 1 x 2
-  CHECK(c["rows"][2]["peakBytes"] == 9 * GB);   // 8 + 4 x 0.25
-  CHECK(c["rows"][3]["peakBytes"] == 8250000000ULL);
+  const Comparison& c = r.comparison;
+  REQUIRE(c.rows.size() == 4);
+  CHECK(c.rows[0].id == "baseline");
+  CHECK(c.rows[0].plan.memory.peak_bytes == 16 * GB);  // 8 + 4 x 2
+  CHECK(c.rows[1].plan.memory.peak_bytes == 10 * GB);  // 8 + 1 x 2
+  CHECK(c.rows[2].plan.memory.peak_bytes == 9 * GB);   // 8 + 4 x 0.25
+  CHECK(c.rows[3].plan.memory.peak_bytes == 8250000000ULL);
   // accumulation saves activations: 6 GB here; checkpointing 7 GB
-  CHECK(c["techniques"][0]["memorySavedBytes"].get<double>() == 6e9);
-  CHECK(c["techniques"][1]["memorySavedBytes"].get<double>() == 7e9);
+  REQUIRE(c.techniques.size() == 2);
+  CHECK(c.techniques[0].memory_saved_bytes == 6e9);
+  CHECK(c.techniques[1].memory_saved_bytes == 7e9);
   // time: baseline 1 s + 0.1; accumulation 1 s + 0.4; checkpointing 4/3 s + 0.1
-  CHECK(c["rows"][1]["relativeTime"].get<double>() == Approx(1.4 / 1.1));
-  CHECK(c["rows"][2]["relativeTime"].get<double>() == Approx((4.0 / 3 + 0.1) / 1.1));
+  CHECK(c.rows[1].relative_time == Approx(1.4 / 1.1));
+  CHECK(c.rows[2].relative_time == Approx((4.0 / 3 + 0.1) / 1.1));
   bool bn = false, loss = false;
   for (const auto& w : r.warnings) {
-    bn = bn || w["code"] == "batchnorm-per-micro-batch";
-    loss = loss || w["code"] == "loss-averaging";
+    bn = bn || w.code == "batchnorm-per-micro-batch";
+    loss = loss || w.code == "loss-averaging";
   }
   CHECK(bn);
   CHECK(loss);

@@ -276,6 +276,16 @@ TEST_CASE("activations: a T5 encoder block, fp32 with dropout 0.1 on CPU, by han
   CHECK(acts.layers[3].saved_bytes ==
         2032640 + 131584 + 65536 + 65536 + 512 + 8192 + 32768 + 32768);
   CHECK(acts.layers[3].output_bytes == 65536 + 32768);
+  // T5Attention has no SDPA path (modeling_t5.py computes scores, bias and softmax itself): an
+  // SDPA setting keeps the same bytes, the probabilities included, and says so
+  s.attention = activations::Attention::sdpa;
+  const auto sdpa = activations::transformer_activations(m, s);
+  CHECK(sdpa.layers[1].saved_bytes == 2032640);
+  bool stated = false;
+  for (const auto& note : sdpa.assumptions)
+    stated = stated || note.find("no SDPA path") != note.npos;
+  CHECK(stated);
+  s.attention = activations::Attention::eager;
   // targetLen for a decoder-only model is an error naming the field
   m.arch.model_type = "llama";
   m.arch.encoder_layers = 0;

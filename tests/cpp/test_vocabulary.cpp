@@ -4,6 +4,7 @@
 // checked is that the parsers and the tables agree.
 #include <catch2/catch.hpp>
 #include <string>
+#include <utility>
 
 #include "io/request.hpp"
 #include "trainmem/api.hpp"
@@ -140,4 +141,28 @@ TEST_CASE("vocabulary: the exported function lists every name of the tables") {
   CHECK(lists_itself);
   const json bad = json::parse(call("vocabulary", R"({"x":1})"));
   CHECK(bad["error"]["code"] == "unknown_key");
+}
+
+// An alias selects another name's state layout, and results print the layout's own name.
+// Expected from the libraries: bitsandbytes' AdamW8bit and PagedAdamW8bit are
+// Optimizer2State("adam", ..., 8 bits) as Adam8bit is (bitsandbytes/optim/adamw.py @ 06029dd6);
+// transformers' Adafactor is one class; "sgd-momentum" is torch.optim.SGD with momentum set.
+TEST_CASE("vocabulary: optimizer aliases print the layout they select") {
+  const std::pair<const char*, const char*> cases[] = {
+      {"adamw-8bit", "adam-8bit"},
+      {"paged-adamw-8bit", "adam-8bit"},
+      {"adafactor-hf", "adafactor"},
+      {"sgd-momentum", "sgd"},
+      {"torch-adafactor", "torch-adafactor"},
+      {"torchao-adamw-4bit", "torchao-adamw-4bit"}};
+  const json v = json::parse(call("vocabulary", "{}"));
+  REQUIRE(v["ok"] == true);
+  for (const auto& [alias, layout] : cases) {
+    INFO(alias);
+    CHECK(v["result"]["optimizerLayouts"][alias] == layout);
+    const json r = json::parse(
+        call("checkpointSize", fill(R"({"model":{"params":1000},"optimizer":"@"})", alias)));
+    REQUIRE(r["ok"] == true);
+    CHECK(r["result"]["optimizer"] == layout);
+  }
 }

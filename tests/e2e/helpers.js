@@ -63,6 +63,9 @@ export async function openPage(browser, url, contextOptions = {}) {
   });
   const page = await context.newPage();
   const problems = [];
+  // Every path the page and its workers fetch, from before the first one (the core's module is
+  // fetched while the page loads, before goto returns).
+  const fetched = [];
   const origin = new URL(url).origin;
   page.on('console', (m) => {
     if (m.type() === 'error') problems.push(`console: ${m.text()}`);
@@ -70,6 +73,7 @@ export async function openPage(browser, url, contextOptions = {}) {
   page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
   page.on('request', (r) => {
     const u = r.url();
+    fetched.push(new URL(u).pathname);
     if (!u.startsWith(origin) && !u.startsWith('data:') && !u.startsWith('blob:'))
       problems.push(`foreign request: ${u}`);
   });
@@ -80,7 +84,7 @@ export async function openPage(browser, url, contextOptions = {}) {
     );
   });
   await page.goto(url);
-  return { page, context, problems };
+  return { page, context, problems, fetched };
 }
 
 /** Waits until the app has shown its first result. */

@@ -38,12 +38,10 @@ async function drop(page, name) {
 
 describe('snapshot comparison on the page', () => {
   it('a dropped snapshot shows both curves, the peak, the difference per category and the cause', async () => {
-    const { page, context, problems } = await openPage(
+    const { page, context, problems, fetched } = await openPage(
       env.browser,
       `${env.base}/app/?lang=en&tab=peak&ms=preset&preset=gpt2`,
     );
-    const fetched = [];
-    page.on('request', (r) => fetched.push(new URL(r.url()).pathname));
     await ready(page);
     assert.match(await page.textContent('#tm-snapshot-private'), /never leaves your browser/);
     // The page starts on the module without the snapshot reader; the full one comes with the

@@ -1,14 +1,14 @@
 // Gradient accumulation: the batch arithmetic (forward mode) and the planner that enumerates
 // (microBatch, accumulationSteps) for a target global batch, with peak memory and step time.
 // Peak memory is injected (PeakMemoryFn) so that the planner is testable on its own; the JSON
-// entry (accumulation_json) wires the real peak-memory calculator.
+// entry (accumulation_json, io/accumulation_request.cpp) wires the real peak-memory calculator,
+// and io/accumulation_json.hpp writes the results.
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "trainmem/time_model.hpp"
 
@@ -38,16 +38,21 @@ struct ForwardResult {
 };
 
 ForwardResult forward(const ForwardInputs& in);  // throws RequestError(too_large) on overflow
-nlohmann::json to_json(const ForwardResult& r, const ForwardInputs& in);
 
 // ---- Planner ------------------------------------------------------------------------------
+// The peak-memory breakdown of one configuration: the bytes of each line of peak::Result.
+struct Breakdown {
+  uint64_t weights = 0, master_weights = 0, gradients = 0, optimizer_state = 0;
+  uint64_t activations = 0, temporaries = 0, runtime = 0;
+};
+
 struct MemoryEstimate {
   uint64_t peak_bytes = 0;
   bool fits = false;
   // Forward FLOPs per token recomputed in the backward, when the memory model knows its plan
   // (placement engine); < 0: the planner derives it from the strategy name.
   double recompute_flops_per_token = -1;
-  nlohmann::json breakdown;  // optional: the peak-memory breakdown, shown in the comparison
+  std::optional<Breakdown> breakdown;  // optional: shown in the comparison
 };
 
 // Peak memory of one micro-step configuration. Must be cheap: called once per candidate.
@@ -81,12 +86,52 @@ struct Plan {
   time_model::StepTime time;
 };
 
+// What checkpointing does for the target: the largest micro-batch that fits with and without it
+// and, where both fit, whether the larger micro-batch beats more accumulation.
+struct Verdict {
+  uint64_t largest_micro_batch_without = 0, largest_micro_batch_with = 0;
+  bool enables_larger_micro_batch = false;
+  std::optional<bool> checkpointing_required;         // unset: no plan fits, or not considered
+  std::optional<bool> faster_than_more_accumulation;  // set when both kinds of plan fit
+  std::optional<double> speedup_over_best_without;    // (with them)
+  std::string message;
+};
+
+// One row of the comparison: a plan and its time relative to the baseline and to accumulation.
+struct ComparisonRow {
+  std::string id;  // baseline | accumulation | checkpointing | accumulationAndCheckpointing
+  Plan plan;
+  double relative_time = 0, relative_to_accumulation = 0;
+};
+
+// Where a technique acts, what memory it saves and what it costs.
+struct Technique {
+  std::string technique;  // gradientAccumulation | gradientCheckpointing
+  std::string strategy;   // the checkpointing strategy (empty for accumulation)
+  std::string acts_on, memory_acts_on, cost;
+  double memory_saved_bytes = 0, extra_seconds = 0, extra_time_fraction = 0, extra_flops = 0;
+};
+
+// Accumulation and checkpointing side by side for the user's configuration.
+struct Comparison {
+  uint64_t micro_batch = 0;               // the per-device batch in one pass (baseline)
+  uint64_t accumulation_micro_batch = 0;  // the accumulation rows' micro-batch
+  uint64_t accumulation_steps = 0;
+  std::string checkpointing;
+  std::vector<ComparisonRow> rows;
+  std::vector<Technique> techniques;
+};
+
+struct Warning {
+  std::string code, message;
+};
+
 struct PlannerResult {
   std::vector<Plan> plans;
   int recommended = -1;  // index into plans; -1 when nothing fits
-  nlohmann::json checkpointing_verdict;
-  nlohmann::json comparison;
-  nlohmann::json warnings = nlohmann::json::array();
+  Verdict checkpointing_verdict;
+  Comparison comparison;
+  std::vector<Warning> warnings;
   uint64_t omitted_plans = 0;  // candidates not evaluated (larger than one that did not fit)
 };
 
@@ -97,7 +142,6 @@ double recompute_flops_per_token(const time_model::ForwardFlops& flops, const st
                                  bool* known);
 
 PlannerResult plan(const PlannerInputs& in, const PeakMemoryFn& peak_memory);
-nlohmann::json to_json(const PlannerResult& r, const PlannerInputs& in);
 
 }  // namespace accumulation
 }  // namespace trainmem

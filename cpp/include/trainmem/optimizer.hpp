@@ -8,14 +8,14 @@
 
 #include "trainmem/dtype.hpp"
 #include "trainmem/model.hpp"
+#include "trainmem/vocabulary.hpp"
 
 namespace trainmem {
 
-// Canonical optimizer names: sgd adam adamw adagrad rmsprop adafactor torch-adafactor lion
-// adam-8bit torchao-adamw-8bit torchao-adamw-4bit torchao-adamw-fp8 (request aliases:
-// sgd-momentum, adamw-8bit, adafactor-hf).
+// An optimizer and its settings. `type` is the state layout (vocab::kOptimizers maps the
+// request names, aliases included, onto it; io/optimizer_json.cpp reads them).
 struct OptimizerSpec {
-  std::string name = "adamw";
+  vocab::Optimizer type = vocab::Optimizer::adamw;
   // bitsandbytes paged optimizers (PagedAdamW8bit): state tensors of >= 100,000 values are
   // allocated with cudaMallocManaged (bitsandbytes/optim/optimizer.py get_state_buffer, paged),
   // outside PyTorch's caching allocator
@@ -52,8 +52,16 @@ struct StateTensor {
 
 // torchao's AdamW8bit / AdamW4bit / AdamWFp8 (torchao/optim/adam.py): tensor-subclass states.
 bool is_torchao_low_bit(const OptimizerSpec& o);
+// States of one byte or less per value: bitsandbytes 8-bit Adam or a torchao low-bit AdamW.
+bool has_byte_states(const OptimizerSpec& o);
+// The layout's name as results print it ("adamw", "adam-8bit", ...: its first name in
+// vocab::kOptimizers).
+std::string optimizer_name(const OptimizerSpec& o);
 // Names accepted as optimizer strings (for messages and docs).
 const std::vector<std::string>& optimizer_names();
+// Values per quantisation block of torchao's low-bit AdamW defaults (adam.py @ 0372e5ff), or the
+// bitsandbytes default for the others.
+uint64_t default_block_size(vocab::Optimizer type);
 
 // State entries of one parameter tensor, in the order the optimizer inserts them.
 // `state_dtype` is the dtype of the entries that follow the parameter (the parameter's dtype

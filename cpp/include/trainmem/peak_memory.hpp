@@ -4,10 +4,9 @@
 // docs/peak-memory.md. Typed API for callers that evaluate many configurations (accumulation).
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "trainmem/activations.hpp"
 #include "trainmem/caching_allocator.hpp"
@@ -45,11 +44,18 @@ struct Runtime {
 Runtime runtime_profile(const std::string& id, const std::string& field);
 std::vector<std::string> runtime_ids();
 
+// Dense peak throughput per dtype in TFLOP/s (the preset's peakTflops); 0: the GPU has none
+// (null in the data: no tf32 or bf16 before Ampere).
+struct DenseTflops {
+  double fp32 = 0, tf32 = 0, fp16 = 0, bf16 = 0;
+};
+
 struct Gpu {
   std::string id, name;
   uint64_t memory_bytes = 0;
-  nlohmann::json tflops;          // {"fp32": .., "tf32": .., "fp16": .., "bf16": ..} dense peak
+  DenseTflops tflops;
   double compute_capability = 0;  // CUDA compute capability (8.9: Ada, 9.0: Hopper)
+  double memory_bandwidth = 0;    // bytes per second (memoryBandwidthBytesPerSecond; 0: unknown)
   std::string source;
 };
 // GPU preset from cpp/data/gpus/<id>.json; throws RequestError(unknown_preset, field).
@@ -168,9 +174,6 @@ struct Request {
   } fsdp;
 };
 
-// Parses and validates a peakMemory request (throws RequestError naming the field).
-Request parse_request(const nlohmann::json& request);
-
 struct Line {
   uint64_t bytes = 0;
   std::string source;
@@ -224,8 +227,6 @@ struct Result {
 Result evaluate(const Request& request);
 // evaluate + the largest micro-batch that fits the device (when one is given).
 Result compute(const Request& request);
-
-nlohmann::json to_json(const Result& r, bool include_timeline = true);
 
 }  // namespace peak
 }  // namespace trainmem

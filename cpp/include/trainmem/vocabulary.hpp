@@ -17,28 +17,50 @@ namespace trainmem {
 namespace vocab {
 
 // ---- Optimizers: request name -> the state layout it selects (model/optimizer.cpp). A name
-// whose layout is another's is an alias of it.
+// whose layout is another's is an alias of it; a layout's first name is the one results print.
+enum class Optimizer {
+  sgd,
+  adam,
+  adamw,
+  adagrad,
+  rmsprop,
+  adafactor,
+  torch_adafactor,
+  lion,
+  adam_8bit,
+  torchao_adamw_8bit,
+  torchao_adamw_4bit,
+  torchao_adamw_fp8,
+};
+inline constexpr int kOptimizerLayouts = static_cast<int>(Optimizer::torchao_adamw_fp8) + 1;
+// What a name selects besides its layout (read once, in io/optimizer_json.cpp).
+enum class OptimizerVariant {
+  plain,
+  momentum,  // SGD with momentum 0.9
+  paged,     // bitsandbytes paged state buffers
+};
 struct OptimizerTerm {
   const char* name;
-  const char* layout;
+  Optimizer value;
+  OptimizerVariant variant = OptimizerVariant::plain;
 };
 inline constexpr OptimizerTerm kOptimizers[] = {
-    {"sgd", "sgd"},                                // torch.optim.SGD
-    {"sgd-momentum", "sgd"},                       // torch.optim.SGD with momentum 0.9
-    {"adam", "adam"},                              // torch.optim.Adam
-    {"adamw", "adamw"},                            // torch.optim.AdamW
-    {"adagrad", "adagrad"},                        // torch.optim.Adagrad
-    {"rmsprop", "rmsprop"},                        // torch.optim.RMSprop
-    {"adafactor", "adafactor"},                    // transformers.optimization.Adafactor
-    {"torch-adafactor", "torch-adafactor"},        // torch.optim.Adafactor (torch >= 2.5)
-    {"lion", "lion"},                              // lion-pytorch Lion
-    {"adam-8bit", "adam-8bit"},                    // bitsandbytes Adam8bit
-    {"adamw-8bit", "adam-8bit"},                   // bitsandbytes AdamW8bit: the same state
-    {"adafactor-hf", "adafactor"},                 // another name of transformers' Adafactor
-    {"paged-adamw-8bit", "adam-8bit"},             // bitsandbytes PagedAdamW8bit
-    {"torchao-adamw-8bit", "torchao-adamw-8bit"},  // torchao.optim.AdamW8bit
-    {"torchao-adamw-4bit", "torchao-adamw-4bit"},  // torchao.optim.AdamW4bit
-    {"torchao-adamw-fp8", "torchao-adamw-fp8"},    // torchao.optim.AdamWFp8
+    {"sgd", Optimizer::sgd},                                       // torch.optim.SGD
+    {"sgd-momentum", Optimizer::sgd, OptimizerVariant::momentum},  // torch.optim.SGD, momentum 0.9
+    {"adam", Optimizer::adam},                                     // torch.optim.Adam
+    {"adamw", Optimizer::adamw},                                   // torch.optim.AdamW
+    {"adagrad", Optimizer::adagrad},                               // torch.optim.Adagrad
+    {"rmsprop", Optimizer::rmsprop},                               // torch.optim.RMSprop
+    {"adafactor", Optimizer::adafactor},                           // transformers' Adafactor
+    {"torch-adafactor", Optimizer::torch_adafactor},               // torch.optim.Adafactor (>= 2.5)
+    {"lion", Optimizer::lion},                                     // lion-pytorch Lion
+    {"adam-8bit", Optimizer::adam_8bit},                           // bitsandbytes Adam8bit
+    {"adamw-8bit", Optimizer::adam_8bit},    // bitsandbytes AdamW8bit: same state
+    {"adafactor-hf", Optimizer::adafactor},  // transformers' Adafactor again
+    {"paged-adamw-8bit", Optimizer::adam_8bit, OptimizerVariant::paged},  // bnb PagedAdamW8bit
+    {"torchao-adamw-8bit", Optimizer::torchao_adamw_8bit},                // torchao.optim.AdamW8bit
+    {"torchao-adamw-4bit", Optimizer::torchao_adamw_4bit},                // torchao.optim.AdamW4bit
+    {"torchao-adamw-fp8", Optimizer::torchao_adamw_fp8},                  // torchao.optim.AdamWFp8
 };
 
 // ---- Element types. `listed`: named in error messages and exported (the others are
@@ -82,11 +104,14 @@ enum class Strategy {
   optimal_single_level,
   optimal,
 };
-struct StrategyTerm {
+// A name, the value it selects, and whether the placement calculator accepts it.
+template <class V>
+struct PlacementTerm {
   const char* name;
-  Strategy value;
+  V value;
   bool placement;
 };
+using StrategyTerm = PlacementTerm<Strategy>;
 inline constexpr StrategyTerm kStrategies[] = {
     {"none", Strategy::none, true},
     {"full", Strategy::full, false},  // every block (HF gradient_checkpointing)
@@ -125,11 +150,7 @@ inline constexpr PrecisionTerm kPrecisions[] = {
 // ---- Attention implementations. `placement`: accepted by the placement calculator's model
 // form (flash keeps what SDPA keeps; peakMemory takes the name).
 enum class Attention { eager, sdpa };
-struct AttentionTerm {
-  const char* name;
-  Attention value;
-  bool placement;
-};
+using AttentionTerm = PlacementTerm<Attention>;
 inline constexpr AttentionTerm kAttention[] = {
     {"eager", Attention::eager, true},
     {"sdpa", Attention::sdpa, true},
@@ -250,6 +271,17 @@ const char* name_for(const T (&table)[N], V value) {
     if (t.value == value) return t.name;
   return "";
 }
+
+// Every optimizer layout has a name in kOptimizers (the enum and the table cannot drift apart).
+constexpr bool every_optimizer_named() {
+  for (int v = 0; v < kOptimizerLayouts; ++v) {
+    bool named = false;
+    for (const OptimizerTerm& t : kOptimizers) named = named || static_cast<int>(t.value) == v;
+    if (!named) return false;
+  }
+  return true;
+}
+static_assert(every_optimizer_named(), "an optimizer layout without a name in kOptimizers");
 
 }  // namespace vocab
 }  // namespace trainmem

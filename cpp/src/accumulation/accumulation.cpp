@@ -3,26 +3,16 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
-#include "io/json_fields.hpp"
 #include "io/request.hpp"
-#include "io/time_model_json.hpp"
 #include "trainmem/error.hpp"
 
 namespace trainmem {
 namespace accumulation {
 
-using nlohmann::json;
-
 namespace {
 uint64_t ceil_div(uint64_t a, uint64_t b) { return a / b + (a % b ? 1 : 0); }
-
-json warning(const char* code, const std::string& message) {
-  json w = json::object();
-  put(w, "code", code);
-  put(w, "message", message);
-  return w;
-}
 }  // namespace
 
 ForwardResult forward(const ForwardInputs& in) {
@@ -46,30 +36,6 @@ ForwardResult forward(const ForwardInputs& in) {
     r.remainder_micro_batches = r.micro_batches_per_epoch % in.accumulation_steps;
   }
   return r;
-}
-
-json to_json(const ForwardResult& r, const ForwardInputs& in) {
-  json out = json::object();
-  put(out, "mode", "forward");
-  put(out, "microBatch", in.micro_batch);
-  put(out, "accumulationSteps", in.accumulation_steps);
-  put(out, "dataParallel", in.data_parallel);
-  put(out, "effectiveBatch", r.effective_batch);
-  put(out, "perDeviceBatch", r.per_device_batch);
-  put(out, "microStepsPerOptimizerStep", in.accumulation_steps);
-  put(out, "formula",
-      "effectiveBatch = microBatch x accumulationSteps x dataParallel "
-      "(HF Trainer total train batch size; PyTorch DDP)");
-  if (in.seq_len) put(out, "tokensPerStep", r.tokens_per_step);
-  if (in.dataset_size) {
-    put(out, "samplesPerRank", r.samples_per_rank);
-    put(out, "paddedSamples", r.padded_samples);
-    put(out, "microBatchesPerEpoch", r.micro_batches_per_epoch);
-    put(out, "optimizerStepsPerEpoch", r.optimizer_steps_per_epoch);
-    put(out, "fullOptimizerStepsPerEpoch", r.full_optimizer_steps_per_epoch);
-    put(out, "remainderMicroBatches", r.remainder_micro_batches);
-  }
-  return out;
 }
 
 double recompute_flops_per_token(const time_model::ForwardFlops& flops, const std::string& strategy,
@@ -100,7 +66,7 @@ std::vector<uint64_t> divisors(uint64_t n) {
 }
 
 Plan evaluate(const PlannerInputs& in, const PeakMemoryFn& peak_memory, uint64_t micro,
-              uint64_t steps, const std::string& ckpt, json* warnings) {
+              uint64_t steps, const std::string& ckpt, std::vector<Warning>* warnings) {
   Plan p;
   p.micro_batch = micro;
   p.accumulation_steps = steps;
@@ -117,8 +83,8 @@ Plan evaluate(const PlannerInputs& in, const PeakMemoryFn& peak_memory, uint64_t
                             "\": recompute time taken as one extra forward of every block "
                             "(upper bound) because the memory model gave no plan";
     bool seen = false;
-    for (const auto& w : *warnings) seen = seen || json_value_or(w, "message", "") == msg;
-    if (!seen) warnings->push_back(warning("recompute-upper-bound", msg));
+    for (const auto& w : *warnings) seen = seen || w.message == msg;
+    if (!seen) warnings->push_back({"recompute-upper-bound", msg});
   }
   time_model::StepInputs si;
   si.micro_batch = micro;
@@ -166,67 +132,51 @@ uint64_t largest_fitting_micro(const std::vector<Plan>& plans, bool ckpt) {
   return m;
 }
 
-json plan_json(const Plan& p) {
-  json j = json::object();
-  put(j, "microBatch", p.micro_batch);
-  put(j, "accumulationSteps", p.accumulation_steps);
-  put(j, "globalBatch", p.global_batch);
-  put(j, "exact", p.exact);
-  put(j, "checkpointing", p.checkpointing);
-  put(j, "peakBytes", p.memory.peak_bytes);
-  put(j, "fits", p.memory.fits);
-  put(j, "stepSeconds", p.time.step_seconds);
-  put(j, "samplesPerSecond", p.time.samples_per_second);
-  put(j, "time", time_model::to_json(p.time));
-  return j;
-}
-
 std::string pct(double fraction) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f %%", fraction * 100.0);
   return buf;
 }
 
-json make_verdict(const std::vector<Plan>& plans) {
+Verdict make_verdict(const std::vector<Plan>& plans) {
   const int best_none = best_fitting(plans, false, false);
   const int best_ckpt = best_fitting(plans, true, false);
   const uint64_t m_none = largest_fitting_micro(plans, false);
   const uint64_t m_ckpt = largest_fitting_micro(plans, true);
-  json v = json::object();
-  put(v, "largestMicroBatchWithout", m_none);
-  put(v, "largestMicroBatchWith", m_ckpt);
+  Verdict v;
+  v.largest_micro_batch_without = m_none;
+  v.largest_micro_batch_with = m_ckpt;
   const bool enables = m_ckpt > m_none;
-  put(v, "enablesLargerMicroBatch", enables);
+  v.enables_larger_micro_batch = enables;
   bool any_ckpt_plan = false;
   for (const auto& p : plans) any_ckpt_plan = any_ckpt_plan || p.checkpointing != "none";
   if (!any_ckpt_plan) {
-    put(v, "message", "checkpointing was not considered");
+    v.message = "checkpointing was not considered";
     return v;
   }
   if (best_ckpt < 0 && best_none < 0) {
-    put(v, "message", "no plan fits, with or without checkpointing");
+    v.message = "no plan fits, with or without checkpointing";
     return v;
   }
   if (best_ckpt >= 0 && best_none < 0) {
     const Plan& c = plans[static_cast<size_t>(best_ckpt)];
-    put(v, "checkpointingRequired", true);
-    put(v, "message",
-        "only checkpointing makes the target fit: micro-batch " + std::to_string(c.micro_batch) +
-            " x " + std::to_string(c.accumulation_steps) + " steps with \"" + c.checkpointing +
-            "\"");
+    v.checkpointing_required = true;
+    v.message = "only checkpointing makes the target fit: micro-batch " +
+                std::to_string(c.micro_batch) + " x " + std::to_string(c.accumulation_steps) +
+                " steps with \"" + c.checkpointing + "\"";
     return v;
   }
-  put(v, "checkpointingRequired", false);
+  v.checkpointing_required = false;
   if (best_ckpt < 0) {
-    put(v, "message", "checkpointing does not help: no checkpointed plan fits");
+    v.message = "checkpointing does not help: no checkpointed plan fits";
     return v;
   }
   const Plan& n = plans[static_cast<size_t>(best_none)];
   const Plan& c = plans[static_cast<size_t>(best_ckpt)];
   const double ratio =
       n.time.step_seconds > 0 ? (c.time.samples_per_second / n.time.samples_per_second) - 1.0 : 0.0;
-  put(v, "fasterThanMoreAccumulation", enables && ratio > 0);
-  put(v, "speedupOverBestWithout", ratio);
+  v.faster_than_more_accumulation = enables && ratio > 0;
+  v.speedup_over_best_without = ratio;
   std::string msg;
   if (!enables) {
     msg =
@@ -243,14 +193,15 @@ json make_verdict(const std::vector<Plan>& plans) {
           " slower than " + std::to_string(n.micro_batch) + " x " +
           std::to_string(n.accumulation_steps) + " accumulation without it";
   }
-  put(v, "message", msg);
+  v.message = msg;
   return v;
 }
 
-// Seed 000's comparison table, computed: where each technique acts, what memory it saves,
-// what it costs, for the user's configuration.
-json make_comparison(const PlannerInputs& in, const PeakMemoryFn& peak_memory, uint64_t per_device,
-                     const std::string& ckpt, json* warnings) {
+// The usual comparison table of the two techniques, computed: where each acts, what memory it
+// saves, what it costs, for the user's configuration.
+Comparison make_comparison(const PlannerInputs& in, const PeakMemoryFn& peak_memory,
+                           uint64_t per_device, const std::string& ckpt,
+                           std::vector<Warning>* warnings) {
   uint64_t c = std::min<uint64_t>(std::max<uint64_t>(in.compare_micro_batch, 1), per_device);
   while (per_device % c) --c;  // largest divisor <= the requested micro-batch
   const uint64_t steps = per_device / c;
@@ -263,64 +214,48 @@ json make_comparison(const PlannerInputs& in, const PeakMemoryFn& peak_memory, u
                       {"accumulation", c, steps, "none"},
                       {"checkpointing", per_device, 1, ckpt},
                       {"accumulationAndCheckpointing", c, steps, ckpt}};
-  std::vector<Plan> plans;
-  json jrows = json::array();
-  for (const auto& r : rows) {
-    plans.push_back(evaluate(in, peak_memory, r.micro, r.steps, r.ckpt, warnings));
-    json j = plan_json(plans.back());
-    put(j, "id", r.id);
-    if (!plans.back().memory.breakdown.is_null())
-      put(j, "breakdown", plans.back().memory.breakdown);
-    jrows.push_back(std::move(j));
+  Comparison out;
+  out.micro_batch = per_device;
+  out.accumulation_micro_batch = c;
+  out.accumulation_steps = steps;
+  out.checkpointing = ckpt;
+  for (const auto& r : rows)
+    out.rows.push_back({r.id, evaluate(in, peak_memory, r.micro, r.steps, r.ckpt, warnings)});
+  const auto seconds = [&out](size_t i) { return out.rows[i].plan.time.step_seconds; };
+  const double base_t = seconds(0);
+  for (size_t i = 0; i < out.rows.size(); ++i) {
+    out.rows[i].relative_time = seconds(i) / base_t;
+    out.rows[i].relative_to_accumulation = seconds(i) / seconds(1);
   }
-  const double base_t = plans[0].time.step_seconds;
-  for (size_t i = 0; i < jrows.size(); ++i) {
-    put(jrows[i], "relativeTime", plans[i].time.step_seconds / base_t);
-    put(jrows[i], "relativeToAccumulation",
-        plans[i].time.step_seconds / plans[1].time.step_seconds);
-  }
-  auto saved = [&](size_t i, size_t j) -> double {
-    return static_cast<double>(plans[i].memory.peak_bytes) -
-           static_cast<double>(plans[j].memory.peak_bytes);
+  auto saved = [&out](size_t i, size_t j) -> double {
+    return static_cast<double>(out.rows[i].plan.memory.peak_bytes) -
+           static_cast<double>(out.rows[j].plan.memory.peak_bytes);
   };
   const double fwd_tokens = static_cast<double>(per_device) * static_cast<double>(in.seq_len);
-  json acc = json::object();
-  put(acc, "technique", "gradientAccumulation");
-  put(acc, "actsOn",
-      "forward and backward passes: each pass sees a micro-batch of " + std::to_string(c) +
-          " instead of " + std::to_string(per_device) + "; the optimizer steps once per " +
-          std::to_string(steps) + " micro-steps");
-  put(acc, "memoryActsOn",
-      "activations (they follow the micro-batch); gradients, weights and "
-      "optimizer state are unchanged");
-  put(acc, "memorySavedBytes", saved(0, 1));
-  put(acc, "extraSeconds", plans[1].time.step_seconds - plans[0].time.step_seconds);
-  put(acc, "extraTimeFraction", plans[1].time.step_seconds / base_t - 1.0);
-  put(acc, "extraFlops", 0.0);
-  put(acc, "cost", "more, smaller passes: per-micro-step fixed costs repeat and utilisation falls");
-  json ck = json::object();
-  put(ck, "technique", "gradientCheckpointing");
-  put(ck, "strategy", ckpt);
-  put(ck, "actsOn", "backward pass: dropped activations are recomputed from the kept ones");
-  put(ck, "memoryActsOn", "activations only");
-  put(ck, "memorySavedBytes", saved(0, 2));
-  put(ck, "extraSeconds", plans[2].time.step_seconds - plans[0].time.step_seconds);
-  put(ck, "extraTimeFraction", plans[2].time.step_seconds / base_t - 1.0);
-  put(ck, "extraFlops", plans[2].recompute_flops_per_token * fwd_tokens);
-  put(ck, "cost", "compute: one extra forward of the recomputed layers per micro-step");
-  json out = json::object();
-  put(out, "microBatch", per_device);
-  put(out, "accumulationMicroBatch", c);
-  put(out, "accumulationSteps", steps);
-  put(out, "checkpointing", ckpt);
-  put(out, "rows", std::move(jrows));
-  json techniques = json::array();
-  techniques.push_back(std::move(acc));
-  techniques.push_back(std::move(ck));
-  put(out, "techniques", std::move(techniques));
-  put(out, "tableNote",
-      "comparison tables often list 'gradient memory' as what accumulation saves; these rows "
-      "show it saves activation memory: gradients stay allocated across micro-steps");
+  Technique acc;
+  acc.technique = "gradientAccumulation";
+  acc.acts_on = "forward and backward passes: each pass sees a micro-batch of " +
+                std::to_string(c) + " instead of " + std::to_string(per_device) +
+                "; the optimizer steps once per " + std::to_string(steps) + " micro-steps";
+  acc.memory_acts_on =
+      "activations (they follow the micro-batch); gradients, weights and optimizer state are "
+      "unchanged";
+  acc.memory_saved_bytes = saved(0, 1);
+  acc.extra_seconds = seconds(1) - seconds(0);
+  acc.extra_time_fraction = seconds(1) / base_t - 1.0;
+  acc.extra_flops = 0.0;
+  acc.cost = "more, smaller passes: per-micro-step fixed costs repeat and utilisation falls";
+  Technique ck;
+  ck.technique = "gradientCheckpointing";
+  ck.strategy = ckpt;
+  ck.acts_on = "backward pass: dropped activations are recomputed from the kept ones";
+  ck.memory_acts_on = "activations only";
+  ck.memory_saved_bytes = saved(0, 2);
+  ck.extra_seconds = seconds(2) - seconds(0);
+  ck.extra_time_fraction = seconds(2) / base_t - 1.0;
+  ck.extra_flops = out.rows[2].plan.recompute_flops_per_token * fwd_tokens;
+  ck.cost = "compute: one extra forward of the recomputed layers per micro-step";
+  out.techniques = {acc, ck};
   return out;
 }
 
@@ -339,12 +274,12 @@ PlannerResult plan(const PlannerInputs& in, const PeakMemoryFn& peak_memory) {
   } else {
     const uint64_t lo = in.target_global_batch / in.data_parallel;
     per_device = {lo, lo + 1};
-    r.warnings.push_back(warning(
-        "target-not-divisible",
-        "targetGlobalBatch " + std::to_string(in.target_global_batch) +
-            " is not a multiple of dataParallel " + std::to_string(in.data_parallel) +
-            ": plans use the nearest global batches " + std::to_string(lo * in.data_parallel) +
-            " and " + std::to_string((lo + 1) * in.data_parallel) + " (exact: false)"));
+    r.warnings.push_back(
+        {"target-not-divisible",
+         "targetGlobalBatch " + std::to_string(in.target_global_batch) +
+             " is not a multiple of dataParallel " + std::to_string(in.data_parallel) +
+             ": plans use the nearest global batches " + std::to_string(lo * in.data_parallel) +
+             " and " + std::to_string((lo + 1) * in.data_parallel) + " (exact: false)"});
   }
   std::vector<std::string> strategies = {"none"};
   for (const auto& s : in.checkpointing)
@@ -378,44 +313,21 @@ PlannerResult plan(const PlannerInputs& in, const PeakMemoryFn& peak_memory) {
   if (max_steps > 1 || in.data_parallel > 1) {
     if (in.model_has_batchnorm || in.model_may_have_batchnorm)
       r.warnings.push_back(
-          warning("batchnorm-per-micro-batch",
-                  std::string(in.model_has_batchnorm ? "the model has BatchNorm: "
-                                                     : "if the model has BatchNorm: ") +
-                      "its batch statistics (and running-stat updates) are computed per "
-                      "micro-batch of each rank, not over the global batch, so accumulation "
-                      "is not equivalent to the large batch (use SyncBatchNorm across ranks, "
-                      "GroupNorm/LayerNorm, or a larger micro-batch)"));
-    r.warnings.push_back(warning(
-        "loss-averaging",
-        "averaging each micro-batch's mean loss weights tokens unequally when sequences differ "
-        "in length (padding, -100 labels): divide the summed token loss by the token count of "
-        "the whole global batch instead (transformers >= 4.46 passes num_items_in_batch for "
-        "this; older Trainers and hand-written loops averaged per micro-batch)"));
+          {"batchnorm-per-micro-batch",
+           std::string(in.model_has_batchnorm ? "the model has BatchNorm: "
+                                              : "if the model has BatchNorm: ") +
+               "its batch statistics (and running-stat updates) are computed per "
+               "micro-batch of each rank, not over the global batch, so accumulation "
+               "is not equivalent to the large batch (use SyncBatchNorm across ranks, "
+               "GroupNorm/LayerNorm, or a larger micro-batch)"});
+    r.warnings.push_back(
+        {"loss-averaging",
+         "averaging each micro-batch's mean loss weights tokens unequally when sequences differ "
+         "in length (padding, -100 labels): divide the summed token loss by the token count of "
+         "the whole global batch instead (transformers >= 4.46 passes num_items_in_batch for "
+         "this; older Trainers and hand-written loops averaged per micro-batch)"});
   }
   return r;
-}
-
-json to_json(const PlannerResult& r, const PlannerInputs& in) {
-  json plans = json::array();
-  for (const auto& p : r.plans) plans.push_back(plan_json(p));
-  json out = json::object();
-  put(out, "mode", "plan");
-  put(out, "targetGlobalBatch", in.target_global_batch);
-  put(out, "dataParallel", in.data_parallel);
-  put(out, "seqLen", in.seq_len);
-  put(out, "plans", plans);
-  put(out, "omittedPlans", r.omitted_plans);
-  put(out, "checkpointing", r.checkpointing_verdict);
-  put(out, "comparison", r.comparison);
-  put(out, "flops", time_model::to_json(in.flops));
-  put(out, "warnings", r.warnings);
-  if (r.recommended >= 0) {
-    put(out, "recommended", plan_json(r.plans[static_cast<size_t>(r.recommended)]));
-    put(out, "recommendedIndex", r.recommended);
-  } else {
-    put(out, "recommended", nullptr);
-  }
-  return out;
 }
 
 }  // namespace accumulation

@@ -1051,9 +1051,11 @@ ModelActivations transformer_activations(const ModelDescription& m, const Settin
   Builder B(s, field);
   const Widths w = widths(s);
   const Dims d = dims_of(ar, s, B);
-  const bool eager = s.attention == Attention::eager;
-  const Ctx c{B, d, w, s, ar, eager};
   const bool t5 = out.recipe == "t5";
+  // T5Attention computes its scores, bias and softmax itself and T5PreTrainedModel declares no
+  // SDPA support (transformers modeling_t5.py @ 6b8b757d): T5 always saves the eager core
+  const bool eager = s.attention == Attention::eager || t5;
+  const Ctx c{B, d, w, s, ar, eager};
   // T5: the decoder's own length (targetLen; seqLen when not given), its keys in the
   // cross-attention the encoder's tokens
   Dims dec = d;
@@ -1068,6 +1070,10 @@ ModelActivations transformer_activations(const ModelDescription& m, const Settin
   cross.Tk = d.T;
   const Ctx dc{B, dec, w, s, ar, eager};
   setting_assumptions(ar, s, out.recipe, &out.assumptions);
+  if (t5 && s.attention != Attention::eager)
+    out.assumptions.push_back(
+        "T5 computes attention in its own code (no SDPA path in modeling_t5.py): its eager "
+        "saves, the probabilities included, whatever the attention setting");
   out.input_bytes = B.mul({d.T, 8});  // int64 input_ids
   out.layers.push_back(embeddings(c, out.recipe));
   const double matmul_params = block_matmul_params(out.recipe, d, ar);

@@ -7,75 +7,12 @@
 #include <algorithm>
 #include <string>
 
+#include "checkpoint/checkpoint_internal.hpp"
 #include "io/request.hpp"
 #include "trainmem/checkpoint_format.hpp"
 
 namespace trainmem {
 namespace {
-
-// Position of the dtype in safetensors' Dtype enum (sorting key) and its header name.
-int st_order(DType t) {
-  switch (t) {
-    case DType::boolean:
-      return 0;
-    case DType::uint8:
-    case DType::int4:
-      return 1;
-    case DType::int8:
-      return 2;
-    case DType::fp8:
-      return 4;  // F8_E4M3
-    case DType::fp16:
-      return 7;
-    case DType::bf16:
-      return 8;
-    case DType::int32:
-      return 9;
-    case DType::fp32:
-      return 11;
-    case DType::fp64:
-      return 12;
-    case DType::int64:
-      return 13;
-  }
-  return 11;
-}
-
-const char* st_name(DType t) {
-  switch (t) {
-    case DType::boolean:
-      return "BOOL";
-    case DType::uint8:
-    case DType::int4:
-      return "U8";
-    case DType::int8:
-      return "I8";
-    case DType::fp8:
-      return "F8_E4M3";
-    case DType::fp16:
-      return "F16";
-    case DType::bf16:
-      return "BF16";
-    case DType::int32:
-      return "I32";
-    case DType::fp32:
-      return "F32";
-    case DType::fp64:
-      return "F64";
-    case DType::int64:
-      return "I64";
-  }
-  return "F32";
-}
-
-uint64_t digits(uint64_t v) {
-  uint64_t d = 1;
-  while (v >= 10) {
-    v /= 10;
-    ++d;
-  }
-  return d;
-}
 
 // JSON-escaped length of a tensor name (serde_json escapes '"', '\\' and control chars).
 uint64_t json_string_len(const std::string& s) {
@@ -93,13 +30,23 @@ uint64_t json_string_len(const std::string& s) {
 
 }  // namespace
 
+uint64_t decimal_digits(uint64_t v) {
+  uint64_t d = 1;
+  while (v >= 10) {
+    v /= 10;
+    ++d;
+  }
+  return d;
+}
+
 ContainerSize safetensors_size(const std::vector<SafetensorsEntry>& tensors, bool format_pt) {
   std::vector<const SafetensorsEntry*> order;
   order.reserve(tensors.size());
   for (const auto& t : tensors) order.push_back(&t);
   std::stable_sort(order.begin(), order.end(),
                    [](const SafetensorsEntry* a, const SafetensorsEntry* b) {
-                     const int oa = st_order(a->dtype), ob = st_order(b->dtype);
+                     const int oa = dtype_info(a->dtype).safetensors_order;
+                     const int ob = dtype_info(b->dtype).safetensors_order;
                      if (oa != ob) return oa > ob;
                      return *a->name < *b->name;
                    });
@@ -116,11 +63,12 @@ ContainerSize safetensors_size(const std::vector<SafetensorsEntry>& tensors, boo
     const uint64_t n = dtype_bytes_for(t->dtype, numel);
     // "name":{"dtype":"F32","shape":[a,b],"data_offsets":[x,y]}
     uint64_t e = json_string_len(*t->name) + 1;
-    e += std::string("{\"dtype\":\"").size() + std::char_traits<char>::length(st_name(t->dtype)) +
+    e += std::string("{\"dtype\":\"").size() +
+         std::char_traits<char>::length(dtype_info(t->dtype).safetensors) +
          std::string("\",\"shape\":[").size();
-    for (size_t i = 0; i < t->shape->size(); ++i) e += (i ? 1 : 0) + digits((*t->shape)[i]);
-    e += std::string("],\"data_offsets\":[").size() + digits(offset) + 1 + digits(offset + n) +
-         2;  // "]}"
+    for (size_t i = 0; i < t->shape->size(); ++i) e += (i ? 1 : 0) + decimal_digits((*t->shape)[i]);
+    e += std::string("],\"data_offsets\":[").size() + decimal_digits(offset) + 1 +
+         decimal_digits(offset + n) + 2;  // "]}"
     header += e;
     ++items;
     offset = checked_add(offset, n, "safetensors");

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <string>
 
+#include "checkpoint/checkpoint_internal.hpp"
 #include "io/request.hpp"
 #include "trainmem/checkpoint_format.hpp"
 
@@ -82,33 +83,6 @@ class PickleSizer {
   }
 };
 
-const char* storage_class(DType t) {  // torch.<X>Storage pickled as GLOBAL 'torch X'
-  switch (t) {
-    case DType::fp64:
-      return "DoubleStorage";
-    case DType::fp32:
-      return "FloatStorage";
-    case DType::fp16:
-      return "HalfStorage";
-    case DType::bf16:
-      return "BFloat16Storage";
-    case DType::fp8:
-      return "Float8_e4m3fnStorage";
-    case DType::int64:
-      return "LongStorage";
-    case DType::int32:
-      return "IntStorage";
-    case DType::int8:
-      return "CharStorage";
-    case DType::uint8:
-    case DType::int4:
-      return "ByteStorage";
-    case DType::boolean:
-      return "BoolStorage";
-  }
-  return "FloatStorage";
-}
-
 struct TensorPickler {
   PickleSizer& p;
   const std::vector<StorageInfo>& storages;
@@ -121,15 +95,6 @@ struct TensorPickler {
   TensorPickler(PickleSizer& sizer, const std::vector<StorageInfo>& s)
       : p(sizer), storages(s), storage_key_memo(s.size(), -1), storage_key(s.size(), -1) {
     std::fill(std::begin(type_global), std::end(type_global), -1);
-  }
-
-  static uint64_t digits(uint64_t v) {
-    uint64_t d = 1;
-    while (v >= 10) {
-      v /= 10;
-      ++d;
-    }
-    return d;
   }
 
   void ordered_dict_new() {  // OrderedDict(): GLOBAL, EMPTY_TUPLE, REDUCE, memoized
@@ -152,10 +117,11 @@ struct TensorPickler {
     const StorageInfo& s = storages[static_cast<size_t>(storage)];
     p.op(1);  // MARK
     p.str_shared(7, &storage_str);
-    p.global("torch", storage_class(s.dtype), &type_global[static_cast<int>(s.dtype)]);
+    // torch.<X>Storage pickled as GLOBAL 'torch X'
+    p.global("torch", dtype_info(s.dtype).torch_storage, &type_global[static_cast<int>(s.dtype)]);
     if (storage_key[static_cast<size_t>(storage)] < 0)
       storage_key[static_cast<size_t>(storage)] = static_cast<int64_t>(next_key++);
-    p.str_shared(digits(static_cast<uint64_t>(storage_key[static_cast<size_t>(storage)])),
+    p.str_shared(decimal_digits(static_cast<uint64_t>(storage_key[static_cast<size_t>(storage)])),
                  &storage_key_memo[static_cast<size_t>(storage)]);
     p.str_shared(3, &cpu_str);
     p.integer(s.numel);
@@ -216,165 +182,201 @@ struct ZipWriter {
   }
 };
 
-}  // namespace
+// The pickle (data.pkl) of what torch.save writes: a model state dict, optionally wrapped with
+// an optimizer state dict (serialization.py _save; module.py state_dict; optimizer.py
+// state_dict).
+class SavePickler {
+ public:
+  explicit SavePickler(const TorchSaveInput& in) : in_(in), tp_(p_, in.storages) {}
 
-ContainerSize torch_save_size(const TorchSaveInput& in) {
-  PickleSizer p;
-  TensorPickler tp(p, in.storages);
-  const std::string f = "model_or_optimizer";
-  (void)f;
-  auto pickle_model = [&] {
-    // OrderedDict state_dict: REDUCE form, items, then BUILD with {'_metadata': OrderedDict}
-    tp.ordered_dict_new();
-    for (const auto& t : in.model) {
-      p.str(t.name->size());
-      tp.tensor(*t.shape, t.storage);
-    }
-    p.batch_framing(in.model.size());
-    p.op(1);  // EMPTY_DICT (instance __dict__)
-    p.put();
-    p.str(9);  // '_metadata'
-    tp.ordered_dict_new();
-    int64_t version_str = -1;
-    for (uint64_t i = 0; i < in.module_count; ++i) {
-      p.put();       // module name string (length accounted below)
-      p.bytes += 5;  // BINUNICODE header
-      p.op(1);       // EMPTY_DICT {'version': n}
-      p.put();
-      p.str_shared(7, &version_str);  // 'version' (one interned object)
-      p.integer(1);
-      p.op(1);  // SETITEM
-    }
-    p.bytes += in.module_name_bytes;
-    p.batch_framing(in.module_count);
-    p.op(1);  // SETITEM ('_metadata')
-    p.op(1);  // BUILD
-  };
-  auto pickle_optimizer = [&] {
-    p.op(1);  // EMPTY_DICT
-    p.put();
-    p.op(1);   // MARK
-    p.str(5);  // 'state'
-    p.op(1);   // EMPTY_DICT
-    p.put();
-    std::vector<int64_t> key_memo;  // state keys are interned literals: one memo each
-    std::vector<const char*> key_names;
-    std::vector<int64_t> shared_tensor_memo;
-    std::vector<int64_t> shared_storage;
-    for (size_t i = 0; i < in.optimizer_state.size(); ++i) {
-      const auto& entries = in.optimizer_state[i];
-      p.integer(i);
-      p.op(1);  // EMPTY_DICT
-      p.put();
-      for (const auto& e : entries) {
-        size_t k = 0;
-        while (k < key_names.size() && std::strcmp(key_names[k], e.key) != 0) ++k;
-        if (k == key_names.size()) {
-          key_names.push_back(e.key);
-          key_memo.push_back(-1);
-        }
-        p.str_shared(std::char_traits<char>::length(e.key), &key_memo[k]);
-        switch (e.kind) {
-          case StateKind::python_int:
-            p.integer(1);  // one step taken
-            break;
-          case StateKind::python_none:
-            p.op(1);  // NONE
-            break;
-          case StateKind::tensor:
-            tp.tensor(*e.shape, e.storage);
-            break;
-          case StateKind::shared_tensor: {
-            size_t s = 0;
-            while (s < shared_storage.size() && shared_storage[s] != e.storage) ++s;
-            if (s == shared_storage.size()) {
-              shared_storage.push_back(e.storage);
-              tp.tensor(*e.shape, e.storage);
-              shared_tensor_memo.push_back(static_cast<int64_t>(p.memo - 1));
-            } else {
-              p.get(static_cast<uint64_t>(shared_tensor_memo[s]));
-            }
-            break;
-          }
-        }
+  // Sizes the whole pickle; then storage_key() holds each storage's record key.
+  uint64_t pickle() {
+    if (in_.wrap) {
+      p_.op(1);  // EMPTY_DICT
+      p_.put();
+      p_.op(1);   // MARK
+      p_.str(5);  // 'model'
+      model_state_dict();
+      if (in_.has_optimizer) {
+        p_.str(9);  // 'optimizer'
+        optimizer_state_dict();
+        p_.op(1);  // SETITEMS
+      } else {
+        p_.bytes -= 1;  // a single item: no MARK ...
+        p_.op(1);       // ... SETITEM
       }
-      p.batch_framing(entries.size());
+    } else {
+      model_state_dict();
     }
-    p.batch_framing(in.optimizer_state.size());
-    p.str(12);  // 'param_groups'
-    p.op(1);    // EMPTY_LIST
-    p.put();
-    p.op(1);  // EMPTY_DICT (the group)
-    p.put();
-    for (const auto& g : in.param_group) {
-      p.str(std::char_traits<char>::length(g.key));
+    p_.op(1);  // STOP
+    return p_.bytes;
+  }
+  const std::vector<int64_t>& storage_key() const { return tp_.storage_key; }
+
+ private:
+  const TorchSaveInput& in_;
+  PickleSizer p_;
+  TensorPickler tp_;
+  // optimizer state: keys are interned literals (one memo each); shared tensors pickled once
+  std::vector<int64_t> key_memo_;
+  std::vector<const char*> key_names_;
+  std::vector<int64_t> shared_tensor_memo_;
+  std::vector<int64_t> shared_storage_;
+
+  // OrderedDict state_dict: REDUCE form, items, then BUILD with {'_metadata': OrderedDict}
+  void model_state_dict() {
+    tp_.ordered_dict_new();
+    for (const auto& t : in_.model) {
+      p_.str(t.name->size());
+      tp_.tensor(*t.shape, t.storage);
+    }
+    p_.batch_framing(in_.model.size());
+    p_.op(1);  // EMPTY_DICT (instance __dict__)
+    p_.put();
+    p_.str(9);  // '_metadata'
+    module_metadata();
+    p_.op(1);  // SETITEM ('_metadata')
+    p_.op(1);  // BUILD
+  }
+
+  // _metadata: OrderedDict of {module name: {'version': 1}}
+  void module_metadata() {
+    tp_.ordered_dict_new();
+    int64_t version_str = -1;
+    for (uint64_t i = 0; i < in_.module_count; ++i) {
+      p_.put();       // module name string (length accounted below)
+      p_.bytes += 5;  // BINUNICODE header
+      p_.op(1);       // EMPTY_DICT {'version': n}
+      p_.put();
+      p_.str_shared(7, &version_str);  // 'version' (one interned object)
+      p_.integer(1);
+      p_.op(1);  // SETITEM
+    }
+    p_.bytes += in_.module_name_bytes;
+    p_.batch_framing(in_.module_count);
+  }
+
+  // {'state': {i: {...}}, 'param_groups': [{...}]}
+  void optimizer_state_dict() {
+    p_.op(1);  // EMPTY_DICT
+    p_.put();
+    p_.op(1);   // MARK
+    p_.str(5);  // 'state'
+    p_.op(1);   // EMPTY_DICT
+    p_.put();
+    for (size_t i = 0; i < in_.optimizer_state.size(); ++i) {
+      const auto& entries = in_.optimizer_state[i];
+      p_.integer(i);
+      p_.op(1);  // EMPTY_DICT
+      p_.put();
+      for (const auto& e : entries) state_entry(e);
+      p_.batch_framing(entries.size());
+    }
+    p_.batch_framing(in_.optimizer_state.size());
+    p_.str(12);  // 'param_groups'
+    p_.op(1);    // EMPTY_LIST
+    p_.put();
+    param_group();
+    p_.batch_framing(1);  // APPEND the group
+    p_.op(1);             // SETITEMS ('state', 'param_groups') — MARK counted above
+  }
+
+  // One entry of a parameter's state: its key, then its value.
+  void state_entry(const TorchSaveInput::StateEntry& e) {
+    size_t k = 0;
+    while (k < key_names_.size() && std::strcmp(key_names_[k], e.key) != 0) ++k;
+    if (k == key_names_.size()) {
+      key_names_.push_back(e.key);
+      key_memo_.push_back(-1);
+    }
+    p_.str_shared(std::char_traits<char>::length(e.key), &key_memo_[k]);
+    switch (e.kind) {
+      case StateKind::python_int:
+        p_.integer(1);  // one step taken
+        break;
+      case StateKind::python_none:
+        p_.op(1);  // NONE
+        break;
+      case StateKind::tensor:
+        tp_.tensor(*e.shape, e.storage);
+        break;
+      case StateKind::shared_tensor: {
+        size_t s = 0;
+        while (s < shared_storage_.size() && shared_storage_[s] != e.storage) ++s;
+        if (s == shared_storage_.size()) {
+          shared_storage_.push_back(e.storage);
+          tp_.tensor(*e.shape, e.storage);
+          shared_tensor_memo_.push_back(static_cast<int64_t>(p_.memo - 1));
+        } else {
+          p_.get(static_cast<uint64_t>(shared_tensor_memo_[s]));
+        }
+        break;
+      }
+    }
+  }
+
+  // param_groups[0]: the optimizer's defaults, then 'params' (the parameter indices).
+  void param_group() {
+    p_.op(1);  // EMPTY_DICT (the group)
+    p_.put();
+    for (const auto& g : in_.param_group) {
+      p_.str(std::char_traits<char>::length(g.key));
       switch (g.kind) {
         case 'f':
-          p.float64();
+          p_.float64();
           break;
         case 'i':
-          p.integer(0);
+          p_.integer(0);
           break;
         case 'b':
         case 'n':
-          p.op(1);
+          p_.op(1);
           break;
         case 't':  // (float, float)
-          p.float64();
-          p.float64();
-          p.tuple_end(2);
+          p_.float64();
+          p_.float64();
+          p_.tuple_end(2);
           break;
         case 'u':  // (None, float)
-          p.op(1);
-          p.float64();
-          p.tuple_end(2);
+          p_.op(1);
+          p_.float64();
+          p_.tuple_end(2);
           break;
       }
     }
-    p.str(6);  // 'params'
-    p.op(1);   // EMPTY_LIST
-    p.put();
-    for (uint64_t i = 0; i < in.optimizer_params; ++i) p.integer(i);
-    p.batch_framing(in.optimizer_params);
-    p.batch_framing(in.param_group.size() + 1);
-    p.batch_framing(1);  // APPEND the group
-    p.op(1);             // SETITEMS ('state', 'param_groups') — MARK counted above
-  };
-  if (in.wrap) {
-    p.op(1);  // EMPTY_DICT
-    p.put();
-    p.op(1);   // MARK
-    p.str(5);  // 'model'
-    pickle_model();
-    if (in.has_optimizer) {
-      p.str(9);  // 'optimizer'
-      pickle_optimizer();
-      p.op(1);  // SETITEMS
-    } else {
-      p.bytes -= 1;  // a single item: no MARK ...
-      p.op(1);       // ... SETITEM
-    }
-  } else {
-    pickle_model();
+    p_.str(6);  // 'params'
+    p_.op(1);   // EMPTY_LIST
+    p_.put();
+    for (uint64_t i = 0; i < in_.optimizer_params; ++i) p_.integer(i);
+    p_.batch_framing(in_.optimizer_params);
+    p_.batch_framing(in_.param_group.size() + 1);
   }
-  p.op(1);  // STOP
+};
 
-  ContainerSize out;
-  out.pickle_bytes = p.bytes;
-  // Archive folder: the file's base name without its extension (inline_container.cc basename).
-  std::string base = in.file_name;
+// Archive folder: the file's base name without its extension (inline_container.cc basename).
+std::string archive_folder(const std::string& file_name) {
+  std::string base = file_name;
   const size_t slash = base.find_last_of("/\\");
   if (slash != std::string::npos) base = base.substr(slash + 1);
   const size_t dot = base.find_last_of('.');
   if (dot != std::string::npos) base = base.substr(0, dot);
   if (base.empty()) base = "archive";
-  const uint64_t prefix = base.size() + 1;
+  return base;
+}
+
+}  // namespace
+
+ContainerSize torch_save_size(const TorchSaveInput& in) {
+  SavePickler pickler(in);
+  ContainerSize out;
+  out.pickle_bytes = pickler.pickle();
+  const uint64_t prefix = archive_folder(in.file_name).size() + 1;
   ZipWriter z;
-  z.record(prefix + 8, p.bytes);  // data.pkl
+  z.record(prefix + 8, out.pickle_bytes);  // data.pkl
   // data/<key> records in sorted (string) key order.
   std::vector<std::pair<std::string, uint64_t>> recs;
   for (size_t i = 0; i < in.storages.size(); ++i) {
-    const int64_t key = tp.storage_key[i];
+    const int64_t key = pickler.storage_key()[i];
     if (key < 0) continue;  // never referenced
     recs.emplace_back(std::to_string(key), in.storages[i].bytes);
     out.payload_bytes = checked_add(out.payload_bytes, in.storages[i].bytes, "checkpoint");

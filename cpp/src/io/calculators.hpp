@@ -7,7 +7,7 @@
 
 namespace trainmem {
 
-nlohmann::json checkpoint_size_json(const nlohmann::json& request);  // checkpoint_size.cpp
+nlohmann::json checkpoint_size_json(const nlohmann::json& request);  // checkpoint_json.cpp
 nlohmann::json describe_model_json(const nlohmann::json& request);   // model.cpp
 nlohmann::json peak_memory_json(const nlohmann::json& request);      // peak_memory.cpp
 nlohmann::json accumulation_json(const nlohmann::json& request);     // accumulation.cpp

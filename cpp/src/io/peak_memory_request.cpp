@@ -1,14 +1,15 @@
-// peakMemory request: strict parsing (every field named in errors), presets (runtime profiles,
-// GPUs as data under cpp/data/), and the result JSON.
+// peakMemory request: strict parsing (every field named in errors, one reader per group of
+// fields) and presets (runtime profiles, GPUs as data under cpp/data/). The result JSON:
+// peak_json.cpp.
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 
-#include "io/calculators.hpp"
 #include "io/embedded_data.hpp"
 #include "io/json_fields.hpp"
 #include "io/model_json.hpp"
 #include "io/optimizer_json.hpp"
+#include "io/peak_json.hpp"
 #include "io/request.hpp"
 #include "trainmem/error.hpp"
 #include "trainmem/peak_memory.hpp"
@@ -201,6 +202,23 @@ allocator::Config parse_allocator(const Obj& req) {
 
 }  // namespace
 
+namespace {
+
+// peakTflops: {"fp32", "tf32", "fp16", "bf16"} in TFLOP/s, null where the GPU has none.
+DenseTflops dense_tflops(const json& p) {
+  auto at = [&p](const char* key) {
+    return json_has(p, key) && json_at(p, key).is_number() ? json_at(p, key).get<double>() : 0.0;
+  };
+  DenseTflops t;
+  t.fp32 = at("fp32");
+  t.tf32 = at("tf32");
+  t.fp16 = at("fp16");
+  t.bf16 = at("bf16");
+  return t;
+}
+
+}  // namespace
+
 Runtime runtime_profile(const std::string& id, const std::string& field) {
   const vocab::RuntimeTerm* term = vocab::find(vocab::kRuntimes, id);
   if (!term) {
@@ -258,8 +276,9 @@ Gpu gpu_preset(const std::string& id, const std::string& field) {
     g.id = id;
     g.name = json_value_or(j, "name", id);
     g.memory_bytes = json_at(j, "memoryBytes").get<uint64_t>();
-    g.tflops = json_value_or(j, "peakTflops", json::object());
+    g.tflops = dense_tflops(json_value_or(j, "peakTflops", json::object()));
     g.compute_capability = json_value_or(j, "computeCapability", 0.0);
+    g.memory_bandwidth = json_value_or(j, "memoryBandwidthBytesPerSecond", 0.0);
     g.source = json_value_or(j, "source", "");
     return g;
   }
@@ -329,31 +348,91 @@ void parse_fsdp(const Obj& req, Request* out) {
   if (r.is_mlp) fail(code::kUnsupported, "fsdp", "FSDP is modelled for transformer models");
 }
 
-}  // namespace
-
-Request parse_request(const json& request) {
-  if (!request.is_object()) fail(code::kInvalidType, "", "the request must be a JSON object");
-  Obj req(request, "");
-  Request r;
-  // runtime first: it sets defaults (attention)
-  const std::string runtime_id = req.one_of_or("runtime", runtime_ids(), "pytorch-cuda");
-  r.runtime = runtime_profile(runtime_id, "runtime");
-  if (req.has("mlp")) {
-    if (req.has("model")) fail(code::kInconsistent, "mlp", "give either model or mlp, not both");
-    const Obj m = req.obj("mlp");
-    const json& sizes = m.array("sizes", 10000);
-    if (sizes.size() < 2)
-      fail(code::kOutOfRange, m.field("sizes"), "mlp.sizes needs at least 2 sizes");
-    for (size_t i = 0; i < sizes.size(); ++i)
-      r.mlp.sizes.push_back(read_u64(sizes[i], index_path(m.field("sizes"), i), 1, 1ULL << 32));
-    r.mlp.activation = m.one_of_or("activation", vocab::names(vocab::kMlpActivations), "relu");
-    r.mlp.bias = m.boolean_or("bias", true);
-    m.finish();
-    r.is_mlp = true;
-  } else {
+// mlp: {sizes, activation, bias} (an MLP chain), or model (a preset, a config or tensors).
+void read_model(const Obj& req, Request* out) {
+  Request& r = *out;
+  if (!req.has("mlp")) {
     r.model_ptr = parse_model_shared(req.obj("model"));
+    return;
   }
+  if (req.has("model")) fail(code::kInconsistent, "mlp", "give either model or mlp, not both");
+  const Obj m = req.obj("mlp");
+  const json& sizes = m.array("sizes", 10000);
+  if (sizes.size() < 2)
+    fail(code::kOutOfRange, m.field("sizes"), "mlp.sizes needs at least 2 sizes");
+  for (size_t i = 0; i < sizes.size(); ++i)
+    r.mlp.sizes.push_back(read_u64(sizes[i], index_path(m.field("sizes"), i), 1, 1ULL << 32));
+  r.mlp.activation = m.one_of_or("activation", vocab::names(vocab::kMlpActivations), "relu");
+  r.mlp.bias = m.boolean_or("bias", true);
+  m.finish();
+  r.is_mlp = true;
+}
+
+// E[max of b samples drawn without replacement] over the sorted lengths l_1 <= .. <= l_n:
+// P(max = l_k) = C(k-1, b-1) / C(n, b); w_n = b / n, w_(k-1) = w_k (k - b) / (k - 1)
+double expected_longest(const std::vector<uint64_t>& sorted, uint64_t micro_batch) {
+  const double n = static_cast<double>(sorted.size()), b = static_cast<double>(micro_batch);
+  double wk = b / n, e = 0;
+  for (size_t k = sorted.size(); k >= micro_batch && wk > 0; --k) {
+    e += wk * static_cast<double>(sorted[k - 1]);
+    if (k <= 1) break;
+    wk *= (static_cast<double>(k) - b) / (static_cast<double>(k) - 1);
+  }
+  return e;
+}
+
+// samples.lengths: padded batches; each length above seqLen is truncated to it.
+void read_sample_lengths(const Obj& sm, Request* out) {
+  Request& r = *out;
+  const json& a = sm.array("lengths", 1000000);
+  if (a.size() < r.micro_batch)
+    fail(code::kOutOfRange, "samples.lengths",
+         {"samples.lengths lists ", std::to_string(a.size()),
+          " samples, fewer than one micro-batch (", std::to_string(r.micro_batch), ")"});
+  std::vector<uint64_t> len;
+  len.reserve(a.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    uint64_t v = read_u64(a[i], index_path(sm.field("lengths"), i), 1, limits::kMaxSeqLen);
+    if (v > r.seq_len) {
+      v = r.seq_len;  // the tokenizer's max_seq_len truncates
+      ++r.samples.truncated;
+    }
+    len.push_back(v);
+  }
+  std::sort(len.begin(), len.end());
+  r.samples.count = len.size();
+  r.samples.longest = len.back();
+  double sum = 0;
+  for (uint64_t v : len) sum += static_cast<double>(v);
+  r.samples.mean_length = sum / static_cast<double>(len.size());
+  r.samples.expected_padded = expected_longest(len, r.micro_batch);
+  r.seq_len = r.samples.longest;  // the micro-batch holding the longest sample: the peak
+}
+
+// samples: {packed} or {lengths}, how the rows of a micro-batch are filled.
+void read_samples(const Obj& req, Request* out) {
+  Request& r = *out;
+  const Obj sm = req.obj("samples");
+  r.samples.given = true;
+  r.samples.packed = sm.boolean_or("packed", false);
+  if (r.is_mlp) fail(code::kUnsupported, "samples", "samples describe token sequences");
+  if (r.samples.packed && sm.has("lengths"))
+    fail(code::kInconsistent, "samples.lengths",
+         "samples: packed rows are seqLen tokens each; lengths describe padded batches (give "
+         "one or the other)");
+  if (sm.has("lengths"))
+    read_sample_lengths(sm, &r);
+  else if (!r.samples.packed)
+    fail(code::kMissingField, "samples",
+         "samples needs packed: true or lengths (a list of sample lengths in tokens)");
+  sm.finish();
+}
+
+// microBatch, seqLen, samples and targetLen: the shape of one micro-batch.
+void read_lengths(const Obj& req, Request* out) {
+  Request& r = *out;
   r.micro_batch = req.u64("microBatch", 1, limits::kMaxMicroBatch);
+  r.seq_len = 1;
   if (!r.is_mlp) {
     r.seq_len = req.u64("seqLen", 1, limits::kMaxSeqLen);
     const uint64_t maxpos = r.model().arch.max_positions;
@@ -361,57 +440,8 @@ Request parse_request(const json& request) {
       fail(code::kOutOfRange, "seqLen",
            {"seqLen ", std::to_string(r.seq_len), " exceeds the model's maximum positions (",
             std::to_string(maxpos), ")"});
-  } else {
-    r.seq_len = 1;
   }
-  if (req.has("samples")) {
-    const Obj sm = req.obj("samples");
-    r.samples.given = true;
-    r.samples.packed = sm.boolean_or("packed", false);
-    if (r.is_mlp) fail(code::kUnsupported, "samples", "samples describe token sequences");
-    if (r.samples.packed && sm.has("lengths"))
-      fail(code::kInconsistent, "samples.lengths",
-           "samples: packed rows are seqLen tokens each; lengths describe padded batches (give "
-           "one or the other)");
-    if (sm.has("lengths")) {
-      const json& a = sm.array("lengths", 1000000);
-      if (a.size() < r.micro_batch)
-        fail(code::kOutOfRange, "samples.lengths",
-             {"samples.lengths lists ", std::to_string(a.size()),
-              " samples, fewer than one micro-batch (", std::to_string(r.micro_batch), ")"});
-      std::vector<uint64_t> len;
-      len.reserve(a.size());
-      for (size_t i = 0; i < a.size(); ++i) {
-        uint64_t v = read_u64(a[i], index_path(sm.field("lengths"), i), 1, limits::kMaxSeqLen);
-        if (v > r.seq_len) {
-          v = r.seq_len;  // the tokenizer's max_seq_len truncates
-          ++r.samples.truncated;
-        }
-        len.push_back(v);
-      }
-      std::sort(len.begin(), len.end());
-      r.samples.count = len.size();
-      r.samples.longest = len.back();
-      double sum = 0;
-      for (uint64_t v : len) sum += static_cast<double>(v);
-      r.samples.mean_length = sum / static_cast<double>(len.size());
-      // E[max of b samples drawn without replacement] over the sorted lengths l_1 <= .. <= l_n:
-      // P(max = l_k) = C(k-1, b-1) / C(n, b); w_n = b / n, w_(k-1) = w_k (k - b) / (k - 1)
-      const double n = static_cast<double>(len.size()), b = static_cast<double>(r.micro_batch);
-      double wk = b / n, e = 0;
-      for (size_t k = len.size(); k >= r.micro_batch && wk > 0; --k) {
-        e += wk * static_cast<double>(len[k - 1]);
-        if (k <= 1) break;
-        wk *= (static_cast<double>(k) - b) / (static_cast<double>(k) - 1);
-      }
-      r.samples.expected_padded = e;
-      r.seq_len = r.samples.longest;  // the micro-batch holding the longest sample: the peak
-    } else if (!r.samples.packed) {
-      fail(code::kMissingField, "samples",
-           "samples needs packed: true or lengths (a list of sample lengths in tokens)");
-    }
-    sm.finish();
-  }
+  if (req.has("samples")) read_samples(req, &r);
   if (req.has("targetLen")) {
     // T5ForConditionalGeneration: input_ids (the encoder, seqLen) and labels (the decoder)
     // have their own lengths (modeling_t5.py forward)
@@ -421,15 +451,29 @@ Request parse_request(const json& request) {
            "targetLen is the decoder length of an encoder-decoder model (T5, mT5); this model "
            "has one sequence: give seqLen only");
   }
+}
+
+bool op_level_checkpointing(const std::string& strategy) {
+  return strategy == "selective-op" || strategy == "torchtitan-op";
+}
+
+// precision, optimizer and checkpointing.
+void read_training(const Obj& req, Request* out) {
+  Request& r = *out;
   const std::string prec = req.one_of_or("precision", activations::precision_names(), "fp32");
   activations::parse_precision(prec, &r.precision);
   if (req.has("optimizer")) r.optimizer = parse_optimizer(req, "optimizer");
   r.checkpointing = parse_checkpointing(req);
   const std::string& cs = r.checkpointing.strategy;
-  const bool op_level = cs == "selective-op" || cs == "torchtitan-op";
-  if (r.is_mlp && (cs == "attention-recompute" || op_level || cs == "selective-layer"))
+  if (r.is_mlp &&
+      (cs == "attention-recompute" || op_level_checkpointing(cs) || cs == "selective-layer"))
     fail(code::kInconsistent, "checkpointing",
          {"checkpointing '", cs, "' needs a transformer model (blocks)"});
+}
+
+// gradientAccumulationSteps, zeroStage, dataParallel, offload, tensorParallel, sequenceParallel.
+void read_parallelism(const Obj& req, Request* out) {
+  Request& r = *out;
   r.accumulation_steps =
       req.u64_or("gradientAccumulationSteps", 1, 1, limits::kMaxAccumulationSteps);
   r.zero_stage = static_cast<uint32_t>(req.u64_or("zeroStage", 0, 0, 3));
@@ -454,36 +498,44 @@ Request parse_request(const json& request) {
          {"tensorParallel (", std::to_string(r.tensor_parallel),
           ") must divide the number of attention heads (", std::to_string(r.model().arch.heads),
           ")"});
-  if (req.has("lora")) {
-    const Obj l = req.obj("lora");
-    r.lora.enabled = true;
-    r.lora.rank = l.u64_or("rank", 8, 1, 65536);
-    r.lora.qlora = l.boolean_or("qlora", false);
-    r.lora.dropout = l.num_or("dropout", 0.05, 0.0, 1.0);
-    // PEFT LoraConfig.target_modules: a list of names, or the string "all-linear"
-    // (INCLUDE_LINEAR_LAYERS_SHORTHAND, peft/utils/constants.py); PEFT lower-cases it.
-    if (l.has("targetModules") && l.raw("targetModules").is_string()) {
-      std::string v = l.str("targetModules", 64);
-      std::transform(v.begin(), v.end(), v.begin(),
-                     [](unsigned char ch) { return std::tolower(ch); });
-      if (v != "all-linear")
-        fail(code::kUnknownValue, "lora.targetModules",
-             "lora.targetModules: a list of module names, or the string \"all-linear\"");
-      r.lora.target_modules.push_back(v);
-    } else if (l.has("targetModules")) {
-      const json& t = l.array("targetModules", 64);
-      if (t.empty())
-        fail(code::kOutOfRange, "lora.targetModules",
-             "lora.targetModules must name at least one module (or be \"all-linear\")");
-      for (size_t i = 0; i < t.size(); ++i)
-        r.lora.target_modules.push_back(
-            read_str(t[i], index_path(l.field("targetModules"), i), 64));
-    }
-    l.finish();
-    if (r.is_mlp || !r.model().has_architecture())
-      fail(code::kUnsupported, "lora",
-           "LoRA needs a model with an architecture (preset or config)");
+}
+
+// lora: {rank, qlora, dropout, targetModules}.
+void read_lora(const Obj& req, Request* out) {
+  Request& r = *out;
+  const Obj l = req.obj("lora");
+  r.lora.enabled = true;
+  r.lora.rank = l.u64_or("rank", 8, 1, 65536);
+  r.lora.qlora = l.boolean_or("qlora", false);
+  r.lora.dropout = l.num_or("dropout", 0.05, 0.0, 1.0);
+  // PEFT LoraConfig.target_modules: a list of names, or the string "all-linear"
+  // (INCLUDE_LINEAR_LAYERS_SHORTHAND, peft/utils/constants.py); PEFT lower-cases it.
+  if (l.has("targetModules") && l.raw("targetModules").is_string()) {
+    std::string v = l.str("targetModules", 64);
+    std::transform(v.begin(), v.end(), v.begin(),
+                   [](unsigned char ch) { return std::tolower(ch); });
+    if (v != "all-linear")
+      fail(code::kUnknownValue, "lora.targetModules",
+           "lora.targetModules: a list of module names, or the string \"all-linear\"");
+    r.lora.target_modules.push_back(v);
+  } else if (l.has("targetModules")) {
+    const json& t = l.array("targetModules", 64);
+    if (t.empty())
+      fail(code::kOutOfRange, "lora.targetModules",
+           "lora.targetModules must name at least one module (or be \"all-linear\")");
+    for (size_t i = 0; i < t.size(); ++i)
+      r.lora.target_modules.push_back(read_str(t[i], index_path(l.field("targetModules"), i), 64));
   }
+  l.finish();
+  if (r.is_mlp || !r.model().has_architecture())
+    fail(code::kUnsupported, "lora", "LoRA needs a model with an architecture (preset or config)");
+}
+
+// attention, runtimeOverheadBytes, gpu or gpuMemoryBytes, optimizerImplementation and
+// zeroGradSetToNone (the runtime's defaults). Returns the GPU's compute capability (0: no
+// preset).
+double read_device(const Obj& req, Request* out) {
+  Request& r = *out;
   const char* def_attn = r.runtime.default_attention.c_str();
   const std::string attn = req.one_of_or("attention", vocab::names(vocab::kAttention), def_attn);
   r.attention = vocab::find(vocab::kAttention, attn)->value;
@@ -498,7 +550,7 @@ Request parse_request(const json& request) {
     const Gpu g = gpu_preset(req.str("gpu", 64), "gpu");
     r.gpu_id = g.id;
     r.gpu_memory_bytes = g.memory_bytes;
-    r.gpu_bf16 = !(g.tflops.is_object() && g.tflops.contains("bf16") && g.tflops["bf16"].is_null());
+    r.gpu_bf16 = g.tflops.bf16 > 0;
     gpu_capability = g.compute_capability;
   } else if (req.has("gpuMemoryBytes")) {
     r.gpu_memory_bytes = req.u64("gpuMemoryBytes", 1, kMaxExactJson);
@@ -509,61 +561,81 @@ Request parse_request(const json& request) {
   r.optimizer_implementation = vocab::find(vocab::kOptimizerImpls, impl)->value;
   r.runtime.foreach_optimizers = r.optimizer_implementation == vocab::OptimizerImpl::foreach;
   r.set_to_none = req.boolean_or("zeroGradSetToNone", r.runtime.set_to_none);
-  r.optimizer_in_backward = req.boolean_or("optimizerInBackward", false);
-  r.compiled = req.boolean_or("compile", false);
-  r.offload_activations = req.boolean_or("activationOffloading", false);
-  if (req.has("float8")) {
-    // torchao float8 training: convert_to_float8_training with Float8LinearConfig recipes
-    // (torchao/float8/config.py @ c6c388b5); "tensorwise" (the default: dynamic per-tensor
-    // scaling) is the one modelled
-    const Obj f = req.obj("float8");
-    const std::string recipe =
-        f.one_of_or("recipe", {"tensorwise", "rowwise", "rowwise_with_gw_hp"}, "tensorwise");
-    f.finish();
-    if (recipe != "tensorwise")
-      fail(code::kUnsupported, "float8.recipe",
-           {"float8.recipe '", recipe,
-            "' (axiswise scales) is not modelled: only \"tensorwise\" (dynamic per-tensor "
-            "scaling)"});
-    if (r.is_mlp || r.model().arch.model_type.empty())
-      fail(code::kUnsupported, "float8", "float8 is modelled for transformer models");
-    if (r.lora.enabled) fail(code::kUnsupported, "float8", "float8 with LoRA is not modelled");
-    // torch._scaled_mm: "only supported on CUDA devices with compute capability >= 9.0 or 8.9"
-    // (aten/src/ATen/native/cuda/Blas.cpp @ 960a6846, _scaled_mm_out_cuda)
-    if (!r.gpu_id.empty() && gpu_capability < 8.9)
-      fail(code::kUnsupported, "float8",
-           {"the ", r.gpu_id,
-            " GPU has no float8 matmul (torch._scaled_mm needs compute capability 8.9 or "
-            "higher: Ada or Hopper): leave float8 out"});
-    if (r.gpu_id.empty())
-      r.float8_gpu_note =
-          "float8: the GPU's float8 support is not checked (give a gpu preset; torch._scaled_mm "
-          "needs compute capability 8.9 or higher)";
-    r.float8 = true;
+  return gpu_capability;
+}
+
+// float8: {recipe}.
+void read_float8(const Obj& req, double gpu_capability, Request* out) {
+  Request& r = *out;
+  // torchao float8 training: convert_to_float8_training with Float8LinearConfig recipes
+  // (torchao/float8/config.py @ c6c388b5); "tensorwise" (the default: dynamic per-tensor
+  // scaling) is the one modelled
+  const Obj f = req.obj("float8");
+  const std::string recipe =
+      f.one_of_or("recipe", {"tensorwise", "rowwise", "rowwise_with_gw_hp"}, "tensorwise");
+  f.finish();
+  if (recipe != "tensorwise")
+    fail(code::kUnsupported, "float8.recipe",
+         {"float8.recipe '", recipe,
+          "' (axiswise scales) is not modelled: only \"tensorwise\" (dynamic per-tensor "
+          "scaling)"});
+  if (r.is_mlp || r.model().arch.model_type.empty())
+    fail(code::kUnsupported, "float8", "float8 is modelled for transformer models");
+  if (r.lora.enabled) fail(code::kUnsupported, "float8", "float8 with LoRA is not modelled");
+  // torch._scaled_mm: "only supported on CUDA devices with compute capability >= 9.0 or 8.9"
+  // (aten/src/ATen/native/cuda/Blas.cpp @ 960a6846, _scaled_mm_out_cuda)
+  if (!r.gpu_id.empty() && gpu_capability < 8.9)
+    fail(code::kUnsupported, "float8",
+         {"the ", r.gpu_id,
+          " GPU has no float8 matmul (torch._scaled_mm needs compute capability 8.9 or "
+          "higher: Ada or Hopper): leave float8 out"});
+  if (r.gpu_id.empty())
+    r.float8_gpu_note =
+        "float8: the GPU's float8 support is not checked (give a gpu preset; torch._scaled_mm "
+        "needs compute capability 8.9 or higher)";
+  r.float8 = true;
+}
+
+// loss: "cross-entropy" (HF: cross_entropy over the full fp32 logits), "chunked" (torchtune
+// CEWithChunkedOutputLoss, num_output_chunks = 8), "liger-fused-linear" (Liger's
+// LigerFusedLinearCrossEntropyLoss), or {type, chunks}.
+void read_loss(const Obj& req, Request* out) {
+  Request& r = *out;
+  std::string type;
+  if (req.raw("loss").is_string()) {
+    type = req.one_of("loss", vocab::names(vocab::kLosses));
+  } else {
+    const Obj l = req.obj("loss");
+    type = l.one_of("type", vocab::names(vocab::kLosses));
+    r.loss_chunks = l.u64_or("chunks", 8, 1, 4096);
+    l.finish();
   }
-  if (r.compiled && (r.is_mlp || r.model().arch.model_type.empty()))
-    fail(code::kUnsupported, "compile", "compile is modelled for transformer models");
-  if (req.has("loss")) {
-    // "cross-entropy" (HF: cross_entropy over the full fp32 logits), "chunked" (torchtune
-    // CEWithChunkedOutputLoss, num_output_chunks = 8), "liger-fused-linear" (Liger's
-    // LigerFusedLinearCrossEntropyLoss), or {type, chunks}
-    using L = activations::Settings::Loss;
-    std::string type;
-    if (req.raw("loss").is_string()) {
-      type = req.one_of("loss", vocab::names(vocab::kLosses));
-    } else {
-      const Obj l = req.obj("loss");
-      type = l.one_of("type", vocab::names(vocab::kLosses));
-      r.loss_chunks = l.u64_or("chunks", 8, 1, 4096);
-      l.finish();
-    }
-    r.loss = vocab::find(vocab::kLosses, type)->value;
-    if (r.loss != L::cross_entropy &&
-        (r.is_mlp || (r.model().arch.encoder_only && r.model().arch.num_labels > 0)))
-      fail(code::kInconsistent, "loss",
-           "the chunked and fused losses replace a language-model head's cross-entropy: this "
-           "model has none");
-  }
+  r.loss = vocab::find(vocab::kLosses, type)->value;
+  if (r.loss != activations::Settings::Loss::cross_entropy &&
+      (r.is_mlp || (r.model().arch.encoder_only && r.model().arch.num_labels > 0)))
+    fail(code::kInconsistent, "loss",
+         "the chunked and fused losses replace a language-model head's cross-entropy: this "
+         "model has none");
+}
+
+// zero3: DeepSpeed's stage-3 bucket and persistence settings.
+void read_zero3(const Obj& req, Request* out) {
+  Request& r = *out;
+  if (r.zero_stage != 3) fail(code::kInconsistent, "zero3", "zero3 options need zeroStage 3");
+  const Obj z = req.obj("zero3");
+  Request::Zero3& d = r.zero3;
+  d.enabled = true;
+  d.prefetch_bucket = z.u64_or("prefetchBucketSize", d.prefetch_bucket, 0, limits::kMaxParams);
+  d.max_live = z.u64_or("maxLiveParameters", d.max_live, 0, limits::kMaxParams);
+  d.max_reuse_distance = z.u64_or("maxReuseDistance", d.max_reuse_distance, 0, limits::kMaxParams);
+  d.persistence_threshold =
+      z.u64_or("paramPersistenceThreshold", d.persistence_threshold, 0, limits::kMaxParams);
+  z.finish();
+}
+
+// optimizerInBackward's limits, ddp, zeroMixedPrecision, zero3 and fsdp.
+void read_sharding(const Obj& req, Request* out) {
+  Request& r = *out;
   if (r.optimizer_in_backward && r.accumulation_steps > 1)
     fail(code::kInconsistent, "optimizerInBackward",
          "optimizerInBackward steps each parameter as its gradient is made: it cannot accumulate "
@@ -591,20 +663,13 @@ Request parse_request(const json& request) {
           "and an amp precision");
     r.zero_model_dtype_16bit = m == "model-dtype";
   }
-  if (req.has("zero3")) {
-    if (r.zero_stage != 3) fail(code::kInconsistent, "zero3", "zero3 options need zeroStage 3");
-    const Obj z = req.obj("zero3");
-    Request::Zero3& d = r.zero3;
-    d.enabled = true;
-    d.prefetch_bucket = z.u64_or("prefetchBucketSize", d.prefetch_bucket, 0, limits::kMaxParams);
-    d.max_live = z.u64_or("maxLiveParameters", d.max_live, 0, limits::kMaxParams);
-    d.max_reuse_distance =
-        z.u64_or("maxReuseDistance", d.max_reuse_distance, 0, limits::kMaxParams);
-    d.persistence_threshold =
-        z.u64_or("paramPersistenceThreshold", d.persistence_threshold, 0, limits::kMaxParams);
-    z.finish();
-  }
+  if (req.has("zero3")) read_zero3(req, &r);
   if (req.has("fsdp")) parse_fsdp(req, &r);
+}
+
+// simulateAllocator and allocator (PYTORCH_CUDA_ALLOC_CONF): CUDA runtimes only.
+void read_allocator_settings(const Obj& req, Request* out) {
+  Request& r = *out;
   r.simulate_allocator = req.boolean_or("simulateAllocator", r.runtime.is_cuda());
   if (r.simulate_allocator && !r.runtime.is_cuda())
     fail(code::kInconsistent, "simulateAllocator",
@@ -616,6 +681,12 @@ Request parse_request(const json& request) {
          "on (a CUDA runtime)");
   if (req.has("allocator") && !r.runtime.is_cuda())
     fail(code::kInconsistent, "allocator", "allocator options need a CUDA runtime");
+}
+
+// What needs the whole request: bf16 on the GPU, and what op-level selective checkpointing is
+// modelled for (Llama-family dense blocks, eager or SDPA attention, without tensor parallel,
+// LoRA or compile).
+void check_scope(const Request& r) {
   if ((r.precision == activations::Precision::bf16 ||
        r.precision == activations::Precision::amp_bf16) &&
       !r.gpu_bf16)
@@ -623,20 +694,45 @@ Request parse_request(const json& request) {
          {"the ", r.gpu_id,
           " GPU has no bf16 (before Ampere, torch.cuda.is_bf16_supported() is "
           "False): use fp16 mixed precision (amp-fp16) or fp32"});
-  if (op_level) {
-    // what op-level selective checkpointing is modelled for: Llama-family dense blocks, eager
-    // or SDPA attention, without tensor parallel, LoRA or compile
-    const std::string why =
-        r.tensor_parallel > 1 ? "tensorParallel > 1 (the collectives' outputs are not listed)"
-        : r.lora.enabled      ? "lora (the adapters' matmuls would shift the mm count)"
-        : r.compiled          ? "compile (the partitioner and the policy interact)"
-        : r.model().arch.num_experts > 0 || r.model().arch.shared_experts > 0
-            ? "mixture-of-experts blocks"
-            : "";
-    if (!why.empty())
-      fail(code::kUnsupported, "checkpointing",
-           {"checkpointing '", cs, "' is not modelled with ", why});
-  }
+  const std::string& cs = r.checkpointing.strategy;
+  if (!op_level_checkpointing(cs)) return;
+  const std::string why = r.tensor_parallel > 1
+                              ? "tensorParallel > 1 (the collectives' outputs are not listed)"
+                          : r.lora.enabled ? "lora (the adapters' matmuls would shift the mm count)"
+                          : r.compiled     ? "compile (the partitioner and the policy interact)"
+                          : r.model().arch.num_experts > 0 || r.model().arch.shared_experts > 0
+                              ? "mixture-of-experts blocks"
+                              : "";
+  if (!why.empty())
+    fail(code::kUnsupported, "checkpointing",
+         {"checkpointing '", cs, "' is not modelled with ", why});
+}
+
+}  // namespace
+
+Request parse_request(const json& request) {
+  if (!request.is_object()) fail(code::kInvalidType, "", "the request must be a JSON object");
+  Obj req(request, "");
+  Request r;
+  // runtime first: it sets defaults (attention)
+  const std::string runtime_id = req.one_of_or("runtime", runtime_ids(), "pytorch-cuda");
+  r.runtime = runtime_profile(runtime_id, "runtime");
+  read_model(req, &r);
+  read_lengths(req, &r);
+  read_training(req, &r);
+  read_parallelism(req, &r);
+  if (req.has("lora")) read_lora(req, &r);
+  const double gpu_capability = read_device(req, &r);
+  r.optimizer_in_backward = req.boolean_or("optimizerInBackward", false);
+  r.compiled = req.boolean_or("compile", false);
+  r.offload_activations = req.boolean_or("activationOffloading", false);
+  if (req.has("float8")) read_float8(req, gpu_capability, &r);
+  if (r.compiled && (r.is_mlp || r.model().arch.model_type.empty()))
+    fail(code::kUnsupported, "compile", "compile is modelled for transformer models");
+  if (req.has("loss")) read_loss(req, &r);
+  read_sharding(req, &r);
+  read_allocator_settings(req, &r);
+  check_scope(r);
   r.search_max_micro_batch = req.boolean_or("searchMaxMicroBatch", true);
   const bool want_timeline = req.boolean_or("timeline", true);
   (void)want_timeline;
@@ -644,116 +740,5 @@ Request parse_request(const json& request) {
   return r;
 }
 
-nlohmann::json to_json(const Result& r, bool include_timeline) {
-  auto line = [](const Line& l) {
-    json j = json::object();
-    put(j, "bytes", l.bytes);
-    put(j, "source", l.source);
-    return j;
-  };
-  json out = json::object();
-  put(out, "peakBytes", r.peak_bytes);
-  put(out, "allocatedPeakBytes", r.allocated_peak_bytes);
-  put(out, "peakPhase", r.peak_phase);
-  put(out, "peakLayer", r.peak_layer);
-  json breakdown = json::object();
-  put(breakdown, "weights", line(r.weights));
-  put(breakdown, "masterWeights", line(r.master_weights));
-  put(breakdown, "gradients", line(r.gradients));
-  put(breakdown, "optimizerState", line(r.optimizer_state));
-  put(breakdown, "activations", line(r.activations));
-  put(breakdown, "temporaries", line(r.temporaries));
-  put(breakdown, "runtime", line(r.runtime));
-  put(out, "breakdown", std::move(breakdown));
-  put(out, "params", r.params);
-  put(out, "trainableParams", r.trainable_params);
-  put(out, "storedActivationBytes", r.stored_activation_bytes);
-  put(out, "recomputeFraction", r.recompute_fraction);
-  json activations_per_layer = json::object();
-  put(activations_per_layer, "derivedBytes", r.derived_layer_bytes);
-  put(activations_per_layer, "korthikantiBytes", r.korthikanti_layer_bytes);
-  put(activations_per_layer, "korthikantiSource",
-      "Korthikanti et al. 2022 (arXiv 2205.05198): sbh(34 + 5as/h), 16-bit, 1-byte masks");
-  put(out, "activationsPerLayer", std::move(activations_per_layer));
-  put(out, "assumptions", r.assumptions);
-  if (r.simulated) {
-    put(out, "reservedPeakBytes", r.reserved_peak_bytes);
-    put(out, "deviceUsedBytes", r.device_used_bytes);
-    json a = json::object();
-    put(a, "fragmentationBytes", r.fragmentation_bytes);
-    put(a, "largestRequestBytes", r.largest_request_bytes);
-    put(a, "reservedPeakStep", r.reserved_peak_step);
-    put(a, "reservedPeakPhase", r.reserved_peak_phase);
-    put(a, "reservedPeakLayer", r.reserved_peak_layer);
-    put(a, "firstStepAllocatedBytes", r.first_step_allocated_bytes);
-    put(a, "firstStepReservedBytes", r.first_step_reserved_bytes);
-    put(a, "steadyAllocatedBytes", r.steady_allocated_bytes);
-    put(a, "stepsSimulated", r.steps_simulated);
-    put(a, "segments", r.segments);
-    put(a, "allocRetries", r.alloc_retries);
-    put(a, "outOfMemory", r.ooms > 0);
-    put(a, "ncclBytes", r.nccl_bytes);
-    put(a, "managedBytes", r.managed_bytes);
-    put(a, "source",
-        "allocatedPeakBytes = torch.cuda.max_memory_allocated(); reservedPeakBytes = "
-        "torch.cuda.max_memory_reserved(); deviceUsedBytes = nvidia-smi / NVML used memory "
-        "(reserved + CUDA context + NCCL buffers when distributed)");
-    put(out, "allocator", std::move(a));
-  } else {
-    put(out, "reservedPeakBytes", nullptr);
-    put(out, "deviceUsedBytes", nullptr);
-  }
-  if (r.has_device) {
-    put(out, "fits", r.fits);
-    put(out, "headroomBytes", r.headroom_bytes);
-    put(out, "maxMicroBatch", r.max_micro_batch);
-  } else {
-    put(out, "fits", nullptr);
-    put(out, "headroomBytes", nullptr);
-    put(out, "maxMicroBatch", nullptr);
-  }
-  if (include_timeline) {
-    json tl = json::array();
-    for (const auto& p : r.timeline) {
-      json e = json::object();
-      put(e, "phase", p.phase);
-      put(e, "layer", p.layer);
-      put(e, "name", p.name);
-      put(e, "totalBytes", p.total_bytes);
-      put(e, "activationBytes", p.activation_bytes);
-      put(e, "gradientBytes", p.gradient_bytes);
-      tl.push_back(std::move(e));
-    }
-    put(out, "timeline", std::move(tl));
-  }
-  return out;
-}
-
 }  // namespace peak
-
-nlohmann::json peak_memory_json(const nlohmann::json& request) {
-  const peak::Request r = peak::parse_request(request);
-  // "timeline": null means absent, as in parse_request (json::value() would throw on null).
-  const auto t = request.is_object() ? request.find("timeline") : request.end();
-  const bool timeline =
-      !(request.is_object() && t != request.end() && t->is_boolean()) || t->get<bool>();
-  json out = peak::to_json(peak::compute(r), timeline);
-  if (r.samples.given) {
-    json sm = json::object();
-    put(sm, "packed", r.samples.packed);
-    put(sm, "memorySeqLen", r.seq_len);
-    if (!r.samples.packed) {
-      put(sm, "count", r.samples.count);
-      put(sm, "truncated", r.samples.truncated);
-      put(sm, "meanLength", r.samples.mean_length);
-      put(sm, "expectedPaddedLength", r.samples.expected_padded);
-      put(sm, "paddingFraction",
-          r.samples.expected_padded > 0 ? 1.0 - r.samples.mean_length / r.samples.expected_padded
-                                        : 0.0);
-    }
-    put(out, "samples", std::move(sm));
-  }
-  return out;
-}
-
 }  // namespace trainmem

@@ -4,6 +4,8 @@
 
 #include "io/calculators.hpp"
 #include "io/json_fields.hpp"
+#include "io/json_objects.hpp"
+#include "io/peak_json.hpp"
 #include "io/request.hpp"
 #include "trainmem/snapshot_compare.hpp"
 
@@ -54,162 +56,143 @@ json strings_json(const std::vector<std::string>& v) {
 
 json replay_json(const snapshot::Summary& s) {
   if (!s.replayed) return json(nullptr);
-  json r = json::object();
-  put(r, "recordedReservedBytes", s.peak_reserved_bytes);
-  put(r, "simulatedReservedBytes", s.replay_reserved_peak);
-  put(r, "recordedAllocatedBytes", s.peak_allocated_bytes);
-  put(r, "simulatedAllocatedBytes", s.replay_allocated_peak);
-  put(r, "recordedSegments", s.segments);
-  put(r, "simulatedSegments", s.replay_segments);
-  return r;
+  return object_of("recordedReservedBytes", s.peak_reserved_bytes, "simulatedReservedBytes",
+                   s.replay_reserved_peak, "recordedAllocatedBytes", s.peak_allocated_bytes,
+                   "simulatedAllocatedBytes", s.replay_allocated_peak, "recordedSegments",
+                   s.segments, "simulatedSegments", s.replay_segments);
+}
+
+json events_json(const snapshot::Summary& s) {
+  // Keys in the order of snapshot::Action.
+  static const char* kNames[] = {"alloc",       "freeRequested", "freeCompleted", "segmentAlloc",
+                                 "segmentFree", "segmentMap",    "segmentUnmap",  "snapshot",
+                                 "oom",         "other"};
+  json e = object_of("total", s.events);
+  for (int i = 0; i < 10; ++i) put(e, kNames[i], s.counts[i]);
+  return e;
+}
+
+json settings_json(const snapshot::AllocatorSettings& a) {
+  // max_split_size: SIZE_MAX (written as -1) means unlimited.
+  const bool split = a.max_split_size && a.max_split_size < kMaxExactJson;
+  return object_of("present", a.present, "conf", a.conf, "expandableSegments",
+                   a.expandable_segments, "maxSplitSizeBytes",
+                   split ? json(a.max_split_size) : json(nullptr), "garbageCollectionThreshold",
+                   a.garbage_collection_threshold);
+}
+
+json series_json(const snapshot::Summary& s) {
+  json points = array_of(s.series, [](const snapshot::SeriesPoint& p) {
+    return object_of("x", p.x, "event", p.event, "allocatedBytes", p.allocated_bytes,
+                     "requestedBytes", p.requested_bytes, "reservedBytes", p.reserved_bytes);
+  });
+  return object_of("x", s.has_time ? "timeUs" : "event", "points", std::move(points));
+}
+
+json top_frame_json(const snapshot::TopFrame& t) {
+  return object_of("filename", t.filename, "line", t.line, "name", t.name, "bytes", t.bytes,
+                   "blocks", t.blocks, "category", snapshot::category_name(t.category));
+}
+
+json peak_json(const snapshot::Summary& s) {
+  json cats = json::object();
+  for (int i = 0; i < snapshot::kCategories; ++i)
+    put(cats, snapshot::category_name(static_cast<Category>(i)), s.at_peak[i]);
+  return object_of("allocatedBytes", s.peak_allocated_bytes, "requestedBytes",
+                   s.peak_requested_bytes, "reservedBytes", s.peak_reserved_at_peak, "event",
+                   s.peak_event, "x", s.peak_x, "timeUs", s.peak_time_us, "step", s.peak_step,
+                   "phase", s.peak_phase, "categories", std::move(cats), "topFrames",
+                   array_of(s.top_frames, top_frame_json));
+}
+
+json step_json(const snapshot::Step& x) {
+  return object_of("startEvent", x.start_event, "endEvent", x.end_event, "startX", x.start_x,
+                   "endX", x.end_x, "peakAllocatedBytes", x.peak_allocated_bytes, "forwardEvent",
+                   x.forward_event, "gradientBytesAtForward", x.gradient_bytes_at_forward);
+}
+
+json steps_json(const snapshot::Summary& s) {
+  return object_of("method", s.steps_method, "periodEvents", s.period_events, "count",
+                   static_cast<uint64_t>(s.steps.size()), "list", array_of(s.steps, step_json));
 }
 
 json summary_json(const snapshot::Summary& s) {
-  json o = json::object();
-  put(o, "source", s.source);
-  {
-    json f = json::object();
-    put(f, "protocol", static_cast<uint64_t>(s.protocol));
-    put(f, "fileBytes", s.file_bytes);
-    put(o, "format", std::move(f));
-  }
-  put(o, "device", s.device);
-  put(o, "devices", s.devices);
-  put(o, "hasFrames", s.has_frames);
-  put(o, "hasTime", s.has_time);
-  {
-    static const char* kNames[] = {"alloc",       "freeRequested", "freeCompleted", "segmentAlloc",
-                                   "segmentFree", "segmentMap",    "segmentUnmap",  "snapshot",
-                                   "oom",         "other"};
-    json e = json::object();
-    put(e, "total", s.events);
-    for (int i = 0; i < 10; ++i) put(e, kNames[i], s.counts[i]);
-    put(o, "events", std::move(e));
-  }
-  {
-    json a = json::object();
-    put(a, "present", s.settings.present);
-    put(a, "conf", s.settings.conf);
-    put(a, "expandableSegments", s.settings.expandable_segments);
-    // max_split_size: SIZE_MAX (written as -1) means unlimited.
-    if (s.settings.max_split_size && s.settings.max_split_size < kMaxExactJson)
-      put(a, "maxSplitSizeBytes", s.settings.max_split_size);
-    else
-      put(a, "maxSplitSizeBytes", nullptr);
-    put(a, "garbageCollectionThreshold", s.settings.garbage_collection_threshold);
-    put(o, "allocatorSettings", std::move(a));
-  }
-  {
-    json g = json::object();
-    put(g, "count", s.segments);
-    put(g, "reservedBytes", s.segment_reserved_bytes);
-    put(g, "allocatedBytes", s.segment_allocated_bytes);
-    put(o, "segments", std::move(g));
-  }
-  {
-    json b = json::object();
-    put(b, "allocatedBytes", s.baseline_allocated_bytes);
-    put(b, "reservedBytes", s.baseline_reserved_bytes);
-    put(o, "baseline", std::move(b));
-  }
-  {
-    json se = json::object();
-    put(se, "x", s.has_time ? "timeUs" : "event");
-    json pts = json::array();
-    for (const auto& p : s.series) {
-      json q = json::object();
-      put(q, "x", p.x);
-      put(q, "event", p.event);
-      put(q, "allocatedBytes", p.allocated_bytes);
-      put(q, "requestedBytes", p.requested_bytes);
-      put(q, "reservedBytes", p.reserved_bytes);
-      pts.push_back(std::move(q));
-    }
-    put(se, "points", std::move(pts));
-    put(o, "series", std::move(se));
-  }
-  {
-    json p = json::object();
-    put(p, "allocatedBytes", s.peak_allocated_bytes);
-    put(p, "requestedBytes", s.peak_requested_bytes);
-    put(p, "reservedBytes", s.peak_reserved_at_peak);
-    put(p, "event", s.peak_event);
-    put(p, "x", s.peak_x);
-    put(p, "timeUs", s.peak_time_us);
-    put(p, "step", s.peak_step);
-    put(p, "phase", s.peak_phase);
-    json cats = json::object();
-    for (int i = 0; i < snapshot::kCategories; ++i)
-      put(cats, snapshot::category_name(static_cast<Category>(i)), s.at_peak[i]);
-    put(p, "categories", std::move(cats));
-    json top = json::array();
-    for (const auto& t : s.top_frames) {
-      json q = json::object();
-      put(q, "filename", t.filename);
-      put(q, "line", t.line);
-      put(q, "name", t.name);
-      put(q, "bytes", t.bytes);
-      put(q, "blocks", t.blocks);
-      put(q, "category", snapshot::category_name(t.category));
-      top.push_back(std::move(q));
-    }
-    put(p, "topFrames", std::move(top));
-    put(o, "peak", std::move(p));
-  }
-  {
-    json p = json::object();
-    put(p, "bytes", s.peak_reserved_bytes);
-    put(p, "event", s.peak_reserved_event);
-    put(o, "reservedPeak", std::move(p));
-  }
-  {
-    json st = json::object();
-    put(st, "method", s.steps_method);
-    put(st, "periodEvents", s.period_events);
-    put(st, "count", static_cast<uint64_t>(s.steps.size()));
-    json list = json::array();
-    for (const auto& x : s.steps) {
-      json q = json::object();
-      put(q, "startEvent", x.start_event);
-      put(q, "endEvent", x.end_event);
-      put(q, "startX", x.start_x);
-      put(q, "endX", x.end_x);
-      put(q, "peakAllocatedBytes", x.peak_allocated_bytes);
-      put(q, "forwardEvent", x.forward_event);
-      put(q, "gradientBytesAtForward", x.gradient_bytes_at_forward);
-      list.push_back(std::move(q));
-    }
-    put(st, "list", std::move(list));
-    put(o, "steps", std::move(st));
-  }
-  {
-    json k = json::object();
-    put(k, "bytes", s.kept_gradient_bytes);
-    put(k, "step", s.kept_gradient_step);
-    put(o, "keptGradients", std::move(k));
-  }
-  if (s.has_stats) {
-    json m = json::object();
-    put(m, "allocatedPeakBytes", s.stats_allocated_peak);
-    put(m, "reservedPeakBytes", s.stats_reserved_peak);
-    put(m, "numAllocRetries", s.stats_num_alloc_retries);
-    put(m, "numOoms", s.stats_num_ooms);
-    put(o, "memoryStats", std::move(m));
-  }
-  put(o, "simulatorReplay", replay_json(s));
-  json causes = json::array();
-  for (const auto& c : snapshot::measured_causes(s)) causes.push_back(cause_json(c));
-  put(o, "causes", std::move(causes));
-  put(o, "notes", strings_json(s.notes));
+  json o = object_of(
+      "source", s.source, "format",
+      object_of("protocol", static_cast<uint64_t>(s.protocol), "fileBytes", s.file_bytes), "device",
+      s.device, "devices", s.devices, "hasFrames", s.has_frames, "hasTime", s.has_time, "events",
+      events_json(s), "allocatorSettings", settings_json(s.settings));
+  put_fields(o, "segments",
+             object_of("count", s.segments, "reservedBytes", s.segment_reserved_bytes,
+                       "allocatedBytes", s.segment_allocated_bytes),
+             "baseline",
+             object_of("allocatedBytes", s.baseline_allocated_bytes, "reservedBytes",
+                       s.baseline_reserved_bytes),
+             "series", series_json(s), "peak", peak_json(s), "reservedPeak",
+             object_of("bytes", s.peak_reserved_bytes, "event", s.peak_reserved_event), "steps",
+             steps_json(s), "keptGradients",
+             object_of("bytes", s.kept_gradient_bytes, "step", s.kept_gradient_step));
+  if (s.has_stats)
+    put(o, "memoryStats",
+        object_of("allocatedPeakBytes", s.stats_allocated_peak, "reservedPeakBytes",
+                  s.stats_reserved_peak, "numAllocRetries", s.stats_num_alloc_retries, "numOoms",
+                  s.stats_num_ooms));
+  put_fields(o, "simulatorReplay", replay_json(s), "causes",
+             array_of(snapshot::measured_causes(s), cause_json), "notes", strings_json(s.notes));
   return o;
 }
 
-// A difference (measured − predicted) as a signed number.
-void put_difference(json& o, uint64_t measured, uint64_t predicted) {
-  if (measured >= predicted)
-    put(o, "differenceBytes", static_cast<int64_t>(measured - predicted));
-  else
-    put(o, "differenceBytes", -static_cast<int64_t>(predicted - measured));
+// measured − predicted as a signed number, or null when either side is missing.
+json difference_json(bool both, uint64_t measured, uint64_t predicted) {
+  if (!both) return json(nullptr);
+  if (measured >= predicted) return json(static_cast<int64_t>(measured - predicted));
+  return json(-static_cast<int64_t>(predicted - measured));
+}
+
+json bytes_or_null(bool has, uint64_t bytes) { return has ? json(bytes) : json(nullptr); }
+
+json total_json(const snapshot::Totals& t) {
+  return object_of("what", t.what, "measuredBytes", t.measured_bytes, "measuredSource",
+                   t.measured_source, "predictedBytes",
+                   bytes_or_null(t.predicted, t.predicted_bytes), "differenceBytes",
+                   difference_json(t.predicted, t.measured_bytes, t.predicted_bytes));
+}
+
+json category_row_json(const snapshot::CategoryRow& r) {
+  return object_of("category", r.category, "measuredBytes",
+                   bytes_or_null(r.measured, r.measured_bytes), "predictedBytes",
+                   bytes_or_null(r.predicted, r.predicted_bytes), "differenceBytes",
+                   difference_json(r.measured && r.predicted, r.measured_bytes, r.predicted_bytes));
+}
+
+json predicted_point_json(const snapshot::PredictedPoint& p) {
+  return object_of("x", p.x, "allocatedBytes", p.allocated_bytes, "phase", p.phase);
+}
+
+// A request error inside compareSnapshot's `request` names its field below "request".
+[[noreturn]] void rethrow_in_request(const RequestError& e) {
+  throw RequestError(e.code(), e.field().empty() ? "request" : "request." + e.field(), e.what());
+}
+
+snapshot::Figures read_figures(const Obj& o) {
+  snapshot::Figures f;
+  if (o.has("measured")) {
+    const Obj m = o.obj("measured");
+    f.max_allocated_bytes = m.u64_or("maxAllocatedBytes", 0, 0, kMaxCount);
+    f.max_reserved_bytes = m.u64_or("maxReservedBytes", 0, 0, kMaxCount);
+    f.nvidia_smi_used_bytes = m.u64_or("nvidiaSmiUsedBytes", 0, 0, kMaxCount);
+    m.finish();
+  }
+  return f;
+}
+
+json comparison_json(const snapshot::Comparison& c, bool has) {
+  return object_of("measured", has ? summary_json(c.summary) : json(nullptr), "predicted",
+                   peak::to_json(c.predicted, true), "totals", array_of(c.totals, total_json),
+                   "categories", array_of(c.rows, category_row_json), "predictedSeries",
+                   array_of(c.predicted_series, predicted_point_json), "causes",
+                   array_of(c.causes, cause_json), "simulatorReplay",
+                   has ? replay_json(c.summary) : json(nullptr), "notes", strings_json(c.notes));
 }
 
 }  // namespace
@@ -230,17 +213,10 @@ json compare_snapshot_json(const json& request, const std::string& bytes) {
   peak::Request rq;
   try {
     rq = peak::parse_request(o.raw("request"));
-  } catch (const RequestError& e) {  // name the field inside this request
-    throw RequestError(e.code(), e.field().empty() ? "request" : "request." + e.field(), e.what());
+  } catch (const RequestError& e) {
+    rethrow_in_request(e);
   }
-  snapshot::Figures f;
-  if (o.has("measured")) {
-    const Obj m = o.obj("measured");
-    f.max_allocated_bytes = m.u64_or("maxAllocatedBytes", 0, 0, kMaxCount);
-    f.max_reserved_bytes = m.u64_or("maxReservedBytes", 0, 0, kMaxCount);
-    f.nvidia_smi_used_bytes = m.u64_or("nvidiaSmiUsedBytes", 0, 0, kMaxCount);
-    m.finish();
-  }
+  const snapshot::Figures f = read_figures(o);
   o.finish();
   snapshot::Summary summary;
   const bool has = !bytes.empty();
@@ -250,62 +226,9 @@ json compare_snapshot_json(const json& request, const std::string& bytes) {
     c = snapshot::compare(has ? &summary : nullptr, f, rq);
   } catch (const RequestError& e) {
     if (e.field() == "snapshot") throw;
-    throw RequestError(e.code(), e.field().empty() ? "request" : "request." + e.field(), e.what());
+    rethrow_in_request(e);
   }
-
-  json out = json::object();
-  put(out, "measured", has ? summary_json(c.summary) : json(nullptr));
-  put(out, "predicted", peak::to_json(c.predicted, true));
-  json totals = json::array();
-  for (const auto& t : c.totals) {
-    json q = json::object();
-    put(q, "what", t.what);
-    put(q, "measuredBytes", t.measured_bytes);
-    put(q, "measuredSource", t.measured_source);
-    if (t.predicted) {
-      put(q, "predictedBytes", t.predicted_bytes);
-      put_difference(q, t.measured_bytes, t.predicted_bytes);
-    } else {
-      put(q, "predictedBytes", nullptr);
-      put(q, "differenceBytes", nullptr);
-    }
-    totals.push_back(std::move(q));
-  }
-  put(out, "totals", std::move(totals));
-  json rows = json::array();
-  for (const auto& r : c.rows) {
-    json q = json::object();
-    put(q, "category", r.category);
-    if (r.measured)
-      put(q, "measuredBytes", r.measured_bytes);
-    else
-      put(q, "measuredBytes", nullptr);
-    if (r.predicted)
-      put(q, "predictedBytes", r.predicted_bytes);
-    else
-      put(q, "predictedBytes", nullptr);
-    if (r.measured && r.predicted)
-      put_difference(q, r.measured_bytes, r.predicted_bytes);
-    else
-      put(q, "differenceBytes", nullptr);
-    rows.push_back(std::move(q));
-  }
-  put(out, "categories", std::move(rows));
-  json ps = json::array();
-  for (const auto& p : c.predicted_series) {
-    json q = json::object();
-    put(q, "x", p.x);
-    put(q, "allocatedBytes", p.allocated_bytes);
-    put(q, "phase", p.phase);
-    ps.push_back(std::move(q));
-  }
-  put(out, "predictedSeries", std::move(ps));
-  json causes = json::array();
-  for (const auto& x : c.causes) causes.push_back(cause_json(x));
-  put(out, "causes", std::move(causes));
-  put(out, "simulatorReplay", has ? replay_json(c.summary) : json(nullptr));
-  put(out, "notes", strings_json(c.notes));
-  return out;
+  return comparison_json(c, has);
 }
 
 }  // namespace trainmem

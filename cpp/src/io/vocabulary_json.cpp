@@ -40,7 +40,8 @@ json vocabulary_json(const json& request) {
   put(out, "functions", list(function_names()));
   put(out, "optimizers", list(vocab::names(vocab::kOptimizers)));
   json layouts = json::object();
-  for (const auto& t : vocab::kOptimizers) put(layouts, t.name, t.layout);
+  for (const auto& t : vocab::kOptimizers)
+    put(layouts, t.name, vocab::name_for(vocab::kOptimizers, t.value));
   put(out, "optimizerLayouts", std::move(layouts));
   put(out, "dtypes", list(dtype_names()));
   put(out, "dtypeSpellings", list(vocab::names(vocab::kDTypes)));

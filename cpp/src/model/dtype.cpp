@@ -5,33 +5,43 @@
 
 namespace trainmem {
 
-uint32_t dtype_bits(DType t) {
-  switch (t) {
-    case DType::fp64:
-      return 64;  // IEEE 754 binary64
-    case DType::fp32:
-      return 32;  // IEEE 754 binary32
-    case DType::fp16:
-      return 16;  // IEEE 754 binary16
-    case DType::bf16:
-      return 16;  // bfloat16: 8-bit exponent, 7-bit mantissa
-    case DType::fp8:
-      return 8;  // OCP 8-bit floating point (E4M3 / E5M2)
-    case DType::int64:
-      return 64;
-    case DType::int32:
-      return 32;
-    case DType::int8:
-      return 8;
-    case DType::uint8:
-      return 8;
-    case DType::int4:
-      return 4;  // two values per byte
-    case DType::boolean:
-      return 8;  // torch.bool is stored as one byte
-  }
-  return 32;
+namespace {
+
+// Bits: IEEE 754 (fp64, fp32, fp16), Google bfloat16 (8-bit exponent, 7-bit mantissa), OCP
+// 8-bit floating point (E4M3 / E5M2), two's-complement integers; int4 packs two values per
+// byte; torch.bool is stored as one byte. Storage classes: torch/storage.py (torch 1.13;
+// Float8_e4m3fn from torch 2.1); int4 pairs live in a uint8 storage. Safetensors names and
+// enum positions: huggingface/safetensors safetensors/src/tensor.rs @ 000a16f4 `enum Dtype` (BOOL
+// 0, U8 1, I8 2, F8_E5M2 3, F8_E4M3 4, I16 5, U16 6, F16 7, BF16 8, I32 9, U32 10, F32 11, F64 12,
+// I64 13).
+constexpr DTypeInfo kDTypeInfo[] = {
+    {DType::fp64, 64, "torch.float64", "DoubleStorage", "F64", 12},
+    {DType::fp32, 32, "torch.float32", "FloatStorage", "F32", 11},
+    {DType::fp16, 16, "torch.float16", "HalfStorage", "F16", 7},
+    {DType::bf16, 16, "torch.bfloat16", "BFloat16Storage", "BF16", 8},
+    {DType::fp8, 8, "torch.float8_e4m3fn", "Float8_e4m3fnStorage", "F8_E4M3", 4},
+    {DType::int64, 64, "torch.int64", "LongStorage", "I64", 13},
+    {DType::int32, 32, "torch.int32", "IntStorage", "I32", 9},
+    {DType::int8, 8, "torch.int8", "CharStorage", "I8", 2},
+    {DType::uint8, 8, "torch.uint8", "ByteStorage", "U8", 1},
+    {DType::int4, 4, "torch.uint8", "ByteStorage", "U8", 1},
+    {DType::boolean, 8, "torch.bool", "BoolStorage", "BOOL", 0},
+};
+
+// Row i describes DType i, and every DType has its row.
+constexpr bool rows_in_enum_order() {
+  int i = 0;
+  for (const DTypeInfo& d : kDTypeInfo)
+    if (static_cast<int>(d.type) != i++) return false;
+  return i == static_cast<int>(DType::boolean) + 1;
 }
+static_assert(rows_in_enum_order(), "kDTypeInfo must list every DType in enum order");
+
+}  // namespace
+
+const DTypeInfo& dtype_info(DType t) { return kDTypeInfo[static_cast<int>(t)]; }
+
+uint32_t dtype_bits(DType t) { return dtype_info(t).bits; }
 
 uint64_t dtype_bytes_for(DType t, uint64_t n) {
   const uint64_t bits = dtype_bits(t);
@@ -40,61 +50,10 @@ uint64_t dtype_bytes_for(DType t, uint64_t n) {
   return (checked_mul(n, bits, "model") + 7) / 8;  // sub-byte types: packed, rounded up
 }
 
-const char* dtype_name(DType t) {
-  switch (t) {
-    case DType::fp64:
-      return "fp64";
-    case DType::fp32:
-      return "fp32";
-    case DType::fp16:
-      return "fp16";
-    case DType::bf16:
-      return "bf16";
-    case DType::fp8:
-      return "fp8";
-    case DType::int64:
-      return "int64";
-    case DType::int32:
-      return "int32";
-    case DType::int8:
-      return "int8";
-    case DType::uint8:
-      return "uint8";
-    case DType::int4:
-      return "int4";
-    case DType::boolean:
-      return "bool";
-  }
-  return "fp32";
-}
+// The first name of its row in vocab::kDTypes.
+const char* dtype_name(DType t) { return vocab::name_for(vocab::kDTypes, t); }
 
-const char* torch_dtype_name(DType t) {
-  switch (t) {
-    case DType::fp64:
-      return "torch.float64";
-    case DType::fp32:
-      return "torch.float32";
-    case DType::fp16:
-      return "torch.float16";
-    case DType::bf16:
-      return "torch.bfloat16";
-    case DType::fp8:
-      return "torch.float8_e4m3fn";
-    case DType::int64:
-      return "torch.int64";
-    case DType::int32:
-      return "torch.int32";
-    case DType::int8:
-      return "torch.int8";
-    case DType::uint8:
-      return "torch.uint8";
-    case DType::int4:
-      return "torch.uint8";  // packed pairs in a uint8 storage
-    case DType::boolean:
-      return "torch.bool";
-  }
-  return "torch.float32";
-}
+const char* torch_dtype_name(DType t) { return dtype_info(t).torch_name; }
 
 bool parse_dtype(const std::string& s, DType* out) {
   const vocab::DTypeTerm* t = vocab::find(vocab::kDTypes, s);

@@ -6,10 +6,8 @@
 //   pytorch/ao torchao/optim/adam.py @ 0372e5ff, subclass_8bit.py @ 01962500, subclass_4bit.py
 //   and subclass_fp8.py @ 029bb60a, quant_utils.py @ 173b31ec (torchao low-bit AdamW).
 #include "trainmem/optimizer.hpp"
-#include "io/optimizer_json.hpp"
 
-#include <algorithm>
-
+#include "io/request.hpp"  // checked_mul
 #include "trainmem/vocabulary.hpp"
 
 namespace trainmem {
@@ -28,13 +26,37 @@ const std::vector<std::string>& optimizer_names() {
   return names;
 }
 
+std::string optimizer_name(const OptimizerSpec& o) {
+  return vocab::name_for(vocab::kOptimizers, o.type);
+}
+
+uint64_t default_block_size(vocab::Optimizer type) {
+  // adam.py @ 0372e5ff: AdamW8bit and AdamWFp8 block_size=256, AdamW4bit block_size=128;
+  // bitsandbytes Optimizer2State: blocks of 2048 values
+  switch (type) {
+    case vocab::Optimizer::torchao_adamw_8bit:
+    case vocab::Optimizer::torchao_adamw_fp8:
+      return 256;
+    case vocab::Optimizer::torchao_adamw_4bit:
+      return 128;
+    default:
+      return 2048;
+  }
+}
+
+bool is_torchao_low_bit(const OptimizerSpec& o) {
+  return o.type == vocab::Optimizer::torchao_adamw_8bit ||
+         o.type == vocab::Optimizer::torchao_adamw_4bit ||
+         o.type == vocab::Optimizer::torchao_adamw_fp8;
+}
+
+bool has_byte_states(const OptimizerSpec& o) {
+  return o.type == vocab::Optimizer::adam_8bit || is_torchao_low_bit(o);
+}
+
 namespace {
 
-// The state layout a request name selects (aliases: vocab::kOptimizers).
-std::string canonical(const std::string& n) {
-  const vocab::OptimizerTerm* t = vocab::find(vocab::kOptimizers, n);
-  return t ? t->layout : n;
-}
+using vocab::Optimizer;
 
 StateTensor tensor(const char* name, std::vector<uint64_t> shape, DType dtype, bool follows) {
   StateTensor s;
@@ -43,6 +65,13 @@ StateTensor tensor(const char* name, std::vector<uint64_t> shape, DType dtype, b
   s.shape = std::move(shape);
   s.dtype = dtype;
   s.follows_param = follows;
+  return s;
+}
+
+StateTensor scalar_kind(const char* name, StateKind kind) {
+  StateTensor s;
+  s.name = name;
+  s.kind = kind;
   return s;
 }
 
@@ -61,13 +90,13 @@ void torchao_buffer(const OptimizerSpec& o, const TensorSpec& param, DType state
     return;
   }
   const uint64_t blocks = numel / o.block_size;
-  if (o.name == "torchao-adamw-8bit") {
+  if (o.type == Optimizer::torchao_adamw_8bit) {
     // OptimState8bit.zeros: uint8 codes of the parameter's shape, fp32 scale per block, and a
     // 256-entry fp32 qmap (create_dynamic_map: 2**8 values) made for every state tensor
     s->push_back(tensor(codes[which], param.shape, DType::uint8, false));
     s->push_back(tensor(scale[which], {blocks}, DType::fp32, false));
     s->push_back(tensor(qmap[which], {256}, DType::fp32, false));
-  } else if (o.name == "torchao-adamw-4bit") {
+  } else if (o.type == Optimizer::torchao_adamw_4bit) {
     // OptimState4bit.zeros: two 4-bit codes per uint8 (numel / 2, flat), fp32 scale per block,
     // a 16-entry fp32 qmap (signed: create_dynamic_map(True, 3, 4); unsigned: linspace 1/16..1)
     s->push_back(tensor(codes[which], {numel / 2}, DType::uint8, false));
@@ -80,181 +109,140 @@ void torchao_buffer(const OptimizerSpec& o, const TensorSpec& param, DType state
   }
 }
 
-StateTensor scalar_kind(const char* name, StateKind kind) {
-  StateTensor s;
-  s.name = name;
-  s.kind = kind;
-  return s;
+// torch 1.13 sgd.py: state['momentum_buffer'] is written for every parameter, None when
+// momentum == 0 (measured); torch >= 2.0 writes it only when momentum != 0.
+void sgd_state(const OptimizerSpec& opt, const TensorSpec& param, DType state_dtype,
+               std::vector<StateTensor>* s) {
+  if (opt.momentum != 0)
+    s->push_back(tensor("momentum_buffer", param.shape, state_dtype, true));
+  else
+    s->push_back(scalar_kind("momentum_buffer", StateKind::python_none));
 }
 
-// adam.py @ 0372e5ff defaults: AdamW8bit / AdamWFp8 block_size=256, AdamW4bit block_size=128.
-void set_torchao_block(OptimizerSpec* o) {
-  if (o->name == "torchao-adamw-8bit" || o->name == "torchao-adamw-fp8") o->block_size = 256;
-  if (o->name == "torchao-adamw-4bit") o->block_size = 128;
+// rmsprop.py (1.13): step is a Python int; square_avg; momentum_buffer if momentum > 0;
+// grad_avg if centered.
+void rmsprop_state(const OptimizerSpec& opt, const TensorSpec& param, DType state_dtype,
+                   std::vector<StateTensor>* s) {
+  s->push_back(scalar_kind("step", StateKind::python_int));
+  s->push_back(tensor("square_avg", param.shape, state_dtype, true));
+  if (opt.momentum > 0) s->push_back(tensor("momentum_buffer", param.shape, state_dtype, true));
+  if (opt.centered) s->push_back(tensor("grad_avg", param.shape, state_dtype, true));
+}
+
+// transformers Adafactor: step int; exp_avg if beta1; for >= 2-D tensors factored
+// exp_avg_sq_row = shape[:-1], exp_avg_sq_col = shape[:-2] + shape[-1:]; else a full
+// exp_avg_sq; RMS becomes a 0-dim tensor after the first step. States are created from the
+// fp32 gradient (16-bit grads are upcast), so they are float32.
+void hf_adafactor_state(const OptimizerSpec& opt, const TensorSpec& param,
+                        std::vector<StateTensor>* s) {
+  const std::vector<uint64_t>& shape = param.shape;
+  s->push_back(scalar_kind("step", StateKind::python_int));
+  if (opt.has_beta1) s->push_back(tensor("exp_avg", shape, DType::fp32, false));
+  if (shape.size() >= 2) {
+    std::vector<uint64_t> row(shape.begin(), shape.end() - 1);
+    std::vector<uint64_t> col(shape.begin(), shape.end() - 2);
+    col.push_back(shape.back());
+    s->push_back(tensor("exp_avg_sq_row", row, DType::fp32, false));
+    s->push_back(tensor("exp_avg_sq_col", col, DType::fp32, false));
+  } else {
+    s->push_back(tensor("exp_avg_sq", shape, DType::fp32, false));
+  }
+  s->push_back(tensor("RMS", {}, DType::fp32, false));
+}
+
+// torch/optim/_adafactor.py (torch >= 2.5): step 0-dim float32; >= 2-D: row_var with the
+// last dim 1, col_var with dim -2 set to 1; else variance zeros_like(grad).
+void torch_adafactor_state(const TensorSpec& param, DType state_dtype,
+                           std::vector<StateTensor>* s) {
+  const std::vector<uint64_t>& shape = param.shape;
+  s->push_back(tensor("step", {}, DType::fp32, false));
+  if (shape.size() >= 2) {
+    std::vector<uint64_t> row = shape, col = shape;
+    row.back() = 1;
+    col[col.size() - 2] = 1;
+    s->push_back(tensor("row_var", row, state_dtype, true));
+    s->push_back(tensor("col_var", col, state_dtype, true));
+  } else {
+    s->push_back(tensor("variance", shape, state_dtype, true));
+  }
+}
+
+// bitsandbytes Optimizer2State.init_state: step int; tensors with < min_8bit_size (and
+// < 4096) values keep fp32 state1/state2; others uint8 state1/state2, the shared 256-entry
+// fp32 maps qmap1/qmap2 and per-block fp32 absmax1/absmax2 (blocks of 2048 values).
+void bnb_8bit_state(const OptimizerSpec& opt, const TensorSpec& param,
+                    std::vector<StateTensor>* s) {
+  const std::vector<uint64_t>& shape = param.shape;
+  s->push_back(scalar_kind("step", StateKind::python_int));
+  const uint64_t numel = param.numel();
+  if (numel < opt.min_8bit_size || numel < 4096) {
+    s->push_back(tensor("state1", shape, DType::fp32, false));
+    s->push_back(tensor("state2", shape, DType::fp32, false));
+    return;
+  }
+  const uint64_t blocks = numel / opt.block_size + (numel % opt.block_size ? 1 : 0);
+  s->push_back(tensor("state1", shape, DType::uint8, false));
+  StateTensor q1 = tensor("qmap1", {256}, DType::fp32, false);
+  q1.kind = StateKind::shared_tensor;
+  s->push_back(q1);
+  s->push_back(tensor("state2", shape, DType::uint8, false));
+  StateTensor q2 = tensor("qmap2", {256}, DType::fp32, false);
+  q2.kind = StateKind::shared_tensor;
+  s->push_back(q2);
+  s->push_back(tensor("absmax1", {blocks}, DType::fp32, false));
+  s->push_back(tensor("absmax2", {blocks}, DType::fp32, false));
 }
 
 }  // namespace
-
-bool is_torchao_low_bit(const OptimizerSpec& o) {
-  return o.name == "torchao-adamw-8bit" || o.name == "torchao-adamw-4bit" ||
-         o.name == "torchao-adamw-fp8";
-}
-
-OptimizerSpec parse_optimizer(const Obj& parent, const char* key) {
-  OptimizerSpec o;
-  const json& v = parent.raw(key);
-  const std::string path = parent.field(key);
-  if (v.is_string()) {
-    const std::string n = parent.one_of(key, optimizer_names());
-    o.name = canonical(n);
-    o.paged = n == "paged-adamw-8bit";
-    if (n == "sgd-momentum") {
-      o.name = "sgd";
-      o.momentum = 0.9;  // seed 003's "SGD with momentum" (torch default momentum is 0)
-    }
-    set_torchao_block(&o);
-    return o;
-  }
-  Obj obj(v, path);
-  const std::string n = obj.one_of("name", optimizer_names());
-  o.name = canonical(n);
-  o.paged = n == "paged-adamw-8bit";
-  if (n == "sgd-momentum") {
-    o.name = "sgd";
-    o.momentum = 0.9;
-  }
-  set_torchao_block(&o);
-  const bool sgd = o.name == "sgd", rms = o.name == "rmsprop";
-  const bool torchao = is_torchao_low_bit(o);
-  const bool adam = o.name == "adam" || o.name == "adamw" || torchao;
-  if (sgd || rms) {
-    o.momentum = obj.num_or("momentum", o.momentum, 0, 1);
-  }
-  if (sgd) o.nesterov = obj.boolean_or("nesterov", false);
-  if (adam) o.amsgrad = obj.boolean_or("amsgrad", false);
-  if (rms) o.centered = obj.boolean_or("centered", false);
-  if (o.name == "adafactor" && obj.has("beta1")) {
-    o.has_beta1 = true;
-    o.beta1 = obj.num("beta1", 0, 1);
-  } else if (o.name == "adafactor") {
-    obj.mark_used("beta1");
-  }
-  if (o.name == "adam-8bit") {
-    o.block_size = obj.u64_or("blockSize", 2048, 1, 1ULL << 32);
-    o.min_8bit_size = obj.u64_or("min8bitSize", 4096, 0, kMaxExactJson);
-  }
-  if (torchao) {
-    // adam.py @ 0372e5ff: AdamW8bit and AdamWFp8 block_size=256, AdamW4bit block_size=128
-    o.block_size = obj.u64_or("blockSize", o.block_size, 1, 1ULL << 32);
-    if (o.name == "torchao-adamw-4bit" && o.block_size % 2 != 0)
-      fail(code::kOutOfRange, path + ".blockSize",
-           {path, ".blockSize must be even for 4-bit states (two codes per byte)"});
-  }
-  if (obj.has("weightDecay")) {
-    obj.num("weightDecay", 0, 1e6);
-    o.weight_decay_set = true;
-  } else {
-    obj.mark_used("weightDecay");
-  }
-  obj.finish({"momentum", "nesterov", "amsgrad", "centered", "beta1", "blockSize", "min8bitSize"});
-  if (o.nesterov && o.momentum == 0)
-    fail(code::kInconsistent, path + ".nesterov",
-         {path, ".nesterov needs momentum > 0 (torch.optim.SGD raises otherwise)"});
-  return o;
-}
 
 std::vector<StateTensor> optimizer_state(const OptimizerSpec& opt, const TensorSpec& param,
                                          DType state_dtype) {
   std::vector<StateTensor> s;
   const std::vector<uint64_t>& shape = param.shape;
   if (!param.trainable) return s;
-  const std::string& n = opt.name;
-  if (n == "sgd") {
-    // torch 1.13 sgd.py: state['momentum_buffer'] is written for every parameter, None when
-    // momentum == 0 (measured); torch >= 2.0 writes it only when momentum != 0.
-    if (opt.momentum != 0)
-      s.push_back(tensor("momentum_buffer", shape, state_dtype, true));
-    else
-      s.push_back(scalar_kind("momentum_buffer", StateKind::python_none));
-  } else if (n == "adam" || n == "adamw") {
-    // adam.py: step is a 0-dim float32 tensor (torch >= 1.12); moments zeros_like(param).
-    s.push_back(tensor("step", {}, DType::fp32, false));
-    s.push_back(tensor("exp_avg", shape, state_dtype, true));
-    s.push_back(tensor("exp_avg_sq", shape, state_dtype, true));
-    if (opt.amsgrad) s.push_back(tensor("max_exp_avg_sq", shape, state_dtype, true));
-  } else if (is_torchao_low_bit(opt)) {
-    // torchao _AdamBase.step (adam.py @ 0372e5ff): step = torch.tensor(0.0) (a 0-dim fp32 CPU
-    // tensor), exp_avg (signed map), exp_avg_sq (unsigned), max_exp_avg_sq with amsgrad
-    s.push_back(tensor("step", {}, DType::fp32, false));
-    torchao_buffer(opt, param, state_dtype, 0, &s);
-    torchao_buffer(opt, param, state_dtype, 1, &s);
-    if (opt.amsgrad) torchao_buffer(opt, param, state_dtype, 2, &s);
-  } else if (n == "adagrad") {
-    // adagrad.py: step (0-dim float32 tensor) and sum, created in the constructor.
-    s.push_back(tensor("step", {}, DType::fp32, false));
-    s.push_back(tensor("sum", shape, state_dtype, true));
-  } else if (n == "rmsprop") {
-    // rmsprop.py (1.13): step is a Python int; square_avg; momentum_buffer if momentum > 0;
-    // grad_avg if centered.
-    s.push_back(scalar_kind("step", StateKind::python_int));
-    s.push_back(tensor("square_avg", shape, state_dtype, true));
-    if (opt.momentum > 0) s.push_back(tensor("momentum_buffer", shape, state_dtype, true));
-    if (opt.centered) s.push_back(tensor("grad_avg", shape, state_dtype, true));
-  } else if (n == "adafactor") {
-    // transformers Adafactor: step int; exp_avg if beta1; for >= 2-D tensors factored
-    // exp_avg_sq_row = shape[:-1], exp_avg_sq_col = shape[:-2] + shape[-1:]; else a full
-    // exp_avg_sq; RMS becomes a 0-dim tensor after the first step. States are created from the
-    // fp32 gradient (16-bit grads are upcast), so they are float32.
-    s.push_back(scalar_kind("step", StateKind::python_int));
-    if (opt.has_beta1) s.push_back(tensor("exp_avg", shape, DType::fp32, false));
-    if (shape.size() >= 2) {
-      std::vector<uint64_t> row(shape.begin(), shape.end() - 1);
-      std::vector<uint64_t> col(shape.begin(), shape.end() - 2);
-      col.push_back(shape.back());
-      s.push_back(tensor("exp_avg_sq_row", row, DType::fp32, false));
-      s.push_back(tensor("exp_avg_sq_col", col, DType::fp32, false));
-    } else {
-      s.push_back(tensor("exp_avg_sq", shape, DType::fp32, false));
-    }
-    s.push_back(tensor("RMS", {}, DType::fp32, false));
-  } else if (n == "torch-adafactor") {
-    // torch/optim/_adafactor.py (torch >= 2.5): step 0-dim float32; >= 2-D: row_var with the
-    // last dim 1, col_var with dim -2 set to 1; else variance zeros_like(grad).
-    s.push_back(tensor("step", {}, DType::fp32, false));
-    if (shape.size() >= 2) {
-      std::vector<uint64_t> row = shape, col = shape;
-      row.back() = 1;
-      col[col.size() - 2] = 1;
-      s.push_back(tensor("row_var", row, state_dtype, true));
-      s.push_back(tensor("col_var", col, state_dtype, true));
-    } else {
-      s.push_back(tensor("variance", shape, state_dtype, true));
-    }
-  } else if (n == "lion") {
-    // lion-pytorch: exp_avg only (Chen et al. 2023 keep one moment).
-    s.push_back(tensor("exp_avg", shape, state_dtype, true));
-  } else if (n == "adam-8bit") {
-    // bitsandbytes Optimizer2State.init_state: step int; tensors with < min_8bit_size (and
-    // < 4096) values keep fp32 state1/state2; others uint8 state1/state2, the shared 256-entry
-    // fp32 maps qmap1/qmap2 and per-block fp32 absmax1/absmax2 (blocks of 2048 values).
-    s.push_back(scalar_kind("step", StateKind::python_int));
-    const uint64_t numel = param.numel();
-    if (numel < opt.min_8bit_size || numel < 4096) {
-      s.push_back(tensor("state1", shape, DType::fp32, false));
-      s.push_back(tensor("state2", shape, DType::fp32, false));
-    } else {
-      const uint64_t blocks = numel / opt.block_size + (numel % opt.block_size ? 1 : 0);
-      s.push_back(tensor("state1", shape, DType::uint8, false));
-      StateTensor q1 = tensor("qmap1", {256}, DType::fp32, false);
-      q1.kind = StateKind::shared_tensor;
-      s.push_back(q1);
-      s.push_back(tensor("state2", shape, DType::uint8, false));
-      StateTensor q2 = tensor("qmap2", {256}, DType::fp32, false);
-      q2.kind = StateKind::shared_tensor;
-      s.push_back(q2);
-      s.push_back(tensor("absmax1", {blocks}, DType::fp32, false));
-      s.push_back(tensor("absmax2", {blocks}, DType::fp32, false));
-    }
+  switch (opt.type) {
+    case Optimizer::sgd:
+      sgd_state(opt, param, state_dtype, &s);
+      break;
+    case Optimizer::adam:
+    case Optimizer::adamw:
+      // adam.py: step is a 0-dim float32 tensor (torch >= 1.12); moments zeros_like(param).
+      s.push_back(tensor("step", {}, DType::fp32, false));
+      s.push_back(tensor("exp_avg", shape, state_dtype, true));
+      s.push_back(tensor("exp_avg_sq", shape, state_dtype, true));
+      if (opt.amsgrad) s.push_back(tensor("max_exp_avg_sq", shape, state_dtype, true));
+      break;
+    case Optimizer::torchao_adamw_8bit:
+    case Optimizer::torchao_adamw_4bit:
+    case Optimizer::torchao_adamw_fp8:
+      // torchao _AdamBase.step (adam.py @ 0372e5ff): step = torch.tensor(0.0) (a 0-dim fp32 CPU
+      // tensor), exp_avg (signed map), exp_avg_sq (unsigned), max_exp_avg_sq with amsgrad
+      s.push_back(tensor("step", {}, DType::fp32, false));
+      torchao_buffer(opt, param, state_dtype, 0, &s);
+      torchao_buffer(opt, param, state_dtype, 1, &s);
+      if (opt.amsgrad) torchao_buffer(opt, param, state_dtype, 2, &s);
+      break;
+    case Optimizer::adagrad:
+      // adagrad.py: step (0-dim float32 tensor) and sum, created in the constructor.
+      s.push_back(tensor("step", {}, DType::fp32, false));
+      s.push_back(tensor("sum", shape, state_dtype, true));
+      break;
+    case Optimizer::rmsprop:
+      rmsprop_state(opt, param, state_dtype, &s);
+      break;
+    case Optimizer::adafactor:
+      hf_adafactor_state(opt, param, &s);
+      break;
+    case Optimizer::torch_adafactor:
+      torch_adafactor_state(param, state_dtype, &s);
+      break;
+    case Optimizer::lion:
+      // lion-pytorch: exp_avg only (Chen et al. 2023 keep one moment).
+      s.push_back(tensor("exp_avg", shape, state_dtype, true));
+      break;
+    case Optimizer::adam_8bit:
+      bnb_8bit_state(opt, param, &s);
+      break;
   }
   return s;
 }
@@ -269,76 +257,95 @@ uint64_t optimizer_state_bytes(const OptimizerSpec& opt, const TensorSpec& param
 
 uint64_t optimizer_shared_state_bytes(const OptimizerSpec& opt, bool any_8bit) {
   // bitsandbytes: name2qmap["dynamic"] and ["udynamic"], 256 float32 values each.
-  return opt.name == "adam-8bit" && any_8bit ? 2 * 256 * 4 : 0;
+  return opt.type == Optimizer::adam_8bit && any_8bit ? 2 * 256 * 4 : 0;
 }
 
 std::vector<GroupEntry> optimizer_param_group(const OptimizerSpec& opt) {
   // torch 1.13 defaults (measured: tests/fixtures/torch_checkpoints.json "layout").
-  const std::string& n = opt.name;
   const char wd = opt.weight_decay_set ? 'f' : 'i';
-  if (n == "sgd")
-    return {{"lr", 'f'},        {"momentum", opt.momentum != 0 ? 'f' : 'i'},
-            {"dampening", 'i'}, {"weight_decay", wd},
-            {"nesterov", 'b'},  {"maximize", 'b'},
-            {"foreach", 'n'},   {"differentiable", 'b'}};
-  if (n == "adam")
-    return {{"lr", 'f'},          {"betas", 't'},      {"eps", 'f'},
-            {"weight_decay", wd}, {"amsgrad", 'b'},    {"maximize", 'b'},
-            {"foreach", 'n'},     {"capturable", 'b'}, {"differentiable", 'b'},
-            {"fused", 'b'}};
-  if (n == "adamw")
-    return {{"lr", 'f'},      {"betas", 't'},   {"eps", 'f'},      {"weight_decay", 'f'},
-            {"amsgrad", 'b'}, {"foreach", 'n'}, {"maximize", 'b'}, {"capturable", 'b'}};
-  if (n == "adagrad")
-    return {{"lr", 'f'},
-            {"lr_decay", 'i'},
-            {"eps", 'f'},
-            {"weight_decay", wd},
-            {"initial_accumulator_value", 'i'},
-            {"foreach", 'n'},
-            {"maximize", 'b'}};
-  if (n == "rmsprop")
-    return {{"lr", 'f'},
-            {"momentum", opt.momentum != 0 ? 'f' : 'i'},
-            {"alpha", 'f'},
-            {"eps", 'f'},
-            {"centered", 'b'},
-            {"weight_decay", wd},
-            {"foreach", 'n'},
-            {"maximize", 'b'},
-            {"differentiable", 'b'}};
-  if (n == "adafactor")  // transformers Adafactor defaults (lr None, eps tuple, ...)
-    return {{"lr", 'n'},
-            {"eps", 't'},
-            {"clip_threshold", 'f'},
-            {"decay_rate", 'f'},
-            {"beta1", opt.has_beta1 ? 'f' : 'n'},
-            {"weight_decay", 'f'},
-            {"scale_parameter", 'b'},
-            {"relative_step", 'b'},
-            {"warmup_init", 'b'}};
-  if (n == "torch-adafactor")  // torch 2.5 Adafactor defaults (not measurable on 1.13)
-    return {{"lr", 'f'},           {"beta2_decay", 'f'}, {"eps", 'u'},     {"d", 'f'},
-            {"weight_decay", 'f'}, {"foreach", 'n'},     {"maximize", 'b'}};
-  if (n == "lion") return {{"lr", 'f'}, {"betas", 't'}, {"weight_decay", 'f'}};
-  if (n == "adam-8bit") return {{"lr", 'f'}, {"betas", 't'}, {"eps", 'f'}, {"weight_decay", wd}};
-  // torchao _AdamBase: defaults lr, betas, eps, weight_decay, amsgrad (lr becomes a tensor in
-  // add_param_group; the container model pickles it as a float: see the checkpoint note)
-  if (is_torchao_low_bit(opt))
-    return {{"lr", 'f'}, {"betas", 't'}, {"eps", 'f'}, {"weight_decay", 'f'}, {"amsgrad", 'b'}};
+  switch (opt.type) {
+    case Optimizer::sgd:
+      return {{"lr", 'f'},        {"momentum", opt.momentum != 0 ? 'f' : 'i'},
+              {"dampening", 'i'}, {"weight_decay", wd},
+              {"nesterov", 'b'},  {"maximize", 'b'},
+              {"foreach", 'n'},   {"differentiable", 'b'}};
+    case Optimizer::adam:
+      return {{"lr", 'f'},          {"betas", 't'},      {"eps", 'f'},
+              {"weight_decay", wd}, {"amsgrad", 'b'},    {"maximize", 'b'},
+              {"foreach", 'n'},     {"capturable", 'b'}, {"differentiable", 'b'},
+              {"fused", 'b'}};
+    case Optimizer::adamw:
+      return {{"lr", 'f'},      {"betas", 't'},   {"eps", 'f'},      {"weight_decay", 'f'},
+              {"amsgrad", 'b'}, {"foreach", 'n'}, {"maximize", 'b'}, {"capturable", 'b'}};
+    case Optimizer::adagrad:
+      return {{"lr", 'f'},
+              {"lr_decay", 'i'},
+              {"eps", 'f'},
+              {"weight_decay", wd},
+              {"initial_accumulator_value", 'i'},
+              {"foreach", 'n'},
+              {"maximize", 'b'}};
+    case Optimizer::rmsprop:
+      return {{"lr", 'f'},
+              {"momentum", opt.momentum != 0 ? 'f' : 'i'},
+              {"alpha", 'f'},
+              {"eps", 'f'},
+              {"centered", 'b'},
+              {"weight_decay", wd},
+              {"foreach", 'n'},
+              {"maximize", 'b'},
+              {"differentiable", 'b'}};
+    case Optimizer::adafactor:  // transformers Adafactor defaults (lr None, eps tuple, ...)
+      return {{"lr", 'n'},
+              {"eps", 't'},
+              {"clip_threshold", 'f'},
+              {"decay_rate", 'f'},
+              {"beta1", opt.has_beta1 ? 'f' : 'n'},
+              {"weight_decay", 'f'},
+              {"scale_parameter", 'b'},
+              {"relative_step", 'b'},
+              {"warmup_init", 'b'}};
+    case Optimizer::torch_adafactor:  // torch 2.5 Adafactor defaults (not measurable on 1.13)
+      return {{"lr", 'f'},           {"beta2_decay", 'f'}, {"eps", 'u'},     {"d", 'f'},
+              {"weight_decay", 'f'}, {"foreach", 'n'},     {"maximize", 'b'}};
+    case Optimizer::lion:
+      return {{"lr", 'f'}, {"betas", 't'}, {"weight_decay", 'f'}};
+    case Optimizer::adam_8bit:
+      return {{"lr", 'f'}, {"betas", 't'}, {"eps", 'f'}, {"weight_decay", wd}};
+    case Optimizer::torchao_adamw_8bit:
+    case Optimizer::torchao_adamw_4bit:
+    case Optimizer::torchao_adamw_fp8:
+      // torchao _AdamBase: defaults lr, betas, eps, weight_decay, amsgrad (lr becomes a tensor
+      // in add_param_group; the container model pickles it as a float: see the checkpoint note)
+      return {{"lr", 'f'}, {"betas", 't'}, {"eps", 'f'}, {"weight_decay", 'f'}, {"amsgrad", 'b'}};
+  }
   return {};
 }
 
 uint32_t simple_state_copies(const OptimizerSpec& opt) {
   // Seed 003: SGD keeps no state (momentum: one buffer), Adam two moments (+ amsgrad max).
-  const std::string& n = opt.name;
-  if (n == "sgd") return opt.momentum != 0 ? 1 : 0;
-  if (n == "adam" || n == "adamw") return opt.amsgrad ? 3 : 2;
-  if (n == "rmsprop") return 1 + (opt.momentum > 0 ? 1 : 0) + (opt.centered ? 1 : 0);
-  if (n == "adagrad" || n == "lion") return 1;
-  if (n == "adam-8bit" || n == "torchao-adamw-8bit" || n == "torchao-adamw-fp8") return 2;
-  if (n == "torchao-adamw-4bit") return 1;  // two 4-bit moments: one byte per parameter
-  return 0;  // adafactor: sublinear, no per-parameter copy in the simple formula
+  switch (opt.type) {
+    case Optimizer::sgd:
+      return opt.momentum != 0 ? 1 : 0;
+    case Optimizer::adam:
+    case Optimizer::adamw:
+      return opt.amsgrad ? 3 : 2;
+    case Optimizer::rmsprop:
+      return 1 + (opt.momentum > 0 ? 1 : 0) + (opt.centered ? 1 : 0);
+    case Optimizer::adagrad:
+    case Optimizer::lion:
+      return 1;
+    case Optimizer::adam_8bit:
+    case Optimizer::torchao_adamw_8bit:
+    case Optimizer::torchao_adamw_fp8:
+      return 2;
+    case Optimizer::torchao_adamw_4bit:
+      return 1;  // two 4-bit moments: one byte per parameter
+    case Optimizer::adafactor:
+    case Optimizer::torch_adafactor:
+      return 0;  // sublinear, no per-parameter copy in the simple formula
+  }
+  return 0;
 }
 
 }  // namespace trainmem

@@ -89,18 +89,21 @@ uint64_t div_round(double bytes, uint64_t divisor) {
 }
 
 // Temporaries of optimizer.step() per parameter, in copies of the parameter (state dtype).
-uint32_t optimizer_temp_copies(const std::string& name, vocab::OptimizerImpl impl) {
+uint32_t optimizer_temp_copies(const OptimizerSpec& o, vocab::OptimizerImpl impl) {
+  using vocab::Optimizer;
+  const Optimizer name = o.type;
   // torchao low-bit AdamW: a compiled per-tensor step (torchao/optim/adam.py), see peak_memory
-  if (impl == vocab::OptimizerImpl::fused || name == "adam-8bit" || name == "sgd" ||
-      name.rfind("torchao-", 0) == 0)
+  if (impl == vocab::OptimizerImpl::fused || name == Optimizer::adam_8bit ||
+      name == Optimizer::sgd || is_torchao_low_bit(o))
     return 0;
-  if (name == "adam" || name == "adamw") {
+  if (name == Optimizer::adam || name == Optimizer::adamw) {
     // transformers.AdamW: denom = exp_avg_sq.sqrt().add_(eps) (optimization.py); torch's
     // _single_tensor_adamw: (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps);
     // _multi_tensor_adamw: one _foreach_sqrt list (torch/optim/adamw.py)
     return impl == vocab::OptimizerImpl::for_loop ? 2 : 1;
   }
-  if (name == "adagrad" || name == "rmsprop") return 1;  // std = square_avg.sqrt() etc.
+  // std = square_avg.sqrt() etc.
+  if (name == Optimizer::adagrad || name == Optimizer::rmsprop) return 1;
   return 2;  // lion (update = exp_avg.clone()...), adafactor (grad**2 + eps, update)
 }
 
@@ -176,13 +179,12 @@ trace::StepSpec build_spec(const Request& rq, const activations::ModelActivation
     s.layers.push_back(std::move(L));
   }
   s.ops = schedule_of(chain, plan);
-  s.temp_copies = f.offload_optimizer
-                      ? 0
-                      : optimizer_temp_copies(rq.optimizer.name, rq.optimizer_implementation);
+  s.temp_copies =
+      f.offload_optimizer ? 0 : optimizer_temp_copies(rq.optimizer, rq.optimizer_implementation);
   s.impl = rq.optimizer_implementation == vocab::OptimizerImpl::foreach
                ? trace::OptimizerImpl::foreach
            : (rq.optimizer_implementation == vocab::OptimizerImpl::fused ||
-              rq.optimizer.name == "adam-8bit" || is_torchao_low_bit(rq.optimizer))
+              rq.optimizer.type == vocab::Optimizer::adam_8bit || is_torchao_low_bit(rq.optimizer))
                ? trace::OptimizerImpl::fused
                : trace::OptimizerImpl::for_loop;
   // Micro-steps after the second repeat the same allocations (the .grad tensors exist from the

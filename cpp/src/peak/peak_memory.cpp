@@ -89,15 +89,18 @@ uint64_t lora_saved_bytes(uint64_t tokens, uint64_t rank, uint64_t in, double dr
 // one tensor at a time.
 uint64_t optimizer_temp_elements(const OptimizerSpec& o, bool foreach, uint64_t trainable,
                                  uint64_t largest) {
-  const std::string& n = o.name;
-  if (n == "adam" || n == "adamw") {
+  using vocab::Optimizer;
+  const Optimizer n = o.type;
+  if (n == Optimizer::adam || n == Optimizer::adamw) {
     // foreach: exp_avg_sq_sqrt = _foreach_sqrt(exp_avg_sqs); for-loop: denom = (sqrt / c).add_
     // holds sqrt and its quotient at once.
     return foreach ? trainable : 2 * largest;
   }
-  if (n == "adagrad" || n == "rmsprop") return foreach ? trainable : largest;  // std / avg = sqrt
-  if (n == "lion") return 2 * largest;  // update = exp_avg.clone()...; per tensor
-  if (n == "adafactor" || n == "torch-adafactor") return 2 * largest;  // grad**2 + eps, update
+  // std / avg = sqrt
+  if (n == Optimizer::adagrad || n == Optimizer::rmsprop) return foreach ? trainable : largest;
+  if (n == Optimizer::lion) return 2 * largest;  // update = exp_avg.clone()...; per tensor
+  // grad**2 + eps, update
+  if (n == Optimizer::adafactor || n == Optimizer::torch_adafactor) return 2 * largest;
   // torchao low-bit AdamW: one torch.compile'd single_param_adam per tensor (adam.py @ 0372e5ff);
   // its fp32 values (p.float(), exp_avg.float().lerp(...)) are taken as fused by inductor into
   // the kernels, with no whole-tensor buffer (an assumption, stated in the result)
@@ -420,7 +423,8 @@ uint64_t optimizer_state_total(const Request& rq, const Step& s, DType state_dty
         "optimizer state from the parameter count as one tensor (factored optimizers "
         "need the tensor shapes: give a preset or config)");
   }
-  state += optimizer_shared_state_bytes(rq.optimizer, rq.optimizer.name == "adam-8bit");
+  state +=
+      optimizer_shared_state_bytes(rq.optimizer, rq.optimizer.type == vocab::Optimizer::adam_8bit);
   return state;
 }
 
@@ -443,7 +447,7 @@ void optimizer_lines(const Request& rq, Step* s, std::vector<std::string>* assum
                        : DType::fp32;
   const uint64_t state = optimizer_state_total(rq, *s, ps.state_dtype, assumptions);
   ps.state = state / (t * N);
-  ps.state_src = "optimizer '" + rq.optimizer.name +
+  ps.state_src = "optimizer '" + optimizer_name(rq.optimizer) +
                  "' state layout per parameter tensor (torch/optim, " + dtype_name(ps.state_dtype) +
                  " states)" +
                  (N > 1 ? (rq.fsdp.enabled ? "; FSDP shards" : "; ZeRO partitions") +

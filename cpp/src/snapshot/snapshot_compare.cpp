@@ -117,6 +117,127 @@ std::vector<Cause> measured_causes(const Summary& s) {
   return out;
 }
 
+namespace {
+
+// A measured total: the snapshot's figure when it has one, else the figure the user gave.
+void add_total(Comparison* c, Totals t, const Summary* s, uint64_t Summary::*recorded,
+               uint64_t given, const char* given_name) {
+  if (s && s->*recorded) {
+    t.measured_bytes = s->*recorded;
+    t.measured_source = s->source;
+  } else if (given) {
+    t.measured_bytes = given;
+    t.measured_source = given_name;
+  }
+  if (t.measured_bytes) c->totals.push_back(t);
+}
+
+void add_totals(Comparison* c, const Summary* s, const Figures& f) {
+  const peak::Result& p = c->predicted;
+  add_total(c, {"allocatedPeak", 0, p.allocated_peak_bytes, true, ""}, s,
+            &Summary::peak_allocated_bytes, f.max_allocated_bytes, "maxAllocatedBytes");
+  // Reserved: peak memory's allocator simulation (peak::Result::simulated), when it ran.
+  add_total(c, {"reservedPeak", 0, p.reserved_peak_bytes, p.simulated, ""}, s,
+            &Summary::peak_reserved_bytes, f.max_reserved_bytes, "maxReservedBytes");
+  if (f.nvidia_smi_used_bytes) {
+    // nvidia-smi counts the CUDA context and the reserve: compare with peakBytes (with runtime).
+    c->totals.push_back(
+        {"nvidiaSmiUsed", f.nvidia_smi_used_bytes, p.peak_bytes, true, "nvidiaSmiUsedBytes"});
+  }
+}
+
+// Bytes of category k live at the measured peak (0 without categories).
+uint64_t at_peak(const Summary* s, bool cats, Category k) {
+  return cats ? s->at_peak[static_cast<int>(k)] : 0;
+}
+
+// The categories at the measured peak against the predicted breakdown.
+void add_category_rows(Comparison* c, const Summary* s, bool cats) {
+  const peak::Result& p = c->predicted;
+  auto row = [&](const char* name, Category k, uint64_t predicted) {
+    c->rows.push_back({name, at_peak(s, cats, k), predicted, cats, true});
+  };
+  row("weights", Category::kWeights, p.weights.bytes + p.master_weights.bytes);
+  row("gradients", Category::kGradients, p.gradients.bytes);
+  row("optimizerState", Category::kOptimizerState, p.optimizer_state.bytes);
+  row("activations", Category::kActivations, p.activations.bytes);
+  row("temporaries", Category::kTemporaries, p.temporaries.bytes);
+  {
+    const uint64_t frag = s && s->peak_reserved_at_peak > s->peak_allocated_bytes
+                              ? s->peak_reserved_at_peak - s->peak_allocated_bytes
+                              : 0;
+    // Predicted: reserved - allocated when reserved peaked (the simulation).
+    c->rows.push_back({"cacheFragmentation", frag, p.fragmentation_bytes,
+                       cats && s->peak_reserved_at_peak > 0, p.simulated});
+  }
+  if (const uint64_t u = at_peak(s, cats, Category::kUnattributed))
+    c->rows.push_back({"unattributed", u, 0, cats, false});
+}
+
+// The predicted step on the measured axes: its timeline spread over the measured step that
+// holds the peak (or the whole trace when no step was found).
+void add_predicted_series(Comparison* c, const Summary* s) {
+  const peak::Result& p = c->predicted;
+  if (!s || s->series.empty() || p.timeline.empty()) return;
+  double x0 = s->series.front().x, x1 = s->series.back().x;
+  if (s->peak_step >= 0) {
+    x0 = s->steps[static_cast<size_t>(s->peak_step)].start_x;
+    x1 = s->steps[static_cast<size_t>(s->peak_step)].end_x;
+  }
+  const size_t k = p.timeline.size();
+  for (size_t i = 0; i < k; ++i) {
+    PredictedPoint pt;
+    pt.x = k > 1 ? x0 + (x1 - x0) * static_cast<double>(i) / static_cast<double>(k - 1) : x0;
+    pt.allocated_bytes = p.timeline[i].total_bytes > p.runtime.bytes
+                             ? p.timeline[i].total_bytes - p.runtime.bytes
+                             : 0;
+    pt.phase = p.timeline[i].phase;
+    c->predicted_series.push_back(pt);
+  }
+}
+
+// A cause that sets a measured figure against its prediction: `name` = `value`, then both.
+Cause versus_cause(const char* code, const char* name, double value, uint64_t measured,
+                   uint64_t predicted, std::string message) {
+  Cause x;
+  x.code = code;
+  x.params = {{name, value},
+              {"measuredBytes", static_cast<double>(measured)},
+              {"predictedBytes", static_cast<double>(predicted)}};
+  x.message = std::move(message);
+  return x;
+}
+
+// What the difference between the measured and the predicted categories shows.
+void add_difference_causes(Comparison* c, const Summary& s, const peak::Request& rq) {
+  const peak::Result& p = c->predicted;
+  const uint64_t mw = at_peak(&s, true, Category::kWeights),
+                 pw = p.weights.bytes + p.master_weights.bytes;
+  // Persistent blocks of weights' kind well above the prediction: another copy.
+  if (pw && mw * 2 >= pw * 3 && (mw - pw) * 100 >= p.allocated_peak_bytes)
+    c->causes.push_back(versus_cause(
+        "extra_weight_copy", "extraBytes", static_cast<double>(mw - pw), mw, pw,
+        "weights take " + format_bytes(static_cast<double>(mw - pw)) +
+            " more than predicted: an extra fp32 copy of the weights (EMA? a master copy?)"));
+  const uint64_t ma = at_peak(&s, true, Category::kActivations), pa = p.activations.bytes;
+  if (pa && ma * 2 >= pa * 3) {
+    const bool ck = rq.checkpointing.strategy != "none";
+    c->causes.push_back(versus_cause(
+        "activations_over_prediction", "ratio", ratio(ma, pa), ma, pa,
+        "activations " + fixed1(ratio(ma, pa)) + "x the prediction" +
+            (ck ? ": is checkpointing really on?"
+                : ": a larger batch or sequence than the request, or eager attention?")));
+  }
+  const uint64_t mo = at_peak(&s, true, Category::kOptimizerState), po = p.optimizer_state.bytes;
+  if (po && (mo * 4 < po * 3 || mo * 3 > po * 4))
+    c->causes.push_back(versus_cause("optimizer_state_differs", "ratio", ratio(mo, po), mo, po,
+                                     "optimizer state " + fixed1(ratio(mo, po)) +
+                                         "x the prediction: another optimizer or state dtype "
+                                         "than the request, or state created outside the trace"));
+}
+
+}  // namespace
+
 Comparison compare(const Summary* s, const Figures& f, const peak::Request& rq) {
   Comparison c;
   if (!s && !f.max_allocated_bytes && !f.max_reserved_bytes && !f.nvidia_smi_used_bytes)
@@ -124,138 +245,20 @@ Comparison compare(const Summary* s, const Figures& f, const peak::Request& rq) 
          "give a snapshot, memory statistics, or at least one measured figure "
          "(measured.maxAllocatedBytes, measured.maxReservedBytes, measured.nvidiaSmiUsedBytes)");
   c.predicted = peak::compute(rq);
-  const peak::Result& p = c.predicted;
-  const uint64_t p_alloc = p.allocated_peak_bytes;
   if (s) {
     c.has_summary = true;
     c.summary = *s;
   }
-
-  // ---- totals: measured figures from the snapshot, else the ones given
-  {
-    Totals t{"allocatedPeak", 0, p_alloc, true, ""};
-    if (s && s->peak_allocated_bytes) {
-      t.measured_bytes = s->peak_allocated_bytes;
-      t.measured_source = s->source;
-    } else if (f.max_allocated_bytes) {
-      t.measured_bytes = f.max_allocated_bytes;
-      t.measured_source = "maxAllocatedBytes";
-    }
-    if (t.measured_bytes) c.totals.push_back(t);
-  }
-  {
-    // Reserved: peak memory's allocator simulation (peak::Result::simulated), when it ran.
-    Totals t{"reservedPeak", 0, p.reserved_peak_bytes, p.simulated, ""};
-    if (s && s->peak_reserved_bytes) {
-      t.measured_bytes = s->peak_reserved_bytes;
-      t.measured_source = s->source;
-    } else if (f.max_reserved_bytes) {
-      t.measured_bytes = f.max_reserved_bytes;
-      t.measured_source = "maxReservedBytes";
-    }
-    if (t.measured_bytes) c.totals.push_back(t);
-  }
-  if (f.nvidia_smi_used_bytes) {
-    // nvidia-smi counts the CUDA context and the reserve: compare with peakBytes (with runtime).
-    c.totals.push_back(
-        {"nvidiaSmiUsed", f.nvidia_smi_used_bytes, p.peak_bytes, true, "nvidiaSmiUsedBytes"});
-  }
-
-  // ---- categories at the measured peak against the predicted breakdown
+  add_totals(&c, s, f);
   const bool cats = s && s->source == "snapshot" && s->events > 0;
-  auto row = [&](const char* name, uint64_t measured, uint64_t predicted, bool has_pred) {
-    CategoryRow r;
-    r.category = name;
-    r.measured_bytes = measured;
-    r.measured = cats;
-    r.predicted_bytes = predicted;
-    r.predicted = has_pred;
-    c.rows.push_back(r);
-  };
-  auto m = [&](Category k) { return cats ? s->at_peak[static_cast<int>(k)] : 0; };
-  row("weights", m(Category::kWeights), p.weights.bytes + p.master_weights.bytes, true);
-  row("gradients", m(Category::kGradients), p.gradients.bytes, true);
-  row("optimizerState", m(Category::kOptimizerState), p.optimizer_state.bytes, true);
-  row("activations", m(Category::kActivations), p.activations.bytes, true);
-  row("temporaries", m(Category::kTemporaries), p.temporaries.bytes, true);
-  {
-    const uint64_t frag = s && s->peak_reserved_at_peak > s->peak_allocated_bytes
-                              ? s->peak_reserved_at_peak - s->peak_allocated_bytes
-                              : 0;
-    CategoryRow r;
-    r.category = "cacheFragmentation";
-    r.measured_bytes = frag;
-    r.measured = cats && s->peak_reserved_at_peak > 0;
-    r.predicted = p.simulated;  // reserved - allocated when reserved peaked (the simulation)
-    r.predicted_bytes = p.fragmentation_bytes;
-    c.rows.push_back(r);
-  }
-  if (m(Category::kUnattributed)) row("unattributed", m(Category::kUnattributed), 0, false);
-
-  // ---- the predicted step on the measured axes: its timeline spread over the measured step
-  // that holds the peak (or the whole trace when no step was found).
-  if (s && !s->series.empty() && !p.timeline.empty()) {
-    double x0 = s->series.front().x, x1 = s->series.back().x;
-    if (s->peak_step >= 0) {
-      x0 = s->steps[static_cast<size_t>(s->peak_step)].start_x;
-      x1 = s->steps[static_cast<size_t>(s->peak_step)].end_x;
-    }
-    const size_t k = p.timeline.size();
-    for (size_t i = 0; i < k; ++i) {
-      PredictedPoint pt;
-      pt.x = k > 1 ? x0 + (x1 - x0) * static_cast<double>(i) / static_cast<double>(k - 1) : x0;
-      pt.allocated_bytes = p.timeline[i].total_bytes > p.runtime.bytes
-                               ? p.timeline[i].total_bytes - p.runtime.bytes
-                               : 0;
-      pt.phase = p.timeline[i].phase;
-      c.predicted_series.push_back(pt);
-    }
-  }
-
-  // ---- causes: what the measurement shows, then what the difference shows
+  add_category_rows(&c, s, cats);
+  add_predicted_series(&c, s);
+  // Causes: what the measurement shows, then what the difference shows.
   if (s)
     c.causes = measured_causes(*s);
   else if (fragmented(f.max_reserved_bytes, f.max_allocated_bytes))
     c.causes.push_back(reserved_cause(f.max_reserved_bytes, f.max_allocated_bytes, false));
-  if (cats) {
-    const uint64_t mw = m(Category::kWeights), pw = p.weights.bytes + p.master_weights.bytes;
-    // Persistent blocks of weights' kind well above the prediction: another copy.
-    if (pw && mw * 2 >= pw * 3 && (mw - pw) * 100 >= p_alloc) {
-      Cause x;
-      x.code = "extra_weight_copy";
-      x.params = {{"extraBytes", static_cast<double>(mw - pw)},
-                  {"measuredBytes", static_cast<double>(mw)},
-                  {"predictedBytes", static_cast<double>(pw)}};
-      x.message = "weights take " + format_bytes(static_cast<double>(mw - pw)) +
-                  " more than predicted: an extra fp32 copy of the weights (EMA? a master copy?)";
-      c.causes.push_back(x);
-    }
-    const uint64_t ma = m(Category::kActivations), pa = p.activations.bytes;
-    if (pa && ma * 2 >= pa * 3) {
-      const bool ck = rq.checkpointing.strategy != "none";
-      Cause x;
-      x.code = "activations_over_prediction";
-      x.params = {{"ratio", ratio(ma, pa)},
-                  {"measuredBytes", static_cast<double>(ma)},
-                  {"predictedBytes", static_cast<double>(pa)}};
-      x.message = "activations " + fixed1(ratio(ma, pa)) + "x the prediction" +
-                  (ck ? ": is checkpointing really on?"
-                      : ": a larger batch or sequence than the request, or eager attention?");
-      c.causes.push_back(x);
-    }
-    const uint64_t mo = m(Category::kOptimizerState), po = p.optimizer_state.bytes;
-    if (po && (mo * 4 < po * 3 || mo * 3 > po * 4)) {
-      Cause x;
-      x.code = "optimizer_state_differs";
-      x.params = {{"ratio", ratio(mo, po)},
-                  {"measuredBytes", static_cast<double>(mo)},
-                  {"predictedBytes", static_cast<double>(po)}};
-      x.message = "optimizer state " + fixed1(ratio(mo, po)) +
-                  "x the prediction: another optimizer or state dtype than the request, or "
-                  "state created outside the trace";
-      c.causes.push_back(x);
-    }
-  }
+  if (cats) add_difference_causes(&c, *s, rq);
   c.notes.push_back(
       "predicted categories are trainmem's breakdown at its peak; measured ones are the blocks "
       "live at the measured peak, classified by the frames that allocated them");

@@ -188,169 +188,92 @@ class Stack {
 };
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "load_le reads little-endian words");
 
-const char* opcode_name(uint8_t op) {
-  switch (op) {
-    case '(':
-      return "MARK";
-    case '.':
-      return "STOP";
-    case '0':
-      return "POP";
-    case '1':
-      return "POP_MARK";
-    case '2':
-      return "DUP";
-    case 'F':
-      return "FLOAT";
-    case 'I':
-      return "INT";
-    case 'J':
-      return "BININT";
-    case 'K':
-      return "BININT1";
-    case 'L':
-      return "LONG";
-    case 'M':
-      return "BININT2";
-    case 'N':
-      return "NONE";
-    case 'P':
-      return "PERSID";
-    case 'Q':
-      return "BINPERSID";
-    case 'R':
-      return "REDUCE";
-    case 'S':
-      return "STRING";
-    case 'T':
-      return "BINSTRING";
-    case 'U':
-      return "SHORT_BINSTRING";
-    case 'V':
-      return "UNICODE";
-    case 'X':
-      return "BINUNICODE";
-    case 'a':
-      return "APPEND";
-    case 'b':
-      return "BUILD";
-    case 'c':
-      return "GLOBAL";
-    case 'd':
-      return "DICT";
-    case '}':
-      return "EMPTY_DICT";
-    case 'e':
-      return "APPENDS";
-    case 'g':
-      return "GET";
-    case 'h':
-      return "BINGET";
-    case 'i':
-      return "INST";
-    case 'j':
-      return "LONG_BINGET";
-    case 'l':
-      return "LIST";
-    case ']':
-      return "EMPTY_LIST";
-    case 'o':
-      return "OBJ";
-    case 'p':
-      return "PUT";
-    case 'q':
-      return "BINPUT";
-    case 'r':
-      return "LONG_BINPUT";
-    case 's':
-      return "SETITEM";
-    case 't':
-      return "TUPLE";
-    case ')':
-      return "EMPTY_TUPLE";
-    case 'u':
-      return "SETITEMS";
-    case 'G':
-      return "BINFLOAT";
-    case 'B':
-      return "BINBYTES";
-    case 'C':
-      return "SHORT_BINBYTES";
-    case 0x80:
-      return "PROTO";
-    case 0x81:
-      return "NEWOBJ";
-    case 0x82:
-      return "EXT1";
-    case 0x83:
-      return "EXT2";
-    case 0x84:
-      return "EXT4";
-    case 0x85:
-      return "TUPLE1";
-    case 0x86:
-      return "TUPLE2";
-    case 0x87:
-      return "TUPLE3";
-    case 0x88:
-      return "NEWTRUE";
-    case 0x89:
-      return "NEWFALSE";
-    case 0x8a:
-      return "LONG1";
-    case 0x8b:
-      return "LONG4";
-    case 0x8c:
-      return "SHORT_BINUNICODE";
-    case 0x8d:
-      return "BINUNICODE8";
-    case 0x8e:
-      return "BINBYTES8";
-    case 0x8f:
-      return "EMPTY_SET";
-    case 0x90:
-      return "ADDITEMS";
-    case 0x91:
-      return "FROZENSET";
-    case 0x92:
-      return "NEWOBJ_EX";
-    case 0x93:
-      return "STACK_GLOBAL";
-    case 0x94:
-      return "MEMOIZE";
-    case 0x95:
-      return "FRAME";
-    case 0x96:
-      return "BYTEARRAY8";
-    case 0x97:
-      return "NEXT_BUFFER";
-    case 0x98:
-      return "READONLY_BUFFER";
-    default:
-      return nullptr;
-  }
+// The opcodes of Lib/pickle.py (protocols 0-5), named as there.
+struct Opcode {
+  uint8_t op;
+  bool calls;  // imports, calls or builds objects (find_class, REDUCE, BUILD, …)
+  const char* name;
+};
+constexpr Opcode kOpcodes[] = {
+    {'(', false, "MARK"},
+    {'.', false, "STOP"},
+    {'0', false, "POP"},
+    {'1', false, "POP_MARK"},
+    {'2', false, "DUP"},
+    {'F', false, "FLOAT"},
+    {'I', false, "INT"},
+    {'J', false, "BININT"},
+    {'K', false, "BININT1"},
+    {'L', false, "LONG"},
+    {'M', false, "BININT2"},
+    {'N', false, "NONE"},
+    {'P', true, "PERSID"},
+    {'Q', true, "BINPERSID"},
+    {'R', true, "REDUCE"},
+    {'S', false, "STRING"},
+    {'T', false, "BINSTRING"},
+    {'U', false, "SHORT_BINSTRING"},
+    {'V', false, "UNICODE"},
+    {'X', false, "BINUNICODE"},
+    {'a', false, "APPEND"},
+    {'b', true, "BUILD"},
+    {'c', true, "GLOBAL"},
+    {'d', false, "DICT"},
+    {'}', false, "EMPTY_DICT"},
+    {'e', false, "APPENDS"},
+    {'g', false, "GET"},
+    {'h', false, "BINGET"},
+    {'i', true, "INST"},
+    {'j', false, "LONG_BINGET"},
+    {'l', false, "LIST"},
+    {']', false, "EMPTY_LIST"},
+    {'o', true, "OBJ"},
+    {'p', false, "PUT"},
+    {'q', false, "BINPUT"},
+    {'r', false, "LONG_BINPUT"},
+    {'s', false, "SETITEM"},
+    {'t', false, "TUPLE"},
+    {')', false, "EMPTY_TUPLE"},
+    {'u', false, "SETITEMS"},
+    {'G', false, "BINFLOAT"},
+    {'B', false, "BINBYTES"},
+    {'C', false, "SHORT_BINBYTES"},
+    {0x80, false, "PROTO"},
+    {0x81, true, "NEWOBJ"},
+    {0x82, true, "EXT1"},
+    {0x83, true, "EXT2"},
+    {0x84, true, "EXT4"},
+    {0x85, false, "TUPLE1"},
+    {0x86, false, "TUPLE2"},
+    {0x87, false, "TUPLE3"},
+    {0x88, false, "NEWTRUE"},
+    {0x89, false, "NEWFALSE"},
+    {0x8a, false, "LONG1"},
+    {0x8b, false, "LONG4"},
+    {0x8c, false, "SHORT_BINUNICODE"},
+    {0x8d, false, "BINUNICODE8"},
+    {0x8e, false, "BINBYTES8"},
+    {0x8f, false, "EMPTY_SET"},
+    {0x90, false, "ADDITEMS"},
+    {0x91, false, "FROZENSET"},
+    {0x92, true, "NEWOBJ_EX"},
+    {0x93, true, "STACK_GLOBAL"},
+    {0x94, false, "MEMOIZE"},
+    {0x95, false, "FRAME"},
+    {0x96, false, "BYTEARRAY8"},
+    {0x97, false, "NEXT_BUFFER"},
+    {0x98, false, "READONLY_BUFFER"},
+};
+
+const Opcode* find_opcode(uint8_t op) {
+  for (const Opcode& o : kOpcodes)
+    if (o.op == op) return &o;
+  return nullptr;
 }
 
-// Opcodes that import, call or build objects (Lib/pickle.py: find_class / REDUCE / BUILD …).
-bool forbidden(uint8_t op) {
-  switch (op) {
-    case 'P':
-    case 'Q':
-    case 'R':
-    case 'b':
-    case 'c':
-    case 'i':
-    case 'o':
-    case 0x81:
-    case 0x82:
-    case 0x83:
-    case 0x84:
-    case 0x92:
-    case 0x93:
-      return true;
-    default:
-      return false;
-  }
+const char* opcode_name(uint8_t op) {
+  const Opcode* o = find_opcode(op);
+  return o ? o->name : nullptr;
 }
 
 constexpr const char* kField = "snapshot";
@@ -563,190 +486,181 @@ class Reader {
   }
 
   // ---------------------------------------------------------------- the machine
+  // The opcodes pickle.dump writes for a snapshot's dicts, lists, strings and numbers
+  // (Lib/pickle.py save_dict, save_list, _batch_appends/_batch_setitems, save_str, save_long,
+  // memoize, get); the others that are read in step_rare.
   TM_HOT void step(uint8_t op) {
     switch (op) {
-      case 0x80: {  // PROTO
-        const uint8_t p = byte();
-        if (op_at_ != 0) bad({"PROTO at byte ", std::to_string(op_at_), " (only at the start)"});
-        if (p < 2 || p > 5)
-          fail(code::kUnsupported, kField,
-               {"snapshot pickle protocol ", std::to_string(p), " is not read (2 to 5 are)"});
-        protocol_ = p;
-        return;
-      }
-      case 0x95: {  // FRAME: a length hint
-        const uint64_t n = le(8);
-        if (n > b_.size() - pos_) truncated();
-        return;
-      }
-      case '(': {
-        if (marks_.size() >= kMaxNesting) limit("nested MARKs (nesting depth)", kMaxNesting);
-        marks_.push_back(stack_.size());
-        return;
-      }
-      case '0':
-        if (stack_.size() > base())
-          stack_.pop_back();
-        else
-          pop_mark();  // Lib/pickle.py load_pop: an empty top frame pops the MARK
-        return;
-      case '1':
-        stack_.resize(pop_mark());
-        return;
-      case '2':
-        push(top());
-        return;
       case 'N':
-        push(T::kNone, 0, 0);
-        return;
-      case 0x88:
-        push(T::kBool, 0, 1);
-        return;
-      case 0x89:
-        push(T::kBool, 0, 0);
-        return;
-      case 'J': {
-        const int32_t v = static_cast<int32_t>(static_cast<uint32_t>(le(4)));
-        push(T::kInt, 0, static_cast<uint64_t>(static_cast<int64_t>(v)));
-        return;
-      }
+        return push(T::kNone, 0, 0);
+      case 0x88:  // NEWTRUE
+      case 0x89:  // NEWFALSE
+        return push(T::kBool, 0, op == 0x88);
+      case 'J':
+        return binint();
       case 'K':
-        push(T::kInt, 0, le(1));
-        return;
+        return push(T::kInt, 0, byte());
       case 'M':
-        push(T::kInt, 0, le(2));
-        return;
-      case 0x8a:
-        long_bytes(le(1));
-        return;
-      case 0x8b:
-        long_bytes(le(4));
-        return;
-      case 'G': {  // big-endian IEEE double
-        if (b_.size() - pos_ < 8) truncated();
-        uint64_t v = 0;
-        for (int i = 0; i < 8; ++i) v = (v << 8) | static_cast<uint8_t>(b_[pos_ + i]);
-        pos_ += 8;
-        push(T::kFloat, 0, v);
-        return;
-      }
-      case 0x8c:
-        str(T::kStr, le(1));
-        return;
-      case 'X':
-        str(T::kStr, le(4));
-        return;
-      case 0x8d:
-        str(T::kStr, le(8));
-        return;
-      case 'U':
-        str(T::kStr, le(1));
-        return;  // Python 2 str, read as text
-      case 'T':
-        str(T::kStr, le(4));
-        return;
-      case 'C':
-        str(T::kBytes, le(1));
-        return;
+        return push(T::kInt, 0, le(2));
+      case 0x8a:  // LONG1
+        return long_bytes(byte());
+      case 0x8b:  // LONG4
+        return long_bytes(le(4));
+      case 'G':
+        return binfloat();
+      case 0x8c:  // SHORT_BINUNICODE
+        return str(T::kStr, byte());
+      case 'X':   // BINUNICODE
+      case 0x8d:  // BINUNICODE8
+        return str(T::kStr, le(op == 'X' ? 4 : 8));
+      case 'C':  // SHORT_BINBYTES
+        return str(T::kBytes, byte());
       case 'B':
-        str(T::kBytes, le(4));
-        return;
-      case 0x8e:
-        str(T::kBytes, le(8));
-        return;
-      case 0x96:
-        str(T::kBytes, le(8));
-        return;
+        return str(T::kBytes, le(4));
       case ']':
-        push(T::kList, new_container(T::kList), 0);
-        return;
       case '}':
-        push(T::kDict, new_container(T::kDict), 0);
-        return;
       case ')':
-        push(T::kTuple, new_container(T::kTuple), 0);
+        return empty_container(op == ']' ? T::kList : op == '}' ? T::kDict : T::kTuple);
+      case '(':
+        return mark();
+      case 'a':
+        return append_one();
+      case 'e':
+        return appends();
+      case 's':
+        return setitem();
+      case 'u':
+        return setitems();
+      case 0x94:  // MEMOIZE
+        return memo_put(memo_.size());
+      case 'q':  // BINPUT
+        return memo_put(byte());
+      case 'r':  // LONG_BINPUT
+        return memo_put(le(4));
+      case 'h':  // BINGET
+        return memo_get(byte());
+      case 'j':  // LONG_BINGET
+        return memo_get(le(4));
+      default:
+        return step_rare(op);
+    }
+  }
+
+  // Opcodes read that pickle.dump writes once (PROTO), rarely (FRAME, tuples) or not for a
+  // snapshot at protocols 2-5 (POP, DUP, LIST, DICT, Python 2 strings); the rest are refused.
+  void step_rare(uint8_t op) {
+    switch (op) {
+      case 0x80:
+        return proto();
+      case 0x95:  // FRAME: a length hint
+        if (le(8) > b_.size() - pos_) truncated();
         return;
+      case '0':
+        return pop_top();
+      case '1':
+        return stack_.resize(pop_mark());
+      case '2':
+        return push(top());
       case 'l':
-        push_container(T::kList, pop_mark());
-        return;
+        return push_container(T::kList, pop_mark());
       case 't':
-        push_container(T::kTuple, pop_mark());
-        return;
-      case 'd': {
-        const size_t m = pop_mark();
-        if ((stack_.size() - m) % 2)
-          bad({"DICT at byte ", std::to_string(op_at_), " has a key without a value"});
-        push_container(T::kDict, m);
-        return;
-      }
+        return push_container(T::kTuple, pop_mark());
+      case 'd':
+        return dict();
       case 0x85:
       case 0x86:
-      case 0x87: {
-        const size_t n = op - 0x84u;
-        if (stack_.size() < base() + n)
-          bad({"stack underflow at byte ", std::to_string(op_at_), " (", opcode_name(op), ")"});
-        push_container(T::kTuple, stack_.size() - n);
-        return;
-      }
-      case 'a': {
-        const V item = pop();
-        append(target(T::kList), &item, 1);
-        return;
-      }
-      case 'e': {
-        const size_t m = pop_mark();
-        const size_t n = stack_.size() - m;
-        append(target_at(m, T::kList), stack_.data() + m, n);
-        stack_.resize(m);
-        return;
-      }
-      case 's': {
-        const V val = pop();
-        const V key = pop();
-        const uint32_t c = target(T::kDict);
-        auto& it = items(c);
-        it.push_back(key);
-        it.push_back(val);
-        return;
-      }
-      case 'u': {
-        const size_t m = pop_mark();
-        if ((stack_.size() - m) % 2)
-          bad({"SETITEMS at byte ", std::to_string(op_at_), " has a key without a value"});
-        const uint32_t c = target_at(m, T::kDict);
-        auto& it = items(c);
-        it.append(stack_.data() + m, stack_.size() - m);
-        stack_.resize(m);
-        return;
-      }
-      case 0x94:
-        memo_put(memo_.size());
-        return;  // MEMOIZE
-      case 'q':
-        memo_put(le(1));
-        return;
-      case 'r':
-        memo_put(le(4));
-        return;
-      case 'h':
-        memo_get(le(1));
-        return;
-      case 'j':
-        memo_get(le(4));
-        return;
+      case 0x87:
+        return tuple_of(op - 0x84u);
+      case 'U':  // Python 2 str, read as text
+      case 'T':
+        return str(T::kStr, le(op == 'U' ? 1 : 4));
+      case 0x8e:  // BINBYTES8
+      case 0x96:  // BYTEARRAY8
+        return str(T::kBytes, le(8));
       default:
-        break;
+        refuse(op);
     }
-    // (Opcodes not handled above only: the forbidden ones have no case.)
-    if (forbidden(op))
+  }
+
+  void proto() {
+    const uint8_t p = byte();
+    if (op_at_ != 0) bad({"PROTO at byte ", std::to_string(op_at_), " (only at the start)"});
+    if (p < 2 || p > 5)
       fail(code::kUnsupported, kField,
-           {"snapshot contains the pickle opcode ", opcode_name(op), " at byte ",
-            std::to_string(op_at_),
+           {"snapshot pickle protocol ", std::to_string(p), " is not read (2 to 5 are)"});
+    protocol_ = p;
+  }
+  TM_HOT void mark() {
+    if (marks_.size() >= kMaxNesting) limit("nested MARKs (nesting depth)", kMaxNesting);
+    marks_.push_back(stack_.size());
+  }
+  void pop_top() {
+    if (stack_.size() > base())
+      stack_.pop_back();
+    else
+      pop_mark();  // Lib/pickle.py load_pop: an empty top frame pops the MARK
+  }
+  TM_HOT void binint() {
+    const int32_t v = static_cast<int32_t>(static_cast<uint32_t>(le(4)));
+    push(T::kInt, 0, static_cast<uint64_t>(static_cast<int64_t>(v)));
+  }
+  TM_HOT void binfloat() {  // big-endian IEEE double
+    if (b_.size() - pos_ < 8) truncated();
+    uint64_t v = 0;
+    for (int i = 0; i < 8; ++i) v = (v << 8) | static_cast<uint8_t>(b_[pos_ + i]);
+    pos_ += 8;
+    push(T::kFloat, 0, v);
+  }
+  TM_HOT void empty_container(T kind) { push(kind, new_container(kind), 0); }
+  void dict() {
+    const size_t m = pop_mark();
+    if ((stack_.size() - m) % 2)
+      bad({"DICT at byte ", std::to_string(op_at_), " has a key without a value"});
+    push_container(T::kDict, m);
+  }
+  void tuple_of(size_t n) {  // TUPLE1, TUPLE2, TUPLE3
+    if (stack_.size() < base() + n)
+      bad({"stack underflow at byte ", std::to_string(op_at_), " (", opcode_name(b_[op_at_]), ")"});
+    push_container(T::kTuple, stack_.size() - n);
+  }
+  TM_HOT void append_one() {
+    const V item = pop();
+    append(target(T::kList), &item, 1);
+  }
+  TM_HOT void appends() {
+    const size_t m = pop_mark();
+    const size_t n = stack_.size() - m;
+    append(target_at(m, T::kList), stack_.data() + m, n);
+    stack_.resize(m);
+  }
+  TM_HOT void setitem() {
+    const V val = pop();
+    const V key = pop();
+    auto& it = items(target(T::kDict));
+    it.push_back(key);
+    it.push_back(val);
+  }
+  TM_HOT void setitems() {
+    const size_t m = pop_mark();
+    if ((stack_.size() - m) % 2)
+      bad({"SETITEMS at byte ", std::to_string(op_at_), " has a key without a value"});
+    auto& it = items(target_at(m, T::kDict));
+    it.append(stack_.data() + m, stack_.size() - m);
+    stack_.resize(m);
+  }
+
+  // An opcode that is not read: one that runs code, one of the forms a snapshot never holds,
+  // or not an opcode.
+  [[noreturn]] void refuse(uint8_t op) const {
+    const Opcode* o = find_opcode(op);
+    if (o && o->calls)
+      fail(code::kUnsupported, kField,
+           {"snapshot contains the pickle opcode ", o->name, " at byte ", std::to_string(op_at_),
             ": it imports or calls code, which a memory snapshot never needs (only plain "
             "dicts, lists, tuples, strings, bytes, numbers, booleans and None are read)"});
-    if (const char* name = opcode_name(op))
+    if (o)
       fail(code::kUnsupported, kField,
-           {"snapshot contains the pickle opcode ", name, " at byte ", std::to_string(op_at_),
+           {"snapshot contains the pickle opcode ", o->name, " at byte ", std::to_string(op_at_),
             ": not read (text forms of protocols 0-1, sets and out-of-band buffers never "
             "appear in a snapshot)"});
     char hex[8];

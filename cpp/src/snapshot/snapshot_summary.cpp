@@ -15,20 +15,10 @@ namespace trainmem {
 namespace snapshot {
 
 const char* category_name(Category c) {
-  switch (c) {
-    case Category::kWeights:
-      return "weights";
-    case Category::kGradients:
-      return "gradients";
-    case Category::kOptimizerState:
-      return "optimizerState";
-    case Category::kActivations:
-      return "activations";
-    case Category::kTemporaries:
-      return "temporaries";
-    default:
-      return "unattributed";
-  }
+  static const char* const kNames[kCategories] = {"weights",     "gradients",   "optimizerState",
+                                                  "activations", "temporaries", "unattributed"};
+  const size_t i = static_cast<size_t>(c);
+  return kNames[i < kCategories ? i : kCategories - 1];
 }
 
 std::string format_bytes(double b) {
@@ -98,22 +88,9 @@ Phase phase_of(const Snapshot& s, uint32_t stack) {
 }
 
 const char* phase_name(Phase p) {
-  switch (p) {
-    case kForward:
-      return "forward";
-    case kBackward:
-      return "backward";
-    case kRecompute:
-      return "recompute";
-    case kOptimizer:
-      return "optimizer";
-    case kZeroGrad:
-      return "zero_grad";
-    case kToDevice:
-      return "weights";
-    default:
-      return "unknown";
-  }
+  static const char* const kNames[] = {"unknown",   "forward",   "backward", "recompute",
+                                       "optimizer", "zero_grad", "weights"};
+  return p <= kToDevice ? kNames[p] : kNames[kNoFrames];
 }
 
 struct Life {
@@ -207,430 +184,492 @@ uint64_t find_period(const std::vector<uint64_t>& sizes) {
   return 0;
 }
 
-}  // namespace
-
-Summary summarize(const Snapshot& s, const SummaryOptions& o) {
-  Summary r;
-  r.protocol = s.protocol;
-  r.file_bytes = s.file_bytes;
-  r.settings = s.settings;
-  r.devices = s.device_traces.size();
-  r.has_frames = !s.stacks.empty();
-  // The device: the one asked for, else the one with the most trace entries.
+// The device: the one asked for, else the one with the most trace entries.
+uint64_t pick_device(const Snapshot& s, const SummaryOptions& o) {
+  if (o.device >= 0) return static_cast<uint64_t>(o.device);
   uint64_t dev = 0;
-  if (o.device >= 0) {
-    dev = static_cast<uint64_t>(o.device);
-  } else {
-    for (size_t d = 0; d < s.device_traces.size(); ++d)
-      if (s.device_traces[d].size() > s.device_traces[dev].size()) dev = d;
-  }
-  r.device = dev;
+  for (size_t d = 0; d < s.device_traces.size(); ++d)
+    if (s.device_traces[d].size() > s.device_traces[dev].size()) dev = d;
+  return dev;
+}
+
+const std::vector<Event>& trace_of(const Snapshot& s, uint64_t dev) {
   static const std::vector<Event> kEmpty;
-  const std::vector<Event>& ev = dev < s.device_traces.size() ? s.device_traces[dev] : kEmpty;
-  const int64_t n = static_cast<int64_t>(ev.size());
-  r.events = ev.size();
-  r.has_time =
-      n > 0 && std::all_of(ev.begin(), ev.end(), [](const Event& e) { return e.has_time; });
+  return dev < s.device_traces.size() ? s.device_traces[dev] : kEmpty;
+}
+
+// summarize(), one method per section, in the order run() calls them.
+class Summarizer {
+ public:
+  Summarizer(const Snapshot& s, const SummaryOptions& o)
+      : s_(s),
+        o_(o),
+        dev_(pick_device(s, o)),
+        ev_(trace_of(s, dev_)),
+        n_(static_cast<int64_t>(ev_.size())) {}
+
+  Summary run() {
+    describe_file();
+    read_final_state();
+    find_stack_phases();
+    find_lifetimes();
+    find_baseline();
+    find_optimizer_runs();
+    find_steps();
+    for (Life& l : lives_) l.cat = category_of(l);
+    find_series_and_peak();
+    place_peak_and_steps();
+    find_kept_gradients();
+    find_live_at_peak();
+    if (n_ > 0 && r_.counts[static_cast<int>(Action::kAlloc)] > 0) replay();
+    add_notes();
+    return std::move(r_);
+  }
+
+ private:
+  void describe_file() {
+    r_.protocol = s_.protocol;
+    r_.file_bytes = s_.file_bytes;
+    r_.settings = s_.settings;
+    r_.devices = s_.device_traces.size();
+    r_.has_frames = !s_.stacks.empty();
+    r_.device = dev_;
+    r_.events = ev_.size();
+    r_.has_time =
+        n_ > 0 && std::all_of(ev_.begin(), ev_.end(), [](const Event& e) { return e.has_time; });
+  }
 
   // Final state from the segments of this device.
-  uint64_t final_reserved = 0;
-  std::unordered_map<uint64_t, const Block*> final_live;
-  for (const Segment& seg : s.segments) {
-    if (seg.device != dev) continue;
-    ++r.segments;
-    final_reserved += seg.total_size;
-    for (const Block& b : seg.blocks)
-      if (b.state == BlockState::kActiveAllocated) {
-        r.segment_allocated_bytes += b.size;
-        final_live[b.address] = &b;
-      }
+  void read_final_state() {
+    for (const Segment& seg : s_.segments) {
+      if (seg.device != dev_) continue;
+      ++r_.segments;
+      final_reserved_ += seg.total_size;
+      for (const Block& b : seg.blocks)
+        if (b.state == BlockState::kActiveAllocated) {
+          r_.segment_allocated_bytes += b.size;
+          final_live_[b.address] = &b;
+        }
+    }
+    r_.segment_reserved_bytes = final_reserved_;
   }
-  r.segment_reserved_bytes = final_reserved;
 
   // Phases of every traceback once; per event below.
-  std::vector<uint8_t> stack_phase(s.stacks.size());
-  for (size_t i = 0; i < s.stacks.size(); ++i)
-    stack_phase[i] = phase_of(s, static_cast<uint32_t>(i));
-  auto phase = [&](uint32_t st) { return st == kNoStack ? kNoFrames : Phase(stack_phase[st]); };
+  void find_stack_phases() {
+    stack_phase_.resize(s_.stacks.size());
+    for (size_t i = 0; i < s_.stacks.size(); ++i)
+      stack_phase_[i] = phase_of(s_, static_cast<uint32_t>(i));
+  }
+  Phase phase(uint32_t st) const { return st == kNoStack ? kNoFrames : Phase(stack_phase_[st]); }
 
   // ---- pass 1: lifetimes. memory_allocated falls at free_requested (CUDACachingAllocator.cpp
   // free(): allocated_bytes.decrease before the trace's FREE_REQUESTED), so that event ends one.
-  std::vector<Life> lives;
-  AddrMap live;  // addr -> life
-  int64_t seg_delta = 0;
-  std::vector<uint64_t> alloc_sizes;
-  {  // Sized first: growing copies (a byte at a time in the -Oz WebAssembly module).
-    size_t allocs = 0;
-    for (const Event& e : ev) allocs += e.action == Action::kAlloc;
-    lives.reserve(allocs + final_live.size() + 64);
-    alloc_sizes.reserve(allocs);
-  }
-  for (int64_t i = 0; i < n; ++i) {
-    const Event& e = ev[i];
-    ++r.counts[static_cast<int>(e.action)];
-    switch (e.action) {
-      case Action::kAlloc: {
-        Life l;
-        l.alloc = i;
-        l.bytes = round_size(e.size);
-        l.stack = e.stack;
-        if (const auto* s = live.find(e.addr)) lives[s->value].free = i;  // a missed free: end it
-        live[e.addr] = lives.size();
-        lives.push_back(l);
-        alloc_sizes.push_back(e.size);
-        break;
-      }
-      case Action::kFreeRequested: {
-        if (auto* s = live.find(e.addr)) {
-          lives[s->value].free = i;
-          lives[s->value].free_stack = e.stack;
-          live.erase(s);
-        } else {  // allocated before recording began
+  void find_lifetimes() {
+    const std::vector<Event>& ev = ev_;
+    std::vector<Life>& lives = lives_;
+    AddrMap live;  // addr -> life
+    {              // Sized first: growing copies (a byte at a time in the -Oz WebAssembly module).
+      size_t allocs = 0;
+      for (const Event& e : ev) allocs += e.action == Action::kAlloc;
+      lives.reserve(allocs + final_live_.size() + 64);
+      alloc_sizes_.reserve(allocs);
+    }
+    for (int64_t i = 0; i < n_; ++i) {
+      const Event& e = ev[i];
+      ++r_.counts[static_cast<int>(e.action)];
+      switch (e.action) {
+        case Action::kAlloc: {
           Life l;
-          l.alloc = kBefore;
-          l.free = i;
+          l.alloc = i;
           l.bytes = round_size(e.size);
-          l.free_stack = e.stack;
+          l.stack = e.stack;
+          if (const auto* s = live.find(e.addr)) lives[s->value].free = i;  // a missed free: end it
+          live[e.addr] = lives.size();
           lives.push_back(l);
+          alloc_sizes_.push_back(e.size);
+          break;
         }
-        break;
+        case Action::kFreeRequested: {
+          if (auto* s = live.find(e.addr)) {
+            lives[s->value].free = i;
+            lives[s->value].free_stack = e.stack;
+            live.erase(s);
+          } else {  // allocated before recording began
+            Life l;
+            l.alloc = kBefore;
+            l.free = i;
+            l.bytes = round_size(e.size);
+            l.free_stack = e.stack;
+            lives.push_back(l);
+          }
+          break;
+        }
+        default:
+          seg_delta_ += segment_change(e);
       }
-      case Action::kSegmentAlloc:
-      case Action::kSegmentMap:
-        seg_delta += static_cast<int64_t>(e.size);
-        break;
-      case Action::kSegmentFree:
-      case Action::kSegmentUnmap:
-        seg_delta -= static_cast<int64_t>(e.size);
-        break;
-      default:
-        break;
+    }
+    // Blocks live at the end that the trace never allocated: live since before recording.
+    for (const auto& kv : final_live_) {
+      if (live.find(kv.first)) continue;
+      Life l;
+      l.alloc = kBefore;
+      l.bytes = round_size(kv.second->requested_size ? kv.second->requested_size : kv.second->size);
+      l.stack = kv.second->stack;
+      lives.push_back(l);
     }
   }
-  // Blocks live at the end that the trace never allocated: live since before recording.
-  for (const auto& kv : final_live) {
-    if (live.find(kv.first)) continue;
-    Life l;
-    l.alloc = kBefore;
-    l.bytes = round_size(kv.second->requested_size ? kv.second->requested_size : kv.second->size);
-    l.stack = kv.second->stack;
-    lives.push_back(l);
+
+  // Reserved bytes an entry adds (segment_alloc, segment_map) or takes away (segment_free,
+  // segment_unmap).
+  static int64_t segment_change(const Event& e) {
+    switch (e.action) {
+      case Action::kSegmentAlloc:
+      case Action::kSegmentMap:
+        return static_cast<int64_t>(e.size);
+      case Action::kSegmentFree:
+      case Action::kSegmentUnmap:
+        return -static_cast<int64_t>(e.size);
+      default:
+        return 0;
+    }
   }
-  for (const Life& l : lives)
-    if (l.alloc == kBefore) r.baseline_allocated_bytes += l.bytes;
-  const int64_t base_reserved = static_cast<int64_t>(final_reserved) - seg_delta;
-  if (base_reserved < 0)
-    r.notes.push_back(
-        "the trace frees more segments than the final state and the trace allocate: the "
-        "reserved curve starts at 0");
-  r.baseline_reserved_bytes = base_reserved > 0 ? static_cast<uint64_t>(base_reserved) : 0;
+
+  void find_baseline() {
+    for (const Life& l : lives_)
+      if (l.alloc == kBefore) r_.baseline_allocated_bytes += l.bytes;
+    const int64_t base_reserved = static_cast<int64_t>(final_reserved_) - seg_delta_;
+    if (base_reserved < 0)
+      r_.notes.push_back(
+          "the trace frees more segments than the final state and the trace allocate: the "
+          "reserved curve starts at 0");
+    r_.baseline_reserved_bytes = base_reserved > 0 ? static_cast<uint64_t>(base_reserved) : 0;
+  }
 
   // ---- steps. Optimizer runs: consecutive entries whose traceback is in torch/optim/ (entries
   // without frames neither start nor end a run); a step ends with its optimizer run.
-  std::vector<int64_t> run_start, run_end, backward_start;
-  {
+  void find_optimizer_runs() {
     int64_t start = -1, last = -1;
     bool in_backward = false;
-    for (int64_t i = 0; i < n; ++i) {
-      const Phase p = phase(ev[i].stack);
+    for (int64_t i = 0; i < n_; ++i) {
+      const Phase p = phase(ev_[i].stack);
       if (p == kNoFrames) continue;
       if (p == kOptimizer) {
         if (start < 0) start = i;
         last = i;
       } else if (start >= 0) {
-        run_start.push_back(start);
-        run_end.push_back(last);
+        run_start_.push_back(start);
+        run_end_.push_back(last);
         start = -1;
       }
       const bool bw = p == kBackward || p == kRecompute;
-      if (bw && !in_backward) backward_start.push_back(i);
-      if (p != kNoFrames) in_backward = bw;
+      if (bw && !in_backward) backward_start_.push_back(i);
+      in_backward = bw;
     }
     if (start >= 0) {
-      run_start.push_back(start);
-      run_end.push_back(last);
+      run_start_.push_back(start);
+      run_end_.push_back(last);
     }
   }
-  if (!run_end.empty()) {
-    r.steps_method = "optimizer-frames";
-    int64_t begin = 0;
-    for (int64_t end : run_end) {
-      Step st;
-      st.start_event = static_cast<uint64_t>(begin);
-      st.end_event = static_cast<uint64_t>(end);
-      r.steps.push_back(st);
-      begin = end + 1;
-    }
-  } else if (const uint64_t p = find_period(alloc_sizes)) {
-    r.steps_method = "periodicity";
-    r.period_events = p;
-    // Step boundaries at every p-th allocation.
-    uint64_t allocs = 0;
-    int64_t begin = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      if (ev[i].action != Action::kAlloc) continue;
-      if (allocs && allocs % p == 0) {
-        Step st;
-        st.start_event = static_cast<uint64_t>(begin);
-        st.end_event = static_cast<uint64_t>(i - 1);
-        r.steps.push_back(st);
-        begin = i;
+
+  void add_step(int64_t start, int64_t end) {
+    Step st;
+    st.start_event = static_cast<uint64_t>(start);
+    st.end_event = static_cast<uint64_t>(end);
+    r_.steps.push_back(st);
+  }
+
+  void find_steps() {
+    if (!run_end_.empty()) {
+      r_.steps_method = "optimizer-frames";
+      int64_t begin = 0;
+      for (int64_t end : run_end_) {
+        add_step(begin, end);
+        begin = end + 1;
       }
-      ++allocs;
+    } else if (const uint64_t p = find_period(alloc_sizes_)) {
+      r_.steps_method = "periodicity";
+      r_.period_events = p;
+      // Step boundaries at every p-th allocation.
+      uint64_t allocs = 0;
+      int64_t begin = 0;
+      for (int64_t i = 0; i < n_; ++i) {
+        if (ev_[i].action != Action::kAlloc) continue;
+        if (allocs && allocs % p == 0) {
+          add_step(begin, i - 1);
+          begin = i;
+        }
+        ++allocs;
+      }
     }
   }
 
   // ---- categories (docs/snapshot.md, "Categories")
-  for (Life& l : lives) {
-    if (l.alloc == kBefore) {
-      if (l.free == kNever) {
-        const Phase p = phase(l.stack);
-        l.cat = p == kOptimizer  ? Category::kOptimizerState
-                : p == kBackward ? Category::kGradients
-                                 : Category::kWeights;
-      } else {
-        const Phase p = phase(l.free_stack);
-        l.cat = p == kZeroGrad                        ? Category::kGradients
-                : p == kOptimizer                     ? Category::kOptimizerState
-                : (p == kBackward || p == kRecompute) ? Category::kActivations
-                : p == kNoFrames                      ? Category::kUnattributed
-                                                      : Category::kTemporaries;
-      }
-      continue;
+  // A block live before recording began, by the phase that allocated it (still live at the
+  // end) or freed it.
+  Category category_before_recording(const Life& l) const {
+    if (l.free == kNever) {
+      const Phase p = phase(l.stack);
+      return p == kOptimizer  ? Category::kOptimizerState
+             : p == kBackward ? Category::kGradients
+                              : Category::kWeights;
     }
+    const Phase p = phase(l.free_stack);
+    return p == kZeroGrad                        ? Category::kGradients
+           : p == kOptimizer                     ? Category::kOptimizerState
+           : (p == kBackward || p == kRecompute) ? Category::kActivations
+           : p == kNoFrames                      ? Category::kUnattributed
+                                                 : Category::kTemporaries;
+  }
+
+  Category category_of(const Life& l) const {
+    if (l.alloc == kBefore) return category_before_recording(l);
     switch (phase(l.stack)) {
       case kOptimizer: {
         // State outlives the optimizer run that created it; temporaries do not.
-        auto it = std::upper_bound(run_start.begin(), run_start.end(), l.alloc);
-        const size_t k = it == run_start.begin() ? 0 : (it - run_start.begin()) - 1;
-        const int64_t end = k < run_end.size() ? run_end[k] : kNever;
-        l.cat = l.free > end ? Category::kOptimizerState : Category::kTemporaries;
-        break;
+        auto it = std::upper_bound(run_start_.begin(), run_start_.end(), l.alloc);
+        const size_t k = it == run_start_.begin() ? 0 : (it - run_start_.begin()) - 1;
+        const int64_t end = k < run_end_.size() ? run_end_[k] : kNever;
+        return l.free > end ? Category::kOptimizerState : Category::kTemporaries;
       }
       case kRecompute:
-        l.cat = Category::kActivations;
-        break;
+        return Category::kActivations;
       case kBackward:
         // A parameter's gradient is still live when the next optimizer run starts.
-        l.cat = l.free >= next_after(run_start, l.alloc) ? Category::kGradients
+        return l.free >= next_after(run_start_, l.alloc) ? Category::kGradients
                                                          : Category::kTemporaries;
-        break;
       case kToDevice:
-        l.cat = Category::kWeights;
-        break;
+        return Category::kWeights;
       case kZeroGrad:
-        l.cat = Category::kTemporaries;
-        break;
+        return Category::kTemporaries;
       case kForward: {
         // Saved for the backward: lives into the next backward pass.
-        const int64_t b = next_after(backward_start, l.alloc);
-        l.cat = l.free == kNever ? Category::kWeights
-                : b <= l.free    ? Category::kActivations
-                                 : Category::kTemporaries;
-        break;
+        const int64_t b = next_after(backward_start_, l.alloc);
+        return l.free == kNever ? Category::kWeights
+               : b <= l.free    ? Category::kActivations
+                                : Category::kTemporaries;
       }
       default:
-        l.cat = Category::kUnattributed;
+        return Category::kUnattributed;
     }
   }
 
   // ---- pass 2: the series and the peak. Sorted deltas at each event from the lives.
-  std::vector<int64_t> delta(static_cast<size_t>(n) + 1, 0);
-  for (const Life& l : lives) {
-    if (l.alloc != kBefore) delta[l.alloc] += static_cast<int64_t>(l.bytes);
-    if (l.free != kNever) delta[l.free] -= static_cast<int64_t>(l.bytes);
-  }
-  const double x0 = n > 0 ? static_cast<double>(ev[0].time_us) : 0;
-  auto xof = [&](int64_t i) {
-    return r.has_time ? static_cast<double>(ev[i].time_us) - x0 : static_cast<double>(i);
-  };
-  const uint32_t points = std::max<uint32_t>(2, std::min<uint32_t>(o.points, 10000));
-  int64_t cur = static_cast<int64_t>(r.baseline_allocated_bytes);
-  int64_t req = 0;  // requested bytes, relative (the baseline's requests are unknown)
-  int64_t res = static_cast<int64_t>(r.baseline_reserved_bytes);
-  AddrMap req_live;
-  r.peak_allocated_bytes = static_cast<uint64_t>(cur);
-  r.peak_reserved_bytes = static_cast<uint64_t>(res);
-  SeriesPoint bucket;
-  int64_t bucket_id = -1;
-  bool have_peak = false;
-  size_t step_k = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    const Event& e = ev[i];
-    cur += delta[i];
-    if (e.action == Action::kAlloc) {
-      req += static_cast<int64_t>(e.size);
-      req_live[e.addr] = e.size;
-    } else if (e.action == Action::kFreeRequested) {
-      if (auto* s = req_live.find(e.addr)) {
-        req -= static_cast<int64_t>(s->value);
-        req_live.erase(s);
-      }
-    } else if (e.action == Action::kSegmentAlloc || e.action == Action::kSegmentMap) {
-      res += static_cast<int64_t>(e.size);
-    } else if (e.action == Action::kSegmentFree || e.action == Action::kSegmentUnmap) {
-      res -= static_cast<int64_t>(e.size);
-    }
-    const uint64_t ucur = cur > 0 ? static_cast<uint64_t>(cur) : 0;
-    const uint64_t ures = res > 0 ? static_cast<uint64_t>(res) : 0;
-    if (ucur > r.peak_allocated_bytes || !have_peak) {
-      have_peak = true;
-      r.peak_allocated_bytes = ucur;
-      r.peak_event = static_cast<uint64_t>(i);
-      r.peak_requested_bytes = req > 0 ? static_cast<uint64_t>(req) : 0;
-      r.peak_reserved_at_peak = ures;
-    }
-    if (ures > r.peak_reserved_bytes) {
-      r.peak_reserved_bytes = ures;
-      r.peak_reserved_event = static_cast<uint64_t>(i);
-    }
-    const int64_t b = i * points / n;
-    if (b != bucket_id) {
-      if (bucket_id >= 0) r.series.push_back(bucket);
-      bucket_id = b;
-      bucket = SeriesPoint{static_cast<uint64_t>(i), xof(i), ucur, 0, ures};
-      bucket.requested_bytes = req > 0 ? static_cast<uint64_t>(req) : 0;
-    } else {
-      if (ucur > bucket.allocated_bytes) {
-        bucket.allocated_bytes = ucur;
-        bucket.event = static_cast<uint64_t>(i);
-        bucket.x = xof(i);
-        bucket.requested_bytes = req > 0 ? static_cast<uint64_t>(req) : 0;
-      }
-      bucket.reserved_bytes = std::max(bucket.reserved_bytes, ures);
-    }
-    while (step_k < r.steps.size() && r.steps[step_k].end_event < static_cast<uint64_t>(i))
-      ++step_k;
-    if (step_k < r.steps.size() && r.steps[step_k].start_event <= static_cast<uint64_t>(i))
-      r.steps[step_k].peak_allocated_bytes = std::max(r.steps[step_k].peak_allocated_bytes, ucur);
-  }
-  if (bucket_id >= 0) r.series.push_back(bucket);
-  if (n == 0) {  // segments only: the state when the snapshot was taken
-    r.peak_allocated_bytes = r.segment_allocated_bytes;
-    r.peak_reserved_bytes = r.peak_reserved_at_peak = final_reserved;
-    r.notes.push_back("no trace entries: the figures are the state when the snapshot was taken");
-  }
-  if (n > 0) {
-    r.peak_x = xof(static_cast<int64_t>(r.peak_event));
-    r.peak_time_us = ev[r.peak_event].time_us;
-    r.peak_phase = phase_name(phase(ev[r.peak_event].stack));
-  }
-  for (size_t k = 0; k < r.steps.size(); ++k) {
-    Step& st = r.steps[k];
-    st.start_x = xof(static_cast<int64_t>(st.start_event));
-    st.end_x = xof(static_cast<int64_t>(st.end_event));
-    if (r.peak_event >= st.start_event && r.peak_event <= st.end_event)
-      r.peak_step = static_cast<int64_t>(k);
-    for (uint64_t i = st.start_event; i <= st.end_event; ++i)
-      if (ev[i].action == Action::kAlloc && phase(ev[i].stack) == kForward) {
-        st.forward_event = static_cast<int64_t>(i);
-        break;
-      }
+  double xof(int64_t i) const {
+    return r_.has_time ? static_cast<double>(ev_[i].time_us) - x0_ : static_cast<double>(i);
   }
 
-  // ---- what was live at the peak, and gradients kept into the next step's forward
-  const int64_t P = n > 0 ? static_cast<int64_t>(r.peak_event) : kNever - 1;
-  std::map<int64_t, TopFrame> groups;  // by frame index (-1: no frames)
-  std::map<int64_t, std::array<uint64_t, kCategories>> group_cats;
-  // A gradient counts for the steps that start after it was allocated and whose forward
-  // begins before it is freed: a contiguous range of steps (a difference array over steps).
-  std::vector<int64_t> kept(r.steps.size() + 1, 0);
-  for (const Life& l : lives) {
-    if (l.cat == Category::kGradients && !r.steps.empty()) {
+  // The series: one point per bucket of events, its highest allocated bytes.
+  struct Series {
+    uint32_t points = 0;
+    SeriesPoint bucket;
+    int64_t bucket_id = -1;
+  };
+  void add_to_series(Series* se, int64_t i, uint64_t ucur, uint64_t ures, uint64_t ureq) {
+    const int64_t b = i * se->points / n_;
+    SeriesPoint& p = se->bucket;
+    if (b != se->bucket_id) {
+      if (se->bucket_id >= 0) r_.series.push_back(p);
+      se->bucket_id = b;
+      p = SeriesPoint{static_cast<uint64_t>(i), xof(i), ucur, ureq, ures};
+      return;
+    }
+    if (ucur > p.allocated_bytes) {
+      p.allocated_bytes = ucur;
+      p.event = static_cast<uint64_t>(i);
+      p.x = xof(i);
+      p.requested_bytes = ureq;
+    }
+    p.reserved_bytes = std::max(p.reserved_bytes, ures);
+  }
+
+  void find_series_and_peak() {
+    const std::vector<Event>& ev = ev_;
+    const int64_t n = n_;
+    std::vector<int64_t> delta(static_cast<size_t>(n) + 1, 0);
+    for (const Life& l : lives_) {
+      if (l.alloc != kBefore) delta[l.alloc] += static_cast<int64_t>(l.bytes);
+      if (l.free != kNever) delta[l.free] -= static_cast<int64_t>(l.bytes);
+    }
+    x0_ = n > 0 ? static_cast<double>(ev[0].time_us) : 0;
+    Series se;
+    se.points = std::max<uint32_t>(2, std::min<uint32_t>(o_.points, 10000));
+    int64_t cur = static_cast<int64_t>(r_.baseline_allocated_bytes);
+    int64_t req = 0;  // requested bytes, relative (the baseline's requests are unknown)
+    int64_t res = static_cast<int64_t>(r_.baseline_reserved_bytes);
+    AddrMap req_live;
+    r_.peak_allocated_bytes = static_cast<uint64_t>(cur);
+    r_.peak_reserved_bytes = static_cast<uint64_t>(res);
+    bool have_peak = false;
+    size_t step_k = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const Event& e = ev[i];
+      cur += delta[i];
+      if (e.action == Action::kAlloc) {
+        req += static_cast<int64_t>(e.size);
+        req_live[e.addr] = e.size;
+      } else if (e.action == Action::kFreeRequested) {
+        if (auto* s = req_live.find(e.addr)) {
+          req -= static_cast<int64_t>(s->value);
+          req_live.erase(s);
+        }
+      } else {
+        res += segment_change(e);
+      }
+      const uint64_t ucur = cur > 0 ? static_cast<uint64_t>(cur) : 0;
+      const uint64_t ures = res > 0 ? static_cast<uint64_t>(res) : 0;
+      const uint64_t ureq = req > 0 ? static_cast<uint64_t>(req) : 0;
+      if (ucur > r_.peak_allocated_bytes || !have_peak) {
+        have_peak = true;
+        r_.peak_allocated_bytes = ucur;
+        r_.peak_event = static_cast<uint64_t>(i);
+        r_.peak_requested_bytes = ureq;
+        r_.peak_reserved_at_peak = ures;
+      }
+      if (ures > r_.peak_reserved_bytes) {
+        r_.peak_reserved_bytes = ures;
+        r_.peak_reserved_event = static_cast<uint64_t>(i);
+      }
+      add_to_series(&se, i, ucur, ures, ureq);
+      while (step_k < r_.steps.size() && r_.steps[step_k].end_event < static_cast<uint64_t>(i))
+        ++step_k;
+      if (step_k < r_.steps.size() && r_.steps[step_k].start_event <= static_cast<uint64_t>(i))
+        r_.steps[step_k].peak_allocated_bytes =
+            std::max(r_.steps[step_k].peak_allocated_bytes, ucur);
+    }
+    if (se.bucket_id >= 0) r_.series.push_back(se.bucket);
+    if (n == 0) {  // segments only: the state when the snapshot was taken
+      r_.peak_allocated_bytes = r_.segment_allocated_bytes;
+      r_.peak_reserved_bytes = r_.peak_reserved_at_peak = final_reserved_;
+      r_.notes.push_back("no trace entries: the figures are the state when the snapshot was taken");
+    }
+  }
+
+  // The peak's position and phase; each step's span and first forward-phase allocation.
+  void place_peak_and_steps() {
+    if (n_ > 0) {
+      r_.peak_x = xof(static_cast<int64_t>(r_.peak_event));
+      r_.peak_time_us = ev_[r_.peak_event].time_us;
+      r_.peak_phase = phase_name(phase(ev_[r_.peak_event].stack));
+    }
+    for (size_t k = 0; k < r_.steps.size(); ++k) {
+      Step& st = r_.steps[k];
+      st.start_x = xof(static_cast<int64_t>(st.start_event));
+      st.end_x = xof(static_cast<int64_t>(st.end_event));
+      if (r_.peak_event >= st.start_event && r_.peak_event <= st.end_event)
+        r_.peak_step = static_cast<int64_t>(k);
+      for (uint64_t i = st.start_event; i <= st.end_event; ++i)
+        if (ev_[i].action == Action::kAlloc && phase(ev_[i].stack) == kForward) {
+          st.forward_event = static_cast<int64_t>(i);
+          break;
+        }
+    }
+  }
+
+  // ---- gradients kept into the next step's forward. A gradient counts for the steps that
+  // start after it was allocated and whose forward begins before it is freed: a contiguous
+  // range of steps (a difference array over steps).
+  void find_kept_gradients() {
+    std::vector<Step>& steps = r_.steps;
+    if (steps.empty()) return;
+    std::vector<int64_t> kept(steps.size() + 1, 0);
+    for (const Life& l : lives_) {
+      if (l.cat != Category::kGradients) continue;
       // The first step that starts after the allocation (steps are in order).
       const size_t a =
-          static_cast<size_t>(std::upper_bound(r.steps.begin(), r.steps.end(), l.alloc,
+          static_cast<size_t>(std::upper_bound(steps.begin(), steps.end(), l.alloc,
                                                [](int64_t x, const Step& st) {
                                                  return x < static_cast<int64_t>(st.start_event);
                                                }) -
-                              r.steps.begin());
+                              steps.begin());
       size_t b = a;
-      while (b < r.steps.size() && r.steps[b].forward_event >= 0 &&
-             r.steps[b].forward_event < l.free)
+      while (b < steps.size() && steps[b].forward_event >= 0 && steps[b].forward_event < l.free)
         ++b;
       if (b > a) {
         kept[a] += static_cast<int64_t>(l.bytes);
         kept[b] -= static_cast<int64_t>(l.bytes);
       }
     }
-    const bool at_peak = n == 0 ? l.free == kNever : (l.alloc <= P && l.free > P);
-    if (!at_peak) continue;
-    r.at_peak[static_cast<int>(l.cat)] += l.bytes;
-    int64_t key = -1;
-    if (l.stack != kNoStack) {
-      const auto& fr = s.stacks[l.stack];
-      key = fr.front();
-      for (uint32_t f : fr) {  // the innermost frame outside torch/: the user's line
-        const Frame& x = s.frames[f];
-        if (!contains(x.filename, "torch/") && !x.filename.empty() && x.filename[0] != '<') {
-          key = f;
-          break;
-        }
+    int64_t run = 0;
+    for (size_t k = 0; k < steps.size(); ++k) {
+      run += kept[k];
+      if (steps[k].forward_event >= 0)
+        steps[k].gradient_bytes_at_forward = static_cast<uint64_t>(run);
+    }
+    for (size_t k = 1; k < steps.size(); ++k)
+      if (steps[k].gradient_bytes_at_forward > r_.kept_gradient_bytes) {
+        r_.kept_gradient_bytes = steps[k].gradient_bytes_at_forward;
+        r_.kept_gradient_step = static_cast<int64_t>(k);
       }
-    }
-    TopFrame& g = groups[key];
-    g.bytes += l.bytes;
-    ++g.blocks;
-    group_cats[key][static_cast<int>(l.cat)] += l.bytes;
   }
-  int64_t run = 0;
-  for (size_t k = 0; k < r.steps.size(); ++k) {
-    run += kept[k];
-    if (r.steps[k].forward_event >= 0)
-      r.steps[k].gradient_bytes_at_forward = static_cast<uint64_t>(run);
-  }
-  for (size_t k = 1; k < r.steps.size(); ++k)
-    if (r.steps[k].gradient_bytes_at_forward > r.kept_gradient_bytes) {
-      r.kept_gradient_bytes = r.steps[k].gradient_bytes_at_forward;
-      r.kept_gradient_step = static_cast<int64_t>(k);
+
+  // The frame a block is grouped by: the innermost one outside torch/ (the user's line), else
+  // the innermost; -1 without frames.
+  int64_t user_frame(uint32_t stack) const {
+    if (stack == kNoStack) return -1;
+    const auto& fr = s_.stacks[stack];
+    for (uint32_t f : fr) {
+      const Frame& x = s_.frames[f];
+      if (!contains(x.filename, "torch/") && !x.filename.empty() && x.filename[0] != '<') return f;
     }
-  for (auto& kv : groups) {
-    TopFrame& g = kv.second;
-    if (kv.first >= 0) {
-      const Frame& f = s.frames[static_cast<size_t>(kv.first)];
-      g.filename = f.filename;
-      g.name = f.name;
-      g.line = f.line;
-    } else {
-      g.name = "(no frames: allocated before recording began or recorded without context)";
-    }
-    const auto& c = group_cats[kv.first];
-    g.category = static_cast<Category>(std::max_element(c.begin(), c.end()) - c.begin());
-    r.top_frames.push_back(g);
+    return fr.front();
   }
-  std::sort(r.top_frames.begin(), r.top_frames.end(), [](const TopFrame& a, const TopFrame& b) {
-    return a.bytes != b.bytes ? a.bytes > b.bytes : a.filename + a.name < b.filename + b.name;
-  });
-  if (r.top_frames.size() > o.top_frames) r.top_frames.resize(o.top_frames);
+
+  // ---- what was live at the peak: bytes by category, and the frames that allocated most.
+  void find_live_at_peak() {
+    const int64_t P = n_ > 0 ? static_cast<int64_t>(r_.peak_event) : kNever - 1;
+    std::map<int64_t, TopFrame> groups;  // by frame index (-1: no frames)
+    std::map<int64_t, std::array<uint64_t, kCategories>> group_cats;
+    for (const Life& l : lives_) {
+      const bool at_peak = n_ == 0 ? l.free == kNever : (l.alloc <= P && l.free > P);
+      if (!at_peak) continue;
+      r_.at_peak[static_cast<int>(l.cat)] += l.bytes;
+      const int64_t key = user_frame(l.stack);
+      TopFrame& g = groups[key];
+      g.bytes += l.bytes;
+      ++g.blocks;
+      group_cats[key][static_cast<int>(l.cat)] += l.bytes;
+    }
+    for (auto& kv : groups) {
+      TopFrame& g = kv.second;
+      if (kv.first >= 0) {
+        const Frame& f = s_.frames[static_cast<size_t>(kv.first)];
+        g.filename = f.filename;
+        g.name = f.name;
+        g.line = f.line;
+      } else {
+        g.name = "(no frames: allocated before recording began or recorded without context)";
+      }
+      const auto& c = group_cats[kv.first];
+      g.category = static_cast<Category>(std::max_element(c.begin(), c.end()) - c.begin());
+      r_.top_frames.push_back(g);
+    }
+    std::vector<TopFrame>& top = r_.top_frames;
+    std::sort(top.begin(), top.end(), [](const TopFrame& a, const TopFrame& b) {
+      return a.bytes != b.bytes ? a.bytes > b.bytes : a.filename + a.name < b.filename + b.name;
+    });
+    if (top.size() > o_.top_frames) top.resize(o_.top_frames);
+  }
 
   // ---- replay: blocks live before recording first, then the trace's allocs and frees. A block
   // returns to the pool at free_completed (CUDACachingAllocator.cpp free_block, after its stream
   // events), so that is the simulator's free when the trace has them.
-  if (n > 0 && r.counts[static_cast<int>(Action::kAlloc)] > 0) {
-    const bool completed = r.counts[static_cast<int>(Action::kFreeCompleted)] > 0;
+  std::vector<allocator::Event> replay_trace() const {
     std::vector<allocator::Event> trace;
-    trace.reserve(lives.size() * 2);
-    for (const Life& l : lives)
+    trace.reserve(lives_.size() * 2);
+    // A pre-existing block's address -> its id, for the trace's free of it.
+    std::unordered_map<uint64_t, uint64_t> before_id;
+    for (const Life& l : lives_)
       if (l.alloc == kBefore) {
         allocator::Event a;
         a.kind = allocator::Event::kAlloc;
         a.id = ~static_cast<uint64_t>(trace.size());  // ids of their own: addresses may recur
         a.size = l.bytes;
         trace.push_back(a);
+        if (l.free != kNever) before_id[ev_[l.free].addr] = a.id;
       }
-    // Map a pre-existing block's address to its id for the trace's free of it.
-    std::unordered_map<uint64_t, uint64_t> before_id;
-    {
-      size_t k = 0;
-      for (const Life& l : lives)
-        if (l.alloc == kBefore) {
-          if (l.free != kNever) before_id[ev[l.free].addr] = trace[k].id;
-          ++k;
-        }
-    }
+    const bool completed = r_.counts[static_cast<int>(Action::kFreeCompleted)] > 0;
     const Action free_action = completed ? Action::kFreeCompleted : Action::kFreeRequested;
-    for (int64_t i = 0; i < n; ++i) {
-      const Event& e = ev[i];
+    for (const Event& e : ev_) {
       allocator::Event x;
       x.stream = e.stream;
       if (e.action == Action::kAlloc) {
@@ -647,29 +686,53 @@ Summary summarize(const Snapshot& s, const SummaryOptions& o) {
       }
       trace.push_back(x);
     }
-    allocator::Config cfg;
-    cfg.expandable_segments = s.settings.expandable_segments;
-    if (s.settings.max_split_size && s.settings.max_split_size < (1ULL << 62))
-      cfg.max_split_size = s.settings.max_split_size;
-    if (s.settings.garbage_collection_threshold > 0 && s.settings.garbage_collection_threshold < 1)
-      cfg.garbage_collection_threshold = s.settings.garbage_collection_threshold;
-    std::vector<allocator::SegmentInfo> segs;
-    const allocator::Stats st = allocator::replay(trace, cfg, false, &segs);
-    r.replayed = true;
-    r.replay_reserved_peak = st.peak_reserved_bytes;
-    r.replay_allocated_peak = st.peak_allocated_bytes;
-    r.replay_segments = segs.size();
+    return trace;
   }
 
-  if (r.counts[static_cast<int>(Action::kFreeRequested)] == 0 &&
-      r.counts[static_cast<int>(Action::kFreeCompleted)] > 0)
-    r.notes.push_back("the trace has free_completed entries but no free_requested ones");
-  if (n > 0 && !r.has_frames)
-    r.notes.push_back(
-        "the trace has no frames (recorded with context=None): steps come from the allocation "
-        "pattern and categories are unattributed");
-  return r;
-}
+  void replay() {
+    allocator::Config cfg;
+    const AllocatorSettings& a = s_.settings;
+    cfg.expandable_segments = a.expandable_segments;
+    if (a.max_split_size && a.max_split_size < (1ULL << 62)) cfg.max_split_size = a.max_split_size;
+    if (a.garbage_collection_threshold > 0 && a.garbage_collection_threshold < 1)
+      cfg.garbage_collection_threshold = a.garbage_collection_threshold;
+    std::vector<allocator::SegmentInfo> segs;
+    const allocator::Stats st = allocator::replay(replay_trace(), cfg, false, &segs);
+    r_.replayed = true;
+    r_.replay_reserved_peak = st.peak_reserved_bytes;
+    r_.replay_allocated_peak = st.peak_allocated_bytes;
+    r_.replay_segments = segs.size();
+  }
+
+  void add_notes() {
+    if (r_.counts[static_cast<int>(Action::kFreeRequested)] == 0 &&
+        r_.counts[static_cast<int>(Action::kFreeCompleted)] > 0)
+      r_.notes.push_back("the trace has free_completed entries but no free_requested ones");
+    if (n_ > 0 && !r_.has_frames)
+      r_.notes.push_back(
+          "the trace has no frames (recorded with context=None): steps come from the allocation "
+          "pattern and categories are unattributed");
+  }
+
+  const Snapshot& s_;
+  const SummaryOptions& o_;
+  const uint64_t dev_;
+  const std::vector<Event>& ev_;
+  const int64_t n_;
+  Summary r_;
+  uint64_t final_reserved_ = 0;
+  std::unordered_map<uint64_t, const Block*> final_live_;
+  std::vector<uint8_t> stack_phase_;
+  std::vector<Life> lives_;
+  std::vector<uint64_t> alloc_sizes_;
+  int64_t seg_delta_ = 0;
+  std::vector<int64_t> run_start_, run_end_, backward_start_;
+  double x0_ = 0;
+};
+
+}  // namespace
+
+Summary summarize(const Snapshot& s, const SummaryOptions& o) { return Summarizer(s, o).run(); }
 
 }  // namespace snapshot
 }  // namespace trainmem

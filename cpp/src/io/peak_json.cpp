@@ -1,0 +1,137 @@
+// peakMemory's result JSON (peak::Result to the documented fields) and the calculator's entry.
+#include "io/peak_json.hpp"
+
+#include "io/calculators.hpp"
+#include "io/field_list.hpp"
+#include "io/json_fields.hpp"
+
+namespace trainmem {
+namespace peak {
+
+using nlohmann::json;
+
+namespace {
+
+json line_json(const Line& l) {
+  json j = json::object();
+  put_fields(j, {{"bytes", l.bytes}, {"source", l.source}});
+  return j;
+}
+
+json breakdown_json(const Result& r) {
+  json b = json::object();
+  put_fields(b, {{"weights", line_json(r.weights)},
+                 {"masterWeights", line_json(r.master_weights)},
+                 {"gradients", line_json(r.gradients)},
+                 {"optimizerState", line_json(r.optimizer_state)},
+                 {"activations", line_json(r.activations)},
+                 {"temporaries", line_json(r.temporaries)},
+                 {"runtime", line_json(r.runtime)}});
+  return b;
+}
+
+json activations_per_layer_json(const Result& r) {
+  json a = json::object();
+  put_fields(a, {{"derivedBytes", r.derived_layer_bytes},
+                 {"korthikantiBytes", r.korthikanti_layer_bytes},
+                 {"korthikantiSource",
+                  "Korthikanti et al. 2022 (arXiv 2205.05198): sbh(34 + 5as/h), 16-bit, 1-byte "
+                  "masks"}});
+  return a;
+}
+
+// The caching-allocator simulation's figures (Result::simulated).
+json allocator_json(const Result& r) {
+  json a = json::object();
+  put_fields(a, {{"fragmentationBytes", r.fragmentation_bytes},
+                 {"largestRequestBytes", r.largest_request_bytes},
+                 {"reservedPeakStep", r.reserved_peak_step},
+                 {"reservedPeakPhase", r.reserved_peak_phase},
+                 {"reservedPeakLayer", r.reserved_peak_layer},
+                 {"firstStepAllocatedBytes", r.first_step_allocated_bytes},
+                 {"firstStepReservedBytes", r.first_step_reserved_bytes},
+                 {"steadyAllocatedBytes", r.steady_allocated_bytes},
+                 {"stepsSimulated", r.steps_simulated},
+                 {"segments", r.segments},
+                 {"allocRetries", r.alloc_retries},
+                 {"outOfMemory", r.ooms > 0},
+                 {"ncclBytes", r.nccl_bytes},
+                 {"managedBytes", r.managed_bytes},
+                 {"source",
+                  "allocatedPeakBytes = torch.cuda.max_memory_allocated(); reservedPeakBytes = "
+                  "torch.cuda.max_memory_reserved(); deviceUsedBytes = nvidia-smi / NVML used "
+                  "memory (reserved + CUDA context + NCCL buffers when distributed)"}});
+  return a;
+}
+
+json timeline_point_json(const TimelinePoint& p) {
+  json e = json::object();
+  put_fields(e, {{"phase", p.phase},
+                 {"layer", p.layer},
+                 {"name", p.name},
+                 {"totalBytes", p.total_bytes},
+                 {"activationBytes", p.activation_bytes},
+                 {"gradientBytes", p.gradient_bytes}});
+  return e;
+}
+
+// What samples did to the lengths (the request's samples field).
+json samples_json(const Request& r) {
+  json sm = json::object();
+  put_fields(sm, {{"packed", r.samples.packed}, {"memorySeqLen", r.seq_len}});
+  if (r.samples.packed) return sm;
+  const double padding =
+      r.samples.expected_padded > 0 ? 1.0 - r.samples.mean_length / r.samples.expected_padded : 0.0;
+  put_fields(sm, {{"count", r.samples.count},
+                  {"truncated", r.samples.truncated},
+                  {"meanLength", r.samples.mean_length},
+                  {"expectedPaddedLength", r.samples.expected_padded},
+                  {"paddingFraction", padding}});
+  return sm;
+}
+
+}  // namespace
+
+json to_json(const Result& r, bool include_timeline) {
+  json out = json::object();
+  put_fields(out, {{"peakBytes", r.peak_bytes},
+                   {"allocatedPeakBytes", r.allocated_peak_bytes},
+                   {"peakPhase", r.peak_phase},
+                   {"peakLayer", r.peak_layer},
+                   {"breakdown", breakdown_json(r)},
+                   {"params", r.params},
+                   {"trainableParams", r.trainable_params},
+                   {"storedActivationBytes", r.stored_activation_bytes},
+                   {"recomputeFraction", r.recompute_fraction},
+                   {"activationsPerLayer", activations_per_layer_json(r)}});
+  put(out, "assumptions", r.assumptions);
+  if (r.simulated)
+    put_fields(out, {{"reservedPeakBytes", r.reserved_peak_bytes},
+                     {"deviceUsedBytes", r.device_used_bytes},
+                     {"allocator", allocator_json(r)}});
+  else
+    put_fields(out, {{"reservedPeakBytes", nullptr}, {"deviceUsedBytes", nullptr}});
+  if (r.has_device)
+    put_fields(out, {{"fits", r.fits},
+                     {"headroomBytes", r.headroom_bytes},
+                     {"maxMicroBatch", r.max_micro_batch}});
+  else
+    put_fields(out, {{"fits", nullptr}, {"headroomBytes", nullptr}, {"maxMicroBatch", nullptr}});
+  if (include_timeline) put(out, "timeline", array_of(r.timeline, timeline_point_json));
+  return out;
+}
+
+}  // namespace peak
+
+nlohmann::json peak_memory_json(const nlohmann::json& request) {
+  const peak::Request r = peak::parse_request(request);
+  // "timeline": null means absent, as in parse_request (json::value() would throw on null).
+  const auto t = request.is_object() ? request.find("timeline") : request.end();
+  const bool timeline =
+      !(request.is_object() && t != request.end() && t->is_boolean()) || t->get<bool>();
+  nlohmann::json out = peak::to_json(peak::compute(r), timeline);
+  if (r.samples.given) put(out, "samples", peak::samples_json(r));
+  return out;
+}
+
+}  // namespace trainmem
