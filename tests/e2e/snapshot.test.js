@@ -45,12 +45,7 @@ describe('snapshot comparison on the page', () => {
     await ready(page);
     assert.match(await page.textContent('#tm-snapshot-private'), /never leaves your browser/);
     // The page starts on the module without the snapshot reader; the full one comes with the
-    // first snapshot (tools/build-page.mjs). The page's own fetches before the listener was
-    // attached (openPage() navigates first) are in its resource timing.
-    const early = await page.evaluate(() =>
-      performance.getEntriesByType('resource').map((e) => new URL(e.name).pathname),
-    );
-    fetched.unshift(...early);
+    // first snapshot (tools/build-page.mjs).
     assert.ok(fetched.includes('/app/dist/trainmem.wasm'), fetched.join(' '));
     assert.ok(!fetched.some((f) => /trainmem_full/.test(f)), fetched.join(' '));
     await drop(page, 'mlp_adam_keep_grads');
