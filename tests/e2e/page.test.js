@@ -149,6 +149,29 @@ describe('page', () => {
     await context.close();
   });
 
+  it('an error on an advanced input offers the way to it: HYBRID_SHARD without its group', async () => {
+    const { page, context, problems } = await openPage(
+      env.browser,
+      `${env.base}/app/?lang=en&fsdp=HYBRID_SHARD&dp=16`,
+    );
+    await ready(page);
+    // the core names fsdp.shardGroupSize; the page marks the input and offers to go there
+    await page.waitForSelector('#tm-verdict [data-code="missing_field"] .go-to-input');
+    await page.evaluate(() => {
+      const d = /** @type {HTMLDetailsElement} */ (document.querySelector('#tm-advanced'));
+      d.open = false;
+    });
+    await page.click('#tm-verdict .go-to-input');
+    assert.equal(await page.evaluate(() => document.activeElement?.id), 'tm-fsdpGroup');
+    assert.equal(await page.getAttribute('#tm-fsdpGroup', 'aria-invalid'), 'true');
+    assert.ok(await page.evaluate(() => document.querySelector('#tm-advanced').open));
+    // the group given, the run computes
+    await page.fill('#tm-fsdpGroup', '8');
+    await page.waitForSelector('#tm-verdict .headline, #tm-verdict .badge');
+    assert.deepEqual(problems, []);
+    await context.close();
+  });
+
   it('switches to Arabic (dir="rtl", the seeds\' terms, Latin numbers); dark mode follows the system', async () => {
     const { page, problems } = A;
     await page.click('[data-example="llama2-7b"]');

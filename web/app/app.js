@@ -441,6 +441,24 @@ function wayOut(ctx, e) {
   return null;
 }
 
+// A way out that opens the section holding the input the core named and moves focus to it.
+function goToInput(ctx, input, key) {
+  const { t } = ctx;
+  const go = () => {
+    const section = input.closest('details');
+    if (section) section.open = true;
+    input.scrollIntoView?.({ block: 'center' });
+    /** @type {HTMLElement} */ (input).focus();
+  };
+  return h(
+    'p',
+    { class: 'way-out' },
+    t('error.fixIt'),
+    ' ',
+    h('button', { type: 'button', class: 'small go-to-input', onclick: go }, t(`field.${key}`)),
+  );
+}
+
 function errorBox(ctx, e) {
   const { t } = ctx;
   const unsupported = e.code === 'unsupported';
@@ -483,6 +501,8 @@ function errorBox(ctx, e) {
   if (bad) {
     bad.setAttribute('aria-invalid', 'true');
     bad.setAttribute('data-core-invalid', '1'); // cleared by the next computation
+    // the input to fix, even inside the closed advanced section: open it and go there
+    if (!out) box.append(goToInput(ctx, bad, fieldKey));
   }
   return box;
 }
