@@ -38,6 +38,17 @@ test('every input has a label and an explanation, in both languages', () => {
   }
 });
 
+test('every free-text input has an example as its placeholder, in both languages', () => {
+  // web/app/form.js textControl: a missing key would show the key itself in the box. The
+  // preset, config and GPU inputs are pickers or a text area, not textControl.
+  const notText = new Set(['ex', 'preset', 'config', 'gpu']);
+  for (const [key, f] of Object.entries(FIELDS)) {
+    if (f.kind !== 'text' || notText.has(key)) continue;
+    assert.ok(en[`placeholder.${key}`], `en: placeholder.${key}`);
+    assert.ok(ar[`placeholder.${key}`], `ar: placeholder.${key}`);
+  }
+});
+
 test('in Arabic, a number with a Latin unit is isolated left-to-right (else "16 GB" shows as "GB 16")', () => {
   // Unicode bidi: digits and a Latin unit are separate runs in a right-to-left line, and the
   // space between them takes the line's direction (UAX #9); LRI … PDI keeps them together.
