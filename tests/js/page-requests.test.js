@@ -19,6 +19,7 @@ test('unset advanced inputs add no field (the core keeps its documented defaults
     'activationOffloading',
     'optimizerInBackward',
     'loss',
+    'ddp',
     'fsdp',
     'zero3',
     'float8',
@@ -55,6 +56,10 @@ test('each advanced input maps to its PeakMemoryRequest field', () => {
     [
       { fsdp: 'FULL_SHARD', dataParallel: 8 },
       { fsdp: { shardingStrategy: 'FULL_SHARD' }, dataParallel: 8 },
+    ],
+    [
+      { dataParallel: 8, ddpBucketMb: 100, ddpBucketView: true },
+      { ddp: { bucketCapMb: 100, gradientAsBucketView: true } },
     ],
     [
       { fsdp: 'HYBRID_SHARD', dataParallel: 16, fsdpGroup: 8 },
@@ -110,6 +115,7 @@ test('the core accepts every request the advanced inputs build', () => {
     { loss: 'chunked' },
     { fsdp: 'FULL_SHARD', dataParallel: 8 },
     { fsdp: 'NO_SHARD', dataParallel: 2 },
+    { dataParallel: 8, ddpBucketMb: 100, ddpBucketView: true },
     { fsdp: 'HYBRID_SHARD', dataParallel: 16, fsdpGroup: 8 },
     { fsdp: 'FULL_SHARD', dataParallel: 8, fsdpParamDtype: 'bf16', fsdpReduceDtype: 'fp32' },
     { zeroStage: '3', dataParallel: 8, zero3MaxLive: 3e8, zero3Prefetch: 1e7 },

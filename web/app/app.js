@@ -491,6 +491,8 @@ function errorBox(ctx, e) {
       'model.params': 'params',
       gpuPeakTflops: 'gpu',
       'checkpointing.saveOps': 'saveOps',
+      ddp: 'ddpBucketMb',
+      'ddp.bucketCapMb': 'ddpBucketMb',
       'fsdp.shardGroupSize': 'fsdpGroup',
       'fsdp.mixedPrecision': 'fsdpParamDtype',
       'zero3.maxLiveParameters': 'zero3MaxLive',

@@ -87,6 +87,8 @@ export const ADVANCED_FIELDS = [
   'loss',
   'saveOps',
   'everyOtherMm',
+  'ddpBucketMb',
+  'ddpBucketView',
   'fsdp',
   'fsdpGroup',
   'fsdpParamDtype',

@@ -121,6 +121,11 @@ function withRuntime(r, st, planner = false) {
   if (st.activationOffloading) r.activationOffloading = true;
   if (st.optimizerInBackward) r.optimizerInBackward = true;
   if (st.loss) r.loss = st.loss;
+  if (st.ddpBucketMb > 0 || st.ddpBucketView) {
+    r.ddp = {};
+    if (st.ddpBucketMb > 0) r.ddp.bucketCapMb = st.ddpBucketMb;
+    if (st.ddpBucketView) r.ddp.gradientAsBucketView = true;
+  }
   if (st.fsdp) r.fsdp = fsdpOf(st);
   if (st.zero3MaxLive > 0 || st.zero3Prefetch > 0) {
     r.zero3 = {};

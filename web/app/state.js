@@ -122,6 +122,10 @@ export const FIELDS = {
   // selective-op checkpointing: the ops each checkpointed block keeps ("mm, sdpa")
   saveOps: { kind: 'text', max: 100, default: 'mm, sdpa', url: 'so' },
   everyOtherMm: { kind: 'bool', default: false, url: 'eom' },
+  // DDP's reducer (dataParallel > 1 without ZeRO or FSDP): bucket size in MiB (0 = 25) and
+  // gradient_as_bucket_view
+  ddpBucketMb: { kind: 'num', min: 0, max: 1e6, default: 0, url: 'dbm' },
+  ddpBucketView: { kind: 'bool', default: false, url: 'dbv' },
   // FSDP over dataParallel ranks; HYBRID_SHARD shards within groups of fsdpGroup ranks
   fsdp: {
     kind: 'choice',
