@@ -17,6 +17,7 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { resolve } from 'node:path';
+import { getAt, requestPaths, updateAt } from './request-paths.mjs';
 
 const args = process.argv.slice(2);
 const opt = (name, fallback) => {
@@ -192,46 +193,20 @@ const VALUES = [
   '',
 ];
 const MARK = '\u0001RAW\u0001';
-const isPlain = (v) => v && typeof v === 'object' && !Array.isArray(v);
-const isNode = (v) => Array.isArray(v) || isPlain(v);
-function randomPath(r, wantObject = false) {
-  const path = [];
-  let v = r;
-  let lastObject = isPlain(r) ? [] : null;
-  while (isNode(v)) {
-    const keys = Object.keys(v);
-    if (keys.length === 0 || (path.length > 0 && chance(0.3))) break;
-    const k = pick(keys);
-    path.push(Array.isArray(v) ? Number(k) : k);
-    v = v[k];
-    if (isPlain(v)) lastObject = [...path];
-  }
-  return wantObject ? lastObject : path;
-}
-function setAt(r, path, value) {
-  if (path.length === 0) return value;
-  const [k, ...rest] = path;
-  const c = Array.isArray(r) ? [...r] : { ...r };
-  if (rest.length === 0 && value === undefined) {
-    if (Array.isArray(c)) c.splice(k, 1);
-    else delete c[k];
-  } else c[k] = setAt(r[k], rest, value);
-  return c;
-}
-const getAt = (r, path) => path.reduce((v, k) => v[k], r);
+const { randomPath } = requestPaths({ chance, pick, stop: 0.3 });
 function mutate(r, raw) {
   const p = randomPath(r);
   const leaf = getAt(r, p);
   const kind = Math.floor(rand() * 8);
   if (typeof leaf === 'number' && kind < 3) {
     const f = pick([0.5, 2, 10, 0.1, 1.5, 1000]);
-    return setAt(r, p, Number.isInteger(leaf) ? Math.round(leaf * f) : leaf * f);
+    return updateAt(r, p, Number.isInteger(leaf) ? Math.round(leaf * f) : leaf * f);
   }
   if (kind === 3 && raw.length < 3) {
     raw.push(pick(RAW));
-    return setAt(r, p, MARK);
+    return updateAt(r, p, MARK);
   }
-  if (kind === 4) return p.length ? setAt(r, p, undefined) : r;
+  if (kind === 4) return p.length ? updateAt(r, p, undefined) : r;
   if (kind === 5) {
     const o = randomPath(r, true);
     if (!o) return r;
@@ -240,11 +215,11 @@ function mutate(r, raw) {
       keys.length && chance(0.6)
         ? pick(keys).slice(1)
         : pick(['microbatch', 'foo', 'snapshots', 'k']);
-    return setAt(r, [...o, key], pick(VALUES));
+    return updateAt(r, [...o, key], pick(VALUES));
   }
   if (kind === 6)
-    return setAt(r, p, new Array(pick([0, 1, 2, 50])).fill(chance(0.5) ? 1 : layer(1, 10)));
-  return setAt(r, p, pick(VALUES));
+    return updateAt(r, p, new Array(pick([0, 1, 2, 50])).fill(chance(0.5) ? 1 : layer(1, 10)));
+  return updateAt(r, p, pick(VALUES));
 }
 function requestText(base) {
   const raw = [];

@@ -12,6 +12,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import createTrainmemModule from '../../web/lib/wasm/trainmem_wasm.mjs';
 import { load, TrainmemError } from '../../web/lib/index.js';
+import { getAt, isNode, isPlain, requestPaths, updateAt } from '../../tools/request-paths.mjs';
 
 const SEED = Number(process.env.TRAINMEM_STRESS_SEED ?? 20240808) >>> 0;
 const TOTAL = Number(process.env.TRAINMEM_STRESS_N ?? 100000);
@@ -137,40 +138,7 @@ const JS_VALUES = [
   new Map([[1, 2]]),
 ];
 
-const isPlain = (v) => v && typeof v === 'object' && Object.getPrototypeOf(v) === Object.prototype;
-const isNode = (v) => Array.isArray(v) || isPlain(v);
-
-// A random path from the root: at each level stop with probability 1/3, else step into a
-// random child. `wantObject`: end on a plain object (the last one seen on the way).
-function randomPath(root, wantObject = false) {
-  const path = [];
-  let v = root;
-  let lastObject = isPlain(root) ? [] : null;
-  while (isNode(v)) {
-    const keys = Object.keys(v);
-    if (keys.length === 0 || (path.length > 0 && chance(1 / 3))) break;
-    const k = pick(keys);
-    path.push(Array.isArray(v) ? Number(k) : k);
-    v = v[k];
-    if (isPlain(v)) lastObject = [...path];
-  }
-  return wantObject ? lastObject : path;
-}
-// Copy-on-path update: shares every subtree off the path, so that mutating a large request
-// costs its depth, not its size. `value` undefined deletes the key (or array element).
-function updateAt(root, path, value) {
-  if (path.length === 0) return value;
-  const [k, ...rest] = path;
-  const copy = Array.isArray(root) ? [...root] : { ...root };
-  if (rest.length === 0 && value === undefined) {
-    if (Array.isArray(copy)) copy.splice(k, 1);
-    else delete copy[k];
-  } else {
-    copy[k] = updateAt(root[k], rest, value);
-  }
-  return copy;
-}
-const getAt = (root, path) => path.reduce((v, k) => v[k], root);
+const { randomPath } = requestPaths({ chance, pick, stop: 1 / 3 });
 function typo(key) {
   if (key.length < 2) return key + 'x';
   const i = Math.floor(rand() * key.length);
