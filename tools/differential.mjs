@@ -17,7 +17,7 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { resolve } from 'node:path';
-import { getAt, requestPaths, updateAt } from './request-paths.mjs';
+import { getAt, requestPaths, seeded, updateAt } from './request-paths.mjs';
 
 const args = process.argv.slice(2);
 const opt = (name, fallback) => {
@@ -68,20 +68,7 @@ const INTENDED = [
       JSON.stringify(newOut).includes('no SDPA path'),
   },
 ];
-// mulberry32
-function prng(seed) {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-const rand = prng(SEED);
-const pick = (xs) => xs[Math.floor(rand() * xs.length)];
-const chance = (p) => rand() < p;
+const { rand, pick, chance } = seeded(SEED);
 
 // ---- Bases
 const golden = JSON.parse(readFileSync(`${root}tests/fixtures/golden.json`, 'utf8'));

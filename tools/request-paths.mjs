@@ -1,7 +1,25 @@
-// Paths into a JSON request, for the generators that mutate requests: tools/differential.mjs
+// Seeded choices and paths into a JSON request, for the generators that mutate requests: tools/differential.mjs
 // (old module against new) and tests/js/stress.test.js (bounded fuzzing of the module).
 // `chance(p)` and `pick(xs)` come from the caller's seeded generator, so each stays
 // reproducible from its own seed.
+
+// A seeded generator (mulberry32: small, good enough to pick mutations) and its helpers.
+export function seeded(seed) {
+  let a = seed;
+  const rand = () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  return {
+    rand,
+    /** @type {<T>(xs: T[]) => T} */
+    pick: (xs) => xs[Math.floor(rand() * xs.length)],
+    chance: (p) => rand() < p,
+  };
+}
 
 export const isPlain = (v) =>
   v !== null && typeof v === 'object' && Object.getPrototypeOf(v) === Object.prototype;

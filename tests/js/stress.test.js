@@ -12,7 +12,14 @@ import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import createTrainmemModule from '../../web/lib/wasm/trainmem_wasm.mjs';
 import { load, TrainmemError } from '../../web/lib/index.js';
-import { getAt, isNode, isPlain, requestPaths, updateAt } from '../../tools/request-paths.mjs';
+import {
+  getAt,
+  isNode,
+  isPlain,
+  requestPaths,
+  seeded,
+  updateAt,
+} from '../../tools/request-paths.mjs';
 
 const SEED = Number(process.env.TRAINMEM_STRESS_SEED ?? 20240808) >>> 0;
 const TOTAL = Number(process.env.TRAINMEM_STRESS_N ?? 100000);
@@ -42,20 +49,7 @@ const CODES = new Set([
 ]);
 const BIG_EXACT = 2n ** 53n; // largest integer a JSON / JavaScript number holds exactly
 
-// mulberry32: small, seeded, good enough to pick mutations.
-function prng(seed) {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-const rand = prng(SEED);
-const pick = (xs) => xs[Math.floor(rand() * xs.length)];
-const chance = (p) => rand() < p;
+const { rand, pick, chance } = seeded(SEED);
 
 // Base requests: every golden request (they grow as calculators land), plus a few of our own.
 const golden = JSON.parse(readFileSync(new URL('../fixtures/golden.json', import.meta.url)));
