@@ -41,6 +41,8 @@ test('the check covers the package, the command line and the page modules', () =
     'web/app/solver.js',
     'web/app/format.js',
     'web/app/state.js',
+    'web/app/app.js',
+    'web/app/sw.js',
   ]) {
     assert.ok(files.includes(f), `${f} is not type-checked`);
   }

@@ -1,3 +1,4 @@
+// @ts-check
 // The trainmem page's controller: the state, the requests built from it, and the results.
 // Four calculators share one model / optimizer / GPU context; the inputs are form.js's, the
 // answer at the top verdict.js's, each calculator's result views.js's, the exports and embed

@@ -1,11 +1,25 @@
+// @ts-check
 // Service worker: a page loaded once opens again without the network. It keeps one complete
 // copy of the page's files (dist/files.json, written by tools/build-page.mjs with a version
 // that changes with their contents). Online, every request goes to the network as before — a
 // new build is seen at once — and the copy is renewed when the version changes; when a request
 // fails (offline, server gone), the copy answers. Nothing is cached outside this list but the
 // full core once the page has loaded it, and no request leaves the page's origin.
+// The parts of the service-worker scope used here (its lib types cannot be loaded beside the
+// DOM's in one type check).
+/**
+ * @typedef {Event & { waitUntil(p: Promise<unknown>): void }} ExtendableEvent
+ * @typedef {ExtendableEvent & {
+ *   request: Request, preloadResponse: Promise<Response | undefined>,
+ *   respondWith(r: Response | Promise<Response>): void }} FetchEvent
+ * @typedef {{
+ *   registration: { scope: string, navigationPreload?: { enable(): Promise<void> } },
+ *   clients: { claim(): Promise<void> }, skipWaiting(): Promise<void>,
+ *   addEventListener(type: string, listener: (event: any) => void): void }} WorkerScope
+ */
+const sw = /** @type {WorkerScope} */ (/** @type {unknown} */ (self));
 const PREFIX = 'trainmem-page-';
-const scope = self.registration.scope; // the page's folder, e.g. https://example.org/app/
+const scope = sw.registration.scope; // the page's folder, e.g. https://example.org/app/
 const MANIFEST = new URL('dist/files.json', scope).href;
 const COMPLETE = new URL('trainmem-copy-complete', scope).href; // a key, never requested
 const PAGE = [new URL(scope).pathname, new URL('index.html', scope).pathname];
@@ -27,16 +41,16 @@ async function renew() {
   }
 }
 
-self.addEventListener('install', (event) => {
-  event.waitUntil(renew().then(() => self.skipWaiting()));
+sw.addEventListener('install', (/** @type {ExtendableEvent} */ event) => {
+  event.waitUntil(renew().then(() => sw.skipWaiting()));
 });
 
-self.addEventListener('activate', (event) => {
+sw.addEventListener('activate', (/** @type {ExtendableEvent} */ event) => {
   event.waitUntil(
     Promise.all([
-      self.clients.claim(),
+      sw.clients.claim(),
       // The page's own request starts while this worker starts (no added latency online).
-      self.registration.navigationPreload?.enable(),
+      sw.registration.navigationPreload?.enable(),
     ]),
   );
 });
@@ -64,7 +78,7 @@ async function fromCopy(url) {
   return undefined;
 }
 
-self.addEventListener('fetch', (event) => {
+sw.addEventListener('fetch', (/** @type {FetchEvent} */ event) => {
   const req = event.request;
   if (req.method !== 'GET' || !req.url.startsWith(scope)) return;
   if (req.mode === 'navigate') {
