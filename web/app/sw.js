@@ -5,19 +5,7 @@
 // new build is seen at once — and the copy is renewed when the version changes; when a request
 // fails (offline, server gone), the copy answers. Nothing is cached outside this list but the
 // full core once the page has loaded it, and no request leaves the page's origin.
-// The parts of the service-worker scope used here (its lib types cannot be loaded beside the
-// DOM's in one type check).
-/**
- * @typedef {Event & { waitUntil(p: Promise<unknown>): void }} ExtendableEvent
- * @typedef {ExtendableEvent & {
- *   request: Request, preloadResponse: Promise<Response | undefined>,
- *   respondWith(r: Response | Promise<Response>): void }} FetchEvent
- * @typedef {{
- *   registration: { scope: string, navigationPreload?: { enable(): Promise<void> } },
- *   clients: { claim(): Promise<void> }, skipWaiting(): Promise<void>,
- *   addEventListener(type: string, listener: (event: any) => void): void }} WorkerScope
- */
-const sw = /** @type {WorkerScope} */ (/** @type {unknown} */ (self));
+const sw = /** @type {SwScope} */ (/** @type {unknown} */ (self));
 const PREFIX = 'trainmem-page-';
 const scope = sw.registration.scope; // the page's folder, e.g. https://example.org/app/
 const MANIFEST = new URL('dist/files.json', scope).href;
@@ -41,11 +29,11 @@ async function renew() {
   }
 }
 
-sw.addEventListener('install', (/** @type {ExtendableEvent} */ event) => {
+sw.addEventListener('install', (/** @type {SwExtendableEvent} */ event) => {
   event.waitUntil(renew().then(() => sw.skipWaiting()));
 });
 
-sw.addEventListener('activate', (/** @type {ExtendableEvent} */ event) => {
+sw.addEventListener('activate', (/** @type {SwExtendableEvent} */ event) => {
   event.waitUntil(
     Promise.all([
       sw.clients.claim(),
@@ -78,7 +66,7 @@ async function fromCopy(url) {
   return undefined;
 }
 
-sw.addEventListener('fetch', (/** @type {FetchEvent} */ event) => {
+sw.addEventListener('fetch', (/** @type {SwFetchEvent} */ event) => {
   const req = event.request;
   if (req.method !== 'GET' || !req.url.startsWith(scope)) return;
   if (req.mode === 'navigate') {
