@@ -182,6 +182,24 @@ function categoryLabels(names, slot) {
   };
 }
 
+/** A scenario's name under its bar: its lines, or slanted 30° down to the left of the bar. */
+function drawCategory(svg, t, cats, i, name, cx, bottom) {
+  if (!cats.slant) {
+    cats.lines[i].forEach((line, j) =>
+      svg.append(label(t, cx, bottom + FONT + 4 + j * LINE, line, 'middle', 'cat')),
+    );
+    return;
+  }
+  // cut to what the margin below holds, and to what is left of the bar's centre
+  const room = Math.min(cats.longest || 110, (cx - 2) / Math.cos(Math.PI / 6));
+  const y = bottom + FONT + 6; // below the y axis' 0
+  const shown = fitText(name, room);
+  const text = label(t, cx, y, shown, 'right', 'cat');
+  if (shown !== name) text.append(s('title', {}, name));
+  text.setAttribute('transform', `rotate(-30 ${r1(cx)} ${r1(y)})`);
+  svg.append(text);
+}
+
 /**
  * Stacked bars: one bar per scenario, its parts stacked from the first (bottom) to the last.
  * parts[].values are bytes; the axis is in GiB.
@@ -228,43 +246,52 @@ export function stackedBars(el, { label: title, scenarios, parts, t, available, 
     const cx = left + slot * (i + 0.5);
     let acc = 0;
     parts.forEach((p, k) => {
-      const v = gib[k][i];
-      if (!(v > 0)) return;
+      if (!(gib[k][i] > 0)) return;
       const y0 = f.y(acc);
-      acc += v;
+      acc += gib[k][i];
       const y1 = f.y(acc);
-      svg.append(
-        s(
-          'rect',
-          {
-            class: `bar ${colorClass(p.key)}`,
-            'data-part': p.key,
-            x: r1(cx - barW / 2),
-            width: r1(barW),
-            y: r1(y1),
-            height: r1(y0 - y1),
-          },
-          s('title', {}, `${name} · ${p.label}: ${t.gb(p.values[i])} · ${t.gib(p.values[i])}`),
-        ),
-      );
+      const tip = `${name} · ${p.label}: ${t.gb(p.values[i])} · ${t.gib(p.values[i])}`;
+      const box = { x: r1(cx - barW / 2), width: r1(barW), y: r1(y1), height: r1(y0 - y1) };
+      const cls = `bar ${colorClass(p.key)}`;
+      svg.append(s('rect', { class: cls, 'data-part': p.key, ...box }, s('title', {}, tip)));
     });
-    if (i % cats.every) return;
-    if (cats.slant) {
-      // slanted 30° down to the left of the bar's centre, cut to what the margin below holds
-      const room = Math.min(cats.longest || 110, (cx - 2) / Math.cos(Math.PI / 6));
-      const y = bottom + FONT + 6; // below the y axis' 0
-      const shown = fitText(name, room);
-      const text = label(t, cx, y, shown, 'right', 'cat');
-      if (shown !== name) text.append(s('title', {}, name));
-      text.setAttribute('transform', `rotate(-30 ${r1(cx)} ${r1(y)})`);
-      svg.append(text);
-    } else
-      cats.lines[i].forEach((line, j) =>
-        svg.append(label(t, cx, bottom + FONT + 4 + j * LINE, line, 'middle', 'cat')),
-      );
+    if (i % cats.every === 0) drawCategory(svg, t, cats, i, name, cx, bottom);
   });
   svg.append(s('line', { class: 'axis', x1: left, x2: left + plotW, y1: bottom, y2: bottom }));
   drawCapacity(svg, t, capacity, f, left, left + plotW);
+}
+
+/** The x ticks: as many as fit, their labels two GAPs apart and inside the chart. */
+function xTicks(t, xLo, xHi, fx, plotW, W) {
+  let xt = [];
+  for (let most = Math.max(2, Math.floor(plotW / 40)); most >= 1; most--) {
+    xt = niceTicks(xLo, xHi, most);
+    const texts = xt.map((v) => t.num(v));
+    if (labelsFit(xt.map(fx), texts.map(textWidth), 2 * GAP, 0, W)) break;
+  }
+  return xt;
+}
+
+/** One series as a path (a null lifts the pen unless spanGaps), with its points under 60. */
+function drawSeries(svg, sr, x, fx, f, stepped) {
+  let d = '';
+  let dots = '';
+  let pen = false;
+  sr.values.forEach((v, i) => {
+    if (!Number.isFinite(v) || !Number.isFinite(x[i])) {
+      if (!sr.spanGaps) pen = false;
+      return;
+    }
+    const px = r1(fx(x[i]));
+    const py = r1(f.y(v));
+    // a step holds each value until the next x (then rises or falls to the next value)
+    d += pen ? (stepped ? `H${px}V${py}` : `L${px} ${py}`) : `M${px} ${py}`;
+    pen = true;
+    if (x.length < 60) dots += `M${r1(px - 2.5)} ${py}a2.5 2.5 0 1 0 5 0a2.5 2.5 0 1 0-5 0`;
+  });
+  const cls = colorClass(sr.key);
+  if (d) svg.append(s('path', { class: `line ${cls}`, d }));
+  if (dots) svg.append(s('path', { class: `pts ${cls}`, d: dots }));
 }
 
 /**
@@ -288,16 +315,11 @@ export function lines(
   const bottom = HEIGHT - (FONT + 8) - (xLabel ? FONT + 6 : 0);
   const axis = yAxis(t, yHi, bottom - top);
   const left = axis.left;
-  const right = W - 12;
+  // room on the right for half the label of a tick at the end of the x range
+  const right = W - Math.max(12, Math.ceil(textWidth(t.num(xHi)) / 2) + 2);
   const fx = (v) => left + ((v - xLo) / (xHi - xLo)) * (right - left);
   const f = { y: (v) => bottom - (v / yHi) * (bottom - top) };
-  // x ticks: as many as fit, their labels GAP apart and inside the chart
-  let xt = [];
-  for (let most = Math.max(2, Math.floor((right - left) / 40)); most >= 1; most--) {
-    xt = niceTicks(xLo, xHi, most);
-    const texts = xt.map((v) => t.num(v));
-    if (labelsFit(xt.map(fx), texts.map(textWidth), GAP, 0, W)) break;
-  }
+  const xt = xTicks(t, xLo, xHi, fx, right - left, W);
   const points = series.reduce(
     (n, sr) => n + sr.values.filter((v) => Number.isFinite(v)).length,
     0,
@@ -330,26 +352,7 @@ export function lines(
       label(t, (left + right) / 2, HEIGHT - 4, fitText(xLabel, right - left), 'middle', 'ax-title'),
     );
   drawCapacity(svg, t, capacity, f, left, right);
-  for (const sr of series) {
-    let d = '';
-    let dots = '';
-    let pen = false;
-    sr.values.forEach((v, i) => {
-      if (!Number.isFinite(v) || !Number.isFinite(x[i])) {
-        if (!sr.spanGaps) pen = false;
-        return;
-      }
-      const px = r1(fx(x[i]));
-      const py = r1(f.y(v));
-      // a step holds each value until the next x (then rises or falls to the next value)
-      d += pen ? (stepped ? `H${px}V${py}` : `L${px} ${py}`) : `M${px} ${py}`;
-      pen = true;
-      if (x.length < 60) dots += `M${r1(px - 2.5)} ${py}a2.5 2.5 0 1 0 5 0a2.5 2.5 0 1 0-5 0`;
-    });
-    const cls = colorClass(sr.key);
-    if (d) svg.append(s('path', { class: `line ${cls}`, d }));
-    if (dots) svg.append(s('path', { class: `pts ${cls}`, d: dots }));
-  }
+  for (const sr of series) drawSeries(svg, sr, x, fx, f, stepped);
   if (mark && Number.isFinite(mark.value) && Number.isFinite(x[mark.index]))
     svg.append(
       s(
