@@ -52,8 +52,10 @@ describe('charts', () => {
       `${env.base}/app/?lang=en&tab=peak&m=gpt2&gb=8`,
     );
     await ready(page);
-    const svgs = await page.$$('#tm-results svg.chart-svg');
-    assert.equal(svgs.length, 2); // the breakdown and the timeline
+    // the first result's charts follow it, after the next frame (charts.js sized())
+    await page.waitForFunction(
+      () => document.querySelectorAll('#tm-results svg.chart-svg').length === 2,
+    ); // the breakdown and the timeline
     for (let i = 0; i < 2; i++) {
       const axis = await axisOf(page, i);
       assert.ok(axis.n >= 3, `chart ${i}: ${axis.n} ticks`);
@@ -117,7 +119,7 @@ describe('charts', () => {
       `${env.base}/app/?lang=en&tab=peak&m=gpt2&gb=8`,
     );
     await ready(page);
-    const cap = await page.$('#tm-results line.cap');
+    const cap = await page.waitForSelector('#tm-results line.cap', { state: 'attached' });
     const stroke = () => cap.evaluate((e) => getComputedStyle(e).stroke);
     const weights = () =>
       page.$eval('#tm-results rect.bar[data-part="weights"]', (e) => getComputedStyle(e).fill);

@@ -71,10 +71,20 @@ function label(t, x, y, text, side, cls) {
   );
 }
 
-// available: the width the chart may take (the app keeps it from a ResizeObserver, so that
-// drawing does not force a layout of the results just built); el's own width otherwise.
-function chartWidth(el, available) {
-  return Math.round(Math.max(280, Math.min(760, (available || el.clientWidth || 600) - 8)));
+/**
+ * Draws a chart `available` px wide at most: the results' width, which the app keeps from a
+ * ResizeObserver. Before it has one (the first result), reading the width would force a layout
+ * of the results just built, before they are on screen, and the canvas that measures text is
+ * created on first use: the chart is then drawn after the next frame, at el's own width.
+ */
+function sized(el, available, draw) {
+  const width = (w) => Math.round(Math.max(280, Math.min(760, (w || 600) - 8)));
+  if (available > 0) return draw(width(available));
+  requestAnimationFrame(() =>
+    setTimeout(() => {
+      if (el.isConnected) draw(width(el.clientWidth));
+    }, 0),
+  );
 }
 
 /** The y range, from 0: the data with a margin, or the GPU's memory when it is higher. */
@@ -204,9 +214,12 @@ function drawCategory(svg, t, cats, i, name, cx, bottom) {
  * Stacked bars: one bar per scenario, its parts stacked from the first (bottom) to the last.
  * parts[].values are bytes; the axis is in GiB.
  */
-export function stackedBars(el, { label: title, scenarios, parts, t, available, capacity }) {
-  if (!scenarios.length || !parts.length) return;
-  const W = chartWidth(el, available);
+export function stackedBars(el, opts) {
+  if (opts.scenarios.length && opts.parts.length)
+    sized(el, opts.available, (w) => drawBars(el, opts, w));
+}
+
+function drawBars(el, { label: title, scenarios, parts, t, capacity }, W) {
   const gib = parts.map((p) => scenarios.map((_, i) => (p.values[i] || 0) / 2 ** 30));
   const totals = scenarios.map((_, i) => gib.reduce((a, v) => a + v[i], 0));
   const yHi = yTop(Math.max(...totals), capacity);
@@ -298,13 +311,12 @@ function drawSeries(svg, sr, x, fx, f, stepped) {
  * Lines (or steps) over a numeric x: one or more series, nulls leaving a gap (or spanned, with
  * spanGaps), an optional marked point (the peak, the chosen plan) and the GPU's memory.
  */
-export function lines(
-  el,
-  { label: title, x, xLabel, yLabel, series, mark, t, stepped, available, capacity },
-) {
+export function lines(el, opts) {
+  if (opts.x.some(Number.isFinite)) sized(el, opts.available, (w) => drawLines(el, opts, w));
+}
+
+function drawLines(el, { label: title, x, xLabel, yLabel, series, mark, t, stepped, capacity }, W) {
   const xs = x.filter(Number.isFinite);
-  if (!xs.length) return;
-  const W = chartWidth(el, available);
   let xLo = Math.min(...xs);
   let xHi = Math.max(...xs);
   if (xHi === xLo) [xLo, xHi] = [xLo - 1, xHi + 1];
