@@ -80,9 +80,14 @@ function label(t, x, y, text, side, cls) {
 function sized(el, available, draw) {
   const width = (w) => Math.round(Math.max(280, Math.min(760, (w || 600) - 8)));
   if (available > 0) return draw(width(available));
+  // its place is kept meanwhile, so that what follows does not move when it comes
+  const pending = h('div', { class: 'chart-pending', 'aria-hidden': 'true' });
+  el.append(pending);
   requestAnimationFrame(() =>
     setTimeout(() => {
-      if (el.isConnected) draw(width(el.clientWidth));
+      if (!el.isConnected) return;
+      pending.remove();
+      draw(width(el.clientWidth));
     }, 0),
   );
 }
