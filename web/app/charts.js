@@ -337,10 +337,8 @@ function drawLines(el, { label: title, x, xLabel, yLabel, series, mark, t, stepp
   const fx = (v) => left + ((v - xLo) / (xHi - xLo)) * (right - left);
   const f = { y: (v) => bottom - (v / yHi) * (bottom - top) };
   const xt = xTicks(t, xLo, xHi, fx, right - left, W);
-  const points = series.reduce(
-    (n, sr) => n + sr.values.filter((v) => Number.isFinite(v)).length,
-    0,
-  );
+  // the x values with a point (phases of a timeline share the points where they meet)
+  const points = x.filter((_, i) => series.some((sr) => Number.isFinite(sr.values[i]))).length;
   const summary = t('chart.summaryLines', {
     title,
     y: yLabel,
