@@ -132,6 +132,41 @@ describe('charts', () => {
     await context.close();
   });
 
+  it('the pointer over a line chart reads out the nearest x and its values, inside the chart', async () => {
+    const { page, context, problems } = await openPage(
+      env.browser,
+      `${env.base}/app/?lang=en&tab=peak&m=gpt2&gb=8`,
+      { viewport: { width: 390, height: 844 } },
+    );
+    await ready(page);
+    await page.waitForFunction(
+      () => document.querySelectorAll('#tm-results svg.chart-svg').length === 2,
+    );
+    const svg = (await page.$$('#tm-results svg.chart-svg'))[1]; // the timeline
+    await svg.scrollIntoViewIfNeeded();
+    const b = await svg.boundingBox();
+    await page.mouse.move(b.x + b.width * 0.6, b.y + b.height / 2);
+    const r = await svg.evaluate((e) => {
+      const text = e.querySelector('.readout');
+      const box = e.getBoundingClientRect();
+      const tb = text.getBoundingClientRect();
+      const title = e.querySelector('.ax-title').getBoundingClientRect();
+      return {
+        text: text.textContent,
+        cursor: !!e.querySelector('line.cursor'),
+        inside: tb.left >= box.left && tb.right <= box.right && tb.top >= box.top,
+        clear: tb.left >= title.right,
+      };
+    });
+    // "17: Backward pass 3.128": an event of the step, then each phase's GiB there
+    assert.match(r.text, /^\u2068\d+\u2069: [A-Za-z ]+ \u2068[\d.]+\u2069/);
+    assert.ok(r.cursor && r.inside && r.clear, JSON.stringify(r));
+    await page.mouse.move(1, 1);
+    assert.equal(await svg.evaluate((e) => e.querySelectorAll('.readout, .cursor').length), 0);
+    assert.deepEqual(problems, []);
+    await context.close();
+  });
+
   for (const width of [360, 1280]) {
     for (const lang of ['en', 'ar']) {
       it(`${width} px ${lang}: no chart label touches another or leaves its chart`, async () => {

@@ -313,6 +313,41 @@ function drawSeries(svg, sr, x, fx, f, stepped) {
 }
 
 /**
+ * Under the pointer: a line at the nearest x with a point, and that x's values above the plot
+ * (beside the y axis' unit, cut to the room left of it).
+ */
+function hoverReadout(svg, t, { x, series, fx, top, bottom, left, right, room }) {
+  /** @type {Element[]} */
+  let shown = [];
+  const hide = () => {
+    for (const e of shown) e.remove();
+    shown = [];
+  };
+  svg.addEventListener('pointermove', (e) => {
+    const box = svg.getBoundingClientRect();
+    const px = ((e.clientX - box.left) * svg.viewBox.baseVal.width) / box.width;
+    let best = -1;
+    x.forEach((v, i) => {
+      if (!Number.isFinite(v) || !series.some((sr) => Number.isFinite(sr.values[i]))) return;
+      if (best < 0 || Math.abs(fx(v) - px) < Math.abs(fx(x[best]) - px)) best = i;
+    });
+    hide();
+    if (best < 0 || px < left - 8 || px > right + 8) return;
+    const cx = r1(fx(x[best]));
+    const values = series
+      .filter((sr) => Number.isFinite(sr.values[best]))
+      .map((sr) => `${sr.label} \u2068${t.num(sr.values[best])}\u2069`);
+    const text = `\u2068${t.num(x[best])}\u2069: ${joined(t, values)}`;
+    shown = [
+      s('line', { class: 'cursor', x1: cx, x2: cx, y1: top, y2: bottom }),
+      label(t, right, FONT, fitText(text, room), 'right', 'readout'),
+    ];
+    svg.append(...shown);
+  });
+  svg.addEventListener('pointerleave', hide);
+}
+
+/**
  * Lines (or steps) over a numeric x: one or more series, nulls leaving a gap (or spanned, with
  * spanGaps), an optional marked point (the peak, the chosen plan) and the GPU's memory.
  */
@@ -368,6 +403,8 @@ function drawLines(el, { label: title, x, xLabel, yLabel, series, mark, t, stepp
     );
   drawCapacity(svg, t, capacity, f, left, right);
   for (const sr of series) drawSeries(svg, sr, x, fx, f, stepped);
+  const room = right - 2 - GAP - textWidth(fitText(yLabel || '', (right - 2) / 2));
+  hoverReadout(svg, t, { x, series, fx, top, bottom, left, right, room });
   if (mark && Number.isFinite(mark.value) && Number.isFinite(x[mark.index]))
     svg.append(
       s(
