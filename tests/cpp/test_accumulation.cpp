@@ -2,6 +2,10 @@
 // enumeration and choices against an injected, hand-computable peak-memory model.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include "io/accumulation_json.hpp"
 #include "io/request.hpp"
 #include "trainmem/accumulation.hpp"
@@ -136,6 +140,32 @@ TEST_CASE("planner: every divisor is a plan; fits follow the memory model", "[ac
   REQUIRE(r.recommended == 2);
   // step = 1 s of compute + 8 micro-steps x 0.1 s
   CHECK(r.plans[2].time.step_seconds == Approx(1.0 + 8 * 0.1));
+}
+
+TEST_CASE("planner: the memory model is asked once per micro-batch, steps and strategy",
+          "[accumulation]") {
+  // Global batch 32 on one device: micro-batches 1, 2, 4, 8, 16, 32 (its divisors) for each of
+  // "none" and "full" are 12 distinct questions. The comparison's rows (32 x 1 and its split,
+  // each with and without checkpointing) are four of them again.
+  const uint64_t GB = 1000000000ULL;
+  const LinearMemory mem{8 * GB, 2 * GB, 16 * GB};
+  std::vector<std::string> asked;
+  const PeakMemoryFn counted = [&](uint64_t m, uint64_t steps, const std::string& ckpt) {
+    asked.push_back(std::to_string(m) + "x" + std::to_string(steps) + " " + ckpt);
+    return mem.fn()(m, steps, ckpt);
+  };
+  PlannerInputs in = unit_inputs(32, 0.1);
+  in.checkpointing = {"none", "full"};
+  const PlannerResult r = plan(in, counted);
+  CHECK(r.plans.size() == 12);
+  CHECK(asked.size() == 12);
+  std::vector<std::string> distinct = asked;
+  std::sort(distinct.begin(), distinct.end());
+  CHECK(std::unique(distinct.begin(), distinct.end()) == distinct.end());
+  // The comparison's rows still carry the model's answers: 8 GB + 32 x 2 GB for the baseline.
+  REQUIRE(r.comparison.rows.size() == 4);
+  CHECK(r.comparison.rows[0].plan.memory.peak_bytes == 72 * GB);
+  CHECK(r.comparison.rows[2].plan.memory.peak_bytes == 16 * GB);  // 8 + 32 x 2 / 8
 }
 
 TEST_CASE("planner: checkpointing that makes a larger micro-batch fit, faster or not",

@@ -4,6 +4,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
 
 #include "io/request.hpp"
 #include "trainmem/error.hpp"
@@ -259,9 +262,30 @@ Comparison make_comparison(const PlannerInputs& in, const PeakMemoryFn& peak_mem
   return out;
 }
 
+// The memory model's answers, each computed once: the comparison's four rows repeat plans of
+// the table (the whole per-device batch and its accumulated split, with and without
+// checkpointing), and each answer replays the caching allocator over a training step (about a
+// quarter of an accumulation request's time). The model is deterministic, so a repeat is the
+// same answer.
+PeakMemoryFn remembered(const PeakMemoryFn& peak_memory) {
+  struct Entry {
+    uint64_t micro, steps;
+    std::string ckpt;
+    MemoryEstimate estimate;
+  };
+  auto seen = std::make_shared<std::vector<Entry>>();
+  return [seen, &peak_memory](uint64_t micro, uint64_t steps, const std::string& ckpt) {
+    for (const Entry& e : *seen)
+      if (e.micro == micro && e.steps == steps && e.ckpt == ckpt) return e.estimate;
+    seen->push_back({micro, steps, ckpt, peak_memory(micro, steps, ckpt)});
+    return seen->back().estimate;
+  };
+}
+
 }  // namespace
 
-PlannerResult plan(const PlannerInputs& in, const PeakMemoryFn& peak_memory) {
+PlannerResult plan(const PlannerInputs& in, const PeakMemoryFn& model) {
+  const PeakMemoryFn peak_memory = remembered(model);
   PlannerResult r;
   if (in.target_global_batch < in.data_parallel)
     fail(code::kInconsistent, "targetGlobalBatch",
