@@ -33,9 +33,9 @@ for (const c of CASES) {
         const t0 = performance.now();
         el.value = values[i];
         el.dispatchEvent(new Event('input', { bubbles: true }));
-        // The keystroke's task: the handler and the microtasks it queued (the charts draw in
-        // one, after awaiting the already loaded uPlot). Work deferred to later tasks (the peak
-        // calculator's suggestions) is not in it, but is in the time to the next frame.
+        // The keystroke's task: the handler, which draws the charts too, and the microtasks it
+        // queued. Work deferred to later tasks (the peak calculator's suggestions) is not in
+        // it, but is in the time to the next frame.
         for (let k = 0; k < 4; k++) await null;
         const t1 = performance.now();
         await new Promise((ok) => requestAnimationFrame(() => setTimeout(ok, 0))); // next frame

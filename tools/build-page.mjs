@@ -2,9 +2,8 @@
 // the page (main.js), the embeddable element (element.js), the solver worker (worker.js) — so
 // that nothing on the start-up path waits for a chunk discovered only after parsing its
 // importer (shared chunks cost a round trip: measured 100-250 ms before the app could mount);
-// the charting library (uPlot, MIT) from node_modules as its own file, dist/uplot.js, imported
-// lazily when a chart is first drawn; one CSS file; the language files (English is also inside
-// the bundles, as every language's fallback). The WASM core is split out of the npm package's
+// one CSS file; the language files (English is also inside the bundles, as every language's
+// fallback). The WASM core is split out of the npm package's
 // single-file module (web/lib/wasm/trainmem_wasm.mjs, base64 inside) into dist/trainmem.wasm
 // plus the same loader without the base64 (dist/trainmem_wasm.mjs), which the page, the
 // element and the worker import: the binary gzips 29 % smaller than its base64 and compiles
@@ -21,8 +20,8 @@ const out = `${app}dist/`;
 rmSync(out, { recursive: true, force: true });
 mkdirSync(out, { recursive: true });
 
-// The WASM loader and uPlot stay external: dist/trainmem_wasm.mjs and dist/uplot.js, written
-// below, resolved next to the importing bundle.
+// The WASM loader stays external: dist/trainmem_wasm.mjs, written below, resolved next to the
+// importing bundle (and so does the full core's entry, dist/full.js).
 const externals = {
   name: 'externals',
   setup(b) {
@@ -32,9 +31,6 @@ const externals = {
     }));
     b.onResolve({ filter: /^\.\/full\.js$/ }, (args) =>
       args.kind === 'dynamic-import' ? { path: './full.js', external: true } : undefined,
-    );
-    b.onResolve({ filter: /^uplot$/ }, (args) =>
-      args.kind === 'dynamic-import' ? { path: './uplot.js', external: true } : undefined,
     );
   },
 };
@@ -74,16 +70,6 @@ await build({
   logLevel: 'warning',
 });
 await build({
-  stdin: { contents: "export { default } from 'uplot';", resolveDir: app },
-  outfile: `${out}uplot.js`,
-  bundle: true,
-  format: 'esm',
-  minify: true,
-  target: 'es2022',
-  legalComments: 'none',
-  logLevel: 'warning',
-});
-await build({
   entryPoints: [`${app}style.css`],
   outfile: `${out}style.css`,
   bundle: true,
@@ -118,14 +104,10 @@ await splitModule(
   'trainmem_wasm.mjs',
 );
 await splitModule('../web/lib/wasm/trainmem_wasm.mjs', 'trainmem_full.wasm', 'trainmem_full.mjs');
-cpSync(
-  fileURLToPath(new URL('../node_modules/uplot/LICENSE', import.meta.url)),
-  `${out}uplot.LICENSE.txt`,
-);
 
 // The service worker's list (web/app/sw.js): what the page loads, relative to index.html, so
 // that a page loaded once opens again offline. Left out: the embeddable element (other sites'
-// pages load it, not this one), English (inside the bundles), licence texts and the full core
+// pages load it, not this one), English (inside the bundles) and the full core
 // (loaded only with a snapshot; sw.js keeps it once fetched). The version
 // changes with any listed file's contents, index.html's included.
 {

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Page build step (run by tools/start.sh, and by the browser tests when web/app/dist is missing
-# or older than its sources): bundles and minifies the page into web/app/dist/ with esbuild,
-# including the charting library (uPlot) taken from node_modules (no CDN).
+# or older than its sources): bundles and minifies the page into web/app/dist/ with esbuild
+# (no CDN).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-for pkg in esbuild uplot; do
+for pkg in esbuild; do
   if [ ! -d "node_modules/$pkg" ]; then
     echo "build-page: npm package $pkg missing (run npm install)" >&2
     exit 1

@@ -124,7 +124,7 @@ describe('layout', () => {
           await page.waitForFunction(
             () => document.querySelector('#tm-results')?.childElementCount > 0,
           );
-          await page.waitForTimeout(200); // charts are drawn once uPlot has loaded
+          await page.waitForTimeout(200); // the frontier chart follows its solve in the worker
           assert.equal(await over(), 0, `${lang} ${scheme} tab ${tab}`);
         }
         const ids = await page.$$eval('[data-example]', (bs) => bs.map((b) => b.dataset.example));

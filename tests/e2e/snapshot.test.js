@@ -53,7 +53,7 @@ describe('snapshot comparison on the page', () => {
     assert.ok(fetched.includes('/app/dist/trainmem_full.wasm'), fetched.join(' '));
     const ex = JSON.parse(readFileSync(fixture('mlp_adam_keep_grads.expected.json'), 'utf8'));
     // The curves: the measured series and the predicted step, drawn on one chart.
-    await page.waitForSelector('.snap-chart canvas', { timeout: 15000 });
+    await page.waitForSelector('.snap-chart svg.chart-svg', { timeout: 15000 });
     const points = Number(await page.getAttribute('.snap-chart', 'data-points'));
     const predicted = Number(await page.getAttribute('.snap-chart', 'data-predicted'));
     assert.ok(points > 10, `measured points: ${points}`);

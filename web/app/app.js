@@ -12,7 +12,6 @@ import { Solver } from './solver.js';
 import { snapshotPanel } from './snapshot.js';
 import { EXAMPLES, findPreset } from './examples.js';
 import { exportersOf, exportBar, embedCodes, embedDialog } from './export.js';
-import { resetColors } from './charts.js';
 import {
   CONTEXT_FIELDS,
   TAB_FIELDS,
@@ -106,9 +105,8 @@ async function startContext(root, options) {
     solver: new Solver(tm),
     rootEl: h('div', { class: `tm${embed ? ' tm-embed' : ''}` }),
     invalid: new Map(), // key -> message for inputs that do not parse
-    // Charts kept across updates (charts.js draw()), and the results' width, kept by a
-    // ResizeObserver so that drawing a chart does not force a layout of the results just built.
-    chartCache: new Map(),
+    // The results' width, kept by a ResizeObserver so that drawing a chart does not force a
+    // layout of the results just built.
     resultsWidth: 0,
     computeSeq: 0,
   };
@@ -708,11 +706,6 @@ function openEmbed(ctx) {
 
 export async function mountApp(root, options = {}) {
   const ctx = await startContext(root, options);
-  // Charts take their colours when drawn: redraw when the system switches light/dark.
-  window.matchMedia?.('(prefers-color-scheme: dark)').addEventListener?.('change', () => {
-    resetColors(ctx.rootEl);
-    compute(ctx);
-  });
   build(ctx);
   return {
     get state() {

@@ -1,257 +1,416 @@
 // @ts-check
-// Charts drawn with uPlot (MIT, ~23 KB gzip, canvas, no dependencies), bundled from
-// node_modules by tools/build-page.sh into a lazily loaded chunk served by our own origin. If it
-// cannot load, the tables beside each chart still carry every number.
-import { h } from './dom.js';
+// The page's charts, drawn as SVG by this module: stacked bars (one per scenario) and lines or
+// steps over a numeric x, either with the GPU's memory as a dashed line. Colours are classes
+// (style.css: .c-weights and the others set --c from the page's custom properties), so a switch
+// between light and dark needs no redraw. Each chart is an <svg role="img"> labelled with a
+// summary in the page's language, its legend an HTML list under it (it wraps, and follows the
+// page's direction); the table beside every chart holds each number. A chart is a few dozen
+// elements, built afresh on every update (bench/page-update.mjs).
+import { h, s } from './dom.js';
+import { niceTicks, labelsFit, wrapLabel } from './chart-scale.js';
 
-let uplotPromise = null;
-function loadUPlot() {
-  if (!uplotPromise) {
-    uplotPromise = import('uplot').then((m) => m.default).catch(() => null);
+const FONT = 12; // px: the charts' text (style.css .chart-svg)
+// The page's font (style.css, .tm): text is measured with it on a canvas, which needs no layout.
+const FAMILY = "system-ui, -apple-system, 'Segoe UI', 'Noto Sans', 'Noto Sans Arabic', sans-serif";
+const HEIGHT = 240;
+const GAP = 8; // px between neighbouring labels
+const LINE = FONT + 4; // px from one line of a wrapped label to the next (Arabic's boxes are 15)
+
+const COLOR_CLASS = {
+  weights: 'c-weights',
+  masterWeights: 'c-master',
+  gradients: 'c-grads',
+  optimizerState: 'c-opt',
+  activations: 'c-act',
+  temporaries: 'c-temp',
+  buffers: 'c-buf',
+  runtime: 'c-runtime',
+};
+const colorClass = (key) => COLOR_CLASS[key] || 'c-other';
+
+/** @type {CanvasRenderingContext2D | null | undefined} */
+let measurer;
+const widths = new Map();
+/** A label's width in px at the charts' size (a little generous, so that labels never touch). */
+function textWidth(text) {
+  let w = widths.get(text);
+  if (w === undefined) {
+    if (measurer === undefined) {
+      measurer = document.createElement('canvas').getContext('2d');
+      if (measurer) measurer.font = `${FONT}px ${FAMILY}`;
+    }
+    w = (measurer ? measurer.measureText(text).width : text.length * FONT * 0.6) * 1.05 + 1;
+    if (widths.size > 4000) widths.clear();
+    widths.set(text, w);
   }
-  return uplotPromise;
+  return w;
 }
 
-// Colours come from the page's CSS custom properties. Reading one forces a style recalculation
-// of freshly built results, so they are read once per calculator root and kept until the system
-// switches between light and dark (resetColors).
-const colorCache = new WeakMap(); // root element -> Map(name -> value)
-function cssVar(el, name, fallback) {
-  const root = el.closest?.('.tm') || el;
-  let names = colorCache.get(root);
-  if (!names) colorCache.set(root, (names = new Map()));
-  if (!names.has(name)) names.set(name, getComputedStyle(root).getPropertyValue(name).trim());
-  return names.get(name) || fallback;
+/** `text` cut to `width` px, with an ellipsis when cut. */
+function fitText(text, width) {
+  if (textWidth(text) <= width) return text;
+  let n = text.length;
+  while (n > 1 && textWidth(`${text.slice(0, n)}…`) > width) n--;
+  return `${text.slice(0, n)}…`;
 }
 
-/** Forgets the colours read so far (the app calls it when light/dark changes). */
-export function resetColors(el) {
-  colorCache.delete(el.closest?.('.tm') || el);
+const r1 = (v) => Math.round(v * 10) / 10;
+
+/**
+ * A text whose `side` edge ('left' | 'right'; 'middle' centres it) sits at x. The chart itself
+ * is left-to-right in both languages (style.css .chart); a right-to-left language's words get
+ * direction rtl (class rtl), where text-anchor counts from the right.
+ */
+function label(t, x, y, text, side, cls) {
+  const rtl = t.dir === 'rtl';
+  const anchor = side === 'middle' ? 'middle' : (side === 'left') !== rtl ? 'start' : 'end';
+  return s(
+    'text',
+    { x: r1(x), y: r1(y), 'text-anchor': anchor, class: rtl ? `${cls} rtl` : cls },
+    text,
+  );
 }
 
-// One uPlot per chart slot, kept across updates: typing into an input redraws the same canvas
-// with new data (setData) instead of building a canvas, its legend and axes again, which took
-// most of a keystroke's 30-50 ms (bench/page-update.mjs). A chart whose shape changed (series,
-// labels, colours, width, language) is built afresh.
-function draw(uPlot, box, opts, data, reuse, shape) {
-  const sig = JSON.stringify(shape);
-  const prev = reuse?.cache.get(reuse.slot);
-  if (prev && prev.sig === sig) {
-    box.append(prev.u.root); // moved from the results view this update replaced
-    prev.u.setData(data);
+/**
+ * Draws a chart `available` px wide at most: the results' width, which the app keeps from a
+ * ResizeObserver. Before it has one (the first result), reading the width would force a layout
+ * of the results just built, before they are on screen, and the canvas that measures text is
+ * created on first use: the chart is then drawn after the next frame, at el's own width.
+ */
+function sized(el, available, draw) {
+  const width = (w) => Math.round(Math.max(280, Math.min(760, (w || 600) - 8)));
+  if (available > 0) return draw(width(available));
+  // its place is kept meanwhile, so that what follows does not move when it comes
+  const pending = h('div', { class: 'chart-pending', 'aria-hidden': 'true' });
+  el.append(pending);
+  requestAnimationFrame(() =>
+    setTimeout(() => {
+      if (!el.isConnected) return;
+      pending.remove();
+      draw(width(el.clientWidth));
+    }, 0),
+  );
+}
+
+/** The y range, from 0: the data with a margin, or the GPU's memory when it is higher. */
+function yTop(max, capacity) {
+  const cap = capacity && capacity.value > 0 ? capacity.value : 0;
+  return cap ? Math.max(max, cap) * 1.1 : max * 1.08 || 1;
+}
+
+/**
+ * The y axis: ticks as many as the plot's height takes (two text heights apart), grid lines,
+ * labels right-aligned left of the plot, the unit above them. Returns the left margin.
+ */
+function yAxis(t, yHi, plotH) {
+  const ticks = niceTicks(0, yHi, Math.max(2, Math.floor(plotH / (FONT * 2.5))));
+  const texts = ticks.map((v) => t.num(v));
+  return { ticks, texts, left: Math.ceil(Math.max(...texts.map(textWidth), 10)) + 10 };
+}
+
+function drawYAxis(svg, t, axis, f, x0, x1, title) {
+  axis.ticks.forEach((v, i) => {
+    const y = r1(f.y(v));
+    svg.append(
+      s(
+        'g',
+        { class: 'ytick' },
+        s('line', { class: 'grid', x1: x0, x2: x1, y1: y, y2: y }),
+        label({ dir: 'ltr' }, x0 - 6, y + FONT * 0.35, axis.texts[i], 'right', 'tick'),
+      ),
+    );
+  });
+  if (title) svg.append(label(t, 2, FONT, fitText(title, (x1 - 2) / 2), 'left', 'ax-title'));
+}
+
+/** The GPU's memory: a dashed line across the plot, its label at the right end, above it. */
+function drawCapacity(svg, t, capacity, f, x0, x1) {
+  if (!capacity || !(capacity.value > 0)) return;
+  const y = r1(f.y(capacity.value));
+  const text = `${capacity.label} \u2068${t.num(capacity.value)} GiB\u2069`;
+  const above = y - 5 - FONT >= 0;
+  svg.append(
+    s('line', { class: 'cap', x1: x0, x2: x1, y1: y, y2: y }),
+    label(
+      t,
+      x1 - 4,
+      above ? y - 5 : y + FONT + 3,
+      fitText(text, (x1 - x0) / 2),
+      'right',
+      'cap-label',
+    ),
+  );
+}
+
+function legend(items) {
+  return h(
+    'ul',
+    { class: 'chart-legend' },
+    items.map(([cls, text]) =>
+      h('li', {}, h('span', { class: `key ${cls}`, 'aria-hidden': 'true' }), text),
+    ),
+  );
+}
+
+function mount(el, t, width, summary, items) {
+  const svg = s('svg', {
+    class: 'chart-svg',
+    role: 'img',
+    'aria-label': summary,
+    width,
+    height: HEIGHT,
+    viewBox: `0 0 ${width} ${HEIGHT}`,
+  });
+  el.append(h('div', { class: 'chart' }, svg, legend(items)));
+  return svg;
+}
+
+const joined = (t, list) => list.join(t.lang === 'ar' ? '؛ ' : '; ');
+
+/**
+ * The scenarios' labels under their bars: on one line when they fit their slot, else wrapped
+ * onto up to three lines, else slanted and cut; when slots are narrower than a line of text,
+ * every k-th. Returns the lines of each label, how to set them and the height they take.
+ */
+function categoryLabels(names, slot) {
+  const room = slot - GAP;
+  if (names.every((n) => textWidth(n) <= room))
+    return { lines: names.map((n) => [n]), slant: false, every: 1, height: FONT + 8 };
+  const wrapped = names.map((n) => wrapLabel(n, room, textWidth, 3));
+  if (wrapped.every(Boolean)) {
+    const lines = /** @type {string[][]} */ (wrapped);
+    return {
+      lines,
+      slant: false,
+      every: 1,
+      height: Math.max(...lines.map((l) => l.length)) * LINE + 4,
+    };
+  }
+  const every = Math.max(1, Math.ceil((FONT * 1.6) / slot));
+  const longest = Math.min(110, Math.max(...names.map(textWidth)));
+  return {
+    lines: names.map((n) => [n]),
+    slant: true,
+    every,
+    height: longest * 0.5 + FONT + 12,
+    longest,
+  };
+}
+
+/** A scenario's name under its bar: its lines, or slanted 30° down to the left of the bar. */
+function drawCategory(svg, t, cats, i, name, cx, bottom) {
+  if (!cats.slant) {
+    cats.lines[i].forEach((line, j) =>
+      svg.append(label(t, cx, bottom + FONT + 4 + j * LINE, line, 'middle', 'cat')),
+    );
     return;
   }
-  prev?.u.destroy();
-  const u = new uPlot(opts, data, box);
-  reuse?.cache.set(reuse.slot, { u, sig });
-}
-
-export const PART_COLORS = {
-  weights: '--c-weights',
-  masterWeights: '--c-master',
-  gradients: '--c-grads',
-  optimizerState: '--c-opt',
-  activations: '--c-act',
-  temporaries: '--c-temp',
-  buffers: '--c-buf',
-  runtime: '--c-runtime',
-};
-
-export function partColor(el, key, i = 0) {
-  const fallback = [
-    '#4e79a7',
-    '#f28e2b',
-    '#59a14f',
-    '#e15759',
-    '#76b7b2',
-    '#edc948',
-    '#b07aa1',
-    '#9c755f',
-  ];
-  return cssVar(el, PART_COLORS[key] || '--c-other', fallback[i % fallback.length]);
-}
-
-// available: the width the chart may take (the app keeps it from a ResizeObserver, so that
-// drawing does not force a layout of the results just built); el's own width otherwise.
-function width(el, available) {
-  return Math.max(280, Math.min(760, (available || el.clientWidth || 600) - 8));
+  // cut to what the margin below holds, and to what is left of the bar's centre
+  const room = Math.min(cats.longest || 110, (cx - 2) / Math.cos(Math.PI / 6));
+  const y = bottom + FONT + 6; // below the y axis' 0
+  const shown = fitText(name, room);
+  const text = label(t, cx, y, shown, 'right', 'cat');
+  if (shown !== name) text.append(s('title', {}, name));
+  text.setAttribute('transform', `rotate(-30 ${r1(cx)} ${r1(y)})`);
+  svg.append(text);
 }
 
 /**
- * The GPU's memory as a dashed horizontal line across the plot, labelled at its end, and the
- * y range stretched to show it (drawn on the canvas after the series: uPlot's draw hook).
+ * Stacked bars: one bar per scenario, its parts stacked from the first (bottom) to the last.
+ * parts[].values are bytes; the axis is in GiB.
  */
-function capacityLine(el, capacity) {
-  if (!capacity || !(capacity.value > 0)) return {};
-  const color = cssVar(el, '--c-capacity', '#c0392b');
-  return {
-    range: (u, mn, mx) => [0, Math.max(mx || 0, capacity.value) * 1.1 || 1],
-    hooks: {
-      draw: [
-        (u) => {
-          const c = u.ctx;
-          const y = u.valToPos(capacity.value, 'y', true);
-          c.save();
-          c.strokeStyle = color;
-          c.fillStyle = color;
-          c.lineWidth = 2 * devicePixelRatio;
-          c.setLineDash([6 * devicePixelRatio, 4 * devicePixelRatio]);
-          c.beginPath();
-          c.moveTo(u.bbox.left, y);
-          c.lineTo(u.bbox.left + u.bbox.width, y);
-          c.stroke();
-          c.font = `${12 * devicePixelRatio}px sans-serif`;
-          c.textAlign = 'right';
-          c.fillText(capacity.label, u.bbox.left + u.bbox.width - 4, y - 4 * devicePixelRatio);
-          c.restore();
-        },
-      ],
-    },
-  };
+export function stackedBars(el, opts) {
+  if (opts.scenarios.length && opts.parts.length)
+    sized(el, opts.available, (w) => drawBars(el, opts, w));
 }
 
-function mount(el, label) {
-  const box = h('div', { class: 'chart', role: 'img', 'aria-label': label });
-  el.append(box);
-  return box;
-}
-
-/**
- * Stacked bars: one bar per scenario, parts stacked (drawn as overlapping cumulative bars,
- * tallest first, the usual uPlot way to stack).
- */
-export async function stackedBars(el, { label, scenarios, parts, t, available, reuse, capacity }) {
-  const uPlot = await loadUPlot();
-  if (!uPlot || !scenarios.length || !parts.length) return;
-  const box = mount(el, label);
-  const xs = scenarios.map((_, i) => i);
-  const cum = [];
-  let acc = scenarios.map(() => 0);
-  for (const p of parts) {
-    acc = acc.map((a, i) => a + (p.values[i] || 0) / 2 ** 30);
-    cum.push(acc.slice());
-  }
-  const order = parts.map((_, i) => i).reverse();
-  const bars = uPlot.paths.bars({ size: [0.5, 90] });
-  const cap = capacityLine(el, capacity);
-  const text = cssVar(el, '--fg', '#222');
-  const grid = cssVar(el, '--grid', '#ddd');
-  const opts = {
-    width: width(el, available),
-    height: 240,
-    legend: { show: true, live: false },
-    cursor: { show: false },
-    scales: {
-      x: { time: false, range: [-0.6, scenarios.length - 0.4] },
-      y: { range: cap.range || ((u, mn, mx) => [0, mx * 1.08 || 1]) },
-    },
-    hooks: cap.hooks,
-    axes: [
-      {
-        stroke: text,
-        grid: { show: false },
-        splits: () => xs,
-        values: (u, splits) => splits.map((i) => scenarios[i] ?? ''),
-      },
-      {
-        stroke: text,
-        grid: { stroke: grid },
-        label: 'GiB',
-        values: (u, v) => v.map((x) => t.num(x)),
-      },
-    ],
-    series: [
-      {},
-      ...order.map((i) => ({
-        label: parts[i].label,
-        fill: partColor(el, parts[i].key, i),
-        stroke: partColor(el, parts[i].key, i),
-        paths: bars,
-        points: { show: false },
-      })),
-    ],
-  };
-  const shape = {
-    kind: 'bars',
-    width: opts.width,
-    capacity: capacity ? [capacity.value, capacity.label] : null,
-    scenarios,
-    series: opts.series.slice(1).map((x) => [x.label, x.fill]),
-    text,
-    grid,
-    lang: t.lang,
-  };
-  draw(uPlot, box, opts, [xs, ...order.map((i) => cum[i])], reuse, shape);
-}
-
-/** Line chart: x values and one or more series; optional marked point (the peak, the plan). */
-export async function lines(
-  el,
-  { label, x, xLabel, yLabel, series, mark, t, stepped, available, reuse, capacity },
-) {
-  const uPlot = await loadUPlot();
-  if (!uPlot || !x.length) return;
-  const box = mount(el, label);
-  const text = cssVar(el, '--fg', '#222');
-  const grid = cssVar(el, '--grid', '#ddd');
-  const path = stepped ? uPlot.paths.stepped({ align: 1 }) : undefined;
-  const cap = capacityLine(el, capacity);
-  const data = [x, ...series.map((s) => s.values)];
-  const ser = [
-    { label: xLabel },
-    ...series.map((s, i) => ({
-      label: s.label,
-      stroke: s.color || partColor(el, s.key, i),
-      width: 2,
-      paths: path,
-      spanGaps: true, // a marked point off the line (the frontier chart) leaves a null
-      points: { show: x.length < 60 },
-    })),
-  ];
-  if (mark) {
-    const vals = x.map((xv, i) => (i === mark.index ? mark.value : null));
-    data.push(vals);
-    ser.push({
-      label: mark.label,
-      stroke: cssVar(el, '--c-mark', '#d00'),
-      width: 0,
-      paths: () => null,
-      points: { show: true, size: 12, fill: cssVar(el, '--c-mark', '#d00') },
+function drawBars(el, { label: title, scenarios, parts, t, capacity }, W) {
+  const gib = parts.map((p) => scenarios.map((_, i) => (p.values[i] || 0) / 2 ** 30));
+  const totals = scenarios.map((_, i) => gib.reduce((a, v) => a + v[i], 0));
+  const yHi = yTop(Math.max(...totals), capacity);
+  const top = FONT + 14; // room for the y axis' unit above the plot
+  // The left margin depends on the y labels, whose count depends on the plot's height, which
+  // depends on the category labels, which depend on the slot's width: one estimate, then exact.
+  let axis = yAxis(t, yHi, HEIGHT - top - 40);
+  let cats = categoryLabels(scenarios, (W - axis.left - 12) / scenarios.length);
+  axis = yAxis(t, yHi, HEIGHT - top - cats.height);
+  const left = axis.left;
+  const plotW = W - left - 12;
+  const slot = plotW / scenarios.length;
+  cats = categoryLabels(scenarios, slot);
+  const bottom = HEIGHT - cats.height;
+  const f = { y: (v) => bottom - (v / yHi) * (bottom - top) };
+  const summary = t('chart.summary', {
+    title,
+    items: joined(t, [
+      ...scenarios.map((n, i) =>
+        t('chart.summaryItem', { name: n, value: `${t.num(totals[i])} GiB` }),
+      ),
+      ...(capacity?.value > 0
+        ? [t('chart.summaryItem', { name: capacity.label, value: `${t.num(capacity.value)} GiB` })]
+        : []),
+    ]),
+  });
+  const svg = mount(
+    el,
+    t,
+    W,
+    summary,
+    parts.map((p) => [colorClass(p.key), p.label]),
+  );
+  drawYAxis(svg, t, axis, f, left, left + plotW, 'GiB');
+  const barW = Math.min(90, slot * 0.5);
+  scenarios.forEach((name, i) => {
+    const cx = left + slot * (i + 0.5);
+    let acc = 0;
+    parts.forEach((p, k) => {
+      if (!(gib[k][i] > 0)) return;
+      const y0 = f.y(acc);
+      acc += gib[k][i];
+      const y1 = f.y(acc);
+      const tip = `${name} · ${p.label}: ${t.gb(p.values[i])} · ${t.gib(p.values[i])}`;
+      const box = { x: r1(cx - barW / 2), width: r1(barW), y: r1(y1), height: r1(y0 - y1) };
+      const cls = `bar ${colorClass(p.key)}`;
+      svg.append(s('rect', { class: cls, 'data-part': p.key, ...box }, s('title', {}, tip)));
     });
+    if (i % cats.every === 0) drawCategory(svg, t, cats, i, name, cx, bottom);
+  });
+  svg.append(s('line', { class: 'axis', x1: left, x2: left + plotW, y1: bottom, y2: bottom }));
+  drawCapacity(svg, t, capacity, f, left, left + plotW);
+}
+
+/** The x ticks: as many as fit, their labels two GAPs apart and inside the chart. */
+function xTicks(t, xLo, xHi, fx, plotW, W) {
+  let xt = [];
+  for (let most = Math.max(2, Math.floor(plotW / 40)); most >= 1; most--) {
+    xt = niceTicks(xLo, xHi, most);
+    const texts = xt.map((v) => t.num(v));
+    if (labelsFit(xt.map(fx), texts.map(textWidth), 2 * GAP, 0, W)) break;
   }
-  const opts = {
-    width: width(el, available),
-    height: 240,
-    legend: { show: true, live: false },
-    scales: { x: { time: false }, ...(cap.range ? { y: { range: cap.range } } : {}) },
-    hooks: cap.hooks,
-    axes: [
-      {
-        stroke: text,
-        grid: { stroke: grid },
-        label: xLabel,
-        values: (u, v) => v.map((z) => t.num(z)),
-      },
-      {
-        stroke: text,
-        grid: { stroke: grid },
-        label: yLabel,
-        values: (u, v) => v.map((z) => t.num(z)),
-      },
-    ],
-    series: ser,
+  return xt;
+}
+
+/** One series as a path (a null lifts the pen unless spanGaps), with its points under 60. */
+function drawSeries(svg, sr, x, fx, f, stepped) {
+  let d = '';
+  let dots = '';
+  let pen = false;
+  sr.values.forEach((v, i) => {
+    if (!Number.isFinite(v) || !Number.isFinite(x[i])) {
+      if (!sr.spanGaps) pen = false;
+      return;
+    }
+    const px = r1(fx(x[i]));
+    const py = r1(f.y(v));
+    // a step holds each value until the next x (then rises or falls to the next value)
+    d += pen ? (stepped ? `H${px}V${py}` : `L${px} ${py}`) : `M${px} ${py}`;
+    pen = true;
+    if (x.length < 60) dots += `M${r1(px - 2.5)} ${py}a2.5 2.5 0 1 0 5 0a2.5 2.5 0 1 0-5 0`;
+  });
+  const cls = colorClass(sr.key);
+  if (d) svg.append(s('path', { class: `line ${cls}`, d }));
+  if (dots) svg.append(s('path', { class: `pts ${cls}`, d: dots }));
+}
+
+/**
+ * Under the pointer: a line at the nearest x with a point, and that x's values above the plot
+ * (beside the y axis' unit, cut to the room left of it).
+ */
+function hoverReadout(svg, t, { x, series, fx, top, bottom, left, right, room }) {
+  /** @type {Element[]} */
+  let shown = [];
+  const hide = () => {
+    for (const e of shown) e.remove();
+    shown = [];
   };
-  const shape = {
-    kind: 'lines',
-    width: opts.width,
-    capacity: capacity ? [capacity.value, capacity.label] : null,
-    xLabel,
-    yLabel,
-    series: ser.map((x) => [x.label, x.stroke, x.points?.show, x.points?.size]),
-    stepped: !!stepped,
-    text,
-    grid,
-    lang: t.lang,
-  };
-  draw(uPlot, box, opts, data, reuse, shape);
+  svg.addEventListener('pointermove', (e) => {
+    const box = svg.getBoundingClientRect();
+    const px = ((e.clientX - box.left) * svg.viewBox.baseVal.width) / box.width;
+    let best = -1;
+    x.forEach((v, i) => {
+      if (!Number.isFinite(v) || !series.some((sr) => Number.isFinite(sr.values[i]))) return;
+      if (best < 0 || Math.abs(fx(v) - px) < Math.abs(fx(x[best]) - px)) best = i;
+    });
+    hide();
+    if (best < 0 || px < left - 8 || px > right + 8) return;
+    const cx = r1(fx(x[best]));
+    const values = series
+      .filter((sr) => Number.isFinite(sr.values[best]))
+      .map((sr) => `${sr.label} \u2068${t.num(sr.values[best])}\u2069`);
+    const text = `\u2068${t.num(x[best])}\u2069: ${joined(t, values)}`;
+    shown = [
+      s('line', { class: 'cursor', x1: cx, x2: cx, y1: top, y2: bottom }),
+      label(t, right, FONT, fitText(text, room), 'right', 'readout'),
+    ];
+    svg.append(...shown);
+  });
+  svg.addEventListener('pointerleave', hide);
+}
+
+/**
+ * Lines (or steps) over a numeric x: one or more series, nulls leaving a gap (or spanned, with
+ * spanGaps), an optional marked point (the peak, the chosen plan) and the GPU's memory.
+ */
+export function lines(el, opts) {
+  if (opts.x.some(Number.isFinite)) sized(el, opts.available, (w) => drawLines(el, opts, w));
+}
+
+function drawLines(el, { label: title, x, xLabel, yLabel, series, mark, t, stepped, capacity }, W) {
+  const xs = x.filter(Number.isFinite);
+  let xLo = Math.min(...xs);
+  let xHi = Math.max(...xs);
+  if (xHi === xLo) [xLo, xHi] = [xLo - 1, xHi + 1];
+  let yMax = mark && Number.isFinite(mark.value) ? mark.value : 0;
+  for (const sr of series) for (const v of sr.values) if (Number.isFinite(v) && v > yMax) yMax = v;
+  const yHi = yTop(yMax, capacity);
+  const top = FONT + 14; // room for the y axis' unit above the plot
+  const bottom = HEIGHT - (FONT + 8) - (xLabel ? FONT + 6 : 0);
+  const axis = yAxis(t, yHi, bottom - top);
+  const left = axis.left;
+  // room on the right for half the label of a tick at the end of the x range
+  const right = W - Math.max(12, Math.ceil(textWidth(t.num(xHi)) / 2) + 2);
+  const fx = (v) => left + ((v - xLo) / (xHi - xLo)) * (right - left);
+  const f = { y: (v) => bottom - (v / yHi) * (bottom - top) };
+  const xt = xTicks(t, xLo, xHi, fx, right - left, W);
+  // the x values with a point (phases of a timeline share the points where they meet)
+  const points = x.filter((_, i) => series.some((sr) => Number.isFinite(sr.values[i]))).length;
+  const summary = t('chart.summaryLines', {
+    title,
+    y: yLabel,
+    x: xLabel,
+    n: t.int(points),
+    max: t.num(yMax),
+  });
+  const items = series.map((sr) => [`line ${colorClass(sr.key)}`, sr.label]);
+  if (mark) items.push(['dot', mark.label]);
+  const svg = mount(el, t, W, summary, items);
+  drawYAxis(svg, t, axis, f, left, right, yLabel);
+  for (const v of xt) {
+    const px = r1(fx(v));
+    svg.append(
+      s(
+        'g',
+        { class: 'xtick' },
+        s('line', { class: 'grid', x1: px, x2: px, y1: top, y2: bottom }),
+        label({ dir: 'ltr' }, px, bottom + FONT + 4, t.num(v), 'middle', 'tick'),
+      ),
+    );
+  }
+  svg.append(s('line', { class: 'axis', x1: left, x2: right, y1: bottom, y2: bottom }));
+  if (xLabel)
+    svg.append(
+      label(t, (left + right) / 2, HEIGHT - 4, fitText(xLabel, right - left), 'middle', 'ax-title'),
+    );
+  drawCapacity(svg, t, capacity, f, left, right);
+  for (const sr of series) drawSeries(svg, sr, x, fx, f, stepped);
+  const room = right - 2 - GAP - textWidth(fitText(yLabel || '', (right - 2) / 2));
+  hoverReadout(svg, t, { x, series, fx, top, bottom, left, right, room });
+  if (mark && Number.isFinite(mark.value) && Number.isFinite(x[mark.index]))
+    svg.append(
+      s(
+        'circle',
+        { class: 'mark', cx: r1(fx(x[mark.index])), cy: r1(f.y(mark.value)), r: 6 },
+        s('title', {}, `${mark.label}: ${t.num(mark.value)}`),
+      ),
+    );
 }

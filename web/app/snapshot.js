@@ -153,7 +153,7 @@ function view(ctx, r) {
 }
 
 // Measured allocated and reserved, and the predicted step, on one x axis (the union of both
-// series' x; a series is null where it has no point, and uPlot spans the gaps).
+// series' x; a series is null where it has no point, and its line spans the gaps).
 function chart(ctx, r) {
   const { t } = ctx;
   const pts = r.measured.series.points;
@@ -182,9 +182,19 @@ function chart(ctx, r) {
     xLabel: t(`snap.x.${r.measured.series.x}`),
     yLabel: 'GiB',
     series: [
-      { key: 'activations', label: t('snap.measured'), values: measured },
-      { key: 'runtime', label: t('snap.reserved'), values: col(pts, (p) => p.reservedBytes) },
-      { key: 'weights', label: t('snap.predicted'), values: col(pred, (p) => p.allocatedBytes) },
+      { key: 'activations', label: t('snap.measured'), values: measured, spanGaps: true },
+      {
+        key: 'runtime',
+        label: t('snap.reserved'),
+        values: col(pts, (p) => p.reservedBytes),
+        spanGaps: true,
+      },
+      {
+        key: 'weights',
+        label: t('snap.predicted'),
+        values: col(pred, (p) => p.allocatedBytes),
+        spanGaps: true,
+      },
     ],
     mark: {
       index: peakIndex,
@@ -192,7 +202,7 @@ function chart(ctx, r) {
       label: t('snap.peak'),
     },
     t,
-    ...chartOpts(ctx, 'snapshot'),
+    ...chartOpts(ctx),
   });
   return holder;
 }

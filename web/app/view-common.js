@@ -8,11 +8,11 @@ import { stackedBars, lines } from './charts.js';
 import { optionLabel } from './form.js';
 
 /**
- * A chart's width (the results', kept by app.js) and its slot in the chart cache.
+ * A chart's width: the results', kept by app.js.
  * @returns {any}
  */
-export function chartOpts(ctx, slot) {
-  return { available: ctx.resultsWidth, reuse: { cache: ctx.chartCache, slot } };
+export function chartOpts(ctx) {
+  return { available: ctx.resultsWidth };
 }
 
 /** A small label beside a headline. */
@@ -121,7 +121,7 @@ export function breakdownChart(ctx, el, scenarios, capacity = undefined) {
     parts,
     t,
     capacity,
-    ...chartOpts(ctx, 'breakdown'),
+    ...chartOpts(ctx),
   });
 }
 
@@ -211,7 +211,7 @@ export function timelineChart(ctx, el, timeline, titleKey, capacity = undefined)
     mark: { index: peak, value: vals[peak] / 2 ** 30, label: t('chart.peak') },
     t,
     capacity,
-    ...chartOpts(ctx, titleKey),
+    ...chartOpts(ctx),
   });
 }
 

@@ -106,11 +106,11 @@ function frontierChart(ctx, el, res, req) {
         x: data.x,
         xLabel: 'GiB',
         yLabel: t('place.costAxis'),
-        series: [{ key: 'activations', label, values: data.y }],
+        series: [{ key: 'activations', label, values: data.y, spanGaps: true }],
         mark: { index: data.index, value: data.value, label: t('place.chosen') },
         stepped: true,
         t,
-        ...chartOpts(ctx, 'frontier'),
+        ...chartOpts(ctx),
       });
     })
     .catch((e) => {

@@ -2,7 +2,7 @@
 // The result views: one per calculator (checkpoint size, peak memory, accumulation plans,
 // placement; view-size.js, view-peak.js, view-accum.js, view-place.js) and the parts they share
 // (view-common.js). Each takes the controller's live state first (app.js): { t, st, tm,
-// solver, snapPanel, verdictEl, resultsWidth, chartCache, ... }, then the results element,
+// solver, snapPanel, verdictEl, resultsWidth, ... }, then the results element,
 // the result and its request.
 import { renderSize } from './view-size.js';
 import { renderPeak } from './view-peak.js';
