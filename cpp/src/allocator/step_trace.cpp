@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <unordered_map>
 
 namespace trainmem {
 namespace trace {
@@ -101,16 +100,20 @@ class Builder {
     return s_.weights.size() + 4 + steps * (acc * micro + optimizer + grads);
   }
 
+  uint64_t bytes_of(uint64_t id) const { return id < bytes_of_.size() ? bytes_of_[id] : 0; }
   uint64_t alloc(uint64_t bytes) {
     if (bytes == 0) return 0;
     const uint64_t id = ++next_id_;
-    if (s_.offload_activations) bytes_of_[id] = bytes;
+    if (s_.offload_activations) {
+      if (bytes_of_.size() <= id) bytes_of_.resize(id + 1, 0);
+      bytes_of_[id] = bytes;
+    }
     t_.events.push_back({Event::kAlloc, 0, id, bytes});
     return id;
   }
   void free(uint64_t& id) {
     if (!id) return;
-    if (s_.offload_activations) bytes_of_.erase(id);
+    if (s_.offload_activations && id < bytes_of_.size()) bytes_of_[id] = 0;
     t_.events.push_back({Event::kFree, 0, id, 0});
     id = 0;
   }
@@ -288,10 +291,10 @@ class Builder {
       const Stashed o = stash_.front();
       stash_.erase(stash_.begin());
       if (o.slot == SIZE_MAX) {
-        input_offloaded_[o.layer] = bytes_of_[standalone_[o.layer]];
+        input_offloaded_[o.layer] = bytes_of(standalone_[o.layer]);
         free(standalone_[o.layer]);
       } else {
-        offloaded_[o.layer].push_back({o.slot, bytes_of_[saved_[o.layer][o.slot]]});
+        offloaded_[o.layer].push_back({o.slot, bytes_of(saved_[o.layer][o.slot])});
         free(saved_[o.layer][o.slot]);
       }
     }
@@ -302,7 +305,7 @@ class Builder {
   }
   void offload_input(size_t i) {
     if (!s_.offload_activations || i == 0 || !standalone_[i]) return;
-    stash(i, SIZE_MAX, bytes_of_[standalone_[i]]);
+    stash(i, SIZE_MAX, bytes_of(standalone_[i]));
   }
   // the backward copies a layer's tensors back before its first node runs
   void bring_back(size_t i) {
@@ -409,7 +412,9 @@ class Builder {
   std::vector<Stashed> stash_;
   std::vector<std::vector<std::pair<size_t, uint64_t>>> offloaded_;
   std::vector<uint64_t> input_offloaded_;
-  std::unordered_map<uint64_t, uint64_t> bytes_of_;  // offloading: each live id's bytes
+  // offloading: each live id's bytes, 0 once freed (ids count up from 1). Size: a vector, not
+  // an unordered_map (its hash table and __next_prime were 3 KB of the page's core).
+  std::vector<uint64_t> bytes_of_;
   uint32_t current_step_ = 0;
   std::vector<std::vector<uint64_t>> saved_, casts_, state_ids_, kept_;
   std::vector<bool> casts_in_graph_;

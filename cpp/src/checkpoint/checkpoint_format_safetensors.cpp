@@ -10,6 +10,7 @@
 #include "checkpoint/checkpoint_internal.hpp"
 #include "io/request.hpp"
 #include "trainmem/checkpoint_format.hpp"
+#include "util/sorted_order.hpp"
 
 namespace trainmem {
 namespace {
@@ -40,16 +41,18 @@ uint64_t decimal_digits(uint64_t v) {
 }
 
 ContainerSize safetensors_size(const std::vector<SafetensorsEntry>& tensors, bool format_pt) {
+  // std::stable_sort's order (ties by position). Size: the shared out-of-line sort.
   std::vector<const SafetensorsEntry*> order;
   order.reserve(tensors.size());
-  for (const auto& t : tensors) order.push_back(&t);
-  std::stable_sort(order.begin(), order.end(),
-                   [](const SafetensorsEntry* a, const SafetensorsEntry* b) {
-                     const int oa = dtype_info(a->dtype).safetensors_order;
-                     const int ob = dtype_info(b->dtype).safetensors_order;
-                     if (oa != ob) return oa > ob;
-                     return *a->name < *b->name;
-                   });
+  for (size_t i : util::sorted_order(tensors.size(), [&tensors](size_t ia, size_t ib) {
+         const SafetensorsEntry *a = &tensors[ia], *b = &tensors[ib];
+         const int oa = dtype_info(a->dtype).safetensors_order;
+         const int ob = dtype_info(b->dtype).safetensors_order;
+         if (oa != ob) return oa > ob;
+         if (*a->name != *b->name) return *a->name < *b->name;
+         return ia < ib;
+       }))
+    order.push_back(&tensors[i]);
   uint64_t header = 2;  // {}
   uint64_t items = 0;
   if (format_pt) {

@@ -12,6 +12,7 @@
 #include "checkpoint/checkpoint_internal.hpp"
 #include "io/request.hpp"
 #include "trainmem/checkpoint_format.hpp"
+#include "util/sorted_order.hpp"
 
 namespace trainmem {
 namespace {
@@ -381,8 +382,11 @@ ContainerSize torch_save_size(const TorchSaveInput& in) {
     recs.emplace_back(std::to_string(key), in.storages[i].bytes);
     out.payload_bytes = checked_add(out.payload_bytes, in.storages[i].bytes, "checkpoint");
   }
-  std::sort(recs.begin(), recs.end());
-  for (const auto& r : recs) z.record(prefix + 5 + r.first.size(), r.second);
+  // Size: the shared out-of-line sort (equal pairs are alike, so ties by position change nothing).
+  for (size_t i : util::sorted_order(recs.size(), [&recs](size_t a, size_t b) {
+         return recs[a] < recs[b] || (!(recs[b] < recs[a]) && a < b);
+       }))
+    z.record(prefix + 5 + recs[i].first.size(), recs[i].second);
   z.record(prefix + 7, 2);  // version: "3\n"
   out.file_bytes = z.finish();
   out.records = z.records;
