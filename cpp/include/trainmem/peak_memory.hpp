@@ -130,6 +130,11 @@ struct Request {
   std::string gpu_id;
   bool gpu_bf16 = true;  // the GPU computes in bf16 (Ampere and later)
   bool search_max_micro_batch = true;
+  // Set by callers that use only the verdict, the byte figures and the breakdown (the
+  // maxMicroBatch search, the accumulation planner); never read from a request. A run whose
+  // tensors alone exceed the device then skips the replay under the device's limit, which can
+  // only run out of memory: its assumptions and retry count are not that replay's.
+  bool verdict_only = false;
   // The caching allocator: PYTORCH_CUDA_ALLOC_CONF options, and whether to simulate it (CUDA
   // runtimes; off: allocated bytes plus the runtime only).
   bool simulate_allocator = true;

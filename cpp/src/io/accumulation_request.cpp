@@ -181,6 +181,7 @@ accumulation::PeakMemoryFn memory_model(const peak::Request& base,
     r.micro_batch = micro;
     r.accumulation_steps = steps;
     r.search_max_micro_batch = false;
+    r.verdict_only = true;  // the planner reads the verdict, the bytes and the breakdown
     if (strategy == "none") {
       r.checkpointing = peak::Checkpointing{};
     } else if (strategy == user_ckpt.strategy) {

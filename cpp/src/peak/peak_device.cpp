@@ -229,6 +229,22 @@ const trace::Mark& mark_of(const trace::Trace& t, size_t event) {
 void replay(const Request& rq, const trace::Trace& t, uint32_t steps, bool limited,
             uint64_t managed, Result* r);
 
+// NCCL's buffers (ProcessGroupNCCL, runtime profile) when the run is distributed.
+uint64_t nccl_bytes(const Request& rq) {
+  const bool distributed = rq.data_parallel > 1 || rq.tensor_parallel > 1;
+  return distributed && !rq.runtime_overhead_set ? rq.runtime.nccl_bytes : 0;
+}
+
+// What the allocator may reserve on the device: its memory less the CUDA context, NCCL and
+// managed memory (paged optimizer states take device memory outside the allocator); 0 (no
+// limit) when those leave nothing.
+uint64_t allocator_capacity(const Request& rq, uint64_t managed) {
+  const uint64_t context =
+      rq.runtime_overhead_set ? rq.runtime_overhead_bytes : rq.runtime.context_bytes;
+  const uint64_t outside = context + nccl_bytes(rq) + managed;
+  return rq.gpu_memory_bytes > outside ? rq.gpu_memory_bytes - outside : 0;
+}
+
 }  // namespace
 
 void simulate(const Request& rq, const activations::ModelActivations& acts,
@@ -237,14 +253,35 @@ void simulate(const Request& rq, const activations::ModelActivations& acts,
   uint64_t managed = 0;
   const trace::StepSpec spec = build_spec(rq, acts, chain, plan, f, &managed);
   const trace::Trace t = trace::build(spec);
+  Result unlimited;
+  bool have_unlimited = false;
+  if (rq.verdict_only) {
+    // The unlimited run first: when its allocated bytes alone exceed what the allocator may
+    // reserve, the limited run must run out of memory (reserved >= allocated), so only the
+    // unlimited run's figures are needed. (Its events are the limited run's up to the OOM.)
+    unlimited = *r;
+    replay(rq, t, spec.steps, false, managed, &unlimited);
+    have_unlimited = true;
+    const uint64_t cap = allocator_capacity(rq, managed);
+    if (cap != 0 && unlimited.allocated_peak_bytes > cap) {
+      *r = std::move(unlimited);
+      r->ooms = 1;  // the limited run stops at its first OOM
+      return;
+    }
+  }
   replay(rq, t, spec.steps, true, managed, r);
   if (r->ooms == 0) return;
   // Out of memory on the device: what the run would need is the same trace on an unlimited
   // device (deviceUsedBytes); the OOM stays in the result (fits = false).
   // (replay sets the simulation's fields only; the OOM count and the retries stay the
   // limited run's)
-  Result unlimited = *r;
-  replay(rq, t, spec.steps, false, managed, &unlimited);
+  if (!have_unlimited) {
+    unlimited = *r;
+    replay(rq, t, spec.steps, false, managed, &unlimited);
+  } else {
+    unlimited.ooms = r->ooms;
+    unlimited.assumptions = r->assumptions;
+  }
   unlimited.alloc_retries = r->alloc_retries;
   *r = std::move(unlimited);
 }
@@ -257,11 +294,11 @@ void replay(const Request& rq, const trace::Trace& t, uint32_t steps, bool limit
   allocator::Config cfg = rq.allocator;
   const uint64_t context =
       rq.runtime_overhead_set ? rq.runtime_overhead_bytes : rq.runtime.context_bytes;
-  const bool distributed = rq.data_parallel > 1 || rq.tensor_parallel > 1;
-  const uint64_t nccl = distributed && !rq.runtime_overhead_set ? rq.runtime.nccl_bytes : 0;
-  // managed memory (paged optimizer states) takes device memory outside the allocator
-  if (limited && rq.gpu_memory_bytes > context + nccl + managed)
-    cfg.capacity_bytes = rq.gpu_memory_bytes - context - nccl - managed;
+  const uint64_t nccl = nccl_bytes(rq);
+  if (limited) {
+    const uint64_t cap = allocator_capacity(rq, managed);
+    if (cap != 0) cfg.capacity_bytes = cap;
+  }
   allocator::CachingAllocator alloc(cfg);
   uint64_t best_reserved = 0, step1_alloc = 0, steady_alloc = 0, step1_reserved = 0;
   size_t best_event = 0;

@@ -822,6 +822,7 @@ Result compute(const Request& rq) {
   auto fits = [&](uint64_t b) {
     Request q = rq;
     q.micro_batch = b;
+    q.verdict_only = true;
     try {
       return evaluate(q).fits;
     } catch (const RequestError& e) {
