@@ -29,7 +29,16 @@ for (const c of CASES) {
       const el = document.querySelector(selector);
       if (!el) throw new Error(`no ${selector}`);
       const out = [];
+      const results = document.querySelector('#tm-results');
       for (let i = 0; i < values.length; i++) {
+        // The new result on screen: the results view is rebuilt when the answer arrives, in the
+        // input's task or, for calls made in a worker (accumulation), when the worker answers.
+        let shown = NaN;
+        const mo = new MutationObserver(() => {
+          shown = performance.now();
+          mo.disconnect();
+        });
+        mo.observe(results, { childList: true });
         const t0 = performance.now();
         el.value = values[i];
         el.dispatchEvent(new Event('input', { bubbles: true }));
@@ -40,7 +49,10 @@ for (const c of CASES) {
         const t1 = performance.now();
         await new Promise((ok) => requestAnimationFrame(() => setTimeout(ok, 0))); // next frame
         const t2 = performance.now();
-        if (i >= warm) out.push([t1 - t0, t2 - t0]);
+        for (let w = 0; Number.isNaN(shown) && w < 200; w++)
+          await new Promise((ok) => setTimeout(ok, 5));
+        mo.disconnect();
+        if (i >= warm) out.push([t1 - t0, t2 - t0, shown - t0]);
       }
       return out;
     },
@@ -54,14 +66,23 @@ for (const c of CASES) {
   const q = (a, p) => a[Math.min(a.length - 1, Math.floor(p * a.length))];
   const script = pick(0);
   const frame = pick(1);
-  rows.push([c.tab, c.input, q(script, 0.5), q(script, 0.95), q(frame, 0.5), q(frame, 0.95)]);
+  const shown = pick(2);
+  rows.push([
+    c.tab,
+    c.input,
+    q(script, 0.5),
+    q(script, 0.95),
+    q(frame, 0.5),
+    q(frame, 0.95),
+    q(shown, 0.5),
+  ]);
 }
 await env.close();
 
 console.log(
-  `calculator | input | keystroke task median | p95 | to next frame median | p95  (${RUNS} keystrokes each, budget 16 ms)`,
+  `calculator | input | keystroke task median | p95 | to next frame median | p95 | new result on screen median  (${RUNS} keystrokes each, budget 16 ms)`,
 );
-for (const [tab, input, a, b, c, d] of rows)
+for (const [tab, input, a, b, c, d, e] of rows)
   console.log(
-    `${tab} | ${input} | ${a.toFixed(1)} ms | ${b.toFixed(1)} ms | ${c.toFixed(1)} ms | ${d.toFixed(1)} ms`,
+    `${tab} | ${input} | ${a.toFixed(1)} ms | ${b.toFixed(1)} ms | ${c.toFixed(1)} ms | ${d.toFixed(1)} ms | ${e.toFixed(1)} ms`,
   );

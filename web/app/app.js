@@ -8,7 +8,7 @@ import { load } from '../lib/index.js';
 import { h, put } from './dom.js';
 import { loadStrings, makeTranslator, browserLang, prefetchStrings } from './i18n.js';
 import { FIELDS, TABS, defaults } from './state.js';
-import { BUILDERS, isHeavy, modelOf } from './requests.js';
+import { BUILDERS, isHeavy, isSlow, modelOf } from './requests.js';
 import { Solver } from './solver.js';
 import { snapshotPanel } from './snapshot.js';
 import { EXAMPLES, findPreset } from './examples.js';
@@ -612,6 +612,8 @@ function compute(ctx) {
       .runHeavy(fn, request)
       .then(done, fail)
       .finally(() => clearInterval(tick));
+  } else if (isSlow(tab)) {
+    solver.runLatest(fn, request).then(done, fail);
   } else {
     try {
       done(solver.run(fn, request));

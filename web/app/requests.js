@@ -218,6 +218,15 @@ export const BUILDERS = {
   place: ['placement', placementRequest],
 };
 
+/**
+ * Calls of tens of milliseconds: the accumulation planner replays the caching allocator over
+ * three training steps for each of its plans (bench/RESULTS.md). They run in a worker that
+ * stays alive, so that typing is not held up.
+ */
+export function isSlow(tab) {
+  return tab === 'accum';
+}
+
 /** Solves that may take long run in the Web Worker. */
 export function isHeavy(tab, st) {
   if (tab === 'place')

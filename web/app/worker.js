@@ -1,11 +1,14 @@
 // @ts-check
-// Module worker: heavy solves (optimal placement, frontiers) run here so the page never
-// freezes. Messages: {id, fn, request} → {id, result} |
-// {id, error: {code, field, message, minimumBudgetBytes?}}.
+// Module worker: heavy solves (optimal placement, frontiers) and calls of tens of milliseconds
+// (the accumulation planner) run here so the page never freezes. Messages: {id, fn, request} →
+// {id, result} | {id, error: {code, field, message, minimumBudgetBytes?}}; {ready: true} once
+// the core is loaded.
 import { load } from '../lib/index.js';
 import { FULL_CORE_ONLY, fullCore } from './full-core.js';
 
 const ready = load();
+// Tells the page that calls sent here are answered without waiting for the core to load.
+ready.then(() => self.postMessage({ ready: true })).catch(() => {});
 self.onmessage = async (e) => {
   const { id, fn, request } = e.data;
   try {
