@@ -229,7 +229,8 @@ TEST_CASE("allocator simulation: optimizer in backward never holds every gradien
   rq["optimizerInBackward"] = true;
   const json in_bwd = run(rq);
   CHECK(in_bwd["reservedPeakBytes"].get<double>() == 534 * MiB);
-  CHECK(in_bwd["breakdown"]["gradients"]["bytes"].get<double>() == 0);
+  // at its peak one parameter's .grad exists, while that parameter steps (64 MiB)
+  CHECK(in_bwd["breakdown"]["gradients"]["bytes"].get<double>() <= 64 * MiB);
   // it cannot accumulate gradients
   rq["gradientAccumulationSteps"] = 2;
   const json e = call(rq);
@@ -283,9 +284,13 @@ TEST_CASE("torchtune's Llama 3.2 3B memory table on an A100, row by row",
                        {"num_key_value_heads", 8},    {"head_dim", 128},
                        {"vocab_size", 128256},        {"max_position_embeddings", 131072},
                        {"tie_word_embeddings", true}, {"torch_dtype", "bfloat16"}};
+  // torchtune's LoRALinear makes lora_a / lora_b under the recipe's default dtype (bf16:
+  // recipes/lora_finetune_single_device.py `with training.set_default_dtype(self._dtype)`;
+  // torchtune/modules/peft/lora.py), not PEFT's fp32 adapters
   const json lora = {
       {"rank", 64},
       {"dropout", 0.0},
+      {"autocastAdapterDtype", false},
       {"targetModules", {"q_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}}};
   json qlora = lora;
   qlora["qlora"] = true;

@@ -233,12 +233,16 @@ Runtime runtime_profile(const std::string& id, const std::string& field) {
   r.context_bytes = json_at(j, "contextBytes").get<uint64_t>();
   r.context_source = json_at(j, "contextSource").get<std::string>();
   r.workspace_bytes = json_at(j, "workspaceBytes").get<uint64_t>();
+  if (j.contains("workspaceSource"))
+    r.workspace_source = json_at(j, "workspaceSource").get<std::string>();
   const std::string impl = json_at(j, "optimizerImplementation").get<std::string>();
   const vocab::OptimizerImplTerm* impl_term = vocab::find(vocab::kOptimizerImpls, impl);
   if (!impl_term)
     fail(code::kInternal, field, {"internal error: runtime data names optimizer ", impl});
   r.optimizer_implementation = impl_term->value;
   r.foreach_optimizers = r.optimizer_implementation == vocab::OptimizerImpl::foreach;
+  r.foreach_adam_lists = json_at(j, "foreachAdamLists").get<uint32_t>();
+  r.foreach_adam_source = json_at(j, "foreachAdamSource").get<std::string>();
   r.source = json_at(j, "source").get<std::string>();
   r.torch_versions = json_at(j, "torchVersions").get<std::string>();
   r.set_to_none = json_at(j, "zeroGradSetToNone").get<bool>();
@@ -500,7 +504,7 @@ void read_parallelism(const Obj& req, Request* out) {
           ")"});
 }
 
-// lora: {rank, qlora, dropout, targetModules}.
+// lora: {rank, qlora, dropout, targetModules, baseDtype, autocastAdapterDtype}.
 void read_lora(const Obj& req, Request* out) {
   Request& r = *out;
   const Obj l = req.obj("lora");
@@ -508,6 +512,11 @@ void read_lora(const Obj& req, Request* out) {
   r.lora.rank = l.u64_or("rank", 8, 1, 65536);
   r.lora.qlora = l.boolean_or("qlora", false);
   r.lora.dropout = l.num_or("dropout", 0.05, 0.0, 1.0);
+  if (l.has("baseDtype")) {
+    r.lora.base_dtype_set = true;
+    parse_dtype(l.one_of("baseDtype", {"fp32", "bf16", "fp16"}), &r.lora.base_dtype);
+  }
+  r.lora.adapters_fp32 = l.boolean_or("autocastAdapterDtype", true);
   // PEFT LoraConfig.target_modules: a list of names, or the string "all-linear"
   // (INCLUDE_LINEAR_LAYERS_SHORTHAND, peft/utils/constants.py); PEFT lower-cases it.
   if (l.has("targetModules") && l.raw("targetModules").is_string()) {
