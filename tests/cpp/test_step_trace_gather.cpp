@@ -37,7 +37,7 @@ uint64_t live_peak(const trace::Trace& t, size_t first) {
 trace::StepSpec one_layer(uint64_t gathered) {
   trace::StepSpec s;
   trace::TraceLayer L;
-  L.gather_forward = L.gather_backward = gathered;
+  if (gathered) L.gather_forward = L.gather_backward = {gathered};
   L.tensors = {1000};
   L.output_bytes = 1000;
   L.forward_temps = {{0, 1, 5000}};

@@ -66,9 +66,9 @@ struct TraceLayer {
   // checkpointed; they live until its recomputation, which uses them instead of running
   // those ops (torch/utils/checkpoint.py create_selective_checkpoint_contexts)
   std::vector<uint64_t> selective_kept;
-  // ZeRO-3 / FSDP: the bytes gathered around the layer's forward, recomputation and backward
-  // (unsharded parameters; in the backward also the unsharded gradients)
-  uint64_t gather_forward = 0, gather_recompute = 0, gather_backward = 0;
+  // ZeRO-3 / FSDP: the allocations gathered around the layer's forward, recomputation and
+  // backward, one per unit (unsharded parameters; in the backward also the unsharded gradients)
+  std::vector<uint64_t> gather_forward, gather_recompute, gather_backward;
 };
 
 // One trainable parameter tensor for the optimizer step (the order of the layers' grads).
@@ -94,9 +94,9 @@ struct StepSpec {
   uint32_t foreach_lists = 0;
   OptimizerImpl impl = OptimizerImpl::foreach;
   uint64_t accumulation_steps = 1;
-  bool set_to_none = true;       // zero_grad(set_to_none=True): .grad freed between steps
-  uint64_t workspace_bytes = 0;  // cuBLAS workspace, allocated at the first matmul
-  uint64_t gather_loss = 0;      // ZeRO-3 / FSDP: gathered while the loss is computed
+  bool set_to_none = true;            // zero_grad(set_to_none=True): .grad freed between steps
+  uint64_t workspace_bytes = 0;       // cuBLAS workspace, allocated at the first matmul
+  std::vector<uint64_t> gather_loss;  // ZeRO-3 / FSDP: gathered while the loss is computed
   // ZeRO mixed precision: the fp32 gradient partition made for optimizer.step() and dropped
   // after it (deepspeed/runtime/zero/stage_1_and_2.py step: single_grad_partition)
   uint64_t step_grad_partition = 0;

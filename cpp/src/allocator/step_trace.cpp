@@ -154,7 +154,11 @@ class Builder {
   // pre-/post-backward hooks unshard and reshard (torch/distributed/fsdp/_fully_shard/
   // _fsdp_state.py @ 1fd469d0); DeepSpeed's coordinator fetch_sub_module / release_sub_module
   // (deepspeed/runtime/zero/partitioned_param_coordinator.py).
-  uint64_t gather(uint64_t bytes) { return alloc(bytes, Part::gathered); }
+  std::vector<uint64_t> gather(const std::vector<uint64_t>& units) {
+    std::vector<uint64_t> ids;
+    for (uint64_t b : units) ids.push_back(alloc(b, Part::gathered));
+    return ids;
+  }
   void free_all(std::vector<uint64_t>* ids) {
     for (auto& id : *ids) free(id);
     ids->clear();
@@ -185,7 +189,7 @@ class Builder {
     // the recomputation takes the cached outputs into its graph: modelled as freeing the
     // cache before the layer's tensors are made again (the same sizes, so the same blocks)
     free_all(&kept_[i]);
-    uint64_t gathered = gather(recompute ? L.gather_recompute : L.gather_forward);
+    std::vector<uint64_t> gathered = gather(recompute ? L.gather_recompute : L.gather_forward);
     cast_weights(i, true);
     std::vector<uint64_t> live;
     for (size_t k = 0; k < L.tensors.size(); ++k) {
@@ -195,14 +199,14 @@ class Builder {
     }
     temps_at(L.forward_temps, L.tensors.size(), &live);
     free_all(&live);
-    free(gathered);
+    free_all(&gathered);
   }
 
   // F_ck / F_n under torch.no_grad: each intermediate is freed once the next op has read it;
   // only the output is kept (torch/utils/checkpoint.py runs the segment without autograd).
   void forward_nograd(size_t i, bool drop_input, bool recompute) {
     const TraceLayer& L = s_.layers[i];
-    uint64_t gathered = gather(recompute ? L.gather_recompute : L.gather_forward);
+    std::vector<uint64_t> gathered = gather(recompute ? L.gather_recompute : L.gather_forward);
     cast_weights(i, false);
     std::vector<uint64_t> live;
     uint64_t prev = 0;
@@ -219,7 +223,7 @@ class Builder {
     standalone_[i + 1] = alloc(L.output_bytes, Part::boundaries);
     free_all(&live);
     free(prev);
-    free(gathered);
+    free_all(&gathered);
     if (drop_input && i > 0) free(standalone_[i]);
   }
 
@@ -228,11 +232,11 @@ class Builder {
     // the autocast region (HF Trainer: forward and loss) ends here: casts no graph holds go
     for (size_t i = 0; i < n; ++i)
       if (!casts_in_graph_[i]) free_all(&casts_[i]);
-    uint64_t gathered = gather(s_.gather_loss);
+    std::vector<uint64_t> gathered = gather(s_.gather_loss);
     free(standalone_[n]);
     grad_of_[n] =
         alloc(s_.layers.empty() ? 0 : s_.layers.back().output_bytes, Part::activation_grads);
-    free(gathered);
+    free_all(&gathered);
   }
 
   // .grad: AccumulateGrad steals the incoming gradient when .grad is None and otherwise adds
@@ -282,7 +286,7 @@ class Builder {
     const size_t nt = saved_[i].size(),
                  ng = L.grads.size() - std::min<size_t>(L.late_grads, L.grads.size());
     size_t produced = 0;
-    uint64_t gathered = gather(L.gather_backward);
+    std::vector<uint64_t> gathered = gather(L.gather_backward);
     if (nt == 0)
       for (const auto& g : L.backward_temps)
         for (uint32_t p = 0; p < g.pieces; ++p) live.push_back(alloc(g.bytes, Part::op_transients));
@@ -312,7 +316,7 @@ class Builder {
       free(incoming);
     }
     free_all(&live);
-    free(gathered);
+    free_all(&gathered);
     saved_[i].clear();
     free_all(&casts_[i]);
     free(grad_of_[i + 1]);

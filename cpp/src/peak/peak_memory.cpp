@@ -432,6 +432,14 @@ void fill_result(const Request& rq, const Step& s, Result* out) {
               "submodule); not checked against a GPU measurement"
             : "ZeRO-3 gathered parameters: DeepSpeed's estimator, the largest layer twice (give "
               "zero3 for the prefetch bucket and live-parameter limits)");
+  if (is_amp(rq.precision) && (rq.fsdp.enabled || rq.zero_stage == 3) &&
+      !s.hold.weights_gathered_16bit)
+    r.assumptions.push_back(
+        "torch.autocast with gathered parameters: each op casts its unsharded weight to 16 bit "
+        "and the matmul's backward keeps the copy (FSDP1's views are not leaves, so "
+        "autocast_mode.cpp cached_cast does not cache them; FSDP2's and ZeRO-3's unsharded "
+        "parameters are taken as uncached too); FSDP's mixedPrecision param dtype avoids the "
+        "copies");
   if (rq.fsdp.enabled)
     r.assumptions.push_back(
         "FSDP" + std::to_string(rq.fsdp.version) + " " + rq.fsdp.strategy +

@@ -12,11 +12,12 @@ namespace {
 // 1b88ac36): the running layer, the next layers' parameters up to stage3_prefetch_bucket_size
 // while fewer than stage3_max_live_parameters are available, and earlier layers not released
 // because their next use (their backward) comes within stage3_max_reuse_distance elements.
-uint64_t zero3_gathered(const Request& rq, const std::vector<uint64_t>& per, uint64_t wb,
-                        OpPhase phase, int32_t layer) {
+void zero3_gathered(const Request& rq, const std::vector<uint64_t>& per, uint64_t wb, OpPhase phase,
+                    int32_t layer, std::vector<uint64_t>* out) {
   const Request::Zero3& z = rq.zero3;
   const size_t nl = per.size();
-  if (layer < 0 || nl == 0) return 0;
+  if (layer < 0 || nl == 0) return;
+  const uint64_t t = rq.tensor_parallel;
   const size_t L = static_cast<size_t>(layer);
   // elements fetched between layer i's forward use and its backward use: the rest of the
   // forward and the backward down to it
@@ -24,7 +25,10 @@ uint64_t zero3_gathered(const Request& rq, const std::vector<uint64_t>& per, uin
   for (size_t i = nl; i-- > 0;) after[i] = after[i + 1] + per[i];
   uint64_t retained = 0;
   for (size_t i = 0; i < L; ++i)
-    if (2 * after[i + 1] <= z.max_reuse_distance) retained += per[i];
+    if (2 * after[i + 1] <= z.max_reuse_distance) {
+      retained += per[i];
+      out->push_back(per[i] * wb / t);
+    }
   const uint64_t cur = per[L];
   uint64_t ahead = 0;  // the next layers in execution order
   if (phase == OpPhase::forward) {
@@ -36,7 +40,8 @@ uint64_t zero3_gathered(const Request& rq, const std::vector<uint64_t>& per, uin
   const uint64_t live = cur + retained;
   const uint64_t room = z.max_live > live ? z.max_live - live : 0;
   const uint64_t prefetch = std::min({ahead, z.prefetch_bucket, room});
-  return (live + prefetch) * wb / rq.tensor_parallel;
+  out->push_back(cur * wb / t);
+  out->push_back(prefetch * wb / t);
 }
 
 // FSDP's unsharded state at one op: the all-gathered units (param_dtype) and, in the backward,
@@ -46,18 +51,18 @@ uint64_t zero3_gathered(const Request& rq, const std::vector<uint64_t>& per, uin
 // sets the root's reshard_after_forward to False too. Prefetch (FSDP2 _fsdp_param_group.py
 // implicit forward / backward prefetch, FSDP1 BACKWARD_PRE and forward_prefetch): the next
 // `prefetch` units are gathered while one computes.
-uint64_t fsdp_unsharded(const Request& rq, const std::vector<uint64_t>& per, uint64_t wb,
-                        OpPhase phase, int32_t layer) {
+void fsdp_unsharded(const Request& rq, const std::vector<uint64_t>& per, uint64_t wb, OpPhase phase,
+                    int32_t layer, std::vector<uint64_t>* out) {
   const Request::Fsdp& fs = rq.fsdp;
   const size_t nl = per.size();
-  if (!fs.enabled || nl < 3) return 0;
+  if (!fs.enabled || nl < 3) return;
   const uint64_t pb = fs.param_bytes ? fs.param_bytes : wb;
   const uint64_t rb = fs.reduce_bytes ? fs.reduce_bytes : pb;
   const uint64_t t = rq.tensor_parallel, S = fs.shard_degree;
   // NO_SHARD without a cast keeps the full parameters: nothing is gathered
   const bool copies = S > 1 || pb != wb;
-  const size_t first = 1, last = nl - 2;  // block units
-  uint64_t units = copies ? per[0] + per[nl - 1] : 0;
+  const size_t first = 1, last = nl - 2;                        // block units
+  if (copies) out->push_back((per[0] + per[nl - 1]) * pb / t);  // the root unit
   const bool bwd = phase == OpPhase::backward || phase == OpPhase::recompute;
   const size_t L = layer < 0 ? nl - 1 : static_cast<size_t>(layer);
   const size_t pf = static_cast<size_t>(fs.prefetch);
@@ -75,34 +80,36 @@ uint64_t fsdp_unsharded(const Request& rq, const std::vector<uint64_t>& per, uin
   lo = std::max(lo, first);
   hi = std::min(hi, last);
   if (copies)
-    for (size_t i = lo; i <= hi; ++i) units += per[i];
-  uint64_t bytes = units * pb / t;
+    for (size_t i = lo; i <= hi; ++i) out->push_back(per[i] * pb / t);
   if (phase == OpPhase::backward && layer >= 0) {
     // the unit's gradients unsharded in param_dtype, cast to reduce_dtype for the
     // reduce-scatter when they differ, and its 1/S output (FSDP2 _fsdp_collectives.py
     // foreach_reduce; FSDP1 _runtime_utils.py _reduce_grad)
     const uint64_t g = per[L] / t;
-    bytes += g * pb + (rb != pb ? g * rb : 0) + (S > 1 ? g * rb / S : 0);
+    out->push_back(g * pb);
+    if (rb != pb) out->push_back(g * rb);
+    if (S > 1) out->push_back(g * rb / S);
   }
-  return bytes;
 }
 
 }  // namespace
 
-uint64_t gathered_bytes(const Request& rq, const std::vector<uint64_t>& per_layer,
-                        uint64_t weight_bytes, OpPhase phase, int32_t layer) {
-  uint64_t bytes = fsdp_unsharded(rq, per_layer, weight_bytes, phase, layer);
+std::vector<uint64_t> gathered_units(const Request& rq, const std::vector<uint64_t>& per_layer,
+                                     uint64_t weight_bytes, OpPhase phase, int32_t layer) {
+  std::vector<uint64_t> out;
+  fsdp_unsharded(rq, per_layer, weight_bytes, phase, layer, &out);
   if (rq.zero_stage == 3 && phase != OpPhase::loss) {
     if (rq.zero3.enabled) {
-      bytes += zero3_gathered(rq, per_layer, weight_bytes, phase, layer);
+      zero3_gathered(rq, per_layer, weight_bytes, phase, layer, &out);
     } else {
       // DeepSpeed's stage-3 estimator: the largest layer gathered whole, twice with prefetch
       uint64_t largest = 0;
       for (uint64_t x : per_layer) largest = std::max(largest, x);
-      bytes += 2 * largest * weight_bytes / rq.tensor_parallel;
+      out.push_back(largest * weight_bytes / rq.tensor_parallel);
+      out.push_back(largest * weight_bytes / rq.tensor_parallel);
     }
   }
-  return bytes;
+  return out;
 }
 
 }  // namespace peak

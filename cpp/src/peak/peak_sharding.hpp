@@ -11,10 +11,11 @@ namespace peak {
 
 enum class OpPhase { forward, recompute, backward, loss };
 
-// Bytes gathered while `layer` (a chain layer; -1 for the loss) runs in `phase`, for
+// The allocations gathered while `layer` (a chain layer; -1 for the loss) runs in `phase`, one
+// per unit (FSDP: the root, each block; ZeRO-3: each layer fetched, the prefetch), for
 // parameters of `per_layer` elements per chain layer held in `weight_bytes` per element.
-uint64_t gathered_bytes(const Request& rq, const std::vector<uint64_t>& per_layer,
-                        uint64_t weight_bytes, OpPhase phase, int32_t layer);
+std::vector<uint64_t> gathered_units(const Request& rq, const std::vector<uint64_t>& per_layer,
+                                     uint64_t weight_bytes, OpPhase phase, int32_t layer);
 
 }  // namespace peak
 }  // namespace trainmem

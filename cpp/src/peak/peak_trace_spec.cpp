@@ -52,6 +52,7 @@ class SpecBuilder {
       : rq_(rq), s_(s), h_(s.hold), managed_(*managed) {
     managed_ = 0;
     amp_ = is_amp(rq.precision);
+    gathered_ = rq.zero_stage == 3 || rq.fsdp.enabled;
     facts_ = step_facts(rq.optimizer, rq.optimizer_implementation, rq.runtime.foreach_adam_lists);
     trainables_.assign(s.nl, {});
     late_.assign(s.nl, {});
@@ -134,8 +135,10 @@ class SpecBuilder {
     }
     if (cast_under_autocast(i, p, quantised)) {
       spec_.layers[i].cast_weights.push_back(p.numel * 2 / rq_.tensor_parallel);
-      // a frozen weight is no leaf requiring grad: cast per op, not cached
-      if (frozen) spec_.layers[i].casts_cached = false;
+      // a frozen weight is no leaf requiring grad, nor is a gathered shard's view (FSDP1's
+      // flat parameter views; the issue of ZeRO-3 and FSDP2 stated with the result): cast per
+      // op, not cached
+      if (frozen || gathered_) spec_.layers[i].casts_cached = false;
     }
     if (frozen) return;
     trainables_[i].push_back(trainable(t, p.numel, h_.grad_bytes, h_.state_dtype));
@@ -215,11 +218,11 @@ class SpecBuilder {
     const uint64_t wb = h_.weight_bytes;
     for (size_t i = 0; i < s_.nl; ++i) {
       const auto L = static_cast<int32_t>(i);
-      spec_.layers[i].gather_forward = gathered_bytes(rq_, per, wb, OpPhase::forward, L);
-      spec_.layers[i].gather_recompute = gathered_bytes(rq_, per, wb, OpPhase::recompute, L);
-      spec_.layers[i].gather_backward = gathered_bytes(rq_, per, wb, OpPhase::backward, L);
+      spec_.layers[i].gather_forward = gathered_units(rq_, per, wb, OpPhase::forward, L);
+      spec_.layers[i].gather_recompute = gathered_units(rq_, per, wb, OpPhase::recompute, L);
+      spec_.layers[i].gather_backward = gathered_units(rq_, per, wb, OpPhase::backward, L);
     }
-    spec_.gather_loss = gathered_bytes(rq_, per, wb, OpPhase::loss, -1);
+    spec_.gather_loss = gathered_units(rq_, per, wb, OpPhase::loss, -1);
   }
 
   void runtime_and_parallel() {
@@ -256,7 +259,7 @@ class SpecBuilder {
   const Step& s_;
   const Holding& h_;
   uint64_t& managed_;
-  bool amp_ = false;
+  bool amp_ = false, gathered_ = false;
   StepFacts facts_;
   trace::StepSpec spec_;
   std::vector<std::vector<Trainable>> trainables_, late_;
