@@ -12,6 +12,7 @@
 #include "io/peak_json.hpp"
 #include "io/request.hpp"
 #include "trainmem/error.hpp"
+#include "trainmem/optimizer.hpp"
 #include "trainmem/peak_memory.hpp"
 #include "trainmem/vocabulary.hpp"
 
@@ -49,6 +50,14 @@ Checkpointing parse_checkpointing(const Obj& req) {
     const Obj o = req.obj("checkpointing");
     if (o.has("strategy")) refuse_plain_selective(o.raw("strategy"), o.field("strategy"));
     c.strategy = o.one_of("strategy", strategy_names());
+    only_for(o, "k", c.strategy, {"every-k", "block", "selective-layer"});
+    only_for(o, "segments", c.strategy, {"sequential"});
+    only_for(o, "snapshots", c.strategy, {"revolve"});
+    only_for(o, "budgetBytes", c.strategy, {"optimal", "optimal-single-level"});
+    only_for(o, "slots", c.strategy, {"optimal"});
+    only_for(o, "checkpointed", c.strategy, {"manual"});
+    only_for(o, "saveOps", c.strategy, {"selective-op"});
+    only_for(o, "everyOtherMm", c.strategy, {"selective-op"});
     if (c.strategy == "selective-op") {
       // torch.utils.checkpoint.create_selective_checkpoint_contexts(policy_fn_or_list): the
       // outputs of the listed ops are saved (MUST_SAVE), every other op is recomputed
@@ -568,6 +577,18 @@ double read_device(const Obj& req, Request* out) {
       req.one_of_or("optimizerImplementation", vocab::names(vocab::kOptimizerImpls),
                     vocab::name_for(vocab::kOptimizerImpls, r.runtime.optimizer_implementation));
   r.optimizer_implementation = vocab::find(vocab::kOptimizerImpls, impl)->value;
+  if (req.has("optimizerImplementation") &&
+      !has_implementation(r.optimizer, r.optimizer_implementation)) {
+    // the way out: the implementations this optimizer has
+    std::string has;
+    for (const auto& t : vocab::kOptimizerImpls)
+      if (has_implementation(r.optimizer, t.value))
+        has += std::string(has.empty() ? "" : ", ") + t.name;
+    fail(code::kUnsupported, "optimizerImplementation",
+         {"optimizer '", optimizer_name(r.optimizer), "' has no ", impl, " implementation",
+          has.empty() ? ": it runs its own kernels, leave optimizerImplementation out"
+                      : "; it has: " + has});
+  }
   r.runtime.foreach_optimizers = r.optimizer_implementation == vocab::OptimizerImpl::foreach;
   r.set_to_none = req.boolean_or("zeroGradSetToNone", r.runtime.set_to_none);
   return gpu_capability;
@@ -616,6 +637,7 @@ void read_loss(const Obj& req, Request* out) {
   } else {
     const Obj l = req.obj("loss");
     type = l.one_of("type", vocab::names(vocab::kLosses));
+    only_for(l, "chunks", type, {"chunked"});
     r.loss_chunks = l.u64_or("chunks", 8, 1, 4096);
     l.finish();
   }
