@@ -162,6 +162,9 @@ struct Request {
   bool offload_activations = false;  // torchtune enable_activation_offloading
   // DDP (dataParallel > 1 without ZeRO): the reducer's gradient buckets
   uint64_t ddp_bucket_bytes = 25ull << 20;  // bucket_cap_mb
+  // ZeroRedundancyOptimizer (torch.distributed.optim): the optimizer state of the parameters
+  // assigned to this rank only
+  bool zero_redundancy_optimizer = false;
   bool ddp_gradient_as_bucket_view = false;
   // ZeRO with amp-*: DeepSpeed's bf16/fp16 config section makes the model's dtype 16-bit
   // (true, the default) or its torch_autocast section keeps fp32 parameters under autocast
@@ -185,6 +188,7 @@ struct Request {
     bool reshard_after_forward = true;    // block units; the root unit is never resharded
     uint64_t prefetch = 1;                // units all-gathered ahead of the one computing
     uint64_t param_bytes = 0;             // mixed precision param_dtype (0: the model's dtype)
+    DType param_dtype = DType::fp32;      // that dtype (when param_bytes is set)
     uint64_t reduce_bytes = 0;            // reduce_dtype (0: param_dtype)
     bool cpu_offload = false;             // sharded params, grads and the step on the CPU
   } fsdp;

@@ -343,6 +343,7 @@ void parse_fsdp(const Obj& req, Request* out) {
     auto width = [&](const char* key) -> uint64_t {
       if (!mp.has(key)) return 0;
       const std::string v = mp.one_of_or(key, {"fp32", "bf16", "fp16"}, "fp32");
+      if (std::string(key) == "paramDtype") parse_dtype(v, &d.param_dtype);
       return v == "fp32" ? 4 : 2;
     };
     d.param_bytes = width("paramDtype");
@@ -357,7 +358,6 @@ void parse_fsdp(const Obj& req, Request* out) {
   if (r.optimizer_in_backward)
     fail(code::kUnsupported, "optimizerInBackward",
          "optimizerInBackward with FSDP is not modelled");
-  if (r.lora.enabled) fail(code::kUnsupported, "fsdp", "FSDP with LoRA is not modelled yet");
   if (r.is_mlp) fail(code::kUnsupported, "fsdp", "FSDP is modelled for transformer models");
 }
 
@@ -501,6 +501,13 @@ void read_parallelism(const Obj& req, Request* out) {
     if (r.offload_params && r.zero_stage != 3)
       fail(code::kInconsistent, "offload.params", "parameter offload needs zeroStage 3");
   }
+  // torch.distributed.optim.ZeroRedundancyOptimizer under DDP: each rank keeps the state of the
+  // parameters assigned to it
+  r.zero_redundancy_optimizer = req.boolean_or("zeroRedundancyOptimizer", false);
+  if (r.zero_redundancy_optimizer && (r.data_parallel < 2 || r.zero_stage > 0 || req.has("fsdp")))
+    fail(code::kInconsistent, "zeroRedundancyOptimizer",
+         "zeroRedundancyOptimizer shards the optimizer state of a DDP run: give dataParallel >= 2 "
+         "without zeroStage or fsdp (DeepSpeed's zeroStage 1 is the same idea)");
   r.tensor_parallel = req.u64_or("tensorParallel", 1, 1, 4096);
   r.sequence_parallel = req.boolean_or("sequenceParallel", false);
   if (r.sequence_parallel && r.tensor_parallel == 1)
@@ -549,6 +556,34 @@ void read_lora(const Obj& req, Request* out) {
     fail(code::kUnsupported, "lora", "LoRA needs a model with an architecture (preset or config)");
 }
 
+// The CUDA context the runtime's PyTorch line holds on this GPU (its contextBytesByGpu entry,
+// measured or derived: cpp/data/runtime-*.json); a line without Hopper kernels is refused on a
+// Hopper GPU.
+void context_for_gpu(const Gpu& g, Request* out) {
+  Request& r = *out;
+  if (!r.runtime.is_cuda()) return;
+  const vocab::RuntimeTerm* term = vocab::find(vocab::kRuntimes, r.runtime.id);
+  const json& j = embedded_json(std::string("runtime-") + term->file + ".json");
+  // torch 1.10 (cu102-cu113) and 1.13 (cu116/cu117) wheels carry no sm_90 code: Hopper needs
+  // CUDA >= 11.8, PyTorch's cu118 wheels start at 2.0
+  if (g.compute_capability >= 9.0 && j.value("contextNoSm90", false))
+    fail(code::kUnsupported, "runtime",
+         {"the ", r.runtime.id, " line has no kernels for the ", g.id,
+          " (compute capability 9.0 needs a CUDA 11.8 build): use runtime pytorch-2.0-cuda or "
+          "later"});
+  const auto by = j.find("contextBytesByGpu");
+  if (by == j.end() || !by->contains(g.id)) {
+    r.runtime.context_source +=
+        "; no measurement or derivation for the " + g.id + ": the profile's default is charged";
+    return;
+  }
+  const json& e = (*by)[g.id];
+  r.runtime.context_bytes = e.at("bytes").get<uint64_t>();
+  r.runtime.context_source = "CUDA context on the " + g.id + " (" +
+                             e.at("kind").get<std::string>() +
+                             "): " + e.at("source").get<std::string>();
+}
+
 // attention, runtimeOverheadBytes, gpu or gpuMemoryBytes, optimizerImplementation and
 // zeroGradSetToNone (the runtime's defaults). Returns the GPU's compute capability (0: no
 // preset).
@@ -570,6 +605,7 @@ double read_device(const Obj& req, Request* out) {
     r.gpu_memory_bytes = g.memory_bytes;
     r.gpu_bf16 = g.tflops.bf16 > 0;
     gpu_capability = g.compute_capability;
+    context_for_gpu(g, &r);
   } else if (req.has("gpuMemoryBytes")) {
     r.gpu_memory_bytes = req.u64("gpuMemoryBytes", 1, kMaxExactJson);
   }
@@ -730,7 +766,6 @@ void check_scope(const Request& r) {
   const std::string why = r.tensor_parallel > 1
                               ? "tensorParallel > 1 (the collectives' outputs are not listed)"
                           : r.lora.enabled ? "lora (the adapters' matmuls would shift the mm count)"
-                          : r.compiled     ? "compile (the partitioner and the policy interact)"
                           : r.model().arch.num_experts > 0 || r.model().arch.shared_experts > 0
                               ? "mixture-of-experts blocks"
                               : "";

@@ -57,6 +57,11 @@ void build_activations(const Request& rq, Step* s) {
   // 16-bit activations, not autocast's
   if (ds_model_dtype_16bit(rq))
     st.precision = rq.precision == Precision::amp_bf16 ? Precision::bf16 : Precision::fp16;
+  // FSDP's MixedPrecisionPolicy(param_dtype) without autocast: the unsharded parameters are cast
+  // to that dtype before each unit runs, so the module computes in it (FSDP2 _fsdp_param.py
+  // init_unsharded_param; FSDP1 MixedPrecision.param_dtype): activations as in that precision
+  if (rq.fsdp.enabled && rq.fsdp.param_bytes == 2 && rq.precision == Precision::fp32)
+    st.precision = rq.fsdp.param_dtype == DType::fp16 ? Precision::fp16 : Precision::bf16;
   st.float8 = rq.float8;
   st.head_weight_bytes = is_half(st.precision) ? 2 : 4;
   s->acts = rq.is_mlp ? activations::mlp_activations(rq.mlp, st)
@@ -139,6 +144,12 @@ void plan_checkpointing(const Request& rq, Step* s, std::vector<std::string>* as
         "): each block keeps its input and those outputs; the recomputation re-creates the rest "
         "(measured with a torch 1.13 emulation of the policy on CPU, eager attention; SDPA "
         "outputs from the kernel's signature)");
+    if (rq.compiled)
+      assumptions->push_back(
+          "torch.compile with op-level selective checkpointing (torchtitan's default: "
+          "apply_ac then apply_compile per block): AOTAutograd's partitioner honours the policy's "
+          "MUST_SAVE outputs and recomputes the rest, so each block keeps what the eager policy "
+          "keeps; its transients are the compiled block's (not measured on a GPU)");
     for (const auto& a : absent)
       assumptions->push_back(
           "saveOps '" + a + "' matches no op of these blocks (" +
@@ -300,6 +311,11 @@ void hold_optimizer(const Request& rq, Step* s, std::vector<std::string>* assump
         "measured)");
   if (rq.fsdp.enabled && rq.fsdp.cpu_offload)
     h.state_src += "; on the CPU with the sharded parameters (FSDP CPU offload)";
+  if (rq.zero_redundancy_optimizer)
+    h.state_src +=
+        "; ZeroRedundancyOptimizer: the state of the parameters assigned to the rank "
+        "holding the most elements (largest first, each to the least loaded of the " +
+        std::to_string(rq.data_parallel) + " ranks)";
   if (rq.offload_optimizer) {
     h.state_src += "; offloaded to CPU (ZeRO-Offload)";
     h.master_src += "; offloaded to CPU";

@@ -12,8 +12,9 @@ namespace {
 // 1b88ac36): the running layer, the next layers' parameters up to stage3_prefetch_bucket_size
 // while fewer than stage3_max_live_parameters are available, and earlier layers not released
 // because their next use (their backward) comes within stage3_max_reuse_distance elements.
-void zero3_gathered(const Request& rq, const std::vector<uint64_t>& per, uint64_t wb, OpPhase phase,
-                    int32_t layer, std::vector<uint64_t>* out) {
+void zero3_gathered(const Request& rq, const UnitSizes& u, OpPhase phase, int32_t layer,
+                    std::vector<uint64_t>* out) {
+  const std::vector<uint64_t>& per = u.numel;
   const Request::Zero3& z = rq.zero3;
   const size_t nl = per.size();
   if (layer < 0 || nl == 0) return;
@@ -27,7 +28,7 @@ void zero3_gathered(const Request& rq, const std::vector<uint64_t>& per, uint64_
   for (size_t i = 0; i < L; ++i)
     if (2 * after[i + 1] <= z.max_reuse_distance) {
       retained += per[i];
-      out->push_back(per[i] * wb / t);
+      out->push_back(u.bytes[i] / t);
     }
   const uint64_t cur = per[L];
   uint64_t ahead = 0;  // the next layers in execution order
@@ -40,8 +41,10 @@ void zero3_gathered(const Request& rq, const std::vector<uint64_t>& per, uint64_
   const uint64_t live = cur + retained;
   const uint64_t room = z.max_live > live ? z.max_live - live : 0;
   const uint64_t prefetch = std::min({ahead, z.prefetch_bucket, room});
-  out->push_back(cur * wb / t);
-  out->push_back(prefetch * wb / t);
+  out->push_back(u.bytes[L] / t);
+  // the prefetched elements, at the next layer's bytes per element
+  const size_t next = phase == OpPhase::forward ? std::min(L + 1, nl - 1) : (L > 0 ? L - 1 : 0);
+  out->push_back(u.bytes_of(next, prefetch) / t);
 }
 
 // FSDP's unsharded state at one op: the all-gathered units (param_dtype) and, in the backward,
@@ -51,18 +54,19 @@ void zero3_gathered(const Request& rq, const std::vector<uint64_t>& per, uint64_
 // sets the root's reshard_after_forward to False too. Prefetch (FSDP2 _fsdp_param_group.py
 // implicit forward / backward prefetch, FSDP1 BACKWARD_PRE and forward_prefetch): the next
 // `prefetch` units are gathered while one computes.
-void fsdp_unsharded(const Request& rq, const std::vector<uint64_t>& per, uint64_t wb, OpPhase phase,
+void fsdp_unsharded(const Request& rq, const UnitSizes& u, uint64_t grad_bytes, OpPhase phase,
                     int32_t layer, std::vector<uint64_t>* out) {
   const Request::Fsdp& fs = rq.fsdp;
+  const std::vector<uint64_t>& per = u.bytes;
   const size_t nl = per.size();
   if (!fs.enabled || nl < 3) return;
-  const uint64_t pb = fs.param_bytes ? fs.param_bytes : wb;
+  const uint64_t pb = fs.param_bytes ? fs.param_bytes : grad_bytes;
   const uint64_t rb = fs.reduce_bytes ? fs.reduce_bytes : pb;
   const uint64_t t = rq.tensor_parallel, S = fs.shard_degree;
   // NO_SHARD without a cast keeps the full parameters: nothing is gathered
-  const bool copies = S > 1 || pb != wb;
-  const size_t first = 1, last = nl - 2;                        // block units
-  if (copies) out->push_back((per[0] + per[nl - 1]) * pb / t);  // the root unit
+  const bool copies = S > 1 || pb != grad_bytes;
+  const size_t first = 1, last = nl - 2;                   // block units
+  if (copies) out->push_back((per[0] + per[nl - 1]) / t);  // the root unit
   const bool bwd = phase == OpPhase::backward || phase == OpPhase::recompute;
   const size_t L = layer < 0 ? nl - 1 : static_cast<size_t>(layer);
   const size_t pf = static_cast<size_t>(fs.prefetch);
@@ -80,12 +84,12 @@ void fsdp_unsharded(const Request& rq, const std::vector<uint64_t>& per, uint64_
   lo = std::max(lo, first);
   hi = std::min(hi, last);
   if (copies)
-    for (size_t i = lo; i <= hi; ++i) out->push_back(per[i] * pb / t);
+    for (size_t i = lo; i <= hi; ++i) out->push_back(per[i] / t);
   if (phase == OpPhase::backward && layer >= 0) {
     // the unit's gradients unsharded in param_dtype, cast to reduce_dtype for the
     // reduce-scatter when they differ, and its 1/S output (FSDP2 _fsdp_collectives.py
     // foreach_reduce; FSDP1 _runtime_utils.py _reduce_grad)
-    const uint64_t g = per[L] / t;
+    const uint64_t g = u.trainable[L] / t;
     out->push_back(g * pb);
     if (rb != pb) out->push_back(g * rb);
     if (S > 1) out->push_back(g * rb / S);
@@ -94,19 +98,19 @@ void fsdp_unsharded(const Request& rq, const std::vector<uint64_t>& per, uint64_
 
 }  // namespace
 
-std::vector<uint64_t> gathered_units(const Request& rq, const std::vector<uint64_t>& per_layer,
-                                     uint64_t weight_bytes, OpPhase phase, int32_t layer) {
+std::vector<uint64_t> gathered_units(const Request& rq, const UnitSizes& u, uint64_t grad_bytes,
+                                     OpPhase phase, int32_t layer) {
   std::vector<uint64_t> out;
-  fsdp_unsharded(rq, per_layer, weight_bytes, phase, layer, &out);
+  fsdp_unsharded(rq, u, grad_bytes, phase, layer, &out);
   if (rq.zero_stage == 3 && phase != OpPhase::loss) {
     if (rq.zero3.enabled) {
-      zero3_gathered(rq, per_layer, weight_bytes, phase, layer, &out);
+      zero3_gathered(rq, u, phase, layer, &out);
     } else {
       // DeepSpeed's stage-3 estimator: the largest layer gathered whole, twice with prefetch
       uint64_t largest = 0;
-      for (uint64_t x : per_layer) largest = std::max(largest, x);
-      out.push_back(largest * weight_bytes / rq.tensor_parallel);
-      out.push_back(largest * weight_bytes / rq.tensor_parallel);
+      for (uint64_t x : u.bytes) largest = std::max(largest, x);
+      out.push_back(largest / rq.tensor_parallel);
+      out.push_back(largest / rq.tensor_parallel);
     }
   }
   return out;

@@ -42,9 +42,34 @@ std::vector<Op> schedule_of(const placement::Chain& chain, const placement::Plan
 // A parameter's .grad and optimizer entry, kept per layer so that a tied weight's can move to
 // the layer whose backward makes it.
 struct Trainable {
+  uint64_t numel = 0;
   uint64_t grad = 0;
   trace::OptimizerParam opt;
 };
+
+// torch/distributed/optim/zero_redundancy_optimizer.py @ 013a31b7 _partition_parameters: the
+// parameters, largest first, each to the rank with the fewest elements so far. Returns, for
+// each parameter (in the order given), whether the rank holding the most elements owns it: that
+// rank's memory binds.
+std::vector<bool> zero_redundancy_owned(const std::vector<uint64_t>& numel, uint64_t ranks) {
+  std::vector<size_t> order(numel.size());
+  for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return numel[a] > numel[b]; });
+  std::vector<uint64_t> sizes(ranks, 0);
+  std::vector<uint64_t> rank_of(numel.size(), 0);
+  for (size_t k : order) {
+    const auto r =
+        static_cast<uint64_t>(std::min_element(sizes.begin(), sizes.end()) - sizes.begin());
+    rank_of[k] = r;
+    sizes[r] += numel[k];
+  }
+  const auto binding =
+      static_cast<uint64_t>(std::max_element(sizes.begin(), sizes.end()) - sizes.begin());
+  std::vector<bool> owned(numel.size());
+  for (size_t k = 0; k < numel.size(); ++k) owned[k] = rank_of[k] == binding;
+  return owned;
+}
 
 class SpecBuilder {
  public:
@@ -56,6 +81,9 @@ class SpecBuilder {
     facts_ = step_facts(rq.optimizer, rq.optimizer_implementation, rq.runtime.foreach_adam_lists);
     trainables_.assign(s.nl, {});
     late_.assign(s.nl, {});
+    units_.numel.assign(s.nl, 0);
+    units_.bytes.assign(s.nl, 0);
+    units_.trainable.assign(s.nl, 0);
   }
 
   trace::StepSpec build() {
@@ -66,6 +94,7 @@ class SpecBuilder {
       if (rq_.lora.enabled && i < s_.lora.per_layer.size()) adapters(i);
     }
     for (const TiedUse& u : s_.params.tied) tied(u);
+    if (rq_.zero_redundancy_optimizer) drop_unowned_state();
     for (size_t i = 0; i < s_.nl; ++i) {
       for (auto& t : trainables_[i]) {
         spec_.layers[i].grads.push_back(t.grad);
@@ -125,11 +154,15 @@ class SpecBuilder {
     const bool persistent_whole =
         rq_.zero3.enabled && rq_.zero_stage == 3 && p.numel <= rq_.zero3.persistence_threshold;
     const uint64_t wdiv = persistent_whole ? rq_.tensor_parallel : h_.weight_divisor;
+    const uint64_t wb = rq_.lora.enabled ? h_.base_bytes : h_.weight_bytes;
+    uint64_t whole = 0;
+    for (uint64_t b : quantised ? nf4_pieces(p.numel, 1) : std::vector<uint64_t>{p.numel * wb})
+      whole += b;
+    add_unit(i, p.numel, whole, quantised, !frozen);
     if (!h_.offload_params) {
       if (quantised) {
         for (uint64_t b : nf4_pieces(p.numel, wdiv)) spec_.weights.push_back(b);
       } else {
-        const uint64_t wb = rq_.lora.enabled ? h_.base_bytes : h_.weight_bytes;
         spec_.weights.push_back(div_round(double(p.numel) * wb, wdiv));
       }
     }
@@ -146,6 +179,7 @@ class SpecBuilder {
 
   Trainable trainable(const TensorSpec& t, uint64_t numel, uint64_t grad_bytes, DType state_dtype) {
     Trainable tr;
+    tr.numel = numel;
     tr.grad = h_.offload_grads ? 0 : numel * grad_bytes / h_.grad_divisor;
     if (h_.offload_optimizer) return tr;
     // torch's `step` is a CPU scalar tensor unless the step is fused or capturable
@@ -173,10 +207,28 @@ class SpecBuilder {
     for (const auto& io : s_.lora.per_layer[i])
       for (const TensorSpec& t :
            {TensorSpec{"lora_A", {r, io.first}}, TensorSpec{"lora_B", {io.second, r}}}) {
-        spec_.weights.push_back(t.numel() * h_.adapter_bytes);
+        // sharded with the base under ZeRO-3 / FSDP (use_orig_params: one unit per block)
+        add_unit(i, t.numel(), t.numel() * h_.adapter_bytes, false, true);
+        if (!h_.offload_params)
+          spec_.weights.push_back(
+              div_round(double(t.numel()) * h_.adapter_bytes, h_.weight_divisor));
         if (amp_ && h_.adapter_bytes == 4) spec_.layers[i].cast_weights.push_back(t.numel() * 2);
         trainables_[i].push_back(trainable(t, t.numel(), h_.adapter_bytes, h_.adapter_dtype));
       }
+  }
+
+  // ZeroRedundancyOptimizer: the binding rank steps (and holds state for) its own parameters.
+  void drop_unowned_state() {
+    std::vector<Trainable*> all;
+    for (size_t i = 0; i < s_.nl; ++i) {
+      for (auto& t : trainables_[i]) all.push_back(&t);
+      for (auto& t : late_[i]) all.push_back(&t);
+    }
+    std::vector<uint64_t> numel;
+    for (const Trainable* t : all) numel.push_back(t->numel);
+    const std::vector<bool> owned = zero_redundancy_owned(numel, rq_.data_parallel);
+    for (size_t k = 0; k < all.size(); ++k)
+      if (!owned[k]) all[k]->opt = trace::OptimizerParam{};
   }
 
   // tie_word_embeddings: the head multiplies by the embedding's weight. Its .grad is made by
@@ -214,15 +266,22 @@ class SpecBuilder {
   // ZeRO-3 / FSDP: what is gathered around each layer's forward, recomputation and backward.
   void gathers() {
     if (rq_.zero_stage != 3 && !rq_.fsdp.enabled) return;
-    const auto& per = s_.params.per_layer;
-    const uint64_t wb = h_.weight_bytes;
+    const uint64_t gb = rq_.lora.enabled ? h_.adapter_bytes : h_.weight_bytes;
     for (size_t i = 0; i < s_.nl; ++i) {
       const auto L = static_cast<int32_t>(i);
-      spec_.layers[i].gather_forward = gathered_units(rq_, per, wb, OpPhase::forward, L);
-      spec_.layers[i].gather_recompute = gathered_units(rq_, per, wb, OpPhase::recompute, L);
-      spec_.layers[i].gather_backward = gathered_units(rq_, per, wb, OpPhase::backward, L);
+      spec_.layers[i].gather_forward = gathered_units(rq_, units_, gb, OpPhase::forward, L);
+      spec_.layers[i].gather_recompute = gathered_units(rq_, units_, gb, OpPhase::recompute, L);
+      spec_.layers[i].gather_backward = gathered_units(rq_, units_, gb, OpPhase::backward, L);
     }
-    spec_.gather_loss = gathered_units(rq_, per, wb, OpPhase::loss, -1);
+    spec_.gather_loss = gathered_units(rq_, units_, gb, OpPhase::loss, -1);
+  }
+
+  // A tensor of `numel` elements in `bytes` as the model holds it, gathered: FSDP casts floating
+  // parameters to its param_dtype (a packed 4-bit base stays packed).
+  void add_unit(size_t i, uint64_t numel, uint64_t bytes, bool packed, bool trainable) {
+    units_.numel[i] += numel;
+    units_.bytes[i] += rq_.fsdp.param_bytes && !packed ? numel * rq_.fsdp.param_bytes : bytes;
+    if (trainable) units_.trainable[i] += numel;
   }
 
   void runtime_and_parallel() {
@@ -263,6 +322,7 @@ class SpecBuilder {
   StepFacts facts_;
   trace::StepSpec spec_;
   std::vector<std::vector<Trainable>> trainables_, late_;
+  UnitSizes units_;
 };
 
 }  // namespace
