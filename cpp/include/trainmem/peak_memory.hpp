@@ -146,6 +146,8 @@ struct Request {
   // tensors alone exceed the device then skips the replay under the device's limit, which can
   // only run out of memory: its assumptions and retry count are not that replay's.
   bool verdict_only = false;
+  // The result's timeline is wanted (the request's `timeline`, default true)
+  bool want_timeline = true;
   // The caching allocator: PYTORCH_CUDA_ALLOC_CONF options, and whether to simulate it (CUDA
   // runtimes; off: allocated bytes plus the runtime only).
   bool simulate_allocator = true;

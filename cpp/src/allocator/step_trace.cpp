@@ -154,10 +154,8 @@ class Builder {
   // pre-/post-backward hooks unshard and reshard (torch/distributed/fsdp/_fully_shard/
   // _fsdp_state.py @ 1fd469d0); DeepSpeed's coordinator fetch_sub_module / release_sub_module
   // (deepspeed/runtime/zero/partitioned_param_coordinator.py).
-  std::vector<uint64_t> gather(const std::vector<uint64_t>& units) {
-    std::vector<uint64_t> ids;
-    for (uint64_t b : units) ids.push_back(alloc(b, Part::gathered));
-    return ids;
+  void gather(const std::vector<uint64_t>& units, std::vector<uint64_t>* ids) {
+    for (uint64_t b : units) ids->push_back(alloc(b, Part::gathered));
   }
   void free_all(std::vector<uint64_t>* ids) {
     for (auto& id : *ids) free(id);
@@ -189,9 +187,10 @@ class Builder {
     // the recomputation takes the cached outputs into its graph: modelled as freeing the
     // cache before the layer's tensors are made again (the same sizes, so the same blocks)
     free_all(&kept_[i]);
-    std::vector<uint64_t> gathered = gather(recompute ? L.gather_recompute : L.gather_forward);
+    std::vector<uint64_t>& gathered = fwd_gathered_;
+    gather(recompute ? L.gather_recompute : L.gather_forward, &gathered);
     cast_weights(i, true);
-    std::vector<uint64_t> live;
+    std::vector<uint64_t>& live = fwd_live_;
     for (size_t k = 0; k < L.tensors.size(); ++k) {
       temps_at(L.forward_temps, k, &live);
       saved_[i].push_back(alloc(L.tensors[k], Part::saved));
@@ -206,9 +205,10 @@ class Builder {
   // only the output is kept (torch/utils/checkpoint.py runs the segment without autograd).
   void forward_nograd(size_t i, bool drop_input, bool recompute) {
     const TraceLayer& L = s_.layers[i];
-    std::vector<uint64_t> gathered = gather(recompute ? L.gather_recompute : L.gather_forward);
+    std::vector<uint64_t>& gathered = fwd_gathered_;
+    gather(recompute ? L.gather_recompute : L.gather_forward, &gathered);
     cast_weights(i, false);
-    std::vector<uint64_t> live;
+    std::vector<uint64_t>& live = fwd_live_;
     uint64_t prev = 0;
     for (size_t k = 0; k + 1 < L.tensors.size(); ++k) {
       temps_at(L.forward_temps, k, &live);
@@ -232,7 +232,8 @@ class Builder {
     // the autocast region (HF Trainer: forward and loss) ends here: casts no graph holds go
     for (size_t i = 0; i < n; ++i)
       if (!casts_in_graph_[i]) free_all(&casts_[i]);
-    std::vector<uint64_t> gathered = gather(s_.gather_loss);
+    std::vector<uint64_t>& gathered = fwd_gathered_;
+    gather(s_.gather_loss, &gathered);
     free(standalone_[n]);
     grad_of_[n] =
         alloc(s_.layers.empty() ? 0 : s_.layers.back().output_bytes, Part::activation_grads);
@@ -282,11 +283,12 @@ class Builder {
     const TraceLayer& L = s_.layers[i];
     const uint64_t input_bytes = i == 0 ? 0 : s_.layers[i - 1].output_bytes;
     uint64_t dinput = alloc(input_bytes, Part::activation_grads);
-    std::vector<uint64_t> live;
+    std::vector<uint64_t>& live = bwd_live_;
     const size_t nt = saved_[i].size(),
                  ng = L.grads.size() - std::min<size_t>(L.late_grads, L.grads.size());
     size_t produced = 0;
-    std::vector<uint64_t> gathered = gather(L.gather_backward);
+    std::vector<uint64_t>& gathered = bwd_gathered_;
+    gather(L.gather_backward, &gathered);
     if (nt == 0)
       for (const auto& g : L.backward_temps)
         for (uint32_t p = 0; p < g.pieces; ++p) live.push_back(alloc(g.bytes, Part::op_transients));
@@ -406,7 +408,7 @@ class Builder {
     if (first) init_state(j);
     if (s_.impl == OptimizerImpl::fused) return;
     const uint32_t copies = s_.impl == OptimizerImpl::foreach ? s_.foreach_lists : s_.temp_copies;
-    std::vector<uint64_t> live;
+    std::vector<uint64_t>& live = step_live_;
     for (uint32_t c = 0; c < copies; ++c)
       live.push_back(alloc(s_.params[j].temp_bytes, Part::optimizer_temps));
     free_all(&live);
@@ -427,7 +429,7 @@ class Builder {
     uint32_t groups = 0;
     for (const auto& p : s_.params) groups = std::max<uint32_t>(groups, p.group + 1u);
     for (uint32_t g = 0; g < groups; ++g) {
-      std::vector<uint64_t> lists;
+      std::vector<uint64_t>& lists = step_live_;
       for (uint32_t c = 0; c < s_.foreach_lists; ++c)
         for (const auto& p : s_.params)
           if (p.group == g) lists.push_back(alloc(p.temp_bytes, Part::optimizer_temps));
@@ -448,7 +450,7 @@ class Builder {
         if (s_.impl == OptimizerImpl::fused) continue;
         // _single_tensor_adamw: denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps):
         // the sqrt and the quotient coexist, then the quotient lives to addcdiv_
-        std::vector<uint64_t> live;
+        std::vector<uint64_t>& live = step_live_;
         for (uint32_t c = 0; c < s_.temp_copies; ++c)
           live.push_back(alloc(s_.params[j].temp_bytes, Part::optimizer_temps));
         free_all(&live);
@@ -467,6 +469,9 @@ class Builder {
 
   const StepSpec& s_;
   Trace t_;
+  // scratch lists of live ids, reused: the forward's, the backward's (which may step a
+  // parameter's optimizer inside it), the optimizer's
+  std::vector<uint64_t> fwd_live_, fwd_gathered_, bwd_live_, bwd_gathered_, step_live_;
   uint64_t next_id_ = 0;
   std::vector<Stashed> stash_;
   std::vector<std::vector<std::pair<size_t, uint64_t>>> offloaded_;

@@ -800,8 +800,7 @@ Request parse_request(const json& request) {
   read_allocator_settings(req, &r);
   check_scope(r);
   r.search_max_micro_batch = req.boolean_or("searchMaxMicroBatch", true);
-  const bool want_timeline = req.boolean_or("timeline", true);
-  (void)want_timeline;
+  r.want_timeline = req.boolean_or("timeline", true);
   req.finish();
   return r;
 }

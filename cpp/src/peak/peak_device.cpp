@@ -17,39 +17,29 @@ namespace {
 
 using trace::Part;
 
-// The live bytes per part as the trace runs: the peak and what it holds, and per mark the
-// most bytes within it (for the timeline). Each allocation counts the bytes its block holds
-// (`counted`: what torch.cuda.memory_allocated adds) as its requested bytes in its part and
-// the difference as the allocator's rounding.
+// The live bytes as the trace runs: the peak, and per mark the most bytes within it (for the
+// timeline). Each allocation counts the bytes its block holds (`counted`: what
+// torch.cuda.memory_allocated adds). The run itself keeps only totals; what the peak and the
+// timeline's points hold, per part, comes from a second pass to those moments (figures()):
+// each tensor's requested bytes in its part, the rest of its block as the allocator's rounding.
 class Ledger {
  public:
-  explicit Ledger(const trace::Trace& t) : t_(t) {
-    size_of_.assign(t.parts.size(), {0, 0});
-    marks_.assign(t.marks.size(), {});
+  // `timeline`: also keep each mark's highest point
+  Ledger(const trace::Trace& t, bool timeline) : t_(t), timeline_(timeline) {
+    counted_.assign(t.parts.size(), 0);
+    if (timeline) marks_.assign(t.marks.size(), {});
   }
-  void alloc(uint64_t id, uint64_t requested, uint64_t counted) {
-    if (id >= size_of_.size()) return;
-    size_of_[id] = {requested, counted};
-    now_[static_cast<size_t>(t_.parts[id])] += requested;
-    rounding_ += counted - std::min(counted, requested);
+  void alloc(uint64_t id, uint64_t counted) {
+    counted_[id] = counted;
     total_ += counted;
   }
-  void free(uint64_t id) {
-    if (id >= size_of_.size() || !size_of_[id].second) return;
-    const auto [requested, counted] = size_of_[id];
-    size_of_[id] = {0, 0};
-    now_[static_cast<size_t>(t_.parts[id])] -= requested;
-    rounding_ -= counted - std::min(counted, requested);
-    total_ -= counted;
-  }
-  // After an event of mark `m`.
-  void after(size_t m) {
-    MarkPeak& mp = marks_[m];
-    if (!mp.seen || total_ > mp.total) mp = {true, total_, now_};
+  void free(uint64_t id) { total_ -= counted_[id]; }
+  // After event `e` of mark `m`.
+  void after(size_t e, size_t m) {
+    if (timeline_ && (!marks_[m].seen || total_ > marks_[m].total)) marks_[m] = {true, total_, e};
     if (total_ > peak_) {
       peak_ = total_;
-      at_peak_ = now_;
-      rounding_at_peak_ = rounding_;
+      peak_event_ = e;
       peak_mark_ = m;
     }
   }
@@ -59,15 +49,43 @@ class Ledger {
   struct MarkPeak {
     bool seen = false;
     uint64_t total = 0;
-    std::array<uint64_t, trace::kParts> parts{};
+    size_t event = 0;
   };
+  using Parts = std::array<uint64_t, trace::kParts>;
+  // The parts (and the rounding) live after each of `events` (ascending).
+  std::vector<std::pair<Parts, uint64_t>> parts_at(const std::vector<size_t>& events) const;
+  TimelinePoint point(size_t mark, const Parts& at,
+                      const activations::ModelActivations& acts) const;
+
   const trace::Trace& t_;
-  std::vector<std::pair<uint64_t, uint64_t>> size_of_;  // (requested, counted) per live id
-  std::array<uint64_t, trace::kParts> now_{}, at_peak_{};
-  uint64_t total_ = 0, peak_ = 0, rounding_ = 0, rounding_at_peak_ = 0;
-  size_t peak_mark_ = 0;
+  bool timeline_;
+  std::vector<uint64_t> counted_;  // per id: the bytes its block holds
+  uint64_t total_ = 0, peak_ = 0;
+  size_t peak_event_ = 0, peak_mark_ = 0;
   std::vector<MarkPeak> marks_;
 };
+
+std::vector<std::pair<Ledger::Parts, uint64_t>> Ledger::parts_at(
+    const std::vector<size_t>& events) const {
+  std::vector<std::pair<Parts, uint64_t>> out;
+  Parts now{};
+  uint64_t rounding = 0;
+  std::vector<uint64_t> requested(counted_.size(), 0);
+  size_t next = 0;
+  for (size_t e = 0; e < t_.events.size() && next < events.size(); ++e) {
+    const allocator::Event& ev = t_.events[e];
+    if (ev.kind == allocator::Event::kAlloc && ev.id < requested.size()) {
+      requested[ev.id] = ev.size;
+      now[static_cast<size_t>(t_.parts[ev.id])] += ev.size;
+      rounding += counted_[ev.id] - std::min(counted_[ev.id], ev.size);
+    } else if (ev.kind == allocator::Event::kFree && ev.id < requested.size()) {
+      now[static_cast<size_t>(t_.parts[ev.id])] -= requested[ev.id];
+      rounding -= counted_[ev.id] - std::min(counted_[ev.id], requested[ev.id]);
+    }
+    for (; next < events.size() && events[next] == e; ++next) out.push_back({now, rounding});
+  }
+  return out;
+}
 
 std::string point_name(const trace::Mark& m, const activations::ModelActivations& acts) {
   if (m.layer >= 0 && static_cast<size_t>(m.layer) < acts.layers.size())
@@ -76,36 +94,51 @@ std::string point_name(const trace::Mark& m, const activations::ModelActivations
   return m.phase;
 }
 
+TimelinePoint Ledger::point(size_t k, const Parts& at,
+                            const activations::ModelActivations& acts) const {
+  const trace::Mark& m = t_.marks[k];
+  auto of = [&](Part p) { return at[static_cast<size_t>(p)]; };
+  TimelinePoint pt;
+  pt.phase = m.phase;
+  pt.layer = m.layer;
+  pt.name = point_name(m, acts);
+  pt.total_bytes = marks_[k].total;
+  pt.activation_bytes = of(Part::batch) + of(Part::saved) + of(Part::boundaries);
+  pt.gradient_bytes = of(Part::gradients) + of(Part::ddp_buckets);
+  pt.gathered_bytes = of(Part::gathered);
+  pt.temporary_bytes = of(Part::activation_grads) + of(Part::op_transients) +
+                       of(Part::autocast_copies) + of(Part::gathered) +
+                       of(Part::optimizer_temps) + of(Part::grad_partition);
+  return pt;
+}
+
 Figures Ledger::figures(const activations::ModelActivations& acts) const {
   Figures f;
   f.allocated_peak = peak_;
-  f.at_peak = at_peak_;
-  f.rounding_at_peak = rounding_at_peak_;
-  if (t_.marks.empty()) return f;
+  if (t_.marks.empty() || peak_ == 0) return f;
   const trace::Mark& pm = t_.marks[peak_mark_];
   f.peak_phase = pm.phase;
   f.peak_layer = pm.layer;
-  // the timeline: every mark of the optimizer step that holds the peak (its micro-steps,
-  // the optimizer step and zero_grad), each at its highest point
+  // the timeline: every mark of the optimizer step that holds the peak (its micro-steps, the
+  // optimizer step and zero_grad), each at its highest point
   const uint32_t step = std::max<uint32_t>(pm.step, 1);
-  for (size_t k = 0; k < t_.marks.size(); ++k) {
-    const trace::Mark& m = t_.marks[k];
-    if (m.step != step || !marks_[k].seen) continue;
-    TimelinePoint pt;
-    pt.phase = m.phase;
-    pt.layer = m.layer;
-    pt.name = point_name(m, acts);
-    const auto& at = marks_[k].parts;
-    auto of = [&](Part p) { return at[static_cast<size_t>(p)]; };
-    pt.total_bytes = marks_[k].total;
-    pt.activation_bytes = of(Part::batch) + of(Part::saved) + of(Part::boundaries);
-    pt.gradient_bytes = of(Part::gradients) + of(Part::ddp_buckets);
-    pt.gathered_bytes = of(Part::gathered);
-    pt.temporary_bytes = of(Part::activation_grads) + of(Part::op_transients) +
-                         of(Part::autocast_copies) + of(Part::gathered) +
-                         of(Part::optimizer_temps) + of(Part::grad_partition);
-    f.timeline.push_back(std::move(pt));
-  }
+  std::vector<size_t> marks, events{peak_event_};
+  if (timeline_)
+    for (size_t k = 0; k < t_.marks.size(); ++k)
+      if (t_.marks[k].step == step && marks_[k].seen) {
+        marks.push_back(k);
+        events.push_back(marks_[k].event);
+      }
+  std::vector<size_t> order = events;
+  std::sort(order.begin(), order.end());
+  order.erase(std::unique(order.begin(), order.end()), order.end());
+  const auto at = parts_at(order);
+  auto snapshot = [&](size_t e) -> const std::pair<Parts, uint64_t>& {
+    return at[static_cast<size_t>(std::lower_bound(order.begin(), order.end(), e) - order.begin())];
+  };
+  f.at_peak = snapshot(peak_event_).first;
+  f.rounding_at_peak = snapshot(peak_event_).second;
+  for (size_t k : marks) f.timeline.push_back(point(k, snapshot(marks_[k].event).first, acts));
   return f;
 }
 
@@ -131,7 +164,7 @@ uint64_t allocator_capacity(const Request& rq, uint64_t managed) {
 
 // The trace counted without an allocator: each allocation at the runtime allocator's size.
 Figures count(const Request& rq, const Step& s, const trace::Trace& t) {
-  Ledger led(t);
+  Ledger led(t, rq.want_timeline && !rq.verdict_only);
   const bool cuda = rq.runtime.is_cuda();
   const uint32_t div = rq.allocator.roundup_power2_divisions;
   size_t mark = 0;
@@ -139,11 +172,10 @@ Figures count(const Request& rq, const Step& s, const trace::Trace& t) {
     while (mark + 1 < t.marks.size() && t.marks[mark + 1].event <= e) ++mark;
     const auto& ev = t.events[e];
     if (ev.kind == allocator::Event::kAlloc)
-      led.alloc(ev.id, ev.size,
-                cuda ? allocator::CachingAllocator::round_size(ev.size, div) : ev.size);
+      led.alloc(ev.id, cuda ? allocator::CachingAllocator::round_size(ev.size, div) : ev.size);
     else if (ev.kind == allocator::Event::kFree)
       led.free(ev.id);
-    led.after(mark);
+    led.after(e, mark);
   }
   return led.figures(s.acts);
 }
@@ -164,7 +196,7 @@ Replay replay(const Request& rq, const Step& s, const trace::Trace& t, bool limi
     if (cap != 0) cfg.capacity_bytes = cap;
   }
   allocator::CachingAllocator alloc(cfg);
-  Ledger led(t);
+  Ledger led(t, rq.want_timeline && !rq.verdict_only);
   uint64_t best_reserved = 0, step1_alloc = 0, steady_alloc = 0, step1_reserved = 0;
   size_t best_mark = 0, mark = 0;
   bool oom = false;
@@ -182,14 +214,14 @@ Replay replay(const Request& rq, const Step& s, const trace::Trace& t, bool limi
         oom = true;
         break;
       }
-      led.alloc(ev.id, ev.size, alloc.stats().allocated_bytes - before);
+      led.alloc(ev.id, alloc.stats().allocated_bytes - before);
     } else if (ev.kind == allocator::Event::kFree) {
       alloc.free(ev.id);
       led.free(ev.id);
     } else {
       alloc.empty_cache();
     }
-    led.after(mark);
+    led.after(e, mark);
     const allocator::Stats& st = alloc.stats();
     if (t.marks[mark].step <= 1) {
       step1_alloc = std::max(step1_alloc, st.allocated_bytes);
@@ -235,32 +267,30 @@ Replay replay(const Request& rq, const Step& s, const trace::Trace& t, bool limi
 // it would need (the same trace on an unlimited device); the OOM stays in the result.
 Figures simulate(const Request& rq, const Step& s, const trace::Trace& t, uint64_t managed,
                  Result* r) {
-  if (rq.verdict_only) {
-    // The unlimited run first: when its allocated bytes alone exceed what the allocator may
-    // reserve, the limited run must run out of memory (reserved >= allocated), so only the
-    // unlimited run's figures are needed. (Its events are the limited run's up to the OOM.)
-    Result unlimited = *r;
-    Replay u = replay(rq, s, t, false, managed, &unlimited);
-    const uint64_t cap = allocator_capacity(rq, managed);
-    if (cap != 0 && u.figures.allocated_peak > cap) {
-      *r = std::move(unlimited);
-      r->ooms = 1;  // the limited run stops at its first OOM
-      return u.figures;
-    }
-    Replay l = replay(rq, s, t, true, managed, r);
-    if (l.complete) return l.figures;
-    unlimited.ooms = r->ooms;
-    unlimited.assumptions = r->assumptions;
-    unlimited.alloc_retries = r->alloc_retries;
+  // The unlimited run first. When its reserve never passes what the allocator may reserve (and no
+  // garbage-collection threshold reads the capacity), the run under the device's limit makes
+  // the same calls to the same effect: it is that run.
+  Result unlimited = *r;
+  Replay u = replay(rq, s, t, false, managed, &unlimited);
+  const uint64_t cap = allocator_capacity(rq, managed);
+  if (cap == 0 || (unlimited.reserved_peak_bytes <= cap &&
+                   rq.allocator.garbage_collection_threshold == 0)) {
     *r = std::move(unlimited);
+    return u.figures;
+  }
+  if (rq.verdict_only && u.figures.allocated_peak > cap) {
+    // its allocated bytes alone exceed the capacity: the limited run must run out of memory
+    // (reserved >= allocated), and only the unlimited run's figures are needed
+    *r = std::move(unlimited);
+    r->ooms = 1;  // the limited run stops at its first OOM
     return u.figures;
   }
   Replay l = replay(rq, s, t, true, managed, r);
   if (l.complete) return l.figures;
-  // (replay sets the simulation's fields only; the OOM count and the retries stay the limited
-  // run's)
-  Result unlimited = *r;
-  Replay u = replay(rq, s, t, false, managed, &unlimited);
+  // Out of memory on the device: what the run would need is the unlimited run's
+  // (deviceUsedBytes); the OOM count, its assumption and the retries stay the limited run's
+  unlimited.ooms = r->ooms;
+  unlimited.assumptions = r->assumptions;
   unlimited.alloc_retries = r->alloc_retries;
   *r = std::move(unlimited);
   return u.figures;

@@ -507,74 +507,76 @@ Result evaluate(const Request& rq) {
   return r;
 }
 
+namespace {
+
+// The bytes the verdict judges: what nvidia-smi shows when the allocator is simulated (what the
+// run would need, also when it ran out of memory), else peakBytes.
+uint64_t judged_bytes(const Result& r) { return r.simulated ? r.device_used_bytes : r.peak_bytes; }
+
+// One evaluated micro-batch of the search.
+struct Probe {
+  uint64_t b = 0;
+  double judged = 0;
+  bool measured = false;  // false: refused (an infeasible checkpointing budget)
+};
+
+// The micro-batch the line through two probes puts at the device's memory: memory grows about
+// linearly with the micro-batch (the activations), a little faster (convex: the larger
+// transients), so the line is refined from the newest probes.
+uint64_t secant(const Probe& p, const Probe& q, uint64_t cap) {
+  if (!p.measured || !q.measured || p.b == q.b) return 0;
+  const double slope =
+      (q.judged - p.judged) / (static_cast<double>(q.b) - static_cast<double>(p.b));
+  if (!(slope > 0)) return 0;
+  const double b = static_cast<double>(p.b) + (static_cast<double>(cap) - p.judged) / slope;
+  return b < 1 ? 0 : static_cast<uint64_t>(std::min(b, double(uint64_t{1} << 21)));
+}
+
+}  // namespace
+
 Result compute(const Request& rq) {
   Result r = evaluate(rq);
   if (!r.has_device || !rq.search_max_micro_batch) return r;
-  // Largest micro-batch that fits: peak grows with the micro-batch (activations only), so
-  // double then bisect. Infeasible checkpointing budgets count as "does not fit".
-  auto fits = [&](uint64_t b) {
+  // The largest micro-batch that fits: memory grows with the micro-batch, so what fits lies
+  // below what does not. Infeasible checkpointing budgets count as "does not fit".
+  constexpr uint64_t kMaxSearch = 1u << 20;
+  uint64_t lo = 0, hi = kMaxSearch + 1;  // lo fits (0: none known), hi does not
+  auto note = [&](const Probe& p, bool fits) {
+    (fits ? lo : hi) = fits ? std::max(lo, p.b) : std::min(hi, p.b);
+  };
+  auto probe = [&](uint64_t b) {
     Request q = rq;
     q.micro_batch = b;
     q.verdict_only = true;
+    Probe p{b, 0, false};
+    bool fits = false;
     try {
-      return evaluate(q).fits;
+      const Result e = evaluate(q);
+      p = {b, static_cast<double>(judged_bytes(e)), true};
+      fits = e.fits;
     } catch (const RequestError& e) {
-      if (e.code() == code::kInfeasible || e.code() == code::kTooLarge) return false;
-      throw;
+      if (e.code() != code::kInfeasible && e.code() != code::kTooLarge) throw;
     }
+    note(p, fits);
+    return p;
   };
-  constexpr uint64_t kMaxSearch = 1u << 20;
-  if (rq.simulate_allocator) {
-    // The allocated-bytes model first (cheap; device-used memory is never below it), then the
-    // simulation bisects below that bound.
-    Request coarse = rq;
-    coarse.simulate_allocator = false;
-    const uint64_t bound = compute(coarse).max_micro_batch;
-    // gallop from the bound (the answer is usually at or just below it), then bisect
-    uint64_t lo = 0, hi = 0;
-    if (bound > 0 && fits(bound)) {
-      lo = bound;
-      for (uint64_t step = 1;; step *= 2) {
-        hi = std::min(bound + step, kMaxSearch + 1);
-        if (hi > kMaxSearch || !fits(hi)) break;
-        lo = hi;
-      }
-    } else {
-      hi = bound > 0 ? bound : 1;
-      for (uint64_t step = 1; hi > 1; step *= 2) {
-        const uint64_t c = hi > step ? hi - step : 0;
-        if (c == 0 || fits(c)) {
-          lo = c;
-          break;
-        }
-        hi = c;
-      }
+  Probe last{rq.micro_batch, static_cast<double>(judged_bytes(r)), true};
+  note(last, r.fits);
+  Probe newest = probe(rq.micro_batch + std::max<uint64_t>(1, rq.micro_batch));
+  // secant steps while they narrow the interval quickly, bisection otherwise
+  for (int bisect_next = 0; hi - lo > 1;) {
+    uint64_t c = bisect_next ? 0 : secant(last, newest, rq.gpu_memory_bytes);
+    if (c <= lo || c >= hi) {
+      // outside what is known: double up from what fits, or halve the interval
+      c = hi > kMaxSearch ? std::max<uint64_t>(2 * lo, lo + 1) : lo + (hi - lo) / 2;
+      if (c >= hi) c = hi - 1;
     }
-    while (hi - lo > 1) {
-      const uint64_t mid = lo + (hi - lo) / 2;
-      (fits(mid) ? lo : hi) = mid;
-    }
-    r.max_micro_batch = lo;
-    return r;
+    const uint64_t width = hi - lo;
+    last = newest;
+    newest = probe(c);
+    bisect_next = hi - lo > width / 2;  // the step did not halve the interval
   }
-  if (!fits(1)) {
-    r.max_micro_batch = 0;
-    return r;
-  }
-  uint64_t lo = 1, hi = 2;
-  while (hi <= kMaxSearch && fits(hi)) {
-    lo = hi;
-    hi *= 2;
-  }
-  if (hi > kMaxSearch) {
-    r.max_micro_batch = lo;
-    return r;
-  }
-  while (hi - lo > 1) {
-    const uint64_t mid = lo + (hi - lo) / 2;
-    (fits(mid) ? lo : hi) = mid;
-  }
-  r.max_micro_batch = lo;
+  r.max_micro_batch = lo > kMaxSearch ? kMaxSearch : lo;
   return r;
 }
 

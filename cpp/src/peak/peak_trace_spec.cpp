@@ -184,20 +184,41 @@ class SpecBuilder {
     if (h_.offload_optimizer) return tr;
     // torch's `step` is a CPU scalar tensor unless the step is fused or capturable
     // (torch/optim/adamw.py _init_group: device=p.device only then)
-    const bool step_on_device = facts_.impl == vocab::OptimizerImpl::fused && !facts_.own_kernel;
-    for (const auto& st : optimizer_state(rq_.optimizer, t, state_dtype)) {
-      if (st.kind != StateKind::tensor || (st.shape.empty() && !step_on_device)) continue;
-      // paged (bitsandbytes get_state_buffer): >= 100,000 values go to managed memory
-      if (rq_.optimizer.paged && st.numel() >= 100000) {
-        managed_ += st.bytes() / h_.state_divisor;
-        continue;
-      }
-      tr.opt.state.push_back(st.bytes() / h_.state_divisor);
-    }
+    const StateBytes& sb = state_of(t, state_dtype);
+    managed_ += sb.managed;
+    tr.opt.state = sb.device;
     if (h_.deepspeed_mp) tr.opt.master = numel * 4 / h_.state_divisor;
     tr.opt.temp_bytes = numel * dtype_bytes_for(state_dtype, 1) / h_.state_divisor;
     tr.opt.group = state_dtype == DType::fp32 ? 0 : 1;
     return tr;
+  }
+
+  // The state tensors of one parameter on the device (and in managed memory), computed once per
+  // (shape, dtype): a model repeats a few shapes many times.
+  struct StateBytes {
+    std::vector<uint64_t> shape;
+    DType param = DType::fp32, state = DType::fp32;
+    std::vector<uint64_t> device;
+    uint64_t managed = 0;
+  };
+  const StateBytes& state_of(const TensorSpec& t, DType state_dtype) {
+    for (const StateBytes& c : state_cache_)
+      if (c.shape == t.shape && c.param == t.dtype && c.state == state_dtype) return c;
+    StateBytes c{t.shape, t.dtype, state_dtype, {}, 0};
+    // torch's `step` is a CPU scalar tensor unless the step is fused or capturable
+    // (torch/optim/adamw.py _init_group: device=p.device only then)
+    const bool step_on_device = facts_.impl == vocab::OptimizerImpl::fused && !facts_.own_kernel;
+    for (const auto& st : optimizer_state(rq_.optimizer, t, state_dtype)) {
+      if (st.kind != StateKind::tensor || (st.shape.empty() && !step_on_device)) continue;
+      // paged (bitsandbytes get_state_buffer): >= 100,000 values go to managed memory
+      if (rq_.optimizer.paged && st.numel() >= 100000)
+        c.managed += st.bytes() / h_.state_divisor;
+      else
+        c.device.push_back(st.bytes() / h_.state_divisor);
+    }
+    if (state_cache_.size() >= 64) state_cache_.erase(state_cache_.begin());
+    state_cache_.push_back(std::move(c));
+    return state_cache_.back();
   }
 
   // LoRA's A [r, in] and B [out, r] per adapted linear: trainable leaves in the adapter dtype,
@@ -290,7 +311,9 @@ class SpecBuilder {
     spec_.accumulation_steps = std::min<uint64_t>(rq_.accumulation_steps, 3);
     spec_.set_to_none = rq_.set_to_none;
     spec_.workspace_bytes = rq_.runtime.is_cuda() ? rq_.runtime.workspace_bytes : 0;
-    spec_.steps = 3;
+    // three optimizer steps reach the caching allocator's steady state; counted without it,
+    // the second step already repeats every later one (the state exists from the first)
+    spec_.steps = rq_.simulate_allocator && rq_.runtime.is_cuda() ? 3 : 2;
     spec_.optimizer_in_backward = rq_.optimizer_in_backward;
     spec_.offload_activations = rq_.offload_activations;
     if (rq_.data_parallel > 1 && rq_.zero_stage == 0 && !rq_.fsdp.enabled) ddp_buckets();
@@ -323,6 +346,7 @@ class SpecBuilder {
   trace::StepSpec spec_;
   std::vector<std::vector<Trainable>> trainables_, late_;
   UnitSizes units_;
+  std::vector<StateBytes> state_cache_;
 };
 
 }  // namespace
