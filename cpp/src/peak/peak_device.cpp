@@ -107,8 +107,8 @@ TimelinePoint Ledger::point(size_t k, const Parts& at,
   pt.gradient_bytes = of(Part::gradients) + of(Part::ddp_buckets);
   pt.gathered_bytes = of(Part::gathered);
   pt.temporary_bytes = of(Part::activation_grads) + of(Part::op_transients) +
-                       of(Part::autocast_copies) + of(Part::gathered) +
-                       of(Part::optimizer_temps) + of(Part::grad_partition);
+                       of(Part::autocast_copies) + of(Part::gathered) + of(Part::optimizer_temps) +
+                       of(Part::grad_partition);
   return pt;
 }
 
@@ -273,8 +273,8 @@ Figures simulate(const Request& rq, const Step& s, const trace::Trace& t, uint64
   Result unlimited = *r;
   Replay u = replay(rq, s, t, false, managed, &unlimited);
   const uint64_t cap = allocator_capacity(rq, managed);
-  if (cap == 0 || (unlimited.reserved_peak_bytes <= cap &&
-                   rq.allocator.garbage_collection_threshold == 0)) {
+  if (cap == 0 ||
+      (unlimited.reserved_peak_bytes <= cap && rq.allocator.garbage_collection_threshold == 0)) {
     *r = std::move(unlimited);
     return u.figures;
   }

@@ -219,11 +219,11 @@ void hold_weights(const Request& rq, Step* s) {
     h.weights_src =
         std::string("QLoRA (Dettmers et al. 2023): the blocks' linear weights in 4-bit ") +
         "NF4 with double-quantised absmax (bitsandbytes Params4bit: 4.127 bits per "
-        "value), the other weights " +
-        dtype_name(base) + ", adapters " + dtype_name(h.adapter_dtype);
+        "value), the other weights in " +
+        dtype_name(base) + ", adapters in " + dtype_name(h.adapter_dtype) + " (PEFT)";
   else if (rq.lora.enabled)
     h.weights_src = std::string("LoRA (Hu et al. 2021): frozen base in ") + dtype_name(base) +
-                    ", adapters " + dtype_name(h.adapter_dtype);
+                    ", adapters in " + dtype_name(h.adapter_dtype) + " (PEFT)";
   else
     h.weights_src = h.deepspeed_mp ? "ZeRO (Rajbhandari et al. 2020): 16-bit parameters, 2 B/param"
                     : half         ? "parameters in 16-bit: 2 B/param"
@@ -243,8 +243,8 @@ void hold_weights(const Request& rq, Step* s) {
                                   : "; offloaded to CPU (ZeRO-Infinity / ZeRO-Offload)";
   const uint64_t gb = rq.lora.enabled ? h.adapter_bytes : h.grad_bytes;
   h.grads_src =
-      std::to_string(gb) + " B per trainable parameter (.grad in the parameter's dtype, " +
-      (gb == 4 ? "fp32" : "16-bit") + ")" +
+      std::to_string(gb) + " B per trainable parameter (" + (gb == 4 ? "fp32" : "16-bit") +
+      " .grad, in the parameter's dtype)" +
       (rq.zero_stage >= 2 ? "; ZeRO-2/3 partitions them over " + std::to_string(N) + " ranks"
                           : "") +
       (rq.fsdp.enabled ? "; FSDP reduce-scatters them into shards over " + std::to_string(N) +
@@ -286,10 +286,11 @@ void hold_optimizer(const Request& rq, Step* s, std::vector<std::string>* assump
                      : "");
   if (!rq.is_mlp && !rq.model().has_tensors() && !rq.lora.enabled)
     assumptions->push_back(
-        "optimizer state from the parameter count as one tensor per layer (factored optimizers "
+        "optimizer state from the parameter count as one tensor (factored optimizers "
         "need the tensor shapes: give a preset or config)");
   const StepFacts f =
       step_facts(rq.optimizer, rq.optimizer_implementation, rq.runtime.foreach_adam_lists);
+  const uint32_t temps = f.impl == vocab::OptimizerImpl::foreach ? f.foreach_lists : f.loop_copies;
   h.temp_src =
       f.own_kernel                            ? (is_torchao_low_bit(rq.optimizer)
                                                      ? "optimizer step: torchao's torch.compile'd step, one tensor at a time "
@@ -297,11 +298,11 @@ void hold_optimizer(const Request& rq, Step* s, std::vector<std::string>* assump
                                                      : "optimizer step: bitsandbytes' fused 8-bit kernels, no temporaries")
       : f.impl == vocab::OptimizerImpl::fused ? "optimizer step: fused kernel (fused=True), no "
                                                 "temporaries"
+      : temps == 0                            ? "optimizer step: in place, no temporaries"
       : f.impl == vocab::OptimizerImpl::foreach
-          ? "optimizer step: _foreach_* lists over all trainable tensors (" +
-                std::to_string(f.foreach_lists) + " at once: " + rq.runtime.foreach_adam_source +
-                ")"
-          : "optimizer step: one tensor at a time (for-loop), " + std::to_string(f.loop_copies) +
+          ? "optimizer step: _foreach_* lists over all trainable tensors, " +
+                std::to_string(temps) + " at once (torch/optim, the runtime's PyTorch line)"
+          : "optimizer step: one tensor at a time (for-loop), " + std::to_string(temps) +
                 " temporaries of it at once";
   if (is_torchao_low_bit(rq.optimizer))
     assumptions->push_back(
@@ -365,12 +366,13 @@ void fill_lines(const Request& rq, const Step& s, const device::Figures& f, Resu
       line_of(f,
               "saved-for-backward tensors derived per op (" + s.acts.recipe +
                   " recipe, activations.cpp), planned by the placement engine (" +
-                  rq.checkpointing.strategy + "), the batch and the tensors passed between layers",
+                  rq.checkpointing.strategy + "); the batch and the tensors passed between layers",
               {{"batch", Part::batch}, {"saved", Part::saved}, {"boundaries", Part::boundaries}});
   r->temporaries =
       line_of(f,
-              "live at the peak besides the state: gradients of activations, the op's transients "
-              "(activations.cpp), autocast's 16-bit weight copies, gathered shards, and " +
+              "at the peak: gradients of activations, the op's transients (activations.cpp), "
+              "autocast's 16-bit weight copies, gathered shards and the optimizer step's "
+              "temporaries; " +
                   h.temp_src,
               {{"activationGradients", Part::activation_grads},
                {"opTransients", Part::op_transients},
@@ -391,9 +393,10 @@ void fill_lines(const Request& rq, const Step& s, const device::Figures& f, Resu
                                 !rq.runtime_overhead_set && rq.runtime.is_cuda()
                             ? rq.runtime.nccl_bytes
                             : 0;
-  r->runtime = {s.context_bytes + nccl,
-                s.runtime_src + (nccl ? "; + NCCL buffers: " + rq.runtime.nccl_source : ""),
-                {}};
+  r->runtime = {
+      s.context_bytes + nccl,
+      (nccl ? "with NCCL's communicator buffers (allocator.ncclBytes); " : "") + s.runtime_src,
+      {}};
   r->paged_optimizer_state = {f.managed,
                               "bitsandbytes paged optimizer: state tensors of 100,000 values or "
                               "more in CUDA managed memory (cudaMallocManaged), outside the "
