@@ -324,13 +324,33 @@ def measure(case, verbose=False):
 
         model.embed.rope = rope
 
+    # each block's and the head's input, to flag what keeps it: "in" (its storage) or "in-copy"
+    # (a copy in another dtype: equal values once both are in the narrower dtype)
+    current_input = [None]
+    for blk in list(getattr(model, "blocks", [])) + list(getattr(model, "enc", [])) + \
+            list(getattr(model, "dec", [])) + [getattr(model, "head", None)]:
+        if isinstance(blk, nn.Module):
+            blk.register_forward_pre_hook(lambda m, args: current_input.__setitem__(0, args[0]))
+
+    def input_flag(t):
+        x = current_input[0]
+        if x is None or not t.is_floating_point():
+            return None
+        if storage_key(t)[0] == storage_key(x)[0]:
+            return "in"
+        if t.numel() == x.numel() and t.dtype != x.dtype:
+            lo = torch.bfloat16 if torch.bfloat16 in (t.dtype, x.dtype) else torch.float32
+            if torch.equal(t.detach().reshape(-1).to(lo), x.detach().reshape(-1).to(lo)):
+                return "in-copy"
+        return None
+
     def pack(t):
         ptr, nbytes = storage_key(t)
         if ptr not in excluded and ptr not in seen:
             seen[ptr] = len(order)
             order.append({"ptr": ptr, "bytes": nbytes, "region": "embed" if ptr in shared else region[0],
                           "dtype": str(t.dtype)[6:],
-                          "shape": list(t.shape), "module": module[-1]})
+                          "shape": list(t.shape), "module": module[-1], "flag": input_flag(t)})
         return t
 
     DEQUANT.update(forward=0, backward=0, bytes=[])
@@ -348,11 +368,13 @@ def measure(case, verbose=False):
         saved_by = sorted(set(labels.get(o["ptr"], [])))
         r = regions.setdefault(o["region"], {"savedBytes": 0, "tensors": []})
         r["savedBytes"] += o["bytes"]
-        # [bytes, dtype, shape, module, autograd fields]; a linear's mm / addmm keeps its weight
+        # [bytes, dtype, shape, module, autograd fields(, "in" | "in-copy": the region's input
+        # or a copy of it in another dtype)]; a linear's mm / addmm keeps its weight
         # as mat2 (here an autocast copy: parameters themselves are excluded); 0-dim tensors are
         # wrapped Python scalars (CPU-side on a CUDA run)
         module = re.sub(r"^(blocks|enc|dec)\.\d+\.?", "", o["module"]) or "block"
-        r["tensors"].append([o["bytes"], o["dtype"], o["shape"], module, ",".join(saved_by)])
+        r["tensors"].append([o["bytes"], o["dtype"], o["shape"], module, ",".join(saved_by)] +
+                            ([o["flag"]] if o["flag"] else []))
     prev = None  # a block saving what the one before it saved is stored as {"sameAs": that block}
     for name in list(regions):
         if prev and re.sub(r"\d+$", "", name) == re.sub(r"\d+$", "", prev[0]) and \
