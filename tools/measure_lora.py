@@ -193,7 +193,7 @@ TARGETS = {
     "bert": {"qv": ["query", "value"],
              "all": ["query", "key", "value", "attention.output.dense", "intermediate.dense", "output.dense"],
              "mlp": ["intermediate.dense", "output.dense"]},
-    "t5": {"qv": ["q", "v"], "all": ["q", "k", "v", "o", "wi", "wo"], "mlp": ["wi", "wo"]},
+    "t5": {"qv": ["q", "v"], "all": ["q", "k", "v", "o", "wi", "wi_0", "wi_1", "wo"], "mlp": ["wi", "wo"]},
 }
 # HF module name -> the tm_torch_models module path suffix
 TM_NAME = {"gpt2": {"attn.c_attn": "attn.c_attn", "attn.c_proj": "attn.c_proj", "mlp.c_fc": "mlp.c_fc",
@@ -241,7 +241,7 @@ def storage_key(t):
 
 def build(case):
     kind = case["kind"]
-    cfg = {"llama": LLAMA, "gpt2": GPT2, "bert": BERT, "t5": T5}[kind]
+    cfg = dict({"llama": LLAMA, "gpt2": GPT2, "bert": BERT, "t5": T5}[kind], **case.get("configOverride", {}))
     model, inputs = tm.build(dict(case, kind=kind, config=cfg))
     base = DT[case["dtype"]]
     lora = case.get("lora")
@@ -313,7 +313,7 @@ def measure(case, verbose=False):
     order, seen = [], {}
 
     # the recipes count Llama's RoPE cos and sin (shared by every block) with the embeddings
-    shared = set()
+    shared, enc_out = set(), set()
     if case["kind"] == "llama":
         real_rope = model.embed.rope
 
@@ -328,9 +328,20 @@ def measure(case, verbose=False):
     # (a copy in another dtype: equal values once both are in the narrower dtype)
     current_input = [None]
     for blk in list(getattr(model, "blocks", [])) + list(getattr(model, "enc", [])) + \
-            list(getattr(model, "dec", [])) + [getattr(model, "head", None)]:
+            list(getattr(model, "dec", [])) + [getattr(model, "head", None), getattr(model, "dec_norm", None)]:
         if isinstance(blk, nn.Module):
             blk.register_forward_pre_hook(lambda m, args: current_input.__setitem__(0, args[0]))
+    # T5: the recipes count the encoder output (read by every decoder layer) where the encoder ends
+    if case["kind"] == "t5":
+        real_stack = model._stack
+
+        def stack(blocks, x, st, tag):
+            if st.enc_out is not None:
+                shared.add(storage_key(st.enc_out)[0])
+                enc_out.add(storage_key(st.enc_out)[0])
+            return real_stack(blocks, x, st, tag)
+
+        model._stack = stack
 
     def input_flag(t):
         x = current_input[0]
@@ -348,9 +359,10 @@ def measure(case, verbose=False):
         ptr, nbytes = storage_key(t)
         if ptr not in excluded and ptr not in seen:
             seen[ptr] = len(order)
-            order.append({"ptr": ptr, "bytes": nbytes, "region": "embed" if ptr in shared else region[0],
-                          "dtype": str(t.dtype)[6:],
-                          "shape": list(t.shape), "module": module[-1], "flag": input_flag(t)})
+            home = ("dembed" if ptr in enc_out else "embed") if ptr in shared else region[0]
+            order.append({"ptr": ptr, "bytes": nbytes, "region": home, "dtype": str(t.dtype)[6:],
+                          "shape": list(t.shape), "module": module[-1],
+                          "flag": "enc-out" if ptr in enc_out else input_flag(t)})
         return t
 
     DEQUANT.update(forward=0, backward=0, bytes=[])
@@ -369,7 +381,7 @@ def measure(case, verbose=False):
         r = regions.setdefault(o["region"], {"savedBytes": 0, "tensors": []})
         r["savedBytes"] += o["bytes"]
         # [bytes, dtype, shape, module, autograd fields(, "in" | "in-copy": the region's input
-        # or a copy of it in another dtype)]; a linear's mm / addmm keeps its weight
+        # or a copy of it in another dtype; "enc-out": T5's encoder output)]; a linear's mm / addmm keeps its weight
         # as mat2 (here an autocast copy: parameters themselves are excluded); 0-dim tensors are
         # wrapped Python scalars (CPU-side on a CUDA run)
         module = re.sub(r"^(blocks|enc|dec)\.\d+\.?", "", o["module"]) or "block"
@@ -415,10 +427,17 @@ def cases():
                     out.append(dict(shapes[kind], kind=kind, dtype=dtype, autocast=ac,
                                     name=f"{kind} lora {targets} dropout {p} {dtype}{' autocast' if ac else ''}",
                                     lora={"targets": targets, "rank": 8, "alpha": 16, "dropout": p}))
-    for kind in ("llama", "gpt2"):
+    # mT5's gated-gelu feed-forward (wi_0, wi_1), untied head
+    for dtype, ac in (("fp32", False), ("bf16", False), ("fp32", True)):
+        out.append(dict(shapes["t5"], kind="t5", dtype=dtype, autocast=ac,
+                        configOverride={"feed_forward_proj": "gated-gelu", "tie_word_embeddings": False},
+                        name=f"mt5 lora all dropout 0.05 {dtype}{' autocast' if ac else ''}",
+                        lora={"targets": "all", "rank": 8, "alpha": 16, "dropout": 0.05}))
+    for kind in ("llama", "gpt2", "bert", "t5"):
         out.append(dict(shapes[kind], kind=kind, dtype="bf16", autocast=False, inputRequiresGrad=True,
                         name=f"{kind} lora qv dropout 0.05 bf16, input requires grad",
                         lora={"targets": "qv", "rank": 8, "alpha": 16, "dropout": 0.05}))
+    for kind in ("llama", "gpt2"):
         # QLoRA: a bf16 model (no autocast, compute bf16); the HF recipe (prepare_model_for_kbit_training:
         # fp32 non-quantized parameters, embedding outputs require grad; autocast bf16, compute bf16)
         for targets in ("qv", "all"):

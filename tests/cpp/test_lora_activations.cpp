@@ -48,8 +48,33 @@ std::vector<std::string> block_modules(const std::string& kind, const std::strin
        {{"qv", {"attention.self.query", "attention.self.value"}},
         {"all",
          {"attention.self.query", "attention.self.key", "attention.self.value",
-          "attention.output.dense", "intermediate.dense", "output.dense"}}}}};
+          "attention.output.dense", "intermediate.dense", "output.dense"}}}},
+      // PEFT's default {q, v} adapts the cross-attention's q and v too (suffix match); the
+      // decoder's cross-attention modules are added by t5_modules
+      {"t5",
+       {{"qv", {"layer.0.SelfAttention.q", "layer.0.SelfAttention.v"}},
+        {"all",
+         {"layer.0.SelfAttention.q", "layer.0.SelfAttention.k", "layer.0.SelfAttention.v",
+          "layer.0.SelfAttention.o"}}}}};
   return names.at(kind).at(targets);
+}
+
+// A T5 block's adapted modules (modeling_t5.py names: layer.0 self-attention, layer.1 the
+// decoder's cross-attention, then the feed-forward).
+std::vector<std::string> t5_modules(const std::string& targets, bool decoder, bool gated) {
+  std::vector<std::string> m = block_modules("t5", targets);
+  const std::string ff = decoder ? "layer.2.DenseReluDense." : "layer.1.DenseReluDense.";
+  const std::vector<std::string> proj =
+      targets == "qv" ? std::vector<std::string>{"q", "v"}
+                      : std::vector<std::string>{"q", "k", "v", "o"};
+  if (decoder)
+    for (const auto& p : proj) m.push_back("layer.1.EncDecAttention." + p);
+  if (targets == "all") {
+    for (const char* w : gated ? std::vector<const char*>{"wi_0", "wi_1", "wo"}
+                               : std::vector<const char*>{"wi", "wo"})
+      m.push_back(ff + w);
+  }
+  return m;
 }
 
 // A measured case as the core's request: the fixture's model, its shapes, dtypes and LoRA.
@@ -61,10 +86,13 @@ struct Case {
 Case to_case(const json& fx, const json& c) {
   Case k;
   const std::string kind = c["kind"];
-  k.model = fixture_model(json{{"kind", kind}, {"config", fx["configs"][kind]}});
+  json config = fx["configs"][kind];
+  if (c.contains("configOverride")) config.update(c["configOverride"]);
+  k.model = fixture_model(json{{"kind", kind}, {"config", config}});
   activations::Settings& s = k.s;
   s.micro_batch = c["microBatch"];
   s.seq_len = c["seqLen"];
+  s.target_len = c.value("targetLen", 0);
   s.attention = activations::Attention::eager;
   s.runtime = peak::runtime_profile("pytorch-cpu", "runtime").traits;
   const bool bf16 = c["dtype"] == "bf16", ac = c["autocast"];
@@ -77,10 +105,18 @@ Case to_case(const json& fx, const json& c) {
   s.lora.qlora = l.value("qlora", false);
   s.lora.base_dtype = bf16 ? DType::bf16 : DType::fp32;
   s.lora.embeddings_require_grad = c.value("inputRequiresGrad", false);
-  const std::vector<std::string> mods = block_modules(kind, l["targets"]);
-  s.lora.adapted.assign(k.model.arch.layers + 2, {});
-  for (uint64_t i = 0; i < k.model.arch.layers; ++i)
-    for (const auto& m : mods) s.lora.adapted[i + 1].push_back("layers." + std::to_string(i) + "." + m);
+  const uint64_t E = k.model.arch.encoder_layers, blocks = k.model.arch.layers + E;
+  s.lora.adapted.assign(blocks + 2, {});
+  for (uint64_t i = 0; i < blocks; ++i) {
+    const bool decoder = kind == "t5" && i >= E;
+    const std::string prefix = kind != "t5" ? "model.layers." + std::to_string(i) + "."
+                               : decoder    ? "decoder.block." + std::to_string(i - E) + "."
+                                            : "encoder.block." + std::to_string(i) + ".";
+    const std::vector<std::string> mods =
+        kind == "t5" ? t5_modules(l["targets"], decoder, k.model.arch.gated_mlp)
+                     : block_modules(kind, l["targets"]);
+    for (const auto& m : mods) s.lora.adapted[i + 1].push_back(prefix + m);
+  }
   return k;
 }
 
@@ -138,15 +174,50 @@ struct InputKept {
   uint64_t widest_copy = 0;  // the largest copy kept
 };
 
-InputKept input_kept(const json& c, const std::string& region) {
+// What the measured regions of one chain layer keep of its input.
+InputKept input_kept(const json& c, const std::vector<std::string>& regions) {
   InputKept k;
-  if (!c["regions"].contains(region)) return k;
-  for (const auto& t : region_tensors(c, region)) {
-    if (t.size() < 6) continue;
-    if (t[5] == "in") k.itself = t[0];
-    if (t[5] == "in-copy") k.widest_copy = std::max<uint64_t>(k.widest_copy, t[0]);
+  for (const auto& region : regions) {
+    if (!c["regions"].contains(region)) continue;
+    for (const auto& t : region_tensors(c, region)) {
+      if (t.size() < 6) continue;
+      if (t[5] == "in") k.itself = t[0];
+      if (t[5] == "in-copy") k.widest_copy = std::max<uint64_t>(k.widest_copy, t[0]);
+    }
   }
   return k;
+}
+
+// The measured regions of each chain layer: the embeddings, the blocks (T5: the encoder's
+// "eblock<i>", its last one with "dembed", where the encoder ends; the decoder's "dblock<i>"),
+// the head.
+std::vector<std::vector<std::string>> chain_regions(const ModelDescription& m) {
+  std::vector<std::vector<std::string>> r = {{"embed"}};
+  const uint64_t E = m.arch.encoder_layers;
+  for (uint64_t i = 0; i < m.arch.layers + E; ++i) {
+    if (E == 0) r.push_back({"block" + std::to_string(i)});
+    else if (i + 1 == E) r.push_back({"eblock" + std::to_string(i), "dembed"});
+    else r.push_back({i < E ? "eblock" + std::to_string(i) : "dblock" + std::to_string(i - E)});
+  }
+  r.push_back({"head"});
+  return r;
+}
+
+uint64_t sum_over(const json& c, const std::vector<std::string>& regions, bool casts = false) {
+  uint64_t s = 0;
+  for (const auto& r : regions) s += sum(casts ? measured_casts(c, r) : measured(c, r));
+  return s;
+}
+
+// T5: the encoder output, when an op of the decoder keeps it (the fixture counts it where the
+// encoder ends, as the chain does).
+uint64_t encoder_output_kept(const json& c, const std::vector<std::string>& regions) {
+  for (const auto& region : regions) {
+    if (!c["regions"].contains(region)) continue;
+    for (const auto& t : region_tensors(c, region))
+      if (t.size() >= 6 && t[5] == "enc-out") return t[0];
+  }
+  return 0;
 }
 
 TEST_CASE("LoRA activations: every layer's saved bytes as torch 1.13 keeps them",
@@ -154,36 +225,37 @@ TEST_CASE("LoRA activations: every layer's saved bytes as torch 1.13 keeps them"
   const json& fx = lora_fixture();
   int n = 0;
   for (const auto& c : fx["cases"]) {
-    if (!c.contains("lora") || c["kind"] == "t5") continue;
+    if (!c.contains("lora")) continue;
     ++n;
     INFO(c["name"].get<std::string>());
     const Case k = to_case(fx, c);
     const activations::ModelActivations a = activations::transformer_activations(k.model, k.s);
-    const size_t L = k.model.arch.layers;
-    REQUIRE(a.layers.size() == L + 2);
-    std::vector<std::string> regions = {"embed"};
-    for (size_t i = 0; i < L; ++i) regions.push_back("block" + std::to_string(i));
-    regions.push_back("head");
+    const auto regions = chain_regions(k.model);
+    REQUIRE(a.layers.size() == regions.size());
     for (size_t i = 0; i < a.layers.size(); ++i) {
-      INFO(regions[i]);
+      INFO(regions[i][0]);
       const activations::LayerActivations& l = a.layers[i];
-      // The chain counts a layer's output with that layer (the head's: the loss scalar); the
-      // measurement counts it in the next layer, where an op keeps it. A wider copy of the
-      // input (16-bit -> fp32) stands for it: the chain counts the copy beyond the input. An
-      // input nothing keeps is still counted with the previous layer (placement::Layer
-      // semantics); keeps_input says so.
+      // The chain counts a layer's output with that layer (the head's: the loss scalar; where
+      // T5's encoder ends, the encoder output too); the measurement counts it in the next layer,
+      // where an op keeps it. A wider copy of the input (16-bit -> fp32) stands for it: the
+      // chain counts the copy beyond the input. An input nothing keeps is still counted with the
+      // previous layer (placement::Layer semantics); keeps_input says so.
       const uint64_t in = i ? a.layers[i - 1].output_bytes : 0;
       const InputKept kept = input_kept(c, regions[i]);
       const uint64_t credit = !kept.itself && in && kept.widest_copy >= in ? in : 0;
-      CHECK(l.saved_bytes + kept.itself + credit == sum(measured(c, regions[i])) + l.output_bytes);
+      const uint64_t out = l.output_bytes - encoder_output_kept(c, regions[i]);
+      CHECK(l.saved_bytes + kept.itself + credit == sum_over(c, regions[i]) + out);
       if (i) CHECK(l.keeps_input == (kept.itself > 0 || credit > 0));
       // the copies of frozen weights (autocast) the graph keeps
-      std::vector<uint64_t> casts = l.kept_weight_casts;
+      std::vector<uint64_t> casts = l.kept_weight_casts, want;
+      for (const auto& r : regions[i])
+        for (uint64_t b : measured_casts(c, r)) want.push_back(b);
       std::sort(casts.begin(), casts.end());
-      CHECK(casts == measured_casts(c, regions[i]));
+      std::sort(want.begin(), want.end());
+      CHECK(casts == want);
     }
   }
-  CHECK(n >= 75);
+  CHECK(n >= 90);
 }
 
 TEST_CASE("lora debug", "[.dbg]") {
@@ -193,13 +265,13 @@ TEST_CASE("lora debug", "[.dbg]") {
     if (!want || c["name"] != want) continue;
     const Case k = to_case(fx, c);
     const activations::ModelActivations a = activations::transformer_activations(k.model, k.s);
-    const char* regions[] = {"embed", "block0", "block1", "block2", "head"};
+    const auto rs = chain_regions(k.model);
     for (size_t i = 0; i < a.layers.size(); ++i) {
-      printf("== %s recipe %llu\n", regions[i], (unsigned long long)a.layers[i].saved_bytes);
+      printf("== %s recipe %llu\n", rs[i][0].c_str(), (unsigned long long)a.layers[i].saved_bytes);
       for (const auto& t : a.layers[i].saved) printf("   %9llu %s\n", (unsigned long long)t.bytes, t.name.c_str());
       printf("   measured:\n");
-      if (c["regions"].contains(regions[i]))
-        for (const auto& t : region_tensors(c, regions[i]))
+      for (const auto& reg : rs[i]) if (c["regions"].contains(reg))
+        for (const auto& t : region_tensors(c, reg))
           if (!is_scalar(t)) printf("   %9llu %s %s %s%s\n", (unsigned long long)t[0].get<uint64_t>(), t[1].get<std::string>().c_str(), t[3].get<std::string>().c_str(), t[4].get<std::string>().c_str(), is_weight_cast(t) ? " [cast]" : "");
     }
   }

@@ -1048,7 +1048,7 @@ ModelActivations transformer_activations(const ModelDescription& m, const Settin
   ModelActivations out;
   out.recipe = family(ar);
   check_settings(m, s, out.recipe);
-  if (s.lora.enabled && out.recipe != "t5") {
+  if (s.lora.enabled) {
     // a frozen base keeps other tensors: the LoRA recipes (lora_recipes.cpp)
     ModelActivations lo = lora::lora_activations(m, s, out.recipe);
     recipe_assumptions(ar, s, lo.recipe, &lo.assumptions);

@@ -39,9 +39,9 @@ Val Flow::input(uint64_t elems, uint32_t width, bool rg) {
   return input_;
 }
 
-Val Flow::shared(uint32_t id, uint64_t elems, uint32_t width) {
+Val Flow::shared(uint32_t id, uint64_t elems, uint32_t width, bool rg) {
   shared_ids_.insert(id);
-  return Val{elems, width, false, id, false, 0};
+  return Val{elems, width, rg, id, false, 0};
 }
 
 void Flow::add_tensor(const std::string& what, uint64_t b, const char* source) {

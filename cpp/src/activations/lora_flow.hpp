@@ -57,7 +57,7 @@ class Flow {
   // shared by every block (RoPE's cos and sin: counted with the embeddings, `used` says if kept).
   Val make(uint64_t elems, uint32_t width, bool rg, bool tp = false);
   Val input(uint64_t elems, uint32_t width, bool rg);
-  Val shared(uint32_t id, uint64_t elems, uint32_t width);
+  Val shared(uint32_t id, uint64_t elems, uint32_t width, bool rg = false);
   bool shared_used(uint32_t id) const { return shared_used_.count(id) > 0; }
   static Val param(uint32_t width) { return Val{0, width, false, 0, false, 0}; }
 

@@ -47,8 +47,22 @@ const std::vector<RoleName>& role_names(const std::string& recipe) {
                                              {"output.dense", kDown},
                                              {"pooler.dense", kPooler},
                                              {"classifier", kClassifier}};
+  static const std::vector<RoleName> t5 = {{"SelfAttention.q", kQ},
+                                           {"SelfAttention.k", kK},
+                                           {"SelfAttention.v", kV},
+                                           {"SelfAttention.o", kO},
+                                           {"EncDecAttention.q", kXQ},
+                                           {"EncDecAttention.k", kXK},
+                                           {"EncDecAttention.v", kXV},
+                                           {"EncDecAttention.o", kXO},
+                                           {"DenseReluDense.wi_0", kGate},
+                                           {"DenseReluDense.wi_1", kUp},
+                                           {"DenseReluDense.wi", kUp},
+                                           {"DenseReluDense.wo", kDown},
+                                           {"lm_head", kHead}};
   if (recipe == "gpt2") return gpt2;
   if (recipe == "bert") return bert;
+  if (recipe == "t5") return t5;
   return llama;
 }
 
@@ -130,6 +144,8 @@ LayerActivations embeddings(const Ctx& c, const Dims& d, const std::string& reci
     x = f.dropout(x, d.p_hid, "embedding dropout mask");
   } else if (recipe == "gpt2") {
     x = f.dropout(f.add(x, f.make(d.T * d.h, bw, false)), d.p_hid, "embedding dropout mask");
+  } else if (recipe == "t5") {
+    x = f.dropout(x, d.p_hid, "embedding dropout mask");  // the relative bias keeps nothing
   }
   f.output(x, "embedding output", "read by the first block");
   f.finish();
@@ -192,6 +208,13 @@ LayerActivations head_layer(const Ctx& c, const Dims& d, const std::string& reci
     h.forward_flops = 2.0 * d.b * d.h * (d.h + c.ar.num_labels);
     return h;
   }
+  if (recipe == "t5") {
+    t5_head(hc, d, roles, in_rg, &h);
+    append_lm_loss(m, c.s, loss_precision(c.s, c.dt), d.T, false, false, &h);
+    add_loss_scalar(&h, c.s.detail);
+    h.forward_flops = 2.0 * d.T * d.h * (d.V / c.s.tensor_parallel);
+    return h;
+  }
   const Val y = recipe == "llama" ? rms_norm(f, x, c.dt.base, "final norm")
                                   : layer_norm(f, x, "final LayerNorm");
   const uint64_t Vt = d.V / c.s.tensor_parallel;  // Megatron's vocab-parallel logits
@@ -226,11 +249,12 @@ std::vector<uint32_t> layer_roles(const Settings& s, const std::string& recipe, 
 
 // Matmul FLOPs of one block's forward: 2 x tokens x the matmul parameters, QK^T and PV, and
 // the adapters' 2 x tokens x r x (in + out).
-double block_flops(const std::string& recipe, const Dims& d, uint64_t r, uint32_t roles, double t) {
+double block_flops(const std::string& recipe, const Dims& d, uint64_t r, uint32_t roles, double t,
+                   bool gated) {
   const double h = d.h, kvq = static_cast<double>(d.kv) * d.d;
-  const bool llama = recipe == "llama";
-  const double qkv = llama ? h * (d.q + 2 * kvq) : 3 * h * h, o = llama ? d.q * h : h * h;
-  const double mlp = llama ? 3.0 * h * d.i * d.k : 2.0 * h * d.i;
+  const bool llama = recipe == "llama", t5 = recipe == "t5";
+  const double qkv = llama ? h * (d.q + 2 * kvq) : 3 * h * d.q, o = d.q * h;
+  const double mlp = llama ? 3.0 * h * d.i * d.k : (t5 && gated ? 3.0 : 2.0) * h * d.i;
   double adapters = 0;
   const std::pair<uint32_t, double> io[] = {
       {kQ, h + d.q}, {kK, h + kvq}, {kV, h + kvq}, {kO, d.q + h},
@@ -282,40 +306,64 @@ ModelActivations lora_activations(const ModelDescription& m, const Settings& s,
          "float8 training is modelled for full fine-tuning; with LoRA leave float8 out");
   const Dtypes dt = dtypes_of(s);
   const Dims d = dims_of(ar, s);
-  const bool eager = s.attention == Attention::eager;
+  // T5Attention computes its scores itself (no SDPA path in modeling_t5.py)
+  const bool eager = s.attention == Attention::eager || recipe == "t5";
   const Ctx c{s, ar, dt, eager, recipe == "bert" && dt.autocast ? 4u : dt.base};
   ModelActivations out;
   out.recipe = recipe;
   out.input_bytes = checked_mul(d.T, 8, "microBatch");  // int64 input_ids
-  const size_t L = ar.layers;
+  const bool t5 = recipe == "t5";
+  const size_t E = t5 ? ar.encoder_layers : 0, L = ar.layers + E;
   std::vector<std::string> unknown;
   const std::vector<uint32_t> roles = layer_roles(s, recipe, L + 2, &unknown);
+  // T5's decoder: its own length, its cross-attention's keys the encoder's tokens
+  Dims dec = d;
+  if (t5) {
+    dec.s = dec.sk = s.target_len ? s.target_len : s.seq_len;
+    dec.T = dec.Tk = checked_mul(d.b, dec.s, "microBatch");
+  }
+  Dims cross = dec;
+  cross.sk = d.s;
+  cross.Tk = d.T;
+  const bool emb_rg = s.lora.embeddings_require_grad;
+  bool rope_kept = false;
+  EncoderOutput enc;
   std::vector<LayerActivations> blocks;
-  bool rg = s.lora.embeddings_require_grad, prev_rg = false, rope_kept = false;
+  auto build = [&](const Dims& bd, uint32_t r, bool in_rg, bool decoder, LayerActivations* l) {
+    if (t5)
+      t5_block(c, bd, decoder ? &cross : nullptr, enc, r, in_rg, l);
+    else if (recipe == "gpt2")
+      gpt2_block(c, bd, r, in_rg, l);
+    else if (recipe == "bert")
+      bert_block(c, bd, r, in_rg, l);
+    else
+      llama_block(c, bd, r, in_rg, l, &rope_kept);
+    l->forward_flops = block_flops(recipe, bd, s.lora.rank, r, double(s.tensor_parallel),
+                                   ar.gated_mlp);
+    if (decoder) l->forward_flops += 4.0 * bd.b * bd.s * d.s * d.q / s.tensor_parallel;
+    l->backward_temp_bytes += checked_mul(bd.T * d.h, c.res, "microBatch");  // the input's grad
+  };
+  // the encoder's blocks (or the only stack), then T5's decoder's
+  bool rg = emb_rg, prev_rg = false;
   for (size_t li = 0; li < L; ++li) {
+    const bool decoder = t5 && li >= E;
+    if (decoder && li == E) rg = emb_rg;  // the decoder's embedding output, frozen
     const uint32_t r = roles[li + 1];
     LayerActivations l;
-    if (li > 0 && r == roles[li] && rg == prev_rg) {
+    const bool same = li > 0 && li != E && r == roles[li] && rg == prev_rg;
+    if (same)
       l = blocks.back();  // the same roles and input state keep the same tensors
-    } else if (recipe == "gpt2") {
-      gpt2_block(c, d, r, rg, &l);
-    } else if (recipe == "bert") {
-      bert_block(c, d, r, rg, &l);
-    } else {
-      llama_block(c, d, r, rg, &l, &rope_kept);
-    }
+    else
+      build(decoder ? dec : d, r, rg, decoder, &l);
     l.name = "block " + std::to_string(li);
-    if (!(li > 0 && r == roles[li] && rg == prev_rg)) {
-      l.forward_flops = block_flops(recipe, d, s.lora.rank, r, double(s.tensor_parallel));
-      l.backward_temp_bytes += checked_mul(d.T * d.h, dt.base, "microBatch");  // the input's grad
-    }
-    blocks.push_back(std::move(l));
     prev_rg = rg;
     rg = rg || r != 0;
+    if (t5 && li + 1 == E) enc = t5_encoder_end(c, d, dec, rg, &l);
+    blocks.push_back(std::move(l));
   }
   out.layers.push_back(embeddings(c, d, recipe, rope_kept));
   for (auto& b : blocks) out.layers.push_back(std::move(b));
-  out.layers.push_back(head_layer(c, d, recipe, roles[L + 1], rg, m));
+  out.layers.push_back(head_layer(c, t5 ? dec : d, recipe, roles[L + 1], rg, m));
   out.total_saved_bytes = out.input_bytes;
   for (auto& l : out.layers) {
     if (l.forward_flops <= 0) l.forward_flops = 1;

@@ -22,7 +22,15 @@ void score_temps(Flow& f, const Dims& d, uint32_t width) {
   f.backward_temp(2, piece);
 }
 
-Linear lin(uint64_t in, uint64_t out, bool adapted, const Ctx& c, bool out_tp, bool bias = false) {
+// rotate_half and the two products of apply_rotary_pos_emb (q * cos + rotate_half(q) * sin).
+Val rope(Flow& f, const Val& x, const Val& cos, const Val& sin) {
+  const Val a = f.mul(x, cos, "q or k", "RoPE cos");
+  const Val r = f.make(x.elems, x.width, x.rg, true);  // rotate_half: cat(-x2, x1)
+  return f.add(a, f.mul(r, sin, "rotate_half", "RoPE sin"));
+}
+}  // namespace
+
+Linear lin(uint64_t in, uint64_t out, bool adapted, const Ctx& c, bool out_tp, bool bias) {
   Linear l;
   l.in = in;
   l.out = out;
@@ -32,14 +40,6 @@ Linear lin(uint64_t in, uint64_t out, bool adapted, const Ctx& c, bool out_tp, b
   l.out_tp = out_tp;
   return l;
 }
-
-// rotate_half and the two products of apply_rotary_pos_emb (q * cos + rotate_half(q) * sin).
-Val rope(Flow& f, const Val& x, const Val& cos, const Val& sin) {
-  const Val a = f.mul(x, cos, "q or k", "RoPE cos");
-  const Val r = f.make(x.elems, x.width, x.rg, true);  // rotate_half: cat(-x2, x1)
-  return f.add(a, f.mul(r, sin, "rotate_half", "RoPE sin"));
-}
-}  // namespace
 
 // LlamaRMSNorm: x.to(fp32); pow(2).mean; rsqrt; x * rsqrt; weight * x.to(input dtype). The
 // weight is frozen, so its product keeps nothing of the activation.

@@ -70,8 +70,25 @@ void llama_block(const Ctx& c, const Dims& d, uint32_t roles, bool in_rg, LayerA
 void gpt2_block(const Ctx& c, const Dims& d, uint32_t roles, bool in_rg, LayerActivations* l);
 void bert_block(const Ctx& c, const Dims& d, uint32_t roles, bool in_rg, LayerActivations* l);
 
+// T5 (lora_t5.cpp). `cross`: a decoder block's cross-attention shapes (keys: the encoder's
+// tokens), null for an encoder block; `enc`: the encoder output it reads (width, requires grad).
+struct EncoderOutput {
+  uint32_t width = 4;
+  bool rg = false;
+};
+void t5_block(const Ctx& c, const Dims& d, const Dims* cross, const EncoderOutput& enc,
+              uint32_t roles, bool in_rg, LayerActivations* l);
+// Where the encoder ends (appended to its last block): final_layer_norm, dropout, the encoder
+// output (counted here for every decoder layer), the decoder's embedding and dropout.
+EncoderOutput t5_encoder_end(const Ctx& c, const Dims& d, const Dims& dec, bool in_rg,
+                             LayerActivations* l);
+// The decoder's final_layer_norm, dropout, the tied head's d_model^-0.5 and lm_head (the loss
+// follows: append_lm_loss on the logits as they are).
+void t5_head(const Ctx& c, const Dims& dec, uint32_t roles, bool in_rg, LayerActivations* h);
+
 // Shared pieces of the recipes (lora_recipes.cpp).
 Val rms_norm(Flow& f, const Val& x, uint32_t weight_width, const char* what);
+Linear lin(uint64_t in, uint64_t out, bool adapted, const Ctx& c, bool out_tp, bool bias = false);
 Val layer_norm(Flow& f, const Val& x, const char* what);
 Val gelu(Flow& f, const Val& x, bool python_formula);
 // The attention core on q, k, v of one block (eager or SDPA); returns the heads' output (b, s,
