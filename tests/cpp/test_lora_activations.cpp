@@ -258,6 +258,50 @@ TEST_CASE("LoRA activations: every layer's saved bytes as torch 1.13 keeps them"
   CHECK(n >= 90);
 }
 
+TEST_CASE("LoRA activations: the tensors one by one, in the order autograd keeps them",
+          "[activations][lora]") {
+  // For the allocation trace: each layer's `tensors` are what the measurement lists for its
+  // region, in saving order, with the input dropped (or its wider copy counted beyond it) and the
+  // output appended. T5's last encoder layer (where the encoder ends) is left out: there the
+  // chain lists the encoder's block output before the encoder's end, the measurement after.
+  const json& fx = lora_fixture();
+  int layers = 0;
+  for (const auto& c : fx["cases"]) {
+    if (!c.contains("lora")) continue;
+    INFO(c["name"].get<std::string>());
+    const Case k = to_case(fx, c);
+    const activations::ModelActivations a = activations::transformer_activations(k.model, k.s);
+    const auto regions = chain_regions(k.model);
+    for (size_t i = 0; i < a.layers.size(); ++i) {
+      if (regions[i].size() > 1) continue;
+      INFO(regions[i][0]);
+      const uint64_t in = i ? a.layers[i - 1].output_bytes : 0;
+      std::vector<uint64_t> want;
+      bool itself = false;
+      if (c["regions"].contains(regions[i][0]))
+        for (const auto& t : region_tensors(c, regions[i][0]))
+          itself = itself || (t.size() >= 6 && t[5] == "in");
+      bool credited = itself;
+      if (c["regions"].contains(regions[i][0]))
+        for (const auto& t : region_tensors(c, regions[i][0])) {
+          if (is_scalar(t) || is_weight_cast(t)) continue;
+          const std::string flag = t.size() >= 6 ? t[5].get<std::string>() : "";
+          if (flag == "in") continue;
+          uint64_t b = t[0];
+          if (flag == "in-copy" && !credited && in && b >= in) {
+            b -= in;
+            credited = true;
+          }
+          want.push_back(b);
+        }
+      want.push_back(a.layers[i].output_bytes);
+      CHECK(a.layers[i].tensors == want);
+      ++layers;
+    }
+  }
+  CHECK(layers >= 400);
+}
+
 TEST_CASE("lora debug", "[.dbg]") {
   const json& fx = lora_fixture();
   const char* want = std::getenv("CASE");

@@ -73,9 +73,10 @@ Val Flow::cast(const Val& v, uint32_t width) {
 Val Flow::ac16(const Val& v) { return dt_.autocast ? cast(v, 2) : v; }
 
 Val Flow::mul(const Val& a, const Val& b, const char* what_a, const char* what_b) {
-  // mul: self's gradient reads other, other's reads self (derivatives.yaml mul.Tensor)
-  if (a.rg) save(b, what_b, "MulBackward0 keeps the other factor");
+  // mul: self's gradient reads other, other's reads self (derivatives.yaml mul.Tensor); the
+  // node stores self first
   if (b.rg) save(a, what_a, "MulBackward0 keeps the other factor");
+  if (a.rg) save(b, what_b, "MulBackward0 keeps the other factor");
   return make(std::max(a.elems, b.elems), std::max(a.width, b.width), a.rg || b.rg, a.tp || b.tp);
 }
 

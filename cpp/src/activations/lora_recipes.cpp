@@ -150,10 +150,11 @@ void llama_block(const Ctx& c, const Dims& d, uint32_t roles, bool in_rg, LayerA
     f.keeps_result(logits, 4, "router softmax (fp32)", "SoftmaxBackward0 keeps its result");
     mlp_in = f.make(d.T * d.k * d.h, xn2.width, xn2.rg, false);  // tokens gathered per expert
   }
+  // down_proj(act_fn(gate_proj(x)) * up_proj(x)): the activation runs before up_proj
   const Val g = f.linear(mlp_in, lin(d.h, d.i, roles & kGate, c, true), "gate_proj");
-  const Val u = f.linear(mlp_in, lin(d.h, d.i, roles & kUp, c, true), "up_proj");
-  f.forward_temp(1, f.bytes(g));
   const Val sg = f.keeps_input(g, g.width, "SiLU input (gate_proj output)", "SiluBackward0");
+  f.forward_temp(1, f.bytes(g));
+  const Val u = f.linear(mlp_in, lin(d.h, d.i, roles & kUp, c, true), "up_proj");
   const Val p = f.mul(sg, u, "SiLU output", "up_proj output");
   f.backward_temp(2, f.bytes(g));
   Val dn = f.linear(p, lin(d.i, d.h, roles & kDown, c, false), "down_proj");

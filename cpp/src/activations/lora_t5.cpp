@@ -45,9 +45,11 @@ Val t5_ff(Flow& f, const Ctx& c, const Dims& d, const Val& x, uint32_t roles) {
   const Val y = t5_norm(f, x, d.T, c.dt.base, "feed-forward layer_norm");
   Val inner;
   if (c.ar.gated_mlp) {
-    const Val g = f.linear(y, lin(d.h, d.i, roles & kGate, c, true), "wi_0");
+    // act(wi_0(y)) * wi_1(y): the activation runs before wi_1
+    const Val g = gelu(f, f.linear(y, lin(d.h, d.i, roles & kGate, c, true), "wi_0"),
+                       c.ar.activation == "gelu_new");
     const Val u = f.linear(y, lin(d.h, d.i, roles & kUp, c, true), "wi_1");
-    inner = f.mul(gelu(f, g, c.ar.activation == "gelu_new"), u, "activation output", "wi_1 output");
+    inner = f.mul(g, u, "activation output", "wi_1 output");
   } else {
     const Val h = f.linear(y, lin(d.h, d.i, roles & kUp, c, true), "wi");
     inner = f.keeps_result(h, h.width, "ReLU output", "ReluBackward0 keeps its result");
