@@ -6,8 +6,6 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <fstream>
 #include <map>
 
@@ -64,9 +62,9 @@ std::vector<std::string> block_modules(const std::string& kind, const std::strin
 std::vector<std::string> t5_modules(const std::string& targets, bool decoder, bool gated) {
   std::vector<std::string> m = block_modules("t5", targets);
   const std::string ff = decoder ? "layer.2.DenseReluDense." : "layer.1.DenseReluDense.";
-  const std::vector<std::string> proj =
-      targets == "qv" ? std::vector<std::string>{"q", "v"}
-                      : std::vector<std::string>{"q", "k", "v", "o"};
+  const std::vector<std::string> proj = targets == "qv"
+                                            ? std::vector<std::string>{"q", "v"}
+                                            : std::vector<std::string>{"q", "k", "v", "o"};
   if (decoder)
     for (const auto& p : proj) m.push_back("layer.1.EncDecAttention." + p);
   if (targets == "all") {
@@ -130,8 +128,8 @@ bool is_scalar(const json& t) { return t[2].empty(); }
 bool is_weight_cast(const json& t) {
   const std::string by = t[4];
   // a linear's mm / addmm keeps its weight as mat2; autocast's fp32 LayerNorm its weight and bias
-  for (const char* f : {"MmBackward0.mat2", "AddmmBackward0.mat2", "NativeLayerNormBackward0.weight",
-                        "NativeLayerNormBackward0.bias"})
+  for (const char* f : {"MmBackward0.mat2", "AddmmBackward0.mat2",
+                        "NativeLayerNormBackward0.weight", "NativeLayerNormBackward0.bias"})
     if (by.find(f) != std::string::npos) return true;
   return false;
 }
@@ -170,7 +168,7 @@ uint64_t sum(const std::vector<uint64_t>& v) {
 // What a measured region keeps of its input (the previous layer's output, `in` bytes): the
 // input itself, or a copy in another dtype (flags written by tools/measure_lora.py).
 struct InputKept {
-  uint64_t itself = 0;      // bytes of the input's storage, when kept
+  uint64_t itself = 0;       // bytes of the input's storage, when kept
   uint64_t widest_copy = 0;  // the largest copy kept
 };
 
@@ -195,9 +193,12 @@ std::vector<std::vector<std::string>> chain_regions(const ModelDescription& m) {
   std::vector<std::vector<std::string>> r = {{"embed"}};
   const uint64_t E = m.arch.encoder_layers;
   for (uint64_t i = 0; i < m.arch.layers + E; ++i) {
-    if (E == 0) r.push_back({"block" + std::to_string(i)});
-    else if (i + 1 == E) r.push_back({"eblock" + std::to_string(i), "dembed"});
-    else r.push_back({i < E ? "eblock" + std::to_string(i) : "dblock" + std::to_string(i - E)});
+    if (E == 0)
+      r.push_back({"block" + std::to_string(i)});
+    else if (i + 1 == E)
+      r.push_back({"eblock" + std::to_string(i), "dembed"});
+    else
+      r.push_back({i < E ? "eblock" + std::to_string(i) : "dblock" + std::to_string(i - E)});
   }
   r.push_back({"head"});
   return r;
@@ -302,21 +303,129 @@ TEST_CASE("LoRA activations: the tensors one by one, in the order autograd keeps
   CHECK(layers >= 400);
 }
 
-TEST_CASE("lora debug", "[.dbg]") {
-  const json& fx = lora_fixture();
-  const char* want = std::getenv("CASE");
-  for (const auto& c : fx["cases"]) {
-    if (!want || c["name"] != want) continue;
-    const Case k = to_case(fx, c);
-    const activations::ModelActivations a = activations::transformer_activations(k.model, k.s);
-    const auto rs = chain_regions(k.model);
-    for (size_t i = 0; i < a.layers.size(); ++i) {
-      printf("== %s recipe %llu\n", rs[i][0].c_str(), (unsigned long long)a.layers[i].saved_bytes);
-      for (const auto& t : a.layers[i].saved) printf("   %9llu %s\n", (unsigned long long)t.bytes, t.name.c_str());
-      printf("   measured:\n");
-      for (const auto& reg : rs[i]) if (c["regions"].contains(reg))
-        for (const auto& t : region_tensors(c, reg))
-          if (!is_scalar(t)) printf("   %9llu %s %s %s%s\n", (unsigned long long)t[0].get<uint64_t>(), t[1].get<std::string>().c_str(), t[3].get<std::string>().c_str(), t[4].get<std::string>().c_str(), is_weight_cast(t) ? " [cast]" : "");
-    }
+namespace {
+// Llama 3 8B (h 4096, 32 heads, 8 kv heads of 128, i 14336), one sequence of 1,024 tokens, PEFT's
+// default targets q_proj and v_proj, r 16, on torch 2.5 / CUDA (1-byte dropout masks, SDPA).
+activations::Settings llama8b_lora(bool qlora, uint64_t seq = 1024) {
+  activations::Settings s;
+  s.micro_batch = 1;
+  s.seq_len = seq;
+  s.precision = activations::Precision::bf16;
+  s.attention = activations::Attention::sdpa;
+  s.runtime = peak::runtime_profile("pytorch-2.5-cuda", "runtime").traits;
+  s.lora.enabled = true;
+  s.lora.rank = 16;
+  s.lora.dropout = 0.05;
+  s.lora.qlora = qlora;
+  s.lora.adapted.assign(34, {});
+  for (int i = 0; i < 32; ++i)
+    for (const char* m : {"q_proj", "v_proj"})
+      s.lora.adapted[i + 1].push_back("model.layers." + std::to_string(i) + ".self_attn." + m);
+  return s;
+}
+}  // namespace
+
+TEST_CASE("LoRA activations: a Llama 3 8B block by hand", "[activations][lora]") {
+  const ModelDescription m = model_from_preset("llama-3-8b", "model.preset");
+  const activations::ModelActivations a =
+      activations::transformer_activations(m, llama8b_lora(false));
+  // T = 1,024 tokens; bf16 base, fp32 adapters; a block whose input requires grad (block 1):
+  //   input_layernorm: x.to(fp32) T*h*4 = 16,777,216, counted beyond the bf16 input the chain
+  //     counts with block 0: 8,388,608; rsqrt T*4 = 4,096 (torch 2.x: MeanBackward keeps no x^2)
+  //   q_proj and v_proj adapters, each: PEFT's fp32 copy of the input, dropped out: its 1-byte
+  //     mask T*h = 4,194,304 and the dropout output T*h*4 = 16,777,216 (lora_A keeps it for its
+  //     weight), lora_A's output T*r*4 = 65,536 (lora_B keeps it)       -> 2 x 21,037,056
+  //   the frozen q, k, v, o projections keep no input
+  //   SDPA: q, k and v (after repeat_kv) T*4096*2 = 8,388,608 each, its output 8,388,608, the
+  //     logsumexp 32*1024*4 = 131,072                                     -> 33,685,504
+  //   post_attention_layernorm: x.to(fp32) 16,777,216 and rsqrt 4,096   -> 16,781,312
+  //   SwiGLU with frozen gate, up and down: SiLU's input, SiLU's output and up's output,
+  //     T*i*2 = 29,360,128 each (down_proj keeps no input)               -> 88,080,384
+  //   block output T*h*2 = 8,388,608
+  // total 8,392,704 + 42,074,112 + 33,685,504 + 16,781,312 + 88,080,384 + 8,388,608
+  //     = 197,402,624 (the full fine-tuning recipe: 226,631,680 for the same block; the two
+  //       dropped-out fp32 copies of the adapters' input cost most of what the frozen linears save)
+  CHECK(a.layers[2].saved_bytes == 197402624);
+  CHECK(a.layers[2].keeps_input);
+  // Block 0: the frozen embeddings' output does not require grad, so input_layernorm keeps
+  // nothing, the adapters keep no mask (their dropout's input does not require grad) but their
+  // dropout output and lora_A's output; k is frozen on an input without grad, but q requires
+  // grad, so SDPA keeps all it keeps; the rest as in block 1 (post_attention_layernorm's input
+  // is a new residual sum: its fp32 copy counts whole):
+  //   2 x (16,777,216 + 65,536) + 33,685,504 + 16,781,312 + 88,080,384 + 8,388,608 = 180,621,312
+  CHECK(a.layers[1].saved_bytes == 180621312);
+  CHECK_FALSE(a.layers[1].keeps_input);
+  // the embeddings keep RoPE's cos and sin (bf16, 1024 x 128 each) beside their output
+  CHECK(a.layers[0].saved_bytes == 2 * 1024 * 128 * 2 + 1024 * 4096 * 2);
+  // the head: the final norm's fp32 copy beyond its input and rsqrt; the frozen lm_head keeps
+  // no input; the loss as in full fine-tuning (HF: logits.float(), log_softmax's fp32 result
+  // T*V*4 = 525,336,576, the int64 labels 8,192) and the 4-byte loss
+  CHECK(a.layers[33].saved_bytes == 8388608 + 4096 + 525336576ULL + 8192 + 4);
+  bool stated = false;
+  for (const auto& s : a.assumptions) stated = stated || s.find("LoRA: the base is frozen") == 0;
+  CHECK(stated);
+}
+
+TEST_CASE("QLoRA activations: the dequantized weight is a transient of each 4-bit linear",
+          "[activations][lora]") {
+  // bitsandbytes MatMul4Bit (0.49.2 autograd/_functions.py): forward F.linear(A,
+  // dequantize_4bit(B).to(A.dtype).t()), ctx.tensors = (None, B): nothing kept; backward
+  // grad_output @ dequantize_4bit(B): the bf16 weight again, only where A requires grad. The
+  // fixture's emulation dequantized 21 times in the forward of 3 Llama blocks and 18 times in
+  // the backward (block 0's q, k, v read an input without grad); "kbit-prepared" (embedding
+  // output requires grad): 21 and 21.
+  const ModelDescription m = model_from_preset("llama-3-8b", "model.preset");
+  // 1,000 tokens: no activation transient has a weight's size
+  const activations::ModelActivations q =
+      activations::transformer_activations(m, llama8b_lora(true, 1000));
+  const activations::ModelActivations l =
+      activations::transformer_activations(m, llama8b_lora(false, 1000));
+  // the 4-bit linears keep no more than the 16-bit ones: the same saved bytes
+  for (size_t i = 0; i < q.layers.size(); ++i)
+    CHECK(q.layers[i].saved_bytes == l.layers[i].saved_bytes);
+  // q and o 4096 x 4096, k and v 1024 x 4096, gate, up, down 14336 x 4096, in bf16
+  const std::vector<uint64_t> weights = {33554432,  8388608,   8388608,  33554432,
+                                         117440512, 117440512, 117440512};
+  auto dequantized = [&](const std::vector<activations::LayerActivations::TempGroup>& g) {
+    std::vector<uint64_t> v;
+    for (const auto& t : g)
+      if (std::find(weights.begin(), weights.end(), t.bytes) != weights.end()) v.push_back(t.bytes);
+    return v;
+  };
+  CHECK(dequantized(q.layers[2].forward_temps) == weights);
+  CHECK(dequantized(q.layers[2].backward_temps).size() == 7);
+  CHECK(dequantized(q.layers[1].forward_temps) == weights);
+  CHECK(dequantized(q.layers[1].backward_temps).size() == 4);  // o, gate, up, down
+  CHECK(dequantized(l.layers[2].forward_temps).empty());
+  CHECK(dequantized(q.layers[33].forward_temps).empty());  // the head stays 16-bit
+}
+
+TEST_CASE("LoRA activations: settings it cannot model are errors or stated",
+          "[activations][lora]") {
+  const ModelDescription m = model_from_preset("llama-3-8b", "model.preset");
+  activations::Settings s = llama8b_lora(false);
+  s.lora.base_dtype = DType::int8;
+  try {
+    activations::transformer_activations(m, s);
+    FAIL("no error");
+  } catch (const RequestError& e) {
+    CHECK(e.field() == "lora.baseDtype");
   }
+  s = llama8b_lora(false);
+  s.float8 = true;
+  CHECK_THROWS_AS(activations::transformer_activations(m, s), RequestError);
+  // a module the recipe does not have (the router of a mixture of experts) is said, not dropped
+  s = llama8b_lora(false);
+  s.lora.adapted[1].push_back("model.layers.0.block_sparse_moe.gate");
+  const auto a = activations::transformer_activations(m, s);
+  bool said = false;
+  for (const auto& x : a.assumptions)
+    said = said || x.find("'model.layers.0.block_sparse_moe.gate' is not modelled") != x.npos;
+  CHECK(said);
+  // LoRA off: the full fine-tuning recipe, untouched
+  s.lora.enabled = false;
+  activations::Settings full = llama8b_lora(false);
+  full.lora = activations::LoraSettings{};
+  CHECK(activations::transformer_activations(m, s).total_saved_bytes ==
+        activations::transformer_activations(m, full).total_saved_bytes);
 }

@@ -120,15 +120,15 @@ Val Flow::bmm(const Val& a, const Val& b, uint64_t out_elems, bool copy_a, bool 
 
 void Flow::forward_temp(uint64_t pieces, uint64_t b) {
   if (b == 0 || pieces == 0) return;
-  l_->forward_temps.push_back({static_cast<uint32_t>(l_->tensors.size()),
-                               static_cast<uint32_t>(pieces), b});
+  l_->forward_temps.push_back(
+      {static_cast<uint32_t>(l_->tensors.size()), static_cast<uint32_t>(pieces), b});
   l_->forward_temp_bytes = std::max(l_->forward_temp_bytes, pieces * b);
 }
 
 void Flow::backward_temp(uint64_t pieces, uint64_t b) {
   if (b == 0 || pieces == 0) return;
-  l_->backward_temps.push_back({static_cast<uint32_t>(l_->tensors.size()),
-                                static_cast<uint32_t>(pieces), b});
+  l_->backward_temps.push_back(
+      {static_cast<uint32_t>(l_->tensors.size()), static_cast<uint32_t>(pieces), b});
   l_->backward_temp_bytes = std::max(l_->backward_temp_bytes, pieces * b);
 }
 

@@ -23,12 +23,19 @@ struct RoleName {
 // Llama-style decoders, Mixtral's experts w1 / w3 / w2, Phi-3's fused qkv_proj / gate_up_proj;
 // modeling_gpt2.py Conv1D and modeling_gpt_neox.py; modeling_bert.py). More specific first.
 const std::vector<RoleName>& role_names(const std::string& recipe) {
-  static const std::vector<RoleName> llama = {
-      {"q_proj", kQ},        {"k_proj", kK},       {"v_proj", kV},
-      {"o_proj", kO},        {"qkv_proj", kQ | kK | kV},
-      {"gate_proj", kGate},  {"up_proj", kUp},     {"gate_up_proj", kGate | kUp},
-      {"down_proj", kDown},  {"w1", kGate},        {"w3", kUp},
-      {"w2", kDown},         {"lm_head", kHead}};
+  static const std::vector<RoleName> llama = {{"q_proj", kQ},
+                                              {"k_proj", kK},
+                                              {"v_proj", kV},
+                                              {"o_proj", kO},
+                                              {"qkv_proj", kQ | kK | kV},
+                                              {"gate_proj", kGate},
+                                              {"up_proj", kUp},
+                                              {"gate_up_proj", kGate | kUp},
+                                              {"down_proj", kDown},
+                                              {"w1", kGate},
+                                              {"w3", kUp},
+                                              {"w2", kDown},
+                                              {"lm_head", kHead}};
   static const std::vector<RoleName> gpt2 = {{"attn.c_attn", kQ | kK | kV},
                                              {"attn.c_proj", kO},
                                              {"mlp.c_fc", kUp},
@@ -39,14 +46,10 @@ const std::vector<RoleName>& role_names(const std::string& recipe) {
                                              {"mlp.dense_4h_to_h", kDown},
                                              {"lm_head", kHead},
                                              {"embed_out", kHead}};
-  static const std::vector<RoleName> bert = {{"attention.self.query", kQ},
-                                             {"attention.self.key", kK},
-                                             {"attention.self.value", kV},
-                                             {"attention.output.dense", kO},
-                                             {"intermediate.dense", kUp},
-                                             {"output.dense", kDown},
-                                             {"pooler.dense", kPooler},
-                                             {"classifier", kClassifier}};
+  static const std::vector<RoleName> bert = {
+      {"attention.self.query", kQ},   {"attention.self.key", kK},  {"attention.self.value", kV},
+      {"attention.output.dense", kO}, {"intermediate.dense", kUp}, {"output.dense", kDown},
+      {"pooler.dense", kPooler},      {"classifier", kClassifier}};
   static const std::vector<RoleName> t5 = {{"SelfAttention.q", kQ},
                                            {"SelfAttention.k", kK},
                                            {"SelfAttention.v", kV},
@@ -124,7 +127,6 @@ Dims dims_of(const Architecture& ar, const Settings& s) {
   return d;
 }
 
-
 // The frozen embeddings: EmbeddingBackward0 keeps its indices only for a weight gradient, so
 // nothing is kept unless the output requires grad (enable_input_require_grads); then GPT-2's
 // dropout keeps its mask and BERT's LayerNorm its input and statistics. Llama: RoPE's cos and
@@ -170,13 +172,16 @@ void add_loss_scalar(LayerActivations* head, bool detail) {
 // classifier, cross-entropy (CUDA autocast: log_softmax in fp32).
 void bert_cls_head(Flow& f, const Ctx& c, const Dims& d, const Val& x, uint32_t roles) {
   const Val first{d.b * d.h, x.width, x.rg, x.id, false, 0};  // x[:, 0]: a view of x
-  const Val pre = f.linear(first, [&] {
-    Linear l;
-    l.in = l.out = d.h;
-    l.adapted = roles & kPooler;
-    l.bias = true;
-    return l;
-  }(), "pooler.dense");
+  const Val pre = f.linear(
+      first,
+      [&] {
+        Linear l;
+        l.in = l.out = d.h;
+        l.adapted = roles & kPooler;
+        l.bias = true;
+        return l;
+      }(),
+      "pooler.dense");
   Val p = f.keeps_result(pre, pre.width, "pooler tanh output", "TanhBackward0 keeps its result");
   p = f.dropout(p, d.p_hid, "classifier dropout mask");
   Linear cl;
@@ -192,8 +197,8 @@ void bert_cls_head(Flow& f, const Ctx& c, const Dims& d, const Val& x, uint32_t 
 
 // The head: the final norm, the output projection (frozen; adapted when lm_head is a target),
 // the loss. Its input requires grad once any block has an adapter.
-LayerActivations head_layer(const Ctx& c, const Dims& d, const std::string& recipe,
-                            uint32_t roles, bool in_rg, const ModelDescription& m) {
+LayerActivations head_layer(const Ctx& c, const Dims& d, const std::string& recipe, uint32_t roles,
+                            bool in_rg, const ModelDescription& m) {
   LayerActivations h;
   h.name = "head";
   Dtypes hdt = c.dt;
@@ -232,7 +237,6 @@ LayerActivations head_layer(const Ctx& c, const Dims& d, const std::string& reci
   return h;
 }
 
-
 // The adapted roles of each chain layer and the names no recipe module answers to.
 std::vector<uint32_t> layer_roles(const Settings& s, const std::string& recipe, size_t layers,
                                   std::vector<std::string>* unknown) {
@@ -256,9 +260,9 @@ double block_flops(const std::string& recipe, const Dims& d, uint64_t r, uint32_
   const double qkv = llama ? h * (d.q + 2 * kvq) : 3 * h * d.q, o = d.q * h;
   const double mlp = llama ? 3.0 * h * d.i * d.k : (t5 && gated ? 3.0 : 2.0) * h * d.i;
   double adapters = 0;
-  const std::pair<uint32_t, double> io[] = {
-      {kQ, h + d.q}, {kK, h + kvq}, {kV, h + kvq}, {kO, d.q + h},
-      {kGate, h + d.i}, {kUp, h + d.i}, {kDown, d.i + h}};
+  const std::pair<uint32_t, double> io[] = {{kQ, h + d.q},   {kK, h + kvq},    {kV, h + kvq},
+                                            {kO, d.q + h},   {kGate, h + d.i}, {kUp, h + d.i},
+                                            {kDown, d.i + h}};
   for (const auto& p : io)
     if (roles & p.first) adapters += r * p.second;
   return (2.0 * d.T * (qkv + o + mlp + adapters) + 4.0 * d.b * d.s * d.sk * d.q) / t;
@@ -338,8 +342,8 @@ ModelActivations lora_activations(const ModelDescription& m, const Settings& s,
       bert_block(c, bd, r, in_rg, l);
     else
       llama_block(c, bd, r, in_rg, l, &rope_kept);
-    l->forward_flops = block_flops(recipe, bd, s.lora.rank, r, double(s.tensor_parallel),
-                                   ar.gated_mlp);
+    l->forward_flops =
+        block_flops(recipe, bd, s.lora.rank, r, double(s.tensor_parallel), ar.gated_mlp);
     if (decoder) l->forward_flops += 4.0 * bd.b * bd.s * d.s * d.q / s.tensor_parallel;
     l->backward_temp_bytes += checked_mul(bd.T * d.h, c.res, "microBatch");  // the input's grad
   };

@@ -115,8 +115,8 @@ Val attention(Flow& f, const Ctx& c, const Dims& d, const Val& q, const Val& k, 
                          "SoftmaxBackward0 keeps its result");
   if (cast_to) p = f.cast(p, cast_to);
   p = f.dropout(p, d.p_attn, "attention dropout mask");
-  const Val o = f.bmm(p, v, d.T * d.q, false, true, "probabilities (PV operand)",
-                      "v (bmm operand copy)");
+  const Val o =
+      f.bmm(p, v, d.T * d.q, false, true, "probabilities (PV operand)", "v (bmm operand copy)");
   return f.make(o.elems, o.width, o.rg, true);  // transpose(1, 2).contiguous()
 }
 
@@ -132,7 +132,8 @@ void llama_block(const Ctx& c, const Dims& d, uint32_t roles, bool in_rg, LayerA
   Val q = f.linear(xn, lin(d.h, d.q, roles & kQ, c, true), "q_proj");
   Val k = f.linear(xn, lin(d.h, kvq, roles & kK, c, true), "k_proj");
   Val v = f.linear(xn, lin(d.h, kvq, roles & kV, c, true), "v_proj");
-  const Val cos = f.shared(kCosId, d.b * d.s * d.d, bw), sin = f.shared(kSinId, d.b * d.s * d.d, bw);
+  const Val cos = f.shared(kCosId, d.b * d.s * d.d, bw),
+            sin = f.shared(kSinId, d.b * d.s * d.d, bw);
   q = rope(f, q, cos, sin);
   k = rope(f, k, cos, sin);
   if (kvq != d.q) {  // repeat_kv: expand + reshape copies k and v to every head

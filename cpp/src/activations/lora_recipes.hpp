@@ -46,9 +46,9 @@ enum Role : uint32_t {
 // encoder's tokens).
 struct Dims {
   uint64_t b = 1, s = 1, T = 1, h = 1, a = 1, kv = 1, d = 1, q = 1, i = 1, V = 1;
-  uint64_t sk = 1, Tk = 1;   // keys' length and tokens
-  uint64_t experts = 0;      // MoE: experts per layer (router width)
-  uint64_t k = 1;            // MoE: experts each token runs (routed + shared)
+  uint64_t sk = 1, Tk = 1;  // keys' length and tokens
+  uint64_t experts = 0;     // MoE: experts per layer (router width)
+  uint64_t k = 1;           // MoE: experts each token runs (routed + shared)
   double p_attn = 0, p_hid = 0;
 };
 

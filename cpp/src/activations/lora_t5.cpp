@@ -28,8 +28,8 @@ Val t5_norm(Flow& f, const Val& x, uint64_t tokens, uint32_t ww, const char* wha
 }
 
 // T5Attention on x (queries) and kv (keys and values: x, or the encoder output), then o.
-Val t5_attention(Flow& f, const Ctx& c, const Dims& d, const Val& x, const Val& kv,
-                 uint32_t roles, bool cross) {
+Val t5_attention(Flow& f, const Ctx& c, const Dims& d, const Val& x, const Val& kv, uint32_t roles,
+                 bool cross) {
   const uint32_t rq = cross ? kXQ : kQ, rk = cross ? kXK : kK, rv = cross ? kXV : kV;
   const uint32_t ro = cross ? kXO : kO;
   const Val q = f.linear(x, lin(d.h, d.q, roles & rq, c, true), cross ? "EncDecAttention.q" : "q");
