@@ -429,3 +429,24 @@ TEST_CASE("LoRA activations: settings it cannot model are errors or stated",
   CHECK(activations::transformer_activations(m, s).total_saved_bytes ==
         activations::transformer_activations(m, full).total_saved_bytes);
 }
+
+TEST_CASE("LoRA activations: Phi-3's fused qkv_proj and gate_up_proj carry one adapter each",
+          "[activations][lora]") {
+  // modeling_phi3.py: Phi3Attention.qkv_proj and Phi3MLP.gate_up_proj are single linears, so
+  // PEFT wraps each once: one fp32 copy of the input (bf16 base, fp32 adapter), one lora_A
+  // output. Phi-3 mini: h 3,072; T = 1,024; r 16: block 1 keeps 1024*3072*4 + 1024*16*4 =
+  // 12,648,448 B more with the adapter than without (its input requires grad either way).
+  const ModelDescription m = model_from_preset("phi-3-mini-4k", "model.preset");
+  activations::Settings s = llama8b_lora(false);
+  s.lora.dropout = 0;
+  const size_t L = m.arch.layers;
+  s.lora.adapted.assign(L + 2, {});
+  for (size_t i = 0; i < L; ++i) s.lora.adapted[i + 1] = {"self_attn.qkv_proj"};
+  const uint64_t with = activations::transformer_activations(m, s).layers[2].saved_bytes;
+  for (size_t i = 1; i < L; ++i) s.lora.adapted[i + 1].clear();
+  const uint64_t without = activations::transformer_activations(m, s).layers[2].saved_bytes;
+  CHECK(with - without == 12648448);
+  for (size_t i = 0; i < L; ++i) s.lora.adapted[i + 1] = {"mlp.gate_up_proj"};
+  const uint64_t mlp = activations::transformer_activations(m, s).layers[2].saved_bytes;
+  CHECK(mlp - without == 12648448);
+}

@@ -204,7 +204,7 @@ LayerActivations head_layer(const Ctx& c, const Dims& d, const std::string& reci
   Dtypes hdt = c.dt;
   hdt.qlora = false;  // bitsandbytes keeps the output projection unquantized
   Flow f(c.s, hdt, d.T, &h);
-  const Ctx hc{c.s, c.ar, hdt, c.eager, c.res};
+  const Ctx hc{c.s, c.ar, hdt, c.eager, c.res, c.fused};
   const Val x = f.input(d.T * d.h, c.res, in_rg);
   if (recipe == "bert" && c.ar.num_labels > 0) {
     bert_cls_head(f, hc, d, x, roles);
@@ -312,7 +312,8 @@ ModelActivations lora_activations(const ModelDescription& m, const Settings& s,
   const Dims d = dims_of(ar, s);
   // T5Attention computes its scores itself (no SDPA path in modeling_t5.py)
   const bool eager = s.attention == Attention::eager || recipe == "t5";
-  const Ctx c{s, ar, dt, eager, recipe == "bert" && dt.autocast ? 4u : dt.base};
+  const Ctx c{
+      s, ar, dt, eager, recipe == "bert" && dt.autocast ? 4u : dt.base, ar.model_type == "phi3"};
   ModelActivations out;
   out.recipe = recipe;
   out.input_bytes = checked_mul(d.T, 8, "microBatch");  // int64 input_ids

@@ -129,9 +129,18 @@ void llama_block(const Ctx& c, const Dims& d, uint32_t roles, bool in_rg, LayerA
   const Val x = f.input(d.T * d.h, c.res, in_rg);
   const Val xn = rms_norm(f, x, bw, "input_layernorm");
   const uint64_t kvq = d.kv * d.d;
-  Val q = f.linear(xn, lin(d.h, d.q, roles & kQ, c, true), "q_proj");
-  Val k = f.linear(xn, lin(d.h, kvq, roles & kK, c, true), "k_proj");
-  Val v = f.linear(xn, lin(d.h, kvq, roles & kV, c, true), "v_proj");
+  Val q, k, v;
+  if (c.fused) {  // Phi3Attention: one qkv_proj (one adapter), split into views
+    const Val qkv =
+        f.linear(xn, lin(d.h, d.q + 2 * kvq, roles & (kQ | kK | kV), c, true), "qkv_proj");
+    q = f.make(d.T * d.q, qkv.width, qkv.rg, true);
+    k = f.make(d.T * kvq, qkv.width, qkv.rg, true);
+    v = f.make(d.T * kvq, qkv.width, qkv.rg, true);
+  } else {
+    q = f.linear(xn, lin(d.h, d.q, roles & kQ, c, true), "q_proj");
+    k = f.linear(xn, lin(d.h, kvq, roles & kK, c, true), "k_proj");
+    v = f.linear(xn, lin(d.h, kvq, roles & kV, c, true), "v_proj");
+  }
   const Val cos = f.shared(kCosId, d.b * d.s * d.d, bw),
             sin = f.shared(kSinId, d.b * d.s * d.d, bw);
   q = rope(f, q, cos, sin);
@@ -152,10 +161,18 @@ void llama_block(const Ctx& c, const Dims& d, uint32_t roles, bool in_rg, LayerA
     mlp_in = f.make(d.T * d.k * d.h, xn2.width, xn2.rg, false);  // tokens gathered per expert
   }
   // down_proj(act_fn(gate_proj(x)) * up_proj(x)): the activation runs before up_proj
-  const Val g = f.linear(mlp_in, lin(d.h, d.i, roles & kGate, c, true), "gate_proj");
+  Val g, u;
+  if (c.fused) {  // Phi3MLP: one gate_up_proj (one adapter), chunked
+    const Val gu =
+        f.linear(mlp_in, lin(d.h, 2 * d.i, roles & (kGate | kUp), c, true), "gate_up_proj");
+    g = f.make(d.T * d.k * d.i, gu.width, gu.rg, true);
+    u = f.make(d.T * d.k * d.i, gu.width, gu.rg, true);
+  } else {
+    g = f.linear(mlp_in, lin(d.h, d.i, roles & kGate, c, true), "gate_proj");
+  }
   const Val sg = f.keeps_input(g, g.width, "SiLU input (gate_proj output)", "SiluBackward0");
   f.forward_temp(1, f.bytes(g));
-  const Val u = f.linear(mlp_in, lin(d.h, d.i, roles & kUp, c, true), "up_proj");
+  if (!c.fused) u = f.linear(mlp_in, lin(d.h, d.i, roles & kUp, c, true), "up_proj");
   const Val p = f.mul(sg, u, "SiLU output", "up_proj output");
   f.backward_temp(2, f.bytes(g));
   Val dn = f.linear(p, lin(d.i, d.h, roles & kDown, c, false), "down_proj");

@@ -59,6 +59,7 @@ struct Ctx {
   const Dtypes& dt;
   bool eager;
   uint32_t res;  // the width of what passes between blocks (BERT under autocast: fp32 LayerNorm)
+  bool fused;    // Phi-3: one qkv_proj and one gate_up_proj (one adapter each)
 };
 
 // The blocks of each family: `roles`, the adapted linears; `in_rg`, whether the block's input
