@@ -240,13 +240,13 @@ TEST_CASE("LoRA activations: every layer's saved bytes as torch 1.13 keeps them"
       // T5's encoder ends, the encoder output too); the measurement counts it in the next layer,
       // where an op keeps it. A wider copy of the input (16-bit -> fp32) stands for it: the
       // chain counts the copy beyond the input. An input nothing keeps is still counted with the
-      // previous layer (placement::Layer semantics); keeps_input says so.
+      // previous layer (placement::Layer semantics); input_saved says so.
       const uint64_t in = i ? a.layers[i - 1].output_bytes : 0;
       const InputKept kept = input_kept(c, regions[i]);
       const uint64_t credit = !kept.itself && in && kept.widest_copy >= in ? in : 0;
       const uint64_t out = l.output_bytes - encoder_output_kept(c, regions[i]);
       CHECK(l.saved_bytes + kept.itself + credit == sum_over(c, regions[i]) + out);
-      if (i) CHECK(l.keeps_input == (kept.itself > 0 || credit > 0));
+      if (i) CHECK(l.input_saved == (kept.itself > 0 || credit > 0));
       // the copies of frozen weights (autocast) the graph keeps
       std::vector<uint64_t> casts = l.kept_weight_casts, want;
       for (const auto& r : regions[i])
@@ -346,7 +346,7 @@ TEST_CASE("LoRA activations: a Llama 3 8B block by hand", "[activations][lora]")
   //     = 197,402,624 (the full fine-tuning recipe: 226,631,680 for the same block; the two
   //       dropped-out fp32 copies of the adapters' input cost most of what the frozen linears save)
   CHECK(a.layers[2].saved_bytes == 197402624);
-  CHECK(a.layers[2].keeps_input);
+  CHECK(a.layers[2].input_saved);
   // Block 0: the frozen embeddings' output does not require grad, so input_layernorm keeps
   // nothing, the adapters keep no mask (their dropout's input does not require grad) but their
   // dropout output and lora_A's output; k is frozen on an input without grad, but q requires
@@ -354,7 +354,7 @@ TEST_CASE("LoRA activations: a Llama 3 8B block by hand", "[activations][lora]")
   // is a new residual sum: its fp32 copy counts whole):
   //   2 x (16,777,216 + 65,536) + 33,685,504 + 16,781,312 + 88,080,384 + 8,388,608 = 180,621,312
   CHECK(a.layers[1].saved_bytes == 180621312);
-  CHECK_FALSE(a.layers[1].keeps_input);
+  CHECK_FALSE(a.layers[1].input_saved);
   // the embeddings keep RoPE's cos and sin (bf16, 1024 x 128 each) beside their output
   CHECK(a.layers[0].saved_bytes == 2 * 1024 * 128 * 2 + 1024 * 4096 * 2);
   // the head: the final norm's fp32 copy beyond its input and rsqrt; the frozen lm_head keeps

@@ -143,9 +143,10 @@ struct LayerActivations {
   std::vector<uint64_t> kept_weight_casts;
   // Whether an op of this layer keeps its input (the previous layer's output) or a wider copy of
   // it to the backward. The chain counts that output with the previous layer either way; when
-  // false (LoRA: the first block with frozen embeddings, BERT blocks whose adapters drop out
-  // their input, BERT's frozen pooler) autograd frees it once this layer's forward has read it.
-  bool keeps_input = true;
+  // false (LoRA: the first block with frozen embeddings, BERT blocks whose adapters drop out their
+  // input, BERT's frozen pooler) autograd frees it once this layer has run with autograd. (The
+  // same field and meaning as the diffusion recipes' `input_saved`.)
+  bool input_saved = true;
 };
 
 struct ModelActivations {

@@ -85,7 +85,7 @@ Val Flow::add(const Val& a, const Val& b) {
   return make(std::max(a.elems, b.elems), std::max(a.width, b.width), a.rg || b.rg, a.tp || b.tp);
 }
 
-Val Flow::keeps_input(const Val& x, uint32_t out_width, const char* what, const char* source) {
+Val Flow::input_saved(const Val& x, uint32_t out_width, const char* what, const char* source) {
   if (x.rg) save(x, what, source);
   return make(x.elems, out_width, x.rg, x.tp);
 }
@@ -205,12 +205,12 @@ void Flow::finish() {
   // A 16-bit input that no op keeps while a wider copy of it is kept: the chain counts the input
   // once as the previous layer's output, so the copy adds only its bytes beyond it.
   if (input_.id == 0 || saved_.count(input_.id)) return;
-  l_->keeps_input = false;
+  l_->input_saved = false;
   if (copy_entry_ < 0) return;
   const size_t i = static_cast<size_t>(copy_entry_);
   const uint64_t in = bytes(input_);
   if (l_->tensors[i] < in) return;  // a narrower copy (autocast's): counted whole
-  l_->keeps_input = true;
+  l_->input_saved = true;
   l_->tensors[i] -= in;
   l_->saved_bytes -= in;
   if (s_.detail) {

@@ -72,7 +72,7 @@ class Flow {
   // Ops (the value they return; what they keep follows derivatives.yaml with the guards).
   Val mul(const Val& a, const Val& b, const char* what_a, const char* what_b);
   Val add(const Val& a, const Val& b);
-  Val keeps_input(const Val& x, uint32_t out_width, const char* what, const char* source);
+  Val input_saved(const Val& x, uint32_t out_width, const char* what, const char* source);
   Val keeps_result(const Val& x, uint32_t out_width, const char* what, const char* source);
   Val dropout(const Val& x, double p, const char* what);
   // torch.matmul on 4-d operands (bmm): `copy_a` / `copy_b`: the operand is not contiguous, so

@@ -46,7 +46,7 @@ Linear lin(uint64_t in, uint64_t out, bool adapted, const Ctx& c, bool out_tp, b
 Val rms_norm(Flow& f, const Val& x, uint32_t weight_width, const char* what) {
   const std::string w(what);
   const Val x32 = f.cast(x, 4);
-  const Val sq = f.keeps_input(x32, 4, (w + " input in fp32").c_str(), "PowBackward0 keeps x");
+  const Val sq = f.input_saved(x32, 4, (w + " input in fp32").c_str(), "PowBackward0 keeps x");
   if (sq.rg && f.settings().runtime.mean_saves_input)
     f.save(sq, (w + " x^2").c_str(), "MeanBackward1 keeps its input (torch 1.13)");
   const Val var = f.make(f.tokens(), 4, sq.rg);
@@ -76,10 +76,10 @@ Val layer_norm(Flow& f, const Val& x, const char* what) {
 // HF NewGELUActivation (gelu_new) as its Python ops, or the native GELU (GeluBackward0 keeps
 // its input). CUDA autocast runs pow in fp32.
 Val gelu(Flow& f, const Val& x, bool python_formula) {
-  if (!python_formula) return f.keeps_input(x, x.width, "GELU input", "GeluBackward0 keeps it");
+  if (!python_formula) return f.input_saved(x, x.width, "GELU input", "GeluBackward0 keeps it");
   const Val half = f.make(x.elems, x.width, x.rg, x.tp);  // 0.5 * x
   const Val xp = f.dtypes().autocast ? f.cast(x, 4) : x;
-  const Val cube = f.keeps_input(xp, xp.width, "gelu_new x (pow)", "PowBackward0 keeps x");
+  const Val cube = f.input_saved(xp, xp.width, "gelu_new x (pow)", "PowBackward0 keeps x");
   const Val inner = f.add(x, cube);  // x + 0.044715 x^3, times sqrt(2 / pi)
   const Val th = f.keeps_result(inner, inner.width, "gelu_new tanh", "TanhBackward0");
   const Val one = f.make(th.elems, th.width, th.rg, th.tp);  // 1 + tanh
@@ -170,7 +170,7 @@ void llama_block(const Ctx& c, const Dims& d, uint32_t roles, bool in_rg, LayerA
   } else {
     g = f.linear(mlp_in, lin(d.h, d.i, roles & kGate, c, true), "gate_proj");
   }
-  const Val sg = f.keeps_input(g, g.width, "SiLU input (gate_proj output)", "SiluBackward0");
+  const Val sg = f.input_saved(g, g.width, "SiLU input (gate_proj output)", "SiluBackward0");
   f.forward_temp(1, f.bytes(g));
   if (!c.fused) u = f.linear(mlp_in, lin(d.h, d.i, roles & kUp, c, true), "up_proj");
   const Val p = f.mul(sg, u, "SiLU output", "up_proj output");

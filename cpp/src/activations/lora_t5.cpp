@@ -18,7 +18,7 @@ constexpr uint32_t kEncOutId = 3;  // the encoder output every decoder layer rea
 Val t5_norm(Flow& f, const Val& x, uint64_t tokens, uint32_t ww, const char* what) {
   const std::string w(what);
   const Val x32 = f.cast(x, 4);
-  const Val sq = f.keeps_input(x32, 4, (w + " input in fp32").c_str(), "PowBackward0 keeps it");
+  const Val sq = f.input_saved(x32, 4, (w + " input in fp32").c_str(), "PowBackward0 keeps it");
   if (sq.rg && f.settings().runtime.mean_saves_input)
     f.save(sq, (w + " x^2").c_str(), "MeanBackward1 keeps its input (torch 1.13)");
   const Val rs = f.keeps_result(f.make(tokens, 4, sq.rg), 4, (w + " rsqrt").c_str(),
@@ -86,7 +86,7 @@ EncoderOutput t5_encoder_end(const Ctx& c, const Dims& d, const Dims& dec, bool 
                              LayerActivations* l) {
   // a second flow on the last encoder block: its input is that block's output (counted there)
   Flow f(c.s, c.dt, d.T, l);
-  const bool keeps = l->keeps_input;
+  const bool keeps = l->input_saved;
   const Val x = f.input(d.T * d.h, c.res, in_rg);
   const Val e = f.dropout(t5_norm(f, x, d.T, c.dt.base, "encoder final_layer_norm"), d.p_hid,
                           "encoder final dropout mask");
@@ -96,7 +96,7 @@ EncoderOutput t5_encoder_end(const Ctx& c, const Dims& d, const Dims& dec, bool 
   y = f.dropout(y, d.p_hid, "decoder embedding dropout mask");
   f.output(y, "decoder embedding output", "read by the first decoder layer");
   l->output_bytes += f.bytes(e);  // the encoder output lives on beside the decoder's input
-  l->keeps_input = keeps;
+  l->input_saved = keeps;
   return EncoderOutput{e.width, e.rg};
 }
 
