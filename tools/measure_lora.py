@@ -5,20 +5,22 @@ dtype, shape, the module that ran and the autograd node fields that hold it.
 
 The LoRA layer is rebuilt from PEFT's source (huggingface/peft 5d602fdbf, src/peft/tuners/lora/layer.py
 Linear.forward): result = base_layer(x); x = self._cast_input_dtype(x, lora_A.weight.dtype) (PEFT >= 0.15,
-#2353; before: x = x.to(lora_A.weight.dtype), since 0.6 #833); result = result + lora_B(lora_A(dropout(x)))
-* scaling; result.to(the base result's dtype). lora_dropout is nn.Identity when p = 0 (LoraLayer.
-update_layer). Adapters are fp32 (autocast_adapter_dtype=True upcasts bf16/fp16 adapters: tuners_utils.py
-cast_adapter_dtype, PEFT >= 0.12 #1706) and every base parameter is frozen (requires_grad False, as
-get_peft_model / prepare_model_for_kbit_training leave it).
+#2353, which can switch it off; before: x = x.to(lora_A.weight.dtype), since 0.3.0, f35b20a8);
+result = result + lora_B(lora_A(dropout(x))) * scaling; result.to(the base result's dtype). lora_dropout
+is nn.Identity when p = 0 (LoraLayer.update_layer). Adapters are fp32 (autocast_adapter_dtype=True upcasts
+bf16/fp16 adapters: tuners_utils.py cast_adapter_dtype, PEFT >= 0.12 #1706) and every base parameter is
+frozen (requires_grad False, as get_peft_model / prepare_model_for_kbit_training leave it).
 
 QLoRA: bitsandbytes Linear4bit (bitsandbytes-foundation/bitsandbytes 0.49.2, bitsandbytes/nn/modules.py
 Linear4bit.forward: x.to(compute_dtype); matmul_4bit(...).to(input dtype)) and MatMul4Bit
-(bitsandbytes/autograd/_functions.py: forward F.linear(A, dequantize_4bit(B).to(A.dtype).t(), bias), keeps
-ctx.tensors = (None, B) as an attribute, not through save_for_backward; backward grad_output @
-dequantize_4bit(B).to(grad dtype).t(): no weight gradient). The 4-bit weight is emulated (int4 codes in
-uint8 with an fp32 absmax per 64 values); only what autograd keeps is measured, and the dequantized
-weight's appearances are counted. PEFT's bnb LoRA layer (src/peft/tuners/lora/bnb.py Linear4bit.forward):
-result.clone(); the input cast and output.to(result dtype) only when autocast is off.
+(bitsandbytes/autograd/_functions.py): forward F.linear(A, dequantize_4bit(B).to(A.dtype).t(), bias),
+keeping ctx.tensors = (None, B) as an attribute, not through save_for_backward; backward grad_output @
+dequantize_4bit(B).to(grad dtype).t(), no weight gradient. (0.50's fused gemm_4bit is for few rows:
+backends/cuda/ops.py _gemm_4bit_use_custom_cuda sends training shapes to dequantize + F.linear.) The
+4-bit weight is emulated (int4 codes in uint8, an fp32 absmax per 64 values); only what autograd keeps is
+measured, and the dequantized weight's appearances are counted. PEFT's bnb LoRA layer
+(src/peft/tuners/lora/bnb.py Linear4bit.forward): result.clone(); the input cast and output.to(result
+dtype) only when autocast is off.
 
 Autocast on CPU (torch 1.13) runs softmax, log_softmax, layer_norm, pow, rsqrt in the input's dtype; CUDA
 runs them in fp32 (aten/src/ATen/autocast_mode.cpp, KERNEL_CUDA(..., fp32) and fp32_set_opt_dtype). The
