@@ -172,24 +172,11 @@ void add_loss_scalar(LayerActivations* head, bool detail) {
 // classifier, cross-entropy (CUDA autocast: log_softmax in fp32).
 void bert_cls_head(Flow& f, const Ctx& c, const Dims& d, const Val& x, uint32_t roles) {
   const Val first{d.b * d.h, x.width, x.rg, x.id, false, 0};  // x[:, 0]: a view of x
-  const Val pre = f.linear(
-      first,
-      [&] {
-        Linear l;
-        l.in = l.out = d.h;
-        l.adapted = roles & kPooler;
-        l.bias = true;
-        return l;
-      }(),
-      "pooler.dense");
+  const Val pre = f.linear(first, lin(d.h, d.h, roles & kPooler, c, false, true), "pooler.dense");
   Val p = f.keeps_result(pre, pre.width, "pooler tanh output", "TanhBackward0 keeps its result");
   p = f.dropout(p, d.p_hid, "classifier dropout mask");
-  Linear cl;
-  cl.in = d.h;
-  cl.out = c.ar.num_labels;
-  cl.adapted = roles & kClassifier;
-  cl.bias = true;
-  const Val logits = f.linear(p, cl, "classifier");
+  const Val logits =
+      f.linear(p, lin(d.h, c.ar.num_labels, roles & kClassifier, c, false, true), "classifier");
   const uint32_t lw = c.dt.autocast ? 4 : logits.width;
   f.keeps_result(logits, lw, "log_softmax output", "LogSoftmaxBackward0 keeps its result");
   if (logits.rg) f.save(f.make(d.b, 8, false), "labels (int64)", "NllLossBackward0 keeps them");
@@ -203,8 +190,15 @@ LayerActivations head_layer(const Ctx& c, const Dims& d, const std::string& reci
   h.name = "head";
   Dtypes hdt = c.dt;
   hdt.qlora = false;  // bitsandbytes keeps the output projection unquantized
-  Flow f(c.s, hdt, d.T, &h);
   const Ctx hc{c.s, c.ar, hdt, c.eager, c.res, c.fused};
+  if (recipe == "t5") {
+    t5_head(hc, d, roles, in_rg, &h);
+    append_lm_loss(m, c.s, loss_precision(c.s, c.dt), d.T, false, false, &h);
+    add_loss_scalar(&h, c.s.detail);
+    h.forward_flops = 2.0 * d.T * d.h * (d.V / c.s.tensor_parallel);
+    return h;
+  }
+  Flow f(c.s, hdt, d.T, &h);
   const Val x = f.input(d.T * d.h, c.res, in_rg);
   if (recipe == "bert" && c.ar.num_labels > 0) {
     bert_cls_head(f, hc, d, x, roles);
@@ -213,23 +207,12 @@ LayerActivations head_layer(const Ctx& c, const Dims& d, const std::string& reci
     h.forward_flops = 2.0 * d.b * d.h * (d.h + c.ar.num_labels);
     return h;
   }
-  if (recipe == "t5") {
-    t5_head(hc, d, roles, in_rg, &h);
-    append_lm_loss(m, c.s, loss_precision(c.s, c.dt), d.T, false, false, &h);
-    add_loss_scalar(&h, c.s.detail);
-    h.forward_flops = 2.0 * d.T * d.h * (d.V / c.s.tensor_parallel);
-    return h;
-  }
   const Val y = recipe == "llama" ? rms_norm(f, x, c.dt.base, "final norm")
                                   : layer_norm(f, x, "final LayerNorm");
   const uint64_t Vt = d.V / c.s.tensor_parallel;  // Megatron's vocab-parallel logits
-  if (c.s.loss != Settings::Loss::liger_fused) {
-    Linear l;
-    l.in = d.h;
-    l.out = Vt;
-    l.adapted = roles & kHead;
-    f.linear(y, l, "lm_head");
-  }
+  // Liger's fused loss reads the hidden states and the weight itself
+  if (c.s.loss != Settings::Loss::liger_fused)
+    f.linear(y, lin(d.h, Vt, roles & kHead, hc, true), "lm_head");
   f.finish();
   append_lm_loss(m, c.s, loss_precision(c.s, c.dt), d.T, true, false, &h);
   add_loss_scalar(&h, c.s.detail);

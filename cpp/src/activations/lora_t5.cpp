@@ -106,11 +106,7 @@ void t5_head(const Ctx& c, const Dims& dec, uint32_t roles, bool in_rg, LayerAct
   Val y = f.dropout(t5_norm(f, x, dec.T, c.dt.base, "decoder final_layer_norm"), dec.p_hid,
                     "decoder final dropout mask");
   if (c.ar.tied_embeddings) y = f.make(y.elems, y.width, y.rg);  // y * d_model^-0.5
-  Linear l;
-  l.in = dec.h;
-  l.out = dec.V / c.s.tensor_parallel;
-  l.adapted = roles & kHead;
-  f.linear(y, l, "lm_head");
+  f.linear(y, lin(dec.h, dec.V / c.s.tensor_parallel, roles & kHead, c, true), "lm_head");
   f.finish();
 }
 
