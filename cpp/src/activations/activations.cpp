@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "activations/lora_recipes.hpp"
 #include "io/request.hpp"
 #include "trainmem/error.hpp"
 
@@ -1070,6 +1071,12 @@ ModelActivations transformer_activations(const ModelDescription& m, const Settin
   ModelActivations out;
   out.recipe = family(ar);
   check_settings(m, s, out.recipe);
+  if (s.lora.enabled) {
+    // a frozen base keeps other tensors: the LoRA recipes (lora_recipes.cpp)
+    ModelActivations lo = lora::lora_activations(m, s, out.recipe);
+    recipe_assumptions(ar, s, lo.recipe, &lo.assumptions);
+    return lo;
+  }
   const std::string field = "microBatch";
   Builder B(s, field);
   const Widths w = widths(s);
@@ -1111,6 +1118,18 @@ ModelActivations transformer_activations(const ModelDescription& m, const Settin
       korthikanti_layer_bytes(d.s, d.b, d.h, d.a, s.tensor_parallel, s.sequence_parallel, false));
   recipe_assumptions(ar, s, out.recipe, &out.assumptions);
   return out;
+}
+
+void append_lm_loss(const ModelDescription& m, const Settings& s, Precision p, uint64_t tokens,
+                    bool upcast, bool head_trainable, LayerActivations* head) {
+  Settings ls = s;
+  ls.precision = p;
+  if (!head_trainable) ls.head_weight_bytes = 0;  // Liger: no grad_weight for a frozen weight
+  const Builder B(ls, "microBatch");
+  const Widths w = widths(ls);
+  Dims d = dims_of(m.arch, ls, B);
+  d.T = tokens;
+  lm_loss(B, d, w, ls, d.V / ls.tensor_parallel, head, upcast);
 }
 
 uint64_t mlp_params(const MlpSpec& mlp) {
