@@ -62,6 +62,9 @@ struct TraceLayer {
   // unless a backward node keeps it (in a forward with grad enabled, to the layer's backward).
   std::vector<uint64_t> cast_weights;
   bool casts_cached = true;
+  // Whether an op of this layer keeps its input (the previous layer's output) for the backward;
+  // false: autograd frees that output once this layer has run with autograd (activations.hpp)
+  bool input_saved = true;
   // Op-level selective checkpointing: the op outputs the policy caches when the layer runs
   // checkpointed; they live until its recomputation, which uses them instead of running
   // those ops (torch/utils/checkpoint.py create_selective_checkpoint_contexts)

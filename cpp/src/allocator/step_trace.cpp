@@ -199,6 +199,10 @@ class Builder {
     temps_at(L.forward_temps, L.tensors.size(), &live);
     free_all(&live);
     free_all(&gathered);
+    // no op kept the input: the previous layer's output (its last saved tensor, when it ran with
+    // autograd too) goes now, not at that layer's backward
+    if (!L.input_saved && i > 0 && !saved_[i - 1].empty() && !s_.offload_activations)
+      free(saved_[i - 1].back());
   }
 
   // F_ck / F_n under torch.no_grad: each intermediate is freed once the next op has read it;

@@ -27,16 +27,6 @@ bool ds_model_dtype_16bit(const Request& rq) {
   return rq.zero_stage > 0 && is_amp(rq.precision) && rq.zero_model_dtype_16bit;
 }
 
-// LoRA's activations: lora_A's output (lora_B's input), r per token, and with dropout the
-// dropped input and its mask, in_features per token (PEFT lora.Linear.forward:
-// lora_B(lora_A(dropout(x)))).
-uint64_t lora_saved_bytes(uint64_t tokens, uint64_t rank, uint64_t in, double dropout, uint64_t lin,
-                          uint64_t mask_bytes) {
-  uint64_t extra = tokens * rank * lin;
-  if (dropout > 0) extra += tokens * in * (lin + (mask_bytes ? mask_bytes : lin));
-  return extra;
-}
-
 // The activation settings of the request and the per-layer activations they give.
 void build_activations(const Request& rq, Step* s) {
   activations::Settings& st = s->st;
@@ -67,33 +57,34 @@ void build_activations(const Request& rq, Step* s) {
   s->acts = rq.is_mlp ? activations::mlp_activations(rq.mlp, st)
                       : activations::transformer_activations(rq.model(), st);
   s->nl = s->acts.layers.size();
+  if (!rq.lora.enabled) return;
+  // LoRA: the adapted linears per chain layer (PEFT's matching), then what autograd keeps with a
+  // frozen base (activations' LoRA recipes, measured: tests/fixtures/torch_lora.json)
+  s->lora = plan_lora(rq.model(), rq.lora, s->nl);
+  activations::LoraSettings& l = st.lora;
+  l.enabled = true;
+  l.adapted = s->lora.per_layer_modules;
+  l.rank = rq.lora.rank;
+  l.dropout = rq.lora.dropout;
+  l.qlora = rq.lora.qlora;
+  if (rq.lora.base_dtype_set) l.base_dtype = rq.lora.base_dtype;
+  const DType base = rq.lora.base_dtype_set ? rq.lora.base_dtype
+                     : is_half(rq.precision)
+                         ? (rq.precision == Precision::fp16 ? DType::fp16 : DType::bf16)
+                         : DType::fp32;
+  l.adapter_dtype = rq.lora.adapters_fp32 ? DType::fp32 : base;
+  // transformers' enable_input_require_grads: PEFT calls it for reentrant gradient
+  // checkpointing (peft_model.py) and prepare_model_for_kbit_training (QLoRA)
+  l.embeddings_require_grad =
+      rq.lora.qlora || (rq.checkpointing.strategy != "none" && rq.runtime.reentrant_checkpointing);
+  s->acts = activations::transformer_activations(rq.model(), st);
 }
 
-// Parameters per chain layer, then LoRA's adapters and their activations.
+// Parameters per chain layer.
 void layout_parameters(const Request& rq, Step* s) {
   s->params = params_by_layer(rq, s->acts);
   s->P = s->params.total;
   if (!rq.is_mlp && rq.model().params > 0) s->P = rq.model().params;
-  if (!rq.lora.enabled) return;
-  s->lora = plan_lora(rq.model(), rq.lora, s->nl);
-  const uint64_t T = rq.micro_batch * rq.seq_len;
-  // encoder-decoder: the decoder's layers (after the encoder's) and the head run on the
-  // decoder's tokens (its cross-attention k and v read the encoder's: counted as decoder ones)
-  const uint64_t lin = (rq.precision == Precision::fp32) ? 4 : 2;
-  const uint64_t E = s->acts.recipe == "t5" ? rq.model().arch.encoder_layers : s->nl;
-  const uint64_t T_dec = rq.micro_batch * (rq.target_len ? rq.target_len : rq.seq_len);
-  for (size_t i = 0; i < s->nl; ++i) {
-    auto& layer = s->acts.layers[i];
-    uint64_t extra = 0;
-    for (const auto& io : s->lora.per_layer[i])
-      extra += lora_saved_bytes(i > E ? T_dec : T, rq.lora.rank, io.first, rq.lora.dropout, lin,
-                                s->st.runtime.dropout_mask_bytes);
-    if (!extra) continue;
-    layer.saved_bytes += extra;
-    // the adapters' tensors among the layer's saved ones (before its output, which stays last)
-    layer.tensors.insert(layer.tensors.empty() ? layer.tensors.end() : layer.tensors.end() - 1,
-                         extra);
-  }
 }
 
 // Checkpointing: the chain and its segments through the placement engine (and the

@@ -121,6 +121,13 @@ class SpecBuilder {
     L.tensors = la.tensors;
     if (L.tensors.empty() && la.saved_bytes) L.tensors.push_back(la.saved_bytes);
     L.output_bytes = la.output_bytes;
+    L.input_saved = la.input_saved;
+    // LoRA: the recipe lists the frozen weights' 16-bit copies the graph keeps (a frozen
+    // weight is cast per op, not cached: autocast_mode.cpp cached_cast)
+    if (rq_.lora.enabled) {
+      L.cast_weights = la.kept_weight_casts;
+      L.casts_cached = false;
+    }
     L.forward_temps = la.forward_temps;
     L.backward_temps = la.backward_temps;
     if (s_.chain.layers[i].selective)
@@ -166,7 +173,7 @@ class SpecBuilder {
         spec_.weights.push_back(div_round(double(p.numel) * wb, wdiv));
       }
     }
-    if (cast_under_autocast(i, p, quantised)) {
+    if (!rq_.lora.enabled && cast_under_autocast(i, p, quantised)) {
       spec_.layers[i].cast_weights.push_back(p.numel * 2 / rq_.tensor_parallel);
       // a frozen weight is no leaf requiring grad, nor is a gathered shard's view (FSDP1's
       // flat parameter views; the issue of ZeRO-3 and FSDP2 stated with the result): cast per
@@ -257,7 +264,7 @@ class SpecBuilder {
   void tied(const TiedUse& u) {
     auto& owner = trainables_[u.owner_layer];
     const TensorSpec* spec = u.owner.spec;
-    if (cast_under_autocast(u.user_layer, u.owner, false))
+    if (!rq_.lora.enabled && cast_under_autocast(u.user_layer, u.owner, false))
       spec_.layers[u.user_layer].cast_weights.push_back(u.owner.numel * 2 / rq_.tensor_parallel);
     if (rq_.lora.enabled || !spec->trainable) return;
     // the owner's entry is the last one pushed for that tensor in its layer: find it by order
