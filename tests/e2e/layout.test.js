@@ -59,9 +59,9 @@ describe('layout', () => {
   it('a suggestion applies its change with one click and keeps focus on the answer', async () => {
     const { page, context, problems } = await openPage(env.browser, `${env.base}/app/?lang=en`);
     await ready(page);
-    await page.click('#tm-suggest [data-suggestion="adam8"]');
-    await page.waitForFunction(() => /opt=adam-8bit/.test(location.search));
-    assert.equal(await page.inputValue('#tm-optimizer'), 'adam-8bit');
+    await page.click('#tm-suggest [data-suggestion="adam-8bit"]');
+    await page.waitForFunction(() => /opt=adamw-8bit/.test(location.search));
+    assert.equal(await page.inputValue('#tm-optimizer'), 'adamw-8bit');
     assert.equal(await page.evaluate(() => document.activeElement?.id), 'tm-verdict');
     assert.equal(await page.textContent('#tm-verdict .verdict-badge'), 'Fits');
     assert.deepEqual(problems, []);

@@ -61,12 +61,12 @@ describe('first visit walkthrough', () => {
         const offered = await page.$$eval('#tm-suggest [data-suggestion]', (b) =>
           b.map((x) => x.getAttribute('data-suggestion')),
         );
-        for (const k of ['lora', 'qlora', 'zero2offload']) assert.ok(offered.includes(k), k);
-        assert.ok(!offered.includes('micro1'), offered.join(','));
+        for (const k of ['lora', 'qlora', 'zero2-offload']) assert.ok(offered.includes(k), k);
+        assert.ok(!offered.includes('micro-batch-1'), offered.join(','));
         // each shows its memory; those that fit come first
         assert.match(await page.textContent('#tm-suggest li:first-child'), /GB/);
         await page.click('#tm-suggest [data-suggestion="lora"]');
-        await page.waitForFunction(() => /lora=lora/.test(location.search));
+        await page.waitForFunction(() => /mt=lora/.test(location.search));
         await page.waitForSelector('#tm-verdict .verdict-badge');
         assert.equal(await page.textContent('#tm-verdict .verdict-badge'), s['peak.fits']);
         // LoRA keeps the frozen base: fp32 weights alone are 4 B × 6,738,415,616 = 26.95 GB,
@@ -95,7 +95,7 @@ describe('first visit walkthrough', () => {
         // (larger micro-batch or not, faster or slower), not "not considered"
         const verdict =
           lang === 'ar'
-            ? /نقاط الحفظ (تسمح|لا تسمح|لا تفيد)|إلا بنقاط الحفظ/
+            ? /(تسمح|لا تسمح|لا تفيد) نقاط تحقّق التّدرّج|إلّا بنقاط تحقّق التّدرّج/
             : /checkpointing (lets|does not help)|only checkpointing/;
         assert.match(await page.textContent('#tm-results .notes'), verdict);
         assert.deepEqual(problems, []);
@@ -175,7 +175,9 @@ describe('first visit walkthrough', () => {
   it('axe-core finds no violation with the advanced inputs open (English and Arabic, light and dark)', async () => {
     const { page, context } = await openPage(env.browser, `${env.base}/app/?lang=en&lora=qlora`);
     await ready(page);
-    await page.waitForSelector('#tm-advanced[open] #tm-loraRank');
+    await page.waitForSelector('#tm-loraRank');
+    await page.click('#tm-advanced summary');
+    await page.waitForSelector('#tm-advanced[open] #tm-loraTargets');
     await page.evaluate(readFileSync(`${repo}node_modules/axe-core/axe.min.js`, 'utf8'));
     for (const scheme of ['light', 'dark']) {
       await page.emulateMedia({ colorScheme: scheme });
