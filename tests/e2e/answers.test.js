@@ -28,9 +28,13 @@ async function open(query, options = {}) {
   await ready(o.page);
   return o;
 }
-const verdict = (page) => page.waitForSelector('#tm-verdict .verdict-badge, #tm-verdict .error');
-const suggestions = (page) =>
-  page.$$eval('#tm-suggest [data-suggestion]', (b) => b.map((x) => x.dataset.suggestion));
+const verdict = (page) =>
+  page.waitForSelector('#tm-verdict:not([aria-busy]) .verdict-badge, #tm-verdict .error');
+// the changes of the newest answer (a rebuilt page keeps the last one, busy, until it comes)
+const suggestions = async (page) => {
+  await page.waitForSelector('#tm-verdict:not([aria-busy])');
+  return page.$$eval('#tm-suggest [data-suggestion]', (b) => b.map((x) => x.dataset.suggestion));
+};
 
 describe('the first questions, answered right', () => {
   for (const lang of LANGS) {
@@ -94,7 +98,7 @@ describe('the first questions, answered right', () => {
       assert.equal(Math.round(after), Math.round(top));
       // a T4 (Turing: no bf16 in its datasheet) computes in mixed fp16, and says so
       await page.selectOption('#tm-gpu', 't4');
-      await page.waitForSelector('#tm-verdict .verdict-badge');
+      await page.waitForSelector('#tm-verdict:not([aria-busy]) .verdict-badge');
       assert.equal(await page.$('#tm-verdict [data-code="unsupported"]'), null);
       assert.match(await page.textContent('#tm-verdict [data-input="precision"]'), /fp16/);
       assert.equal(await page.inputValue('#tm-precision'), '');

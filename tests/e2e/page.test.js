@@ -180,7 +180,7 @@ describe('page', () => {
     assert.equal(await page.getAttribute('html', 'lang'), 'ar');
     assert.equal(await page.textContent('#tm-tab-size'), 'حجم ملفّ الحفظ المرحليّ');
     assert.equal(await page.textContent('#tm-tab-accum'), 'تراكم التّدرّج');
-    assert.match(await page.textContent('label[for="tm-optimizer"]'), /المحسن/);
+    assert.match(await page.textContent('label[for="tm-optimizer"]'), /المحسّن/);
     assert.match(await page.textContent('.headline'), /40\.43 GB/);
     assert.match(page.url(), /lang=ar/);
     await page.screenshot({ path: `${shots}/page-ar-light.png`, fullPage: true });

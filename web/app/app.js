@@ -258,9 +258,16 @@ function contextEl(ctx, tab) {
 // The full page leads with the question every first visit asks, and its answer: the question
 // line (model, GPU, method, precision, checkpointing, optimizer, batch and length), the verdict
 // with what it assumed, the changes, then the advanced inputs (closed unless one is set).
-function askEl(ctx) {
+function askEl(ctx, previous) {
   ctx.verdictEl = h('div', { class: 'verdict', id: 'tm-verdict', tabindex: '-1' });
   ctx.suggestEl = h('div', { class: 'verdict-suggest', id: 'tm-suggest' });
+  // The answer before the rebuild stays, marked busy, until the new one comes (from the
+  // worker): the page does not blink, and a focus given to the verdict has somewhere to go.
+  if (previous?.lang === ctx.t.lang) {
+    ctx.verdictEl.append(...previous.verdict.childNodes);
+    ctx.suggestEl.append(...previous.suggest.childNodes);
+    ctx.verdictEl.setAttribute('aria-busy', 'true');
+  }
   // The verdict said by a screen reader once typing settles (verdict.js announce).
   ctx.liveEl = h('p', { class: 'sr-only', id: 'tm-verdict-live', 'aria-live': 'polite' });
   return h(
@@ -353,8 +360,12 @@ function build(ctx) {
   const examples = embed && !options.showExamples ? null : examplesEl(ctx);
   ctx.exampleEl = h('section', { class: 'example-out', id: 'tm-example' });
   const context = contextEl(ctx, tab);
+  const previous = ctx.verdictEl
+    ? { verdict: ctx.verdictEl, suggest: ctx.suggestEl, lang: ctx.verdictLang }
+    : null;
   ctx.verdictEl = ctx.liveEl = null;
-  const ask = embed ? null : askEl(ctx);
+  ctx.verdictLang = ctx.t.lang;
+  const ask = embed ? null : askEl(ctx, previous);
   const tabList = tabListEl(ctx, tab);
   const panel = panelEl(ctx, tab, ask);
   ctx.dialogEl = embed ? null : embedDialog(ctx);

@@ -258,6 +258,7 @@ export function changeList(ctx, advice) {
 // ---- the answer: does it fit, and how fast ------------------------------------------
 export function verdictError(ctx, e) {
   if (!ctx.verdictEl) return;
+  ctx.verdictEl.removeAttribute('aria-busy');
   const box = ctx.errorBox(e);
   box.removeAttribute('role'); // the results below announce it
   put(ctx.verdictEl, box);
@@ -267,6 +268,7 @@ export function verdictError(ctx, e) {
 
 export function verdictInvalid(ctx) {
   if (!ctx.verdictEl) return;
+  ctx.verdictEl.removeAttribute('aria-busy');
   const msg = [...ctx.invalid.values()][0];
   put(ctx.verdictEl, h('div', { class: 'error' }, h('p', {}, msg)));
   put(ctx.suggestEl);
@@ -291,6 +293,7 @@ export function renderVerdict(ctx, advice) {
   if (!ctx.verdictEl) return;
   const v = advice.verdict;
   const res = advice.peak;
+  ctx.verdictEl.removeAttribute('aria-busy');
   const where =
     res.peakPhase &&
     [
