@@ -485,7 +485,10 @@ function askBaseDtype(ctx) {
 
 // The request of a tab: the peak tab's is advise's (its result answers the verdict too).
 function requestOf(ctx, tab) {
-  if (tab === 'peak') return ['advise', adviseRequest(ctx.st)];
+  if (tab === 'peak') {
+    ctx.verdictKey = ''; // (the verdict comes with the tab's result)
+    return ['advise', adviseRequest(ctx.st)];
+  }
   const [fn, builder] = BUILDERS[tab];
   return [fn, builder(ctx.st)];
 }

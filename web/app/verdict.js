@@ -211,6 +211,8 @@ function changeItem(ctx, advice, c) {
       ' ',
       h('span', { class: 'sug-label' }, t(`sug.${c.id}`)),
       h('span', { class: 'sep' }, ': '),
+      // (a change far over the GPU, told by its tensors without the allocator's replay)
+      c.usedMemory !== advice.verdict?.usedMemory ? [t('sug.about'), ' '] : null,
       h('span', { class: 'sug-mem', 'data-bytes': String(c.usedBytes) }, t.both(c.usedBytes)),
       c.gpus > 1 ? [h('span', { class: 'sep' }, ' · '), t('sug.gpus', { n: t.int(c.gpus) })] : null,
       typeof time.stepSeconds === 'number'
@@ -379,18 +381,31 @@ export function computeVerdict(ctx) {
     put(ctx.suggestEl);
     return;
   }
-  const seq = ctx.computeSeq;
+  // An input of this tab alone (a placement strategy, a file's format) leaves the verdict's
+  // request as it was: the verdict shown stands, and the core is not asked again.
+  const key = JSON.stringify(req);
+  if (key === ctx.verdictKey && ctx.verdictEl.querySelector('.verdict-line')) {
+    ctx.verdictEl.removeAttribute('aria-busy');
+    return;
+  }
+  ctx.verdictKey = key;
+  // (an answer to the newest verdict request is shown even after a keystroke of this tab alone)
+  const current = () => ctx.verdictKey === key;
   ctx.askAdvice(
     req,
     'verdict',
-    seq,
+    ctx.computeSeq,
     (advice) => {
-      if (seq !== ctx.computeSeq) return;
+      if (!current()) return;
       performance.mark?.('trainmem:render-start');
       renderVerdict(ctx, advice);
       performance.mark?.('trainmem:render-end');
     },
-    (e) => seq === ctx.computeSeq && e.code !== 'cancelled' && verdictError(ctx, e),
+    (e) => {
+      if (!current()) return;
+      ctx.verdictKey = '';
+      if (e.code !== 'cancelled') verdictError(ctx, e);
+    },
   );
 }
 
