@@ -80,7 +80,7 @@ function loadPresets(tm) {
 
 // The state a link or the embedding gave, checked against the presets of this build.
 function checkedState(st, presets) {
-  // An unknown GPU id (a stale link, a build without GPU presets): the custom size (gpuGB).
+  // An unknown GPU id (a stale link, a build without GPU presets): the custom size (gpuGiB).
   if (st.gpu && !presets.gpus.some((g) => g.id === st.gpu)) st = { ...st, gpu: '' };
   // The default model is the LLaMA-2 7B preset; a core built without presets falls back to
   // its parameter count.
@@ -474,6 +474,7 @@ function showError(ctx, tab, e) {
 // when the page is idle after its first result; the answer recomputes a LoRA run.
 function askBaseDtype(ctx) {
   try {
+    markCall('peakMemory');
     ctx.tm.peakMemory(BASE_DTYPE_PROBE);
     knowBaseDtype(true);
     if (ctx.st.method === 'lora' || ctx.st.method === 'qlora' || ctx.st.tab === 'peak')
