@@ -54,10 +54,6 @@ const A100 = { ...LLAMA, gpu: 'a100-80gb' };
 const ERROR_REQUESTS = [
   ['peakMemory', { ...LLAMA, gpu: 't4', precision: 'bf16' }],
   ['peakMemory', { ...LLAMA, model: { params: 7e9 }, lora: { rank: 16 } }],
-  [
-    'peakMemory',
-    { ...A100, lora: { rank: 16 }, fsdp: { shardingStrategy: 'FULL_SHARD' }, dataParallel: 8 },
-  ],
   ['peakMemory', { ...A100, offload: { optimizer: true } }],
   ['peakMemory', { ...A100, offload: { params: true }, zeroStage: 2, dataParallel: 2 }],
   ['peakMemory', { ...A100, tensorParallel: 3 }],
