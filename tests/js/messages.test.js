@@ -76,7 +76,6 @@ const ERROR_REQUESTS = [
   ],
   ['peakMemory', { ...A100, checkpointing: 'selective-op', lora: { rank: 8 } }],
   ['peakMemory', { ...A100, checkpointing: 'selective-op', tensorParallel: 2 }],
-  ['peakMemory', { ...A100, checkpointing: 'selective-op', compile: true }],
   ['peakMemory', { ...A100, model: { preset: 'mixtral-8x7b' }, checkpointing: 'selective-op' }],
   ['accumulation', { ...LLAMA, microBatch: undefined, targetGlobalBatch: 8, gpuMemoryBytes: 80e9 }],
   ['accumulation', { ...A100, microBatch: undefined, targetGlobalBatch: 2, dataParallel: 4 }],
