@@ -635,13 +635,6 @@ export interface PeakMemoryRequest {
     /** LoRA dropout probability. Default 0.05. */
     dropout?: number;
     /**
-     * The dtype the frozen base is loaded in (PEFT users load it in bf16:
-     * `from_pretrained(..., torch_dtype=torch.bfloat16)`); QLoRA: its weights that are not 4-bit.
-     * The adapters stay fp32 (PEFT `autocast_adapter_dtype=True`). Default: the precision's
-     * parameter dtype.
-     */
-    baseDtype?: 'fp32' | 'bf16' | 'fp16';
-    /**
      * Linear layers adapted, as PEFT's `target_modules` (peft `tuners_utils.py`
      * `check_target_module_exists`): a module is adapted when its name equals an entry or ends
      * with `"." + entry`, in every block (T5's `q`, `v` also match the decoder's cross-attention).
