@@ -130,6 +130,8 @@ nlohmann::json peak_memory_json(const nlohmann::json& request) {
   const bool timeline =
       !(request.is_object() && t != request.end() && t->is_boolean()) || t->get<bool>();
   nlohmann::json out = peak::to_json(peak::compute(r), timeline);
+  // Not asked for (searchMaxMicroBatch: false): null, as without a GPU, never 0 beside a fit.
+  if (!r.search_max_micro_batch) put(out, "maxMicroBatch", nullptr);
   if (r.samples.given) put(out, "samples", peak::samples_json(r));
   return out;
 }
