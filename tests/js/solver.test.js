@@ -128,3 +128,20 @@ test('cancel() drops the waiting call', async () => {
   w.answer({ id: w.posted[0].id, result: { n: 1 } });
   assert.equal(w.posted.length, 1, 'nothing is sent after the answer');
 });
+
+test('cancelLatest() stops the call in progress: its worker ends and a new one takes the next', async () => {
+  // The page's progress line for a long planner run (a large model) has a cancel button.
+  FakeWorker.made = [];
+  const s = new Solver(fakeCore().tm);
+  await s.runLatest('accumulation', { n: 0 });
+  const w = FakeWorker.made[0];
+  let ended = false;
+  w.terminate = () => (ended = true);
+  w.answer({ ready: true });
+  const busy = settle(s.runLatest('accumulation', { n: 1 }));
+  s.cancelLatest();
+  assert.equal((await busy).error.code, 'cancelled');
+  assert.ok(ended, 'the worker computing it was ended');
+  await s.runLatest('accumulation', { n: 2 }); // answered on the page until the new one is ready
+  assert.equal(FakeWorker.made.length, 2, 'a fresh worker for the next call');
+});

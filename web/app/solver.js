@@ -153,6 +153,17 @@ export class Solver {
     this.queued = null;
   }
 
+  /** Stops runLatest's call in progress; its worker is started afresh for the next call. */
+  cancelLatest() {
+    this.dropQueued();
+    if (!this.busy) return;
+    this.busy.reject(cancelled());
+    this.busy = null;
+    this.quick?.terminate();
+    this.quick = null;
+    this.quickReady = false;
+  }
+
   cancel() {
     this.dropQueued();
     if (this.pending) {
