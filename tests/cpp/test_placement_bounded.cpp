@@ -175,8 +175,7 @@ TEST_CASE("bounded: optimal-single-level answers at every budget, saying when it
       continue;
     }
     if (!exact) {  // a stated bounded answer: the blocks it searched, or the lowest peak
-      CHECK((fact_value(r.details, "blockLayers") > 1 ||
-             fact_value(r.details, "lowestPeak") == 1));
+      CHECK((fact_value(r.details, "blockLayers") > 1 || fact_value(r.details, "lowestPeak") == 1));
     }
   }
 }
