@@ -70,7 +70,15 @@ struct PlanMetrics {
   uint64_t peak_bytes = 0, stored_bytes = 0;
   double forward_cost = 0, backward_cost = 0, recompute_cost = 0, total_cost = 0;
 };
+// The plan-independent sums of a chain (its forward and backward costs, summed in the
+// simulator's order): searches that rank many plans of one chain compute them once.
+struct ChainCosts {
+  double forward = 0, backward = 0;
+};
+ChainCosts chain_costs(const Chain& chain);
 PlanMetrics metrics(const Chain& chain, const std::vector<Segment>& checkpointed);
+PlanMetrics metrics(const Chain& chain, const std::vector<Segment>& checkpointed,
+                    const ChainCosts& costs);
 // Whether metrics() models the chain (no op-level selective layers: those are simulated).
 bool metrics_apply(const Chain& chain);
 

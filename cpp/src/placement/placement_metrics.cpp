@@ -51,7 +51,19 @@ bool metrics_apply(const Chain& chain) {
   return true;
 }
 
+ChainCosts chain_costs(const Chain& chain) {
+  ChainCosts c;
+  for (const Layer& L : chain.layers) c.forward += L.forward_cost;
+  for (size_t i = chain.layers.size(); i-- > 0;) c.backward += chain.layers[i].backward_cost;
+  return c;
+}
+
 PlanMetrics metrics(const Chain& chain, const std::vector<Segment>& checkpointed) {
+  return metrics(chain, checkpointed, chain_costs(chain));
+}
+
+PlanMetrics metrics(const Chain& chain, const std::vector<Segment>& checkpointed,
+                    const ChainCosts& costs) {
   PlanMetrics m;
   const size_t n = chain.layers.size();
   uint64_t P = chain.input_bytes;
@@ -73,13 +85,12 @@ PlanMetrics metrics(const Chain& chain, const std::vector<Segment>& checkpointed
   m.stored_bytes = P;
   // The costs summed in the simulator's order (its rounding too): the first forward pass, then
   // the segments' recomputation from the last; the backward from the last layer.
-  double forward_work = 0;
-  for (const Layer& L : chain.layers) forward_work += L.forward_cost;
+  double forward_work = costs.forward;
   for (size_t k = checkpointed.size(); k-- > 0;)
     for (size_t p = checkpointed[k].first; p <= checkpointed[k].last; ++p)
       forward_work += chain.layers[p].forward_cost;
-  for (size_t i = n; i-- > 0;) m.backward_cost += chain.layers[i].backward_cost;
-  for (const Layer& L : chain.layers) m.forward_cost += L.forward_cost;
+  m.backward_cost = costs.backward;
+  m.forward_cost = costs.forward;
   m.recompute_cost = std::max(0.0, forward_work - m.forward_cost);
   m.total_cost = m.forward_cost + m.backward_cost + m.recompute_cost;
   return m;

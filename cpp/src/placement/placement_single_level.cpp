@@ -619,7 +619,8 @@ std::vector<Segment> polish(const Chain& chain, uint64_t budget, std::vector<Seg
                             uint32_t reach) {
   if (!metrics_apply(chain) || segs.empty()) return segs;
   const uint32_t n = static_cast<uint32_t>(chain.layers.size());
-  double cost = metrics(chain, segs).recompute_cost;
+  const ChainCosts costs = chain_costs(chain);
+  double cost = metrics(chain, segs, costs).recompute_cost;
   uint64_t trials = 0;
   const uint64_t max_trials = std::max<uint64_t>(1, kPolishSteps / n);
   for (bool moved = true; moved && trials < max_trials;) {
@@ -640,7 +641,7 @@ std::vector<Segment> polish(const Chain& chain, uint64_t budget, std::vector<Seg
           std::vector<Segment> cand = segs;
           cand[k] = t;
           ++trials;
-          const PlanMetrics m = metrics(chain, cand);
+          const PlanMetrics m = metrics(chain, cand, costs);
           if (m.peak_bytes <= budget && m.recompute_cost < cost) {
             segs = std::move(cand);
             cost = m.recompute_cost;
@@ -698,11 +699,12 @@ std::vector<FrontierPoint> single_level_frontier(const Chain& chain, uint64_t bu
   std::vector<FrontierPoint> pts;
   if (rf.block == 0) return pts;
   const bool fast = metrics_apply(chain);
+  const ChainCosts costs = chain_costs(chain);
   for (size_t q = 0; q < rf.fr.size[0]; ++q) {
     FrontierPoint p;
     p.checkpointed = plan_of(rf.fr, q);
     if (fast) {
-      const PlanMetrics m = metrics(chain, p.checkpointed);
+      const PlanMetrics m = metrics(chain, p.checkpointed, costs);
       p.peak_bytes = m.peak_bytes;
       p.total_cost = m.total_cost;
       p.recompute_cost = m.recompute_cost;

@@ -160,6 +160,13 @@ struct ChenSearch {
 // q = -64..64, plus 0 and every layer's cumulative savedBytes bound, keeping distinct plans.
 }  // namespace
 
+bool same_plan(const std::vector<Segment>& a, const std::vector<Segment>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i].first != b[i].first || a[i].last != b[i].last) return false;
+  return true;
+}
+
 std::vector<uint64_t> chen_thresholds(const Chain& chain) {
   const ChenResult first = chen_greedy(chain, 0);
   const double g = std::sqrt(static_cast<double>(first.x) * static_cast<double>(first.y));
@@ -192,14 +199,21 @@ PlanResult chen_plan(const Chain& chain, const StrategyRequest& req) {
   // 100,000-layer chain took 16 s); the chosen one is simulated below.
   ChenSearch s;
   const bool fast = metrics_apply(chain);
+  const ChainCosts costs = chain_costs(chain);
   PlanMetrics best;
+  std::vector<Segment> last_plan;
+  bool any = false;
+  PlanMetrics r;
   for (uint64_t t : chen_thresholds(chain)) {
-    const ChenResult c = chen_greedy(chain, t);
-    PlanMetrics r;
+    ChenResult c = chen_greedy(chain, t);
+    // neighbouring thresholds often give the same plan: its figures are the same
+    if (any && same_plan(c.segments, last_plan)) continue;
+    any = true;
+    last_plan = std::move(c.segments);
     if (fast) {
-      r = metrics(chain, c.segments);
+      r = metrics(chain, last_plan, costs);
     } else {
-      const PlanResult full = evaluate(chain, c.segments);
+      const PlanResult full = evaluate(chain, last_plan);
       r.peak_bytes = full.peak_bytes;
       r.total_cost = full.total_cost;
     }
@@ -373,11 +387,12 @@ std::vector<FrontierPoint> frontier(const Chain& chain, const StrategyRequest& r
   }
   std::vector<FrontierPoint> pts;
   const bool fast = metrics_apply(chain);
+  const ChainCosts costs = chain_costs(chain);
   // Each plan by its figures (metrics: O(layers), no timeline), unless layers are selective.
   auto add_plan = [&](const std::vector<Segment>& segs, std::vector<Fact> param) {
     FrontierPoint p;
     if (fast) {
-      const PlanMetrics m = metrics(chain, segs);
+      const PlanMetrics m = metrics(chain, segs, costs);
       p.peak_bytes = m.peak_bytes;
       p.total_cost = m.total_cost;
       p.recompute_cost = m.recompute_cost;
