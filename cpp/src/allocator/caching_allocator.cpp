@@ -201,137 +201,147 @@ bool entry_less(const Entry& e, uint64_t size, uint64_t addr) {
 #define TRAINMEM_NO_MEMMOVE
 #endif
 
-// One size class: entries sorted by (size, address) in chunks of at most kChunk entries, each a
-// short array with room at both ends, so that an insert or erase moves at most half a chunk.
-// Best fit takes the first entry of a class, often of a run of equal sizes, which then costs no
-// move at all. Chunks keep a class of thousands of equal-size blocks (a MoE model's expert
-// weights, a thousand-layer model's small tensors) from moving thousands of entries per insert.
+// A run of one size class: entries sorted by (size, address), with room at both ends, so that an
+// insert or erase moves the shorter side. Best fit takes the first entry of a class, often of a run
+// of equal sizes, which then costs no move at all.
+class Chunk {
+ public:
+  Chunk() = default;
+  Chunk(const Chunk&) = delete;
+  Chunk& operator=(const Chunk&) = delete;
+  ~Chunk() { delete[] data_; }
+
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const Entry& operator[](std::size_t i) const { return data_[begin_ + i]; }
+
+  TRAINMEM_NO_MEMMOVE void insert(std::size_t pos, const Entry& e) {
+    const bool front_room = begin_ > 0, back_room = begin_ + size_ < cap_;
+    if (!front_room && !back_room) {
+      grow();
+    } else if (front_room && (pos < size_ / 2 || !back_room)) {
+      --begin_;  // the entries before pos move one down
+      Entry* d = data_ + begin_;
+      for (std::size_t i = 0; i < pos; ++i) d[i] = d[i + 1];
+      d[pos] = e;
+      ++size_;
+      return;
+    }
+    Entry* d = data_ + begin_;  // the entries from pos move one up
+    for (std::size_t i = size_; i > pos; --i) d[i] = d[i - 1];
+    d[pos] = e;
+    ++size_;
+  }
+  // Keeps the first n entries.
+  void truncate(std::size_t n) { size_ = n; }
+  TRAINMEM_NO_MEMMOVE void erase(std::size_t pos) {
+    Entry* d = data_ + begin_;
+    --size_;
+    if (pos < size_ / 2) {  // the entries before pos move one up
+      for (std::size_t i = pos; i > 0; --i) d[i] = d[i - 1];
+      ++begin_;
+    } else {
+      for (std::size_t i = pos; i < size_; ++i) d[i] = d[i + 1];
+    }
+    if (size_ == 0) begin_ = cap_ / 2;
+  }
+
+ private:
+  TRAINMEM_NO_MEMMOVE void grow() {
+    const std::size_t cap = cap_ == 0 ? 8 : cap_ * 2;
+    Entry* data = new Entry[cap];
+    const std::size_t begin = (cap - size_) / 2;
+    for (std::size_t i = 0; i < size_; ++i) data[begin + i] = data_[begin_ + i];
+    delete[] data_;
+    data_ = data;
+    cap_ = cap;
+    begin_ = begin;
+  }
+  Entry* data_ = nullptr;
+  std::size_t begin_ = 0;  // data_[begin_, begin_ + size_) hold the entries
+  std::size_t size_ = 0;
+  std::size_t cap_ = 0;
+};
+
+// One size class: runs (chunks) of at most kMaxChunk entries, in order. A class of thousands of
+// equal sizes (a mixture of experts' 58,000 expert tensors) would otherwise move half its entries
+// per insert or erase; a run moves at most half of kMaxChunk. Most classes hold one run.
 class ClassArray {
  public:
-  static constexpr uint32_t kChunk = 64;
-  // A position: chunk j, entry k within it; j == chunks() is the end of the class.
-  struct At {
-    uint32_t j;
-    uint32_t k;
-  };
   ClassArray() = default;
   ClassArray(const ClassArray&) = delete;
   ClassArray& operator=(const ClassArray&) = delete;
+  ~ClassArray() {
+    for (Chunk* c : chunks_) delete c;
+  }
 
-  bool empty() const { return chunks_.empty(); }
-  uint32_t chunks() const { return static_cast<uint32_t>(chunks_.size()); }
-  uint32_t chunk_size(uint32_t j) const { return chunks_[j]->size; }
-  const Entry& at(At a) const { return chunks_[a.j]->entry(a.k); }
-  At last() const { return At{chunks() - 1, chunks_.back()->size - 1}; }
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const Entry& operator[](std::size_t i) const {
+    std::size_t c = 0;
+    while (i >= chunks_[c]->size()) i -= chunks_[c++]->size();
+    return (*chunks_[c])[i];
+  }
+  // The first position of the entries at or above (size, addr): the run that holds it found by
+  // the runs' last entries, then a search within that run.
+  std::size_t position(uint64_t size, uint64_t addr) const {
+    std::size_t before = 0, c = 0;
+    while (c + 1 < chunks_.size()) {
+      const Chunk& run = *chunks_[c];
+      if (!entry_less(run[run.size() - 1], size, addr)) break;
+      before += run.size();
+      ++c;
+    }
+    return chunks_.empty() ? 0 : before + chunk_position(*chunks_[c], size, addr);
+  }
+  void insert(std::size_t pos, const Entry& e) {
+    if (chunks_.empty()) chunks_.push_back(new Chunk);
+    std::size_t c = 0;
+    while (c + 1 < chunks_.size() && pos > chunks_[c]->size()) pos -= chunks_[c++]->size();
+    Chunk& run = *chunks_[c];
+    run.insert(pos, e);
+    ++size_;
+    if (run.size() > kMaxChunk) split(c);
+  }
+  void erase(std::size_t pos) {
+    std::size_t c = 0;
+    while (pos >= chunks_[c]->size()) pos -= chunks_[c++]->size();
+    chunks_[c]->erase(pos);
+    --size_;
+    if (chunks_[c]->empty() && chunks_.size() > 1) {
+      delete chunks_[c];
+      chunks_.erase(chunks_.begin() + static_cast<std::ptrdiff_t>(c));
+    }
+  }
 
-  // The first position at or above (size, addr).
-  At position(uint64_t size, uint64_t addr) const {
-    uint32_t lo = 0, n = chunks();  // the first chunk whose last entry is not less
-    while (n > 0) {
-      const uint32_t half = n / 2;
-      const Chunk& c = *chunks_[lo + half];
-      if (entry_less(c.entry(c.size - 1), size, addr)) {
+ private:
+  static constexpr std::size_t kMaxChunk = 512;
+  static std::size_t chunk_position(const Chunk& v, uint64_t size, uint64_t addr) {
+    std::size_t lo = 0, n = v.size();
+    while (n > 8) {  // binary search while long, then a scan
+      const std::size_t half = n / 2;
+      if (entry_less(v[lo + half], size, addr)) {
         lo += half + 1;
         n -= half + 1;
       } else {
         n = half;
       }
     }
-    if (lo == chunks()) return At{lo, 0};
-    return At{lo, chunks_[lo]->position(size, addr)};
+    const std::size_t end = lo + n;
+    while (lo < end && entry_less(v[lo], size, addr)) ++lo;
+    return lo;
   }
-  void insert(At a, const Entry& e) {
-    if (chunks_.empty()) chunks_.push_back(fresh());
-    if (a.j == chunks()) a = At{a.j - 1, chunks_.back()->size};  // after the last entry
-    if (chunks_[a.j]->size == kChunk) {  // full: split into halves, then insert into one
-      std::unique_ptr<Chunk> upper = fresh();
-      chunks_[a.j]->split_into(upper.get());
-      const uint32_t half = chunks_[a.j]->size;
-      chunks_.insert(chunks_.begin() + a.j + 1, std::move(upper));
-      if (a.k > half) a = At{a.j + 1, a.k - half};
-    }
-    chunks_[a.j]->insert(a.k, e);
+  // Moves the upper half of run c into a new run after it.
+  void split(std::size_t c) {
+    Chunk& run = *chunks_[c];
+    const std::size_t half = run.size() / 2;
+    Chunk* upper = new Chunk;
+    for (std::size_t i = half; i < run.size(); ++i) upper->insert(upper->size(), run[i]);
+    run.truncate(half);
+    chunks_.insert(chunks_.begin() + static_cast<std::ptrdiff_t>(c) + 1, upper);
   }
-  void erase(At a) {
-    Chunk& c = *chunks_[a.j];
-    c.erase(a.k);
-    if (c.size > 0) return;
-    if (!spare_) spare_ = std::move(chunks_[a.j]);  // kept: a class often empties and refills
-    chunks_.erase(chunks_.begin() + a.j);
-  }
-
- private:
-  struct Chunk {
-    uint32_t begin = kChunk / 2, size = 0;  // e[begin, begin + size) hold the entries
-    Entry e[2 * kChunk];
-
-    const Entry& entry(uint32_t k) const { return e[begin + k]; }
-    uint32_t position(uint64_t sz, uint64_t addr) const {
-      uint32_t lo = 0, n = size;
-      while (n > 8) {  // binary search while long, then a scan
-        const uint32_t half = n / 2;
-        if (entry_less(entry(lo + half), sz, addr)) {
-          lo += half + 1;
-          n -= half + 1;
-        } else {
-          n = half;
-        }
-      }
-      const uint32_t end = lo + n;
-      while (lo < end && entry_less(entry(lo), sz, addr)) ++lo;
-      return lo;
-    }
-    // Re-centres the entries when an end has no room (the array holds twice kChunk).
-    TRAINMEM_NO_MEMMOVE void recentre() {
-      const uint32_t b = (2 * kChunk - size) / 2;
-      if (b < begin)
-        for (uint32_t i = 0; i < size; ++i) e[b + i] = e[begin + i];
-      else
-        for (uint32_t i = size; i-- > 0;) e[b + i] = e[begin + i];
-      begin = b;
-    }
-    TRAINMEM_NO_MEMMOVE void insert(uint32_t pos, const Entry& x) {
-      const bool front_room = begin > 0, back_room = begin + size < 2 * kChunk;
-      if (front_room && (pos < size / 2 || !back_room)) {
-        --begin;  // the entries before pos move one down
-        Entry* d = e + begin;
-        for (uint32_t i = 0; i < pos; ++i) d[i] = d[i + 1];
-        d[pos] = x;
-      } else {
-        if (!back_room) recentre();
-        Entry* d = e + begin;  // the entries from pos move one up
-        for (uint32_t i = size; i > pos; --i) d[i] = d[i - 1];
-        d[pos] = x;
-      }
-      ++size;
-    }
-    TRAINMEM_NO_MEMMOVE void erase(uint32_t pos) {
-      Entry* d = e + begin;
-      --size;
-      if (pos < size / 2) {  // the entries before pos move one up
-        for (uint32_t i = pos; i > 0; --i) d[i] = d[i - 1];
-        ++begin;
-      } else {
-        for (uint32_t i = pos; i < size; ++i) d[i] = d[i + 1];
-      }
-      if (size == 0) begin = kChunk / 2;
-    }
-    // The upper half of the entries to `upper` (empty), centred there and here.
-    TRAINMEM_NO_MEMMOVE void split_into(Chunk* upper) {
-      const uint32_t keep = size / 2, moved = size - keep;
-      upper->begin = (2 * kChunk - moved) / 2;
-      for (uint32_t i = 0; i < moved; ++i) upper->e[upper->begin + i] = e[begin + keep + i];
-      upper->size = moved;
-      size = keep;
-      recentre();
-    }
-  };
-  std::unique_ptr<Chunk> fresh() {
-    if (spare_) return std::move(spare_);
-    return std::unique_ptr<Chunk>(new Chunk);
-  }
-  std::vector<std::unique_ptr<Chunk>> chunks_;
-  std::unique_ptr<Chunk> spare_;  // an empty chunk, kept for the next insert
+  std::vector<Chunk*> chunks_;
+  std::size_t size_ = 0;
 };
 
 class StreamBlocks {
@@ -344,40 +354,35 @@ class StreamBlocks {
 
   uint32_t stream;
 
-  // A position: class c, chunk j, entry k; c == kClasses is the end.
+  // A position: class c, entry k; c == kClasses is the end.
   struct Pos {
     int c;
-    ClassArray::At a;
+    std::size_t k;
   };
   bool at_end(const Pos& p) const { return p.c == kClasses; }
-  const Entry& at(const Pos& p) const { return classes_[p.c].at(p.a); }
+  const Entry& at(const Pos& p) const { return classes_[p.c][p.k]; }
   bool empty() const { return top_ == 0; }
 
   // The first entry not less than (size, 0): best fit.
   Pos lower_bound_size(uint64_t size) const {
     const int c = class_of(size);
     const ClassArray& v = classes_[c];
-    const ClassArray::At a = v.position(size, 0);
-    if (a.j < v.chunks()) return Pos{c, a};
+    const std::size_t k = position(v, size, 0);
+    if (k < v.size()) return Pos{c, k};
     return first_from(c + 1);
   }
   Pos next(Pos p) const {
-    const ClassArray& v = classes_[p.c];
-    if (++p.a.k < v.chunk_size(p.a.j)) return p;
-    if (++p.a.j < v.chunks()) return Pos{p.c, {p.a.j, 0}};
+    if (++p.k < classes_[p.c].size()) return p;
     return first_from(p.c + 1);
   }
   // The last entry (the stream must have one).
   Pos last() const { return last_before(kClasses); }
   // The entry before p, p not the first.
   Pos prev(Pos p) const {
-    if (p.a.k > 0) return Pos{p.c, {p.a.j, p.a.k - 1}};
-    if (p.a.j > 0) return Pos{p.c, {p.a.j - 1, classes_[p.c].chunk_size(p.a.j - 1) - 1}};
+    if (p.k > 0) return Pos{p.c, p.k - 1};
     return last_before(p.c);
   }
-  bool is_first(const Pos& p) const {
-    return p.a.j == 0 && p.a.k == 0 && last_before_or_none(p.c) < 0;
-  }
+  bool is_first(const Pos& p) const { return p.k == 0 && last_before_or_none(p.c) < 0; }
 
   void insert(const Entry& e) {
     const int c = class_of(e.size);
@@ -386,17 +391,17 @@ class StreamBlocks {
       top_ |= uint64_t{1} << (c >> kSubBits);
       sub_[c >> kSubBits] |= uint32_t{1} << (c & kSubMask);
     }
-    v.insert(v.position(e.size, e.addr), e);
+    v.insert(position(v, e.size, e.addr), e);
   }
   // Removes the entry filed under (size, addr).
   void erase(uint64_t size, uint64_t addr) {
     const int c = class_of(size);
-    erase_at(Pos{c, classes_[c].position(size, addr)});
+    erase_at(Pos{c, position(classes_[c], size, addr)});
   }
   void erase_at(const Pos& p) {
     const int c = p.c;
     ClassArray& v = classes_[c];
-    v.erase(p.a);
+    v.erase(p.k);
     if (v.empty()) {
       sub_[c >> kSubBits] &= ~(uint32_t{1} << (c & kSubMask));
       if (sub_[c >> kSubBits] == 0) top_ &= ~(uint64_t{1} << (c >> kSubBits));
@@ -414,16 +419,20 @@ class StreamBlocks {
     const int o = floor_log2(size);
     return (o << kSubBits) | static_cast<int>((size >> (o - kSubBits)) & kSubMask);
   }
+  // The first position of the entries at or above (size, addr) in one class.
+  static std::size_t position(const ClassArray& v, uint64_t size, uint64_t addr) {
+    return v.position(size, addr);
+  }
   // The first entry of the first non-empty class at or above c.
   Pos first_from(int c) const {
-    if (c >= kClasses) return Pos{kClasses, {0, 0}};
+    if (c >= kClasses) return Pos{kClasses, 0};
     int o = c >> kSubBits;
     const uint32_t subs = sub_[o] & (~uint32_t{0} << (c & kSubMask));
-    if (subs != 0) return Pos{(o << kSubBits) | __builtin_ctz(subs), {0, 0}};
+    if (subs != 0) return Pos{(o << kSubBits) | __builtin_ctz(subs), 0};
     const uint64_t above = o + 1 < 64 ? top_ & (~uint64_t{0} << (o + 1)) : 0;
-    if (above == 0) return Pos{kClasses, {0, 0}};
+    if (above == 0) return Pos{kClasses, 0};
     o = __builtin_ctzll(above);
-    return Pos{(o << kSubBits) | __builtin_ctz(sub_[o]), {0, 0}};
+    return Pos{(o << kSubBits) | __builtin_ctz(sub_[o]), 0};
   }
   // The last non-empty class below c, or -1.
   int last_before_or_none(int c) const {
@@ -439,7 +448,7 @@ class StreamBlocks {
   }
   Pos last_before(int c) const {
     const int d = last_before_or_none(c);
-    return Pos{d, classes_[d].last()};
+    return Pos{d, classes_[d].size() - 1};
   }
 
   std::unique_ptr<ClassArray[]> classes_;
