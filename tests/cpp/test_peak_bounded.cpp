@@ -44,3 +44,51 @@ TEST_CASE("peak bounded: more expert MLPs than the bound is too_large naming the
                                            {"simulateAllocator", false}});
   CHECK(ok["ok"] == true);
 }
+
+TEST_CASE("peak bounded: the maxMicroBatch search stops at its work bound and says so") {
+  // 128 layers x 256 experts: about two million trace events per evaluation, so the search
+  // has room for a few probes only. What it answers must hold: its maxMicroBatch fits, and
+  // maxMicroBatchBelow (when within the search's range) does not.
+  json rq = {{"model", {{"config", mixtral(128, 256)}}},
+             {"microBatch", 1},
+             {"seqLen", 16},
+             {"gpu", "h100-80gb"},
+             {"timeline", false}};
+  const json out = call_json("peakMemory", rq);
+  REQUIRE(out["ok"] == true);
+  const json& r = out["result"];
+  REQUIRE(r.contains("maxMicroBatchBelow"));
+  const uint64_t fits = r["maxMicroBatch"], below = r["maxMicroBatchBelow"];
+  CHECK(fits >= 1);
+  CHECK(below > fits);
+  bool said = false;
+  for (const auto& a : r["assumptions"])
+    said = said || a.get<std::string>().rfind("maxMicroBatch: the search stopped", 0) == 0;
+  CHECK(said);
+  rq["searchMaxMicroBatch"] = false;
+  rq["microBatch"] = fits;
+  CHECK(call_json("peakMemory", rq)["result"]["fits"] == true);
+  if (below <= (uint64_t{1} << 20)) {
+    rq["microBatch"] = below;
+    CHECK(call_json("peakMemory", rq)["result"]["fits"] == false);
+  }
+}
+
+TEST_CASE("peak bounded: a small model's search is exact: the next micro-batch does not fit") {
+  json rq = {{"model", {{"preset", "llama-3.1-8b"}}},
+             {"microBatch", 1},
+             {"seqLen", 4096},
+             {"gpu", "h100-80gb"},
+             {"precision", "bf16"},
+             {"optimizer", "sgd"},
+             {"timeline", false}};
+  const json r = call_json("peakMemory", rq)["result"];
+  CHECK_FALSE(r.contains("maxMicroBatchBelow"));
+  const uint64_t m = r["maxMicroBatch"];
+  REQUIRE(m >= 1);
+  rq["searchMaxMicroBatch"] = false;
+  rq["microBatch"] = m;
+  CHECK(call_json("peakMemory", rq)["result"]["fits"] == true);
+  rq["microBatch"] = m + 1;
+  CHECK(call_json("peakMemory", rq)["result"]["fits"] == false);
+}

@@ -982,6 +982,12 @@ export interface PeakMemoryResult {
   headroomBytes: number | null;
   /** Largest micro-batch that fits (0: none); null without a GPU or with `searchMaxMicroBatch: false`. */
   maxMicroBatch: number | null;
+  /**
+   * Present when the maxMicroBatch search stopped at its work bound (a model of tens of
+   * thousands of tensors): the smallest micro-batch known not to fit; the largest that fits
+   * lies between `maxMicroBatch` and this. Absent when `maxMicroBatch` is exact.
+   */
+  maxMicroBatchBelow?: number;
   /** Memory over the step (absent with `timeline: false`). */
   timeline?: TimelinePoint[];
   inexact?: InexactNumber[];

@@ -135,6 +135,8 @@ json result_json(const Request& r, const Result& res, bool include_timeline) {
   json out = to_json(res, include_timeline);
   // Not asked for (searchMaxMicroBatch: false): null, as without a GPU, never 0 beside a fit.
   if (!r.search_max_micro_batch) put(out, "maxMicroBatch", nullptr);
+  // the search stopped at its work bound: the smallest micro-batch known not to fit
+  if (res.max_micro_batch_below > 0) put(out, "maxMicroBatchBelow", res.max_micro_batch_below);
   if (r.samples.given) put(out, "samples", samples_json(r));
   return out;
 }
