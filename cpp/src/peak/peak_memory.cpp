@@ -534,7 +534,7 @@ uint64_t secant(const Probe& p, const Probe& q, uint64_t cap) {
 // the trace, counts it and replays it through the allocator): about a second of WebAssembly
 // (bench/bounded.bench.mjs). A search that reaches it answers the largest micro-batch known to
 // fit and says so (maxMicroBatchBelow: the smallest known not to).
-constexpr uint64_t kSearchEvents = uint64_t{8} << 20;
+constexpr uint64_t kSearchEvents = uint64_t{4} << 20;
 
 }  // namespace
 
