@@ -92,3 +92,18 @@ TEST_CASE("peak bounded: a small model's search is exact: the next micro-batch d
   rq["microBatch"] = m + 1;
   CHECK(call_json("peakMemory", rq)["result"]["fits"] == false);
 }
+
+TEST_CASE("peak bounded: a timeline of more than 10,000 points is thinned, its highest kept") {
+  // a 10,000-layer MLP: per layer a forward and a backward point and more, about 60,000
+  json sizes = json::array();
+  for (int i = 0; i < 10000; ++i) sizes.push_back(64);
+  const json out = call_json("peakMemory", {{"mlp", {{"sizes", sizes}}}, {"microBatch", 8}});
+  REQUIRE(out["ok"] == true);
+  const json& r = out["result"];
+  CHECK(r["timeline"].size() <= 10001);
+  REQUIRE(r.contains("timelinePoints"));
+  CHECK(r["timelinePoints"].get<uint64_t>() > 10000);
+  uint64_t top = 0;
+  for (const auto& p : r["timeline"]) top = std::max<uint64_t>(top, p["totalBytes"]);
+  CHECK(top == r["allocatedPeakBytes"].get<uint64_t>());
+}

@@ -988,8 +988,10 @@ export interface PeakMemoryResult {
    * lies between `maxMicroBatch` and this. Absent when `maxMicroBatch` is exact.
    */
   maxMicroBatchBelow?: number;
-  /** Memory over the step (absent with `timeline: false`). */
+  /** Memory over the step (absent with `timeline: false`); at most 10,001 points. */
   timeline?: TimelinePoint[];
+  /** Present when the timeline was thinned (every k-th point and the highest): its full count. */
+  timelinePoints?: number;
   inexact?: InexactNumber[];
   messages?: MessageCodes;
 }
