@@ -319,6 +319,7 @@ Figures run_step(const Request& rq, const Step& s, Result* r) {
   const trace::StepSpec spec = build_spec(rq, s, &managed);
   const trace::Trace t = trace::build(spec);
   check_step_bytes(t);
+  r->trace_events = t.events.size();
   Figures f = rq.simulate_allocator && rq.runtime.is_cuda() ? simulate(rq, s, t, managed, r)
                                                             : count(rq, s, t);
   f.managed = managed;
