@@ -10,6 +10,10 @@
 
 namespace trainmem {
 
+namespace diffusion {
+struct Net;  // trainmem/diffusion.hpp
+}
+
 // How a weight is used: nn.Linear stores [out, in], transformers' Conv1D (GPT-2) [in, out].
 // LoRA adapts these (PEFT tuners/lora/layer.py: Linear and Conv1D).
 enum class LinearKind : uint8_t { none, linear, conv1d };
@@ -27,6 +31,9 @@ struct TensorSpec {
   // embedding ("emb", "wte", "wpe"). Peak memory assigns parameters to chain layers with them.
   int64_t block = -1;
   bool embedding = false;
+  // Set by a recipe that numbers its own chain layers (diffusion units): finalize_tensors keeps
+  // `block` and `embedding` as given instead of reading them from the name.
+  bool explicit_block = false;
   uint64_t numel() const;
 };
 
@@ -89,6 +96,8 @@ struct ModelDescription {
   // without parameters (activations, dropout, containers) are missing.
   bool modules_inferred = false;
   uint64_t module_name_bytes = 0;
+  // Diffusion networks (diffusers configs): the chain of units the activation recipe walks.
+  std::shared_ptr<const diffusion::Net> net;
   bool has_tensors() const { return !tensors.empty(); }
   bool has_architecture() const { return arch.layers > 0 && arch.hidden > 0; }
 };

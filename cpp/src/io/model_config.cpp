@@ -784,6 +784,14 @@ void require_generic_fields(const Obj& c, const std::string& type) {
 }
 
 ModelDescription model_from_config(const Obj& c, const std::string& arch_override) {
+  if (c.has("_class_name") &&
+      !c.has("model_type")) {  // a diffusers config (io/diffusers_build.cpp)
+    ModelDescription m = model_from_diffusers_config(c);
+    for (auto it = c.json_value().begin(); it != c.json_value().end(); ++it) c.mark_used(it.key());
+    c.finish();
+    finalize_tensors(&m);
+    return m;
+  }
   const std::string type = c.str("model_type", 64);
   if (type.empty())
     fail(code::kOutOfRange, c.field("model_type"), {c.field("model_type"), " is empty"});

@@ -1,0 +1,120 @@
+// Diffusion models (diffusers configs): tensor lists against diffusers' modules
+// (tests/fixtures/diffusers_tensors.json, tools/dump_diffusers.py), parameter counts against the
+// published ones (the presets' publishedParams), and refusals that name the field.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <sstream>
+
+#include "io/model_json.hpp"
+#include "io/request.hpp"
+#include "trainmem/api.hpp"
+#include "trainmem/diffusion.hpp"
+#include "trainmem/model.hpp"
+
+using trainmem::json;
+using namespace trainmem;
+
+namespace {
+
+json load_fixture(const std::string& name) {
+  std::ifstream in(std::string(TM_SOURCE_DIR) + "/tests/fixtures/" + name);
+  REQUIRE(in.good());
+  return json::parse(in);
+}
+
+// 64-bit FNV-1a of "name:d0,d1;" for every parameter tensor in order (tools/dump_diffusers.py).
+std::string tensors_hash(const ModelDescription& m) {
+  uint64_t h = 0xCBF29CE484222325ull;
+  auto feed = [&](const std::string& s) {
+    for (unsigned char c : s) {
+      h ^= c;
+      h *= 0x100000001B3ull;
+    }
+  };
+  for (const auto& t : m.tensors) {
+    std::string line = t.name + ":";
+    for (size_t i = 0; i < t.shape.size(); ++i) line += (i ? "," : "") + std::to_string(t.shape[i]);
+    feed(line + ";");
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+ModelDescription build(const json& config) {
+  return model_from_config(Obj(config, "model.config"), "");
+}
+
+json call(const std::string& fn, const json& req) {
+  return json::parse(trainmem::call(fn, req.dump()));
+}
+
+}  // namespace
+
+TEST_CASE("diffusion: tensor lists equal diffusers' state_dict", "[diffusion]") {
+  const json fx = load_fixture("diffusers_tensors.json");
+  REQUIRE(fx["cases"].size() >= 12);
+  for (const auto& c : fx["cases"]) {
+    INFO(c["name"].get<std::string>());
+    const ModelDescription m = build(c["config"]);
+    CHECK(m.params == c["params"].get<uint64_t>());
+    CHECK(m.tensors.size() == c["tensors"].get<size_t>());
+    CHECK(tensors_hash(m) == c["tensorsHash"].get<std::string>());
+    CHECK(m.module_count == c["modules"].get<uint64_t>());
+    CHECK(m.module_name_bytes == c["moduleNameBytes"].get<uint64_t>());
+    size_t persistent = 0;
+    for (const auto& b : m.buffers) {
+      if (!b.persistent) continue;
+      REQUIRE(persistent < c["buffers"].size());
+      CHECK(b.name == c["buffers"][persistent]["name"].get<std::string>());
+      CHECK(b.shape == c["buffers"][persistent]["shape"].get<std::vector<uint64_t>>());
+      ++persistent;
+    }
+    CHECK(persistent == c["buffers"].size());
+  }
+}
+
+TEST_CASE("diffusion: presets reproduce the published parameter counts", "[diffusion]") {
+  // SD 1.5 UNet 859,520,964, SDXL UNet 2,567,463,684, FLUX.1-dev 11,901,408,320, ... (each data
+  // file cites where its count is published)
+  int checked = 0;
+  for (const char* id :
+       {"sd-1.5-unet", "sd-2.1-unet", "sdxl-base-unet", "sd3-medium-transformer",
+        "flux-1-dev-transformer", "flux-1-schnell-transformer", "sd-vae", "flux-vae"}) {
+    INFO(id);
+    const json r = call("describeModel", {{"model", {{"preset", id}}}});
+    REQUIRE(r["ok"] == true);
+    REQUIRE(r["result"].contains("publishedParams"));
+    CHECK(r["result"]["params"] == r["result"]["publishedParams"]);
+    ++checked;
+  }
+  CHECK(checked == 8);
+  const json sdxl = call("describeModel", {{"model", {{"preset", "sdxl-base-unet"}}}});
+  CHECK(sdxl["result"]["params"] == 2567463684ull);
+  CHECK(sdxl["result"]["tensors"].size() == 1680);
+}
+
+TEST_CASE("diffusion: configs outside the modelled layouts are refused by field", "[diffusion]") {
+  json c = load_fixture("diffusers_tensors.json")["cases"][0]["config"];
+  auto err = [&](const json& cfg) {
+    const json r = call("describeModel", {{"model", {{"config", cfg}}}});
+    REQUIRE(r["ok"] == false);
+    return r["error"];
+  };
+  json a = c;
+  a["class_embed_type"] = "projection";
+  CHECK(err(a)["field"] == "model.config.class_embed_type");
+  a = c;
+  a["down_block_types"][0] = "AttnDownBlock2D";
+  CHECK(err(a)["field"] == "model.config.down_block_types[0]");
+  a = c;
+  a["layers_per_block"] = json::array({1, 2});
+  CHECK(err(a)["field"] == "model.config.layers_per_block");
+  a = c;
+  a["_class_name"] = "UNet3DConditionModel";
+  CHECK(err(a)["field"] == "model.config._class_name");
+  a = c;
+  a["norm_num_groups"] = 7;
+  CHECK(err(a)["field"] == "model.config.norm_num_groups");
+}
