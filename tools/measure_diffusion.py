@@ -41,6 +41,20 @@ UNET_XL = {"_class_name": "UNet2DConditionModel", "block_out_channels": [32, 64,
            "addition_embed_type": "text_time", "addition_time_embed_dim": 8,
            "projection_class_embeddings_input_dim": 56, "in_channels": 4, "out_channels": 4, "sample_size": 16}
 
+SD3_TINY = {"_class_name": "SD3Transformer2DModel", "num_attention_heads": 4, "attention_head_dim": 16,
+            "num_layers": 3, "in_channels": 4, "out_channels": 4, "patch_size": 2, "joint_attention_dim": 32,
+            "caption_projection_dim": 64, "pooled_projection_dim": 24, "pos_embed_max_size": 16, "sample_size": 16}
+SD35_TINY = dict(SD3_TINY, dual_attention_layers=[0], qk_norm="rms_norm")
+FLUX_TINY = {"_class_name": "FluxTransformer2DModel", "num_attention_heads": 4, "attention_head_dim": 16,
+             "num_layers": 2, "num_single_layers": 2, "in_channels": 16, "joint_attention_dim": 32,
+             "pooled_projection_dim": 24, "guidance_embeds": True, "axes_dims_rope": [4, 6, 6]}
+DIT_TINY = {"_class_name": "DiTTransformer2DModel", "num_attention_heads": 4, "attention_head_dim": 16,
+            "num_layers": 2, "in_channels": 4, "out_channels": 8, "patch_size": 2, "sample_size": 16,
+            "num_embeds_ada_norm": 10}
+PIXART_TINY = {"_class_name": "PixArtTransformer2DModel", "num_attention_heads": 4, "attention_head_dim": 16,
+               "num_layers": 2, "in_channels": 4, "out_channels": 8, "patch_size": 2, "sample_size": 16,
+               "cross_attention_dim": 64, "caption_channels": 32, "use_additional_conditions": False}
+
 CASES = [
     {"name": "unet sd-layout b2 latent 16 text 7", "kind": "unet", "config": UNET_SD, "microBatch": 2,
      "latent": 16, "textLen": 7},
@@ -54,6 +68,22 @@ CASES = [
      "latent": 32, "textLen": 5},
     {"name": "unet xl-layout b2 latent 16 text 7, checkpointed", "kind": "unet", "config": UNET_XL,
      "microBatch": 2, "latent": 16, "textLen": 7, "checkpoint": True},
+    {"name": "sd3 tiny b2 latent 16 text 7", "kind": "sd3", "config": SD3_TINY, "microBatch": 2, "latent": 16,
+     "textLen": 7},
+    {"name": "sd3 tiny b1 latent 32 text 9", "kind": "sd3", "config": SD3_TINY, "microBatch": 1, "latent": 32,
+     "textLen": 9},
+    {"name": "sd3.5 tiny (dual attention, qk-norm) b2 latent 16 text 7", "kind": "sd3", "config": SD35_TINY,
+     "microBatch": 2, "latent": 16, "textLen": 7},
+    {"name": "flux tiny b2 latent 16 text 7", "kind": "flux", "config": FLUX_TINY, "microBatch": 2, "latent": 16,
+     "textLen": 7},
+    {"name": "flux tiny b1 latent 32 text 9", "kind": "flux", "config": FLUX_TINY, "microBatch": 1, "latent": 32,
+     "textLen": 9},
+    {"name": "flux tiny b2 latent 16 text 7, checkpointed", "kind": "flux", "config": FLUX_TINY, "microBatch": 2,
+     "latent": 16, "textLen": 7, "checkpoint": True},
+    {"name": "dit tiny b2 latent 16", "kind": "dit", "config": DIT_TINY, "microBatch": 2, "latent": 16,
+     "textLen": 0},
+    {"name": "pixart tiny b2 latent 16 text 7", "kind": "pixart", "config": PIXART_TINY, "microBatch": 2,
+     "latent": 16, "textLen": 7},
 ]
 
 
@@ -72,7 +102,39 @@ def build(case):
             inputs += [torch.randn(b, pooled), torch.randn(b, 6)]
         target = torch.randn(b, c.get("out_channels", 4), n, n)
         return m, inputs, target
+    cin = c.get("in_channels", 4)
+    t = torch.rand(b) * 1000
+    if case["kind"] == "sd3":
+        m = td.SD3Transformer2DModel(c)
+        inputs = [torch.randn(b, cin, n, n), torch.randn(b, s, c["joint_attention_dim"]),
+                  torch.randn(b, c["pooled_projection_dim"]), t]
+        return m, inputs, torch.randn(b, cin, n, n)
+    if case["kind"] == "flux":  # packed latents: (n/2)^2 tokens of 4 x 4 latent channels
+        m = td.FluxTransformer2DModel(c)
+        tokens = (n // 2) ** 2
+        inputs = [torch.randn(b, tokens, cin), torch.randn(b, s, c["joint_attention_dim"]),
+                  torch.randn(b, c["pooled_projection_dim"]), torch.rand(b), torch.full((b,), 3.5)]
+        return m, inputs, torch.randn(b, tokens, cin)
+    if case["kind"] == "dit":
+        m = td.DiTTransformer2DModel(c)
+        inputs = [torch.randn(b, cin, n, n), t.long(), torch.randint(0, c["num_embeds_ada_norm"], (b,))]
+        return m, inputs, torch.randn(b, cin, n, n)
+    if case["kind"] == "pixart":
+        m = td.PixArtTransformer2DModel(c)
+        inputs = [torch.randn(b, cin, n, n), torch.randn(b, s, c["caption_channels"]), t]
+        return m, inputs, torch.randn(b, cin, n, n)
     raise ValueError(case["kind"])
+
+
+def loss_of(case, pred, target):
+    """diffusers' training losses: the UNet scripts' F.mse_loss(pred.float(), target.float()); the
+    SD3 / Flux scripts' mean of (pred.float() - target.float())^2 (weighting 1); learned-sigma
+    models (DiT, PixArt: 2 x the latent channels) on the predicted-noise half."""
+    if case["kind"] == "unet":
+        return F.mse_loss(pred.float(), target.float(), reduction="mean")
+    if pred.shape[1] != target.shape[1] and case["kind"] in ("dit", "pixart"):
+        pred = pred.chunk(2, dim=1)[0]
+    return ((pred.float() - target.float()) ** 2).mean()
 
 
 class Regions:
@@ -116,7 +178,7 @@ def saved_bytes(case, verbose=False):
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
         pred = model(*inputs)
         regions("loss")
-        loss = F.mse_loss(pred.float(), target.float(), reduction="mean")
+        loss = loss_of(case, pred, target)
     td.NAMER["fn"], td.TAG[0] = None, None
     per = {}
     for nbytes, reg in seen.values():
@@ -126,10 +188,10 @@ def saved_bytes(case, verbose=False):
             "regions": regions.count}
 
 
-def run_step(model, inputs, target, opt):
+def run_step(case, model, inputs, target, opt):
     with record_function("phase:forward"):
         pred = model(*inputs)
-        loss = F.mse_loss(pred.float(), target.float(), reduction="mean")
+        loss = loss_of(case, pred, target)
         del pred
     with record_function("phase:stored"):
         pass
@@ -147,7 +209,7 @@ def step_bytes(case):
     model.train()
     td.CKPT["on"] = bool(case.get("checkpoint"))
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    run_step(model, inputs, target, opt)  # warm-up: optimizer state exists
+    run_step(case, model, inputs, target, opt)  # warm-up: optimizer state exists
     tensors = list(model.parameters()) + list(model.buffers()) + [t for t in inputs if t.dim() > 0] + [target]
     for st in opt.state.values():
         tensors += [v for v in st.values() if torch.is_tensor(v)]
@@ -157,7 +219,7 @@ def step_bytes(case):
         base[k] = n
     baseline = sum(base.values())
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-        run_step(model, inputs, target, opt)
+        run_step(case, model, inputs, target, opt)
     td.CKPT["on"] = False
     events = prof.profiler.kineto_results.events()
     mem = sorted((e.start_us(), i, e.nbytes()) for i, e in enumerate(events) if e.name() == "[memory]")

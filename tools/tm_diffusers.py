@@ -701,6 +701,9 @@ class CombinedTimestepLabelEmbeddings(nn.Module):
         self.class_embedder.embedding_table = nn.Embedding(num_classes + 1, dim)  # LabelEmbedding, cfg row
 
     def forward(self, t, labels, dtype):
+        if self.training:  # LabelEmbedding.token_drop (class_dropout_prob 0.1): new labels per call
+            labels = torch.where(torch.rand(labels.shape[0]) < 0.1, self.class_embedder.embedding_table.num_embeddings - 1,
+                                 labels)
         return self.timestep_embedder(self.time_proj(t).to(dtype)) + self.class_embedder.embedding_table(labels)
 
 
@@ -998,6 +1001,21 @@ class DiTTransformer2DModel(nn.Module):
         self.proj_out_1 = nn.Linear(dim, 2 * dim)
         self.proj_out_2 = nn.Linear(dim, self.patch * self.patch * self.out_channels)
 
+    def forward(self, latent, timestep, class_labels):
+        tag("stem")
+        h, w = latent.shape[-2] // self.patch, latent.shape[-1] // self.patch
+        x = self.pos_embed(latent)
+        for blk in self.transformer_blocks:
+            tag_next("block")
+            x = ckpt(blk, x, None, timestep, class_labels)
+        tag_next("head")
+        cond = self.transformer_blocks[0].norm1.emb(timestep, class_labels, x.dtype)
+        shift, scale = self.proj_out_1(F.silu(cond)).chunk(2, dim=1)
+        x = self.proj_out_2(self.norm_out(x) * (1 + scale[:, None]) + shift[:, None])
+        p, c = self.patch, self.out_channels
+        x = torch.einsum("nhwpqc->nchpwq", x.reshape(-1, h, w, p, p, c))
+        return x.reshape(-1, c, h * p, w * p)
+
 
 class PixArtTransformer2DModel(nn.Module):
     def __init__(self, c):
@@ -1030,3 +1048,23 @@ class PixArtTransformer2DModel(nn.Module):
         self.adaln_single.linear = nn.Linear(dim, 6 * dim)
         if c.get("caption_channels") is not None:
             self.caption_projection = TextProjection(c["caption_channels"], dim)
+        self.out_channels = c.get("out_channels") or 8
+
+    def forward(self, latent, caption, timestep):
+        tag("stem")
+        b = latent.shape[0]
+        h, w = latent.shape[-2] // self.patch, latent.shape[-1] // self.patch
+        x = self.pos_embed(latent)
+        e = self.adaln_single.emb
+        embedded = e.timestep_embedder(e.time_proj(timestep).to(x.dtype))
+        t6 = self.adaln_single.linear(self.adaln_single.silu(embedded))
+        c = self.caption_projection(caption).view(b, -1, x.shape[-1])
+        for blk in self.transformer_blocks:
+            tag_next("block")
+            x = ckpt(blk, x, c, t6)
+        tag_next("head")
+        shift, scale = (self.scale_shift_table[None] + embedded[:, None]).chunk(2, dim=1)
+        x = self.proj_out(self.norm_out(x) * (1 + scale) + shift)
+        p, oc = self.patch, self.out_channels
+        x = torch.einsum("nhwpqc->nchpwq", x.reshape(-1, h, w, p, p, oc))
+        return x.reshape(-1, oc, h * p, w * p)

@@ -3,14 +3,18 @@
 // published ones (the presets' publishedParams), and refusals that name the field.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
 #include "io/model_json.hpp"
 #include "io/request.hpp"
 #include "trainmem/api.hpp"
+#include "trainmem/activations.hpp"
 #include "trainmem/diffusion.hpp"
 #include "trainmem/model.hpp"
+#include "trainmem/peak_memory.hpp"
+#include "trainmem/placement.hpp"
 
 using trainmem::json;
 using namespace trainmem;
@@ -117,4 +121,58 @@ TEST_CASE("diffusion: configs outside the modelled layouts are refused by field"
   a = c;
   a["norm_num_groups"] = 7;
   CHECK(err(a)["field"] == "model.config.norm_num_groups");
+}
+
+namespace {
+
+// The activation settings of a measured case (tools/measure_diffusion.py, torch 1.13 CPU, fp32,
+// diffusers' eager AttnProcessor / the math path of SDPA).
+activations::Settings measured_settings(const json& c, const diffusion::Net& net) {
+  activations::Settings s;
+  s.micro_batch = c["microBatch"];
+  s.seq_len = c["textLen"];
+  // the fixture gives the latent side: in pixels, times the VAE's factor (8)
+  s.image_height = s.image_width = c["latent"].get<uint64_t>() * net.vae_scale;
+  s.attention = activations::Attention::eager;
+  s.runtime = peak::runtime_profile("pytorch-cpu", "runtime").traits;
+  return s;
+}
+
+// diffusers' gradient_checkpointing: every checkpointable unit its own segment.
+std::vector<placement::Segment> diffusers_segments(const activations::ModelActivations& a) {
+  std::vector<placement::Segment> segs;
+  for (uint32_t i = 0; i < a.layers.size(); ++i)
+    if (a.layers[i].checkpointable && i > 0 && i + 1 < a.layers.size()) segs.push_back({i, i});
+  return segs;
+}
+
+}  // namespace
+
+TEST_CASE("diffusion: saved and stored bytes match torch 1.13 within 1 %", "[diffusion]") {
+  const json fx = load_fixture("torch_diffusion.json");
+  REQUIRE(fx["cases"].size() >= 10);
+  for (const auto& c : fx["cases"]) {
+    INFO(c["name"].get<std::string>());
+    const ModelDescription m = build(c["config"]);
+    REQUIRE(m.net);
+    const activations::ModelActivations acts =
+        activations::transformer_activations(m, measured_settings(c, *m.net));
+    const placement::Chain chain = activations::to_chain(acts);
+    const bool ckpt = c.value("checkpoint", false);
+    const placement::PlanResult plan =
+        placement::evaluate(chain, ckpt ? diffusers_segments(acts) : std::vector<placement::Segment>{});
+    // activations without the batch: the hooks' saved bytes less the saved inputs, or the bytes
+    // the profiler saw allocated from the forward's start to the loss (the loss scalar included)
+    const double predicted = static_cast<double>(plan.stored_bytes - acts.input_bytes);
+    // torch 1.13's non-reentrant checkpoint keeps torch.get_rng_state() per call: the CPU
+    // generator's 5,056 bytes, host memory that a GPU run does not count against the device
+    double measured = c["storedBytes"].get<double>() -
+                      5056.0 * static_cast<double>(ckpt ? diffusers_segments(acts).size() : 0);
+    if (!ckpt) {
+      const json& by = c["savedBytesByRegion"];
+      measured = c["savedBytes"].get<double>() - by.value("input", 0.0) + 4;
+    }
+    INFO("measured " << measured << " predicted " << predicted);
+    CHECK(std::fabs(predicted - measured) <= 0.01 * measured);
+  }
 }

@@ -38,8 +38,10 @@ struct RuntimeTraits {
 
 struct Settings {
   uint64_t micro_batch = 1;
-  uint64_t seq_len = 1;     // the (encoder's) input length
+  uint64_t seq_len = 1;     // the (encoder's) input length; diffusion: the text tokens
   uint64_t target_len = 0;  // encoder-decoder: the decoder's length (0 = seq_len)
+  // Diffusion networks: the image in pixels (0 = the model's sample_size x its VAE factor).
+  uint64_t image_height = 0, image_width = 0;
   Precision precision = Precision::fp32;
   Attention attention = Attention::sdpa;
   uint64_t tensor_parallel = 1;
@@ -104,6 +106,15 @@ struct LayerActivations {
     double flops = 0;     // its forward FLOPs (0 for pointwise ops)
   };
   std::vector<OpOutput> op_outputs;
+  // Skip connections and what the layer keeps of its input (placement::Layer::skips,
+  // input_saved, concat_input: the same meaning): diffusion UNets' concatenated down-block
+  // outputs and Transformer2DModel's residual.
+  std::vector<placement::Layer::Skip> skips;
+  bool input_saved = true;
+  bool concat_input = false;
+  // false: the framework's gradient checkpointing leaves this layer outside every checkpointed
+  // segment (diffusers wraps ResnetBlock2D and transformer blocks, not the glue between them)
+  bool checkpointable = true;
 };
 
 struct ModelActivations {
@@ -115,7 +126,8 @@ struct ModelActivations {
   std::vector<std::string> assumptions;
 };
 
-// Throws RequestError(unsupported, "model") when the model has no architecture.
+// Throws RequestError(unsupported, "model") when the model has no architecture. Diffusion
+// networks (model.net) go to their own recipes (diffusion_activations.cpp).
 ModelActivations transformer_activations(const ModelDescription& model, const Settings& s);
 
 // Korthikanti et al. 2022 (arXiv 2205.05198) eq. 1-2 / section 4.2: per transformer layer, 16-bit

@@ -40,6 +40,7 @@ struct Unit {
   bool temb = true;               // ResnetBlock2D has a time_emb_proj
   bool context_pre_only = false;  // SD3's last block (no context output)
   bool plain_mid = false;         // UNetMidBlock2DCrossAttn resnets[0]
+  bool qk_norm = false;           // RMSNorm on q and k per head (Flux; SD3.5's qk_norm)
 };
 
 struct Net {

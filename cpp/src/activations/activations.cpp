@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "activations/diffusion_recipe.hpp"
 #include "io/request.hpp"
 #include "trainmem/error.hpp"
 
@@ -1043,6 +1044,7 @@ LayerActivations head_layer(const std::string& recipe, const Ctx& c, const Ctx& 
 }  // namespace
 
 ModelActivations transformer_activations(const ModelDescription& m, const Settings& s) {
+  if (m.net) return diffusion_activations(m, s);
   const Architecture& ar = m.arch;
   ModelActivations out;
   out.recipe = family(ar);
@@ -1142,6 +1144,9 @@ placement::Chain to_chain(const ModelActivations& acts) {
     pl.saved_bytes = l.saved_bytes;
     pl.forward_temp_bytes = l.forward_temp_bytes;
     pl.backward_temp_bytes = l.backward_temp_bytes;
+    pl.skips = l.skips;
+    pl.input_saved = l.input_saved;
+    pl.concat_input = l.concat_input;
     c.layers.push_back(pl);
   }
   return c;

@@ -179,6 +179,7 @@ ModelDescription sd3_from_config(const Obj& c) {
     Unit u = block_unit(UnitKind::joint, dim, heads, hd);
     u.context_pre_only = i + 1 == layers;
     u.cross = dual[i] ? 1 : 0;  // (a joint unit marks SD3.5's second attention here)
+    u.qk_norm = !qk.empty();
     b.start(u);
     const std::string p = "transformer_blocks." + std::to_string(i);
     b.mod(p);
@@ -240,7 +241,9 @@ ModelDescription flux_from_config(const Obj& c) {
   b.linear("x_embedder", in, dim);
   b.mod("transformer_blocks");
   for (uint64_t i = 0; i < doubles; ++i) {
-    b.start(block_unit(UnitKind::flux_double, dim, heads, hd));
+    Unit u = block_unit(UnitKind::flux_double, dim, heads, hd);
+    u.qk_norm = true;
+    b.start(u);
     const std::string p = "transformer_blocks." + std::to_string(i);
     b.mod(p);
     ada_norm(b, p + ".norm1", dim, 6, dim);
@@ -253,7 +256,9 @@ ModelDescription flux_from_config(const Obj& c) {
   }
   b.mod("single_transformer_blocks");
   for (uint64_t i = 0; i < singles; ++i) {
-    b.start(block_unit(UnitKind::flux_single, dim, heads, hd));
+    Unit u = block_unit(UnitKind::flux_single, dim, heads, hd);
+    u.qk_norm = true;
+    b.start(u);
     const std::string p = "single_transformer_blocks." + std::to_string(i);
     b.mod(p);
     ada_norm(b, p + ".norm", dim, 3, dim);
