@@ -49,20 +49,39 @@ void Rec::output(const char* name, uint64_t bytes, const char* source) {
 
 void Rec::forward_temp(uint64_t bytes, uint64_t pieces) {
   if (bytes == 0) return;
-  l_->forward_temp_bytes = std::max(l_->forward_temp_bytes, bytes * pieces);
   l_->forward_temps.push_back(
       {static_cast<uint32_t>(l_->tensors.size()), static_cast<uint32_t>(pieces), bytes});
 }
 
 void Rec::backward_temp(uint64_t bytes, uint64_t pieces) {
   if (bytes == 0) return;
-  l_->backward_temp_bytes = std::max(l_->backward_temp_bytes, bytes * pieces);
   l_->backward_temps.push_back(
       {static_cast<uint32_t>(l_->tensors.size()), static_cast<uint32_t>(pieces), bytes});
 }
 
-void attention_core(Rec& r, const Widths& w, bool eager, uint64_t b, uint64_t heads,
-                    uint64_t inner, uint64_t tq, uint64_t tk) {
+void Rec::finish() {
+  // A transient placed at tensor k lives while the tensors from k on do not exist (forward) or
+  // are freed already (backward): the chain, which adds a layer's transient on top of all its
+  // saved tensors, takes only its excess over them.
+  LayerActivations& l = *l_;
+  std::vector<uint64_t> prefix(l.tensors.size() + 1, 0);
+  for (size_t k = 0; k < l.tensors.size(); ++k) prefix[k + 1] = prefix[k] + l.tensors[k];
+  const uint64_t total = prefix.back();
+  auto excess = [&](const std::vector<LayerActivations::TempGroup>& groups) {
+    uint64_t most = 0;
+    for (const auto& g : groups) {
+      const uint64_t b = uint64_t{g.pieces} * g.bytes;
+      const uint64_t after = total - prefix[std::min<size_t>(g.at, l.tensors.size())];
+      most = std::max(most, b > after ? b - after : 0);
+    }
+    return most;
+  };
+  l.forward_temp_bytes = excess(l.forward_temps);
+  l.backward_temp_bytes = excess(l.backward_temps);
+}
+
+void attention_core(Rec& r, const Widths& w, bool eager, uint64_t b, uint64_t heads, uint64_t inner,
+                    uint64_t tq, uint64_t tk) {
   const uint64_t q = r.mul({b, tq, inner, w.act}), k = r.mul({b, tk, inner, w.act});
   const uint64_t scores = r.mul({b, heads, tq, tk});
   if (eager) {
@@ -111,12 +130,12 @@ void layer_norm(Rec& r, const Ctx& c, uint64_t n, uint64_t rows, bool input_here
 
 namespace {
 
-using diffusion::Net;
-using diffusion::Unit;
-using diffusion::UnitKind;
 using dif::Rec;
 using dif::Shape;
 using dif::Widths;
+using diffusion::Net;
+using diffusion::Unit;
+using diffusion::UnitKind;
 
 using dif::Ctx;
 
@@ -133,7 +152,8 @@ Shape shape_at(const Ctx& c, uint32_t level) {
 // otherwise the input itself (the previous tensor, counted where it was made).
 void group_norm(Rec& r, const Ctx& c, uint64_t n, const char* what) {
   if (c.w.amp)
-    r.save(what, n * 4, "autocast runs group_norm in fp32: NativeGroupNormBackward0 keeps the copy");
+    r.save(what, n * 4,
+           "autocast runs group_norm in fp32: NativeGroupNormBackward0 keeps the copy");
   r.save("GroupNorm mean, rstd", r.mul({2, c.b, c.net.groups, c.w.gn_stats}),
          "NativeGroupNormBackward0", 2);
 }
@@ -210,12 +230,14 @@ void basic_block(Rec& r, const Ctx& c, const Unit& u, const Shape& sh) {
   matmul_input(r, c, T, "ff proj input (norm3 output)");
   r.save("GEGLU proj output (hidden and gate halves)", r.mul({sh.b, t, 2 * i, c.w.act}),
          "GeluBackward0 keeps the gate, MulBackward0 the hidden half: views of one output");
+  // the GEGLU backward: the two halves' gradients (one 2i tensor) beside the saved tensors
+  r.backward_temp(r.mul({sh.b, t, 2 * i, c.w.act}) + T * c.w.norm);
   r.save("gelu(gate)", r.mul({sh.b, t, i, c.w.act}), "MulBackward0 keeps it");
   r.save("ff output linear input (hidden * gelu(gate))", r.mul({sh.b, t, i, c.w.act}),
          "AddmmBackward0 keeps its input");
   r.forward_temp(T * c.w.act);  // the feed-forward's output before the residual sum
-  r.output("block output (residual sum)", T * c.w.act, "the next block's norm1 or proj_out keeps it");
-  r.backward_temp(r.mul({sh.b, t, 2 * i, c.w.act}) + T * c.w.norm);
+  r.output("block output (residual sum)", T * c.w.act,
+           "the next block's norm1 or proj_out keeps it");
 }
 
 // Transformer2DModel's proj_out, the reshape back to channels first, the residual.
@@ -313,9 +335,8 @@ void unet_unit(Rec& r, const Ctx& c, size_t idx) {
       return unet_stem(r, c, u);
     case UnitKind::resnet:
       if (u.skip_from >= 0)
-        r.layer().skips.push_back(
-            {static_cast<uint32_t>(u.skip_from),
-             r.mul({sh.b, c.net.units[u.skip_from].cout, sh.hw(), c.w.act})});
+        r.layer().skips.push_back({static_cast<uint32_t>(u.skip_from),
+                                   r.mul({sh.b, c.net.units[u.skip_from].cout, sh.hw(), c.w.act})});
       return resnet(r, c, u, sh);
     case UnitKind::attn_in:
       return attn_in(r, c, u, sh);
@@ -338,10 +359,10 @@ void unet_unit(Rec& r, const Ctx& c, size_t idx) {
 }
 
 const char* unit_name(UnitKind k) {
-  static const char* const kNames[] = {"stem",       "resnet",   "attention in",
-                                       "transformer block", "attention out", "downsample",
-                                       "upsample",   "joint block", "double block",
-                                       "single block", "transformer block", "head"};
+  static const char* const kNames[] = {
+      "stem",          "resnet",       "attention in",      "transformer block",
+      "attention out", "downsample",   "upsample",          "joint block",
+      "double block",  "single block", "transformer block", "head"};
   return kNames[static_cast<size_t>(k)];
 }
 
@@ -372,14 +393,15 @@ void check_diffusion(const Net& net, const Settings& s, uint64_t* H, uint64_t* W
   // the UNet halves its latent at every level but the last; the transformers take patches
   uint64_t levels = 0;
   for (const Unit& u : net.units) levels = std::max<uint64_t>(levels, u.level);
-  const uint64_t unit = net.vae_scale * (net.cls == "UNet2DConditionModel" ? (1ull << levels)
-                                                                           : net.patch);
+  const uint64_t unit =
+      net.vae_scale * (net.cls == "UNet2DConditionModel" ? (1ull << levels) : net.patch);
   if (px_h % unit != 0 || px_w % unit != 0 || px_h == 0 || px_w == 0)
     fail(code::kInconsistent, "imageSize",
          {"imageSize (", std::to_string(px_h), " x ", std::to_string(px_w),
           ") must be a multiple of ", std::to_string(unit), " pixels for ", net.cls,
           " (the VAE's factor ", std::to_string(net.vae_scale),
-          net.cls == "UNet2DConditionModel" ? " times the UNet's downsampling)" : " times its patch)"});
+          net.cls == "UNet2DConditionModel" ? " times the UNet's downsampling)"
+                                            : " times its patch)"});
   *H = px_h / net.vae_scale;
   *W = px_w / net.vae_scale;
   if (net.cls != "UNet2DConditionModel") {
@@ -391,7 +413,8 @@ void check_diffusion(const Net& net, const Settings& s, uint64_t* H, uint64_t* W
 // What the result states about the recipe.
 void diffusion_assumptions(const Net& net, const Settings& s, const Widths& w, bool eager,
                            std::vector<std::string>* out) {
-  out->push_back("recipe '" + net.cls + "' (diffusers modules, op by op; the loss is the MSE of the "
+  out->push_back("recipe '" + net.cls +
+                 "' (diffusers modules, op by op; the loss is the MSE of the "
                  "prediction in fp32, as diffusers' training scripts compute it)");
   if (w.amp)
     out->push_back(
@@ -400,16 +423,19 @@ void diffusion_assumptions(const Net& net, const Settings& s, const Widths& w, b
         "latents arrive in the 16-bit dtype (diffusers' scripts cast them to weight_dtype); "
         "derived, not measured");
   if (s.compiled)
-    out->push_back("torch.compile: the eager saves are counted (the partitioner's recomputation "
-                   "is not derived for diffusion networks; an upper bound)");
+    out->push_back(
+        "torch.compile: the eager saves are counted (the partitioner's recomputation "
+        "is not derived for diffusion networks; an upper bound)");
   if (!eager)
-    out->push_back("attention through scaled_dot_product_attention (flash / memory-efficient "
-                   "kernels: q, k, v, output and logsumexp kept), as diffusers' processors run it "
-                   "on PyTorch 2");
+    out->push_back(
+        "attention through scaled_dot_product_attention (flash / memory-efficient "
+        "kernels: q, k, v, output and logsumexp kept), as diffusers' processors run it "
+        "on PyTorch 2");
   else if (net.cls != "UNet2DConditionModel")
-    out->push_back("eager attention: the math path of scaled_dot_product_attention (scores and "
-                   "softmax kept); diffusers' transformer processors call SDPA, which on a GPU "
-                   "takes a fused kernel");
+    out->push_back(
+        "eager attention: the math path of scaled_dot_product_attention (scores and "
+        "softmax kept); diffusers' transformer processors call SDPA, which on a GPU "
+        "takes a fused kernel");
 }
 
 }  // namespace
@@ -432,8 +458,8 @@ ModelActivations diffusion_activations(const ModelDescription& m, const Settings
   const uint64_t px = unet || flux ? H * W : H * W * net.patch * net.patch;
   const uint64_t latents = checked_mul(checked_mul(s.micro_batch, px, "imageSize"),
                                        net.in_channels * w.act, "imageSize");
-  const uint64_t texts = checked_mul(checked_mul(s.micro_batch, text, "seqLen"),
-                                     net.text_dim * w.act, "seqLen");
+  const uint64_t texts =
+      checked_mul(checked_mul(s.micro_batch, text, "seqLen"), net.text_dim * w.act, "seqLen");
   out.input_bytes = checked_add(2 * latents, texts, "imageSize") +
                     s.micro_batch * ((net.pooled_dim + (net.add_time_dim ? 6 : 0)) * w.act + 8);
   for (size_t i = 0; i < net.units.size(); ++i) {
@@ -450,6 +476,7 @@ ModelActivations diffusion_activations(const ModelDescription& m, const Settings
       dif::transformer_unit(r, c, i);
       l.forward_flops = dif::transformer_flops(c, u);
     }
+    r.finish();
     if (l.forward_flops <= 0) l.forward_flops = 1;
     l.checkpointable = u.checkpointable;
     out.layers.push_back(std::move(l));

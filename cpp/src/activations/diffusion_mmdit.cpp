@@ -34,7 +34,8 @@ Tokens tokens(const Ctx& c, const Unit& u) { return {c.H * c.W, c.text, u.cout};
 void modulation(Rec& r, const Ctx& c, uint64_t k, uint64_t scales, bool gates) {
   const uint64_t bd = r.mul({c.b, c.net.units[0].cout, c.w.act});
   r.save("adaptive norm: SiLU of the conditioning (linear input)", bd, "AddmmBackward0");
-  if (gates) r.save("adaptive norm: modulation (the gates are views of it)", k * bd, "MulBackward0");
+  if (gates)
+    r.save("adaptive norm: modulation (the gates are views of it)", k * bd, "MulBackward0");
   r.save("adaptive norm: 1 + scale", scales * bd, "MulBackward0 keeps it", scales);
 }
 
@@ -93,10 +94,12 @@ void stream_tail(Rec& r, const Ctx& c, uint64_t tokens, uint64_t d, bool gated_o
   modulated_norm(r, c, n, c.b * tokens, true, "norm2 input (residual sum)");
   matmul_input(r, c, n, "ff proj input (modulated norm2 output)");
   r.save("GELU input (ff proj output)", 4 * n * c.w.act, "GeluBackward0 keeps its input");
+  // the feed-forward's backward: net.2's input gradient, then GELU's, beside the saved tensors
+  // up to the GELU input
+  r.backward_temp(4 * n * c.w.act, 2);
   r.save("ff output linear input (GELU output)", 4 * n * c.w.act, "AddmmBackward0");
   if (gated_out) r.save("ff output (kept by the gate's product)", n * c.w.act, "MulBackward0");
   r.forward_temp(n * c.w.act);
-  r.backward_temp(4 * n * c.w.act, 2);
 }
 
 // SD3's JointTransformerBlock and Flux's FluxTransformerBlock: image and text streams, each
@@ -106,9 +109,9 @@ void joint_block(Rec& r, const Ctx& c, const Unit& u, bool flux) {
   const uint64_t ni = r.mul({c.b, tk.img, tk.d}), nt = r.mul({c.b, tk.txt, tk.d});
   const bool last = u.context_pre_only, dual = !flux && u.cross != 0;
   r.layer().input_saved = !c.w.amp;
-  modulation(r, c, dual ? 9 : 6, dual ? 3 : 2, true);                 // norm1 (image)
+  modulation(r, c, dual ? 9 : 6, dual ? 3 : 2, true);  // norm1 (image)
   modulated_norm(r, c, ni, c.b * tk.img, false, "norm1 input in fp32");
-  modulation(r, c, last ? 2 : 6, last ? 1 : 2, !last);               // norm1_context
+  modulation(r, c, last ? 2 : 6, last ? 1 : 2, !last);  // norm1_context
   modulated_norm(r, c, nt, c.b * tk.txt, false, "norm1_context input in fp32");
   matmul_input(r, c, ni, "to_q, to_k, to_v input (modulated image tokens)", 3);
   matmul_input(r, c, nt, "add_q/k/v_proj input (modulated text tokens)", 3);
@@ -139,13 +142,14 @@ void single_block(Rec& r, const Ctx& c, const Unit& u) {
   matmul_input(r, c, n, "proj_mlp, to_q, to_k, to_v input (modulated tokens)", 4);
   r.save("GELU input (proj_mlp output)", 4 * n * c.w.act, "GeluBackward0 keeps its input");
   joint_core(r, c, u, t, true);
+  // proj_out's input gradient (5 d) split into the attention's and the MLP's (views)
+  r.backward_temp(5 * n * c.w.act, 1);
   r.save("proj_out input (attention and MLP outputs concatenated)", 5 * n * c.w.act,
          "AddmmBackward0 keeps its input");
   r.save("proj_out output (kept by the gate's product)", n * c.w.act, "MulBackward0");
   r.forward_temp(n * c.w.act);
   r.output("block output (text and image tokens: views of one tensor)", n * c.w.act,
            "the next block concatenates the views: a checkpoint keeps them");
-  r.backward_temp(5 * n * c.w.act, 2);
 }
 
 // DiT (adaLN-Zero with each block's own timestep and label embedders) and PixArt (adaLN-single:
@@ -176,11 +180,11 @@ void dit_block(Rec& r, const Ctx& c, const Unit& u) {
   modulated_norm(r, c, n, c.b * t, true, pixart ? "norm2 input" : "norm3 input");
   matmul_input(r, c, n, "ff proj input");
   r.save("GELU input (ff proj output)", 4 * n * c.w.act, "GeluBackward0 keeps its input");
+  r.backward_temp(4 * n * c.w.act, 2);
   r.save("ff output linear input (GELU output)", 4 * n * c.w.act, "AddmmBackward0");
   r.save("ff output (kept by the gate's product)", n * c.w.act, "MulBackward0");
   r.forward_temp(n * c.w.act);
   r.output("block output (residual sum)", n * c.w.act, "the next block's norm1 keeps it");
-  r.backward_temp(4 * n * c.w.act, 2);
 }
 
 void stem(Rec& r, const Ctx& c, const Unit& u) {

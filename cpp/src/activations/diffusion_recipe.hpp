@@ -47,6 +47,8 @@ class Rec {
   // created (forward), or while the backward walks back to that point (backward).
   void forward_temp(uint64_t bytes, uint64_t pieces = 1);
   void backward_temp(uint64_t bytes, uint64_t pieces = 1);
+  // Sets the layer's forward and backward transient bytes from the groups recorded.
+  void finish();
   LayerActivations& layer() { return *l_; }
   const Settings& settings() const { return s_; }
 
@@ -83,8 +85,8 @@ double transformer_flops(const Ctx& c, const diffusion::Unit& u);
 // baddbmm scores, softmax, bmm; sdpa: AttnProcessor2_0 / the joint processors' kept q, k, v,
 // output and fp32 logsumexp) and its output projection's input. `q_separate`: q, k, v are
 // separate tensors (self-attention of one stream: k and v come from the same input).
-void attention_core(Rec& r, const Widths& w, bool eager, uint64_t b, uint64_t heads,
-                    uint64_t inner, uint64_t tq, uint64_t tk);
+void attention_core(Rec& r, const Widths& w, bool eager, uint64_t b, uint64_t heads, uint64_t inner,
+                    uint64_t tq, uint64_t tk);
 
 }  // namespace dif
 

@@ -110,14 +110,14 @@ namespace {
 // bytes they hold, and the result read off so far.
 // The skip connections' state (empty vectors for a chain without skips).
 struct Skips {
-  std::vector<uint32_t> pins;         // per a[k]: consumers still to read it
-  std::vector<uint8_t> held;          // a release of a[k] waits for its pins
-  std::vector<uint8_t> dropped;       // x(k) already out of abar[k] (its reader keeps nothing)
-  std::vector<uint8_t> consumed;      // per layer: its pins released
-  std::vector<uint32_t> segment;      // per layer: the checkpointed segment's first layer, or n
-  std::vector<uint64_t> pending;      // per a[k]: skip gradients waiting for B(k)
-  std::vector<uint32_t> grad_in;      // per d[k]: the skip gradient d[k] is part of (0: none)
-  std::vector<uint64_t> cat;          // per layer: the concatenation its checkpoint keeps
+  std::vector<uint32_t> pins;     // per a[k]: consumers still to read it
+  std::vector<uint8_t> held;      // a release of a[k] waits for its pins
+  std::vector<uint8_t> dropped;   // x(k) already out of abar[k] (its reader keeps nothing)
+  std::vector<uint8_t> consumed;  // per layer: its pins released
+  std::vector<uint32_t> segment;  // per layer: the checkpointed segment's first layer, or n
+  std::vector<uint64_t> pending;  // per a[k]: skip gradients waiting for B(k)
+  std::vector<uint32_t> grad_in;  // per d[k]: the skip gradient d[k] is part of (0: none)
+  std::vector<uint64_t> cat;      // per layer: the concatenation its checkpoint keeps
 };
 
 struct Simulation {
@@ -253,9 +253,8 @@ struct Simulation {
     if (have(i + 1)) bad_schedule("output computed twice");
     const uint64_t keep = L.selective && !kept[i] ? L.selective_kept_bytes : 0;
     // a concatenating segment start keeps the concatenation (its input and skips copied)
-    const uint64_t cat = any_skip && L.concat_input && op.kind == OpKind::kForwardCheck
-                             ? concat_bytes(i)
-                             : 0;
+    const uint64_t cat =
+        any_skip && L.concat_input && op.kind == OpKind::kForwardCheck ? concat_bytes(i) : 0;
     event(op, live + L.output_bytes + keep + cat + L.forward_temp_bytes);
     live += L.output_bytes + keep + cat;
     if (L.selective) kept[i] = 1;
