@@ -154,9 +154,9 @@ TEST_CASE("diffusion: saved and stored bytes match torch 1.13 within 1 %", "[dif
   for (const auto& c : fx["cases"]) {
     INFO(c["name"].get<std::string>());
     const ModelDescription m = build(c["config"]);
-    REQUIRE(m.net);
+    REQUIRE(m.diffusion);
     const activations::ModelActivations acts =
-        activations::transformer_activations(m, measured_settings(c, *m.net));
+        activations::transformer_activations(m, measured_settings(c, *m.diffusion));
     const placement::Chain chain = activations::to_chain(acts);
     const bool ckpt = c.value("checkpoint", false);
     const placement::PlanResult plan = placement::evaluate(
@@ -185,8 +185,8 @@ TEST_CASE("diffusion: step peaks match torch 1.13 within 5 %", "[diffusion]") {
   int checked = 0;
   for (const auto& c : fx["cases"]) {
     const ModelDescription m = build(c["config"]);
-    if (c["latent"].get<uint64_t>() != m.net->sample_size ||
-        m.net->patch == 2 && m.net->cls == "FluxTransformer2DModel")
+    if (c["latent"].get<uint64_t>() != m.diffusion->sample_size ||
+        m.diffusion->patch == 2 && m.diffusion->cls == "FluxTransformer2DModel")
       continue;
     INFO(c["name"].get<std::string>());
     json req = {{"model", {{"config", c["config"]}}},
@@ -194,11 +194,11 @@ TEST_CASE("diffusion: step peaks match torch 1.13 within 5 %", "[diffusion]") {
                 {"runtime", "pytorch-cpu"},
                 {"attention", "eager"},
                 {"optimizer", "adamw"}};
-    if (m.net->text_dim) req["seqLen"] = c["textLen"];
+    if (m.diffusion->text_dim) req["seqLen"] = c["textLen"];
     size_t segments = 0;
     if (c.value("checkpoint", false)) {
       const activations::ModelActivations a =
-          activations::transformer_activations(m, measured_settings(c, *m.net));
+          activations::transformer_activations(m, measured_settings(c, *m.diffusion));
       json list = json::array();
       for (const auto& s : diffusers_segments(a)) list.push_back({s.first, s.last});
       segments = list.size();

@@ -63,6 +63,9 @@ struct Net {
   uint64_t ff_mult = 4;           // feed-forward width / model width
   bool guidance = false;          // Flux guidance_embeds
   bool vae = false;               // AutoencoderKL (no training recipe: frozen part of a pipeline)
+  // The request's imageSize (pixels; 0: sample_size x vae_scale): a request with its own image
+  // gets its own copy of the description (io/diffusion_request.cpp).
+  uint64_t image_height = 0, image_width = 0;
 };
 
 // The latent (or token grid) side for an image side in pixels, and whether it divides evenly.

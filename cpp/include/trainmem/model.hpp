@@ -31,9 +31,9 @@ struct TensorSpec {
   // embedding ("emb", "wte", "wpe"). Peak memory assigns parameters to chain layers with them.
   int64_t block = -1;
   bool embedding = false;
-  // Set by a recipe that numbers its own chain layers (diffusion units): finalize_tensors keeps
-  // `block` and `embedding` as given instead of reading them from the name.
-  bool explicit_block = false;
+  // `block` (and `embedding`) set by the recipe (diffusion units, vision, speech): finalize_tensors
+  // keeps them instead of reading them from the name.
+  bool block_set = false;
   uint64_t numel() const;
 };
 
@@ -71,6 +71,13 @@ struct Architecture {
   uint64_t shared_experts = 0;  // MoE: always-active shared experts (DeepSeek), per token
   bool mla = false;             // multi-head latent attention (DeepSeek-V3)
   bool generic = false;         // no exact recipe: a Llama-style decoder stands in
+  // Decoders whose attention and MLP read one norm's output side by side (GPT-J, Phi, Falcon):
+  // the block output is attention + MLP + residual. norm_count: their norms per block (Falcon's
+  // new decoder architecture: ln_attn and ln_mlp).
+  bool parallel_block = false;
+  uint64_t norm_count = 0;
+  double partial_rotary = 1.0;  // share of head_dim that RoPE rotates (Phi, GPT-J)
+  bool norm_first = false;      // torch.nn.Transformer(norm_first=...)
 };
 
 struct ModelDescription {
@@ -97,7 +104,7 @@ struct ModelDescription {
   bool modules_inferred = false;
   uint64_t module_name_bytes = 0;
   // Diffusion networks (diffusers configs): the chain of units the activation recipe walks.
-  std::shared_ptr<const diffusion::Net> net;
+  std::shared_ptr<const diffusion::Net> diffusion;
   bool has_tensors() const { return !tensors.empty(); }
   bool has_architecture() const { return arch.layers > 0 && arch.hidden > 0; }
 };

@@ -1044,7 +1044,7 @@ LayerActivations head_layer(const std::string& recipe, const Ctx& c, const Ctx& 
 }  // namespace
 
 ModelActivations transformer_activations(const ModelDescription& m, const Settings& s) {
-  if (m.net) return diffusion_activations(m, s);
+  if (m.diffusion) return diffusion_activations(m, s);
   const Architecture& ar = m.arch;
   ModelActivations out;
   out.recipe = family(ar);

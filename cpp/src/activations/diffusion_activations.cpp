@@ -388,8 +388,11 @@ void check_diffusion(const Net& net, const Settings& s, uint64_t* H, uint64_t* W
     fail(code::kUnsupported, "loss",
          "loss: the chunked and fused losses are language-model heads; a diffusion network "
          "trains with the MSE of its prediction");
-  const uint64_t px_h = s.image_height ? s.image_height : net.sample_size * net.vae_scale;
-  const uint64_t px_w = s.image_width ? s.image_width : px_h;
+  const uint64_t fallback = net.sample_size * net.vae_scale;
+  const uint64_t px_h = s.image_height     ? s.image_height
+                        : net.image_height ? net.image_height
+                                           : fallback;
+  const uint64_t px_w = s.image_width ? s.image_width : net.image_width ? net.image_width : px_h;
   // the UNet halves its latent at every level but the last; the transformers take patches
   uint64_t levels = 0;
   for (const Unit& u : net.units) levels = std::max<uint64_t>(levels, u.level);
@@ -441,7 +444,7 @@ void diffusion_assumptions(const Net& net, const Settings& s, const Widths& w, b
 }  // namespace
 
 ModelActivations diffusion_activations(const ModelDescription& m, const Settings& s) {
-  const Net& net = *m.net;
+  const Net& net = *m.diffusion;
   uint64_t H = 0, W = 0;
   check_diffusion(net, s, &H, &W);
   const Widths w = dif::widths(s);

@@ -90,7 +90,7 @@ void attention_core(Rec& r, const Widths& w, bool eager, uint64_t b, uint64_t he
 
 }  // namespace dif
 
-// The diffusion recipes (one LayerActivations per unit of model.net).
+// The diffusion recipes (one LayerActivations per unit of model.diffusion).
 ModelActivations diffusion_activations(const ModelDescription& m, const Settings& s);
 
 }  // namespace activations

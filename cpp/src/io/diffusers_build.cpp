@@ -14,7 +14,7 @@ TensorSpec& Builder::param(const std::string& name, std::initializer_list<uint64
   t.name = name;
   t.shape.assign(shape);
   t.block = unit - 1;  // chain layer = block + 1; the stem (unit 0) is outside the blocks
-  t.explicit_block = true;
+  t.block_set = true;
   return t;
 }
 

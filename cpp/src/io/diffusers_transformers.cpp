@@ -199,7 +199,7 @@ ModelDescription sd3_from_config(const Obj& c) {
   head(b, dim, out, patch * patch * out);
   m.arch.model_type = "sd3";
   m.architecture = net->cls;
-  m.net = net;
+  m.diffusion = net;
   return m;
 }
 
@@ -270,7 +270,7 @@ ModelDescription flux_from_config(const Obj& c) {
   head(b, dim, out, out);
   m.arch.model_type = "flux";
   m.architecture = net->cls;
-  m.net = net;
+  m.diffusion = net;
   return m;
 }
 
@@ -383,7 +383,7 @@ ModelDescription dit_from_config(const Obj& c, bool pixart) {
   }
   m.arch.model_type = pixart ? "pixart" : "dit";
   m.architecture = net->cls;
-  m.net = net;
+  m.diffusion = net;
   return m;
 }
 

@@ -360,7 +360,7 @@ ModelDescription unet_from_config(const Obj& c) {
   emit_unet(b, u, p);
   m.arch.model_type = "unet";
   m.architecture = "UNet2DConditionModel";
-  m.net = net;
+  m.diffusion = net;
   return m;
 }
 
@@ -456,7 +456,7 @@ ModelDescription vae_from_config(const Obj& c) {
   if (post) b.conv("post_quant_conv", lat, lat, 1);
   m.arch.model_type = "vae";
   m.architecture = "AutoencoderKL";
-  m.net = net;
+  m.diffusion = net;
   return m;
 }
 

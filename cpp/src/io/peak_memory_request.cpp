@@ -5,13 +5,13 @@
 #include <cctype>
 #include <cmath>
 
+#include "io/diffusion_request.hpp"
 #include "io/embedded_data.hpp"
 #include "io/json_fields.hpp"
 #include "io/model_json.hpp"
 #include "io/optimizer_json.hpp"
 #include "io/peak_json.hpp"
 #include "io/request.hpp"
-#include "trainmem/diffusion.hpp"
 #include "trainmem/error.hpp"
 #include "trainmem/peak_memory.hpp"
 #include "trainmem/vocabulary.hpp"
@@ -434,14 +434,8 @@ void read_lengths(const Obj& req, Request* out) {
   Request& r = *out;
   r.micro_batch = req.u64("microBatch", 1, limits::kMaxMicroBatch);
   r.seq_len = 1;
-  const diffusion::Net* net = r.is_mlp ? nullptr : r.model().net.get();
-  if (net && !req.has("seqLen")) {
-    // a diffusion network: seqLen is its text tokens, the pipeline's by default (CLIP's 77,
-    // SD3's 77 + 256, Flux's 512); DiT is class-conditioned (no text)
-    r.seq_len = std::max<uint64_t>(1, net->default_text_len);
-  } else if (net && net->text_dim == 0) {
-    fail(code::kInconsistent, "seqLen",
-         {"seqLen: ", net->cls, " is class-conditioned: it reads no text (leave seqLen out)"});
+  if (!r.is_mlp && read_diffusion_fields(req, &r.model_ptr, &r.seq_len)) {
+    // a diffusion network: imageSize, seqLen as its text tokens (io/diffusion_request.cpp)
   } else if (!r.is_mlp) {
     r.seq_len = req.u64("seqLen", 1, limits::kMaxSeqLen);
     const uint64_t maxpos = r.model().arch.max_positions;
