@@ -10,6 +10,7 @@ import os
 import sys
 
 import torch
+from torch.profiler import ProfilerActivity, profile, record_function
 
 sys.path.insert(0, os.path.dirname(__file__))
 import dump_diffusers as dd  # noqa: E402
@@ -39,6 +40,17 @@ CASES = [
      "microBatch": 2, "seqLen": 64},
     {"name": "gemma tiny b2 s64", "kind": "gemma", "config": GEMMA, "microBatch": 2, "seqLen": 64},
     {"name": "gemma tiny b1 s128", "kind": "gemma", "config": GEMMA, "microBatch": 1, "seqLen": 128},
+    {"name": "falcon tiny (multi-query) b1 s128", "kind": "falcon", "config": FALCON, "microBatch": 1,
+     "seqLen": 128},
+    {"name": "phi tiny bf16 b2 s64", "kind": "phi", "config": PHI, "microBatch": 2, "seqLen": 64, "dtype": "bf16"},
+    {"name": "gptj tiny bf16 b2 s64", "kind": "gptj", "config": GPTJ, "microBatch": 2, "seqLen": 64, "dtype": "bf16"},
+    {"name": "olmo tiny bf16 b2 s64", "kind": "olmo", "config": OLMO, "microBatch": 2, "seqLen": 64, "dtype": "bf16"},
+    {"name": "olmo2 tiny bf16 b2 s64", "kind": "olmo2", "config": dict(OLMO, tie_word_embeddings=False),
+     "microBatch": 2, "seqLen": 64, "dtype": "bf16"},
+    {"name": "gemma tiny bf16 b2 s64", "kind": "gemma", "config": GEMMA, "microBatch": 2, "seqLen": 64,
+     "dtype": "bf16"},
+    {"name": "starcoder2 tiny bf16 b2 s64", "kind": "starcoder2", "config": SC2, "microBatch": 2, "seqLen": 64,
+     "dtype": "bf16"},
     {"name": "nn.Transformer tiny b2 s48 t32", "kind": "nn.Transformer", "config": NNT, "microBatch": 2,
      "seqLen": 48, "targetLen": 32},
 ]
@@ -53,6 +65,8 @@ def build(case):
         return m, (torch.randn(s, b, c["d_model"]), torch.randn(case["targetLen"], b, c["d_model"]))
     m = {"gptj": fam.gptj, "phi": fam.phi, "falcon": fam.falcon, "gemma": fam.gemma}.get(kind)
     m = m(c) if m else fam.llama_like(c, kind)
+    if case.get("dtype") == "bf16":  # loaded in bf16 (torch_dtype=torch.bfloat16)
+        m = m.to(torch.bfloat16)
     ids = torch.randint(0, c["vocab_size"], (b, s))
     return m, (ids, ids)
 
@@ -88,6 +102,46 @@ def measure(case, verbose=False):
             "params": sum(p.numel() for p in model.parameters())}
 
 
+def run_step(model, inputs, opt):
+    with record_function("phase:forward"):
+        loss = model(*inputs)
+    with record_function("phase:stored"):
+        pass
+    with record_function("phase:backward"):
+        loss.backward()
+    del loss
+    with record_function("phase:optimizer"):
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+
+def step_bytes(case):
+    """A training step (forward with the loss, backward, AdamW for-loop step, zero_grad(None)):
+    the bytes live at its peak (profiler memory events over a baseline of parameters, buffers,
+    inputs and AdamW's state after a warm-up step), as tools/measure_diffusion.py measures it."""
+    model, inputs = build(case)
+    model.train()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=False)
+    run_step(model, inputs, opt)
+    tensors = list(model.parameters()) + list(model.buffers()) + list(inputs)
+    for st in opt.state.values():
+        tensors += [v for v in st.values() if torch.is_tensor(v)]
+    base = dict(storage_key(t) for t in tensors)
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        run_step(model, inputs, opt)
+    events = prof.profiler.kineto_results.events()
+    mem = sorted((e.start_us(), i, e.nbytes()) for i, e in enumerate(events) if e.name() == "[memory]")
+    ranges = {e.name()[6:]: (e.start_us(), e.start_us() + e.duration_us()) for e in events
+              if e.name().startswith("phase:")}
+    run, peak, peak_t = 0, 0, None
+    for t, _, nb in mem:
+        run += nb
+        if run > peak:
+            peak, peak_t = run, t
+    phase = next((k for k, (a, b) in ranges.items() if a <= peak_t <= b), "other") if peak_t else "baseline"
+    return {"baselineBytes": sum(base.values()), "peakBytes": sum(base.values()) + peak, "peakPhase": phase}
+
+
 def nn_transformer_tensors():
     """torch.nn.Transformer's parameter names, shapes and modules (the default and a small one)."""
     out = []
@@ -116,9 +170,12 @@ def main():
         if verbose:
             print(case["name"])
         r = measure(case, verbose)
+        if case.get("dtype") is None:  # fp32 cases: the step's peak too
+            r.update(step_bytes(case))
         out["cases"].append(dict(case, **r))
-        print(f"{case['name']:48s} {r['savedBytes']:>10d}", file=sys.stderr)
-    if "--dry" not in sys.argv:
+        print(f"{case['name']:48s} {r['savedBytes']:>10d} {r.get('peakBytes', 0):>10d} {r.get('peakPhase', '')}",
+              file=sys.stderr)
+    if "--dry" not in sys.argv and not only:  # a subset is a look, not the fixture
         path = os.path.join(os.path.dirname(__file__), "..", "tests", "fixtures", "torch_llm_families.json")
         with open(path, "w") as f:
             json.dump(out, f, indent=1)

@@ -65,8 +65,9 @@ class GPTJBlock(nn.Module):
         pos = torch.arange(c["n_positions"]).float()
         inv = 1.0 / (10000 ** (torch.arange(0, self.rot, 2).float() / self.rot))
         f = torch.einsum("i,j->ij", pos, inv)
-        self.register_buffer("embed_positions", torch.cat((torch.sin(f), torch.cos(f)), dim=1), persistent=False)
-        self.register_buffer("scale_attn", torch.sqrt(torch.tensor(self.d, dtype=torch.float32)), persistent=False)
+        # plain attributes, not buffers (as in modeling_gptj.py): model.to(bfloat16) leaves them fp32
+        self.embed_positions = torch.cat((torch.sin(f), torch.cos(f)), dim=1)
+        self.scale_attn = torch.sqrt(torch.tensor(self.d, dtype=torch.float32))
 
     def forward(self, x):
         b, s, h = x.shape
@@ -160,9 +161,11 @@ class RopeChain(tm.Chain):
 
     def forward(self, ids, labels):
         dt = next(self.parameters()).dtype
+        # the rotary embedding module computes cos and sin per sample (position_ids (b, s))
         cos, sin = rope_tables(ids.shape[1], self.rot, dt, self.theta)
+        cos, sin = cos.expand(ids.shape[0], -1, -1).contiguous(), sin.expand(ids.shape[0], -1, -1).contiguous()
         for blk in self.blocks:
-            blk.rope = (cos.expand(ids.shape[0], -1, -1), sin.expand(ids.shape[0], -1, -1), causal(ids.shape[1], dt))
+            blk.rope = (cos, sin, causal(ids.shape[1], dt))
         return super().forward(ids, labels)
 
 
@@ -230,6 +233,18 @@ def falcon(c):
 
 
 # ---------------------------------------------------------------- Starcoder2, OLMo, OLMo 2
+class Olmo2RMSNorm(tm.RMSNorm):
+    """modeling_olmo2.py: the weight multiplies the fp32 normalized tensor before the cast back
+    (LlamaRMSNorm casts first)."""
+
+    def forward(self, x):
+        dt = x.dtype
+        x = x.to(torch.float32)
+        var = x.pow(2).mean(-1, keepdim=True)
+        x = x * torch.rsqrt(var + self.eps)
+        return (self.weight * x).to(dt)
+
+
 class LlamaLikeBlock(nn.Module):
     """kind "starcoder2" (LayerNorm, biases, c_fc/c_proj GELU-tanh), "olmo" (OlmoLayerNorm),
     "olmo2" (post-norms, q_norm / k_norm over all heads)."""
@@ -246,7 +261,7 @@ class LlamaLikeBlock(nn.Module):
         self.v_proj = nn.Linear(h, self.kv * self.d, bias=bias)
         self.o_proj = nn.Linear(self.a * self.d, h, bias=bias)
         if kind == "olmo2":
-            self.q_norm, self.k_norm = tm.RMSNorm(self.a * self.d), tm.RMSNorm(self.kv * self.d)
+            self.q_norm, self.k_norm = Olmo2RMSNorm(self.a * self.d), Olmo2RMSNorm(self.kv * self.d)
         if kind == "starcoder2":
             self.c_fc, self.c_proj = nn.Linear(h, i), nn.Linear(i, h)
         else:
@@ -255,7 +270,7 @@ class LlamaLikeBlock(nn.Module):
         if kind == "starcoder2":
             self.input_layernorm, self.post_attention_layernorm = nn.LayerNorm(h), nn.LayerNorm(h)
         elif kind == "olmo2":
-            self.post_attention_layernorm, self.post_feedforward_layernorm = tm.RMSNorm(h), tm.RMSNorm(h)
+            self.post_attention_layernorm, self.post_feedforward_layernorm = Olmo2RMSNorm(h), Olmo2RMSNorm(h)
 
     def norm(self, x):
         if self.kind == "olmo":  # OlmoLayerNorm
@@ -309,8 +324,8 @@ def llama_like(c, kind):
         norm = type("OlmoNorm", (nn.Module,), {"forward": lambda self, x: F.layer_norm(
             x.to(torch.float32), (x.shape[-1],), None, None, eps=1e-5).to(x.dtype)})()
     else:
-        norm = tm.RMSNorm(h)
-    tied = c.get("tie_word_embeddings", kind != "olmo2")
+        norm = Olmo2RMSNorm(h)
+    tied = c.get("tie_word_embeddings", kind not in ("olmo", "olmo2"))  # OlmoConfig: False
     weight = e.embed_tokens.weight if tied else nn.Linear(h, c["vocab_size"], bias=False).weight
     chain = RopeChain(e, blocks, tm.CausalLMHead(norm, weight), h // c["num_attention_heads"])
     chain.lm_weight = weight

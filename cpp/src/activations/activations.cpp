@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "activations/diffusion_recipe.hpp"
+#include "activations/llm_families.hpp"
 #include "io/request.hpp"
 #include "trainmem/error.hpp"
 
@@ -1045,6 +1046,8 @@ LayerActivations head_layer(const std::string& recipe, const Ctx& c, const Ctx& 
 
 ModelActivations transformer_activations(const ModelDescription& m, const Settings& s) {
   if (m.diffusion) return diffusion_activations(m, s);
+  if (llm_family(m.arch) && m.has_architecture()) return llm_family_activations(m, s);
+  if (m.arch.model_type == "nn.Transformer") return torch_transformer_activations(m, s);
   const Architecture& ar = m.arch;
   ModelActivations out;
   out.recipe = family(ar);

@@ -42,6 +42,21 @@ void Rec::save(const char* name, uint64_t bytes, const char* source, uint64_t n)
   for (uint64_t k = 0; k < n; ++k) l_->tensors.push_back(bytes / n);
 }
 
+uint64_t kept_total(const ModelActivations& a, const char* field) {
+  std::vector<bool> read(a.layers.size(), false);
+  for (size_t i = 0; i < a.layers.size(); ++i) {
+    if (i > 0 && a.layers[i].input_saved) read[i - 1] = true;
+    for (const auto& sk : a.layers[i].skips) read[sk.from] = true;
+  }
+  uint64_t total = a.input_bytes;
+  for (size_t i = 0; i < a.layers.size(); ++i) {
+    const LayerActivations& l = a.layers[i];
+    const bool last = i + 1 == a.layers.size();
+    total = checked_add(total, l.saved_bytes - (read[i] || last ? 0 : l.output_bytes), field);
+  }
+  return total;
+}
+
 void Rec::output(const char* name, uint64_t bytes, const char* source) {
   save(name, bytes, source);
   l_->output_bytes = bytes;
@@ -484,9 +499,7 @@ ModelActivations diffusion_activations(const ModelDescription& m, const Settings
     l.checkpointable = u.checkpointable;
     out.layers.push_back(std::move(l));
   }
-  out.total_saved_bytes = out.input_bytes;
-  for (const auto& l : out.layers)
-    out.total_saved_bytes = checked_add(out.total_saved_bytes, l.saved_bytes, "imageSize");
+  out.total_saved_bytes = dif::kept_total(out, "imageSize");
   diffusion_assumptions(net, s, w, eager, &out.assumptions);
   return out;
 }

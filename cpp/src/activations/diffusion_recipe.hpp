@@ -88,6 +88,11 @@ double transformer_flops(const Ctx& c, const diffusion::Unit& u);
 void attention_core(Rec& r, const Widths& w, bool eager, uint64_t b, uint64_t heads, uint64_t inner,
                     uint64_t tq, uint64_t tk);
 
+// The bytes kept for the backward without checkpointing: the saved inputs, every layer's saves,
+// less the outputs no later layer keeps (the next one has input_saved false and no skip reads
+// them). Checked with checked_add under `field`.
+uint64_t kept_total(const ModelActivations& a, const char* field);
+
 }  // namespace dif
 
 // The diffusion recipes (one LayerActivations per unit of model.diffusion).
