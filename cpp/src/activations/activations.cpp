@@ -290,6 +290,11 @@ void family_assumptions(const Architecture& a, std::vector<std::string>* out) {
     out->push_back(
         "shared experts counted as extra experts per token; the first dense layers "
         "as MoE layers (approximate)");
+  if (t == "gemma")  // llm_family() leaves Gemma here for the features only this recipe has
+    out->push_back(
+        "Gemma through the Llama recipe (for tensorParallel, sequenceParallel, float8 or the "
+        "chunked and fused losses): its fp32 norms with 1 + weight and the sqrt(hidden) scaling "
+        "are not counted (approximate)");
   if (t == "gemma2" || t == "gemma3_text")
     out->push_back(
         "Gemma's pre/post feed-forward norms and q/k norms are not counted; GeGLU as "
@@ -1046,7 +1051,7 @@ LayerActivations head_layer(const std::string& recipe, const Ctx& c, const Ctx& 
 
 ModelActivations transformer_activations(const ModelDescription& m, const Settings& s) {
   if (m.diffusion) return diffusion_activations(m, s);
-  if (llm_family(m.arch) && m.has_architecture()) return llm_family_activations(m, s);
+  if (llm_family(m.arch, s) && m.has_architecture()) return llm_family_activations(m, s);
   if (m.arch.model_type == "nn.Transformer") return torch_transformer_activations(m, s);
   const Architecture& ar = m.arch;
   ModelActivations out;

@@ -7,7 +7,9 @@
 namespace trainmem {
 namespace activations {
 
-bool llm_family(const Architecture& ar);
+// Whether the model type has its own recipe here. Gemma asks for tensor or sequence parallelism,
+// float8 or a chunked / fused loss go to the Llama recipe (which models them) instead.
+bool llm_family(const Architecture& ar, const Settings& s);
 ModelActivations llm_family_activations(const ModelDescription& m, const Settings& s);
 ModelActivations torch_transformer_activations(const ModelDescription& m, const Settings& s);
 

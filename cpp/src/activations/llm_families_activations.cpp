@@ -245,10 +245,13 @@ void head(const Ctx& c) {
 
 }  // namespace
 
-bool llm_family(const Architecture& ar) {
+bool llm_family(const Architecture& ar, const Settings& s) {
   const std::string& t = ar.model_type;
+  if (t == "gemma")
+    return s.tensor_parallel == 1 && !s.sequence_parallel && !s.float8 &&
+           s.loss == Settings::Loss::cross_entropy;
   return t == "gptj" || t == "phi" || t == "falcon" || t == "starcoder2" || t == "olmo" ||
-         t == "olmo2" || t == "gemma";
+         t == "olmo2";
 }
 
 ModelActivations llm_family_activations(const ModelDescription& m, const Settings& s) {
