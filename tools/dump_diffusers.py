@@ -39,6 +39,28 @@ def fnv1a(lines):
     return f"{h:016x}"
 
 
+# diffusers@58eb52c0 examples/dreambooth: the LoRA target modules of train_dreambooth_lora_sdxl.py
+# (the UNet; trainmem uses them for DiT and PixArt too), _sd3.py and _flux.py.
+LORA_TARGETS = {
+    "SD3Transformer2DModel": ["attn.add_k_proj", "attn.add_q_proj", "attn.add_v_proj", "attn.to_add_out",
+                              "attn.to_k", "attn.to_out.0", "attn.to_q", "attn.to_v"],
+    "FluxTransformer2DModel": ["attn.to_k", "attn.to_q", "attn.to_v", "attn.to_out.0", "attn.add_k_proj",
+                               "attn.add_q_proj", "attn.add_v_proj", "attn.to_add_out", "ff.net.0.proj",
+                               "ff.net.2", "ff_context.net.0.proj", "ff_context.net.2"],
+}
+
+
+def lora_params_per_rank(model, cls):
+    """PEFT's rule (tuners_utils.check_target_module_exists): a module whose name equals a target
+    or ends with "." + target; nn.Linear only. r x (in + out) per adapted module, for r = 1."""
+    targets = LORA_TARGETS.get(cls, ["to_k", "to_q", "to_v", "to_out.0"])
+    n = 0
+    for name, m in model.named_modules():
+        if isinstance(m, nn.Linear) and any(name == t or name.endswith("." + t) for t in targets):
+            n += m.in_features + m.out_features
+    return n
+
+
 def describe(config, full):
     nn.Module.register_parameter = _meta_register
     try:
@@ -54,6 +76,8 @@ def describe(config, full):
     out = {"params": sum(p.numel() for p in model.parameters()), "tensors": len(params),
            "tensorsHash": fnv1a(lines), "buffers": [{"name": n, "shape": s} for n, s in buffers],
            "modules": len(mods), "moduleNameBytes": sum(len(n) for n in mods)}
+    if config["_class_name"] != "AutoencoderKL":
+        out["loraParamsPerRank"] = lora_params_per_rank(model, config["_class_name"])
     if full:
         out["tensorList"] = [{"name": n, "shape": s} for n, s in params]
     return out

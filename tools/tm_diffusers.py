@@ -111,13 +111,18 @@ class ResnetBlock2D(nn.Module):
         self.conv_shortcut = nn.Conv2d(cin, cout, 1, 1, 0) if cin != cout else None
 
     def forward(self, x, temb=None):
-        h = self.nonlinearity(self.norm1(x))
+        # ResnetBlock2D.forward: one op per statement, each result rebinding hidden_states (what a
+        # no_grad forward holds at once)
+        h = self.norm1(x)
+        h = self.nonlinearity(h)
         h = self.conv1(h)
         if self.time_emb_proj is not None:
             t = self.time_emb_proj(self.nonlinearity(temb))[:, :, None, None]
             h = h + t
         h = self.norm2(h)
-        h = self.conv2(self.dropout(self.nonlinearity(h)))
+        h = self.nonlinearity(h)
+        h = self.dropout(h)
+        h = self.conv2(h)
         if self.conv_shortcut is not None:
             x = self.conv_shortcut(x.contiguous())
         return (x + h) / 1.0
@@ -205,6 +210,16 @@ class Attention(nn.Module):
         b = bh // self.heads
         return t.reshape(b, self.heads, s, d).permute(0, 2, 1, 3).reshape(b, s, d * self.heads)
 
+    def get_attention_scores(self, q, k):
+        """Attention.get_attention_scores: baddbmm on an empty tensor (beta 0), softmax; each
+        intermediate deleted as soon as it is read (what a no_grad forward holds)."""
+        base = torch.empty(q.shape[0], q.shape[1], k.shape[1], dtype=q.dtype)
+        scores = torch.baddbmm(base, q, k.transpose(-1, -2), beta=0, alpha=self.scale)
+        del base
+        probs = scores.softmax(dim=-1)
+        del scores
+        return probs.to(q.dtype)
+
     def forward(self, x, context=None):
         # AttnProcessor.__call__ (eager)
         residual = x
@@ -218,9 +233,7 @@ class Attention(nn.Module):
         ctx = x if context is None else context
         k, v = self.to_k(ctx), self.to_v(ctx)
         q, k, v = self.head_to_batch(q), self.head_to_batch(k), self.head_to_batch(v)
-        base = torch.empty(q.shape[0], q.shape[1], k.shape[1], dtype=q.dtype)
-        scores = torch.baddbmm(base, q, k.transpose(-1, -2), beta=0, alpha=self.scale)
-        probs = scores.softmax(dim=-1).to(q.dtype)
+        probs = self.get_attention_scores(q, k)
         out = self.batch_to_head(torch.bmm(probs, v))
         out = self.to_out[1](self.to_out[0](out))
         if ndim == 4:
@@ -542,8 +555,10 @@ class VaeMid(nn.Module):
         self.resnets = nn.ModuleList([ResnetBlock2D(c, c, None, groups, 1e-6), ResnetBlock2D(c, c, None, groups, 1e-6)])
 
     def forward(self, x):
+        # UNetMidBlock2D.forward: each result rebinds hidden_states
         x = self.resnets[0](x)
-        return self.resnets[1](self.attentions[0](x))
+        x = self.attentions[0](x)
+        return self.resnets[1](x)
 
 
 class VaeDown(nn.Module):
@@ -588,10 +603,14 @@ class Encoder(nn.Module):
         self.conv_out = nn.Conv2d(boc[-1], 2 * c.get("latent_channels", 4), 3, padding=1)
 
     def forward(self, x):
+        # Encoder.forward: each result rebinds sample (the caller holds a block's input while it runs)
         x = self.conv_in(x)
         for b in self.down_blocks:
             x = b(x)
-        return self.conv_out(self.conv_act(self.conv_norm_out(self.mid_block(x))))
+        x = self.mid_block(x)
+        x = self.conv_norm_out(x)
+        x = self.conv_act(x)
+        return self.conv_out(x)
 
 
 class Decoder(nn.Module):

@@ -218,3 +218,49 @@ TEST_CASE("diffusion: step peaks match torch 1.13 within 5 %", "[diffusion]") {
   }
   CHECK(checked >= 7);
 }
+
+TEST_CASE("diffusion: LoRA on diffusers' DreamBooth targets, rows per module",
+          "[diffusion][lora]") {
+  // lora without targetModules: train_dreambooth_lora_sdxl.py's UNet targets (to_k, to_q, to_v,
+  // to_out.0), _sd3.py's and _flux.py's lists; trainable parameters r x (in + out) per adapted
+  // nn.Linear, as PEFT counts them on the rebuilt modules (tools/dump_diffusers.py)
+  const json fx = load_fixture("diffusers_tensors.json");
+  int checked = 0;
+  for (const auto& c : fx["cases"]) {
+    if (!c.contains("loraParamsPerRank")) continue;
+    INFO(c["name"].get<std::string>());
+    json req = {{"model", {{"config", c["config"]}}}, {"microBatch", 1}, {"lora", {{"rank", 4}}}};
+    const json r = call("peakMemory", req);
+    INFO(r.dump().substr(0, 400));
+    REQUIRE(r["ok"] == true);
+    CHECK(r["result"]["trainableParams"] == 4 * c["loraParamsPerRank"].get<uint64_t>());
+    ++checked;
+  }
+  CHECK(checked >= 15);
+  // SD 1.5's UNet at rank 4: 797,184 trainable parameters (diffusers' LoRA training docs)
+  const json sd =
+      call("peakMemory",
+           {{"model", {{"preset", "sd-1.5-unet"}}}, {"microBatch", 1}, {"lora", {{"rank", 4}}}});
+  CHECK(sd["result"]["trainableParams"] == 797184);
+  // the rows LoRA's activations follow: a cross-attention's k reads the text tokens, its q the
+  // image tokens at the unit's resolution, time_emb_proj one row per sample
+  const ModelDescription m = build(fx["cases"][0]["config"]);
+  activations::Settings s;
+  s.micro_batch = 2;
+  s.seq_len = 7;
+  const activations::ModelActivations a = activations::transformer_activations(m, s);
+  bool seen_block = false;
+  for (const auto& l : a.layers) {
+    if (l.name.rfind("transformer block", 0) != 0) continue;
+    seen_block = true;
+    CHECK(activations::linear_rows(l, "down_blocks.0.attentions.0.transformer_blocks.0.attn2.to_k",
+                                   0) == 2 * 7);
+    CHECK(activations::linear_rows(l, "down_blocks.0.attentions.0.transformer_blocks.0.attn2.to_q",
+                                   0) == l.tokens);
+    CHECK(l.tokens % 2 == 0);
+  }
+  CHECK(seen_block);
+  for (const auto& l : a.layers)
+    if (l.name.rfind("resnet", 0) == 0)
+      CHECK(activations::linear_rows(l, "x.time_emb_proj", 0) == 2);
+}

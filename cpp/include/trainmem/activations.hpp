@@ -86,6 +86,9 @@ struct LayerActivations {
   uint64_t backward_temp_bytes = 0;   // transient during the backward (incl. the input gradient)
   double forward_flops = 0;
   uint64_t params = 0;  // parameters of this layer (gradients appear at its backward)
+  // Rows (micro-batch included) that the layer's linear modules process; 0 = micro-batch x
+  // seqLen (targetLen in a decoder). Set by the vision and speech recipes, whose stages differ.
+  uint64_t tokens = 0;
   // For peak memory's allocation trace: the saved tensors one by one (a group of n equal
   // tensors as n entries) in the order the ops create them, the output last; and the
   // transients as groups of equal pieces that live while tensor `at` is created (forward) or
@@ -115,7 +118,20 @@ struct LayerActivations {
   // false: the framework's gradient checkpointing leaves this layer outside every checkpointed
   // segment (diffusers wraps ResnetBlock2D and transformer blocks, not the glue between them)
   bool checkpointable = true;
+  // The diffusion recipes set `tokens` too (image tokens at the unit's resolution) and list the
+  // linear modules whose rows differ: a module whose name ends with `suffix` processes `rows`
+  // (the cross-attention's attn2.to_k reads the text tokens, time_emb_proj one row per sample).
+  // LoRA's activations per adapted module follow these rows.
+  struct ModuleRows {
+    const char* suffix = "";
+    uint64_t rows = 0;
+  };
+  std::vector<ModuleRows> module_rows;
 };
+
+// The rows the linear module `module` (its full name) of this layer processes: module_rows by
+// suffix (PEFT's rule: the name equals it or ends with "." + it), else tokens, else `fallback`.
+uint64_t linear_rows(const LayerActivations& l, const std::string& module, uint64_t fallback);
 
 struct ModelActivations {
   std::string recipe;        // "gpt2" | "bert" | "llama" | "t5" | "mlp"

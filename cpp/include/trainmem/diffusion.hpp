@@ -63,6 +63,8 @@ struct Net {
   uint64_t ff_mult = 4;           // feed-forward width / model width
   bool guidance = false;          // Flux guidance_embeds
   bool vae = false;               // AutoencoderKL (no training recipe: frozen part of a pipeline)
+  std::vector<uint64_t> vae_channels;  // AutoencoderKL: block_out_channels (its encoder's levels)
+  uint64_t vae_layers = 1;             // AutoencoderKL: layers_per_block
   // The request's imageSize (pixels; 0: sample_size x vae_scale): a request with its own image
   // gets its own copy of the description (io/diffusion_request.cpp).
   uint64_t image_height = 0, image_width = 0;

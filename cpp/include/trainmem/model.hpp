@@ -11,8 +11,10 @@
 namespace trainmem {
 
 namespace diffusion {
-struct Net;  // trainmem/diffusion.hpp
-}
+struct Net;       // trainmem/diffusion.hpp
+struct Pipeline;  // trainmem/pipeline.hpp
+}  // namespace diffusion
+struct Quantization;  // trainmem/quantization.hpp
 
 // How a weight is used: nn.Linear stores [out, in], transformers' Conv1D (GPT-2) [in, out].
 // LoRA adapts these (PEFT tuners/lora/layer.py: Linear and Conv1D).
@@ -105,6 +107,10 @@ struct ModelDescription {
   uint64_t module_name_bytes = 0;
   // Diffusion networks (diffusers configs): the chain of units the activation recipe walks.
   std::shared_ptr<const diffusion::Net> diffusion;
+  // peakMemory's model.pipeline: the frozen parts around this (diffusion) network
+  std::shared_ptr<const diffusion::Pipeline> pipeline;
+  // config.json quantization_config (GPTQ, AWQ): the packed block linears
+  std::shared_ptr<const Quantization> quantization;
   bool has_tensors() const { return !tensors.empty(); }
   bool has_architecture() const { return arch.layers > 0 && arch.hidden > 0; }
 };

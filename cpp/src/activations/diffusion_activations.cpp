@@ -497,6 +497,7 @@ ModelActivations diffusion_activations(const ModelDescription& m, const Settings
     r.finish();
     if (l.forward_flops <= 0) l.forward_flops = 1;
     l.checkpointable = u.checkpointable;
+    dif::set_rows(c, u, &l);
     out.layers.push_back(std::move(l));
   }
   out.total_saved_bytes = dif::kept_total(out, "imageSize");

@@ -93,6 +93,9 @@ void attention_core(Rec& r, const Widths& w, bool eager, uint64_t b, uint64_t he
 // them). Checked with checked_add under `field`.
 uint64_t kept_total(const ModelActivations& a, const char* field);
 
+// Sets the unit's LayerActivations::tokens and module_rows (diffusion_rows.cpp).
+void set_rows(const Ctx& c, const diffusion::Unit& u, LayerActivations* l);
+
 }  // namespace dif
 
 // The diffusion recipes (one LayerActivations per unit of model.diffusion).

@@ -11,6 +11,7 @@
 #include "io/json_fields.hpp"
 #include "io/peak_json.hpp"
 #include "io/request.hpp"
+#include "pipeline/pipeline_peak.hpp"
 #include "trainmem/accumulation.hpp"
 #include "trainmem/activations.hpp"
 #include "trainmem/model.hpp"
@@ -143,7 +144,7 @@ GpuInfo planner_gpu(const peak::Request& base, const GpuInfo& overrides) {
 // gradient traffic per step, and whether the model may hold BatchNorm.
 void work_per_step(const peak::Request& base, accumulation::PlannerInputs* out) {
   accumulation::PlannerInputs& in = *out;
-  const peak::Result first = peak::evaluate(base);
+  const peak::Result first = pipeline::evaluate_any(base);
   if (base.is_mlp) {
     in.flops.method = "mlp";
     in.flops.total = in.flops.blocks = first.forward_flops;  // per sample at micro-batch 1
@@ -193,7 +194,7 @@ accumulation::PeakMemoryFn memory_model(const peak::Request& base,
       r.checkpointing = peak::Checkpointing{};
       r.checkpointing.strategy = strategy;
     }
-    const peak::Result res = peak::evaluate(r);
+    const peak::Result res = pipeline::evaluate_any(r);
     accumulation::MemoryEstimate e;
     e.peak_bytes = res.peak_bytes;
     e.fits = res.has_device ? res.fits : false;

@@ -445,6 +445,8 @@ ModelDescription vae_from_config(const Obj& c) {
   net->in_channels = in;
   net->latent_channels = lat;
   net->vae_scale = uint64_t{1} << (boc.size() - 1);
+  net->vae_channels = boc;
+  net->vae_layers = layers;
   net->sample_size = c.u64_or("sample_size", 512, 1, kMaxWidth);
   Builder b{m, *net};
   b.mod("");

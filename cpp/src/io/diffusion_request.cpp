@@ -49,4 +49,30 @@ bool read_diffusion_fields(const Obj& req, std::shared_ptr<const ModelDescriptio
   return true;
 }
 
+// diffusers@58eb52c0 examples/dreambooth: train_dreambooth_lora_sdxl.py (unet_target_modules),
+// train_dreambooth_lora_sd3.py and train_dreambooth_lora_flux.py (their target_modules when
+// --lora_layers is absent). DiT and PixArt have no DreamBooth script: their attention
+// projections, as for the UNet.
+std::vector<std::string> diffusion_lora_targets(const ModelDescription& m) {
+  if (!m.diffusion) return {};
+  const std::string& cls = m.diffusion->cls;
+  if (cls == "SD3Transformer2DModel")
+    return {"attn.add_k_proj", "attn.add_q_proj", "attn.add_v_proj", "attn.to_add_out",
+            "attn.to_k",       "attn.to_out.0",   "attn.to_q",       "attn.to_v"};
+  if (cls == "FluxTransformer2DModel")
+    return {"attn.to_k",
+            "attn.to_q",
+            "attn.to_v",
+            "attn.to_out.0",
+            "attn.add_k_proj",
+            "attn.add_q_proj",
+            "attn.add_v_proj",
+            "attn.to_add_out",
+            "ff.net.0.proj",
+            "ff.net.2",
+            "ff_context.net.0.proj",
+            "ff_context.net.2"};
+  return {"to_k", "to_q", "to_v", "to_out.0"};
+}
+
 }  // namespace trainmem

@@ -2,6 +2,8 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "io/request.hpp"
 #include "trainmem/model.hpp"
@@ -14,5 +16,9 @@ namespace trainmem {
 // (reading nothing) for other models. Throws RequestError naming the field.
 bool read_diffusion_fields(const Obj& req, std::shared_ptr<const ModelDescription>* model,
                            uint64_t* seq_len);
+
+// LoRA's target modules when the request names none, for a diffusion network: those of
+// diffusers' DreamBooth LoRA scripts; empty for other models (PEFT's per-model defaults apply).
+std::vector<std::string> diffusion_lora_targets(const ModelDescription& m);
 
 }  // namespace trainmem

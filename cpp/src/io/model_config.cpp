@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "io/model_json.hpp"
+#include "io/quantized_config.hpp"
 #include "trainmem/model.hpp"
 
 namespace trainmem {
@@ -822,6 +823,8 @@ ModelDescription model_from_config(const Obj& c, const std::string& arch_overrid
   c.finish();
   // Modules were counted while building; keep them (finalize infers only when absent).
   finalize_tensors(&m);
+  if (c.has("quantization_config") && !c.raw("quantization_config").is_null())
+    apply_quantization(c, &m);  // GPTQ / AWQ (io/quantized_config.cpp)
   return m;
 }
 

@@ -4,6 +4,8 @@
 #include "io/calculators.hpp"
 #include "io/field_list.hpp"
 #include "io/json_fields.hpp"
+#include "io/pipeline_request.hpp"
+#include "pipeline/pipeline_peak.hpp"
 
 namespace trainmem {
 namespace peak {
@@ -129,8 +131,10 @@ nlohmann::json peak_memory_json(const nlohmann::json& request) {
   const auto t = request.is_object() ? request.find("timeline") : request.end();
   const bool timeline =
       !(request.is_object() && t != request.end() && t->is_boolean()) || t->get<bool>();
-  nlohmann::json out = peak::to_json(peak::compute(r), timeline);
+  nlohmann::json out =
+      peak::to_json(pipeline::adjusted(r) ? pipeline::compute(r) : peak::compute(r), timeline);
   if (r.samples.given) put(out, "samples", peak::samples_json(r));
+  if (!r.is_mlp && r.model().pipeline) put(out, "pipeline", pipeline_json(r));
   return out;
 }
 

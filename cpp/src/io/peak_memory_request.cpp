@@ -11,6 +11,7 @@
 #include "io/model_json.hpp"
 #include "io/optimizer_json.hpp"
 #include "io/peak_json.hpp"
+#include "io/pipeline_request.hpp"
 #include "io/request.hpp"
 #include "trainmem/error.hpp"
 #include "trainmem/peak_memory.hpp"
@@ -353,7 +354,8 @@ void parse_fsdp(const Obj& req, Request* out) {
 void read_model(const Obj& req, Request* out) {
   Request& r = *out;
   if (!req.has("mlp")) {
-    r.model_ptr = parse_model_shared(req.obj("model"));
+    const Obj model = req.obj("model");
+    r.model_ptr = model.has("pipeline") ? read_pipeline(model) : parse_model_shared(model);
     return;
   }
   if (req.has("model")) fail(code::kInconsistent, "mlp", "give either model or mlp, not both");
@@ -530,8 +532,9 @@ void read_lora(const Obj& req, Request* out) {
       r.lora.target_modules.push_back(read_str(t[i], index_path(l.field("targetModules"), i), 64));
   }
   l.finish();
-  if (r.is_mlp || !r.model().has_architecture())
+  if (r.is_mlp || !(r.model().has_architecture() || r.model().diffusion))
     fail(code::kUnsupported, "lora", "LoRA needs a model with an architecture (preset or config)");
+  if (r.lora.target_modules.empty()) r.lora.target_modules = diffusion_lora_targets(r.model());
 }
 
 // attention, runtimeOverheadBytes, gpu or gpuMemoryBytes, optimizerImplementation and
