@@ -212,7 +212,7 @@ nlohmann::json pipeline_json(const peak::Request& rq) {
     const std::string dtype = part.dtype.empty() ? weight : part.dtype;
     nlohmann::json j = nlohmann::json::object();
     put(j, "role", part.role);
-    put(j, "title", part.title);
+    put(j, "name", part.title);
     put(j, "params", part.params);
     put(j, "dtype", dtype);
     put(j, "bytes", part.params * (dtype == "fp32" ? 4u : 2u));

@@ -17,7 +17,7 @@ namespace trainmem {
 // copy). Throws RequestError naming the field.
 std::shared_ptr<const ModelDescription> read_pipeline(const Obj& model);
 
-// The result's `pipeline`: each part (role, title, params, dtype, bytes, resident, encodes,
+// The result's `pipeline`: each part (role, name, params, dtype, bytes, resident, encodes,
 // loraRank), residentBytes, the text encoders' LoRA parameters and activations, the encode's
 // working set and which part it is, the samples a step runs.
 nlohmann::json pipeline_json(const peak::Request& rq);
