@@ -264,3 +264,59 @@ TEST_CASE("diffusion: LoRA on diffusers' DreamBooth targets, rows per module",
     if (l.name.rfind("resnet", 0) == 0)
       CHECK(activations::linear_rows(l, "x.time_emb_proj", 0) == 2);
 }
+
+TEST_CASE("diffusion: the accumulation planner and placement take a diffusion network",
+          "[diffusion]") {
+  // the planner needs no seqLen for a UNet (its text tokens default to 77) and counts its
+  // work per image: a micro-step of b images costs 3 x the recipe's forward FLOPs per image
+  // (backward = 2 x forward, Kaplan et al. 2020), its peak is peakMemory's at that micro-batch
+  const json plan = call("accumulation", {{"model", {{"preset", "sd-1.5-unet"}}},
+                                          {"gpu", "rtx-4090"},
+                                          {"precision", "amp-bf16"},
+                                          {"imageSize", 512},
+                                          {"targetGlobalBatch", 8}});
+  INFO(plan.dump().substr(0, 600));
+  REQUIRE(plan["ok"] == true);
+  const json peak = call("peakMemory", {{"model", {{"preset", "sd-1.5-unet"}}},
+                                        {"gpu", "rtx-4090"},
+                                        {"precision", "amp-bf16"},
+                                        {"imageSize", 512},
+                                        {"microBatch", 1},
+                                        {"timeline", false}});
+  REQUIRE(peak["ok"] == true);
+  // the chain's forward cost (FLOPs) as placement reports it for one image
+  const json one = call("placement", {{"model", {{"preset", "sd-1.5-unet"}}},
+                                      {"imageSize", 512},
+                                      {"microBatch", 1},
+                                      {"strategy", "none"}});
+  REQUIRE(one["ok"] == true);
+  bool seen = false;
+  for (const auto& row : plan["result"]["comparison"]["rows"]) {
+    if (row["microBatch"] != 1 || row["checkpointing"] != "none") continue;
+    seen = true;
+    CHECK(row["peakBytes"] == peak["result"]["peakBytes"]);
+    CHECK(row["time"]["flopsPerMicroStep"].get<double>() ==
+          Approx(3 * one["result"]["forwardCost"].get<double>()).epsilon(1e-9));
+  }
+  CHECK(seen);
+  // placement builds the UNet's chain (skips included) from the model and imageSize
+  const json pl = call("placement", {{"model", {{"preset", "sd-1.5-unet"}}},
+                                     {"imageSize", 256},
+                                     {"microBatch", 1},
+                                     {"strategy", "sqrt"}});
+  REQUIRE(pl["ok"] == true);
+  const json big = call("placement", {{"model", {{"preset", "sd-1.5-unet"}}},
+                                      {"imageSize", 512},
+                                      {"microBatch", 1},
+                                      {"strategy", "sqrt"}});
+  REQUIRE(big["ok"] == true);
+  // 4 x the pixels: every image-sized activation 4 x (attention's scores 16 x)
+  CHECK(big["result"]["peakActivationBytes"].get<double>() >
+        3.9 * pl["result"]["peakActivationBytes"].get<double>());
+  const json revolve = call("placement", {{"model", {{"preset", "sd-1.5-unet"}}},
+                                          {"microBatch", 1},
+                                          {"strategy", "revolve"},
+                                          {"budgetBytes", 1000000000}});
+  REQUIRE(revolve["ok"] == false);
+  CHECK(revolve["error"]["field"] == "strategy");
+}

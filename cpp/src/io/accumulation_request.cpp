@@ -9,6 +9,7 @@
 #include "io/calculators.hpp"
 #include "io/field_list.hpp"
 #include "io/json_fields.hpp"
+#include "io/model_json.hpp"
 #include "io/peak_json.hpp"
 #include "io/request.hpp"
 #include "pipeline/pipeline_peak.hpp"
@@ -94,6 +95,17 @@ GpuInfo read_planner_keys(const Obj& req, accumulation::PlannerInputs* out) {
   return overrides;
 }
 
+// Whether the request's model is a diffusion network (or a pipeline around one).
+bool diffusion_model(const Obj& req) {
+  if (!req.has("model") || !req.raw("model").is_object()) return false;
+  const json& m = req.raw("model");
+  if (m.contains("pipeline")) return true;
+  if (m.contains("config") && m["config"].is_object()) return m["config"].contains("_class_name");
+  if (m.contains("preset") && m["preset"].is_string())
+    return parse_model_shared(Obj(m, "model"))->diffusion != nullptr;
+  return false;
+}
+
 // The peakMemory request: every key that is not the planner's, with "auto" checkpointing
 // (or none) resolved; sets *auto_ckpt.
 json peak_request(const Obj& req, bool* auto_ckpt) {
@@ -108,9 +120,11 @@ json peak_request(const Obj& req, bool* auto_ckpt) {
                 json_at(peak_json, "checkpointing") == vocab::kAccumulationAutoCheckpointing);
   if (*auto_ckpt) peak_json.erase("checkpointing");
   put_fields(peak_json, {{"microBatch", 1}, {"searchMaxMicroBatch", false}, {"timeline", false}});
-  if (!json_has(peak_json, "seqLen"))
+  // (a diffusion network's seqLen is its text tokens, with a default: io/diffusion_request.cpp)
+  if (!json_has(peak_json, "seqLen") && !diffusion_model(req))
     fail(code::kMissingField, "seqLen", "seqLen is required by the planner");
-  put(peak_json, "seqLen", req.raw("seqLen"));  // (validated by the peakMemory parser)
+  if (json_has(peak_json, "seqLen"))
+    put(peak_json, "seqLen", req.raw("seqLen"));  // (validated by the peakMemory parser)
   if (!json_has(peak_json, "gpu") && !json_has(peak_json, "gpuMemoryBytes"))
     fail(code::kMissingField, "gpu",
          "gpu (a preset id) or gpuMemoryBytes is required by the planner");
@@ -149,6 +163,11 @@ void work_per_step(const peak::Request& base, accumulation::PlannerInputs* out) 
     in.flops.method = "mlp";
     in.flops.total = in.flops.blocks = first.forward_flops;  // per sample at micro-batch 1
     in.flops.layers = base.mlp.sizes.size() - 1;
+  } else if (base.model().diffusion) {
+    // a diffusion network: its recipes' FLOPs per sample (an image, not tokens)
+    in.flops.method = "architecture";
+    in.flops.total = in.flops.blocks = first.forward_flops;
+    in.flops.layers = base.model().diffusion->units.size();
   } else {
     in.flops = time_model::forward_flops_per_token(base.model(), in.seq_len, base.target_len);
   }
@@ -229,7 +248,7 @@ json plan_mode(const Obj& req) {
     fail(code::kUnsupported, "samples",
          "samples.lengths is modelled in peakMemory only: the planner's time model takes one "
          "padded length (give seqLen, or samples.packed)");
-  in.seq_len = base.is_mlp ? 1 : base.seq_len;
+  in.seq_len = base.is_mlp || base.model().diffusion ? 1 : base.seq_len;
   peak::Checkpointing user_ckpt;
   user_ckpt.strategy = "full";
   if (!auto_ckpt) user_ckpt = base.checkpointing;
