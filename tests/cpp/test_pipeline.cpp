@@ -210,3 +210,62 @@ TEST_CASE("GPTQ and AWQ bases under LoRA: the packed layouts", "[quantization]")
   REQUIRE(gemv["ok"] == false);
   CHECK(gemv["error"]["field"] == "model.config.quantization_config.version");
 }
+
+TEST_CASE("GPTQ checkpoint size: the packed state_dict as the file holds it", "[quantization]") {
+  // TheBloke/Llama-2-7B-GPTQ's model.safetensors: AutoGPTQ's QuantLinear buffers per block
+  // linear (qweight int32 [in / 8, out], qzeros int32 [in / 128, out / 8], scales fp16
+  // [in / 128, out], g_idx int32 [in]), the embeddings, norms and lm_head in fp16 (the
+  // repository lists the file at 3.9 GB)
+  json config = load_fixture("../../cpp/data/models/llama-2-7b.json")["config"];
+  config["quantization_config"] = {{"quant_method", "gptq"}, {"bits", 4},   {"group_size", 128},
+                                   {"desc_act", false},      {"sym", true}, {"damp_percent", 0.1}};
+  auto linear = [](uint64_t in, uint64_t out) {
+    return in / 8 * out * 4 + in / 128 * (out / 8) * 4 + in / 128 * out * 2 + in * 4;
+  };
+  const uint64_t per_layer = 4 * linear(4096, 4096) + 2 * linear(4096, 11008) + linear(11008, 4096);
+  const uint64_t rest = 2 * 32000ull * 4096 + 4096 + 32 * 2 * 4096;  // embed, lm_head, norms
+  const json r =
+      call("checkpointSize", {{"model", {{"config", config}}}, {"format", "safetensors"}});
+  INFO(r.dump().substr(0, 600));
+  REQUIRE(r["ok"] == true);
+  CHECK(r["result"]["breakdown"]["weights"] == 32 * per_layer + rest * 2);
+  CHECK(r["result"]["totalBytes"].get<uint64_t>() > 3850000000ull);
+  CHECK(r["result"]["totalBytes"].get<uint64_t>() < 3950000000ull);
+  // the packed dtypes are the model's: weightDtype cannot change them
+  const json w =
+      call("checkpointSize",
+           {{"model", {{"config", config}}}, {"format", "safetensors"}, {"weightDtype", "fp32"}});
+  REQUIRE(w["ok"] == false);
+  CHECK(w["error"]["field"] == "weightDtype");
+}
+
+TEST_CASE("LoRA's default targets for the decoder families PEFT maps", "[llm-families][lora]") {
+  // Falcon-7B, r = 16 on PEFT's default query_key_value (4544 -> 4672, 32 blocks):
+  // "trainable params: 4,718,592" as PEFT prints it in the QLoRA Falcon-7B fine-tuning guides;
+  // by hand 32 x 16 x (4544 + 4672)
+  const json f = call("peakMemory", {{"model", {{"preset", "falcon-7b"}}},
+                                     {"microBatch", 1},
+                                     {"seqLen", 128},
+                                     {"lora", {{"rank", 16}}},
+                                     {"timeline", false}});
+  INFO(f.dump().substr(0, 400));
+  REQUIRE(f["ok"] == true);
+  CHECK(f["result"]["trainableParams"] == 4718592);
+  CHECK(4718592 == 32 * 16 * (4544 + 4672));
+  // GPT-J-6B: q_proj, v_proj (4096 -> 4096, 28 blocks); Phi-2: q_proj, v_proj, fc1, fc2
+  // (2560 -> 2560, 2560 -> 10240, 10240 -> 2560, 32 blocks)
+  const json gj = call("peakMemory", {{"model", {{"preset", "gpt-j-6b"}}},
+                                      {"microBatch", 1},
+                                      {"seqLen", 128},
+                                      {"lora", {{"rank", 8}}},
+                                      {"timeline", false}});
+  REQUIRE(gj["ok"] == true);
+  CHECK(gj["result"]["trainableParams"] == 28ull * 2 * 8 * (4096 + 4096));
+  const json ph = call("peakMemory", {{"model", {{"preset", "phi-2"}}},
+                                      {"microBatch", 1},
+                                      {"seqLen", 128},
+                                      {"lora", {{"rank", 8}}},
+                                      {"timeline", false}});
+  REQUIRE(ph["ok"] == true);
+  CHECK(ph["result"]["trainableParams"] == 32ull * 8 * (2 * (2560 + 2560) + 2 * (2560 + 10240)));
+}

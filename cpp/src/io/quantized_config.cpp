@@ -112,6 +112,30 @@ uint64_t quantized_weight_bytes(const ModelDescription& m, uint64_t other_bytes)
   return q.packed_bytes + (m.params - std::min(m.params, covered)) * other_bytes;
 }
 
+ModelDescription packed_state_dict(const ModelDescription& m) {
+  ModelDescription out = m;
+  if (!m.quantization) return out;
+  const std::vector<TensorSpec>& packed = m.quantization->packed;
+  out.tensors.clear();
+  std::string last;
+  for (const auto& t : m.tensors) {
+    const std::string mod = module_of(t.name);
+    bool quantized = false;
+    for (const auto& p : packed) quantized = quantized || module_of(p.name) == mod;
+    if (!quantized) {  // AutoGPTQ / AutoAWQ save the model in fp16 (the rest in 16 bits)
+      out.tensors.push_back(t);
+      if (t.dtype == DType::fp32 || t.dtype == DType::bf16) out.tensors.back().dtype = DType::fp16;
+      continue;
+    }
+    if (mod == last) continue;  // the module's entries are in already
+    last = mod;
+    for (const auto& p : packed)
+      if (module_of(p.name) == mod) out.tensors.push_back(p);
+  }
+  out.quantization = nullptr;
+  return out;
+}
+
 void apply_quantization(const Obj& config, ModelDescription* m) {
   const Obj q = config.obj("quantization_config");
   const Format f = read_format(q);
