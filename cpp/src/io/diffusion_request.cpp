@@ -54,6 +54,12 @@ bool read_diffusion_fields(const Obj& req, std::shared_ptr<const ModelDescriptio
 // --lora_layers is absent). DiT and PixArt have no DreamBooth script: their attention
 // projections, as for the UNet.
 std::vector<std::string> diffusion_lora_targets(const ModelDescription& m) {
+  // PEFT's TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING (peft src/peft/utils/constants.py
+  // @5d602fdb) for the decoder families added here (peak's own table predates them)
+  const std::string& type = m.arch.model_type;
+  if (type == "gptj") return {"q_proj", "v_proj"};
+  if (type == "falcon") return {"query_key_value"};
+  if (type == "phi") return {"q_proj", "v_proj", "fc1", "fc2"};
   if (!m.diffusion) return {};
   const std::string& cls = m.diffusion->cls;
   if (cls == "SD3Transformer2DModel")

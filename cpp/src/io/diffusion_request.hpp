@@ -17,8 +17,9 @@ namespace trainmem {
 bool read_diffusion_fields(const Obj& req, std::shared_ptr<const ModelDescription>* model,
                            uint64_t* seq_len);
 
-// LoRA's target modules when the request names none, for a diffusion network: those of
-// diffusers' DreamBooth LoRA scripts; empty for other models (PEFT's per-model defaults apply).
+// LoRA's target modules when the request names none: for a diffusion network those of
+// diffusers' DreamBooth LoRA scripts; for gptj, falcon and phi PEFT's defaults; empty for other
+// models (peak's table of PEFT's defaults applies).
 std::vector<std::string> diffusion_lora_targets(const ModelDescription& m);
 
 }  // namespace trainmem
