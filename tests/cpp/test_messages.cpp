@@ -11,12 +11,14 @@ using trainmem::messages::recognise;
 TEST_CASE("a sentence with parameters gives its code and values", "[messages]") {
   const auto parts = recognise(
       "LoRA: 48 linear layers adapted; activations as in full "
-      "fine-tuning plus the adapters' own");
+      "fine-tuning plus the adapters' own; the base in bf16 (lora.baseDtype), adapters fp32");
   REQUIRE(parts.size() == 1);
   CHECK(parts[0].code == "peak.assume.lora");
-  REQUIRE(parts[0].params.size() == 1);
+  REQUIRE(parts[0].params.size() == 3);
   CHECK(parts[0].params[0].first == "modules");
   CHECK(parts[0].params[0].second == "48");
+  CHECK(parts[0].params[1].first == "base");
+  CHECK(parts[0].params[1].second == "bf16");
 }
 
 TEST_CASE("clauses joined by '; ' are read one by one", "[messages]") {

@@ -88,6 +88,7 @@ export const FIELDS = {
       '',
       'pytorch-cuda',
       'pytorch-2.5-cuda',
+      'pytorch-2.1-cuda',
       'pytorch-2.0-cuda',
       'pytorch-1.13-cuda',
       'pytorch-1.10-cuda',

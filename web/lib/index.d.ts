@@ -745,7 +745,25 @@ export interface PeakMemoryRequest {
      * stream's `add_*_proj` and `to_add_out`, Flux's those and both feed-forwards.
      */
     targetModules?: string[] | 'all-linear';
+    /**
+     * The dtype the frozen base is loaded in (`from_pretrained(torch_dtype=…)`; QLoRA: the
+     * weights it does not quantise). PEFT users load it in bf16. Default: the precision's
+     * parameter dtype (fp32 for `fp32` and `amp-*`).
+     */
+    baseDtype?: 'fp32' | 'bf16' | 'fp16';
+    /**
+     * PEFT `LoraConfig(autocast_adapter_dtype=True)`: the adapters are fp32 whatever the base,
+     * and so are their gradients and optimizer state. false: the base's dtype (torchtune's
+     * LoRA, made under the recipe's default dtype). Default true.
+     */
+    autocastAdapterDtype?: boolean;
   };
+  /**
+   * DDP with `torch.distributed.optim.ZeroRedundancyOptimizer`: each rank keeps the optimizer
+   * state of the parameters assigned to it (largest first, each to the least loaded rank); the
+   * rank holding the most binds. Needs dataParallel ≥ 2, not with zeroStage or fsdp. Default false.
+   */
+  zeroRedundancyOptimizer?: boolean;
   /** Attention: `eager` keeps the s×s probabilities; `sdpa` / `flash` do not. Default sdpa (eager on pytorch-cpu). */
   attention?: 'eager' | 'sdpa' | 'flash';
   /**
@@ -758,7 +776,11 @@ export interface PeakMemoryRequest {
    * Default `pytorch-cuda`.
    */
   runtime?: Runtime;
-  /** The CUDA context outside the caching allocator, bytes (overrides the runtime's). */
+  /**
+   * The CUDA context outside the caching allocator, bytes (overrides the runtime's, which is
+   * per GPU and PyTorch line: `cpp/data/runtime-*.json` `contextBytesByGpu`, each measured or
+   * derived with its source).
+   */
   runtimeOverheadBytes?: number;
   /**
    * `PYTORCH_CUDA_ALLOC_CONF` for the caching-allocator simulation, as the environment
@@ -790,9 +812,8 @@ export interface PeakMemoryRequest {
   compile?: boolean;
   /**
    * torchtune `enable_activation_offloading`: saved tensors of 1 KiB or more go to pinned CPU
-   * memory once five newer ones exist and come back before their layer's backward. Modelled
-   * in the allocator simulation (deviceUsedBytes, reservedPeakBytes, allocatedPeakBytes), not in
-   * peakBytes. Default false.
+   * memory once five newer ones exist and come back before their layer's backward, in the
+   * step's allocation trace (every figure). Default false.
    */
   activationOffloading?: boolean;
   /**
@@ -888,6 +909,7 @@ export interface PeakMemoryRequest {
 export type Runtime =
   | 'pytorch-cuda'
   | 'pytorch-2.5-cuda'
+  | 'pytorch-2.1-cuda'
   | 'pytorch-2.0-cuda'
   | 'pytorch-1.13-cuda'
   | 'pytorch-1.10-cuda'
@@ -943,24 +965,42 @@ export interface SourcedBytes {
   source: string;
 }
 
-/** One point of the step's memory timeline. */
+/** A breakdown line of several kinds of tensors: the bytes of each kind at the peak. */
+export interface SourcedParts<K extends string> extends SourcedBytes {
+  parts: Record<K, number>;
+}
+
+/**
+ * One part of the optimizer step that holds the allocated peak (a layer's forward,
+ * recomputation or backward, the loss, the optimizer step, zero_grad), at its highest moment.
+ */
 export interface TimelinePoint {
-  /** `forward`, `backward`, `recompute`, `optimizer`, … */
+  /** `forward`, `recompute`, `backward`, `loss`, `optimizer`, `zero_grad`. */
   phase: string;
   /** Layer index (−1 outside layers). */
   layer: number;
   name: string;
-  /** Everything allocated at this point. */
+  /** The allocator's live bytes then; the highest of the timeline is allocatedPeakBytes. */
   totalBytes: number;
+  /** Of which the batch, saved tensors and tensors passed between layers. */
   activationBytes: number;
+  /** Of which the `.grad` tensors (and DDP's buckets). */
   gradientBytes: number;
+  /** Of which the temporaries line's kinds. */
+  temporaryBytes: number;
+  /** Of which ZeRO-3 / FSDP's unsharded parameters (and FSDP's unsharded gradients). */
+  gatheredBytes: number;
 }
 
 /** Result of {@link Trainmem.peakMemory}. Sizes in bytes. */
 export interface PeakMemoryResult {
-  /** Highest allocated memory of the step plus the runtime line (context and workspace), from the step's layer-level timeline. */
+  /** allocatedPeakBytes plus the memory outside the allocator (the runtime line; paged states). */
   peakBytes: number;
-  /** Highest memory allocated by tensors (`torch.cuda.max_memory_allocated`; simulated over whole steps on CUDA). */
+  /**
+   * The most bytes the allocator's blocks held at once in the step's allocation trace
+   * (`torch.cuda.max_memory_allocated`); on the CPU, the most bytes of live tensors. The
+   * breakdown's lines inside the allocator sum exactly to it.
+   */
   allocatedPeakBytes: number;
   /** Highest memory reserved by the caching allocator (`torch.cuda.max_memory_reserved`); null without the simulation. */
   reservedPeakBytes: number | null;
@@ -972,15 +1012,33 @@ export interface PeakMemoryResult {
   peakPhase: string;
   /** The layer at the peak (−1 outside layers). */
   peakLayer: number;
-  /** Memory at the peak, by category, each with its source. */
+  /**
+   * What is live at the allocated peak, by line, each with its source. Every line but
+   * `runtime` and `pagedOptimizerState` is inside the caching allocator: those sum to
+   * allocatedPeakBytes exactly.
+   */
   breakdown: {
     weights: SourcedBytes;
     masterWeights: SourcedBytes;
-    gradients: SourcedBytes;
+    gradients: SourcedParts<'grads' | 'ddpBuckets'>;
     optimizerState: SourcedBytes;
-    activations: SourcedBytes;
-    temporaries: SourcedBytes;
+    activations: SourcedParts<'batch' | 'saved' | 'boundaries'>;
+    temporaries: SourcedParts<
+      | 'activationGradients'
+      | 'opTransients'
+      | 'autocastCopies'
+      | 'gatheredParameters'
+      | 'optimizerTemporaries'
+      | 'gradientPartition'
+    >;
+    /** The cuBLAS workspace (allocated through the caching allocator at the first matmul). */
+    workspace: SourcedBytes;
+    /** The allocator's blocks beyond the tensors' own bytes (rounding to 512 B, unsplit blocks). */
+    allocatorRounding: SourcedBytes;
+    /** Outside the allocator: the CUDA context (+ NCCL's buffers when distributed). */
     runtime: SourcedBytes;
+    /** bitsandbytes paged optimizer states: CUDA managed memory, outside the allocator. */
+    pagedOptimizerState?: SourcedBytes;
   };
   params: number;
   trainableParams: number;

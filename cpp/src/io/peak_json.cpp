@@ -17,6 +17,11 @@ namespace {
 json line_json(const Line& l) {
   json j = json::object();
   put_fields(j, {{"bytes", l.bytes}, {"source", l.source}});
+  if (!l.parts.empty()) {
+    json parts = json::object();
+    for (const auto& p : l.parts) parts[p.name] = p.bytes;
+    j["parts"] = std::move(parts);
+  }
   return j;
 }
 
@@ -28,7 +33,10 @@ json breakdown_json(const Result& r) {
                  {"optimizerState", line_json(r.optimizer_state)},
                  {"activations", line_json(r.activations)},
                  {"temporaries", line_json(r.temporaries)},
+                 {"workspace", line_json(r.workspace)},
+                 {"allocatorRounding", line_json(r.allocator_rounding)},
                  {"runtime", line_json(r.runtime)}});
+  if (r.paged_optimizer_state.bytes) b["pagedOptimizerState"] = line_json(r.paged_optimizer_state);
   return b;
 }
 
@@ -73,7 +81,9 @@ json timeline_point_json(const TimelinePoint& p) {
                  {"name", p.name},
                  {"totalBytes", p.total_bytes},
                  {"activationBytes", p.activation_bytes},
-                 {"gradientBytes", p.gradient_bytes}});
+                 {"gradientBytes", p.gradient_bytes},
+                 {"temporaryBytes", p.temporary_bytes},
+                 {"gatheredBytes", p.gathered_bytes}});
   return e;
 }
 

@@ -228,6 +228,20 @@ export const FLAGS = [
     help: 'with --lora-rank: 4-bit base weights (QLoRA)',
   },
   {
+    flag: 'lora-base-dtype',
+    kind: 'string',
+    path: 'lora.baseDtype',
+    commands: TRAINING,
+    help: 'with --lora-rank: the dtype the frozen base is loaded in (fp32, bf16, fp16)',
+  },
+  {
+    flag: 'zero-redundancy-optimizer',
+    kind: 'boolean',
+    path: 'zeroRedundancyOptimizer',
+    commands: ['peak-memory'],
+    help: "DDP with torch ZeroRedundancyOptimizer: each rank keeps its parameters' state",
+  },
+  {
     flag: 'attention',
     kind: 'string',
     path: 'attention',
