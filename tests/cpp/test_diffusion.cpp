@@ -193,7 +193,8 @@ TEST_CASE("diffusion: step peaks match torch 1.13 within 5 %", "[diffusion]") {
                 {"microBatch", c["microBatch"]},
                 {"runtime", "pytorch-cpu"},
                 {"attention", "eager"},
-                {"optimizer", "adamw"}};
+                {"optimizer", "adamw"},
+                {"zeroGradSetToNone", true}};  // the script's zero_grad(set_to_none=True)
     if (m.diffusion->text_dim) req["seqLen"] = c["textLen"];
     size_t segments = 0;
     if (c.value("checkpoint", false)) {
@@ -282,6 +283,7 @@ TEST_CASE("diffusion: the accumulation planner and placement take a diffusion ne
                                         {"precision", "amp-bf16"},
                                         {"imageSize", 512},
                                         {"microBatch", 1},
+                                        {"gradientAccumulationSteps", 8},
                                         {"timeline", false}});
   REQUIRE(peak["ok"] == true);
   // the chain's forward cost (FLOPs) as placement reports it for one image

@@ -101,7 +101,8 @@ TEST_CASE("LLM families: step peaks match torch 1.13 within 5 %", "[llm-families
     config["model_type"] = c["kind"];
     json req = {{"model", {{"config", config}}}, {"microBatch", c["microBatch"]},
                 {"seqLen", c["seqLen"]},         {"runtime", "pytorch-cpu"},
-                {"attention", "eager"},          {"optimizer", "adamw"}};
+                {"attention", "eager"},          {"optimizer", "adamw"},
+                {"zeroGradSetToNone", true}};  // the script's zero_grad(set_to_none=True)
     if (c.contains("targetLen")) req["targetLen"] = c["targetLen"];
     const json r = json::parse(trainmem::call("peakMemory", req.dump()));
     INFO(r.dump().substr(0, 600));
