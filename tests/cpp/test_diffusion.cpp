@@ -294,7 +294,8 @@ TEST_CASE("diffusion: the accumulation planner and placement take a diffusion ne
   REQUIRE(one["ok"] == true);
   bool seen = false;
   for (const auto& row : plan["result"]["comparison"]["rows"]) {
-    if (row["microBatch"] != 1 || row["checkpointing"] != "none") continue;
+    if (row["microBatch"] != 1 || row["checkpointing"] != "none" || row["accumulationSteps"] != 8)
+      continue;
     seen = true;
     CHECK(row["peakBytes"] == peak["result"]["peakBytes"]);
     CHECK(row["time"]["flopsPerMicroStep"].get<double>() ==
@@ -321,4 +322,32 @@ TEST_CASE("diffusion: the accumulation planner and placement take a diffusion ne
                                           {"budgetBytes", 1000000000}});
   REQUIRE(revolve["ok"] == false);
   CHECK(revolve["error"]["field"] == "strategy");
+}
+
+TEST_CASE("diffusion: LoRA's adapters keep their saves at the rows each linear reads",
+          "[diffusion][lora]") {
+  // SD 1.5's UNet at 512 px (latent 64), 2 samples, fp32, DreamBooth's targets (to_q, to_k,
+  // to_v, to_out.0 of attn1 and attn2 in its 16 transformer blocks: 5 at 64 x 64 latent tokens
+  // with 320 channels, 5 at 32 x 32 with 640, 5 at 16 x 16 with 1280, the mid block's at 8 x 8
+  // with 1280); attn2's to_k and to_v read the 77 text tokens of 768 features. PEFT's
+  // lora.Linear keeps lora_A's output (rank 4, fp32) and, with lora_dropout, the dropped-out
+  // input (fp32) and its mask (CUDA: 1 byte): by hand per sample
+  const uint64_t img = 5 * 4096 + 5 * 1024 + 5 * 256 + 64;  // rows of one linear
+  const uint64_t rows = 6 * img + 16 * 2 * 77;              // 164,128
+  const uint64_t in = 6 * (5 * 4096 * 320 + 5 * 1024 * 640 + 5 * 256 * 1280 + 64 * 1280) +
+                      16 * 2 * 77 * 768;  // rows x in_features
+  auto stored = [](const json& lora) {
+    json req = {{"model", {{"preset", "sd-1.5-unet"}}},
+                {"microBatch", 2},
+                {"imageSize", 512},
+                {"precision", "fp32"},
+                {"timeline", false}};
+    if (!lora.is_null()) req["lora"] = lora;
+    const json r = call("peakMemory", req);
+    REQUIRE(r["ok"] == true);
+    return r["result"]["storedActivationBytes"].get<uint64_t>();
+  };
+  const uint64_t full = stored(nullptr);
+  CHECK(stored({{"rank", 4}, {"dropout", 0}}) - full == 2 * rows * 4 * 4);
+  CHECK(stored({{"rank", 4}, {"dropout", 0.05}}) - full == 2 * (rows * 4 * 4 + in * (4 + 1)));
 }

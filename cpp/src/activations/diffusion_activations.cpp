@@ -10,6 +10,7 @@
 #include <algorithm>
 
 #include "activations/diffusion_recipe.hpp"
+#include "activations/llm_families.hpp"
 #include "trainmem/error.hpp"
 
 namespace trainmem {
@@ -93,6 +94,19 @@ void Rec::finish() {
   };
   l.forward_temp_bytes = excess(l.forward_temps);
   l.backward_temp_bytes = excess(l.backward_temps);
+  // The allocation trace (step_trace.cpp) makes a backward group at `at` = a when its walk
+  // enters the region [a, next group) with all of it alive: a group recorded here at k (alive
+  // with the tensors before k only) goes to k - 1, bounded by an empty group at k.
+  std::vector<LayerActivations::TempGroup> bt;
+  for (const auto& g : l.backward_temps) {
+    if (g.at == 0 || g.at > l.tensors.size()) {
+      bt.push_back(g);
+      continue;
+    }
+    bt.push_back({g.at - 1, g.pieces, g.bytes});
+    bt.push_back({g.at, 1, 0});
+  }
+  l.backward_temps = std::move(bt);
 }
 
 void attention_core(Rec& r, const Widths& w, bool eager, uint64_t b, uint64_t heads, uint64_t inner,
@@ -502,6 +516,7 @@ ModelActivations diffusion_activations(const ModelDescription& m, const Settings
   }
   out.total_saved_bytes = dif::kept_total(out, "imageSize");
   diffusion_assumptions(net, s, w, eager, &out.assumptions);
+  add_lora_adapters(m, s, checked_mul(s.micro_batch, s.seq_len, "seqLen"), &out);
   return out;
 }
 

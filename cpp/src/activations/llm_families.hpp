@@ -13,5 +13,11 @@ bool llm_family(const Architecture& ar, const Settings& s);
 ModelActivations llm_family_activations(const ModelDescription& m, const Settings& s);
 ModelActivations torch_transformer_activations(const ModelDescription& m, const Settings& s);
 
+// LoRA (Settings::lora) on these recipes and the diffusion ones: each adapted linear's own saves
+// at the rows linear_rows gives (`default_rows` where the layer sets none) and autocast's 16-bit
+// copies of an fp32 frozen base's block matmul weights (lora_adapters.cpp). No-op without LoRA.
+void add_lora_adapters(const ModelDescription& m, const Settings& s, uint64_t default_rows,
+                       ModelActivations* acts);
+
 }  // namespace activations
 }  // namespace trainmem

@@ -310,6 +310,7 @@ ModelActivations llm_family_activations(const ModelDescription& m, const Setting
                             "' (HF transformers' eager modules, op by op)");
   if (s.compiled)
     out.assumptions.push_back("torch.compile: the eager saves are counted (an upper bound)");
+  add_lora_adapters(m, s, checked_mul(s.micro_batch, s.seq_len, "microBatch"), &out);
   return out;
 }
 

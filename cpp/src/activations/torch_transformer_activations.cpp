@@ -128,6 +128,7 @@ ModelActivations torch_transformer_activations(const ModelDescription& m, const 
     LayerActivations l;
     Rec r(s, &l);
     if (i == 0) l.input_saved = false;  // the decoder starts from tgt (the batch)
+    l.tokens = d.n * d.t;               // its linears' rows (LoRA)
     mha(r, d, d.t, d.t);
     add_norm(r, d, d.t);
     r.save("multihead_attn q projection input (norm1 output)", d.n * d.t * d.e * d.w, "Addmm");
@@ -153,6 +154,7 @@ ModelActivations torch_transformer_activations(const ModelDescription& m, const 
       "torch.nn.Transformer (post-norm layers, multi_head_attention_forward's math path); it has "
       "no embeddings or head: the batch is src and tgt embeddings, the loss a stand-in (the mean "
       "square of the output); the encoder's memory is counted once, in its last layer");
+  add_lora_adapters(m, s, checked_mul(s.micro_batch, s.seq_len, "microBatch"), &out);
   return out;
 }
 

@@ -560,14 +560,6 @@ void read_lora(const Obj& req, Request* out) {
   if (r.is_mlp || !(r.model().has_architecture() || r.model().diffusion))
     fail(code::kUnsupported, "lora", "LoRA needs a model with an architecture (preset or config)");
   if (r.lora.target_modules.empty()) r.lora.target_modules = diffusion_lora_targets(r.model());
-  if (r.model().diffusion) {  // said in the result until peak's step takes each linear's rows
-    auto m = std::make_shared<ModelDescription>(r.model());
-    m->assumptions.push_back(
-        "LoRA on a diffusion network: the adapters' own activations are counted at microBatch x "
-        "seqLen rows per adapted linear, not at the image tokens most of them read "
-        "(activations::linear_rows has them; approximate, low without checkpointing)");
-    r.model_ptr = m;
-  }
 }
 
 // The CUDA context the runtime's PyTorch line holds on this GPU (its contextBytesByGpu entry,
