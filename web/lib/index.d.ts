@@ -731,6 +731,13 @@ export interface PeakMemoryRequest {
     /** LoRA dropout probability. Default 0.05. */
     dropout?: number;
     /**
+     * The dtype the frozen base is loaded in (PEFT users load it in bf16:
+     * `from_pretrained(..., torch_dtype=torch.bfloat16)`); QLoRA: its weights that are not 4-bit.
+     * The adapters stay fp32 (PEFT `autocast_adapter_dtype=True`). Default: the precision's
+     * parameter dtype.
+     */
+    baseDtype?: 'fp32' | 'bf16' | 'fp16';
+    /**
      * Linear layers adapted, as PEFT's `target_modules` (peft `tuners_utils.py`
      * `check_target_module_exists`): a module is adapted when its name equals an entry or ends
      * with `"." + entry`, in every block (T5's `q`, `v` also match the decoder's cross-attention).
@@ -1823,6 +1830,116 @@ export interface Vocabulary {
   };
 }
 
+// ---------------------------------------------------------------------------------------
+// advise
+// ---------------------------------------------------------------------------------------
+
+/**
+ * Request of {@link Trainmem.advise}: a {@link PeakMemoryRequest} (the run) and how to judge it.
+ */
+export interface AdviseRequest extends PeakMemoryRequest {
+  /** Memory to keep free on the GPU, in bytes: the verdict is `fits` only with this much left. */
+  marginBytes?: number;
+  /** The same as a fraction of the GPU's memory (0 to 0.9), e.g. 0.05. Default 0 (no margin). */
+  marginFraction?: number;
+  /** Pre-training rather than fine-tuning: LoRA and QLoRA are not offered as changes. Default false. */
+  fromScratch?: boolean;
+  /** Compute the changes that make the run fit (when it does not, or is tight). Default true. */
+  changes?: boolean;
+  /** The dtype a LoRA / QLoRA change loads the frozen base in (`lora.baseDtype`). Default: the core's. */
+  loraBaseDtype?: 'fp32' | 'bf16' | 'fp16';
+}
+
+/**
+ * `fits`: the GPU holds the run with the margin left free; `tight`: it holds it, with less than
+ * the margin left; `doesNotFit`; `noDevice`: no GPU given.
+ */
+export type AdviseStatus = 'fits' | 'tight' | 'doesNotFit' | 'noDevice';
+
+/** The verdict: what the GPU will hold against what it has. */
+export interface AdviseVerdict {
+  status: AdviseStatus;
+  /** Whether the run fits the GPU at all (`fits` or `tight`); null without a GPU. */
+  fits: boolean | null;
+  /** The memory judged: what nvidia-smi shows when the allocator is simulated, else `peakBytes`. */
+  usedBytes: number;
+  /** Which memory `usedBytes` is: nvidia-smi's used memory, or the peak of allocated bytes (+ runtime). */
+  usedMemory: 'nvidia-smi' | 'allocated';
+  /** The GPU's memory (0 without a GPU). */
+  capacityBytes: number;
+  /** capacityBytes − usedBytes (negative: short by that much). */
+  headroomBytes: number;
+  /** The safety margin in bytes. */
+  marginBytes: number;
+}
+
+/** Time of one optimizer step, as the accumulation planner times a plan; `note` says why not. */
+export interface AdviseStepTime {
+  /** microBatch × gradientAccumulationSteps × dataParallel. */
+  globalBatch: number;
+  /** Why the step is not timed (a custom GPU size, tensor parallelism); absent when timed. */
+  note?: string;
+  stepSeconds?: number;
+  microStepSeconds?: number;
+  /** The optimizer step's memory traffic over the GPU's bandwidth (0 when offloaded). */
+  optimizerSeconds?: number;
+  samplesPerSecond?: number;
+  tokensPerSecond?: number;
+  /** The dtype whose dense TFLOP/s the matmuls run at. */
+  throughputPrecision?: string;
+  /** The optimizer states are in CPU memory: the CPU's optimizer step is not in `stepSeconds`. */
+  optimizerOnCpu?: boolean;
+  /** A checkpointing strategy without a plan: its recompute taken as one forward of every block. */
+  recomputeUpperBound?: boolean;
+}
+
+/** How the core resolved the run (request fields, the runtime's defaults). */
+export interface AdviseSettings {
+  method: 'full' | 'lora' | 'qlora' | 'from-scratch';
+  precision: Precision;
+  attention: 'eager' | 'sdpa';
+  runtime: Runtime;
+  optimizerImplementation: 'foreach' | 'for-loop' | 'fused' | 'transformers';
+  checkpointing: string;
+  microBatch: number;
+  gradientAccumulationSteps: number;
+  dataParallel: number;
+  seqLen: number;
+  loraRank?: number;
+}
+
+/** One change of the run, with its verdict and time. */
+export interface AdviseChange {
+  /** `checkpointing`, `micro-batch-1`, `mixed-precision`, `bf16`, `bf16-checkpointing`, `adam-8bit`, `for-loop`, `zero2-offload`, `lora`, `qlora`, `tensor-parallel`, `zero3`. */
+  id: string;
+  /** The request fields the change sets (objects merge into the request's). */
+  set: Partial<PeakMemoryRequest>;
+  /** GPUs the run needs with the change. */
+  gpus: number;
+  /** Full fine-tuning becomes LoRA / QLoRA. */
+  changesMethod: boolean;
+  status: AdviseStatus;
+  fits: boolean | null;
+  usedBytes: number;
+  usedMemory: 'nvidia-smi' | 'allocated';
+  headroomBytes: number;
+  /** Its step time (absent when it does not fit). */
+  time?: AdviseStepTime;
+}
+
+/** Result of {@link Trainmem.advise}. */
+export interface AdviseResult {
+  /** The run's whole {@link PeakMemoryResult} (with its timeline unless `timeline: false`). */
+  peak: PeakMemoryResult;
+  verdict: AdviseVerdict;
+  settings: AdviseSettings;
+  stepTime: AdviseStepTime;
+  /** When the run does not fit or is tight: the changes, those that fit first (one GPU, the run's method, faster first). */
+  changes: AdviseChange[];
+  inexact?: InexactNumber[];
+  messages?: MessageCodes;
+}
+
 export interface Functions {
   checkpointSize: [CheckpointSizeRequest, CheckpointSizeResult];
   describeModel: [DescribeModelRequest, DescribeModelResult];
@@ -1830,6 +1947,7 @@ export interface Functions {
   accumulation: [AccumulationRequest | AccumulationPlanRequest, AccumulationResult];
   placement: [PlacementRequest, PlacementResult];
   presets: [PresetsRequest, PresetsResult];
+  advise: [AdviseRequest, AdviseResult];
   vocabulary: [Record<string, never>, Vocabulary];
 }
 export type FunctionName = keyof Functions;
@@ -1850,6 +1968,15 @@ export interface Trainmem {
   accumulation(request: AccumulationPlanRequest): AccumulationPlanResult;
   /** Which layers to checkpoint for a memory budget. */
   placement(request: PlacementRequest): PlacementResult;
+  /**
+   * Will the run fit, and how fast? Its peak memory, the verdict against the GPU with a safety
+   * margin, its time per optimizer step, and — when it does not fit — the changes that make it
+   * fit, each with its verdict and time, ranked: one call for what the page's answer shows.
+   * @example
+   * const a = tm.advise({ model: { preset: 'llama-2-7b' }, gpu: 'a100-80gb', microBatch: 1, seqLen: 512, optimizer: 'adamw', marginFraction: 0.05 });
+   * console.log(a.verdict.status, a.changes.filter((c) => c.fits).map((c) => c.id));
+   */
+  advise(request: AdviseRequest): AdviseResult;
   /** Presets (models, GPUs, examples) of this build. */
   presets(request?: PresetsRequest): PresetsResult;
   /** Every name each request field accepts, the core's functions and its numeric limits. */
@@ -1892,7 +2019,7 @@ export declare class TrainmemError extends Error {
     code: ErrorCode | (string & {}),
     field: string,
     message: string,
-    details?: { minimumBudgetBytes?: number },
+    details?: { minimumBudgetBytes?: number; messages?: MessagePart[] },
   );
   readonly name: 'TrainmemError';
   /** Stable error code. */
@@ -1904,6 +2031,12 @@ export declare class TrainmemError extends Error {
    * a plan of the requested strategy (with `slots`, for `optimal`). Absent for other errors.
    */
   readonly minimumBudgetBytes?: number;
+  /**
+   * The message as codes and parameters of the core's message catalog (`cpp/data/messages.json`),
+   * when it is one of its sentences, so that a page can say it in its own language; absent
+   * otherwise.
+   */
+  readonly messages?: MessagePart[];
 }
 
 /**

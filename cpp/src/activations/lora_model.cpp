@@ -278,9 +278,11 @@ void lora_assumptions(const Settings& s, const Dtypes& dt, const std::vector<std
     out->push_back(
         "LoRA on a mixture of experts: each token's expert MLP counted experts_per_token times, "
         "the router's softmax kept (approximate)");
-  for (const auto& n : unknown)
-    out->push_back("LoRA: the adapter on '" + n +
-                   "' is not modelled in the activations (a module the recipe does not have)");
+  if (!unknown.empty())
+    out->push_back("LoRA: the adapters on " + std::to_string(unknown.size()) +
+                   " modules are not modelled in the activations (modules the recipe does not "
+                   "have, such as '" +
+                   unknown.front() + "')");
 }
 
 }  // namespace

@@ -133,17 +133,24 @@ json to_json(const Result& r, bool include_timeline) {
   return out;
 }
 
+json result_json(const Request& r, const Result& res, bool include_timeline) {
+  json out = to_json(res, include_timeline);
+  if (r.samples.given) put(out, "samples", samples_json(r));
+  return out;
+}
+
+bool wants_timeline(const json& request) {
+  // "timeline": null means absent, as in parse_request (json::value() would throw on null).
+  const auto t = request.is_object() ? request.find("timeline") : request.end();
+  return !(request.is_object() && t != request.end() && t->is_boolean()) || t->get<bool>();
+}
+
 }  // namespace peak
 
 nlohmann::json peak_memory_json(const nlohmann::json& request) {
   const peak::Request r = peak::parse_request(request);
-  // "timeline": null means absent, as in parse_request (json::value() would throw on null).
-  const auto t = request.is_object() ? request.find("timeline") : request.end();
-  const bool timeline =
-      !(request.is_object() && t != request.end() && t->is_boolean()) || t->get<bool>();
-  nlohmann::json out =
-      peak::to_json(pipeline::adjusted(r) ? pipeline::compute(r) : peak::compute(r), timeline);
-  if (r.samples.given) put(out, "samples", peak::samples_json(r));
+  const peak::Result res = pipeline::adjusted(r) ? pipeline::compute(r) : peak::compute(r);
+  nlohmann::json out = peak::result_json(r, res, peak::wants_timeline(request));
   if (!r.is_mlp && r.model().pipeline) put(out, "pipeline", pipeline_json(r));
   return out;
 }

@@ -462,8 +462,8 @@ void fill_result(const Request& rq, const Step& s, Result* out) {
         "is not modelled");
   if (rq.lora.enabled) {
     r.assumptions.push_back("LoRA: " + std::to_string(s.lora.modules) +
-                            " linear layers adapted; activations as in full fine-tuning plus the "
-                            "adapters' own; the base in " +
+                            " linear layers adapted; activations of the frozen base and the "
+                            "adapters as the recipe keeps them; the base in " +
                             dtype_name(h.base_dtype) + " (lora.baseDtype), adapters " +
                             dtype_name(h.adapter_dtype));
     for (const auto& a : s.lora.assumptions) r.assumptions.push_back(a);
