@@ -322,6 +322,14 @@ TEST_CASE("diffusion: the accumulation planner and placement take a diffusion ne
                                           {"budgetBytes", 1000000000}});
   REQUIRE(revolve["ok"] == false);
   CHECK(revolve["error"]["field"] == "strategy");
+  // the single-level optimum's recurrence leaves out the skipped tensors a segment outlives
+  const json single = call("placement", {{"model", {{"preset", "sd-1.5-unet"}}},
+                                         {"imageSize", 256},
+                                         {"microBatch", 1},
+                                         {"strategy", "optimal-single-level"},
+                                         {"budgetBytes", 400000000}});
+  REQUIRE(single["ok"] == false);
+  CHECK(single["error"]["field"] == "strategy");
 }
 
 TEST_CASE("diffusion: LoRA's adapters keep their saves at the rows each linear reads",
