@@ -116,6 +116,28 @@ for o in ['torchao-adamw-8bit','torchao-adamw-4bit','torchao-adamw-fp8']:
 extra.append(['peakMemory', dict(base, model={'preset':'t5-small'}, optimizer='adamw', precision='amp-bf16', targetLen=128)])
 for p in ['gpt2','bert-large-uncased','t5-small']:
   extra.append(['peakMemory', dict(base, model={'preset':p}, optimizer='adamw', precision='amp-bf16', compile=True)])
+# diffusion networks, their pipelines, the decoder families with their own recipes, GPTQ / AWQ
+dbase = {'microBatch': 1, 'timeline': False}
+for p in ['sd-1.5-unet', 'sdxl-base-unet', 'sd3-medium-transformer', 'flux-1-dev-transformer', 'dit-xl-2-256',
+          'pixart-alpha-xl-2-1024']:
+  extra.append(['peakMemory', dict(dbase, model={'preset': p}, precision='amp-bf16', gpu='a100-80gb')])
+  extra.append(['peakMemory', dict(dbase, model={'preset': p}, precision='bf16', lora={'rank': 4}, checkpointing='full', compile=True)])
+  extra.append(['peakMemory', dict(dbase, model={'preset': p}, attention='eager', runtime='pytorch-cpu')])
+for p in ['falcon-7b', 'phi-2', 'gpt-j-6b', 'starcoder2-3b', 'olmo-1b', 'olmo-2-7b', 'gemma-2b']:
+  extra.append(['peakMemory', dict(dbase, model={'preset': p}, seqLen=256, precision='bf16', compile=True)])
+extra.append(['peakMemory', dict(dbase, model={'preset': 'gemma-2b'}, seqLen=256, tensorParallel=2)])
+extra.append(['peakMemory', dict(dbase, model={'preset': 'torch-nn-transformer'}, seqLen=64, targetLen=32)])
+sdxl = {'denoiser': {'preset': 'sdxl-base-unet'}}
+for more in [{}, {'priorPreservation': True}, {'precomputed': {'latents': True}, 'vae': False}]:
+  extra.append(['peakMemory', dict(dbase, model={'pipeline': dict(sdxl, **more)}, imageSize=1024, precision='amp-bf16',
+                                   lora={'rank': 4}, checkpointing='full', gpu='rtx-4090')])
+extra.append(['peakMemory', dict(dbase, model={'pipeline': {'denoiser': {'preset': 'dit-xl-2-256'}}}, imageSize=2048,
+                                 microBatch=4, lora={'rank': 4}, checkpointing='full')])
+with open(os.path.join(os.path.dirname(__file__), '..', 'cpp', 'data', 'models', 'llama-2-7b.json')) as f:
+  llama = json.load(f)['config']
+for q in [{'quant_method': 'gptq', 'bits': 4, 'group_size': 128}, {'quant_method': 'awq', 'bits': 4, 'group_size': 128}]:
+  extra.append(['peakMemory', dict(dbase, model={'config': dict(llama, quantization_config=q)}, seqLen=512,
+                                   precision='amp-fp16', lora={'rank': 8}, gpu='rtx-4090')])
 extra = [[f, {k: x for k, x in r.items() if x is not None}] for f, r in extra]
 reqs += extra
 out = os.path.join(os.path.dirname(__file__), '..', 'tests', 'fixtures', 'message_requests.json')

@@ -308,18 +308,18 @@ TEST_CASE("mT5 (mt0-large): T5's layout, gated-gelu, untied head", "[model]") {
 }
 
 TEST_CASE("a model_type without a recipe: generic decoder, said in every result", "[model]") {
-  const json cfg = {{"model_type", "olmo2"},
+  const json cfg = {{"model_type", "internlm2"},
                     {"hidden_size", 64},
                     {"num_hidden_layers", 2},
                     {"num_attention_heads", 4},
                     {"intermediate_size", 128},
                     {"vocab_size", 100},
-                    {"architectures", {"Olmo2ForCausalLM"}}};
+                    {"architectures", {"InternLM2ForCausalLM"}}};
   const std::string said =
-      "model_type 'olmo2' has no exact recipe: parameters and activations from a generic "
+      "model_type 'internlm2' has no exact recipe: parameters and activations from a generic "
       "Llama-style decoder; approximate";
   const json d = describe({{"config", cfg}});
-  CHECK(d["architecture"] == "Olmo2ForCausalLM");
+  CHECK(d["architecture"] == "InternLM2ForCausalLM");
   REQUIRE(d["assumptions"].size() == 1);
   CHECK(d["assumptions"][0] == said);
   auto ok = [](const char* fn, const json& req) {

@@ -218,13 +218,14 @@ TEST_CASE("one step model: the breakdown, the timeline and the peak agree on gen
   while (accepted < kAccepted) {
     const json rq = request(g);
     const json env = json::parse(trainmem::call("peakMemory", rq.dump()));
+    INFO(rq.dump());
     if (env["ok"] != true) {
       // a refusal is fine (the generator combines settings freely); an internal error is not
+      INFO(env["error"].dump());
       REQUIRE(env["error"]["code"] != "internal");
       ++refused;
       continue;
     }
-    INFO(rq.dump());
     check_invariants(env["result"]);
     ++accepted;
   }

@@ -397,6 +397,86 @@ export const EXAMPLES = [
     },
   },
   {
+    id: 'sdxl-lora-24gb',
+    tab: 'peak',
+    state: () => ({
+      modelSource: 'preset',
+      preset: 'sdxl-base-unet',
+      microBatch: 1,
+      seqLen: 77,
+      precision: 'amp-bf16',
+      lora: 'lora',
+      loraRank: 4,
+      loraTargets: '',
+      checkpointing: 'full',
+      gpu: 'rtx-4090',
+      gpuGB: 24,
+    }),
+    explain(tm, t) {
+      // diffusers examples/dreambooth/train_dreambooth_lora_sdxl.py at 1024 x 1024, batch 1,
+      // rank 4, bf16 mixed precision, gradient checkpointing: the UNet trains, the VAE (fp32) and
+      // both CLIP text encoders (bf16) stay on the card.
+      const base = {
+        imageSize: 1024,
+        microBatch: 1,
+        seqLen: 77,
+        precision: 'amp-bf16',
+        lora: { rank: 4 },
+        checkpointing: 'full',
+        gpu: 'rtx-4090',
+        timeline: false,
+      };
+      const pipe = (more) => ({ pipeline: { denoiser: { preset: 'sdxl-base-unet' }, ...more } });
+      // The script casts the frozen UNet to weight_dtype (bf16): lora.baseDtype where the core
+      // takes it, else the core's default for the base.
+      const peak = (model, more = {}) => {
+        const r = attempt(tm, 'peakMemory', {
+          ...base,
+          lora: { rank: 4, baseDtype: 'bf16' },
+          ...more,
+          model,
+        });
+        if (r.ok || !String(r.error?.field || '').startsWith('lora')) return r;
+        return attempt(tm, 'peakMemory', { ...base, ...more, model });
+      };
+      const smi = (r) => (typeof r.deviceUsedBytes === 'number' ? r.deviceUsedBytes : r.peakBytes);
+      /** @type {Array<[string, any]>} */
+      const runs = [
+        ['ex.sdxl.unet', peak({ preset: 'sdxl-base-unet' })],
+        ['ex.sdxl.pipeline', peak(pipe({}))],
+        ['ex.sdxl.prior', peak(pipe({ priorPreservation: true }))],
+        ['ex.sdxl.cached', peak(pipe({ precomputed: { latents: true }, vae: false }))],
+      ];
+      const steps = [h('li', {}, t('ex.sdxl.s1')), h('li', {}, t('ex.sdxl.s2'))];
+      for (const [key, r] of runs) {
+        steps.push(
+          h(
+            'li',
+            {},
+            t(key),
+            ': ',
+            r.ok
+              ? [GB(t, smi(r.result)), ' ', t(r.result.fits ? 'ex.sdxl.fits' : 'ex.sdxl.over')]
+              : errorNote(t, r.error),
+          ),
+        );
+      }
+      const full = runs[1][1];
+      const result = full.ok
+        ? h(
+            'p',
+            {},
+            t('ex.sdxl.result', {
+              frozen: t.gb(full.result.pipeline.residentBytes),
+              encode: t.gb(full.result.pipeline.encodeBytes),
+              batch: t.int(full.result.maxMicroBatch ?? 0),
+            }),
+          )
+        : h('p', {}, errorNote(t, full.error));
+      return { steps, result, runs };
+    },
+  },
+  {
     id: 'gpt2-budget',
     tab: 'place',
     article: 'accumulation',

@@ -196,7 +196,7 @@ export interface ModelByPreset {
  * the core check it strictly (a duplicate key is an error naming `model.config.<key>`).
  */
 export interface ModelByConfig {
-  config: HuggingFaceConfig | string;
+  config: HuggingFaceConfig | DiffusersConfig | TorchTransformerConfig | string;
   /**
    * HF class to build when the config's `architectures` does not say (e.g.
    * `"BertForSequenceClassification"`, `"BertModel"`, `"LlamaForCausalLM"`).
@@ -208,14 +208,49 @@ export interface ModelByConfig {
 /**
  * A HuggingFace `config.json` object (keys as HF writes them). `model_type` with an exact
  * tensor list (from transformers' `modeling_*.py`): `gpt2`, `bert`, `llama`, `mistral`,
- * `mixtral`, `qwen2`, `qwen3`, `qwen3_moe`, `gemma2`, `gemma3_text`, `phi3`, `deepseek_v3`,
- * `gpt_neox`, `t5`, `mt5`. Any other `model_type` needs `hidden_size`, `num_hidden_layers`,
+ * `mixtral`, `qwen2`, `qwen3`, `qwen3_moe`, `gemma`, `gemma2`, `gemma3_text`, `phi3`,
+ * `deepseek_v3`, `gpt_neox`, `t5`, `mt5`, and with their own activation recipes `falcon`
+ * (multi-query and `new_decoder_architecture`), `phi` (phi-1, 1.5, 2: partial rotary, attention
+ * and MLP side by side), `gptj`, `starcoder2`, `olmo`, `olmo2` (docs/models.md). A
+ * `quantization_config` of `quant_method` `gptq` or `awq` (GEMM) packs the blocks' linears
+ * (AutoGPTQ's QuantLinear, AutoAWQ's WQLinear_GEMM): peakMemory then needs `lora`, and the
+ * weights line holds the packed bytes. Any other `model_type` needs `hidden_size`, `num_hidden_layers`,
  * `num_attention_heads`, `intermediate_size`, `vocab_size` (optional `num_key_value_heads`,
  * `head_dim`, `tie_word_embeddings`) and is built as a generic Llama-style decoder, marked
  * approximate in the result's `assumptions`.
  */
 export interface HuggingFaceConfig {
   model_type: string;
+  [key: string]: unknown;
+}
+/**
+ * A diffusers `config.json` (its `_class_name`): `UNet2DConditionModel` (SD 1.x, 2.x, SDXL with
+ * its added conditioning), `SD3Transformer2DModel` (SD3, SD3.5 with dual attention and
+ * qk-norm), `FluxTransformer2DModel`, `DiTTransformer2DModel`, `PixArtTransformer2DModel`, and
+ * `AutoencoderKL` (a frozen part: describeModel, checkpointSize and `pipeline.vae`, not trained).
+ * Exact tensor lists (diffusers@58eb52c0); the activations follow diffusers' modules op by op
+ * with the UNet's skip connections carried across the chain (docs/diffusion.md).
+ */
+export interface DiffusersConfig {
+  _class_name: string;
+  [key: string]: unknown;
+}
+/**
+ * `torch.nn.Transformer` from its constructor's arguments (`d_model`, `nhead`,
+ * `num_encoder_layers`, `num_decoder_layers`, `dim_feedforward`, `dropout`, `activation`
+ * `"relu"` | `"gelu"`, `layer_norm_eps`, `bias`; `norm_first` is refused in training), with
+ * `model_type: "nn.Transformer"`. It has no embeddings or head: peakMemory's `seqLen` is the
+ * source length, `targetLen` the target's; the loss is a stand-in (the mean square of the output).
+ */
+export interface TorchTransformerConfig {
+  model_type: 'nn.Transformer';
+  d_model?: number;
+  nhead?: number;
+  num_encoder_layers?: number;
+  num_decoder_layers?: number;
+  dim_feedforward?: number;
+  dropout?: number;
+  activation?: 'relu' | 'gelu';
   [key: string]: unknown;
 }
 /** One parameter tensor as in `model.state_dict()`. */
@@ -253,6 +288,59 @@ export interface ModelByTensors {
 }
 /** Any of the four model forms. */
 export type ModelInput = ModelByParams | ModelByPreset | ModelByConfig | ModelByTensors;
+
+/** A text encoder of a diffusion pipeline. */
+export interface TextEncoderInput {
+  /**
+   * `"clip-vit-large-patch14"` (123,060,480), `"clip-vit-h-14"` (SD 2.x, 340,387,840),
+   * `"clip-vit-bigG-14"` (SDXL's second, with projection, 694,659,840), `"t5-v1_1-xxl-encoder"`
+   * (4,762,310,656). Or give `params`.
+   */
+  preset?: string;
+  /** Its parameter count when it is no preset (no encode cost is then counted). */
+  params?: number;
+  /** Default: the precision's weight dtype (the scripts' `weight_dtype`). */
+  dtype?: 'fp32' | 'bf16' | 'fp16';
+  /** Tokens it encodes (CLIP 77; T5: the denoiser's text tokens, SD3's less CLIP's 77). */
+  tokens?: number;
+  /**
+   * `"lora"` (or `true`): LoRA on its q, k, v and out_proj, as `--train_text_encoder` of the
+   * DreamBooth LoRA scripts (CLIP presets only). Default `"none"`: frozen.
+   */
+  train?: 'none' | 'lora' | boolean;
+  /** LoRA rank of this encoder. Default the request's `lora.rank`, else 4. */
+  rank?: number;
+}
+
+/**
+ * A diffusion training pipeline (peakMemory and accumulation): the network that trains
+ * (`denoiser`: full, or LoRA with the request's `lora`) and what stays frozen on the device
+ * beside it. Defaults follow diffusers' `examples/dreambooth/train_dreambooth_lora*.py`: the VAE
+ * in fp32 for SDXL and SD3, in the weight dtype otherwise; SDXL, SD3 and Flux precompute the
+ * prompt embeddings when no text encoder trains, and SD3 and Flux then free the text encoders;
+ * the text encoders of the denoiser's pipeline (SD 1.x: CLIP-L; 2.x: OpenCLIP-H; SDXL: CLIP-L
+ * and bigG; SD3: both and T5-XXL; Flux: CLIP-L and T5-XXL; PixArt: T5-XXL). `microBatch` counts
+ * instance images; `maxMicroBatch` too.
+ */
+export interface DiffusionPipeline {
+  /** The network that trains: a UNet2DConditionModel, SD3, Flux, DiT or PixArt preset or config. */
+  denoiser: ModelByPreset | ModelByConfig;
+  /** The AutoencoderKL (default: sd-vae, or flux-vae for SD3 and Flux); `false`: none on the device (cached latents). */
+  vae?: ((ModelByPreset | ModelByConfig) & { dtype?: 'fp32' | 'bf16' | 'fp16' }) | false;
+  /** The text encoders (default: the pipeline's); `[]` for none on the device. */
+  textEncoders?: TextEncoderInput[];
+  /**
+   * `latents`: `--cache_latents` (encoded once, the VAE deleted). `textEmbeddings`: prompt
+   * embeddings computed once (no per-step encode). Defaults as the scripts.
+   */
+  precomputed?: { latents?: boolean; textEmbeddings?: boolean };
+  /** DreamBooth's `--with_prior_preservation`: each step runs microBatch instance and microBatch class images. */
+  priorPreservation?: boolean;
+}
+/** `model` of peakMemory / accumulation as a diffusion pipeline. */
+export interface ModelByPipeline {
+  pipeline: DiffusionPipeline;
+}
 
 // ---------------------------------------------------------------------------------------
 // checkpointSize
@@ -566,8 +654,8 @@ export interface CheckpointingOptions {
 
 /** Request of {@link Trainmem.peakMemory}. Every default is documented in docs/peak-memory.md. */
 export interface PeakMemoryRequest {
-  /** The model (any form). Give `model` or `mlp`. */
-  model?: ModelInput;
+  /** The model (any form, or a diffusion pipeline). Give `model` or `mlp`. */
+  model?: ModelInput | ModelByPipeline;
   /** A plain MLP instead of `model`. */
   mlp?: MlpInput;
   /** Samples per micro-step per GPU, whole number from 1 to 16,777,216 (2^24). */
@@ -586,6 +674,14 @@ export interface PeakMemoryRequest {
    * model: an error naming `targetLen`.
    */
   targetLen?: number;
+  /**
+   * Diffusion networks only: the image in pixels, a side or `[height, width]` (a multiple of
+   * the VAE's factor 8 times the UNet's downsampling or the transformer's 2×2 patch); default
+   * the config's `sample_size` × 8. Latents are 1/8 of it; SD3, DiT, PixArt and Flux tokens
+   * 1/16 per side. For these networks `seqLen` is the text tokens (default 77, SD3 333, Flux
+   * 512, PixArt 120; DiT has none).
+   */
+  imageSize?: number | [number, number];
   /** Default fp32. */
   precision?: Precision;
   /** Default adamw. */
@@ -644,7 +740,10 @@ export interface PeakMemoryRequest {
      * `gate_up_proj` (Phi-3), `q_a_proj`, `q_b_proj`, `kv_a_proj_with_mqa`, `kv_b_proj`
      * (DeepSeek MLA), and `experts` (trainmem's name for every linear of the routed experts).
      * Default: PEFT's `TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING` entry for the model
-     * type (an error where PEFT has none, e.g. phi3, qwen3_moe, deepseek_v3).
+     * type (an error where PEFT has none, e.g. phi3, qwen3_moe, deepseek_v3); for diffusion
+     * networks the DreamBooth LoRA scripts' (diffusers examples/dreambooth): `to_k`, `to_q`,
+     * `to_v`, `to_out.0` (UNet, DiT, PixArt), SD3's `attn.*` projections with the context
+     * stream's `add_*_proj` and `to_add_out`, Flux's those and both feed-forwards.
      */
     targetModules?: string[] | 'all-linear';
     /**
@@ -910,7 +1009,7 @@ export interface PeakMemoryResult {
   deviceUsedBytes: number | null;
   /** The caching-allocator simulation (CUDA runtimes). */
   allocator?: AllocatorSimulation;
-  /** Where the peak happens (forward, backward, optimizer). */
+  /** Where the peak happens (forward, backward, optimizer; `encode` with a pipeline that encodes its batch). */
   peakPhase: string;
   /** The layer at the peak (−1 outside layers). */
   peakLayer: number;
@@ -985,6 +1084,34 @@ export interface PeakMemoryResult {
   timeline?: TimelinePoint[];
   /** Present when the timeline was thinned (every k-th point and the highest): its full count. */
   timelinePoints?: number;
+  /**
+   * With `model.pipeline`: each part on the device (its dtype and bytes, whether it stays
+   * resident and encodes every step, a text encoder's LoRA rank), their resident bytes, the
+   * text encoders' LoRA parameters and activations, the largest encode's working set (the VAE's
+   * encoder or a text encoder under no_grad, before the forward) and the images' pixels, and
+   * the samples a step runs (2 × microBatch with prior preservation).
+   */
+  pipeline?: {
+    parts: {
+      role: string;
+      /** What it is, e.g. "CLIP ViT-L/14 text encoder (CLIPTextModel; …)". */
+      name: string;
+      params: number;
+      dtype: 'fp32' | 'bf16' | 'fp16';
+      bytes: number;
+      resident: boolean;
+      encodes: boolean;
+      loraRank?: number;
+    }[];
+    residentBytes: number;
+    textEncoderLoraParams: number;
+    textEncoderActivationBytes: number;
+    encodeBytes: number;
+    encodePart: string;
+    pixelBytes: number;
+    priorPreservation: boolean;
+    samplesPerStep: number;
+  };
   inexact?: InexactNumber[];
   messages?: MessageCodes;
 }

@@ -67,8 +67,10 @@ struct LoraSettings {
 
 struct Settings {
   uint64_t micro_batch = 1;
-  uint64_t seq_len = 1;     // the (encoder's) input length
+  uint64_t seq_len = 1;     // the (encoder's) input length; diffusion: the text tokens
   uint64_t target_len = 0;  // encoder-decoder: the decoder's length (0 = seq_len)
+  // Diffusion networks: the image in pixels (0 = the model's sample_size x its VAE factor).
+  uint64_t image_height = 0, image_width = 0;
   Precision precision = Precision::fp32;
   Attention attention = Attention::sdpa;
   uint64_t tensor_parallel = 1;
@@ -114,6 +116,9 @@ struct LayerActivations {
   uint64_t backward_temp_bytes = 0;   // transient during the backward (incl. the input gradient)
   double forward_flops = 0;
   uint64_t params = 0;  // parameters of this layer (gradients appear at its backward)
+  // Rows (micro-batch included) that the layer's linear modules process; 0 = micro-batch x
+  // seqLen (targetLen in a decoder). Set by the vision and speech recipes, whose stages differ.
+  uint64_t tokens = 0;
   // For peak memory's allocation trace: the saved tensors one by one (a group of n equal
   // tensors as n entries) in the order the ops create them, the output last; and the
   // transients as groups of equal pieces that live while tensor `at` is created (forward) or
@@ -147,7 +152,28 @@ struct LayerActivations {
   // input, BERT's frozen pooler) autograd frees it once this layer has run with autograd. (The
   // same field and meaning as the diffusion recipes' `input_saved`.)
   bool input_saved = true;
+  // Skip connections and what the layer keeps of its input (placement::Layer::skips,
+  // concat_input: the same meaning; input_saved below): diffusion UNets' concatenated down-block
+  // outputs and Transformer2DModel's residual.
+  std::vector<placement::Layer::Skip> skips;
+  bool concat_input = false;
+  // false: the framework's gradient checkpointing leaves this layer outside every checkpointed
+  // segment (diffusers wraps ResnetBlock2D and transformer blocks, not the glue between them)
+  bool checkpointable = true;
+  // The diffusion recipes set `tokens` too (image tokens at the unit's resolution) and list the
+  // linear modules whose rows differ: a module whose name ends with `suffix` processes `rows`
+  // (the cross-attention's attn2.to_k reads the text tokens, time_emb_proj one row per sample).
+  // LoRA's activations per adapted module follow these rows.
+  struct ModuleRows {
+    const char* suffix = "";
+    uint64_t rows = 0;
+  };
+  std::vector<ModuleRows> module_rows;
 };
+
+// The rows the linear module `module` (its full name) of this layer processes: module_rows by
+// suffix (PEFT's rule: the name equals it or ends with "." + it), else tokens, else `fallback`.
+uint64_t linear_rows(const LayerActivations& l, const std::string& module, uint64_t fallback);
 
 struct ModelActivations {
   std::string recipe;        // "gpt2" | "bert" | "llama" | "t5" | "mlp"
@@ -158,7 +184,8 @@ struct ModelActivations {
   std::vector<std::string> assumptions;
 };
 
-// Throws RequestError(unsupported, "model") when the model has no architecture.
+// Throws RequestError(unsupported, "model") when the model has no architecture. Diffusion
+// networks (model.net) go to their own recipes (diffusion_activations.cpp).
 ModelActivations transformer_activations(const ModelDescription& model, const Settings& s);
 
 // Korthikanti et al. 2022 (arXiv 2205.05198) eq. 1-2 / section 4.2: per transformer layer, 16-bit

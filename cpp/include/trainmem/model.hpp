@@ -10,6 +10,12 @@
 
 namespace trainmem {
 
+namespace diffusion {
+struct Net;       // trainmem/diffusion.hpp
+struct Pipeline;  // trainmem/pipeline.hpp
+}  // namespace diffusion
+struct Quantization;  // trainmem/quantization.hpp
+
 // How a weight is used: nn.Linear stores [out, in], transformers' Conv1D (GPT-2) [in, out].
 // LoRA adapts these (PEFT tuners/lora/layer.py: Linear and Conv1D).
 enum class LinearKind : uint8_t { none, linear, conv1d };
@@ -27,6 +33,9 @@ struct TensorSpec {
   // embedding ("emb", "wte", "wpe"). Peak memory assigns parameters to chain layers with them.
   int64_t block = -1;
   bool embedding = false;
+  // `block` (and `embedding`) set by the recipe (diffusion units, vision, speech): finalize_tensors
+  // keeps them instead of reading them from the name.
+  bool block_set = false;
   uint64_t numel() const;
 };
 
@@ -64,6 +73,13 @@ struct Architecture {
   uint64_t shared_experts = 0;  // MoE: always-active shared experts (DeepSeek), per token
   bool mla = false;             // multi-head latent attention (DeepSeek-V3)
   bool generic = false;         // no exact recipe: a Llama-style decoder stands in
+  // Decoders whose attention and MLP read one norm's output side by side (GPT-J, Phi, Falcon):
+  // the block output is attention + MLP + residual. norm_count: their norms per block (Falcon's
+  // new decoder architecture: ln_attn and ln_mlp).
+  bool parallel_block = false;
+  uint64_t norm_count = 0;
+  double partial_rotary = 1.0;  // share of head_dim that RoPE rotates (Phi, GPT-J)
+  bool norm_first = false;      // torch.nn.Transformer(norm_first=...)
 };
 
 struct ModelDescription {
@@ -89,6 +105,12 @@ struct ModelDescription {
   // without parameters (activations, dropout, containers) are missing.
   bool modules_inferred = false;
   uint64_t module_name_bytes = 0;
+  // Diffusion networks (diffusers configs): the chain of units the activation recipe walks.
+  std::shared_ptr<const diffusion::Net> diffusion;
+  // peakMemory's model.pipeline: the frozen parts around this (diffusion) network
+  std::shared_ptr<const diffusion::Pipeline> pipeline;
+  // config.json quantization_config (GPTQ, AWQ): the packed block linears
+  std::shared_ptr<const Quantization> quantization;
   bool has_tensors() const { return !tensors.empty(); }
   bool has_architecture() const { return arch.layers > 0 && arch.hidden > 0; }
 };

@@ -28,6 +28,25 @@ struct Layer {
   bool selective = false;
   uint64_t selective_kept_bytes = 0;
   double selective_recompute_cost = 0;
+  // Skip connections (diffusers' UNet: an up resnet concatenates a down block's output; a
+  // Transformer2DModel adds its input back after its blocks): outputs of earlier layers that this
+  // layer also reads in its forward, keeping none of them itself. Each is kept from its creation
+  // until this layer has run, or until its recomputation when it runs inside a checkpointed
+  // segment that does not recompute the producer too. The gradient this layer's backward sends
+  // to it (grad_bytes) lives until the backward of the layer after the producer, where the two
+  // gradients are summed.
+  struct Skip {
+    uint32_t from = 0;        // the producing layer (its output a[from + 1]); from + 1 < this layer
+    uint64_t grad_bytes = 0;  // the gradient storage held for it
+  };
+  std::vector<Skip> skips;
+  // false: no op of this layer keeps its input a[i] for the backward (the chain counts a[i] in
+  // the previous layer's savedBytes: it is freed once this layer has run)
+  bool input_saved = true;
+  // true: the first op concatenates a[i] with the skips into the first of the layer's saved
+  // tensors (torch.cat's backward returns views of one gradient: the input's gradient is part of
+  // the skip's until the skip's gradient is summed)
+  bool concat_input = false;
 };
 
 struct Chain {

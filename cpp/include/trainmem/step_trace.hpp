@@ -65,6 +65,16 @@ struct TraceLayer {
   // Whether an op of this layer keeps its input (the previous layer's output) for the backward;
   // false: autograd frees that output once this layer has run with autograd (activations.hpp)
   bool input_saved = true;
+  // Skip connections (placement::Layer::skips, the diffusion UNet's concatenated down-block
+  // outputs): the outputs of earlier layers this layer also reads. Each lives until this layer
+  // has run with autograd (or, inside a checkpointed segment that recomputes the producer too,
+  // until its no-grad forward); the gradient this layer's backward sends it (grad_bytes) lives
+  // until the producer's next layer's backward, where the two gradients are summed.
+  std::vector<placement::Layer::Skip> skips;
+  // The first op concatenates the input with the skips (torch.cat): a checkpointed segment
+  // starting here keeps the concatenation as its input; the input's gradient is a view of the
+  // concatenation's, which lives with the skip's gradient.
+  bool concat_input = false;
   // Op-level selective checkpointing: the op outputs the policy caches when the layer runs
   // checkpointed; they live until its recomputation, which uses them instead of running
   // those ops (torch/utils/checkpoint.py create_selective_checkpoint_contexts)

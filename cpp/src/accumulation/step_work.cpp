@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "trainmem/diffusion.hpp"
 #include "trainmem/optimizer.hpp"
 
 namespace trainmem {
@@ -29,6 +30,11 @@ Work of(const peak::Request& run, const peak::Result& first) {
     const double per_sample = first.forward_flops / static_cast<double>(run.micro_batch);
     w.flops.total = w.flops.blocks = per_sample;
     w.flops.layers = run.mlp.sizes.size() - 1;
+  } else if (run.model().diffusion) {
+    // a diffusion network: its recipes' FLOPs per sample (an image, not tokens)
+    w.flops.method = "architecture";
+    w.flops.total = w.flops.blocks = first.forward_flops / static_cast<double>(run.micro_batch);
+    w.flops.layers = run.model().diffusion->units.size();
   } else {
     w.flops = time_model::forward_flops_per_token(run.model(), run.seq_len, run.target_len);
   }

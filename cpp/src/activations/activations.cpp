@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "activations/diffusion_recipe.hpp"
+#include "activations/llm_families.hpp"
 #include "activations/lora_recipes.hpp"
 #include "io/request.hpp"
 #include "trainmem/error.hpp"
@@ -289,6 +291,11 @@ void family_assumptions(const Architecture& a, std::vector<std::string>* out) {
     out->push_back(
         "shared experts counted as extra experts per token; the first dense layers "
         "as MoE layers (approximate)");
+  if (t == "gemma")  // llm_family() leaves Gemma here for the features only this recipe has
+    out->push_back(
+        "Gemma through the Llama recipe (for tensorParallel, sequenceParallel, float8 or the "
+        "chunked and fused losses): its fp32 norms with 1 + weight and the sqrt(hidden) scaling "
+        "are not counted (approximate)");
   if (t == "gemma2" || t == "gemma3_text")
     out->push_back(
         "Gemma's pre/post feed-forward norms and q/k norms are not counted; GeGLU as "
@@ -1067,6 +1074,9 @@ LayerActivations head_layer(const std::string& recipe, const Ctx& c, const Ctx& 
 }  // namespace
 
 ModelActivations transformer_activations(const ModelDescription& m, const Settings& s) {
+  if (m.diffusion) return diffusion_activations(m, s);
+  if (llm_family(m.arch, s) && m.has_architecture()) return llm_family_activations(m, s);
+  if (m.arch.model_type == "nn.Transformer") return torch_transformer_activations(m, s);
   const Architecture& ar = m.arch;
   ModelActivations out;
   out.recipe = family(ar);
@@ -1184,6 +1194,9 @@ placement::Chain to_chain(const ModelActivations& acts) {
     pl.saved_bytes = l.saved_bytes;
     pl.forward_temp_bytes = l.forward_temp_bytes;
     pl.backward_temp_bytes = l.backward_temp_bytes;
+    pl.skips = l.skips;
+    pl.input_saved = l.input_saved;
+    pl.concat_input = l.concat_input;
     c.layers.push_back(pl);
   }
   return c;

@@ -31,6 +31,7 @@ class Builder {
     for (const auto& l : s.layers) grads += l.grads.size();
     grad_ids_.assign(grads, 0);
     state_ids_.assign(s.params.size(), {});
+    for (const auto& l : s.layers) any_skip_ = any_skip_ || !l.skips.empty();
   }
 
   Trace run() {
@@ -187,6 +188,8 @@ class Builder {
     // the recomputation takes the cached outputs into its graph: modelled as freeing the
     // cache before the layer's tensors are made again (the same sizes, so the same blocks)
     free_all(&kept_[i]);
+    // a kept concatenation becomes the recomputation's first saved tensor
+    if (any_skip_) free(sk_.cat[i]);
     std::vector<uint64_t>& gathered = fwd_gathered_;
     gather(recompute ? L.gather_recompute : L.gather_forward, &gathered);
     cast_weights(i, true);
@@ -199,16 +202,27 @@ class Builder {
     temps_at(L.forward_temps, L.tensors.size(), &live);
     free_all(&live);
     free_all(&gathered);
+    if (any_skip_ && !sk_.consumed[i]) {  // the skipped outputs it read are needed no more
+      for (const auto& k : L.skips) unpin(k.from + 1);
+      sk_.consumed[i] = 1;
+    }
     // no op kept the input: the previous layer's output (its last saved tensor, when it ran with
-    // autograd too) goes now, not at that layer's backward
+    // autograd too) goes now, not at that layer's backward; in the first forward a standalone
+    // input too (no checkpoint keeps it: this layer is not in a segment)
     if (!L.input_saved && i > 0 && !saved_[i - 1].empty() && !s_.offload_activations)
-      free(saved_[i - 1].back());
+      release(i, &saved_[i - 1].back());
+    else if (!L.input_saved && i > 0 && any_skip_ && !recompute)
+      release(i, &standalone_[i]);
   }
 
   // F_ck / F_n under torch.no_grad: each intermediate is freed once the next op has read it;
   // only the output is kept (torch/utils/checkpoint.py runs the segment without autograd).
   void forward_nograd(size_t i, bool drop_input, bool recompute) {
     const TraceLayer& L = s_.layers[i];
+    if (any_skip_ && !recompute) {
+      if (!drop_input) sk_.seg_first = static_cast<uint32_t>(i);  // F_ck starts a segment
+      sk_.segment[i] = sk_.seg_first;
+    }
     std::vector<uint64_t>& gathered = fwd_gathered_;
     gather(recompute ? L.gather_recompute : L.gather_forward, &gathered);
     cast_weights(i, false);
@@ -228,11 +242,77 @@ class Builder {
     free_all(&live);
     free(prev);
     free_all(&gathered);
-    if (drop_input && i > 0) free(standalone_[i]);
+    if (any_skip_ && !recompute) read_skips_nograd(i, !drop_input);
+    if (drop_input && i > 0) release(i, &standalone_[i]);
+  }
+
+  // ---- skip connections (TraceLayer::skips): a[k] (the output of layer k - 1) is pinned by
+  // the layers that read it through a skip; a free of a pinned a[k] waits for its last reader.
+  void release(size_t k, uint64_t* id) {
+    if (!*id) return;
+    if (any_skip_ && sk_.pins[k]) {
+      sk_.held[k].push_back(*id);
+      *id = 0;
+      return;
+    }
+    free(*id);
+  }
+  void unpin(size_t k) {
+    if (sk_.pins[k] == 0 || --sk_.pins[k] > 0) return;
+    free_all(&sk_.held[k]);
+  }
+  // A no-grad forward inside a segment: the skips from the same segment are read and made
+  // again by its recomputation; those from before it stay pinned (the checkpoint keeps them as
+  // inputs) until the recomputation. A segment that starts by concatenating keeps the
+  // concatenation instead of its input and skips (diffusers: torch.cat outside the checkpoint).
+  void read_skips_nograd(size_t i, bool starts) {
+    const TraceLayer& L = s_.layers[i];
+    if (L.skips.empty()) return;
+    if (starts && L.concat_input) {
+      uint64_t cat = i > 0 ? s_.layers[i - 1].output_bytes : 0;
+      for (const auto& k : L.skips) cat += s_.layers[k.from].output_bytes;
+      sk_.cat[i] = alloc(cat, Part::boundaries);
+      for (const auto& k : L.skips) unpin(k.from + 1);
+      sk_.consumed[i] = 1;
+      if (i > 0) release(i, &standalone_[i]);
+      return;
+    }
+    for (const auto& k : L.skips)
+      if (k.from >= sk_.segment[i]) unpin(k.from + 1);
+  }
+  // Each micro-step: every skip pins its producer's output; no segments yet.
+  void reset_skips() {
+    const size_t n = s_.layers.size();
+    sk_.pins.assign(n + 1, 0);
+    sk_.held.assign(n + 1, {});
+    sk_.pending.assign(n + 1, {});
+    sk_.grad_in.assign(n + 1, 0);
+    sk_.consumed.assign(n, 0);
+    sk_.segment.assign(n, static_cast<uint32_t>(n));
+    sk_.cat.assign(n, 0);
+    sk_.seg_first = 0;
+    for (const auto& l : s_.layers)
+      for (const auto& k : l.skips) ++sk_.pins[k.from + 1];
+  }
+  // At the loss: a skip inside one checkpointed segment is read again by the recomputation,
+  // which makes its producer's output again: pinned once more.
+  void repin_for_recompute() {
+    const size_t n = s_.layers.size();
+    for (size_t c = 0; c < n; ++c) {
+      if (sk_.segment[c] == n) continue;
+      bool again = false;
+      for (const auto& k : s_.layers[c].skips)
+        if (k.from >= sk_.segment[c]) {
+          ++sk_.pins[k.from + 1];
+          again = true;
+        }
+      if (again) sk_.consumed[c] = 0;
+    }
   }
 
   void loss() {
     const size_t n = s_.layers.size();
+    if (any_skip_) repin_for_recompute();
     // the autocast region (HF Trainer: forward and loss) ends here: casts no graph holds go
     for (size_t i = 0; i < n; ++i)
       if (!casts_in_graph_[i]) free_all(&casts_[i]);
@@ -325,10 +405,36 @@ class Builder {
     free_all(&gathered);
     saved_[i].clear();
     free_all(&casts_[i]);
+    if (any_skip_ && sk_.grad_in[i + 1]) {
+      // a concatenating layer's input gradient is a view of the concatenation's gradient,
+      // which lives until the skip's gradient is summed
+      sk_.pending[sk_.grad_in[i + 1]].push_back(grad_of_[i + 1]);
+      grad_of_[i + 1] = 0;
+      sk_.grad_in[i + 1] = 0;
+    }
     free(grad_of_[i + 1]);
     if (i > 0) free(standalone_[i]);
+    if (any_skip_) skip_gradients(i, &dinput);
     grad_of_[i] = i > 0 ? dinput : 0;
     if (i == 0) free(dinput);
+  }
+
+  // B(i) of a skip's reader sends a gradient to the skipped output a[from + 1], kept until
+  // B(from + 1) makes that tensor's other gradient; the engine then sums the two into a new
+  // tensor (torch/csrc/autograd/input_buffer.cpp InputBuffer::add: out of place when the
+  // buffer cannot be stolen).
+  void skip_gradients(size_t i, uint64_t* dinput) {
+    const TraceLayer& L = s_.layers[i];
+    if (i > 0 && !sk_.pending[i].empty()) {
+      const uint64_t sum = alloc(s_.layers[i - 1].output_bytes, Part::activation_grads);
+      free(*dinput);
+      free_all(&sk_.pending[i]);
+      *dinput = sum;
+    }
+    for (const auto& k : L.skips) {
+      sk_.pending[k.from + 1].push_back(alloc(k.grad_bytes, Part::activation_grads));
+      if (L.concat_input && i > 0) sk_.grad_in[i] = k.from + 1;
+    }
   }
 
   // ---- activation offloading: a queue of saved tensors still on the GPU, oldest first
@@ -372,6 +478,7 @@ class Builder {
 
   void micro_step(uint32_t step, uint32_t micro) {
     stash_.clear();
+    if (any_skip_) reset_skips();
     std::vector<size_t> grad_base(s_.layers.size(), 0);
     for (size_t i = 1; i < s_.layers.size(); ++i)
       grad_base[i] = grad_base[i - 1] + s_.layers[i - 1].grads.size();
@@ -486,6 +593,20 @@ class Builder {
   uint32_t current_step_ = 0;
   std::vector<std::vector<uint64_t>> saved_, casts_, state_ids_, kept_;
   std::vector<bool> casts_in_graph_;
+  // skip connections: pins and held frees per a[k], skip gradients waiting for B(k), the skip
+  // a concatenating layer's input gradient belongs to, per layer whether its skips were read,
+  // its checkpointed segment's first layer (n: none) and its kept concatenation
+  struct SkipState {
+    std::vector<uint32_t> pins;
+    std::vector<std::vector<uint64_t>> held, pending;
+    std::vector<size_t> grad_in;
+    std::vector<uint8_t> consumed;
+    std::vector<uint32_t> segment;
+    std::vector<uint64_t> cat;
+    uint32_t seg_first = 0;
+  };
+  bool any_skip_ = false;
+  SkipState sk_;
   std::vector<uint64_t> standalone_, grad_of_, grad_ids_;
 };
 

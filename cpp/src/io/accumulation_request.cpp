@@ -9,8 +9,10 @@
 #include "io/calculators.hpp"
 #include "io/field_list.hpp"
 #include "io/json_fields.hpp"
+#include "io/model_json.hpp"
 #include "io/peak_json.hpp"
 #include "io/request.hpp"
+#include "pipeline/pipeline_peak.hpp"
 #include "trainmem/accumulation.hpp"
 #include "trainmem/activations.hpp"
 #include "trainmem/model.hpp"
@@ -77,6 +79,17 @@ GpuInfo read_planner_keys(const Obj& req, accumulation::PlannerInputs* out) {
   return overrides;
 }
 
+// Whether the request's model is a diffusion network (or a pipeline around one).
+bool diffusion_model(const Obj& req) {
+  if (!req.has("model") || !req.raw("model").is_object()) return false;
+  const json& m = req.raw("model");
+  if (m.contains("pipeline")) return true;
+  if (m.contains("config") && m["config"].is_object()) return m["config"].contains("_class_name");
+  if (m.contains("preset") && m["preset"].is_string())
+    return parse_model_shared(Obj(m, "model"))->diffusion != nullptr;
+  return false;
+}
+
 // The peakMemory request: every key that is not the planner's, with "auto" checkpointing
 // (or none) resolved; sets *auto_ckpt.
 json peak_request(const Obj& req, bool* auto_ckpt) {
@@ -91,9 +104,11 @@ json peak_request(const Obj& req, bool* auto_ckpt) {
                 json_at(peak_json, "checkpointing") == vocab::kAccumulationAutoCheckpointing);
   if (*auto_ckpt) peak_json.erase("checkpointing");
   put_fields(peak_json, {{"microBatch", 1}, {"searchMaxMicroBatch", false}, {"timeline", false}});
-  if (!json_has(peak_json, "seqLen"))
+  // (a diffusion network's seqLen is its text tokens, with a default: io/diffusion_request.cpp)
+  if (!json_has(peak_json, "seqLen") && !diffusion_model(req))
     fail(code::kMissingField, "seqLen", "seqLen is required by the planner");
-  put(peak_json, "seqLen", req.raw("seqLen"));  // (validated by the peakMemory parser)
+  if (json_has(peak_json, "seqLen"))
+    put(peak_json, "seqLen", req.raw("seqLen"));  // (validated by the peakMemory parser)
   if (!json_has(peak_json, "gpu") && !json_has(peak_json, "gpuMemoryBytes"))
     fail(code::kMissingField, "gpu",
          "gpu (a preset id) or gpuMemoryBytes is required by the planner");
@@ -130,7 +145,7 @@ void work_per_step(const peak::Request& base, accumulation::PlannerInputs* out) 
   peak::Request counts = base;
   counts.simulate_allocator = false;
   counts.search_max_micro_batch = false;
-  const step_work::Work w = step_work::of(base, peak::evaluate(counts));
+  const step_work::Work w = step_work::of(base, pipeline::evaluate_any(counts));
   out->flops = w.flops;
   out->optimizer_bytes = w.optimizer_bytes;
   out->gradient_bytes = w.gradient_bytes;
@@ -164,7 +179,7 @@ accumulation::PeakMemoryFn memory_model(const peak::Request& base,
       r.checkpointing = peak::Checkpointing{};
       r.checkpointing.strategy = strategy;
     }
-    const peak::Result res = peak::evaluate(r);
+    const peak::Result res = pipeline::evaluate_any(r);
     accumulation::MemoryEstimate e;
     e.peak_bytes = res.peak_bytes;
     e.fits = res.has_device ? res.fits : false;
@@ -199,7 +214,7 @@ json plan_mode(const Obj& req) {
     fail(code::kUnsupported, "samples",
          "samples.lengths is modelled in peakMemory only: the planner's time model takes one "
          "padded length (give seqLen, or samples.packed)");
-  in.seq_len = base.is_mlp ? 1 : base.seq_len;
+  in.seq_len = base.is_mlp || base.model().diffusion ? 1 : base.seq_len;
   peak::Checkpointing user_ckpt;
   user_ckpt.strategy = "full";
   if (!auto_ckpt) user_ckpt = base.checkpointing;

@@ -9,6 +9,7 @@
 #include "io/json_fields.hpp"
 #include "io/model_json.hpp"
 #include "io/optimizer_json.hpp"
+#include "io/quantized_config.hpp"
 #include "io/request.hpp"
 #include "trainmem/checkpoint_size.hpp"
 #include "trainmem/vocabulary.hpp"
@@ -52,6 +53,13 @@ CheckpointRequest read_request(const json& request) {
   else
     req.mark_used("optimizer");
   r.has_weight_dtype = read_dtype(req, "weightDtype", &r.weight);
+  if (r.model.quantization) {  // GPTQ / AWQ: the packed buffers as the file holds them
+    if (r.has_weight_dtype)
+      fail(code::kInconsistent, "weightDtype",
+           "weightDtype: a GPTQ / AWQ model keeps its packed dtypes (int32 words, fp16 scales); "
+           "leave weightDtype out");
+    r.model = packed_state_dict(r.model);
+  }
   r.master = req.boolean_or("masterWeights", false);
   r.has_state_dtype = read_dtype(req, "stateDtype", &r.state);
   r.file_name = req.str_or("fileName", safetensors ? "model.safetensors" : "checkpoint.pt", 256);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "io/model_json.hpp"
+#include "io/quantized_config.hpp"
 #include "trainmem/model.hpp"
 
 namespace trainmem {
@@ -366,10 +367,10 @@ struct DecoderSpec {
 
 const char* decoder_class(const std::string& type) {
   static const std::pair<const char*, const char*> kCls[] = {
-      {"llama", "Llama"},           {"mistral", "Mistral"},    {"mixtral", "Mixtral"},
-      {"qwen2", "Qwen2"},           {"qwen3", "Qwen3"},        {"qwen3_moe", "Qwen3Moe"},
-      {"gemma2", "Gemma2"},         {"gemma3_text", "Gemma3"}, {"phi3", "Phi3"},
-      {"deepseek_v3", "DeepseekV3"}};
+      {"llama", "Llama"}, {"mistral", "Mistral"},       {"mixtral", "Mixtral"},
+      {"qwen2", "Qwen2"}, {"qwen3", "Qwen3"},           {"qwen3_moe", "Qwen3Moe"},
+      {"gemma", "Gemma"}, {"gemma2", "Gemma2"},         {"gemma3_text", "Gemma3"},
+      {"phi3", "Phi3"},   {"deepseek_v3", "DeepseekV3"}};
   for (const auto& p : kCls)
     if (type == p.first) return p.second;
   return "";
@@ -381,9 +382,9 @@ void read_decoder_dims(const Obj& c, const std::string& type, Architecture& a) {
   a.kv_heads = c.u64_or("num_key_value_heads", a.heads, 1, kMaxDim);
   // Absent head_dim: Gemma2Config / Gemma3TextConfig default 256, Qwen3Config 128; the others
   // use hidden_size // num_attention_heads (getattr fallback in their attention modules).
-  const uint64_t fixed = (type == "gemma2" || type == "gemma3_text") ? 256
-                         : type == "qwen3"                           ? 128
-                                                                     : 0;
+  const uint64_t fixed = (type == "gemma" || type == "gemma2" || type == "gemma3_text") ? 256
+                         : type == "qwen3"                                              ? 128
+                                                                                        : 0;
   const bool explicit_hd = c.has("head_dim") || fixed != 0;
   check_heads(c, "num_attention_heads", a.hidden, a.heads, explicit_hd);
   a.head_dim = c.has("head_dim") ? c.u64("head_dim", 1, kMaxDim)
@@ -394,10 +395,12 @@ void read_decoder_dims(const Obj& c, const std::string& type, Architecture& a) {
     fail(code::kInconsistent, c.field("num_key_value_heads"),
          {c.field("num_key_value_heads"), " (", std::to_string(a.kv_heads),
           ") must divide num_attention_heads (", std::to_string(a.heads), ")"});
-  // Gemma2/3 name the activation hidden_activation (default gelu_pytorch_tanh).
-  const bool gemma = type == "gemma2" || type == "gemma3_text";
-  a.activation = gemma ? c.str_or("hidden_activation", "gelu_pytorch_tanh", 64)
-                       : c.str_or("hidden_act", "silu", 64);
+  // Gemma2/3 name the activation hidden_activation (default gelu_pytorch_tanh); Gemma (1)
+  // GemmaConfig: hidden_act "gelu_pytorch_tanh", head_dim 256, tied embeddings.
+  const bool gemma = type == "gemma" || type == "gemma2" || type == "gemma3_text";
+  a.activation = type == "gemma" ? c.str_or("hidden_act", "gelu_pytorch_tanh", 64)
+                 : gemma         ? c.str_or("hidden_activation", "gelu_pytorch_tanh", 64)
+                                 : c.str_or("hidden_act", "silu", 64);
   a.norm = "rmsnorm";
   a.gated_mlp = true;
   a.attention_dropout = c.num_or("attention_dropout", 0.0, 0, 1);
@@ -800,6 +803,14 @@ void require_generic_fields(const Obj& c, const std::string& type) {
 }
 
 ModelDescription model_from_config(const Obj& c, const std::string& arch_override) {
+  if (c.has("_class_name") &&
+      !c.has("model_type")) {  // a diffusers config (io/diffusers_build.cpp)
+    ModelDescription m = model_from_diffusers_config(c);
+    for (auto it = c.json_value().begin(); it != c.json_value().end(); ++it) c.mark_used(it.key());
+    c.finish();
+    finalize_tensors(&m);
+    return m;
+  }
   const std::string type = c.str("model_type", 64);
   if (type.empty())
     fail(code::kOutOfRange, c.field("model_type"), {c.field("model_type"), " is empty"});
@@ -814,6 +825,8 @@ ModelDescription model_from_config(const Obj& c, const std::string& arch_overrid
     build_gpt_neox(c, arch_override, m);
   } else if (type == "t5" || type == "mt5") {
     build_t5(c, arch_override, type == "mt5", m);
+  } else if (model_from_llm_family(c, type, arch_override, m)) {
+    // falcon, phi, gptj, starcoder2, olmo, olmo2, nn.Transformer (io/llm_families.cpp)
   } else {
     if (decoder_class(type)[0] == '\0') require_generic_fields(c, type);
     build_llama_family(c, type, arch_override, m);
@@ -826,6 +839,8 @@ ModelDescription model_from_config(const Obj& c, const std::string& arch_overrid
   c.finish();
   // Modules were counted while building; keep them (finalize infers only when absent).
   finalize_tensors(&m);
+  if (c.has("quantization_config") && !c.raw("quantization_config").is_null())
+    apply_quantization(c, &m);  // GPTQ / AWQ (io/quantized_config.cpp)
   return m;
 }
 

@@ -27,5 +27,16 @@ nlohmann::json describe_model(const ModelDescription& m);
 // `arch_override` (may be empty) replaces config.architectures[0]. Throws RequestError naming the
 // field.
 ModelDescription model_from_config(const Obj& config, const std::string& arch_override);
+// The families of io/llm_families.cpp (falcon, phi, gptj, starcoder2, olmo, olmo2, and
+// "nn.Transformer": torch.nn.Transformer's constructor arguments): false for another type.
+bool model_from_llm_family(const Obj& config, const std::string& type,
+                           const std::string& arch_override, ModelDescription& m);
+// A diffusers config.json (`_class_name`: UNet2DConditionModel, SD3Transformer2DModel,
+// FluxTransformer2DModel, DiTTransformer2DModel, PixArtTransformer2DModel, AutoencoderKL):
+// io/diffusers_build.cpp. model_from_config calls it for a config with `_class_name`.
+ModelDescription model_from_diffusers_config(const Obj& config);
+// The model type trainmem gives a diffusers class ("unet", "sd3", "flux", "dit", "pixart", "vae";
+// "" for others): the model picker lists it without building the model.
+const char* diffusers_model_type(const std::string& class_name);
 
 }  // namespace trainmem

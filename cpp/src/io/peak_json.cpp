@@ -4,6 +4,8 @@
 #include "io/calculators.hpp"
 #include "io/field_list.hpp"
 #include "io/json_fields.hpp"
+#include "io/pipeline_request.hpp"
+#include "pipeline/pipeline_peak.hpp"
 
 namespace trainmem {
 namespace peak {
@@ -170,7 +172,10 @@ bool wants_timeline(const json& request) {
 
 nlohmann::json peak_memory_json(const nlohmann::json& request) {
   const peak::Request r = peak::parse_request(request);
-  return peak::result_json(r, peak::compute(r), peak::wants_timeline(request));
+  const peak::Result res = pipeline::adjusted(r) ? pipeline::compute(r) : peak::compute(r);
+  nlohmann::json out = peak::result_json(r, res, peak::wants_timeline(request));
+  if (!r.is_mlp && r.model().pipeline) put(out, "pipeline", pipeline_json(r));
+  return out;
 }
 
 }  // namespace trainmem

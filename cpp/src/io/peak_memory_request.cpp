@@ -5,11 +5,13 @@
 #include <cctype>
 #include <cmath>
 
+#include "io/diffusion_request.hpp"
 #include "io/embedded_data.hpp"
 #include "io/json_fields.hpp"
 #include "io/model_json.hpp"
 #include "io/optimizer_json.hpp"
 #include "io/peak_json.hpp"
+#include "io/pipeline_request.hpp"
 #include "io/request.hpp"
 #include "trainmem/error.hpp"
 #include "trainmem/optimizer.hpp"
@@ -365,7 +367,8 @@ void parse_fsdp(const Obj& req, Request* out) {
 void read_model(const Obj& req, Request* out) {
   Request& r = *out;
   if (!req.has("mlp")) {
-    r.model_ptr = parse_model_shared(req.obj("model"));
+    const Obj model = req.obj("model");
+    r.model_ptr = model.has("pipeline") ? read_pipeline(model) : parse_model_shared(model);
     return;
   }
   if (req.has("model")) fail(code::kInconsistent, "mlp", "give either model or mlp, not both");
@@ -446,7 +449,9 @@ void read_lengths(const Obj& req, Request* out) {
   Request& r = *out;
   r.micro_batch = req.u64("microBatch", 1, limits::kMaxMicroBatch);
   r.seq_len = 1;
-  if (!r.is_mlp) {
+  if (!r.is_mlp && read_diffusion_fields(req, &r.model_ptr, &r.seq_len)) {
+    // a diffusion network: imageSize, seqLen as its text tokens (io/diffusion_request.cpp)
+  } else if (!r.is_mlp) {
     r.seq_len = req.u64("seqLen", 1, limits::kMaxSeqLen);
     const uint64_t maxpos = r.model().arch.max_positions;
     if (maxpos > 0 && r.seq_len > maxpos)
@@ -552,8 +557,9 @@ void read_lora(const Obj& req, Request* out) {
       r.lora.target_modules.push_back(read_str(t[i], index_path(l.field("targetModules"), i), 64));
   }
   l.finish();
-  if (r.is_mlp || !r.model().has_architecture())
+  if (r.is_mlp || !(r.model().has_architecture() || r.model().diffusion))
     fail(code::kUnsupported, "lora", "LoRA needs a model with an architecture (preset or config)");
+  if (r.lora.target_modules.empty()) r.lora.target_modules = diffusion_lora_targets(r.model());
 }
 
 // The CUDA context the runtime's PyTorch line holds on this GPU (its contextBytesByGpu entry,

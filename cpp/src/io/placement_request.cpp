@@ -7,6 +7,7 @@
 // (docs/placement.md lists defaults and meaning).
 #include "io/calculators.hpp"
 #include "io/compact_layers.hpp"
+#include "io/diffusion_request.hpp"
 #include "io/json_fields.hpp"
 #include "io/model_json.hpp"
 #include "io/placement_json.hpp"
@@ -136,7 +137,10 @@ json placement_json(const json& request) {
       fail(code::kInconsistent, "chain", "give either chain or model, not both");
     activations::Settings set;
     set.micro_batch = root.u64("microBatch", 1, limits::kMaxMicroBatch);
-    set.seq_len = root.u64("seqLen", 1, limits::kMaxSeqLen);
+    std::shared_ptr<const ModelDescription> model = parse_model_shared(root.obj("model"));
+    // a diffusion network: imageSize, and seqLen as its text tokens (io/diffusion_request.cpp)
+    if (!read_diffusion_fields(root, &model, &set.seq_len))
+      set.seq_len = root.u64("seqLen", 1, limits::kMaxSeqLen);
     set.target_len = root.u64_or("targetLen", 0, 1, limits::kMaxSeqLen);
     const std::string prec = root.one_of_or("precision", activations::precision_names(), "fp32");
     activations::parse_precision(prec, &set.precision);
@@ -145,8 +149,7 @@ json placement_json(const json& request) {
     set.attention =
         vocab::find(vocab::kAttention, root.one_of_or("attention", attention, "sdpa"))->value;
     set.detail = false;
-    const ModelDescription model = parse_model(root.obj("model"));
-    chain = activations::build_chain(model, set);
+    chain = activations::build_chain(*model, set);
     placement::validate_chain(chain, "chain");
   } else {
     chain = parse_chain(root.obj("chain"));

@@ -7,6 +7,7 @@
 #include "io/calculators.hpp"
 #include "io/embedded_data.hpp"
 #include "io/json_fields.hpp"
+#include "io/model_json.hpp"
 #include "io/request.hpp"
 #include "trainmem/model.hpp"
 
@@ -26,7 +27,10 @@ json presets_json(const json& request) {
       json e = json::object();
       put(e, "id", id);
       put(e, "name", json_value_or(p, "name", id));
-      put(e, "modelType", cfg && cfg->is_object() ? json_value_or(*cfg, "model_type", "") : "");
+      std::string type = cfg && cfg->is_object() ? json_value_or(*cfg, "model_type", "") : "";
+      if (type.empty() && cfg && cfg->is_object())  // a diffusers config names its class instead
+        type = diffusers_model_type(json_value_or(*cfg, "_class_name", ""));
+      put(e, "modelType", type);
       put(e, "source", json_value_or(p, "source", ""));
       models.push_back(std::move(e));
     }

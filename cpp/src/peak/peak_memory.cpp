@@ -158,11 +158,14 @@ void plan_checkpointing(const Request& rq, Step* s, std::vector<std::string>* as
       if (i % rq.checkpointing.layer_every == 0) segs.push_back({i, i});
     s->plan = placement::evaluate(s->chain, segs);
   } else if (strat == "full" || op_level) {
-    // HF gradient_checkpointing / Megatron full: every block is its own checkpointed segment
+    // HF gradient_checkpointing / Megatron full: every block is its own checkpointed segment;
+    // diffusers wraps only its ResnetBlock2D and transformer blocks (checkpointable), not the
+    // glue between them (unet_2d_blocks.py: self._gradient_checkpointing_func(resnet, ...))
     std::vector<placement::Segment> segs;
     const uint32_t first = rq.is_mlp ? 0 : 1,
                    last = rq.is_mlp ? uint32_t(nl - 1) : uint32_t(nl - 2);
-    for (uint32_t i = first; i <= last; ++i) segs.push_back({i, i});
+    for (uint32_t i = first; i <= last; ++i)
+      if (acts.layers[i].checkpointable) segs.push_back({i, i});
     s->plan = placement::evaluate(s->chain, segs);
   } else {
     s->plan = placement::plan(s->chain, rq.checkpointing.placement);

@@ -122,6 +122,8 @@ class SpecBuilder {
     if (L.tensors.empty() && la.saved_bytes) L.tensors.push_back(la.saved_bytes);
     L.output_bytes = la.output_bytes;
     L.input_saved = la.input_saved;
+    L.skips = la.skips;
+    L.concat_input = la.concat_input;
     // LoRA: the recipe lists the frozen weights' 16-bit copies the graph keeps (a frozen
     // weight is cast per op, not cached: autocast_mode.cpp cached_cast)
     if (rq_.lora.enabled) {

@@ -46,8 +46,10 @@ uint64_t segment_g(const Chain& c, size_t i, size_t e) {
 }  // namespace
 
 bool metrics_apply(const Chain& chain) {
+  // the one-pass figures follow the simulator for plain chains; skip connections, early-freed
+  // inputs and concatenations change when tensors die, so those chains go to the simulator
   for (const Layer& L : chain.layers)
-    if (L.selective) return false;
+    if (L.selective || !L.skips.empty() || !L.input_saved || L.concat_input) return false;
   return true;
 }
 

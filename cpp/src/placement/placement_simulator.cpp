@@ -23,6 +23,21 @@
 //   and d[i+1] are freed, a standalone a[i] is freed, and d[i] is live. The gradient B(i)
 //   writes is charged from the next step on: Rotor's accounting (Beaumont et al. 2019, as in
 //   ColossalAI ckpt_solver_rotor.py: a stage's backward needs x[i+1] + xbar[i+1] + btmp[i]).
+// - Skip connections (Layer::skips of layer c, each from layer p: c reads a[p+1] too). a[p+1] is
+//   pinned from the start until c has run with autograd (F_all, in the forward or in its
+//   recomputation); when c runs inside a checkpointed segment that also holds p, the pin ends at
+//   that no-grad forward (the recomputation makes a[p+1] again). A standalone a[p+1] that the
+//   chain would free (F_n of p+1, or a next layer that keeps nothing of its input) stays while
+//   pinned. B(c) leaves the skip's gradient (grad_bytes) live until B(p+1), where the gradient of
+//   a[p+1] is summed (the sum x(p+1) at that moment too). A concatenating layer's input
+//   gradient d[c] is a view of the same storage: it stays with the skip's until then. A
+//   concatenating layer that starts a checkpointed segment keeps the concatenation (a new
+//   tensor, x(c) plus the skips) as the checkpoint's input, frees a[c] and needs the skips no
+//   more; its recomputation saves that same tensor.
+// - A layer that keeps nothing of its input (inputSaved false) frees a[i] when it has run with
+//   autograd: out of abar[i] (the previous layer's savedBytes) or, standalone, in the first
+//   forward (and in a recomputation only when it concatenates: the concatenation replaces the
+//   checkpoint's kept input). Its backward does not need a[i].
 // - Costs: every forward op costs forwardCost, every backward op backwardCost; recompute is
 //   the forward work beyond one forward per layer.
 #include <algorithm>
@@ -93,13 +108,28 @@ namespace {
 
 // One run of a schedule: which tensors are live (a, abar, d as in the memory model above), the
 // bytes they hold, and the result read off so far.
+// The skip connections' state (empty vectors for a chain without skips).
+struct Skips {
+  std::vector<uint32_t> pins;     // per a[k]: consumers still to read it
+  std::vector<uint8_t> held;      // a release of a[k] waits for its pins
+  std::vector<uint8_t> dropped;   // x(k) already out of abar[k] (its reader keeps nothing)
+  std::vector<uint8_t> consumed;  // per layer: its pins released
+  std::vector<uint32_t> segment;  // per layer: the checkpointed segment's first layer, or n
+  std::vector<uint64_t> pending;  // per a[k]: skip gradients waiting for B(k)
+  std::vector<uint32_t> grad_in;  // per d[k]: the skip gradient d[k] is part of (0: none)
+  std::vector<uint64_t> cat;      // per layer: the concatenation its checkpoint keeps
+};
+
 struct Simulation {
   const Chain& chain;
   const uint32_t n;
   std::vector<uint8_t> a, abar, d, done, kept;
   uint64_t live;
   bool loss_done = false;
+  bool any_skip = false;
+  uint32_t seg_first = 0;  // first layer of the segment the first forward is in
   double forward_work = 0;
+  Skips sk;
   PlanResult r;
 
   Simulation(const Chain& c, size_t ops)
@@ -113,6 +143,56 @@ struct Simulation {
         live(c.input_bytes) {
     a[0] = 1;
     r.timeline.reserve(ops);
+    for (const Layer& L : c.layers) any_skip = any_skip || !L.skips.empty() || !L.input_saved;
+    if (!any_skip) return;
+    sk.pins.assign(n + 1, 0);
+    sk.held.assign(n + 1, 0);
+    sk.dropped.assign(n + 1, 0);
+    sk.consumed.assign(n, 0);
+    sk.segment.assign(n, n);
+    sk.pending.assign(n + 1, 0);
+    sk.grad_in.assign(n + 1, 0);
+    sk.cat.assign(n, 0);
+    for (const Layer& L : c.layers)
+      for (const auto& s : L.skips) ++sk.pins[s.from + 1];
+  }
+  uint64_t concat_bytes(uint32_t i) const {
+    uint64_t b = x(i);
+    for (const auto& s : chain.layers[i].skips) b += x(s.from + 1);
+    return b;
+  }
+  // a[k] is no longer needed by the layer reading it: freed, or (pinned by a skip) later.
+  void release(uint32_t k) {
+    if (k == 0) return;
+    if (a[k]) {
+      if (any_skip && sk.pins[k]) {
+        sk.held[k] = 1;
+        return;
+      }
+      a[k] = 0;
+      live -= x(k);
+    } else if (abar[k] && any_skip && !sk.dropped[k]) {
+      if (sk.pins[k]) {
+        sk.held[k] = 1;
+        return;
+      }
+      sk.dropped[k] = 1;
+      live -= x(k);
+    }
+  }
+  void unpin(uint32_t k) {
+    if (--sk.pins[k] > 0 || !sk.held[k]) return;
+    sk.held[k] = 0;
+    release(k);
+  }
+  // The pins layer i's reads hold: released when it runs with autograd, or at a no-grad forward
+  // inside a segment that recomputes the producer (from >= the segment's first layer).
+  void read_skips(uint32_t i, bool with_grad) {
+    if (!any_skip || sk.consumed[i]) return;
+    const Layer& L = chain.layers[i];
+    for (const auto& s : L.skips)
+      if (with_grad ? (s.from < sk.segment[i]) : (s.from >= sk.segment[i])) unpin(s.from + 1);
+    if (with_grad) sk.consumed[i] = 1;
   }
   uint64_t x(uint32_t k) const {
     return k == 0 ? chain.input_bytes : chain.layers[k - 1].output_bytes;
@@ -120,10 +200,7 @@ struct Simulation {
   uint64_t xbar(uint32_t k) const { return chain.layers[k - 1].saved_bytes; }
   bool have(uint32_t k) const { return a[k] || (k > 0 && abar[k]); }
   void free_input(uint32_t i) {  // a standalone a[i] (never the chain input)
-    if (i > 0 && a[i]) {
-      a[i] = 0;
-      live -= x(i);
-    }
+    if (i > 0 && a[i]) release(i);
   }
 
   void event(const Op& op, uint64_t peak) {
@@ -148,17 +225,25 @@ struct Simulation {
   void forward_all(const Op& op) {
     const uint32_t i = op.layer;
     const Layer& L = chain.layers[i];
-    if (!have(i)) bad_schedule("F_all without its input");
+    if (!have(i) && !(any_skip && sk.cat[i])) bad_schedule("F_all without its input");
     if (abar[i + 1]) bad_schedule("F_all twice");
     const bool replay = kept[i] != 0;
     if (replay) {  // the kept outputs are handed to the recomputed graph
       live -= L.selective_kept_bytes;
       kept[i] = 0;
     }
+    if (any_skip && sk.cat[i]) {  // the kept concatenation becomes the first saved tensor
+      live -= sk.cat[i];
+      sk.cat[i] = 0;
+    }
     event(op, live + L.saved_bytes + L.forward_temp_bytes);
     live += L.saved_bytes;
     abar[i + 1] = 1;
     forward_work += replay ? L.selective_recompute_cost : L.forward_cost;
+    read_skips(i, true);
+    // a layer that keeps nothing of its input frees it (in a recomputation, a standalone input is
+    // the checkpoint's, kept, unless the concatenation replaced it)
+    if (!L.input_saved && (abar[i] || !loss_done || L.concat_input)) release(i);
   }
 
   void forward_no_grad(const Op& op) {  // F_ck or F_n
@@ -167,10 +252,25 @@ struct Simulation {
     if (!have(i)) bad_schedule("forward without its input");
     if (have(i + 1)) bad_schedule("output computed twice");
     const uint64_t keep = L.selective && !kept[i] ? L.selective_kept_bytes : 0;
-    event(op, live + L.output_bytes + keep + L.forward_temp_bytes);
-    live += L.output_bytes + keep;
+    // a concatenating segment start keeps the concatenation (its input and skips copied)
+    const uint64_t cat =
+        any_skip && L.concat_input && op.kind == OpKind::kForwardCheck ? concat_bytes(i) : 0;
+    event(op, live + L.output_bytes + keep + cat + L.forward_temp_bytes);
+    live += L.output_bytes + keep + cat;
     if (L.selective) kept[i] = 1;
     a[i + 1] = 1;
+    if (any_skip && !loss_done) {
+      if (op.kind == OpKind::kForwardCheck) seg_first = i;
+      sk.segment[i] = seg_first;
+      read_skips(i, false);
+      if (cat) {  // the recomputation starts from the concatenation: neither input is needed
+        sk.cat[i] = cat;
+        for (const auto& s : L.skips)
+          if (s.from < sk.segment[i]) unpin(s.from + 1);
+        sk.consumed[i] = 1;
+        release(i);
+      }
+    }
     if (op.kind == OpKind::kForwardNoGrad) free_input(i);
     forward_work += L.forward_cost;
   }
@@ -192,16 +292,37 @@ struct Simulation {
   void backward(const Op& op) {
     const uint32_t i = op.layer;
     const Layer& L = chain.layers[i];
-    if (!abar[i + 1] || !d[i + 1] || !have(i)) bad_schedule("backward without its inputs");
-    event(op, live + L.backward_temp_bytes);
-    live -= xbar(i + 1) + x(i + 1);
+    if (!abar[i + 1] || !d[i + 1] || (L.input_saved && !have(i)))
+      bad_schedule("backward without its inputs");
+    const uint64_t before = live + L.backward_temp_bytes;
+    live -= xbar(i + 1);
+    if (any_skip && sk.dropped[i + 1]) live += x(i + 1);  // already out of abar[i + 1]
+    if (any_skip && sk.grad_in[i + 1])
+      sk.pending[sk.grad_in[i + 1]] += x(i + 1);  // d[i + 1]: part of a skip's gradient
+    else
+      live -= x(i + 1);
     abar[i + 1] = 0;
     d[i + 1] = 0;
+    if (any_skip) sk.dropped[i + 1] = sk.grad_in[i + 1] = 0;
     free_input(i);
     if (i > 0) {
       d[i] = 1;
       live += x(i);
     }
+    uint64_t peak = before;
+    if (any_skip) {
+      if (i > 0 && sk.pending[i]) {  // the skip gradients summed with d[i]
+        peak = std::max(peak, live + x(i));
+        live -= sk.pending[i];
+        sk.pending[i] = 0;
+      }
+      for (const auto& s : L.skips) {
+        sk.pending[s.from + 1] += s.grad_bytes;
+        live += s.grad_bytes;
+        if (L.concat_input && i > 0) sk.grad_in[i] = s.from + 1;
+      }
+    }
+    event(op, peak);
     done[i] = 1;
     r.backward_cost += L.backward_cost;
   }

@@ -133,6 +133,11 @@ void validate_chain(const Chain& chain, const std::string& path) {
           code::kInconsistent, lp() + ".savedBytes",
           {lp(), ".savedBytes (", std::to_string(L.saved_bytes),
            ") must include the layer's output (outputBytes ", std::to_string(L.output_bytes), ")"});
+    for (size_t k = 0; k < L.skips.size(); ++k)
+      if (L.skips[k].from + 1 >= i || L.skips[k].grad_bytes > kMaxExactJson)
+        fail(code::kInconsistent, index_path(lp() + ".skips", k),
+             {index_path(lp() + ".skips", k),
+              ": a skip connection reads the output of an earlier layer than the previous one"});
     if (!(L.forward_cost >= 0) || !(L.backward_cost >= 0) || !std::isfinite(L.forward_cost) ||
         !std::isfinite(L.backward_cost))
       fail(code::kOutOfRange, lp() + ".forwardCost",
@@ -289,8 +294,26 @@ void check_k(uint32_t k, uint32_t lowest, uint32_t n) {
 
 }  // namespace
 
+// Revolve and Rotor schedule recomputations from any checkpoint through the rest of the chain,
+// which a skip connection breaks (the skipped tensor would have to be part of every snapshot),
+// and the single-level optimum's recurrence prices a segment without the skipped tensors that
+// outlive it: they are refused for chains with skips; the other single-level strategies are
+// evaluated exactly for them.
+void refuse_multi_level_skips(const Chain& chain, const std::string& strategy) {
+  for (const Layer& L : chain.layers)
+    if (!L.skips.empty())
+      fail(code::kUnsupported, "strategy",
+           {"strategy \"", strategy,
+            "\" schedules recomputations for a chain without skip connections; this network has "
+            "them (a UNet): use full, every-k, sqrt or chen-greedy"});
+}
+
 PlanResult plan(const Chain& chain, const StrategyRequest& req) {
   validate_chain(chain, "chain");
+  if (placement_kind(req.strategy) == Strategy::revolve ||
+      placement_kind(req.strategy) == Strategy::optimal ||
+      placement_kind(req.strategy) == Strategy::optimal_single_level)
+    refuse_multi_level_skips(chain, req.strategy);
   const uint32_t n = layer_count(chain);
   const std::string& st = req.strategy;
   const Strategy kind = placement_kind(st);
@@ -379,6 +402,9 @@ std::vector<FrontierPoint> frontier(const Chain& chain, const StrategyRequest& r
   validate_chain(chain, "chain");
   const uint32_t n = layer_count(chain);
   const Strategy kind = placement_kind(req.strategy);
+  if (kind == Strategy::revolve || kind == Strategy::optimal ||
+      kind == Strategy::optimal_single_level)
+    refuse_multi_level_skips(chain, req.strategy);
   if (kind == Strategy::optimal_single_level) return single_level_frontier(chain, req.budget_bytes);
   if (kind == Strategy::optimal) {
     // Without a budget, the slot grid spans up to the peak of storing everything.

@@ -1,0 +1,175 @@
+// The diffusers config readers' shared parts: tensors named as diffusers' state_dict() names them
+// (modules in registration order), and the config fields they share. Sources:
+// huggingface/diffusers@58eb52c0803ea9af3abec60841c2a093bdf1f951 src/diffusers/models/
+// (embeddings.py TimestepEmbedding, attention_processor.py Attention, attention.py FeedForward,
+// activations.py GEGLU / GELU).
+#include "io/diffusers_build.hpp"
+
+namespace trainmem {
+namespace diffusers {
+
+TensorSpec& Builder::param(const std::string& name, std::initializer_list<uint64_t> shape) {
+  m.tensors.emplace_back();
+  TensorSpec& t = m.tensors.back();
+  t.name = name;
+  t.shape.assign(shape);
+  t.block = unit - 1;  // chain layer = block + 1; the stem (unit 0) is outside the blocks
+  t.block_set = true;
+  return t;
+}
+
+void Builder::linear(const std::string& base, uint64_t in, uint64_t out, bool bias) {
+  mod(base);
+  param(base + ".weight", {out, in}).linear = LinearKind::linear;
+  if (bias) param(base + ".bias", {out});
+}
+
+void Builder::conv(const std::string& base, uint64_t in, uint64_t out, uint64_t k, bool bias) {
+  mod(base);
+  param(base + ".weight", {out, in, k, k});
+  if (bias) param(base + ".bias", {out});
+}
+
+void Builder::group_norm(const std::string& base, uint64_t c) {
+  mod(base);
+  param(base + ".weight", {c});
+  param(base + ".bias", {c});
+}
+
+void Builder::layer_norm(const std::string& base, uint64_t c, bool affine) {
+  mod(base);
+  if (!affine) return;
+  param(base + ".weight", {c});
+  param(base + ".bias", {c});
+}
+
+void Builder::rms_norm(const std::string& base, uint64_t c) {
+  mod(base);
+  param(base + ".weight", {c});
+}
+
+void Builder::timestep_embedding(const std::string& base, uint64_t in, uint64_t out,
+                                 uint64_t cond) {
+  mod(base);
+  linear(base + ".linear_1", in, out);
+  if (cond) linear(base + ".cond_proj", cond, in, false);
+  mod(base + ".act");
+  linear(base + ".linear_2", out, out);
+}
+
+void Builder::attention(const std::string& base, uint64_t q_in, uint64_t kv_in, uint64_t inner,
+                        bool qkv_bias, uint64_t out_dim) {
+  mod(base);
+  linear(base + ".to_q", q_in, inner, qkv_bias);
+  linear(base + ".to_k", kv_in, inner, qkv_bias);
+  linear(base + ".to_v", kv_in, inner, qkv_bias);
+  mod(base + ".to_out");
+  linear(base + ".to_out.0", inner, out_dim, true);
+  mod(base + ".to_out.1");
+}
+
+void Builder::feed_forward(const std::string& base, uint64_t dim, uint64_t inner, bool geglu,
+                           uint64_t out) {
+  mod(base);
+  mod(base + ".net");
+  mod(base + ".net.0");
+  linear(base + ".net.0.proj", dim, geglu ? 2 * inner : inner);
+  mod(base + ".net.1");
+  linear(base + ".net.2", inner, out);
+}
+
+void Builder::start(const diffusion::Unit& u) {
+  net.units.push_back(u);
+  unit = static_cast<int64_t>(net.units.size()) - 1;
+}
+
+std::vector<uint64_t> int_or_list(const Obj& c, const char* key, uint64_t fallback, size_t n,
+                                  uint64_t min, uint64_t max) {
+  std::vector<uint64_t> out;
+  if (!c.has(key) || c.raw(key).is_null()) {
+    c.mark_used(key);
+    out.assign(n, fallback);
+    return out;
+  }
+  const json& v = c.raw(key);
+  if (!v.is_array()) {
+    out.assign(n, c.u64(key, min, max));
+    return out;
+  }
+  const json& a = c.array(key, kMaxUnits);
+  if (a.size() != n)
+    fail(code::kInconsistent, c.field(key),
+         {c.field(key), " lists ", std::to_string(a.size()), " values; the model has ",
+          std::to_string(n), " blocks (block_out_channels)"});
+  for (size_t i = 0; i < a.size(); ++i)
+    out.push_back(read_u64(a[i], index_path(c.field(key), i), min, max));
+  return out;
+}
+
+void require_null(const Obj& c, const char* key, const char* what) {
+  if (!c.has(key) || c.raw(key).is_null() || (c.raw(key).is_boolean() && !c.raw(key).get<bool>())) {
+    c.mark_used(key);
+    return;
+  }
+  fail(code::kUnsupported, c.field(key),
+       {c.field(key), ": ", what, " is not modelled; trainmem reads the configurations of ",
+        "Stable Diffusion 1.x, 2.x, XL, 3, Flux, DiT and PixArt"});
+}
+
+void require_value(const Obj& c, const char* key, const char* expected, const char* what) {
+  if (!c.has(key) || c.raw(key).is_null()) {
+    c.mark_used(key);
+    return;
+  }
+  const std::string v = c.str(key, 128);
+  if (v != expected)
+    fail(code::kUnsupported, c.field(key),
+         {c.field(key), " \"", v.substr(0, 64), "\": ", what, " is not modelled (only \"", expected,
+          "\")"});
+}
+
+}  // namespace diffusers
+}  // namespace trainmem
+
+namespace trainmem {
+
+const char* diffusers_model_type(const std::string& cls) {
+  static const std::pair<const char*, const char*> kTypes[] = {
+      {"UNet2DConditionModel", "unet"},       {"SD3Transformer2DModel", "sd3"},
+      {"FluxTransformer2DModel", "flux"},     {"DiTTransformer2DModel", "dit"},
+      {"PixArtTransformer2DModel", "pixart"}, {"AutoencoderKL", "vae"}};
+  for (const auto& t : kTypes)
+    if (cls == t.first) return t.second;
+  return "";
+}
+
+// A diffusers config.json (it names its class in `_class_name`, where transformers' configs have
+// model_type): the tensor list and the chain of units of the classes trainmem models.
+ModelDescription model_from_diffusers_config(const Obj& c) {
+  const std::string cls = c.str("_class_name", 128);
+  ModelDescription m;
+  if (cls == "UNet2DConditionModel")
+    m = diffusers::unet_from_config(c);
+  else if (cls == "AutoencoderKL")
+    m = diffusers::vae_from_config(c);
+  else if (cls == "SD3Transformer2DModel")
+    m = diffusers::sd3_from_config(c);
+  else if (cls == "FluxTransformer2DModel")
+    m = diffusers::flux_from_config(c);
+  else if (cls == "DiTTransformer2DModel" || cls == "PixArtTransformer2DModel")
+    m = diffusers::dit_from_config(c, cls == "PixArtTransformer2DModel");
+  else if (cls == "Transformer2DModel" && c.has("patch_size") && !c.raw("patch_size").is_null())
+    // the older hub configs of DiT and PixArt name the generic class; norm_type tells which
+    m = diffusers::dit_from_config(c, c.str_or("norm_type", "", 32) == "ada_norm_single");
+  else
+    fail(code::kUnsupported, c.field("_class_name"),
+         {c.field("_class_name"), " \"", cls.substr(0, 64),
+          "\" is not modelled; diffusers classes: UNet2DConditionModel, SD3Transformer2DModel, "
+          "FluxTransformer2DModel, DiTTransformer2DModel, PixArtTransformer2DModel, "
+          "AutoencoderKL"});
+  m.source = "config";
+  m.name = c.str_or("_name_or_path", cls.c_str(), 200);
+  return m;
+}
+
+}  // namespace trainmem
