@@ -84,6 +84,9 @@ struct LayerActivations {
   uint64_t backward_temp_bytes = 0;   // transient during the backward (incl. the input gradient)
   double forward_flops = 0;
   uint64_t params = 0;  // parameters of this layer (gradients appear at its backward)
+  // Rows (micro-batch included) that the layer's linear modules process; 0 = micro-batch x
+  // seqLen (targetLen in a decoder). Set by the vision and speech recipes, whose stages differ.
+  uint64_t tokens = 0;
   // For peak memory's allocation trace: the saved tensors one by one (a group of n equal
   // tensors as n entries) in the order the ops create them, the output last; and the
   // transients as groups of equal pieces that live while tensor `at` is created (forward) or

@@ -27,6 +27,7 @@ struct TensorSpec {
   // embedding ("emb", "wte", "wpe"). Peak memory assigns parameters to chain layers with them.
   int64_t block = -1;
   bool embedding = false;
+  bool block_set = false;  // `block` set by the recipe (vision, speech): finalize keeps it
   uint64_t numel() const;
 };
 
@@ -37,6 +38,8 @@ struct BufferSpec {
   bool persistent = true;  // non-persistent buffers are not in state_dict()
   uint64_t numel() const;
 };
+
+struct NetSpec;  // trainmem/net.hpp
 
 // Architecture facts the activation and time models need; 0 / "" when unknown (e.g. a model
 // given only as a parameter count).
@@ -64,6 +67,9 @@ struct Architecture {
   uint64_t shared_experts = 0;  // MoE: always-active shared experts (DeepSeek), per token
   bool mla = false;             // multi-head latent attention (DeepSeek-V3)
   bool generic = false;         // no exact recipe: a Llama-style decoder stands in
+  // Vision and speech networks (trainmem/net.hpp): the recipe and its hyperparameters; null for
+  // the transformer families above.
+  std::shared_ptr<const NetSpec> net;
 };
 
 struct ModelDescription {

@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "io/request.hpp"
+#include "net/net_model.hpp"
 #include "trainmem/error.hpp"
 
 namespace trainmem {
@@ -1043,6 +1044,7 @@ LayerActivations head_layer(const std::string& recipe, const Ctx& c, const Ctx& 
 }  // namespace
 
 ModelActivations transformer_activations(const ModelDescription& m, const Settings& s) {
+  if (m.arch.net) return net::activations(m, s);  // vision and speech (cpp/src/net)
   const Architecture& ar = m.arch;
   ModelActivations out;
   out.recipe = family(ar);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "io/model_json.hpp"
+#include "io/net_config.hpp"
 #include "trainmem/model.hpp"
 
 namespace trainmem {
@@ -798,6 +799,8 @@ ModelDescription model_from_config(const Obj& c, const std::string& arch_overrid
     build_gpt_neox(c, arch_override, m);
   } else if (type == "t5" || type == "mt5") {
     build_t5(c, arch_override, type == "mt5", m);
+  } else if (is_net_model_type(type)) {
+    build_net_config(c, type, arch_override, m);  // vision and speech (io/net_config.cpp)
   } else {
     if (decoder_class(type)[0] == '\0') require_generic_fields(c, type);
     build_llama_family(c, type, arch_override, m);

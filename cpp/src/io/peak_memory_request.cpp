@@ -8,6 +8,7 @@
 #include "io/embedded_data.hpp"
 #include "io/json_fields.hpp"
 #include "io/model_json.hpp"
+#include "io/net_request.hpp"
 #include "io/optimizer_json.hpp"
 #include "io/peak_json.hpp"
 #include "io/request.hpp"
@@ -433,7 +434,9 @@ void read_lengths(const Obj& req, Request* out) {
   Request& r = *out;
   r.micro_batch = req.u64("microBatch", 1, limits::kMaxMicroBatch);
   r.seq_len = 1;
-  if (!r.is_mlp) {
+  if (!r.is_mlp && read_net_fields(req, &r.model_ptr, &r.seq_len)) {
+    // a vision or speech network: imageSize / numClasses (io/net_request.cpp)
+  } else if (!r.is_mlp) {
     r.seq_len = req.u64("seqLen", 1, limits::kMaxSeqLen);
     const uint64_t maxpos = r.model().arch.max_positions;
     if (maxpos > 0 && r.seq_len > maxpos)

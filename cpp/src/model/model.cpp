@@ -62,6 +62,7 @@ void finalize_tensors(ModelDescription* m) {
   uint64_t total = 0, trainable = 0;
   int64_t encoder_blocks = 0;  // encoder-decoder models: decoder blocks follow the encoder's
   for (auto& t : m->tensors) {
+    if (t.block_set) continue;  // the recipe placed it (vision and speech networks)
     t.block = block_index(t.name);
     t.embedding = is_embedding(t.name);
     if (t.block >= 0 && t.name.rfind("encoder.", 0) == 0)
@@ -69,7 +70,8 @@ void finalize_tensors(ModelDescription* m) {
   }
   if (encoder_blocks > 0)
     for (auto& t : m->tensors)
-      if (t.block >= 0 && t.name.rfind("decoder.", 0) == 0) t.block += encoder_blocks;
+      if (!t.block_set && t.block >= 0 && t.name.rfind("decoder.", 0) == 0)
+        t.block += encoder_blocks;
   for (const auto& t : m->tensors) {
     if (!t.tied_to.empty()) continue;  // shares storage: counted once
     const uint64_t n = t.numel();

@@ -1,0 +1,56 @@
+// The request fields of vision and speech networks: imageSize (the input's height = width) and
+// numClasses (the classification head's outputs) change the network a shared description was
+// built for, so the request gets its own rebuilt copy; seqLen is the token count of the
+// network (set here, for LoRA's activations and the time model), not a request field.
+#include "io/net_request.hpp"
+
+#include "io/net_config.hpp"
+#include "net/net_model.hpp"
+#include "trainmem/error.hpp"
+#include "trainmem/limits.hpp"
+
+namespace trainmem {
+
+namespace {
+constexpr uint64_t kMaxImage = 1u << 14;
+constexpr uint64_t kMaxClasses = 1u << 24;
+}  // namespace
+
+bool read_net_fields(const Obj& req, std::shared_ptr<const ModelDescription>* model,
+                     uint64_t* seq_len) {
+  const ModelDescription& m = **model;
+  if (!m.arch.net) {
+    for (const char* k : {"imageSize", "numClasses"})
+      if (req.has(k))
+        fail(code::kInconsistent, k,
+             {k,
+              " applies to vision networks (torchvision presets, HF vision configs); this "
+              "model reads token sequences: leave it out"});
+    return false;
+  }
+  const NetSpec& n = *m.arch.net;
+  NetSpec changed = n;
+  if (req.has("imageSize")) {
+    changed.image_size = req.u64("imageSize", 1, kMaxImage);
+    changed.image_size_set = true;
+  }
+  if (req.has("numClasses")) {
+    if (n.num_classes == 0)
+      fail(code::kInconsistent, "numClasses",
+           {"numClasses: this model (", m.architecture,
+            ") has no classification head; leave numClasses out"});
+    changed.num_classes = req.u64("numClasses", 1, kMaxClasses);
+  }
+  if (req.has("seqLen"))
+    fail(code::kInconsistent, "seqLen",
+         "seqLen is for token sequences; an image network reads imageSize (pixels per side)");
+  if (changed.image_size != n.image_size || changed.num_classes != n.num_classes) {
+    auto copy = std::make_shared<ModelDescription>(m);
+    rebuild_net(std::make_shared<const NetSpec>(changed), copy.get());
+    *model = std::move(copy);
+  }
+  *seq_len = net::sequence_tokens(*(*model)->arch.net);
+  return true;
+}
+
+}  // namespace trainmem
