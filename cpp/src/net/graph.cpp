@@ -176,6 +176,15 @@ void Graph::flops(double f) {
   if (rec_ && !layers_.empty()) layers_.back().flops += f;
 }
 
+void Graph::forward_extra(uint64_t bytes) {
+  if (!rec_ || ops_.empty() || bytes == 0) return;
+  Storage s;
+  s.bytes = bytes;
+  s.layer = static_cast<int32_t>(layers_.size()) - 1;
+  s.made = s.last_read = static_cast<uint32_t>(ops_.size() - 1);
+  st_.push_back(s);
+}
+
 void Graph::backward_extra(uint64_t bytes) {
   if (!ops_.empty()) ops_.back().extra += bytes;
 }

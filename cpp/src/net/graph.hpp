@@ -87,6 +87,7 @@ class Graph {
   void save(V v, const char* what, const char* why);
   void flops(double f);
   void backward_extra(uint64_t bytes);  // a workspace while this op's backward runs
+  void forward_extra(uint64_t bytes);   // a workspace while this op runs
 
   // The recorded network as per-layer activations (ModelActivations::layers, input_bytes).
   void finish(activations::ModelActivations* out);

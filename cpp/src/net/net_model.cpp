@@ -25,6 +25,9 @@ Recipe recipe_of(const std::string& family) {
       {"tv_efficientnet", tv_efficientnet},
       {"tv_mobilenet_v3", tv_mobilenet_v3},
       {"tv_densenet", tv_densenet},
+      {"vit", hf_vit},
+      {"deit", hf_vit},
+      {"dinov2", hf_vit},
   };
   for (const auto& r : kRecipes)
     if (family == r.first) return r.second;
@@ -32,7 +35,9 @@ Recipe recipe_of(const std::string& family) {
 }
 
 uint64_t sequence_tokens(const NetSpec& n) {
-  if (n.family == "tv_vit" && n.patch > 0)
+  const bool vit =
+      n.family == "tv_vit" || n.family == "vit" || n.family == "deit" || n.family == "dinov2";
+  if (vit && n.patch > 0)
     return (n.image_size / n.patch) * (n.image_size / n.patch) + 1 + n.extra_tokens;
   return 1;
 }

@@ -53,6 +53,17 @@ V conv(Graph& g, const std::string& mod, V x, const ConvSpec& c) {
   g.begin_op({x});
   const V y = g.make(out, out_width(g, x));
   g.save(x, "convolution input", "ConvolutionBackward0 keeps its input");
+  if (g.settings().runtime.id == "pytorch-cpu") {
+    // CPU (oneDNN): the input / output reordered to blocked layouts around the kernel, measured
+    // on torch 1.13: forward about max(input, output) + weight, backward input + grad_output +
+    // weight beyond the gradients (tools/measure_vision.py cases; not on CUDA, whose cuDNN
+    // workspace is not counted)
+    const uint64_t in_b = checked_mul(prod(in), g.width(x), "microBatch");
+    const uint64_t out_b = checked_mul(prod(out), g.width(y), "microBatch");
+    const uint64_t w_b = checked_mul(prod(w), g.width(x), "microBatch");
+    g.forward_extra(std::max(in_b, out_b) + w_b);
+    g.backward_extra(in_b + out_b + w_b);
+  }
   // 2 x output elements x (cin / groups) x kernel elements
   g.flops(2.0 * static_cast<double>(prod(out)) * static_cast<double>(cin / c.groups) *
           static_cast<double>(prod(c.kernel)));

@@ -193,8 +193,10 @@ V attention(Graph& g, V q, V k, V v, const AttentionSpec& a) {
   V scores = matmul(g, q, kt, {b, h, t, s});
   scores = scale(g, scores);              // / sqrt(d) (ViT) or * scaling
   if (a.mask) scores = scale(g, scores);  // + mask / bias: a new tensor, nothing kept
+  // softmax(dtype=torch.float32) converts a 16-bit input first (autocast's softmax does too)
+  if (a.fp32_softmax && g.width(scores) == 2 && !g.widths().autocast) scores = cast(g, scores, 4);
   V probs = softmax(g, scores);
-  if (a.fp32_softmax && g.width(q) == 2) probs = cast(g, probs, 2);
+  if (a.fp32_softmax && g.width(q) == 2) probs = cast(g, probs, 2);  // .to(query.dtype)
   probs = dropout(g, probs, a.dropout);
   return matmul(g, probs, v, {b, h, t, d});
 }

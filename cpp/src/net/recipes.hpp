@@ -29,6 +29,9 @@ void tv_efficientnet(Graph& g, const NetSpec& n);
 void tv_mobilenet_v3(Graph& g, const NetSpec& n);
 void tv_densenet(Graph& g, const NetSpec& n);
 
+// HuggingFace transformers (commits cited in each file)
+void hf_vit(Graph& g, const NetSpec& n);  // vit, deit, dinov2
+
 // torchvision's classification head and loss: avgpool done, x [B, C] -> fc -> cross-entropy.
 V classify(Graph& g, const std::string& mod, V x, uint64_t classes);
 
