@@ -51,6 +51,8 @@ struct NetSpec {
   bool vision = true;         // CLIP / SigLIP vision tower present
   uint64_t text_hidden = 0, text_layers = 0, text_heads = 0, text_intermediate = 0;
   uint64_t text_vocab = 0, text_positions = 0;
+  std::string text_act;
+  uint64_t seq = 0;             // text tokens of a text tower (seqLen; its positions when absent)
   bool swiglu = false;          // DINOv2 use_swiglu_ffn
   bool mask_token = false;      // DINOv2 use_mask_token (a parameter, unused in training)
   bool image_size_set = false;  // the request gave imageSize

@@ -108,10 +108,236 @@ void read_vit(const Obj& c, const std::string& type, const std::string& ov, NetS
     n->extra_tokens = 1;  // (a DeiT class: the distillation token)
 }
 
+// A CLIP / SigLIP vision config (CLIPVisionConfig / SiglipVisionConfig defaults).
+void read_vision_tower(const Obj& c, bool sig, NetSpec* n) {
+  n->hidden = c.u64_or("hidden_size", 768, 1, kMaxDim);
+  n->intermediate = c.u64_or("intermediate_size", 3072, 1, kMaxDim);
+  n->layers = c.u64_or("num_hidden_layers", 12, 1, kMaxLayers);
+  n->heads = c.u64_or("num_attention_heads", 12, 1, kMaxDim);
+  n->channels = c.u64_or("num_channels", 3, 1, 1024);
+  n->image_size = n->config_image = c.u64_or("image_size", 224, 1, kMaxImage);
+  n->patch = c.u64_or("patch_size", sig ? 16 : 32, 1, kMaxImage);
+  n->act = c.str_or("hidden_act", sig ? "gelu_pytorch_tanh" : "quick_gelu", 64);
+  n->attention_dropout = c.num_or("attention_dropout", 0.0, 0, 1);
+  if (n->hidden % n->heads != 0)
+    fail(code::kInconsistent, c.field("num_attention_heads"),
+         {c.field("num_attention_heads"), " must divide hidden_size"});
+  if (sig && !c.boolean_or("vision_use_head", true))
+    fail(code::kUnsupported, c.field("vision_use_head"),
+         "vision_use_head = false (no pooling head) is not modelled");
+}
+
+// A CLIP / SigLIP text config (CLIPTextConfig / SiglipTextConfig defaults).
+void read_text_tower(const Obj& c, bool sig, NetSpec* n) {
+  n->text_vocab = c.u64_or("vocab_size", sig ? 32000 : 49408, 1, 1u << 24);
+  n->text_hidden = c.u64_or("hidden_size", sig ? 768 : 512, 1, kMaxDim);
+  n->text_intermediate = c.u64_or("intermediate_size", sig ? 3072 : 2048, 1, kMaxDim);
+  n->text_layers = c.u64_or("num_hidden_layers", 12, 1, kMaxLayers);
+  n->text_heads = c.u64_or("num_attention_heads", sig ? 12 : 8, 1, kMaxDim);
+  n->text_positions = c.u64_or("max_position_embeddings", sig ? 64 : 77, 1, 1u << 20);
+  n->text_act = c.str_or("hidden_act", sig ? "gelu_pytorch_tanh" : "quick_gelu", 64);
+  if (sig) n->projection = c.u64_or("projection_size", n->text_hidden, 1, kMaxDim);
+  if (n->text_hidden % n->text_heads != 0)
+    fail(code::kInconsistent, c.field("num_attention_heads"),
+         {c.field("num_attention_heads"), " must divide hidden_size"});
+  n->seq = n->text_positions;
+}
+
+// CLIPConfig / SiglipConfig (text_config + vision_config) or one tower's config.
+void read_clip(const Obj& c, const std::string& type, const std::string& ov, NetSpec* n) {
+  const bool sig = type.rfind("siglip", 0) == 0;
+  n->family = sig ? "siglip" : "clip";
+  if (type == "clip" || type == "siglip") {
+    n->vision = n->text = true;
+    const json empty = json::object();
+    const Obj vc =
+        c.has("vision_config") ? c.obj("vision_config") : Obj(empty, c.field("vision_config"));
+    const Obj tc = c.has("text_config") ? c.obj("text_config") : Obj(empty, c.field("text_config"));
+    for (auto it = vc.json_value().begin(); it != vc.json_value().end(); ++it)
+      vc.mark_used(it.key());
+    for (auto it = tc.json_value().begin(); it != tc.json_value().end(); ++it)
+      tc.mark_used(it.key());
+    read_vision_tower(vc, sig, n);
+    read_text_tower(tc, sig, n);
+    if (!sig) n->projection = c.u64_or("projection_dim", 512, 1, kMaxDim);
+    n->variant =
+        pick_class(c, ov, {sig ? "SiglipModel" : "CLIPModel"}, sig ? "SiglipModel" : "CLIPModel");
+    return;
+  }
+  const bool vision = type.find("vision") != std::string::npos;
+  n->vision = vision;
+  n->text = !vision;
+  if (vision) {
+    read_vision_tower(c, sig, n);
+    n->projection = c.u64_or("projection_dim", 512, 1, kMaxDim);
+    n->variant = sig ? pick_class(c, ov, {"SiglipVisionModel"}, "SiglipVisionModel")
+                     : pick_class(c, ov, {"CLIPVisionModel", "CLIPVisionModelWithProjection"},
+                                  "CLIPVisionModel");
+  } else {
+    read_text_tower(c, sig, n);
+    if (!sig) n->projection = c.u64_or("projection_dim", 512, 1, kMaxDim);
+    n->variant =
+        sig ? pick_class(c, ov, {"SiglipTextModel"}, "SiglipTextModel")
+            : pick_class(c, ov, {"CLIPTextModel", "CLIPTextModelWithProjection"}, "CLIPTextModel");
+  }
+}
+
+// A list of sizes (hidden_sizes, depths, ...): `fallback` when absent.
+std::vector<uint64_t> sizes_of(const Obj& c, const char* key, std::vector<uint64_t> fallback,
+                               uint64_t max) {
+  if (!c.has(key)) {
+    c.mark_used(key);
+    return fallback;
+  }
+  const json& a = c.array(key, 64);
+  std::vector<uint64_t> out;
+  for (size_t i = 0; i < a.size(); ++i)
+    out.push_back(read_u64(a[i], index_path(c.field(key), i), 1, max));
+  if (out.empty()) fail(code::kOutOfRange, c.field(key), {c.field(key), " must not be empty"});
+  return out;
+}
+
+// Stages from hidden_sizes + depths (equal lengths).
+void read_stages(const Obj& c, std::vector<uint64_t> widths, std::vector<uint64_t> depths,
+                 NetSpec* n) {
+  widths = sizes_of(c, "hidden_sizes", widths, kMaxDim);
+  depths = sizes_of(c, "depths", depths, kMaxLayers);
+  if (widths.size() != depths.size())
+    fail(code::kInconsistent, c.field("depths"),
+         {c.field("depths"), " must list as many stages as hidden_sizes"});
+  for (size_t i = 0; i < widths.size(); ++i) {
+    NetStage s;
+    s.width = widths[i];
+    s.depth = depths[i];
+    n->stages.push_back(s);
+  }
+  n->hidden = widths.back();
+}
+
+// ConvNextConfig / ResNetConfig (configuration_*.py defaults).
+void read_convnet(const Obj& c, const std::string& type, const std::string& ov, NetSpec* n) {
+  n->family = type;
+  n->channels = c.u64_or("num_channels", 3, 1, 1024);
+  n->image_size = n->config_image = c.u64_or("image_size", 224, 1, kMaxImage);
+  if (type == "convnext") {
+    n->patch = c.u64_or("patch_size", 4, 1, kMaxImage);
+    read_stages(c, {96, 192, 384, 768}, {3, 3, 9, 3}, n);
+    n->act = c.str_or("hidden_act", "gelu", 64);
+    n->layer_scale = c.num_or("layer_scale_init_value", 1e-6, -1e9, 1e9) > 0;
+    n->drop_path = c.num_or("drop_path_rate", 0.0, 0, 1);
+    n->variant =
+        pick_class(c, ov, {"ConvNextModel", "ConvNextForImageClassification"}, "ConvNextModel");
+  } else {
+    n->stem = c.u64_or("embedding_size", 64, 1, kMaxDim);
+    read_stages(c, {256, 512, 1024, 2048}, {3, 4, 6, 3}, n);
+    const std::string lt = c.one_of_or("layer_type", {"bottleneck", "basic"}, "bottleneck");
+    for (auto& s : n->stages) s.expand = lt == "bottleneck" ? 4 : 1;
+    n->act = c.str_or("hidden_act", "relu", 64);
+    n->groups = c.boolean_or("downsample_in_first_stage", false) ? 2 : 1;
+    if (c.boolean_or("downsample_in_bottleneck", false))
+      fail(code::kUnsupported, c.field("downsample_in_bottleneck"),
+           "downsample_in_bottleneck = true (the stride in the first 1x1 convolution) is not "
+           "modelled");
+    n->variant = pick_class(c, ov, {"ResNetModel", "ResNetForImageClassification"}, "ResNetModel");
+  }
+  const bool head = n->variant.find("For") != std::string::npos;
+  n->num_classes = head ? labels_of(c) : 0;
+}
+
+// SwinConfig (configuration_swin.py defaults).
+void read_swin(const Obj& c, const std::string& ov, NetSpec* n) {
+  n->family = "swin";
+  n->channels = c.u64_or("num_channels", 3, 1, 1024);
+  n->image_size = n->config_image = c.u64_or("image_size", 224, 1, kMaxImage);
+  n->stem = c.u64_or("embed_dim", 96, 1, kMaxDim);
+  const std::vector<uint64_t> depths = sizes_of(c, "depths", {2, 2, 6, 2}, kMaxLayers);
+  const std::vector<uint64_t> heads = sizes_of(c, "num_heads", {3, 6, 12, 24}, kMaxDim);
+  if (heads.size() != depths.size())
+    fail(code::kInconsistent, c.field("num_heads"),
+         {c.field("num_heads"), " must list as many stages as depths"});
+  const uint64_t patch = c.u64_or("patch_size", 4, 1, kMaxImage);
+  n->patch = c.u64_or("window_size", 7, 1, kMaxImage);
+  n->width_mult = c.num_or("mlp_ratio", 4.0, 0.01, 64);  // intermediate = int(mlp_ratio * dim)
+  for (size_t i = 0; i < depths.size(); ++i) {
+    NetStage s;
+    s.depth = depths[i];
+    s.heads = heads[i];
+    s.width = n->stem << i;
+    s.kernel = patch;
+    if (s.width % s.heads != 0)
+      fail(code::kInconsistent, c.field("num_heads"),
+           {c.field("num_heads"), " must divide each stage's width (embed_dim x 2^stage)"});
+    n->stages.push_back(s);
+  }
+  n->hidden = n->stem << (depths.size() - 1);
+  n->act = c.str_or("hidden_act", "gelu", 64);
+  n->dropout = c.num_or("hidden_dropout_prob", 0.0, 0, 1);
+  n->attention_dropout = c.num_or("attention_probs_dropout_prob", 0.0, 0, 1);
+  n->drop_path = c.num_or("drop_path_rate", 0.1, 0, 1);
+  n->qkv_bias = c.boolean_or("qkv_bias", true);
+  if (c.boolean_or("use_absolute_embeddings", false))
+    fail(code::kUnsupported, c.field("use_absolute_embeddings"),
+         "use_absolute_embeddings = true is not modelled");
+  n->variant = pick_class(c, ov, {"SwinModel", "SwinForImageClassification"}, "SwinModel");
+  n->num_classes = n->variant == "SwinModel" ? 0 : labels_of(c);
+}
+
+// SegformerConfig (configuration_segformer.py defaults: MiT-b0).
+void read_segformer(const Obj& c, const std::string& ov, NetSpec* n) {
+  n->family = "segformer";
+  n->channels = c.u64_or("num_channels", 3, 1, 1024);
+  n->image_size = n->config_image = c.u64_or("image_size", 512, 1, kMaxImage);
+  const uint64_t blocks = c.u64_or("num_encoder_blocks", 4, 1, 16);
+  const auto depths = sizes_of(c, "depths", {2, 2, 2, 2}, kMaxLayers);
+  const auto sr = sizes_of(c, "sr_ratios", {8, 4, 2, 1}, kMaxImage);
+  const auto hidden = sizes_of(c, "hidden_sizes", {32, 64, 160, 256}, kMaxDim);
+  const auto patch = sizes_of(c, "patch_sizes", {7, 3, 3, 3}, kMaxImage);
+  const auto stride = sizes_of(c, "strides", {4, 2, 2, 2}, kMaxImage);
+  const auto heads = sizes_of(c, "num_attention_heads", {1, 2, 5, 8}, kMaxDim);
+  const auto mlp = sizes_of(c, "mlp_ratios", {4, 4, 4, 4}, 64);
+  for (const auto* v : {&depths, &sr, &hidden, &patch, &stride, &heads, &mlp})
+    if (v->size() != blocks)
+      fail(code::kInconsistent, c.field("num_encoder_blocks"),
+           {c.field("num_encoder_blocks"),
+            " must equal the length of depths, sr_ratios, "
+            "hidden_sizes, patch_sizes, strides, num_attention_heads and mlp_ratios"});
+  for (uint64_t i = 0; i < blocks; ++i) {
+    NetStage s;
+    s.depth = depths[i];
+    s.width = hidden[i];
+    s.heads = heads[i];
+    s.kernel = patch[i];
+    s.stride = stride[i];
+    s.expand = mlp[i];
+    s.extra = sr[i];
+    if (s.width % s.heads != 0)
+      fail(code::kInconsistent, c.field("num_attention_heads"),
+           {c.field("num_attention_heads"), " must divide hidden_sizes at each stage"});
+    n->stages.push_back(s);
+  }
+  n->hidden = hidden.back();
+  n->act = c.str_or("hidden_act", "gelu", 64);
+  n->dropout = c.num_or("hidden_dropout_prob", 0.0, 0, 1);
+  n->attention_dropout = c.num_or("attention_probs_dropout_prob", 0.0, 0, 1);
+  n->classifier_dropout = c.num_or("classifier_dropout_prob", 0.1, 0, 1);
+  n->drop_path = c.num_or("drop_path_rate", 0.1, 0, 1);
+  n->intermediate = c.u64_or("decoder_hidden_size", 256, 1, kMaxDim);
+  if (!c.boolean_or("reshape_last_stage", true))
+    fail(code::kUnsupported, c.field("reshape_last_stage"),
+         "reshape_last_stage = false is not modelled");
+  n->variant = pick_class(
+      c, ov,
+      {"SegformerModel", "SegformerForSemanticSegmentation", "SegformerForImageClassification"},
+      "SegformerModel");
+  n->num_classes = n->variant == "SegformerModel" ? 0 : labels_of(c);
+}
+
 }  // namespace
 
 bool is_net_model_type(const std::string& type) {
-  for (const char* t : {"torchvision", "vit", "deit", "dinov2"})
+  for (const char* t : {"torchvision", "vit", "deit", "dinov2", "clip", "clip_vision_model",
+                        "clip_text_model", "siglip", "siglip_vision_model", "siglip_text_model",
+                        "convnext", "resnet", "swin", "segformer"})
     if (type == t) return true;
   return false;
 }
@@ -123,6 +349,14 @@ void build_net_config(const Obj& c, const std::string& type, const std::string& 
     read_torchvision(c, arch_override, spec.get());
   else if (type == "vit" || type == "deit" || type == "dinov2")
     read_vit(c, type, arch_override, spec.get());
+  else if (type.rfind("clip", 0) == 0 || type.rfind("siglip", 0) == 0)
+    read_clip(c, type, arch_override, spec.get());
+  else if (type == "convnext" || type == "resnet")
+    read_convnet(c, type, arch_override, spec.get());
+  else if (type == "swin")
+    read_swin(c, arch_override, spec.get());
+  else if (type == "segformer")
+    read_segformer(c, arch_override, spec.get());
   rebuild_net(std::move(spec), &m);
 }
 

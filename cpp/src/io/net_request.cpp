@@ -30,6 +30,9 @@ bool read_net_fields(const Obj& req, std::shared_ptr<const ModelDescription>* mo
   }
   const NetSpec& n = *m.arch.net;
   NetSpec changed = n;
+  if (req.has("imageSize") && !n.vision)
+    fail(code::kInconsistent, "imageSize",
+         {"imageSize: this model (", m.architecture, ") reads text, not images: leave it out"});
   if (req.has("imageSize")) {
     changed.image_size = req.u64("imageSize", 1, kMaxImage);
     changed.image_size_set = true;
@@ -41,10 +44,14 @@ bool read_net_fields(const Obj& req, std::shared_ptr<const ModelDescription>* mo
             ") has no classification head; leave numClasses out"});
     changed.num_classes = req.u64("numClasses", 1, kMaxClasses);
   }
-  if (req.has("seqLen"))
+  if (req.has("seqLen") && !n.text)
     fail(code::kInconsistent, "seqLen",
          "seqLen is for token sequences; an image network reads imageSize (pixels per side)");
-  if (changed.image_size != n.image_size || changed.num_classes != n.num_classes) {
+  if (req.has("seqLen")) {  // a text tower (CLIP, SigLIP): its tokens, at most its positions
+    changed.seq = req.u64("seqLen", 1, n.text_positions);
+  }
+  if (changed.image_size != n.image_size || changed.num_classes != n.num_classes ||
+      changed.seq != n.seq) {
     auto copy = std::make_shared<ModelDescription>(m);
     rebuild_net(std::make_shared<const NetSpec>(changed), copy.get());
     *model = std::move(copy);

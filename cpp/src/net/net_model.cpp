@@ -28,6 +28,12 @@ Recipe recipe_of(const std::string& family) {
       {"vit", hf_vit},
       {"deit", hf_vit},
       {"dinov2", hf_vit},
+      {"clip", hf_clip},
+      {"siglip", hf_clip},
+      {"convnext", hf_convnext},
+      {"resnet", hf_resnet},
+      {"swin", hf_swin},
+      {"segformer", hf_segformer},
   };
   for (const auto& r : kRecipes)
     if (family == r.first) return r.second;
@@ -39,6 +45,10 @@ uint64_t sequence_tokens(const NetSpec& n) {
       n.family == "tv_vit" || n.family == "vit" || n.family == "deit" || n.family == "dinov2";
   if (vit && n.patch > 0)
     return (n.image_size / n.patch) * (n.image_size / n.patch) + 1 + n.extra_tokens;
+  const bool tower = n.family == "clip" || n.family == "siglip";
+  if (tower && n.vision && n.patch > 0)  // the vision tower's tokens (CLIP: + [CLS])
+    return (n.image_size / n.patch) * (n.image_size / n.patch) + (n.family == "clip" ? 1 : 0);
+  if (tower) return n.seq;
   return 1;
 }
 

@@ -203,14 +203,35 @@ V global_avg_pool(Graph& g, V x) {
   return y;
 }
 
-V mean_dim(Graph& g, V x, size_t dim) {
+V mean_dim(Graph& g, V x, size_t dim, bool keepdim) {
   Shape out = g.shape(x);
-  out.erase(out.begin() + static_cast<std::ptrdiff_t>(dim));
+  if (keepdim)
+    out[dim] = 1;
+  else
+    out.erase(out.begin() + static_cast<std::ptrdiff_t>(dim));
   g.begin_op({x});
   const V y = g.make(out, g.width(x));
   if (g.settings().runtime.mean_saves_input)
     g.save(x, "mean input", "MeanBackward1 keeps its input (torch 1.13)");
   return y;
+}
+
+V embedding(Graph& g, const std::string& mod, V ids, uint64_t rows, uint64_t dim) {
+  g.module(mod);
+  g.param(mod + ".weight", {rows, dim});
+  g.begin_op({ids});
+  Shape s = g.shape(ids);
+  s.push_back(dim);
+  const V y = g.make(s, g.widths().param);
+  g.save(ids, "embedding indices (int64)", "EmbeddingBackward0 keeps its indices");
+  return y;
+}
+
+V position_table(Graph& g, const std::string& mod, uint64_t rows, uint64_t n, uint64_t dim) {
+  g.module(mod);
+  g.param(mod + ".weight", {rows, dim});
+  g.begin_op({});  // indices: the registered position_ids buffer (not an activation)
+  return g.make({1, n, dim}, g.widths().param);
 }
 
 V linear(Graph& g, const std::string& mod, V x, uint64_t out, bool bias) {

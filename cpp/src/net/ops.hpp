@@ -48,8 +48,13 @@ V max_pool2d(Graph& g, V x, uint64_t k, uint64_t s, uint64_t p);  // keeps input
 V avg_pool2d(Graph& g, V x, uint64_t k, uint64_t s);              // keeps its input
 // AdaptiveAvgPool2d(1) = mean over H, W (keepdim): MeanBackward keeps its input on torch 1.13.
 V global_avg_pool(Graph& g, V x);
-// mean over dimension `dim` (no keepdim).
-V mean_dim(Graph& g, V x, size_t dim);
+// mean over dimension `dim` (keepdim: the dimension stays, of size 1).
+V mean_dim(Graph& g, V x, size_t dim, bool keepdim = false);
+
+// nn.Embedding(rows, dim) over int64 ids: EmbeddingBackward0 keeps the indices.
+V embedding(Graph& g, const std::string& mod, V ids, uint64_t rows, uint64_t dim);
+// An embedding whose indices are a buffer (position_ids): [1, n, dim], nothing kept.
+V position_table(Graph& g, const std::string& mod, uint64_t rows, uint64_t n, uint64_t dim);
 
 // nn.Linear over the last dimension: weight [out, in] (+ bias [out]). Keeps its input (a copy
 // when the input is a non-contiguous view of more than three dimensions).
@@ -61,6 +66,9 @@ V add(Graph& g, V a, V b, bool inplace = false);  // keeps nothing
 V mul(Graph& g, V a, V b);                        // keeps each factor whose partner needs grad
 V mul_param(Graph& g, V x);                       // x * parameter: keeps x
 V scale(Graph& g, V x);                           // x * a Python number: keeps nothing
+V square(Graph& g, V x);                          // x.pow(2): keeps x
+V sqrt_op(Graph& g, V x);                         // torch.sqrt: keeps its result
+V div(Graph& g, V a, V b);                        // a / b: keeps a and b (both need grad)
 V cat(Graph& g, const std::vector<V>& xs, size_t dim);
 
 V reshape(Graph& g, V x, Shape s);  // a view, or a copy of a non-contiguous input
@@ -72,7 +80,9 @@ V slice(Graph& g, V x, Shape s);  // narrow / select: a view
 // chunk / split / unbind into n equal views of shape `part` (one backward node: the input's
 // gradient is made once, full size)
 std::vector<V> split(Graph& g, V x, size_t n, const Shape& part);
-V expand(Graph& g, V x, Shape s);       // a broadcast view (class token)
+V expand(Graph& g, V x, Shape s);  // a broadcast view (class token)
+// F.interpolate (bilinear / nearest): a new tensor; UpsampleBackward keeps only sizes
+V interpolate(Graph& g, V x, Shape s);
 V cast(Graph& g, V x, uint32_t width);  // .to(dtype): a copy in the new width
 
 V dropout(Graph& g, V x, double p, bool inplace = false);  // mask (CUDA) / noise (CPU) kept

@@ -55,6 +55,30 @@ V scale(Graph& g, V x) {
   return g.make(g.shape(x), g.width(x), g.contiguous(x));  // MulBackward1 / DivBackward1: none
 }
 
+V square(Graph& g, V x) {
+  g.begin_op({x});
+  const V y = g.make(g.shape(x), g.width(x), g.contiguous(x));
+  g.save(x, "pow input", "PowBackward0 keeps its input");
+  return y;
+}
+
+V sqrt_op(Graph& g, V x) {
+  g.begin_op({x});
+  const V y = g.make(g.shape(x), g.width(x), g.contiguous(x));
+  g.save(y, "sqrt output", "SqrtBackward0 keeps its result");
+  return y;
+}
+
+V div(Graph& g, V a, V b) {
+  g.begin_op({a, b});
+  const V y = g.make(g.shape(a), std::max(g.width(a), g.width(b)), g.contiguous(a));
+  if (g.grad(b)) g.save(a, "div numerator", "DivBackward0 keeps self for the divisor's gradient");
+  g.save(b, "div divisor", "DivBackward0 keeps the divisor");
+  if (g.grad(b) && prod(g.shape(b)) < prod(g.shape(a)))
+    g.backward_extra(checked_mul(prod(g.shape(a)), g.width(a), "microBatch"));
+  return y;
+}
+
 V cat(Graph& g, const std::vector<V>& xs, size_t dim) {
   Shape s = g.shape(xs.at(0));
   s[dim] = 0;
@@ -111,6 +135,11 @@ std::vector<V> split(Graph& g, V x, size_t n, const Shape& part) {
   std::vector<V> out;
   for (size_t i = 0; i < n; ++i) out.push_back(g.view(x, part, false));
   return out;
+}
+
+V interpolate(Graph& g, V x, Shape s) {
+  g.begin_op({x});
+  return g.make(std::move(s), g.width(x));
 }
 
 V expand(Graph& g, V x, Shape s) {

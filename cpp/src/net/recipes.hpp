@@ -30,7 +30,12 @@ void tv_mobilenet_v3(Graph& g, const NetSpec& n);
 void tv_densenet(Graph& g, const NetSpec& n);
 
 // HuggingFace transformers (commits cited in each file)
-void hf_vit(Graph& g, const NetSpec& n);  // vit, deit, dinov2
+void hf_vit(Graph& g, const NetSpec& n);   // vit, deit, dinov2
+void hf_clip(Graph& g, const NetSpec& n);  // clip, siglip and their single towers
+void hf_convnext(Graph& g, const NetSpec& n);
+void hf_resnet(Graph& g, const NetSpec& n);
+void hf_swin(Graph& g, const NetSpec& n);
+void hf_segformer(Graph& g, const NetSpec& n);
 
 // torchvision's classification head and loss: avgpool done, x [B, C] -> fc -> cross-entropy.
 V classify(Graph& g, const std::string& mod, V x, uint64_t classes);
