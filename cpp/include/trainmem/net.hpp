@@ -48,11 +48,13 @@ struct NetSpec {
   uint64_t projection = 0;    // CLIP / SigLIP projection_dim
   uint64_t extra_tokens = 0;  // DeiT distillation token, DINOv2 register tokens
   bool text = false;          // CLIP / SigLIP text tower present
-  bool vision = true;         // CLIP / SigLIP vision tower present
+  bool vision = true;         // reads images (CLIP / SigLIP: a vision tower is present)
+  bool audio = false;         // reads audio (Whisper: mel frames; wav2vec2: samples)
   uint64_t text_hidden = 0, text_layers = 0, text_heads = 0, text_intermediate = 0;
   uint64_t text_vocab = 0, text_positions = 0;
   std::string text_act;
   uint64_t seq = 0;             // text tokens of a text tower (seqLen; its positions when absent)
+  bool tied_head = false;       // the LM head shares the token embedding (tie_word_embeddings)
   bool swiglu = false;          // DINOv2 use_swiglu_ffn
   bool mask_token = false;      // DINOv2 use_mask_token (a parameter, unused in training)
   bool image_size_set = false;  // the request gave imageSize

@@ -332,12 +332,100 @@ void read_segformer(const Obj& c, const std::string& ov, NetSpec* n) {
   n->num_classes = n->variant == "SegformerModel" ? 0 : labels_of(c);
 }
 
+// WhisperConfig (configuration_whisper.py defaults: whisper-tiny's sizes).
+void read_whisper(const Obj& c, const std::string& ov, NetSpec* n) {
+  n->family = "whisper";
+  n->vision = false;
+  n->audio = true;
+  n->vocab = c.u64_or("vocab_size", 51865, 1, 1u << 24);
+  n->channels = c.u64_or("num_mel_bins", 80, 1, 4096);
+  n->hidden = c.u64_or("d_model", 384, 1, kMaxDim);
+  n->layers = c.u64_or("encoder_layers", 4, 1, kMaxLayers);
+  n->heads = c.u64_or("encoder_attention_heads", 6, 1, kMaxDim);
+  n->intermediate = c.u64_or("encoder_ffn_dim", 1536, 1, kMaxDim);
+  n->decoder_layers = c.u64_or("decoder_layers", 4, 1, kMaxLayers);
+  n->text_heads = c.u64_or("decoder_attention_heads", 6, 1, kMaxDim);
+  n->text_intermediate = c.u64_or("decoder_ffn_dim", 1536, 1, kMaxDim);
+  for (const char* k : {"encoder_attention_heads", "decoder_attention_heads"}) {
+    const uint64_t h = std::string(k) == "encoder_attention_heads" ? n->heads : n->text_heads;
+    if (n->hidden % h != 0)
+      fail(code::kInconsistent, c.field(k), {c.field(k), " must divide d_model"});
+  }
+  const uint64_t src = c.u64_or("max_source_positions", 1500, 1, 1u << 20);
+  n->image_size = n->config_image = 2 * src;  // the encoder reads exactly this many mel frames
+  n->target_positions = c.u64_or("max_target_positions", 448, 1, 1u << 20);
+  n->act = c.str_or("activation_function", "gelu", 64);
+  n->dropout = c.num_or("dropout", 0.0, 0, 1);
+  n->attention_dropout = c.num_or("attention_dropout", 0.0, 0, 1);
+  n->classifier_dropout = c.num_or("activation_dropout", 0.0, 0, 1);
+  n->tied_head = c.boolean_or("tie_word_embeddings", true);
+  if (c.boolean_or("scale_embedding", false))
+    fail(code::kUnsupported, c.field("scale_embedding"), "scale_embedding = true is not modelled");
+  n->variant = pick_class(c, ov, {"WhisperForConditionalGeneration", "WhisperModel"},
+                          "WhisperForConditionalGeneration");
+}
+
+// Wav2Vec2Config (configuration_wav2vec2.py defaults: wav2vec2-base).
+void read_wav2vec2(const Obj& c, const std::string& ov, NetSpec* n) {
+  n->family = "wav2vec2";
+  n->vision = false;
+  n->audio = true;
+  const auto dim = sizes_of(c, "conv_dim", {512, 512, 512, 512, 512, 512, 512}, kMaxDim);
+  const auto stride = sizes_of(c, "conv_stride", {5, 2, 2, 2, 2, 2, 2}, 1024);
+  const auto kernel = sizes_of(c, "conv_kernel", {10, 3, 3, 3, 3, 2, 2}, 1024);
+  if (stride.size() != dim.size() || kernel.size() != dim.size())
+    fail(code::kInconsistent, c.field("conv_dim"),
+         {c.field("conv_dim"), ", conv_stride and conv_kernel must have the same length"});
+  for (size_t i = 0; i < dim.size(); ++i) {
+    NetStage s;
+    s.width = dim[i];
+    s.kernel = kernel[i];
+    s.stride = stride[i];
+    n->stages.push_back(s);
+  }
+  n->qkv_bias = c.boolean_or("conv_bias", false);  // (the feature convolutions' bias)
+  n->pooler = c.one_of_or("feat_extract_norm", {"group", "layer"}, "group") == "group";
+  n->act = c.str_or("hidden_act", "gelu", 64);
+  const std::string fa = c.str_or("feat_extract_activation", "gelu", 64);
+  if (fa != n->act)
+    fail(code::kUnsupported, c.field("feat_extract_activation"),
+         "feat_extract_activation different from hidden_act is not modelled");
+  n->hidden = c.u64_or("hidden_size", 768, 1, kMaxDim);
+  n->layers = c.u64_or("num_hidden_layers", 12, 1, kMaxLayers);
+  n->heads = c.u64_or("num_attention_heads", 12, 1, kMaxDim);
+  if (n->hidden % n->heads != 0)
+    fail(code::kInconsistent, c.field("num_attention_heads"),
+         {c.field("num_attention_heads"), " must divide hidden_size"});
+  n->intermediate = c.u64_or("intermediate_size", 3072, 1, kMaxDim);
+  n->dropout = c.num_or("hidden_dropout", 0.1, 0, 1);
+  n->attention_dropout = c.num_or("attention_dropout", 0.1, 0, 1);
+  n->classifier_dropout = c.num_or("activation_dropout", 0.1, 0, 1);
+  const double final_dropout = c.num_or("final_dropout", 0.1, 0, 1);
+  n->extra_tokens = c.num_or("feat_proj_dropout", 0.0, 0, 1) > 0 ? 0 : 1;  // 1: no dropout there
+  n->patch = c.u64_or("num_conv_pos_embeddings", 128, 1, 4096);
+  n->groups = c.u64_or("num_conv_pos_embedding_groups", 16, 1, 4096);
+  if (n->hidden % n->groups != 0)
+    fail(code::kInconsistent, c.field("num_conv_pos_embedding_groups"),
+         {c.field("num_conv_pos_embedding_groups"), " must divide hidden_size"});
+  n->layer_scale = c.boolean_or("do_stable_layer_norm", false);
+  n->mask_token =
+      c.num_or("mask_time_prob", 0.05, 0, 1) > 0 || c.num_or("mask_feature_prob", 0.0, 0, 1) > 0;
+  n->vocab = c.u64_or("vocab_size", 32, 1, 1u << 24);
+  if (c.boolean_or("add_adapter", false))
+    fail(code::kUnsupported, c.field("add_adapter"), "add_adapter = true is not modelled");
+  n->variant = pick_class(c, ov, {"Wav2Vec2ForCTC", "Wav2Vec2Model"}, "Wav2Vec2Model");
+  // the CTC head's dropout is final_dropout; the recipe reads it from classifier_dropout after
+  // the feed-forward's activation_dropout: keep both
+  n->width_mult = final_dropout;
+  n->image_size = n->config_image = 16000;  // one second of 16 kHz audio unless seqLen says
+}
+
 }  // namespace
 
 bool is_net_model_type(const std::string& type) {
   for (const char* t : {"torchvision", "vit", "deit", "dinov2", "clip", "clip_vision_model",
                         "clip_text_model", "siglip", "siglip_vision_model", "siglip_text_model",
-                        "convnext", "resnet", "swin", "segformer"})
+                        "convnext", "resnet", "swin", "segformer", "whisper", "wav2vec2"})
     if (type == t) return true;
   return false;
 }
@@ -357,6 +445,10 @@ void build_net_config(const Obj& c, const std::string& type, const std::string& 
     read_swin(c, arch_override, spec.get());
   else if (type == "segformer")
     read_segformer(c, arch_override, spec.get());
+  else if (type == "whisper")
+    read_whisper(c, arch_override, spec.get());
+  else if (type == "wav2vec2")
+    read_wav2vec2(c, arch_override, spec.get());
   rebuild_net(std::move(spec), &m);
 }
 
@@ -372,7 +464,13 @@ void rebuild_net(std::shared_ptr<const NetSpec> spec, ModelDescription* m) {
   a.heads = spec->heads;
   a.intermediate = spec->intermediate;
   a.num_labels = spec->num_classes;
-  a.encoder_only = true;
+  a.encoder_only = spec->decoder_layers == 0;
+  if (spec->decoder_layers > 0) {  // encoder-decoder (Whisper): targetLen is the decoder's
+    a.encoder_layers = spec->layers;
+    a.layers = spec->decoder_layers;
+    a.max_positions = spec->target_positions;
+    a.vocab = spec->vocab;
+  }
   a.net = std::move(spec);
   if (m->architecture.empty()) m->architecture = a.net->variant;
   finalize_tensors(m);

@@ -44,11 +44,21 @@ bool read_net_fields(const Obj& req, std::shared_ptr<const ModelDescription>* mo
             ") has no classification head; leave numClasses out"});
     changed.num_classes = req.u64("numClasses", 1, kMaxClasses);
   }
-  if (req.has("seqLen") && !n.text)
+  if (req.has("seqLen") && !n.text && !n.audio)
     fail(code::kInconsistent, "seqLen",
          "seqLen is for token sequences; an image network reads imageSize (pixels per side)");
-  if (req.has("seqLen")) {  // a text tower (CLIP, SigLIP): its tokens, at most its positions
+  if (req.has("seqLen") && n.text) {  // a text tower (CLIP, SigLIP): at most its positions
     changed.seq = req.u64("seqLen", 1, n.text_positions);
+  } else if (req.has("seqLen") && n.family == "whisper") {
+    // WhisperEncoder.forward refuses any other length than 2 x max_source_positions
+    const uint64_t frames = req.u64("seqLen", 1, 1u << 24);
+    if (frames != n.image_size)
+      fail(code::kInconsistent, "seqLen",
+           {"seqLen: Whisper's encoder reads exactly ", std::to_string(n.image_size),
+            " mel frames (2 x max_source_positions; shorter audio is padded to 30 s), got ",
+            std::to_string(frames)});
+  } else if (req.has("seqLen")) {  // wav2vec2: audio samples
+    changed.image_size = req.u64("seqLen", 400, 1u << 26);
   }
   if (changed.image_size != n.image_size || changed.num_classes != n.num_classes ||
       changed.seq != n.seq) {

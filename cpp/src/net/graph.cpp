@@ -54,6 +54,10 @@ void Graph::output(V v) {
   if (rec_ && !layers_.empty()) layers_.back().output = v.id;
 }
 
+void Graph::carry(V v) {
+  if (rec_ && !layers_.empty()) layers_.back().carried.push_back(v.id);
+}
+
 void Graph::tokens(uint64_t rows) {
   if (rec_ && !layers_.empty()) layers_.back().tokens = rows;
 }
@@ -69,17 +73,24 @@ void Graph::module(const std::string& path) {
   m_->module_name_bytes += path.size();
 }
 
-V Graph::param(const std::string& name, Shape shape, LinearKind lk) {
+V Graph::param(const std::string& name, Shape shape, LinearKind lk, bool trainable,
+               const std::string& tied) {
   if (m_) {
     TensorSpec t;
     t.name = name;
     t.shape = std::move(shape);
     t.linear = lk;
+    t.trainable = trainable;
+    t.tied_to = tied;
     t.block = block_;
     t.block_set = true;
     m_->tensors.push_back(std::move(t));
   }
   return V{};
+}
+
+void Graph::mark_output_head() {
+  if (m_ && !m_->tensors.empty()) m_->tensors.back().output_head = true;
 }
 
 void Graph::buffer(const std::string& name, Shape shape, DType dt, bool persistent) {

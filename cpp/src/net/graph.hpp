@@ -50,13 +50,19 @@ class Graph {
   // Starts a chain layer; `block`: the TensorSpec.block of its parameters (-1 before the first
   // block; peak memory maps block b to chain layer b + 1).
   void layer(const std::string& name, int64_t block);
-  void output(V v);            // the current layer's output (what the next layer reads)
+  void output(V v);  // the current layer's output (what the next layer reads)
+  // A tensor this layer makes that later layers read beside its output (Whisper's encoder
+  // output, read by every decoder layer): counted in the output bytes, so that a checkpointed
+  // next layer keeps it and its gradient flows back with the output's.
+  void carry(V v);
   void tokens(uint64_t rows);  // rows its linear modules process (LayerActivations::tokens)
   void assume(const std::string& a);
 
   // ---- parameters, buffers, modules (names as state_dict(); module count for torch.save)
   void module(const std::string& path);
-  V param(const std::string& name, Shape shape, LinearKind lk = LinearKind::none);
+  V param(const std::string& name, Shape shape, LinearKind lk = LinearKind::none,
+          bool trainable = true, const std::string& tied = std::string());
+  void mark_output_head();  // the last parameter is the output embedding (LoRA all-linear skips it)
   void buffer(const std::string& name, Shape shape, DType dt = DType::fp32, bool persistent = true);
 
   // ---- values
@@ -120,7 +126,8 @@ class Graph {
   struct Layer {
     std::string name;
     uint32_t first_op = 0;
-    uint32_t output = 0;  // value
+    uint32_t output = 0;            // value
+    std::vector<uint32_t> carried;  // values
     uint64_t tokens = 0;
     double flops = 0;
   };
@@ -131,6 +138,7 @@ class Graph {
   void forward_temps(const Reduced& r, size_t L, activations::LayerActivations* l) const;
   void backward_walk(Reduced* r) const;
   void backward_temps(const Reduced& r, size_t L, activations::LayerActivations* l) const;
+  uint64_t out_bytes_of(size_t L) const;  // output + carried bytes of layer L
 
   const activations::Settings& s_;
   ModelDescription* m_;

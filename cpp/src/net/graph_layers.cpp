@@ -31,8 +31,10 @@ void Graph::reduce_layers(Reduced* r, activations::ModelActivations* out) const 
   const size_t nl = layers_.size();
   r->kept.assign(st_.size(), 0);
   for (size_t s = 1; s < st_.size(); ++s) r->kept[s] = st_[s].first_saver >= 0 && !st_[s].param;
-  for (const Layer& L : layers_)
+  for (const Layer& L : layers_) {
     if (L.output) r->kept[vals_[L.output].storage] = 1;
+    for (uint32_t c : L.carried) r->kept[vals_[c].storage] = 1;
+  }
   r->saved.assign(nl, {});
   out->input_bytes = 0;
   for (size_t s = 1; s < st_.size(); ++s) {
@@ -58,7 +60,7 @@ void Graph::reduce_layers(Reduced* r, activations::ModelActivations* out) const 
       if (s_.detail) l.saved.push_back({st_[s].what, st_[s].bytes, st_[s].why});
     }
     if (s_.detail) l.saved.back() = {"layer output", st_[o].bytes, "read by the next layer"};
-    l.output_bytes = st_[o].bytes;
+    l.output_bytes = out_bytes_of(L);
     l.forward_flops = std::max(1.0, layers_[L].flops);
     l.tokens = layers_[L].tokens;
   }
@@ -176,13 +178,19 @@ void Graph::backward_walk(Reduced* r) const {
   }
 }
 
+uint64_t Graph::out_bytes_of(size_t L) const {
+  uint64_t b = st_[vals_[layers_[L].output].storage].bytes;
+  for (uint32_t c : layers_[L].carried) b += st_[vals_[c].storage].bytes;
+  return b;
+}
+
 void Graph::backward_temps(const Reduced& r, size_t L, activations::LayerActivations* l) const {
   const auto& S = r.saved[L];
   std::vector<uint64_t> prefix(S.size(), 0), temps(S.size(), 0);
   uint64_t sum = 0;
   for (size_t k = 0; k < S.size(); ++k) prefix[k] = sum += st_[S[k]].bytes;
   const uint64_t gout = l->output_bytes;
-  const uint64_t din = L > 0 ? st_[vals_[layers_[L - 1].output].storage].bytes : 0;
+  const uint64_t din = L > 0 ? out_bytes_of(L - 1) : 0;
   uint64_t worst = din;
   for (uint32_t j = layers_[L].first_op; j < r.end_op[L]; ++j) {
     if (!r.ran[j]) continue;

@@ -34,6 +34,8 @@ Recipe recipe_of(const std::string& family) {
       {"resnet", hf_resnet},
       {"swin", hf_swin},
       {"segformer", hf_segformer},
+      {"whisper", hf_whisper},
+      {"wav2vec2", hf_wav2vec2},
   };
   for (const auto& r : kRecipes)
     if (family == r.first) return r.second;
@@ -49,6 +51,7 @@ uint64_t sequence_tokens(const NetSpec& n) {
   if (tower && n.vision && n.patch > 0)  // the vision tower's tokens (CLIP: + [CLS])
     return (n.image_size / n.patch) * (n.image_size / n.patch) + (n.family == "clip" ? 1 : 0);
   if (tower) return n.seq;
+  if (n.family == "whisper") return n.image_size / 2;  // encoder tokens
   return 1;
 }
 

@@ -36,6 +36,8 @@ void hf_convnext(Graph& g, const NetSpec& n);
 void hf_resnet(Graph& g, const NetSpec& n);
 void hf_swin(Graph& g, const NetSpec& n);
 void hf_segformer(Graph& g, const NetSpec& n);
+void hf_whisper(Graph& g, const NetSpec& n);
+void hf_wav2vec2(Graph& g, const NetSpec& n);
 
 // torchvision's classification head and loss: avgpool done, x [B, C] -> fc -> cross-entropy.
 V classify(Graph& g, const std::string& mod, V x, uint64_t classes);
