@@ -17,7 +17,7 @@ constexpr uint64_t kMaxClasses = 1u << 24;
 }  // namespace
 
 bool read_net_fields(const Obj& req, std::shared_ptr<const ModelDescription>* model,
-                     uint64_t* seq_len) {
+                     uint64_t* seq_len, uint64_t* target_len) {
   const ModelDescription& m = **model;
   if (!m.arch.net) {
     for (const char* k : {"imageSize", "numClasses"})
@@ -67,6 +67,15 @@ bool read_net_fields(const Obj& req, std::shared_ptr<const ModelDescription>* mo
     *model = std::move(copy);
   }
   *seq_len = net::sequence_tokens(*(*model)->arch.net);
+  if (req.has("targetLen")) {
+    // Whisper: the decoder's tokens; wav2vec2: the CTC labels per sample
+    if (n.family != "whisper" && n.family != "wav2vec2")
+      fail(code::kInconsistent, "targetLen",
+           "targetLen is the decoder length (Whisper) or the transcript's labels (wav2vec2); "
+           "this network has neither: leave it out");
+    const uint64_t most = n.family == "whisper" ? n.target_positions : *seq_len;
+    *target_len = req.u64("targetLen", 1, most);
+  }
   return true;
 }
 

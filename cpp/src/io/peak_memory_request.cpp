@@ -434,9 +434,8 @@ void read_lengths(const Obj& req, Request* out) {
   Request& r = *out;
   r.micro_batch = req.u64("microBatch", 1, limits::kMaxMicroBatch);
   r.seq_len = 1;
-  if (!r.is_mlp && read_net_fields(req, &r.model_ptr, &r.seq_len)) {
-    // a vision or speech network: imageSize / numClasses (io/net_request.cpp)
-  } else if (!r.is_mlp) {
+  const bool net = !r.is_mlp && read_net_fields(req, &r.model_ptr, &r.seq_len, &r.target_len);
+  if (!net && !r.is_mlp) {  // (a network's imageSize / numClasses / lengths: io/net_request.cpp)
     r.seq_len = req.u64("seqLen", 1, limits::kMaxSeqLen);
     const uint64_t maxpos = r.model().arch.max_positions;
     if (maxpos > 0 && r.seq_len > maxpos)
@@ -445,7 +444,7 @@ void read_lengths(const Obj& req, Request* out) {
             std::to_string(maxpos), ")"});
   }
   if (req.has("samples")) read_samples(req, &r);
-  if (req.has("targetLen")) {
+  if (req.has("targetLen") && !net) {
     // T5ForConditionalGeneration: input_ids (the encoder, seqLen) and labels (the decoder)
     // have their own lengths (modeling_t5.py forward)
     r.target_len = req.u64("targetLen", 1, limits::kMaxSeqLen);

@@ -52,6 +52,11 @@ uint64_t sequence_tokens(const NetSpec& n) {
     return (n.image_size / n.patch) * (n.image_size / n.patch) + (n.family == "clip" ? 1 : 0);
   if (tower) return n.seq;
   if (n.family == "whisper") return n.image_size / 2;  // encoder tokens
+  if (n.family == "wav2vec2") {  // frames after the feature encoder's convolutions
+    uint64_t t = n.image_size;
+    for (const auto& st : n.stages) t = t >= st.kernel ? (t - st.kernel) / st.stride + 1 : 0;
+    return std::max<uint64_t>(t, 1);
+  }
   return 1;
 }
 
@@ -79,7 +84,7 @@ void check_settings(const NetSpec& n, const activations::Settings& s) {
          "chunked and fused losses are language-model heads; this network ends in its own head");
   if (s.float8)
     fail(code::kUnsupported, "float8", "float8 is modelled for Llama-family blocks: leave it out");
-  if (s.target_len > 0 && n.decoder_layers == 0)
+  if (s.target_len > 0 && n.decoder_layers == 0 && n.family != "wav2vec2")
     fail(code::kInconsistent, "targetLen",
          "targetLen is the decoder length of an encoder-decoder model; this network has none");
 }
