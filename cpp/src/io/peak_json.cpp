@@ -124,13 +124,23 @@ json to_json(const Result& r, bool include_timeline) {
 }  // namespace peak
 
 nlohmann::json peak_memory_json(const nlohmann::json& request) {
-  const peak::Request r = peak::parse_request(request);
+  peak::Request r = peak::parse_request(request);
+  const ModelDescription& m = r.model();
+  const bool count_only = !r.is_mlp && m.source == "params" && !m.has_architecture();
+  if (count_only) r.search_max_micro_batch = false;  // activations unknown: no largest batch
   // "timeline": null means absent, as in parse_request (json::value() would throw on null).
   const auto t = request.is_object() ? request.find("timeline") : request.end();
   const bool timeline =
       !(request.is_object() && t != request.end() && t->is_boolean()) || t->get<bool>();
   nlohmann::json out = peak::to_json(peak::compute(r), timeline);
   if (r.samples.given) put(out, "samples", peak::samples_json(r));
+  // a parameter count: the persistent state alone (a lower bound: `fits` false is certain,
+  // true says only that the state fits); with layers / hidden / heads, a stand-in decoder
+  if (!r.is_mlp && m.source == "params") {
+    put(out, "lowerBound", count_only);
+    put(out, "approximate", !count_only);
+    if (count_only) put(out, "maxMicroBatch", nullptr);
+  }
   return out;
 }
 

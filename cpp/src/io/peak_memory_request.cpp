@@ -435,7 +435,10 @@ void read_lengths(const Obj& req, Request* out) {
   r.micro_batch = req.u64("microBatch", 1, limits::kMaxMicroBatch);
   r.seq_len = 1;
   const bool net = !r.is_mlp && read_net_fields(req, &r.model_ptr, &r.seq_len, &r.target_len);
-  if (!net && !r.is_mlp) {  // (a network's imageSize / numClasses / lengths: io/net_request.cpp)
+  const bool count_only = !r.is_mlp && !net && !r.model().has_architecture();
+  if (count_only) {  // a parameter count: no shapes, seqLen changes nothing
+    r.seq_len = req.u64_or("seqLen", 1, 1, limits::kMaxSeqLen);
+  } else if (!net && !r.is_mlp) {  // (a network's fields: io/net_request.cpp)
     r.seq_len = req.u64("seqLen", 1, limits::kMaxSeqLen);
     const uint64_t maxpos = r.model().arch.max_positions;
     if (maxpos > 0 && r.seq_len > maxpos)
