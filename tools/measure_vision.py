@@ -166,7 +166,9 @@ def main():
             continue
         out["models"][arch] = describe(arch)
     torch.set_num_threads(2)
-    for c in CASES:
+    path = os.path.join(os.path.dirname(__file__), "..", "tests", "fixtures", "torch_vision.json")
+    # the cheapest cases first; the file is written after each case (a long run can be stopped)
+    for c in sorted(CASES, key=lambda c: ("vit_l" in c["arch"], c["microBatch"])):
         if only and only not in c["name"]:
             continue
         if verbose:
@@ -176,11 +178,10 @@ def main():
         out["cases"].append(dict(c, **r))
         print(f"{c['name']:48s} saved {r['savedBytes']:>12d} peak {r['peakBytes']:>12d} {r['peakPhase']}",
               file=sys.stderr)
-    if "--dry" not in sys.argv and not only:
-        path = os.path.join(os.path.dirname(__file__), "..", "tests", "fixtures", "torch_vision.json")
-        with open(path, "w") as f:
-            json.dump(out, f, indent=None, separators=(",", ":"))
-            f.write("\n")
+        if "--dry" not in sys.argv and not only:
+            with open(path, "w") as f:
+                json.dump(out, f, indent=None, separators=(",", ":"))
+                f.write("\n")
 
 
 if __name__ == "__main__":
