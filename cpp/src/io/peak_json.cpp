@@ -15,6 +15,11 @@ namespace {
 json line_json(const Line& l) {
   json j = json::object();
   put_fields(j, {{"bytes", l.bytes}, {"source", l.source}});
+  if (!l.parts.empty()) {
+    json parts = json::object();
+    for (const auto& p : l.parts) parts[p.name] = p.bytes;
+    j["parts"] = std::move(parts);
+  }
   return j;
 }
 
@@ -26,7 +31,10 @@ json breakdown_json(const Result& r) {
                  {"optimizerState", line_json(r.optimizer_state)},
                  {"activations", line_json(r.activations)},
                  {"temporaries", line_json(r.temporaries)},
+                 {"workspace", line_json(r.workspace)},
+                 {"allocatorRounding", line_json(r.allocator_rounding)},
                  {"runtime", line_json(r.runtime)}});
+  if (r.paged_optimizer_state.bytes) b["pagedOptimizerState"] = line_json(r.paged_optimizer_state);
   return b;
 }
 
@@ -71,7 +79,9 @@ json timeline_point_json(const TimelinePoint& p) {
                  {"name", p.name},
                  {"totalBytes", p.total_bytes},
                  {"activationBytes", p.activation_bytes},
-                 {"gradientBytes", p.gradient_bytes}});
+                 {"gradientBytes", p.gradient_bytes},
+                 {"temporaryBytes", p.temporary_bytes},
+                 {"gatheredBytes", p.gathered_bytes}});
   return e;
 }
 
@@ -121,27 +131,36 @@ json to_json(const Result& r, bool include_timeline) {
   return out;
 }
 
+bool count_only(const Request& r) {
+  return !r.is_mlp && r.model().source == "params" && !r.model().has_architecture();
+}
+
+json result_json(const Request& r, const Result& res, bool include_timeline) {
+  json out = to_json(res, include_timeline);
+  if (r.samples.given) put(out, "samples", samples_json(r));
+  // a parameter count: the persistent state alone (a lower bound: `fits` false is certain,
+  // true says only that the state fits); with layers / hidden / heads, a stand-in decoder
+  if (!r.is_mlp && r.model().source == "params") {
+    put(out, "lowerBound", count_only(r));
+    put(out, "approximate", !count_only(r));
+    if (count_only(r)) put(out, "maxMicroBatch", nullptr);
+  }
+  return out;
+}
+
+bool wants_timeline(const json& request) {
+  // "timeline": null means absent, as in parse_request (json::value() would throw on null).
+  const auto t = request.is_object() ? request.find("timeline") : request.end();
+  return !(request.is_object() && t != request.end() && t->is_boolean()) || t->get<bool>();
+}
+
 }  // namespace peak
 
 nlohmann::json peak_memory_json(const nlohmann::json& request) {
   peak::Request r = peak::parse_request(request);
-  const ModelDescription& m = r.model();
-  const bool count_only = !r.is_mlp && m.source == "params" && !m.has_architecture();
-  if (count_only) r.search_max_micro_batch = false;  // activations unknown: no largest batch
-  // "timeline": null means absent, as in parse_request (json::value() would throw on null).
-  const auto t = request.is_object() ? request.find("timeline") : request.end();
-  const bool timeline =
-      !(request.is_object() && t != request.end() && t->is_boolean()) || t->get<bool>();
-  nlohmann::json out = peak::to_json(peak::compute(r), timeline);
-  if (r.samples.given) put(out, "samples", peak::samples_json(r));
-  // a parameter count: the persistent state alone (a lower bound: `fits` false is certain,
-  // true says only that the state fits); with layers / hidden / heads, a stand-in decoder
-  if (!r.is_mlp && m.source == "params") {
-    put(out, "lowerBound", count_only);
-    put(out, "approximate", !count_only);
-    if (count_only) put(out, "maxMicroBatch", nullptr);
-  }
-  return out;
+  // a bare parameter count has no activations, so no largest micro-batch to search for
+  if (peak::count_only(r)) r.search_max_micro_batch = false;
+  return peak::result_json(r, peak::compute(r), peak::wants_timeline(request));
 }
 
 }  // namespace trainmem
