@@ -239,7 +239,8 @@ V linear(Graph& g, const std::string& mod, V x, uint64_t out, bool bias) {
   g.module(mod);
   g.param(mod + ".weight", {out, in}, LinearKind::linear);
   if (bias) g.param(mod + ".bias", {out});
-  return linear_op(g, x, out);
+  const V y = linear_op(g, x, out);
+  return lora_adapted(g, mod) ? lora_adapter(g, x, y, out) : y;
 }
 
 V linear_op(Graph& g, V x, uint64_t out) {
@@ -253,7 +254,9 @@ V linear_op(Graph& g, V x, uint64_t out) {
   o.back() = out;
   g.begin_op({x});
   const V y = g.make(o, out_width(g, x));
-  g.save(x, "linear input", "AddmmBackward0 / MmBackward0 keep the input");
+  // under LoRA the base weight is frozen: autograd keeps the input only for a weight's gradient
+  if (!g.settings().lora.enabled)
+    g.save(x, "linear input", "AddmmBackward0 / MmBackward0 keep the input");
   g.flops(2.0 * static_cast<double>(prod(s, 0, s.size() - 1)) * static_cast<double>(in) *
           static_cast<double>(out));
   return y;

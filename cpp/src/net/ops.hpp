@@ -61,6 +61,10 @@ V position_table(Graph& g, const std::string& mod, uint64_t rows, uint64_t n, ui
 V linear(Graph& g, const std::string& mod, V x, uint64_t out, bool bias);
 // The same op with parameters registered by the caller (F.linear on a module's own weights).
 V linear_op(Graph& g, V x, uint64_t out);
+// LoRA (ops_lora.cpp): whether the request adapts module `mod`; the adapter's branch added to
+// the base layer's `result` (PEFT lora.Linear), out = the linear's output features.
+bool lora_adapted(const Graph& g, const std::string& mod);
+V lora_adapter(Graph& g, V x, V result, uint64_t out);
 
 V add(Graph& g, V a, V b, bool inplace = false);  // keeps nothing
 V mul(Graph& g, V a, V b);                        // keeps each factor whose partner needs grad
