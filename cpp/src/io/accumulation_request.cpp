@@ -9,6 +9,7 @@
 #include "io/calculators.hpp"
 #include "io/field_list.hpp"
 #include "io/json_fields.hpp"
+#include "io/model_json.hpp"
 #include "io/peak_json.hpp"
 #include "io/request.hpp"
 #include "trainmem/accumulation.hpp"
@@ -77,6 +78,19 @@ GpuInfo read_planner_keys(const Obj& req, accumulation::PlannerInputs* out) {
   return overrides;
 }
 
+// Whether the request's model reads token sequences (seqLen): not a vision or speech network
+// (imageSize, its audio) nor a bare parameter count (no shapes). A model that does not parse:
+// yes (the peakMemory parser then names its field).
+bool reads_tokens(const Obj& req) {
+  if (!req.has("model") || !req.raw("model").is_object()) return true;
+  try {
+    const auto m = parse_model_shared(Obj(req.raw("model"), "model"));
+    return !m->arch.net && m->has_architecture();
+  } catch (const RequestError&) {
+    return true;
+  }
+}
+
 // The peakMemory request: every key that is not the planner's, with "auto" checkpointing
 // (or none) resolved; sets *auto_ckpt.
 json peak_request(const Obj& req, bool* auto_ckpt) {
@@ -91,9 +105,10 @@ json peak_request(const Obj& req, bool* auto_ckpt) {
                 json_at(peak_json, "checkpointing") == vocab::kAccumulationAutoCheckpointing);
   if (*auto_ckpt) peak_json.erase("checkpointing");
   put_fields(peak_json, {{"microBatch", 1}, {"searchMaxMicroBatch", false}, {"timeline", false}});
-  if (!json_has(peak_json, "seqLen"))
+  if (!json_has(peak_json, "seqLen") && reads_tokens(req))
     fail(code::kMissingField, "seqLen", "seqLen is required by the planner");
-  put(peak_json, "seqLen", req.raw("seqLen"));  // (validated by the peakMemory parser)
+  if (json_has(peak_json, "seqLen"))
+    put(peak_json, "seqLen", req.raw("seqLen"));  // (validated by the peakMemory parser)
   if (!json_has(peak_json, "gpu") && !json_has(peak_json, "gpuMemoryBytes"))
     fail(code::kMissingField, "gpu",
          "gpu (a preset id) or gpuMemoryBytes is required by the planner");
@@ -223,6 +238,9 @@ json plan_mode(const Obj& req) {
                "overheadPerLayer x layers; step = steps x microStep + optimizer traffic / "
                "bandwidth (+ ring all-reduce when interconnectGBps is given)"}});
   put(out, "timeModel", std::move(time_json));
+  // a bare parameter count: every plan's memory is the model states alone (activations
+  // unknown), so a plan that fits may not; one that does not fit cannot
+  if (peak::count_only(base)) put(out, "lowerBound", true);
   return out;
 }
 

@@ -4,6 +4,7 @@
 // network (set here, for LoRA's activations and the time model), not a request field.
 #include "io/net_request.hpp"
 
+#include "io/image_size.hpp"
 #include "io/net_config.hpp"
 #include "net/net_model.hpp"
 #include "trainmem/error.hpp"
@@ -34,7 +35,13 @@ bool read_net_fields(const Obj& req, std::shared_ptr<const ModelDescription>* mo
     fail(code::kInconsistent, "imageSize",
          {"imageSize: this model (", m.architecture, ") reads text, not images: leave it out"});
   if (req.has("imageSize")) {
-    changed.image_size = req.u64("imageSize", 1, kMaxImage);
+    const ImageSize px = read_image_size(req, 1, kMaxImage);
+    if (px.height != px.width)
+      fail(code::kUnsupported, "imageSize",
+           {"imageSize: ", m.architecture,
+            " is modelled for square images (one number, or "
+            "[height, width] with height = width)"});
+    changed.image_size = px.height;
     changed.image_size_set = true;
   }
   if (req.has("numClasses")) {
