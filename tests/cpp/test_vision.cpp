@@ -187,7 +187,7 @@ TEST_CASE("LoRA on a vision network's linears", "[vision]") {
   lora["lora"] = {{"rank", 8}, {"dropout", 0}, {"targetModules", {"mlp.0", "mlp.3"}}};
   const json full = call("peakMemory", base), adapted = call("peakMemory", lora);
   CHECK(adapted["trainableParams"] == 737280);
-  CHECK(adapted["params"] == full["params"]);
+  CHECK(adapted["params"] == full["params"].get<double>() + 737280);  // the base + the adapters
   // With a frozen base no linear keeps its input for its weight. Inputs no other op keeps, per
   // encoder layer: the attention's in_proj input (ln_1's output) and out_proj input, each
   // 4 x 197 x 768 x 4 = 2,420,736 B, and once the head's input (x[:, 0], a view of the last
@@ -200,4 +200,33 @@ TEST_CASE("LoRA on a vision network's linears", "[vision]") {
   for (const auto& a : adapted["assumptions"])
     said = said || a.get<std::string>().find("LoRA on this network") != std::string::npos;
   CHECK(said);
+}
+
+TEST_CASE("every sentence of these networks' results is in the message catalog", "[vision]") {
+  const json tiny_vit = {{"model_type", "vit"},      {"hidden_size", 64},
+                         {"num_hidden_layers", 2},   {"num_attention_heads", 2},
+                         {"intermediate_size", 128}, {"image_size", 32},
+                         {"patch_size", 8}};
+  const std::vector<json> requests = {
+      {{"model", {{"params", 86000000}}}, {"microBatch", 4}, {"optimizer", "adamw"}},
+      {{"model", {{"params", 7000000000LL}, {"layers", 32}, {"hidden", 4096}, {"heads", 32}}},
+       {"microBatch", 1},
+       {"seqLen", 512},
+       {"optimizer", "adamw"}},
+      {{"model", {{"preset", "torchvision/vit_b_16"}}},
+       {"microBatch", 2},
+       {"optimizer", "adamw"},
+       {"lora", {{"rank", 8}, {"targetModules", {"mlp.0"}}}},
+       {"compile", true}},
+      {{"model", {{"config", tiny_vit}}},
+       {"microBatch", 2},
+       {"optimizer", "adamw"},
+       {"imageSize", 64}}};
+  for (const json& r : requests) {
+    const json res = call("peakMemory", r);
+    for (size_t i = 0; i < res["assumptions"].size(); ++i) {
+      INFO(res["assumptions"][i].get<std::string>());
+      CHECK(res["messages"].contains("assumptions[" + std::to_string(i) + "]"));
+    }
+  }
 }
