@@ -1,6 +1,10 @@
 // Benchmark (not a test): a ~200 MB synthetic memory snapshot read by the WASM core under Node
 // (tm.readSnapshot), with time, peak RSS and the WASM heap. Run after `bash tools/build.sh wasm`:
 //   node bench/snapshot.bench.mjs [MB]        (default 200)
+//   node bench/snapshot.bench.mjs FILE.pickle (a file written elsewhere, e.g. 665 MB)
+//   node bench/snapshot.bench.mjs crafted     (3.8 KB of memo indices 65,536 apart: the heap it
+//                                              takes; 437 MB before the reader's budget)
+// TRAINMEM_LIB=/path/to/index.js times another build of the module (e.g. main's, "before").
 // Goal: <= 3 s for 200 MB, bounded memory. Results: bench/RESULTS.md ("Snapshot reader").
 //
 // The file is written here the way CPython's pickle.dump (protocol 4, the default of Python
@@ -10,9 +14,8 @@
 // is torch/csrc/cuda/memory_snapshot.cpp's: trace entries {action, addr, size, stream, frames,
 // time_us}, a new frames list per entry whose frame dicts are shared. With /usr/bin/python3 the
 // writer is checked first: Python's pickle.loads of a small file gives the same data.
-import { load } from '../web/lib/index.js';
 import { execFileSync } from 'node:child_process';
-import { existsSync, writeFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -200,7 +203,55 @@ function write(count) {
   return w.buf.subarray(0, w.n);
 }
 
+const { load } = await import(process.env.TRAINMEM_LIB || '../web/lib/index.js');
 const tm = await load();
+
+if (process.argv[2] === 'crafted') {
+  // PROTO 4, NONE, then 760 LONG_BINPUTs of it at indices 65,536 apart, STOP: 3,804 bytes.
+  const b = [0x80, 4, 0x4e];
+  for (let i = 0; i < 760; i++) {
+    const at = i * 65536;
+    b.push(0x72, at & 0xff, (at >> 8) & 0xff, (at >> 16) & 0xff, at >>> 24);
+  }
+  b.push(0x2e);
+  const file = Uint8Array.from(b);
+  // the module itself (not the wrapper), to read the size of its heap after the call
+  const wasm = (process.env.TRAINMEM_LIB || '../web/lib/index.js').replace(
+    /index\.js$/,
+    'wasm/trainmem_wasm.mjs',
+  );
+  const m = await (await import(wasm)).default();
+  const heap0 = m.HEAP8.length;
+  const t0 = performance.now();
+  const out = JSON.parse(m.callBytes('readSnapshot', '{}', file));
+  const what = out.ok
+    ? 'read'
+    : `${out.error.code} on ${out.error.field}: ${out.error.message.slice(0, 80)}`;
+  console.log(
+    `crafted ${file.length} B file: ${what}; ${(performance.now() - t0).toFixed(1)} ms; ` +
+      `WebAssembly heap ${(heap0 / 2 ** 20).toFixed(0)} -> ${(m.HEAP8.length / 2 ** 20).toFixed(0)} MiB`,
+  );
+  process.exit(0);
+}
+if (process.argv[2]?.endsWith('.pickle')) {
+  const bytes = readFileSync(process.argv[2]);
+  const rss0 = process.memoryUsage().rss;
+  const t0 = performance.now();
+  let what;
+  try {
+    const r = tm.readSnapshot(bytes);
+    what = `${r.events.total.toLocaleString('en-US')} entries, peak ${(r.peak.allocatedBytes / 2 ** 30).toFixed(2)} GiB`;
+  } catch (e) {
+    what = `${e.code} on "${e.field}": ${e.message.slice(0, 120)}`;
+  }
+  const rss = process.resourceUsage().maxRSS * 1024;
+  console.log(
+    `${process.argv[2]}: ${(bytes.length / 1e6).toFixed(0)} MB read in ` +
+      `${((performance.now() - t0) / 1000).toFixed(2)} s: ${what}; peak RSS ` +
+      `${(rss / 2 ** 20).toFixed(0)} MiB (before: ${(rss0 / 2 ** 20).toFixed(0)} MiB)`,
+  );
+  process.exit(0);
+}
 // The writer against CPython's pickle, when there is one.
 if (existsSync('/usr/bin/python3')) {
   const dir = mkdtempSync(join(tmpdir(), 'tm-snap-'));

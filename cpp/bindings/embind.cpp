@@ -9,32 +9,42 @@
 #include "trainmem/api.hpp"
 
 namespace {
-std::string call_json(const std::string& function, const std::string& request) {
-  return trainmem::call(function, request);
-}
-// The file's bytes. A Uint8Array (a Node Buffer too) is copied once, by TypedArray.set, into
-// the string the reader parses: Embind's std::string parameter copied it byte by byte in
-// JavaScript into a buffer of its own and then again into a std::string (two copies of a
-// 200 MB file in the WebAssembly heap). Anything else (a JS string, sent as UTF-8; an
-// ArrayBuffer; …) goes through Embind's std::string as before, with its errors.
-std::string call_bytes(const std::string& function, const std::string& request,
-                       const emscripten::val& bytes) {
-  if (bytes.instanceof (emscripten::val::global("Uint8Array"))) {
+// A Uint8Array's bytes, copied once by TypedArray.set into the string the core reads; anything
+// else (a JS string, sent as UTF-8; an ArrayBuffer; ...) through Embind's std::string, with its
+// errors. The JS wrapper sends request text as TextEncoder's UTF-8: Embind's own conversion of
+// a JS string ran in JavaScript, a character at a time (~10 ns each: 70 ms for a 6.8 MB,
+// 100,000-layer placement request, more than the core took to read it).
+std::string bytes_of(const emscripten::val& v) {
+  if (v.instanceof (emscripten::val::global("Uint8Array"))) {
     std::string b;
     // Uninitialised: TypedArray.set writes every byte (the -Oz libc's memset of 200 MB was
-    // about 5 % of the read).
-    b.__resize_default_init(bytes["length"].as<size_t>());
+    // about 5 % of a snapshot's read).
+    b.__resize_default_init(v["length"].as<size_t>());
     emscripten::val(emscripten::typed_memory_view(b.size(), reinterpret_cast<uint8_t*>(&b[0])))
-        .call<void>("set", bytes);
-    return trainmem::call_with_bytes(function, request, b);
+        .call<void>("set", v);
+    return b;
   }
-  return trainmem::call_with_bytes(function, request, bytes.as<std::string>());
+  return v.as<std::string>();
+}
+std::string call_json(const std::string& function, const emscripten::val& request) {
+  return trainmem::call(function, bytes_of(request));
+}
+// The file's bytes beside the request (readSnapshot, compareSnapshot): a Uint8Array (a Node
+// Buffer too) is copied once (Embind's std::string parameter copied a 200 MB file byte by byte
+// in JavaScript into a buffer of its own and then again into a std::string).
+std::string call_bytes(const std::string& function, const emscripten::val& request,
+                       const emscripten::val& bytes) {
+  return trainmem::call_with_bytes(function, bytes_of(request), bytes_of(bytes));
 }
 std::string version_string() { return trainmem::version(); }
+std::string parse_json_text(const emscripten::val& text) {
+  return trainmem::parse_json(bytes_of(text));
+}
 }  // namespace
 
 EMSCRIPTEN_BINDINGS(trainmem) {
   emscripten::function("call", &call_json);
   emscripten::function("callBytes", &call_bytes);
   emscripten::function("version", &version_string);
+  emscripten::function("parseJson", &parse_json_text);
 }

@@ -129,6 +129,21 @@ std::string error_envelope(const std::string& c, const std::string& field,
 
 const char* version() noexcept { return TRAINMEM_VERSION; }
 
+std::string parse_json(const std::string& text) noexcept {
+  try {
+    json ok = json::object();
+    put(ok, "ok", true);
+    put(ok, "result", parse_request(text));
+    return ok.dump(-1, ' ', false, json::error_handler_t::replace);
+  } catch (const RequestError& e) {
+    return error_envelope(e.code(), e.field(), e.what(), &e);
+  } catch (const std::bad_alloc&) {
+    return error_envelope(code::kTooLarge, "", "out of memory while reading the JSON");
+  } catch (...) {
+    return error_envelope(code::kInternal, "", "internal error");
+  }
+}
+
 std::vector<std::string> function_names() {
   std::vector<std::string> names;
   for (const auto& h : kHandlers) names.emplace_back(h.first);
@@ -155,7 +170,7 @@ std::string call_with_bytes(const std::string& function, const std::string& requ
     }
     if (handler && !bytes.empty())
       fail(code::kInconsistent, "", {function, " reads no file: pass its request alone"});
-    const json request = parse_request(request_json);
+    const json request = parse_request(request_json, handler == placement_json);
     json result = handler ? handler(request) : bytes_handler(request, bytes);
     if (!result.is_object()) fail(code::kInternal, "", "internal error: result is not an object");
     std::string path = "result";
@@ -176,6 +191,12 @@ std::string call_with_bytes(const std::string& function, const std::string& requ
   } catch (const RequestError& e) {
     return error_envelope(e.code(), e.field(), e.what(), &e);
   } catch (const std::bad_alloc&) {
+    if (find_bytes_function(function))  // the file is the input that drives it
+      return error_envelope(code::kTooLarge, "snapshot",
+                            "the module ran out of memory reading the snapshot (" +
+                                std::to_string(bytes.size() >> 20) +
+                                " MiB): reading takes up to 3 x the file's size (docs/snapshot.md, "
+                                "\"Limits\"); record fewer steps or trace entries");
     return error_envelope(code::kTooLarge, "", "out of memory while computing the request");
   } catch (const std::exception& e) {
     return error_envelope(code::kInternal, "", std::string("internal error: ") + e.what());

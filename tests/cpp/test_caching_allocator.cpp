@@ -3,6 +3,7 @@
 // c10/cuda/CUDACachingAllocator.cpp, pytorch/pytorch 001074d2); docs/allocator.md lists the rules.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <random>
 #include <vector>
@@ -191,6 +192,35 @@ TEST_CASE("allocator: best fit takes the smallest cached block that holds the re
   // 41 MiB fits none (40 < 41): a new 42 MiB segment.
   REQUIRE(a.malloc(6, 41 * MiB));
   CHECK(a.stats().reserved_bytes == 136 * MiB);
+}
+
+TEST_CASE("allocator: among thousands of equal free blocks best fit takes the lowest address",
+          "[allocator]") {
+  // 4,000 requests of 512 B share one 2 MiB small segment (4,000 x 512 = 2,048,000 B; the
+  // tail of 49,152 B stays free); freeing the odd ones, in a shuffled order, leaves 1,999 free
+  // blocks of 512 B (block 3,999 coalesces with the tail): one size class of thousands of
+  // entries, filed in any order.
+  CachingAllocator a;
+  for (uint64_t id = 0; id < 4000; ++id) REQUIRE(a.malloc(id, 512));
+  CHECK(a.stats().reserved_bytes == 2 * MiB);
+  std::vector<uint64_t> odd;
+  for (uint64_t id = 1; id < 4000; id += 2) odd.push_back(id);
+  std::shuffle(odd.begin(), odd.end(), std::mt19937_64(3));
+  for (uint64_t id : odd) a.free(id);
+  REQUIRE(a.segments().size() == 1);
+  CHECK(a.segments()[0].blocks == 4000);  // 3,999 blocks and the tail with block 3,999
+  // get_free_block: lower_bound on (size, address): the 512 B hole of block 1, taken whole.
+  REQUIRE(a.malloc(5000, 512));
+  CHECK(a.segments()[0].blocks == 4000);
+  // free_block merges free neighbours: block 0 sits between the segment's start and the new
+  // block (no merge), block 2 merges with hole 3 -> one block fewer. Had the new block gone to
+  // any other hole, 0, 1, 2 and 3 would merge into one block (3,997).
+  a.free(0);
+  a.free(2);
+  CHECK(a.segments()[0].blocks == 3999);
+  // Every hole is still found: 1,998 more requests of 512 B fill them without a new segment.
+  for (uint64_t id = 6000; id < 6000 + 1998; ++id) REQUIRE(a.malloc(id, 512));
+  CHECK(a.stats().reserved_bytes == 2 * MiB);
 }
 
 TEST_CASE("allocator: blocks never move between streams", "[allocator]") {

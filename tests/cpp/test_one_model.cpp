@@ -231,3 +231,17 @@ TEST_CASE("one model: torch.compile with op-level selective checkpointing",
   CHECK(blocks(eager) > 0);
   CHECK(compiled["assumptions"].dump().find("partitioner") != std::string::npos);
 }
+
+// A step whose allocations add up past 2^62 B is refused by the field that makes it so, not
+// answered with a wrapped figure: T5's cross-attention scores alone are microBatch x heads x
+// targetLen x seqLen x 4 B = 672,052 x 6 x 237,743 x 64 x 4 B = 2.45e17 B per layer, saved
+// and recomputed in every layer and both steps (found by the stress test).
+TEST_CASE("a step past 2^62 bytes in all is too_large, naming microBatch", "[peak][one-model]") {
+  const json r = call(json::parse(R"({"model":{"config":{"model_type":"t5","d_model":128,
+      "d_kv":16,"d_ff":384,"num_heads":6,"num_layers":2,"num_decoder_layers":3,
+      "vocab_size":1000,"feed_forward_proj":"relu","tie_word_embeddings":true}},
+      "microBatch":672052,"seqLen":64,"targetLen":237743,"runtime":"pytorch-cpu"})"));
+  REQUIRE_FALSE(r["ok"].get<bool>());
+  CHECK(r["error"]["code"] == "too_large");
+  CHECK(r["error"]["field"] == "microBatch");
+}

@@ -114,6 +114,29 @@ describe('charts', () => {
     await context.close();
   });
 
+  it('100,000 layers: the timeline is drawn without recursion, thinned to the pixels', async () => {
+    // ?tab=place&n=100000&st=sqrt threw "Maximum call stack size exceeded" (Math.min(...xs))
+    const { page, context, problems } = await openPage(
+      env.browser,
+      `${env.base}/app/?lang=en&tab=place&n=100000&st=sqrt`,
+    );
+    await ready(page);
+    await page.waitForFunction(
+      () => document.querySelectorAll('#tm-results svg.chart-svg path.line').length > 0,
+      undefined,
+      { timeout: 60000 },
+    );
+    // at most 4 points per pixel column of each line (its first, lowest, highest, last)
+    const { points, width } = await page.evaluate(() => {
+      const svg = document.querySelector('#tm-results svg.chart-svg');
+      const d = [...svg.querySelectorAll('path.line')].map((p) => p.getAttribute('d')).join('');
+      return { points: (d.match(/[MLH]/g) || []).length, width: svg.viewBox.baseVal.width };
+    });
+    assert.ok(points > 0 && points <= 4 * width * 2, `${points} points for ${width} px`);
+    assert.deepEqual(problems, []);
+    await context.close();
+  });
+
   it('light and dark: the palette of style.css, with no redraw', async () => {
     const { page, context, problems } = await openPage(
       env.browser,

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Bounded libFuzzer runs over trainmem::call (tests/fuzz/fuzz_call.cpp) and the snapshot reader
+# Bounded libFuzzer runs over trainmem::call (tests/fuzz/fuzz_call.cpp: request bytes), the
+# structured generator of large placement and planner requests (tests/fuzz/fuzz_structured.cpp:
+# chain length, budget and strategy as parameters) and the snapshot reader
 # (tests/fuzz/fuzz_snapshot.cpp), clang with AddressSanitizer + UndefinedBehaviorSanitizer.
 # Usage: tests/fuzz/run.sh [SECONDS]
 #   SECONDS (default 60): the whole budget of this command, build included: the fuzzers share
-#   what the (incremental) build leaves, at least TRAINMEM_FUZZ_MIN_SECONDS (default 15) — the
-#   first half to fuzz_call, the rest to fuzz_snapshot. TRAINMEM_FUZZ_TARGET=call|snapshot
-#   gives the whole time to one of them.
+#   what the (incremental) build leaves, at least TRAINMEM_FUZZ_MIN_SECONDS (default 15) — 40 %
+#   to fuzz_call, 30 % to fuzz_structured, the rest to fuzz_snapshot.
+#   TRAINMEM_FUZZ_TARGET=call|structured|snapshot gives the whole time to one of them.
 # Builds into build/fuzz; the growing corpus lives in build/fuzz/corpus (seeds are
 # regenerated from tests/fixtures/golden.json each run; tests/fuzz/regressions holds every
 # input that once was a finding, replayed first). Exits non-zero on any finding; the
@@ -17,7 +19,8 @@ budget=${1:-60}
 shift || true
 start=$(date +%s)
 out=build/fuzz
-mkdir -p "$out/corpus" "$out/corpus_snapshot" "$out/artifacts" tests/fuzz/regressions_snapshot
+mkdir -p "$out/corpus" "$out/corpus_structured" "$out/corpus_snapshot" "$out/artifacts" \
+  tests/fuzz/regressions_snapshot tests/fuzz/regressions_structured
 rm -rf "$out/seeds" "$out/seeds_snapshot"
 make -s -f tests/fuzz/Makefile -j"${TRAINMEM_FUZZ_JOBS:-2}" BUILD="$PWD/$out"
 /usr/bin/python3 tests/fuzz/gen_corpus.py "$PWD" "$out/seeds" "$out/all.dict"
@@ -27,9 +30,10 @@ min=${TRAINMEM_FUZZ_MIN_SECONDS:-15}
 [ "$left" -ge "$min" ] || left=$min
 target=${TRAINMEM_FUZZ_TARGET:-both}
 case "$target" in
-  call) t_call=$left t_snap=0 ;;
-  snapshot) t_call=0 t_snap=$left ;;
-  *) t_snap=$((left / 2)) t_call=$((left - left / 2)) ;;
+  call) t_call=$left t_struct=0 t_snap=0 ;;
+  structured) t_call=0 t_struct=$left t_snap=0 ;;
+  snapshot) t_call=0 t_struct=0 t_snap=$left ;;
+  *) t_call=$((left * 4 / 10)) t_struct=$((left * 3 / 10)) t_snap=$((left - left * 4 / 10 - left * 3 / 10)) ;;
 esac
 # detect_leaks: LeakSanitizer reports any request that leaks memory as a finding.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1}
@@ -48,6 +52,10 @@ fuzz() { # name seconds max_len corpus... -- flags
 if [ "$t_call" -gt 0 ]; then
   fuzz fuzz_call "$t_call" 16384 "$out/corpus" "$out/seeds" tests/fuzz/regressions \
     -dict="$out/all.dict" "$@"
+fi
+if [ "$t_struct" -gt 0 ]; then
+  # 64 bytes of parameters describe up to 100,000 layers (several MB of request text)
+  fuzz fuzz_structured "$t_struct" 64 "$out/corpus_structured" tests/fuzz/regressions_structured "$@"
 fi
 if [ "$t_snap" -gt 0 ]; then
   fuzz fuzz_snapshot "$t_snap" 8192 "$out/corpus_snapshot" "$out/seeds_snapshot" \

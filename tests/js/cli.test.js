@@ -112,7 +112,9 @@ test('boolean flags: --master-weights, --master-weights false, --no-master-weigh
   // Mixed precision: 2 B weights + 4 B master + 2 x 4 B moments = 14 B/param (seed 003).
   assert.equal((await json([...base, '--master-weights'])).totalBytes, 14e9);
   assert.equal((await json([...base, '--master-weights', 'false'])).totalBytes, 6e9);
-  assert.equal((await json([...base, '--master-weights', '--no-master-weights'])).totalBytes, 6e9);
+  // given twice (even as --x and --no-x) it is refused, not resolved by the last one
+  const twice = await bad([...base, '--master-weights', '--no-master-weights']);
+  assert.deepEqual([twice.code, twice.flag], ['repeated_flag', '--master-weights']);
   assert.equal((await json([...base, '--master-weights=yes'])).totalBytes, 14e9);
 });
 

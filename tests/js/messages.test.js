@@ -54,10 +54,6 @@ const A100 = { ...LLAMA, gpu: 'a100-80gb' };
 const ERROR_REQUESTS = [
   ['peakMemory', { ...LLAMA, gpu: 't4', precision: 'bf16' }],
   ['peakMemory', { ...LLAMA, model: { params: 7e9 }, lora: { rank: 16 } }],
-  [
-    'peakMemory',
-    { ...A100, lora: { rank: 16 }, fsdp: { shardingStrategy: 'FULL_SHARD' }, dataParallel: 8 },
-  ],
   ['peakMemory', { ...A100, offload: { optimizer: true } }],
   ['peakMemory', { ...A100, offload: { params: true }, zeroStage: 2, dataParallel: 2 }],
   ['peakMemory', { ...A100, tensorParallel: 3 }],
@@ -80,7 +76,6 @@ const ERROR_REQUESTS = [
   ],
   ['peakMemory', { ...A100, checkpointing: 'selective-op', lora: { rank: 8 } }],
   ['peakMemory', { ...A100, checkpointing: 'selective-op', tensorParallel: 2 }],
-  ['peakMemory', { ...A100, checkpointing: 'selective-op', compile: true }],
   ['peakMemory', { ...A100, model: { preset: 'mixtral-8x7b' }, checkpointing: 'selective-op' }],
   ['accumulation', { ...LLAMA, microBatch: undefined, targetGlobalBatch: 8, gpuMemoryBytes: 80e9 }],
   ['accumulation', { ...A100, microBatch: undefined, targetGlobalBatch: 2, dataParallel: 4 }],

@@ -167,3 +167,29 @@ test('a call that may wait for the worker is sent once it has its core, not run 
   assert.deepEqual((await p).ok, { n: 1 });
   assert.deepEqual(calls, [], 'nothing ran on the page');
 });
+
+test("cancelLatest() stops a channel's call in progress: its worker ends, a new one takes the others", async () => {
+  // The page's progress line for a long planner run (a large model) has a cancel button.
+  FakeWorker.made = [];
+  const s = new Solver(fakeCore().tm);
+  await s.runLatest('accumulation', { n: 0 });
+  const w = FakeWorker.made[0];
+  let ended = false;
+  w.terminate = () => (ended = true);
+  w.answer({ ready: true });
+  const busy = settle(s.runLatest('accumulation', { n: 1 }, 'tab'));
+  const verdict = settle(s.runLatest('advise', { n: 2 }, 'verdict'));
+  s.cancelLatest('verdict'); // only the waiting verdict call: the tab's keeps computing
+  assert.equal((await verdict).error.code, 'cancelled');
+  assert.equal(ended, false);
+  const verdict2 = settle(s.runLatest('advise', { n: 3 }, 'verdict'));
+  s.cancelLatest('tab');
+  assert.equal((await busy).error.code, 'cancelled');
+  assert.ok(ended, 'the worker computing it was ended');
+  assert.equal(FakeWorker.made.length, 2, "a fresh worker for the verdict's call in line");
+  const w2 = FakeWorker.made[1];
+  w2.answer({ ready: true });
+  assert.equal(w2.posted[0].request.n, 3);
+  w2.answer({ id: w2.posted[0].id, result: { n: 3 } });
+  assert.deepEqual((await verdict2).ok, { n: 3 });
+});

@@ -416,13 +416,13 @@ async function switchLang(ctx, lang) {
 
 // ---- computing ----------------------------------------------------------------------------
 // A heavy solve's status line: a progress bar, the time so far, and a cancel button.
-function showSolving(ctx, seq) {
-  const { t, statusEl, solver } = ctx;
+function showSolving(ctx, seq, stop = () => ctx.solver.cancel()) {
+  const { t, statusEl } = ctx;
   const started = performance.now();
   const bar = h('progress', { 'aria-label': t('status.solving') });
   const timer = h('span', { class: 'muted' });
   const cancel = () => {
-    solver.cancel();
+    stop();
     put(statusEl, t('status.cancelled'));
   };
   put(
@@ -507,7 +507,19 @@ function run(ctx, tab, fn, request, seq, done, fail) {
   } else if (fn === 'advise') {
     askAdvice(ctx, request, 'tab', seq, done, fail);
   } else if (isSlow(tab)) {
-    solver.runLatest(fn, request, 'tab').then(done, fail);
+    // A planner run that takes long (a large model) shows the heavy solve's progress line.
+    /** @type {ReturnType<typeof setInterval> | undefined} */
+    let tick;
+    const late = setTimeout(() => {
+      if (seq === ctx.computeSeq) tick = showSolving(ctx, seq, () => solver.cancelLatest('tab'));
+    }, 300);
+    solver
+      .runLatest(fn, request, 'tab')
+      .then(done, fail)
+      .finally(() => {
+        clearTimeout(late);
+        clearInterval(tick);
+      });
   } else {
     try {
       done(solver.run(fn, request));

@@ -300,23 +300,64 @@ function xTicks(t, xLo, xHi, fx, plotW, W) {
   return xt;
 }
 
+/**
+ * The points of one run of a series (no gap) thinned to the pixels: of the points that fall in
+ * one pixel column, the first, the lowest, the highest and the last, in their order. A line
+ * through them looks the same as through all of them (every peak is kept), and a timeline of
+ * 100,000 events becomes at most 4 points per pixel.
+ * @param {number[]} pxs @param {number[]} pys
+ */
+function thinRun(pxs, pys) {
+  if (pxs.length < 8) return pxs.map((px, i) => [px, pys[i]]);
+  const out = [];
+  let i = 0;
+  while (i < pxs.length) {
+    const col = Math.round(pxs[i]);
+    let j = i;
+    let lo = i;
+    let hi = i;
+    while (j + 1 < pxs.length && Math.round(pxs[j + 1]) === col) {
+      j++;
+      if (pys[j] < pys[lo]) lo = j;
+      if (pys[j] > pys[hi]) hi = j;
+    }
+    for (const k of [...new Set([i, lo, hi, j])].sort((a, b) => a - b)) out.push([pxs[k], pys[k]]);
+    i = j + 1;
+  }
+  return out;
+}
+
 /** One series as a path (a null lifts the pen unless spanGaps), with its points under 60. */
 function drawSeries(svg, sr, x, fx, f, stepped) {
   let d = '';
   let dots = '';
-  let pen = false;
+  /** @type {number[]} */ let pxs = [];
+  /** @type {number[]} */ let pys = [];
+  const flush = () => {
+    thinRun(pxs, pys).forEach(([px, py], k) => {
+      // a step holds each value until the next x (then rises or falls to the next value)
+      d +=
+        k > 0
+          ? stepped
+            ? `H${r1(px)}V${r1(py)}`
+            : `L${r1(px)} ${r1(py)}`
+          : `M${r1(px)} ${r1(py)}`;
+    });
+    pxs = [];
+    pys = [];
+  };
   sr.values.forEach((v, i) => {
     if (!Number.isFinite(v) || !Number.isFinite(x[i])) {
-      if (!sr.spanGaps) pen = false;
+      if (!sr.spanGaps) flush();
       return;
     }
-    const px = r1(fx(x[i]));
-    const py = r1(f.y(v));
-    // a step holds each value until the next x (then rises or falls to the next value)
-    d += pen ? (stepped ? `H${px}V${py}` : `L${px} ${py}`) : `M${px} ${py}`;
-    pen = true;
-    if (x.length < 60) dots += `M${r1(px - 2.5)} ${py}a2.5 2.5 0 1 0 5 0a2.5 2.5 0 1 0-5 0`;
+    const px = fx(x[i]);
+    const py = f.y(v);
+    pxs.push(px);
+    pys.push(py);
+    if (x.length < 60) dots += `M${r1(px - 2.5)} ${r1(py)}a2.5 2.5 0 1 0 5 0a2.5 2.5 0 1 0-5 0`;
   });
+  flush();
   const cls = colorClass(sr.key);
   if (d) svg.append(s('path', { class: `line ${cls}`, d }));
   if (dots) svg.append(s('path', { class: `pts ${cls}`, d: dots }));
@@ -366,9 +407,14 @@ export function lines(el, opts) {
 }
 
 function drawLines(el, { label: title, x, xLabel, yLabel, series, mark, t, stepped, capacity }, W) {
-  const xs = x.filter(Number.isFinite);
-  let xLo = Math.min(...xs);
-  let xHi = Math.max(...xs);
+  // (a loop, not Math.min(...xs): 100,000 arguments overflow the call stack)
+  let xLo = Infinity;
+  let xHi = -Infinity;
+  for (const v of x) {
+    if (!Number.isFinite(v)) continue;
+    if (v < xLo) xLo = v;
+    if (v > xHi) xHi = v;
+  }
   if (xHi === xLo) [xLo, xHi] = [xLo - 1, xHi + 1];
   let yMax = mark && Number.isFinite(mark.value) ? mark.value : 0;
   for (const sr of series) for (const v of sr.values) if (Number.isFinite(v) && v > yMax) yMax = v;

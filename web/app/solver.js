@@ -182,6 +182,21 @@ export class Solver {
     }
   }
 
+  /**
+   * Stops runLatest's call of one channel (the waiting one too), e.g. a long planner run; the
+   * worker computing it is ended and started afresh for the calls of other channels in line.
+   */
+  cancelLatest(channel = 'tab') {
+    this.dropQueued(channel);
+    if (!this.busy || this.busy.channel !== channel) return;
+    this.busy.reject(cancelled());
+    this.busy = null;
+    this.quick?.terminate();
+    this.quick = null;
+    this.quickReady = false;
+    if (this.queued.size > 0 && !this.noQuick) this.startQuick();
+  }
+
   cancel() {
     this.dropQueued('tab');
     if (this.pending) {

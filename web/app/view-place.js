@@ -76,7 +76,9 @@ export function renderPlace(ctx, el, res, req) {
   const n =
     req.chain?.layers?.length ||
     res.layers ||
-    (Array.isArray(res.timeline) ? Math.max(0, ...res.timeline.map((e) => e.layer ?? -1)) + 1 : 0);
+    (Array.isArray(res.timeline)
+      ? res.timeline.reduce((m, e) => Math.max(m, e.layer ?? -1), -1) + 1
+      : 0);
   if (n > 0) placementDiagram(el, { n, segments: segs, t });
   timelineChart(ctx, el, res.timeline, 'place.timeline');
   if (st.frontier) frontierChart(ctx, el, res, req);

@@ -163,6 +163,7 @@ export type ErrorCode =
   | 'unknown_function'
   | 'missing_field'
   | 'invalid_type'
+  | 'invalid_number'
   | 'out_of_range'
   | 'not_integer'
   | 'unknown_key'
@@ -654,13 +655,6 @@ export interface PeakMemoryRequest {
     /** LoRA dropout probability. Default 0.05. */
     dropout?: number;
     /**
-     * The dtype the frozen base is loaded in (PEFT users load it in bf16:
-     * `from_pretrained(..., torch_dtype=torch.bfloat16)`); QLoRA: its weights that are not 4-bit.
-     * The adapters stay fp32 (PEFT `autocast_adapter_dtype=True`). Default: the precision's
-     * parameter dtype.
-     */
-    baseDtype?: 'fp32' | 'bf16' | 'fp16';
-    /**
      * Linear layers adapted, as PEFT's `target_modules` (peft `tuners_utils.py`
      * `check_target_module_exists`): a module is adapted when its name equals an entry or ends
      * with `"." + entry`, in every block (T5's `q`, `v` also match the decoder's cross-attention).
@@ -998,14 +992,22 @@ export interface PeakMemoryResult {
   fits: boolean | null;
   /** GPU memory minus the judged peak (negative: short by that much); null without a GPU. */
   headroomBytes: number | null;
-  /** Largest micro-batch that fits (0: none); null without a GPU or for a bare parameter count. */
+  /** Largest micro-batch that fits (0: none); null without a GPU, with `searchMaxMicroBatch: false` or for a bare parameter count. */
   maxMicroBatch: number | null;
+  /**
+   * Present when the maxMicroBatch search stopped at its work bound (a model of tens of
+   * thousands of tensors): the smallest micro-batch known not to fit; the largest that fits
+   * lies between `maxMicroBatch` and this. Absent when `maxMicroBatch` is exact.
+   */
+  maxMicroBatchBelow?: number;
   /** A bare parameter count: the model states alone, activations unknown (a lower bound). */
   lowerBound?: boolean;
   /** A parameter count with layers / hidden / heads: a stand-in decoder of that size. */
   approximate?: boolean;
-  /** Memory over the step (absent with `timeline: false`). */
+  /** Memory over the step (absent with `timeline: false`); at most 10,001 points. */
   timeline?: TimelinePoint[];
+  /** Present when the timeline was thinned (every k-th point and the highest): its full count. */
+  timelinePoints?: number;
   inexact?: InexactNumber[];
   messages?: MessageCodes;
 }
@@ -1127,9 +1129,17 @@ export interface AccumulationPlan {
   /** globalBatch equals the target. */
   exact: boolean;
   checkpointing: string;
-  /** From peakMemory. */
+  /** From peakMemory (the allocated bytes; the replay's where it ran). */
   peakBytes: number;
   fits: boolean;
+  /**
+   * How `fits` was decided: `allocator` (the caching allocator was replayed), `allocated-bytes`
+   * (the tensors alone exceed the GPU, so it cannot fit), `neighbours` (peak memory grows with
+   * the micro-batch: it lies between a micro-batch that fits and one that does not, found by
+   * bisection), `over-limits` (its bytes would exceed 2^63: it does not fit; `peakBytes` 0, only
+   * in a comparison row: such plans are counted in `omittedPlans`).
+   */
+  fitsFrom: 'allocator' | 'allocated-bytes' | 'neighbours' | 'over-limits';
   stepSeconds: number;
   samplesPerSecond: number;
   time: StepTime;
@@ -1161,9 +1171,12 @@ export interface AccumulationPlanResult {
   targetGlobalBatch: number;
   dataParallel: number;
   seqLen: number;
-  /** Every split evaluated, per strategy compared. */
+  /**
+   * Per strategy compared, every split of the per-device batch (ascending micro-batch); when
+   * there are more than 64, the 64 ending with the first one or two that do not fit.
+   */
   plans: AccumulationPlan[];
-  /** Candidates not evaluated (larger than two in a row that did not fit). */
+  /** Splits not listed (of more than 64; or whose bytes would exceed 2^63). */
   omittedPlans: number;
   /** The fastest plan that fits (exact plans first, fewer steps on ties); null if none fits. */
   recommended: AccumulationPlan | null;
@@ -1332,11 +1345,30 @@ export interface PlacementPlanResult {
   totalCost: number;
   /** recomputeCost / (forward + backward). */
   overheadFraction: number;
-  /** Absent with `timeline: false`. */
+  /**
+   * Absent with `timeline: false`. At most `Vocabulary.limits.timelineEvents` (10,000) events:
+   * a longer timeline lists the highest event of each of that many equal runs of events (the
+   * peak among them), and `timelineEvents` gives how many there were.
+   */
   timeline?: PlacementEvent[];
-  /** Multi-level strategies (`optimal`, `revolve`): the operation sequence. */
-  schedule?: Array<{ op: string; layer?: number }>;
-  /** Strategy details (e.g. `optimal`: slots, slotBytes, exactGrid, predictedTotalCost). */
+  /** Events of the whole timeline, when `timeline` lists fewer of them. */
+  timelineEvents?: number;
+  /**
+   * Multi-level strategies (`optimal`, `revolve`): the operation sequence. `optimal` solved on
+   * stages of several layers (`details.stageLayers`) lists its stages' ops, each with the range
+   * of layers it runs, `layers: [first, last]` (forward ops run them in order; forward-check
+   * keeps the first's input and runs the others without theirs; backward runs them from the
+   * last).
+   */
+  schedule?: Array<{ op: string; layer?: number; layers?: [number, number] }>;
+  /**
+   * Strategy details. `optimal`: slots, slotBytes, exactGrid, predictedTotalCost; with
+   * `stageLayers` when the chain was too long for its table within the work bound and was
+   * solved on stages of that many layers (bounded, not exact); `storesEverything` when the
+   * budget holds every activation. `optimal-single-level`: `exact`; when false, `blockLayers`
+   * (the cheapest plan whose segments start and end at multiples of that many layers, improved
+   * by local moves: never worse than it) or `lowestPeak` (docs/placement.md, "Bounded answers").
+   */
   details?: Record<string, unknown>;
   /** With budgetBytes. */
   budgetBytes?: number;
@@ -1715,6 +1747,10 @@ export interface Vocabulary {
     ranks: number;
     /** Layers of a placement chain: 100,000. */
     chainLayers: number;
+    /** Events of a placement `timeline`: 10,000 (beyond: the highest of each of 10,000 runs). */
+    timelineEvents: number;
+    /** Bytes of a snapshot file (readSnapshot, compareSnapshot): 1,073,741,824 (1 GiB). */
+    snapshotBytes: number;
     /** Largest integer a JSON number holds exactly: 9,007,199,254,740,992 (2^53). */
     exactJsonInteger: number;
     /** Request text: 16,777,216 bytes (16 MiB). */
@@ -1899,6 +1935,12 @@ export interface Trainmem {
    * number such as 1e400), naming the field.
    */
   call<K extends FunctionName>(name: K, request: Functions[K][0] | string): Functions[K][1];
+  /**
+   * JSON text read by the core's strict reader, as the requests are: a key twice in one object,
+   * nesting over 64 levels, over 1,000,000 values or 16 MiB, or a number beyond a double is a
+   * {@link TrainmemError} naming the field. The command line reads its `--json` files with it.
+   */
+  parseJson(text: string): unknown;
 }
 
 /**

@@ -13,30 +13,114 @@ const BYTES_FUNCTIONS = ['readSnapshot', 'compareSnapshot'];
 // A file's bytes as Embind's std::string takes them (Uint8Array; a JS string is sent as UTF-8).
 function toBytes(value, field) {
   if (value === undefined || value === null) return new Uint8Array(0);
-  if (typeof value === 'string' || value instanceof Uint8Array) return value;
-  if (value instanceof ArrayBuffer) return new Uint8Array(value);
-  if (ArrayBuffer.isView(value)) {
-    return new Uint8Array(value.buffer, value.byteOffset, value.byteLength);
+  if (typeof value === 'string') return value;
+  try {
+    if (value instanceof Uint8Array)
+      return new Uint8Array(value.buffer, value.byteOffset, value.length);
+    if (value instanceof ArrayBuffer) return new Uint8Array(value);
+    if (ArrayBuffer.isView(value)) {
+      return new Uint8Array(value.buffer, value.byteOffset, value.byteLength);
+    }
+  } catch (e) {
+    // a buffer transferred to a worker (detached) cannot be viewed
+    throw new TrainmemError(
+      'invalid_type',
+      field,
+      `${field}: its buffer cannot be read (${e.message})`,
+    );
   }
   throw new TrainmemError('invalid_type', field, `${field} must be a Uint8Array or an ArrayBuffer`);
 }
 
-function makeApi(module) {
-  const invoke = (name, request, bytes) => {
-    let text;
+// The first number of a request that JSON cannot carry (NaN, Infinity): JSON.stringify would
+// write null in its place, far from the cause. [path, value] in the core's path notation
+// (`chain.layers[3].savedBytes`), or null. Iterative: a request may be deeply nested.
+function nonFinite(request) {
+  const stack = [[request, '']];
+  const seen = new Set();
+  while (stack.length) {
+    const [v, path] = stack.pop();
+    if (typeof v === 'number') {
+      if (!Number.isFinite(v)) return [path, v];
+      continue;
+    }
+    if (v === null || typeof v !== 'object' || seen.has(v) || ArrayBuffer.isView(v)) continue;
+    seen.add(v);
+    if (typeof v.toJSON === 'function') continue; // written by its own method
+    if (Array.isArray(v)) {
+      for (let i = v.length - 1; i >= 0; i--) stack.push([v[i], `${path}[${i}]`]);
+    } else {
+      const keys = Object.keys(v);
+      for (let i = keys.length - 1; i >= 0; i--) {
+        stack.push([v[keys[i]], path ? `${path}.${keys[i]}` : keys[i]]);
+      }
+    }
+  }
+  return null;
+}
+
+// The request as JSON text, or a TrainmemError: a string is the request's JSON text, read by
+// the core's strict reader as it is; longer than the core's limit (16 MiB of UTF-8, which is
+// at least one byte per UTF-16 unit), it is refused before it is copied into the module.
+function requestText(request, maxBytes) {
+  let text;
+  if (typeof request === 'string') {
+    text = request;
+  } else {
+    const bad = request !== null && typeof request === 'object' ? nonFinite(request) : null;
+    if (bad) {
+      const [path, value] = bad;
+      throw new TrainmemError(
+        'invalid_number',
+        path,
+        `${path || 'request'} is ${value}: a number in a request must be finite`,
+      );
+    }
     try {
-      // a string is the request's JSON text, read by the core's strict reader as it is
-      text =
-        typeof request === 'string'
-          ? request
-          : JSON.stringify(request === undefined ? {} : request);
+      text = JSON.stringify(request === undefined ? {} : request);
     } catch (e) {
       throw new TrainmemError('invalid_json', '', `request cannot be serialised: ${e.message}`);
     }
-    if (typeof text !== 'string') {
-      throw new TrainmemError('invalid_type', '', 'request must be an object');
+  }
+  if (typeof text !== 'string') {
+    throw new TrainmemError('invalid_type', '', 'request must be an object');
+  }
+  if (text.length > maxBytes) {
+    throw new TrainmemError(
+      'too_large',
+      '',
+      `request is larger than ${maxBytes / 2 ** 20} MiB (${text.length} characters)`,
+    );
+  }
+  return text;
+}
+
+const encoder = new TextEncoder();
+
+function makeApi(module) {
+  let maxBytes = 16 * 2 ** 20; // until the core's vocabulary says (limits.requestBytes)
+  const invoke = (name, request, bytes) => {
+    if (typeof name !== 'string') {
+      throw new TrainmemError(
+        'invalid_type',
+        '',
+        `the function name must be a string, got ${typeof name}`,
+      );
     }
-    const out = bytes === undefined ? module.call(name, text) : module.callBytes(name, text, bytes);
+    const text = encoder.encode(requestText(request, maxBytes)); // UTF-8, natively
+    let out;
+    try {
+      out = bytes === undefined ? module.call(name, text) : module.callBytes(name, text, bytes);
+    } catch (e) {
+      // Embind's own checks (a value it cannot convert) and a heap that cannot grow: never
+      // left as a foreign error (the core itself returns every error as data).
+      const grow = /memory|allocat/i.test(String(e && e.message));
+      throw new TrainmemError(
+        grow ? 'too_large' : 'internal',
+        '',
+        `the core could not be called: ${e && e.message}`,
+      );
+    }
     const envelope = JSON.parse(out);
     if (!envelope.ok) {
       const { code, field, message } = envelope.error;
@@ -45,9 +129,24 @@ function makeApi(module) {
     return envelope.result;
   };
   const call = (name, request) => invoke(name, request);
-  const api = { version: module.version(), call };
+  // JSON text through the core's strict reader (duplicate keys, depth, size, numbers beyond a
+  // double): what the CLI reads its files with.
+  const parseJson = (text) => {
+    if (typeof text !== 'string') {
+      throw new TrainmemError('invalid_type', '', `JSON text must be a string, got ${typeof text}`);
+    }
+    const envelope = JSON.parse(module.parseJson(encoder.encode(requestText(text, maxBytes))));
+    if (!envelope.ok) {
+      const { code, field, message } = envelope.error;
+      throw new TrainmemError(code, field, message, envelope.error);
+    }
+    return envelope.result;
+  };
+  const api = { version: module.version(), call, parseJson };
   // One method per function of the core, as the core lists them (its `vocabulary` function).
-  for (const name of invoke('vocabulary', {}).functions) {
+  const vocabulary = invoke('vocabulary', {});
+  maxBytes = vocabulary.limits.requestBytes;
+  for (const name of vocabulary.functions) {
     if (!BYTES_FUNCTIONS.includes(name)) api[name] = (request) => call(name, request);
   }
   api.readSnapshot = (bytes, options) =>

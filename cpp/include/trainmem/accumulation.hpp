@@ -53,6 +53,13 @@ struct MemoryEstimate {
   // (placement engine); < 0: the planner derives it from the strategy name.
   double recompute_flops_per_token = -1;
   std::optional<Breakdown> breakdown;  // optional: shown in the comparison
+  // How `fits` was decided: "allocator" (the caching allocator replayed), "allocated-bytes"
+  // (the tensors alone exceed the device, so the replay could only run out of memory too), or
+  // "neighbours" (peak memory grows with the micro-batch: between a micro-batch that fits and
+  // one that does not, found by bisection; the bytes are the allocated-bytes model's), or
+  // "over-limits" (its bytes exceed 2^63 or its checkpointing budget: it does not fit, and
+  // peak_bytes is 0: a plan so is not listed, only a comparison row can be).
+  const char* fits_from = "allocator";
 };
 
 // Peak memory of one micro-step configuration. Must be cheap: called once per candidate.
@@ -126,13 +133,18 @@ struct Warning {
   std::string code, message;
 };
 
+// Plans listed per strategy and per-device batch: every split when there are at most this many;
+// else this many ending with the first one or two that do not fit (the others are counted in
+// omitted_plans).
+inline constexpr size_t kListedPlans = 64;
+
 struct PlannerResult {
   std::vector<Plan> plans;
   int recommended = -1;  // index into plans; -1 when nothing fits
   Verdict checkpointing_verdict;
   Comparison comparison;
   std::vector<Warning> warnings;
-  uint64_t omitted_plans = 0;  // candidates not evaluated (larger than one that did not fit)
+  uint64_t omitted_plans = 0;  // candidates not listed (at most kListedPlans per strategy)
 };
 
 // Forward FLOPs per token that a strategy repeats in the backward: "none" 0, "full" every
@@ -141,7 +153,12 @@ struct PlannerResult {
 double recompute_flops_per_token(const time_model::ForwardFlops& flops, const std::string& strategy,
                                  bool* known);
 
-PlannerResult plan(const PlannerInputs& in, const PeakMemoryFn& peak_memory);
+// peak_memory: the full model (the allocator's replay); bound: a cheap one whose `fits` false is
+// final (allocated bytes, never more than the device memory the replay uses); null: the full
+// model alone. The search asks the full model about O(log candidates) configurations per
+// strategy (bench/RESULTS.md, "Bounded work").
+PlannerResult plan(const PlannerInputs& in, const PeakMemoryFn& peak_memory,
+                   const PeakMemoryFn& bound = nullptr);
 
 }  // namespace accumulation
 }  // namespace trainmem

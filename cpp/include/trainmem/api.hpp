@@ -14,6 +14,10 @@ std::string call(const std::string& function, const std::string& request_json) n
 std::string call_with_bytes(const std::string& function, const std::string& request_json,
                             const std::string& bytes) noexcept;
 const char* version() noexcept;
+// Any JSON text read by the requests' strict reader (a key twice in one object, nesting, size
+// and number limits: README "Errors"), written back as {"ok":true,"result":<the value>} or the
+// error envelope. The CLI reads its --json files through it. Never throws.
+std::string parse_json(const std::string& text) noexcept;
 // Names accepted by call() and call_with_bytes(), e.g. "checkpointSize", "readSnapshot".
 std::vector<std::string> function_names();
 

@@ -9,12 +9,14 @@
 
 namespace trainmem {
 
-// Stable error codes (listed with their meaning in README.md, "Errors").
+// Stable error codes (listed with their meaning in README.md, "Errors"; the one table of them,
+// with meanings, is vocab::kErrorCodes, which every other list is checked against).
 namespace code {
 inline constexpr const char* kInvalidJson = "invalid_json";          // request is not JSON
 inline constexpr const char* kUnknownFunction = "unknown_function";  // no such calculator
 inline constexpr const char* kMissingField = "missing_field";        // required key absent
 inline constexpr const char* kInvalidType = "invalid_type";          // wrong JSON type
+inline constexpr const char* kInvalidNumber = "invalid_number";      // NaN or Infinity (JS wrapper)
 inline constexpr const char* kOutOfRange = "out_of_range";           // number outside its range
 inline constexpr const char* kNotInteger = "not_integer";        // fractional where whole needed
 inline constexpr const char* kUnknownKey = "unknown_key";        // key not part of the request

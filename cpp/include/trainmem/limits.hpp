@@ -34,6 +34,9 @@ inline constexpr uint64_t kMaxRanks = 1ULL << 20;
 inline constexpr uint64_t kMaxParams = 1000000000000000ULL;
 // Layers of a placement chain, and segments of a manual placement: 100,000.
 inline constexpr uint64_t kMaxChainLayers = 100000;
+// Events of a placement result's timeline: a longer one (a chain over ~3,000 layers) lists the
+// highest event of each of this many equal runs of events, and says how many there were.
+inline constexpr uint64_t kMaxTimelineEvents = 10000;
 
 }  // namespace limits
 

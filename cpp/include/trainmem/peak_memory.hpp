@@ -244,6 +244,10 @@ struct Result {
   bool fits = false;
   int64_t headroom_bytes = 0;
   uint64_t max_micro_batch = 0;  // 0 = none fits / no device
+  // The maxMicroBatch search stopped at its work bound: max_micro_batch fits, this does not
+  // (0: the search was exact, max_micro_batch + 1 does not fit).
+  uint64_t max_micro_batch_below = 0;
+  uint64_t trace_events = 0;  // events of the allocation trace evaluated (the work of one run)
   std::vector<std::string> assumptions;
   // The caching-allocator simulation of whole steps (has_device_simulation).
   bool simulated = false;

@@ -93,7 +93,11 @@ struct PlanResult {
   double total_cost = 0;         // forward + backward + recompute
   double overhead_fraction = 0;  // recompute / (forward + backward)
   std::vector<StepEvent> timeline;
-  std::vector<Op> schedule;   // multi-level strategies: the op sequence; else empty
+  std::vector<Op> schedule;  // multi-level strategies: the op sequence; else empty
+  // optimal on stages of several layers (details.stageLayers): the schedule of the stages, each
+  // op over layers [layer, layer + stage_layers - 1] (the JSON lists this shorter form)
+  std::vector<Op> stage_schedule;
+  uint32_t stage_layers = 1;
   std::vector<Fact> details;  // strategy facts (segment size, repetitions, slot size...)
   // false: a plan whose schedule is too long to build (revolve over kRevolveScheduleLayers
   // layers); only its costs and details are known (no plan, peak, timeline or schedule).

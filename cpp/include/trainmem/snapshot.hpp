@@ -29,6 +29,13 @@ inline constexpr uint64_t kMaxDevices = 1024;                  // device_traces 
 inline constexpr uint64_t kMaxSegments = 1000000;              // segments
 inline constexpr uint64_t kMaxBlocks = 10000000;               // blocks of all segments
 inline constexpr uint64_t kMaxFramesPerStack = 4096;           // frames of one traceback
+// Working memory (beside the file's own bytes): the reader's records (trace entries, memo,
+// containers, strings) and then the summary's (lifetimes, the series, the allocator replay)
+// each stay within kReaderWorkPerFileByte x the file + kReaderWorkBaseBytes, checked as they
+// grow: a file needing more (a crafted one: memo indices far apart, endless lists) is
+// too_large on "snapshot". A real snapshot needs about 1.5 x its size (docs/snapshot.md).
+inline constexpr uint64_t kReaderWorkPerFileByte = 2;
+inline constexpr uint64_t kReaderWorkBaseBytes = 64ULL << 20;
 
 struct Frame {
   std::string filename;
@@ -57,10 +64,11 @@ struct Event {
   uint64_t size = 0;  // requested bytes (alloc, free_*), segment bytes (segment_*)
   int64_t time_us = 0;
   uint32_t stack = kNoStack;  // index into Snapshot::stacks
-  uint32_t stream = 0;        // index into Snapshot::streams
+  uint16_t stream = 0;        // index into Snapshot::streams (at most 4,096 of them)
   Action action = Action::kOther;
   bool has_time = false;
 };
+static_assert(sizeof(Event) == 32, "a trace entry in 32 bytes (the reader's memory per entry)");
 
 enum class BlockState : uint8_t { kActiveAllocated, kActivePendingFree, kInactive };
 

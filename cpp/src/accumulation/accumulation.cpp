@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -68,15 +69,15 @@ std::vector<uint64_t> divisors(uint64_t n) {
   return small;
 }
 
-Plan evaluate(const PlannerInputs& in, const PeakMemoryFn& peak_memory, uint64_t micro,
-              uint64_t steps, const std::string& ckpt, std::vector<Warning>* warnings) {
+Plan evaluate(const PlannerInputs& in, const MemoryEstimate& memory, uint64_t micro, uint64_t steps,
+              const std::string& ckpt, std::vector<Warning>* warnings) {
   Plan p;
   p.micro_batch = micro;
   p.accumulation_steps = steps;
   p.global_batch = micro * steps * in.data_parallel;
   p.exact = p.global_batch == in.target_global_batch;
   p.checkpointing = ckpt;
-  p.memory = peak_memory(micro, steps, ckpt);
+  p.memory = memory;
   bool known = true;
   p.recompute_flops_per_token = p.memory.recompute_flops_per_token >= 0
                                     ? p.memory.recompute_flops_per_token
@@ -205,6 +206,7 @@ Verdict make_verdict(const std::vector<Plan>& plans) {
 Comparison make_comparison(const PlannerInputs& in, const PeakMemoryFn& peak_memory,
                            uint64_t per_device, const std::string& ckpt,
                            std::vector<Warning>* warnings) {
+  // (peak_memory: the planner's judged model, which knows the table's verdicts)
   uint64_t c = std::min<uint64_t>(std::max<uint64_t>(in.compare_micro_batch, 1), per_device);
   while (per_device % c) --c;  // largest divisor <= the requested micro-batch
   const uint64_t steps = per_device / c;
@@ -223,7 +225,8 @@ Comparison make_comparison(const PlannerInputs& in, const PeakMemoryFn& peak_mem
   out.accumulation_steps = steps;
   out.checkpointing = ckpt;
   for (const auto& r : rows)
-    out.rows.push_back({r.id, evaluate(in, peak_memory, r.micro, r.steps, r.ckpt, warnings)});
+    out.rows.push_back({r.id, evaluate(in, peak_memory(r.micro, r.steps, r.ckpt), r.micro, r.steps,
+                                       r.ckpt, warnings)});
   const auto seconds = [&out](size_t i) { return out.rows[i].plan.time.step_seconds; };
   const double base_t = seconds(0);
   for (size_t i = 0; i < out.rows.size(); ++i) {
@@ -262,30 +265,133 @@ Comparison make_comparison(const PlannerInputs& in, const PeakMemoryFn& peak_mem
   return out;
 }
 
-// The memory model's answers, each computed once: the comparison's four rows repeat plans of
-// the table (the whole per-device batch and its accumulated split, with and without
-// checkpointing), and each answer replays the caching allocator over a training step (about a
-// quarter of an accumulation request's time). The model is deterministic, so a repeat is the
-// same answer.
-PeakMemoryFn remembered(const PeakMemoryFn& peak_memory) {
+// The memory model's answers, each computed once, in two fidelities: the cheap bound (the
+// allocated bytes: a configuration whose tensors alone exceed the device does not fit) and the
+// full model (a replay of the caching allocator over a training step, the costly part). The
+// search records its verdicts here too, so that the comparison's rows (which repeat plans of
+// the table) reuse them. The model is deterministic, so a repeat is the same answer.
+class Judge {
+ public:
+  Judge(const PeakMemoryFn& full, const PeakMemoryFn& bound) : full_(full), bound_(bound) {}
+  const MemoryEstimate& cheap(uint64_t micro, uint64_t steps, const std::string& ckpt) {
+    if (!bound_) return full(micro, steps, ckpt);
+    return get(cheap_, bound_, micro, steps, ckpt);
+  }
+  const MemoryEstimate& full(uint64_t micro, uint64_t steps, const std::string& ckpt) {
+    return get(full_seen_, full_, micro, steps, ckpt);
+  }
+  bool has_full(uint64_t micro, uint64_t steps, const std::string& ckpt) const {
+    return find(full_seen_, micro, steps, ckpt) != nullptr;
+  }
+  void decide(uint64_t micro, uint64_t steps, const std::string& ckpt, const MemoryEstimate& e) {
+    decided_.push_back({micro, steps, ckpt, e});
+  }
+  // A configuration's verdict: the search's, else the cheap bound's when it does not fit,
+  // else the full model's.
+  MemoryEstimate judged(uint64_t micro, uint64_t steps, const std::string& ckpt) {
+    if (const Entry* e = find(decided_, micro, steps, ckpt)) return e->estimate;
+    MemoryEstimate c = cheap(micro, steps, ckpt);
+    if (!c.fits) {
+      if (std::string(c.fits_from) != "over-limits") c.fits_from = "allocated-bytes";
+      return c;
+    }
+    return full(micro, steps, ckpt);
+  }
+
+ private:
   struct Entry {
     uint64_t micro, steps;
     std::string ckpt;
     MemoryEstimate estimate;
   };
-  auto seen = std::make_shared<std::vector<Entry>>();
-  return [seen, &peak_memory](uint64_t micro, uint64_t steps, const std::string& ckpt) {
-    for (const Entry& e : *seen)
-      if (e.micro == micro && e.steps == steps && e.ckpt == ckpt) return e.estimate;
-    seen->push_back({micro, steps, ckpt, peak_memory(micro, steps, ckpt)});
-    return seen->back().estimate;
-  };
+  static const Entry* find(const std::deque<Entry>& v, uint64_t micro, uint64_t steps,
+                           const std::string& ckpt) {
+    for (const Entry& e : v)
+      if (e.micro == micro && e.steps == steps && e.ckpt == ckpt) return &e;
+    return nullptr;
+  }
+  static const MemoryEstimate& get(std::deque<Entry>& v, const PeakMemoryFn& f, uint64_t micro,
+                                   uint64_t steps, const std::string& ckpt) {
+    if (const Entry* e = find(v, micro, steps, ckpt)) return e->estimate;
+    v.push_back({micro, steps, ckpt, estimate(f, micro, steps, ckpt)});
+    return v.back().estimate;
+  }
+  // A candidate whose bytes exceed 2^63 (too_large, e.g. a 2^31-sample split of a 405B model at
+  // 128K tokens) or whose checkpointing budget cannot hold it (infeasible) does not fit: it is
+  // a split the planner tried, not an input of the request (which never names a microBatch).
+  static MemoryEstimate estimate(const PeakMemoryFn& f, uint64_t micro, uint64_t steps,
+                                 const std::string& ckpt) {
+    try {
+      return f(micro, steps, ckpt);
+    } catch (const RequestError& e) {
+      if (e.code() != code::kTooLarge && e.code() != code::kInfeasible) throw;
+      MemoryEstimate none;
+      none.fits = false;
+      none.fits_from = "over-limits";
+      return none;
+    }
+  }
+  const PeakMemoryFn& full_;
+  const PeakMemoryFn& bound_;
+  std::deque<Entry> cheap_, full_seen_, decided_;  // (references to entries stay valid)
+};
+
+// The largest index k < n with pred(k) true, -1 if none, for pred true up to some index and
+// false after it (bisection: O(log n) calls).
+template <class Pred>
+long last_true(size_t n, Pred&& pred) {
+  long lo = -1, hi = static_cast<long>(n);  // pred(lo) true (or lo = -1), pred(hi) false
+  while (hi - lo > 1) {
+    const long mid = lo + (hi - lo) / 2;
+    (pred(static_cast<size_t>(mid)) ? lo : hi) = mid;
+  }
+  return lo;
+}
+
+// The plans of one per-device batch b and one strategy. Peak memory grows with the micro-batch
+// (activations scale with it; everything else is the same for every micro-batch of b), so
+// the largest micro-batch that fits is found by bisection: first on the cheap bound, then on
+// the full model below the bound's answer. Listed: every split, or (more than kListedPlans of
+// them) the kListedPlans ending just above the largest that fits; each with its own bytes (the
+// cheap model's, the full model's where it ran) and its verdict.
+void plans_of(const PlannerInputs& in, Judge& judge, uint64_t b, const std::string& ckpt,
+              PlannerResult* r) {
+  const std::vector<uint64_t> ds = divisors(b);
+  const long kb =
+      last_true(ds.size(), [&](size_t k) { return judge.cheap(ds[k], b / ds[k], ckpt).fits; });
+  const long kf = last_true(static_cast<size_t>(kb + 1),
+                            [&](size_t k) { return judge.full(ds[k], b / ds[k], ckpt).fits; });
+  // Every split when there are at most kListedPlans of them; else the kListedPlans ending two
+  // above the largest that fits.
+  const long count = static_cast<long>(ds.size());
+  const long last =
+      count <= static_cast<long>(kListedPlans) ? count - 1 : std::min(count - 1, kf + 2);
+  const long first = std::max<long>(0, last - static_cast<long>(kListedPlans) + 1);
+  r->omitted_plans += ds.size() - static_cast<size_t>(last - first + 1);
+  for (long k = first; k <= last; ++k) {
+    const uint64_t m = ds[static_cast<size_t>(k)], steps = b / m;
+    MemoryEstimate e;
+    if (judge.has_full(m, steps, ckpt)) {
+      e = judge.full(m, steps, ckpt);
+    } else {
+      e = judge.cheap(m, steps, ckpt);
+      if (std::string(e.fits_from) != "over-limits")
+        e.fits_from = e.fits ? "neighbours" : "allocated-bytes";
+      e.fits = e.fits && k <= kf;
+    }
+    if (std::string(e.fits_from) == "over-limits") {  // no bytes to show: counted, not listed
+      ++r->omitted_plans;
+      continue;
+    }
+    judge.decide(m, steps, ckpt, e);
+    r->plans.push_back(evaluate(in, e, m, steps, ckpt, &r->warnings));
+  }
 }
 
 }  // namespace
 
-PlannerResult plan(const PlannerInputs& in, const PeakMemoryFn& model) {
-  const PeakMemoryFn peak_memory = remembered(model);
+PlannerResult plan(const PlannerInputs& in, const PeakMemoryFn& model, const PeakMemoryFn& bound) {
+  Judge judge(model, bound);
   PlannerResult r;
   if (in.target_global_batch < in.data_parallel)
     fail(code::kInconsistent, "targetGlobalBatch",
@@ -310,26 +416,15 @@ PlannerResult plan(const PlannerInputs& in, const PeakMemoryFn& model) {
     if (s != "none" && std::find(strategies.begin(), strategies.end(), s) == strategies.end())
       strategies.push_back(s);
 
-  for (uint64_t b : per_device) {
-    const std::vector<uint64_t> ds = divisors(b);
-    for (const auto& ckpt : strategies) {
-      // Peak memory grows with the micro-batch: after 2 micro-batches that do not fit, larger
-      // ones are counted as omitted when the candidate list is long.
-      int misses = 0;
-      for (uint64_t m : ds) {
-        if (ds.size() > 64 && misses >= 2) {
-          ++r.omitted_plans;
-          continue;
-        }
-        r.plans.push_back(evaluate(in, peak_memory, m, b / m, ckpt, &r.warnings));
-        if (!r.plans.back().memory.fits) ++misses;
-      }
-    }
-  }
+  for (uint64_t b : per_device)
+    for (const auto& ckpt : strategies) plans_of(in, judge, b, ckpt, &r);
+  const PeakMemoryFn judged = [&judge](uint64_t m, uint64_t s, const std::string& c) {
+    return judge.judged(m, s, c);
+  };
   r.recommended = best_fitting(r.plans, false, true);
   r.checkpointing_verdict = make_verdict(r.plans);
   const std::string cmp_ckpt = strategies.size() > 1 ? strategies[1] : "full";
-  r.comparison = make_comparison(in, peak_memory, per_device.front(), cmp_ckpt, &r.warnings);
+  r.comparison = make_comparison(in, judged, per_device.front(), cmp_ckpt, &r.warnings);
 
   // Equivalence warnings (what accumulation does not reproduce exactly).
   uint64_t max_steps = 0;

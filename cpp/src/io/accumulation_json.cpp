@@ -44,6 +44,7 @@ json plan_json(const Plan& p) {
                  {"checkpointing", p.checkpointing},
                  {"peakBytes", p.memory.peak_bytes},
                  {"fits", p.memory.fits},
+                 {"fitsFrom", p.memory.fits_from},
                  {"stepSeconds", p.time.step_seconds},
                  {"samplesPerSecond", p.time.samples_per_second},
                  {"time", time_model::to_json(p.time)}});

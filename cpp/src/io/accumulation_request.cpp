@@ -141,7 +141,11 @@ GpuInfo planner_gpu(const peak::Request& base, const GpuInfo& overrides) {
 // FLOPs (the architecture or parameter count; an MLP chain from its layer sizes), optimizer and
 // gradient traffic per step, and whether the model may hold BatchNorm (trainmem/step_work.hpp).
 void work_per_step(const peak::Request& base, accumulation::PlannerInputs* out) {
-  const step_work::Work w = step_work::of(base, peak::evaluate(base));
+  // FLOPs and parameter counts do not depend on the allocator: no replay, no search.
+  peak::Request counts = base;
+  counts.simulate_allocator = false;
+  counts.search_max_micro_batch = false;
+  const step_work::Work w = step_work::of(base, peak::evaluate(counts));
   out->flops = w.flops;
   out->optimizer_bytes = w.optimizer_bytes;
   out->gradient_bytes = w.gradient_bytes;
@@ -151,15 +155,19 @@ void work_per_step(const peak::Request& base, accumulation::PlannerInputs* out) 
 
 // The peak-memory calculator as the planner's memory model (the request's settings, the
 // candidate's micro-batch, steps and strategy). base, user_ckpt and flops must outlive it.
+// replay: false gives the cheap bound (allocated bytes, no allocator replay; the device memory
+// the replay would use is never below it), whose "does not fit" is final.
 accumulation::PeakMemoryFn memory_model(const peak::Request& base,
                                         const peak::Checkpointing& user_ckpt,
-                                        const time_model::ForwardFlops& flops) {
-  return [&base, &user_ckpt, &flops](uint64_t micro, uint64_t steps, const std::string& strategy) {
+                                        const time_model::ForwardFlops& flops, bool replay) {
+  return [&base, &user_ckpt, &flops, replay](uint64_t micro, uint64_t steps,
+                                             const std::string& strategy) {
     peak::Request r = base;
     r.micro_batch = micro;
     r.accumulation_steps = steps;
     r.search_max_micro_batch = false;
     r.verdict_only = true;  // the planner reads the verdict, the bytes and the breakdown
+    if (!replay) r.simulate_allocator = false;
     if (strategy == "none") {
       r.checkpointing = peak::Checkpointing{};
     } else if (strategy == user_ckpt.strategy) {
@@ -219,7 +227,9 @@ json plan_mode(const Obj& req) {
 
   const time_model::ForwardFlops flops = in.flops;
   const accumulation::PlannerResult result =
-      accumulation::plan(in, memory_model(base, user_ckpt, flops));
+      accumulation::plan(in, memory_model(base, user_ckpt, flops, true),
+                         base.simulate_allocator ? memory_model(base, user_ckpt, flops, false)
+                                                 : accumulation::PeakMemoryFn());
   json out = accumulation::to_json(result, in);
   json gpu_json = json::object();
   put_fields(gpu_json, {{"id", gpu.id},

@@ -421,10 +421,24 @@ std::vector<uint64_t> read_layer_list(const Obj& c, const char* key, uint64_t la
 // MoE fields: Mixtral (num_local_experts), Qwen3-MoE (num_experts, moe_intermediate_size,
 // decoder_sparse_step, mlp_only_layers), DeepSeek-V3 (n_routed_experts, n_shared_experts,
 // first_k_dense_replace); absent keys take the configuration_*.py defaults.
+// Expert MLPs of a model (experts x layers) that peak memory follows tensor by tensor within
+// its time bound: a 128-layer model of 256 experts takes about 0.35 s natively per evaluation
+// (bench/RESULTS.md, "Bounded work"); Kimi K2 (384 x 61) and DeepSeek-V3 (256 x 61) are within.
+constexpr uint64_t kMaxExpertMlps = uint64_t{1} << 15;
+
+void check_experts(const Obj& c, const char* key, const Architecture& a) {
+  if (a.num_experts * a.layers <= kMaxExpertMlps) return;
+  fail(code::kTooLarge, c.field(key),
+       {c.field(key), " x num_hidden_layers = ", std::to_string(a.num_experts), " x ",
+        std::to_string(a.layers), " expert MLPs; at most ", std::to_string(kMaxExpertMlps),
+        " are modelled (each expert's weights are followed tensor by tensor)"});
+}
+
 void read_moe(const Obj& c, const std::string& type, Architecture& a, DecoderSpec& s) {
   if (type == "mixtral") {
     s.moe = Moe::mixtral;
     a.num_experts = c.u64("num_local_experts", 1, 1 << 16);
+    check_experts(c, "num_local_experts", a);
     a.experts_per_token = c.u64_or("num_experts_per_tok", 2, 1, a.num_experts);
     return;
   }
@@ -432,6 +446,7 @@ void read_moe(const Obj& c, const std::string& type, Architecture& a, DecoderSpe
   if (type == "qwen3_moe") {
     s.moe = Moe::qwen3;
     a.num_experts = c.u64("num_experts", 1, 1 << 16);
+    check_experts(c, "num_experts", a);
     a.experts_per_token = c.u64_or("num_experts_per_tok", 8, 1, a.num_experts);
     a.intermediate = c.u64("moe_intermediate_size", 1, kMaxDim);
     s.sparse_step = c.u64_or("decoder_sparse_step", 1, 1, kMaxLayers);
@@ -439,6 +454,7 @@ void read_moe(const Obj& c, const std::string& type, Architecture& a, DecoderSpe
   } else if (type == "deepseek_v3") {
     s.moe = Moe::deepseek;
     a.num_experts = c.u64_or("n_routed_experts", 256, 1, 1 << 16);
+    check_experts(c, "n_routed_experts", a);
     a.experts_per_token = c.u64_or("num_experts_per_tok", 8, 1, a.num_experts);
     a.shared_experts = c.u64_or("n_shared_experts", 1, 0, 1 << 16);
     a.intermediate = c.u64_or("moe_intermediate_size", 2048, 1, kMaxDim);

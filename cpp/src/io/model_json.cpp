@@ -163,9 +163,9 @@ ModelDescription parse_model(const Obj& model) {
       // non-finite numbers, depth) as it checks a request, naming the field inside it
       const json parsed =
           parse_config_text(model.raw("config").get<std::string>(), model.field("config"));
-      m = model_from_config(Obj(parsed, model.field("config")), arch);
+      m = model_from_config(Obj(parsed, model.field("config")).null_as_absent(), arch);
     } else {
-      m = model_from_config(model.obj("config"), arch);
+      m = model_from_config(model.obj("config").null_as_absent(), arch);
     }
     m.source = "config";
   } else {

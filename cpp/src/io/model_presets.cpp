@@ -38,6 +38,7 @@ ModelDescription model_from_preset(const std::string& id, const std::string& fie
   }
   const json& p = *found;
   Obj cfg(json_at(p, "config"), "preset:" + id + ".config");
+  cfg.null_as_absent();  // HF config.json: null is unset
   ModelDescription m = model_from_config(cfg, json_value_or(p, "architecture", ""));
   m.source = "preset";
   m.preset_id = id;

@@ -102,6 +102,9 @@ json samples_json(const Request& r) {
 
 }  // namespace
 
+// Points of a timeline in a response (README "Numeric limits"), as placement's 10,000 events.
+constexpr size_t kMaxTimelinePoints = 10000;
+
 json to_json(const Result& r, bool include_timeline) {
   json out = json::object();
   put_fields(out, {{"peakBytes", r.peak_bytes},
@@ -127,7 +130,23 @@ json to_json(const Result& r, bool include_timeline) {
                      {"maxMicroBatch", r.max_micro_batch}});
   else
     put_fields(out, {{"fits", nullptr}, {"headroomBytes", nullptr}, {"maxMicroBatch", nullptr}});
-  if (include_timeline) put(out, "timeline", array_of(r.timeline, timeline_point_json));
+  if (include_timeline) {
+    if (r.timeline.size() <= kMaxTimelinePoints) {
+      put(out, "timeline", array_of(r.timeline, timeline_point_json));
+    } else {
+      // A 10,000-layer MLP's step has 60,000 points (a 10 MB answer): every k-th point and
+      // the highest, at most kMaxTimelinePoints + 1, with the count before thinning.
+      std::vector<TimelinePoint> kept;
+      const size_t k = (r.timeline.size() + kMaxTimelinePoints - 1) / kMaxTimelinePoints;
+      size_t top = 0;
+      for (size_t i = 1; i < r.timeline.size(); ++i)
+        if (r.timeline[i].total_bytes > r.timeline[top].total_bytes) top = i;
+      for (size_t i = 0; i < r.timeline.size(); ++i)
+        if (i % k == 0 || i == top) kept.push_back(r.timeline[i]);
+      put(out, "timeline", array_of(kept, timeline_point_json));
+      put(out, "timelinePoints", static_cast<uint64_t>(r.timeline.size()));
+    }
+  }
   return out;
 }
 
@@ -137,6 +156,10 @@ bool count_only(const Request& r) {
 
 json result_json(const Request& r, const Result& res, bool include_timeline) {
   json out = to_json(res, include_timeline);
+  // Not asked for (searchMaxMicroBatch: false): null, as without a GPU, never 0 beside a fit.
+  if (!r.search_max_micro_batch) put(out, "maxMicroBatch", nullptr);
+  // the search stopped at its work bound: the smallest micro-batch known not to fit
+  if (res.max_micro_batch_below > 0) put(out, "maxMicroBatchBelow", res.max_micro_batch_below);
   if (r.samples.given) put(out, "samples", samples_json(r));
   // a parameter count: the persistent state alone (a lower bound: `fits` false is certain,
   // true says only that the state fits); with layers / hidden / heads, a stand-in decoder

@@ -6,6 +6,7 @@
 //   snapshots?, budgetBytes?, slots?, checkpointed?, greedyBytes?, frontier?, timeline? }
 // (docs/placement.md lists defaults and meaning).
 #include "io/calculators.hpp"
+#include "io/compact_layers.hpp"
 #include "io/json_fields.hpp"
 #include "io/model_json.hpp"
 #include "io/placement_json.hpp"
@@ -31,9 +32,63 @@ const std::vector<std::string>& placement_strategy_names() {
   return n;
 }
 
+// A number of packed layer i (io/compact_layers.hpp): read directly when it is what the field
+// needs; otherwise through read_u64 / read_num, whose errors name the field as for JSON. A
+// missing required number is missing_field, as Obj::raw says it.
+struct PackedLayer {
+  const compact::Record& r;
+  const std::string& path;  // chain.layers
+  size_t i;
+  std::string field(int s) const { return index_path(path, i) + "." + compact::kKeys[s]; }
+  bool has(int s) const { return r.present >> s & 1; }
+  void require(int s) const {
+    if (!has(s)) fail(code::kMissingField, field(s), {field(s), " is required"});
+  }
+  uint64_t u64(int s) const {
+    require(s);
+    if (r.kind[s] == compact::kUnsigned && r.bits[s] <= kMaxExactJson) return r.bits[s];
+    return read_u64(compact::View::value(r, s), field(s), 0, kMaxExactJson);
+  }
+  double num(int s) const {
+    require(s);
+    if (r.kind[s] == compact::kUnsigned && r.bits[s] <= (uint64_t{1} << 53))
+      return static_cast<double>(r.bits[s]);
+    return read_num(compact::View::value(r, s), field(s), 0, 1e300);
+  }
+};
+
+// chain.layers in packed form: the checks of the JSON form below, in its order.
+void packed_layers(const json& packed, const std::string& path, Chain* chain) {
+  const compact::View view(packed);
+  if (view.size() > 100000) fail(code::kTooLarge, path, {path, " has more than 100000 items"});
+  chain->layers.resize(view.size());
+  for (size_t i = 0; i < view.size(); ++i) {
+    const compact::Record r = view.at(i);
+    const PackedLayer p{r, path, i};
+    Layer& L = chain->layers[i];
+    if (p.has(compact::kName)) {
+      L.name = view.name(r);
+      if (L.name.size() > 256) read_str(json(L.name), p.field(compact::kName), 256);
+    }
+    L.forward_cost = p.num(1);
+    L.backward_cost = p.num(2);
+    L.output_bytes = p.u64(3);
+    L.saved_bytes = p.u64(4);
+    if (p.has(5)) L.forward_temp_bytes = p.u64(5);
+    if (p.has(6)) L.backward_temp_bytes = p.u64(6);
+  }
+}
+
 Chain parse_chain(const Obj& c) {
   Chain chain;
   chain.input_bytes = c.u64("inputBytes", 0, kMaxExactJson);
+  if (c.has("layers") && c.json_value().at("layers").is_binary()) {
+    c.mark_used("layers");
+    packed_layers(c.json_value().at("layers"), c.field("layers"), &chain);
+    c.finish();
+    placement::validate_chain(chain, c.path());
+    return chain;
+  }
   const json& layers = c.array("layers", 100000);
   const std::string lp = c.field("layers");
   for (size_t i = 0; i < layers.size(); ++i) {

@@ -119,7 +119,8 @@ std::string read_str(const json& v, const std::string& path, size_t max_len) {
     fail(code::kInvalidType, path, {path, " must be a string, got ", type_name(v)});
   const auto& s = v.get_ref<const std::string&>();
   if (s.size() > max_len)
-    fail(code::kTooLarge, path, {path, " is longer than ", std::to_string(max_len), " characters"});
+    fail(code::kTooLarge, path,
+         {path, " is longer than ", std::to_string(max_len), " bytes (of UTF-8 text)"});
   return s;
 }
 
@@ -151,125 +152,6 @@ uint64_t checked_add(uint64_t a, uint64_t b, const char* field) {
   return a + b;
 }
 
-namespace {
-
-// SAX front end of nlohmann's DOM builder: tracks the field path of the value being read, so
-// that a number overflow or a duplicate key names its field, and bounds depth and size
-// before anything deep or huge is built. nlohmann's SAX parser itself is iterative.
-class RequestSax {
- public:
-  explicit RequestSax(json* root) : dom_(*root) {}
-
-  bool null() { return value() && dom_.null(); }
-  bool boolean(bool v) { return value() && dom_.boolean(v); }
-  bool number_integer(json::number_integer_t v) { return value() && dom_.number_integer(v); }
-  bool number_unsigned(json::number_unsigned_t v) { return value() && dom_.number_unsigned(v); }
-  bool number_float(json::number_float_t v, const std::string& s) {
-    return value() && dom_.number_float(v, s);
-  }
-  bool string(std::string& v) { return value() && dom_.string(v); }
-  bool binary(json::binary_t& v) { return value() && dom_.binary(v); }
-  bool start_object(std::size_t n) {
-    value();
-    push(false);
-    return dom_.start_object(n);
-  }
-  bool key(std::string& k) {
-    Frame& f = stack_.back();
-    f.key = k;
-    if (!f.keys.insert(k).second)
-      fail(code::kInvalidJson, path(false), {path(false), " appears twice in one object"});
-    return dom_.key(k);
-  }
-  bool end_object() {
-    stack_.pop_back();
-    return dom_.end_object();
-  }
-  bool start_array(std::size_t n) {
-    value();
-    push(true);
-    return dom_.start_array(n);
-  }
-  bool end_array() {
-    stack_.pop_back();
-    return dom_.end_array();
-  }
-  template <class Exception>
-  bool parse_error(std::size_t position, const std::string& token, const Exception& ex) {
-    if (ex.id == 406) {  // out_of_range.406: a number beyond the range of a double
-      const std::string field = path(true);
-      fail(code::kOutOfRange, field,
-           {(field.empty() ? std::string("request") : field),
-            " is a number beyond the range of a double (", token.substr(0, 40), ")"});
-    }
-    return dom_.parse_error(position, token, ex);
-  }
-
- private:
-  struct Frame {
-    bool array;
-    size_t index;  // array: elements started so far
-    std::string key;
-    std::set<std::string> keys;
-  };
-
-  // Called when a value starts: counts it, and advances the enclosing array's index.
-  bool value() {
-    if (++values_ > kMaxRequestValues)
-      fail(code::kTooLarge, "",
-           {"request has more than ", std::to_string(kMaxRequestValues), " JSON values"});
-    if (!stack_.empty() && stack_.back().array) ++stack_.back().index;
-    return true;
-  }
-  void push(bool array) {
-    if (stack_.size() >= kMaxRequestDepth)
-      fail(code::kTooLarge, path(false),
-           {"request nested deeper than ", std::to_string(kMaxRequestDepth), " levels"});
-    stack_.push_back(Frame{array, 0, std::string(), {}});
-  }
-  // Dotted path of the current value; `pending`: the value has not started yet (its array
-  // index is one past the last counted).
-  std::string path(bool pending) const {
-    std::string p;
-    for (size_t i = 0; i < stack_.size(); ++i) {
-      const Frame& f = stack_[i];
-      if (f.array) {
-        const bool last = i + 1 == stack_.size();
-        const size_t idx = f.index + (last && pending ? 1 : 0);
-        if (idx == 0) break;  // no element yet
-        p = index_path(p, idx - 1);
-      } else {
-        if (f.key.empty() && f.keys.empty()) break;
-        p += (p.empty() ? "" : ".") + printable(f.key);
-      }
-    }
-    return p;
-  }
-
-  nlohmann::detail::json_sax_dom_parser<json> dom_;
-  std::vector<Frame> stack_;
-  size_t values_ = 0;
-};
-
-}  // namespace
-
-json parse_request(const std::string& text) {
-  if (text.size() > kMaxRequestBytes)
-    fail(code::kTooLarge, "",
-         {"request is larger than ", std::to_string(kMaxRequestBytes >> 20), " MiB"});
-  json root;
-  RequestSax sax(&root);
-  try {
-    json::sax_parse(text, &sax);
-  } catch (const json::exception& e) {
-    // nlohmann quotes the last token read, which may be a whole (long) string: cut it short.
-    std::string what = e.what();
-    if (what.size() > 240) what = what.substr(0, 240) + "...'";
-    fail(code::kInvalidJson, "", {"request is not valid JSON: ", what});
-  }
-  return root;
-}
-
 Obj::Obj(const json& j, const char* path) : Obj(j, std::string(path)) {}
 
 Obj::Obj(const json& j, std::string path) : j_(&j), path_(std::move(path)) {
@@ -286,7 +168,7 @@ std::string Obj::field(const char* key) const { return field(std::string(key)); 
 
 bool Obj::has(const char* key) const {
   auto it = j_->find(std::string(key));
-  return it != j_->end() && !it->is_null();
+  return it != j_->end() && !(null_absent_ && it->is_null());
 }
 
 void Obj::mark_used(const char* key) const { used_.insert(key); }
@@ -294,7 +176,7 @@ void Obj::mark_used(const char* key) const { used_.insert(key); }
 const json& Obj::raw(const char* key) const {
   used_.insert(key);
   auto it = j_->find(std::string(key));
-  if (it == j_->end() || it->is_null())
+  if (it == j_->end() || (null_absent_ && it->is_null()))
     fail(code::kMissingField, field(key), {field(key), " is required"});
   return *it;
 }
@@ -356,7 +238,11 @@ std::string Obj::one_of_or(const char* key, std::initializer_list<const char*> a
   mark_used(key);
   return has(key) ? one_of(key, allowed) : std::string(fallback);
 }
-Obj Obj::obj(const char* key) const { return Obj(raw(key), field(key)); }
+Obj Obj::obj(const char* key) const {
+  Obj o(raw(key), field(key));
+  o.null_absent_ = null_absent_;
+  return o;
+}
 
 const json& Obj::array(const char* key, size_t max_items) const {
   const json& v = raw(key);

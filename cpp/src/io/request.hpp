@@ -19,13 +19,19 @@ using json = nlohmann::json;
 // Parses request text strictly: invalid JSON -> invalid_json; a number beyond double range
 // (1e400) -> out_of_range naming its field path; a key twice in one object -> invalid_json
 // naming it; deeper than kMaxRequestDepth or more than kMaxRequestValues values -> too_large.
-json parse_request(const std::string& text);
+// compact_chain (placement requests): `chain.layers` is read into packed records when it can
+// be (io/compact_layers.hpp). Reader: io/json_parse.cpp.
+json parse_request(const std::string& text, bool compact_chain = false);
 
 // Levenshtein-closest candidate within distance 3 (or a case-insensitive match), else "".
 std::string closest_match(const std::string& word, const std::vector<std::string>& candidates);
 
 // A view of one JSON object in a request. Reads mark keys as used; finish() rejects the
-// rest (typos such as `microbatch` must not be ignored silently).
+// rest (typos such as `microbatch` must not be ignored silently). A key given as null is a
+// value of the wrong type (invalid_type naming it), not an absent key: JSON.stringify writes
+// NaN and Infinity as null, and a silent default would hide them. Exception: a pasted HF
+// config.json, where transformers reads null as unset (GPT-2's "n_inner": null):
+// null_as_absent(), inherited by the objects inside.
 // Keys, fallbacks and value lists are C strings: every call site passes literals, and a
 // std::string argument would be built (and destroyed) at each of several hundred call sites
 // of the WebAssembly module (issue #7).
@@ -36,9 +42,13 @@ class Obj {
   Obj(const json& j, const char* path);  // (a literal path: no string built at the call site)
 
   const std::string& path() const { return path_; }
+  Obj& null_as_absent() {
+    null_absent_ = true;
+    return *this;
+  }
   std::string field(const char* key) const;  // path + "." + key
   std::string field(const std::string& key) const;
-  bool has(const char* key) const;
+  bool has(const char* key) const;         // present (null counts only without null_as_absent)
   const json& raw(const char* key) const;  // marks used; throws missing_field
   const json& json_value() const { return *j_; }
   void mark_used(const char* key) const;
@@ -76,6 +86,7 @@ class Obj {
   const json* j_;
   std::string path_;
   mutable std::set<std::string> used_;
+  bool null_absent_ = false;
 };
 
 // Element path helpers: "layers[3]".

@@ -5,6 +5,7 @@
 #include "io/request.hpp"
 #include "trainmem/api.hpp"
 #include "trainmem/limits.hpp"
+#include "trainmem/snapshot.hpp"
 #include "trainmem/vocabulary.hpp"
 
 namespace trainmem {
@@ -24,6 +25,8 @@ json limits_json() {
   put(l, "seqLen", limits::kMaxSeqLen);
   put(l, "ranks", limits::kMaxRanks);
   put(l, "chainLayers", limits::kMaxChainLayers);
+  put(l, "timelineEvents", limits::kMaxTimelineEvents);
+  put(l, "snapshotBytes", snapshot::kMaxFileBytes);
   put(l, "exactJsonInteger", limits::kMaxExactJson);
   put(l, "requestBytes", limits::kMaxRequestBytes);
   put(l, "requestDepth", limits::kMaxRequestDepth);

@@ -9,6 +9,7 @@
 
 #include "peak/peak_trace_spec.hpp"
 #include "trainmem/caching_allocator.hpp"
+#include "trainmem/error.hpp"
 
 namespace trainmem {
 namespace peak {
@@ -298,10 +299,27 @@ Figures simulate(const Request& rq, const Step& s, const trace::Trace& t, uint64
 
 }  // namespace
 
+// The step's allocations, all added up, stay below 2^62 B: then no sum of live bytes in the
+// ledger or the allocator wraps, and the result's figures stay below the edge's 2^63 check.
+static void check_step_bytes(const trace::Trace& t) {
+  constexpr uint64_t kLimit = uint64_t{1} << 62;
+  uint64_t total = 0;
+  for (const allocator::Event& e : t.events) {
+    if (e.kind != allocator::Event::kAlloc) continue;
+    total += std::min(e.size, kLimit);
+    if (total > kLimit)
+      fail(code::kTooLarge, "microBatch",
+           "the step allocates more than 2^62 bytes in all: microBatch and the sequence lengths "
+           "are too large to model");
+  }
+}
+
 Figures run_step(const Request& rq, const Step& s, Result* r) {
   uint64_t managed = 0;
   const trace::StepSpec spec = build_spec(rq, s, &managed);
   const trace::Trace t = trace::build(spec);
+  check_step_bytes(t);
+  r->trace_events = t.events.size();
   Figures f = rq.simulate_allocator && rq.runtime.is_cuda() ? simulate(rq, s, t, managed, r)
                                                             : count(rq, s, t);
   f.managed = managed;

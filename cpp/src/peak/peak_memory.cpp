@@ -511,6 +511,7 @@ uint64_t judged_bytes(const Result& r) { return r.simulated ? r.device_used_byte
 struct Probe {
   uint64_t b = 0;
   double judged = 0;
+  double allocated = 0;   // peakBytes: grows with every sample, where the reserve moves in segments
   bool measured = false;  // false: refused (an infeasible checkpointing budget)
 };
 
@@ -519,12 +520,21 @@ struct Probe {
 // transients), so the line is refined from the newest probes.
 uint64_t secant(const Probe& p, const Probe& q, uint64_t cap) {
   if (!p.measured || !q.measured || p.b == q.b) return 0;
-  const double slope =
-      (q.judged - p.judged) / (static_cast<double>(q.b) - static_cast<double>(p.b));
+  const double db = static_cast<double>(q.b) - static_cast<double>(p.b);
+  double slope = (q.judged - p.judged) / db;
+  // the reserve grows in whole segments (2 and 20 MiB, or a tensor's own), so two small
+  // micro-batches often reserve the same: the tensors' bytes still give the slope
+  if (!(slope > 0)) slope = (q.allocated - p.allocated) / db;
   if (!(slope > 0)) return 0;
-  const double b = static_cast<double>(p.b) + (static_cast<double>(cap) - p.judged) / slope;
+  const double b = static_cast<double>(q.b) + (static_cast<double>(cap) - q.judged) / slope;
   return b < 1 ? 0 : static_cast<uint64_t>(std::min(b, double(uint64_t{1} << 21)));
 }
+
+// Trace events the maxMicroBatch search may evaluate, all probes together (each probe builds
+// the trace, counts it and replays it through the allocator): about a second of WebAssembly
+// (bench/bounded.bench.mjs). A search that reaches it answers the largest micro-batch known to
+// fit and says so (maxMicroBatchBelow: the smallest known not to).
+constexpr uint64_t kSearchEvents = uint64_t{4} << 20;
 
 }  // namespace
 
@@ -535,6 +545,7 @@ Result compute(const Request& rq) {
   // below what does not. Infeasible checkpointing budgets count as "does not fit".
   constexpr uint64_t kMaxSearch = 1u << 20;
   uint64_t lo = 0, hi = kMaxSearch + 1;  // lo fits (0: none known), hi does not
+  uint64_t work = r.trace_events;        // trace events evaluated so far
   auto note = [&](const Probe& p, bool fits) {
     (fits ? lo : hi) = fits ? std::max(lo, p.b) : std::min(hi, p.b);
   };
@@ -542,11 +553,12 @@ Result compute(const Request& rq) {
     Request q = rq;
     q.micro_batch = b;
     q.verdict_only = true;
-    Probe p{b, 0, false};
+    Probe p{b, 0, 0, false};
     bool fits = false;
     try {
       const Result e = evaluate(q);
-      p = {b, static_cast<double>(judged_bytes(e)), true};
+      work += e.trace_events;
+      p = {b, static_cast<double>(judged_bytes(e)), static_cast<double>(e.peak_bytes), true};
       fits = e.fits;
     } catch (const RequestError& e) {
       if (e.code() != code::kInfeasible && e.code() != code::kTooLarge) throw;
@@ -554,15 +566,25 @@ Result compute(const Request& rq) {
     note(p, fits);
     return p;
   };
-  Probe last{rq.micro_batch, static_cast<double>(judged_bytes(r)), true};
+  Probe last{rq.micro_batch, static_cast<double>(judged_bytes(r)),
+             static_cast<double>(r.peak_bytes), true};
   note(last, r.fits);
   Probe newest = probe(rq.micro_batch + std::max<uint64_t>(1, rq.micro_batch));
-  // secant steps while they narrow the interval quickly, bisection otherwise
+  // secant steps while they narrow the interval quickly, bisection otherwise; within the work
+  // bound (each probe costs about what the last did)
   for (int bisect_next = 0; hi - lo > 1;) {
+    if (work + r.trace_events > kSearchEvents) {
+      r.max_micro_batch_below = hi;
+      r.assumptions.push_back(
+          "maxMicroBatch: the search stopped at its work bound: " + std::to_string(lo) + " fits, " +
+          std::to_string(hi) + " does not; the largest that fits lies between them");
+      break;
+    }
     uint64_t c = bisect_next ? 0 : secant(last, newest, rq.gpu_memory_bytes);
     if (c <= lo || c >= hi) {
-      // outside what is known: double up from what fits, or halve the interval
-      c = hi > kMaxSearch ? std::max<uint64_t>(2 * lo, lo + 1) : lo + (hi - lo) / 2;
+      // outside what is known: 16 times what fits (a few probes span the range; the secant
+      // between far probes is then accurate), or halve the interval
+      c = hi > kMaxSearch ? std::max<uint64_t>(16 * lo, lo + 1) : lo + (hi - lo) / 2;
       if (c >= hi) c = hi - 1;
     }
     const uint64_t width = hi - lo;

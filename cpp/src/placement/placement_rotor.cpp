@@ -119,11 +119,8 @@ class Table {
   // mm: the smallest finite m of every row (min_memory), so that a row stores only m >= it.
   Table(const Sizes& s, size_t n, uint64_t m_max, const MinMemory& mm) : s_(s), n_(n), M_(m_max) {
     const uint64_t pairs = (n + 1) * (n + 2) / 2;
-    if (pairs * (M_ + 1) > kRotorMaxCells)
-      throw RequestError(code::kTooLarge, "slots",
-                         "optimal needs (layers+1)(layers+2)/2 x (slots+1) table cells; " +
-                             std::to_string(pairs * (M_ + 1)) + " exceeds the limit of " +
-                             std::to_string(kRotorMaxCells) + ": use fewer slots");
+    if (pairs * (M_ + 1) > kRotorMaxCells)  // rotor_grid bounds it before any work
+      throw RequestError(code::kInternal, "", "internal error: optimal table over its bound");
     // Row (i, j) holds m in [lo, M] at base + m (base = off - lo); entries below lo are never
     // read (every read is guarded by a bound >= the row's minimum). A pad of M + 1 cells in
     // front keeps every base inside the buffer. The cells start uninitialised: solve() writes
@@ -325,10 +322,14 @@ class Table {
 };
 
 // Smallest budget (bytes) whose discretisation into `slots` admits a schedule, searched near
-// the exact minimum (feasibility in slots only grows, up to rounding, with the budget).
+// the exact minimum (feasibility in slots only grows, up to rounding, with the budget). Each
+// probe is an O(layers^3) pass: at most kRotorMinBudgetProbes of them; if the bisection has
+// not closed by then, the smallest budget found feasible is returned (it admits a schedule).
 uint64_t min_budget_discretised(const Chain& chain, uint32_t slots, uint64_t exact) {
   const size_t n = chain.layers.size();
+  int probes = 0;
   auto feasible = [&](uint64_t budget) {
+    ++probes;
     const Grid g = grid_for(chain, budget, slots);
     const Sizes s = sizes_of(chain, g);
     if (s.x[0] > g.total) return false;
@@ -337,28 +338,148 @@ uint64_t min_budget_discretised(const Chain& chain, uint32_t slots, uint64_t exa
   uint64_t lo = exact, hi = std::max<uint64_t>(exact, 1);
   while (!feasible(hi)) {
     if (hi > (uint64_t{1} << 62)) return hi;
-    hi *= 2;
+    hi += std::max<uint64_t>(hi / 8, 1);  // rounding costs at most a few slots: grow gently
   }
   if (lo >= hi) return hi;
   // invariant: feasible(hi); lo is the exact bound (a budget below it never fits)
-  while (hi - lo > 1) {
+  while (hi - lo > 1 && probes < kRotorMinBudgetProbes) {
     const uint64_t mid = lo + (hi - lo) / 2;
     if (feasible(mid))
       hi = mid;
     else
       lo = mid;
   }
-  return feasible(lo) ? lo : hi;
+  return hi - lo == 1 && feasible(lo) ? lo : hi;
+}
+
+// The plan that stores everything, when the budget holds it: the cheapest of all (nothing is
+// recomputed), found in O(layers) before any table is built.
+bool stores_everything(const Chain& chain, uint64_t budget, PlanResult* out) {
+  if (!metrics_apply(chain) || metrics(chain, {}).peak_bytes > budget) return false;
+  *out = evaluate(chain, {});
+  if (out->peak_bytes > budget) return false;
+  return true;
+}
+
+// ---- Stages of several layers (the bounded form of long chains). ----
+//
+// A stage of layers [s..e] runs them together: F_all(stage) = F_all(s..e), F_ck(stage) = F_ck(s)
+// then F_n(s+1..e), F_n(stage) = F_n(s..e), B(stage) = B(e..s). Its sizes in Rotor's model
+// (output x, kept xbar, temporaries) are chosen so that every event of the layers inside is
+// covered: xbar = their savedBytes; ftmp the largest excess of any of their forward events
+// (with or without autograd) over what the model charges for the stage; btmp likewise for
+// their backward events. A schedule of stages is thus a schedule of layers whose simulated
+// peak is at most what the table promised (the simulator checks it: rotor_optimal).
+Chain grouped(const Chain& c, size_t g) {
+  Chain out;
+  out.input_bytes = c.input_bytes;
+  const size_t n = c.layers.size();
+  for (size_t s = 0; s < n; s += g) {
+    const size_t e = std::min(n, s + g) - 1;
+    Layer st;
+    st.forward_cost = st.backward_cost = 0;  // (a Layer's defaults are 1 and 2)
+    const uint64_t x_in = s == 0 ? c.input_bytes : c.layers[s - 1].output_bytes;
+    const uint64_t x_out = c.layers[e].output_bytes;
+    uint64_t xb = 0, all = 0, ck = 0, nograd = 0, bwd = 0;
+    for (size_t p = s; p <= e; ++p) {
+      const Layer& L = c.layers[p];
+      xb += L.saved_bytes;
+      all = std::max(all, xb + L.forward_temp_bytes);  // F_all(p): the stage's saved so far
+      const uint64_t in = p == s ? 0 : c.layers[p - 1].output_bytes;
+      ck = std::max(ck, in + L.output_bytes + L.forward_temp_bytes);  // F_ck(s), F_n(p > s)
+      nograd = std::max(nograd, (p == s ? x_in : in) + L.output_bytes + L.forward_temp_bytes);
+      st.forward_cost += L.forward_cost;
+      st.backward_cost += L.backward_cost;
+    }
+    uint64_t kept = xb;  // B(p), p from e down: the saved of s..p, the gradient of p's output
+    for (size_t p = e + 1; p-- > s;) {
+      const Layer& L = c.layers[p];
+      bwd = std::max(bwd, kept + L.output_bytes + L.backward_temp_bytes);
+      kept -= L.saved_bytes;
+    }
+    auto excess = [](uint64_t need, uint64_t charged) {
+      return need > charged ? need - charged : 0;
+    };
+    st.output_bytes = x_out;
+    st.saved_bytes = xb;
+    st.forward_temp_bytes =
+        std::max({excess(all, xb), excess(ck, x_out), excess(nograd, x_in + x_out)});
+    st.backward_temp_bytes = excess(bwd, xb + x_out);
+    out.layers.push_back(st);
+  }
+  return out;
+}
+
+// A schedule of stages of g layers as the schedule of the layers.
+std::vector<Op> expand(const std::vector<Op>& ops, size_t g, size_t n) {
+  if (g == 1) return ops;
+  std::vector<Op> out;
+  out.reserve(ops.size() * g);
+  for (const Op& op : ops) {
+    if (op.kind == OpKind::kLoss) {
+      out.push_back({OpKind::kLoss, static_cast<uint32_t>(n)});
+      continue;
+    }
+    const size_t s = op.layer * g, e = std::min(n, s + g) - 1;
+    if (op.kind == OpKind::kBackward) {
+      for (size_t p = e + 1; p-- > s;) out.push_back({OpKind::kBackward, static_cast<uint32_t>(p)});
+      continue;
+    }
+    for (size_t p = s; p <= e; ++p) {
+      OpKind k = op.kind;
+      if (k == OpKind::kForwardCheck && p > s) k = OpKind::kForwardNoGrad;
+      out.push_back({k, static_cast<uint32_t>(p)});
+    }
+  }
+  return out;
 }
 
 }  // namespace
+
+RotorGrid rotor_grid(const Chain& chain, uint32_t slots) {
+  // Measured cost (bench/RESULTS.md, "Bounded work"): about stages^3 / 6 leaf candidates, each
+  // with a fixed part (its floor, its sort) worth kRotorFixedSlots slots of its scan. The
+  // slots asked are kept; layers are grouped into stages until the table fits both bounds.
+  const uint64_t n = chain.layers.size();
+  RotorGrid g;
+  g.requested = slots;
+  g.slots = slots;
+  const auto fits = [&](uint64_t stages) {
+    const uint64_t pairs = (stages + 1) * (stages + 2) / 2;
+    const uint64_t leaves = std::max<uint64_t>(1, stages * stages * stages / 6);
+    return pairs * (uint64_t{slots} + 1) <= kRotorMaxCells &&
+           leaves * (kRotorFixedSlots + slots) <= kRotorMaxWork;
+  };
+  uint64_t stages = n;
+  while (stages > 1 && !fits(stages)) stages = stages * 7 / 8;
+  if (!fits(stages))
+    fail(code::kTooLarge, "slots",
+         {"optimal's table of ", std::to_string(slots),
+          " slots exceeds its work bound even for one stage: use fewer slots"});
+  g.stage_layers = static_cast<uint32_t>((n + stages - 1) / stages);
+  return g;
+}
 
 uint64_t rotor_min_budget_exact(const Chain& chain) {
   const Sizes s = sizes_of(chain, Grid{1, 1, 0});
   return s.x[0] + min_memory(s, chain.layers.size()).at(0, chain.layers.size());
 }
 
-PlanResult rotor_optimal(const Chain& chain, uint64_t budget, uint32_t slots) {
+PlanResult rotor_optimal(const Chain& fine, uint64_t budget, uint32_t requested_slots) {
+  PlanResult all;
+  if (stores_everything(fine, budget, &all)) {
+    all.details = {count_fact("slots", 0), flag_fact("exactGrid", true),
+                   flag_fact("storesEverything", true),
+                   real_fact("predictedTotalCost", all.total_cost)};
+    return all;
+  }
+  return rotor_optimal(fine, budget, rotor_grid(fine, requested_slots));  // (bounded first)
+}
+
+PlanResult rotor_optimal(const Chain& fine, uint64_t budget, const RotorGrid& rg) {
+  const uint32_t slots = rg.slots;
+  const Chain staged = rg.stage_layers > 1 ? grouped(fine, rg.stage_layers) : Chain();
+  const Chain& chain = rg.stage_layers > 1 ? staged : fine;
   const size_t n = chain.layers.size();
   const Grid grid = grid_for(chain, budget, slots);
   const Sizes s = sizes_of(chain, grid);
@@ -366,45 +487,67 @@ PlanResult rotor_optimal(const Chain& chain, uint64_t budget, uint32_t slots) {
   // (an O(n^3) pass) is only computed for the error message.
   auto infeasible = [&]() {
     const uint64_t exact = rotor_min_budget_exact(chain);
-    throw_infeasible("optimal", budget, min_budget_discretised(chain, slots, exact),
-                     " with " + std::to_string(slots) +
-                         " slots (exact minimum without discretisation: " + std::to_string(exact) +
-                         ")");
+    std::string note = " with " + std::to_string(slots) + " slots";
+    if (rg.stage_layers > 1)
+      note += " and stages of " + std::to_string(rg.stage_layers) + " layers";
+    throw_infeasible(
+        "optimal", budget, min_budget_discretised(chain, slots, exact),
+        note + " (exact minimum without discretisation: " + std::to_string(exact) + ")");
   };
   if (s.x[0] > grid.total) infeasible();
   const MinMemory mm = min_memory(s, n);
   if (mm.at(0, n) > grid.total - s.x[0]) infeasible();
   const uint64_t M = grid.total - s.x[0];
   const Table t(s, n, M, mm);
-  std::vector<Op> ops;
-  t.schedule(0, n, M, ops);
-  PlanResult r = simulate(chain, ops);
+  std::vector<Op> stage_ops;
+  t.schedule(0, n, M, stage_ops);
+  const std::vector<Op> ops = expand(stage_ops, rg.stage_layers, fine.layers.size());
+  PlanResult r = simulate(fine, ops);
   r.schedule = ops;
+  if (rg.stage_layers > 1) {
+    r.stage_schedule = std::move(stage_ops);
+    r.stage_layers = rg.stage_layers;
+  }
   const double slot = static_cast<double>(grid.num) / static_cast<double>(grid.den);
   r.details = {count_fact("slots", grid.total), real_fact("slotBytes", slot),
-               flag_fact("exactGrid", grid.den == 1),
+               flag_fact("exactGrid", grid.den == 1 && rg.stage_layers == 1),
                real_fact("predictedTotalCost", t.at(0, n, M))};
+  if (rg.stage_layers > 1) r.details.push_back(count_fact("stageLayers", rg.stage_layers));
   if (r.peak_bytes > budget)
     throw RequestError(code::kInternal, "", "internal error: optimal schedule exceeds the budget");
   return r;
 }
 
-std::vector<FrontierPoint> rotor_frontier(const Chain& chain, uint64_t budget, uint32_t slots) {
+std::vector<FrontierPoint> rotor_frontier(const Chain& fine, uint64_t budget, uint32_t slots) {
+  const RotorGrid rg = rotor_grid(fine, slots);
+  const Chain staged = rg.stage_layers > 1 ? grouped(fine, rg.stage_layers) : Chain();
+  const Chain& chain = rg.stage_layers > 1 ? staged : fine;
   const size_t n = chain.layers.size();
-  const Grid grid = grid_for(chain, budget, slots);
+  const Grid grid = grid_for(chain, budget, rg.slots);
   const Sizes s = sizes_of(chain, grid);
   std::vector<FrontierPoint> pts;
   if (s.x[0] > grid.total) return pts;
   const uint64_t M = grid.total - s.x[0];
   const Table t(s, n, M, min_memory(s, n));
+  // The memory values where the cost falls, at most kRotorFrontierPoints of them (evenly
+  // spread): each is a schedule to simulate.
+  std::vector<uint64_t> ms;
   double last = kInf;
   for (uint64_t m = t.min_m(0, n); m <= M; ++m) {
     const double c = t.at(0, n, m);
-    if (!(c < last)) continue;
-    last = c;
+    if (c < last) ms.push_back(m);
+    if (c < last) last = c;
+  }
+  if (ms.size() > kRotorFrontierPoints) {
+    std::vector<uint64_t> few;
+    for (size_t k = 0; k < kRotorFrontierPoints; ++k)
+      few.push_back(ms[k * (ms.size() - 1) / (kRotorFrontierPoints - 1)]);
+    ms = few;
+  }
+  for (const uint64_t m : ms) {
     std::vector<Op> ops;
     t.schedule(0, n, m, ops);
-    const PlanResult r = simulate(chain, ops);
+    const PlanResult r = simulate(fine, expand(ops, rg.stage_layers, fine.layers.size()));
     FrontierPoint p;
     p.peak_bytes = r.peak_bytes;
     p.total_cost = r.total_cost;

@@ -42,6 +42,7 @@ struct Fronts {
   std::vector<const double*> c;
   std::vector<const uint32_t*> next, link;
   std::vector<uint32_t> size;
+  Fronts() = default;
   explicit Fronts(size_t n) : R(n + 1), c(n + 1), next(n + 1), link(n + 1), size(n + 1, 0) {}
   // Where the next front goes (m points): written in place, then close().
   struct Out {
@@ -74,22 +75,48 @@ struct Fronts {
   }
 };
 
-// g and S of units starting at layer i, in the same memory model as the simulator.
+// g and S of units starting at layer i, in the same memory model as the simulator. With a
+// quantum q > 1 every size is counted in units of q bytes, rounded up (`up`: a plan that fits
+// the rounded sizes fits the bytes) or down (a relaxation: no plan that fits the bytes is lost).
 struct UnitScan {
   const Chain& c;
+  uint64_t q = 1;
+  bool up = true;
+  // Units start and end at multiples of `block` layers (and at the chain's end); a plain unit is
+  // then a run of `block` plain layers. block = 1: every single-level plan (exact).
+  size_t block = 1;
+  uint64_t qz(uint64_t v) const { return q == 1 ? v : v / q + (up && v % q != 0 ? 1 : 0); }
   uint64_t x(size_t k) const { return k == 0 ? c.input_bytes : c.layers[k - 1].output_bytes; }
-  // plain layer i: F_all peak and B(i) peak above P.
+  size_t next(size_t i) const { return std::min(i + block, c.layers.size()); }
+  // The index of segment [i..e] among the segment units starting at i.
+  size_t seg_index(size_t i, size_t e) const { return (e + 1 - i + block - 1) / block - 1; }
+  uint64_t out(size_t i) const { return qz(c.layers[i].output_bytes); }
+  // The plain unit at i (layers i..next(i)-1 each run with autograd): what it keeps, S, and
+  // its highest point above P, g (each layer's F_all and B peaks above what the run keeps
+  // before it).
+  uint64_t saved(size_t i) const {
+    uint64_t S = 0;
+    for (size_t p = i; p < next(i); ++p) S += c.layers[p].saved_bytes;
+    return qz(S);
+  }
   uint64_t plain_g(size_t i) const {
-    const Layer& L = c.layers[i];
-    return L.saved_bytes + std::max(L.forward_temp_bytes, L.output_bytes + L.backward_temp_bytes);
+    uint64_t before = 0, g = 0;
+    for (size_t p = i; p < next(i); ++p) {
+      const Layer& L = c.layers[p];
+      g = std::max(g, before + L.saved_bytes +
+                          std::max(L.forward_temp_bytes, L.output_bytes + L.backward_temp_bytes));
+      before += L.saved_bytes;
+    }
+    return qz(g);
   }
   // Calls f(g, S, cost, next, ckpt) for every unit starting at i with g and S within `lim`
-  // (the plain layer first, then the segments [i..e] by rising e).
+  // (the plain unit first, then the segments [i..e] by rising e); adds the layers scanned to
+  // *steps.
   template <class F>
-  void units(size_t i, uint64_t lim, F&& f) const {
+  void units(size_t i, uint64_t lim, uint64_t* steps, F&& f) const {
     const size_t n = c.layers.size();
     const Layer& Li = c.layers[i];
-    f(plain_g(i), Li.saved_bytes, 0.0, i + 1, false);
+    f(plain_g(i), saved(i), 0.0, next(i), false);
     uint64_t fwd = Li.output_bytes + Li.forward_temp_bytes;  // F_ck(i)
     uint64_t xb_sum = 0;                                     // savedBytes of i..p
     uint64_t rec_max = 0;  // max over p of (savedBytes i..p) + forwardTemp_p   (recompute)
@@ -102,17 +129,25 @@ struct UnitScan {
       rec_max = std::max(rec_max, xb_sum + Le.forward_temp_bytes);
       bwd_max = std::max(bwd_max, xb_sum + Le.output_bytes + Le.backward_temp_bytes);
       cost += Le.forward_cost;
-      if (xb_sum > lim || fwd > lim) break;  // both only grow with e
+      ++*steps;
+      if (qz(xb_sum) > lim || qz(fwd) > lim) break;          // both only grow with e
+      if ((e + 1 - i) % block != 0 && e + 1 != n) continue;  // ends inside a block
       const uint64_t S = Le.output_bytes;
-      f(std::max({fwd, S + rec_max, bwd_max}), S, cost, e + 1, true);
+      f(qz(std::max({fwd, S + rec_max, bwd_max})), qz(S), cost, e + 1, true);
     }
   }
 };
 
-// Steps allowed per search (steps of first_live plus points merged; a few seconds natively):
-// the problem contains knapsack, so an exact search has no polynomial bound; past this the
-// request is refused, never approximated.
-constexpr uint64_t kMaxWork = uint64_t{200} << 20;
+// The search stopped at its work limit (caught in this file: a coarser grid is tried).
+struct WorkLimit {};
+
+// Steps allowed to the searches of one request (units scanned, steps of first_live, points
+// merged): the problem contains knapsack, so an exact search has no polynomial bound. Set with
+// bench/placement.bench.mjs so that any 1,000-layer chain is answered within 50 ms in
+// WebAssembly at every budget (bench/RESULTS.md, "Bounded work"); see refine().
+constexpr uint64_t kSearchWork = uint64_t{3} << 20;
+constexpr uint64_t kLowestPeakWork = uint64_t{64} << 20;  // units scanned for the lowest peak
+constexpr uint64_t kPolishSteps = uint64_t{1} << 20;      // layers passed over by polish()
 
 // One candidate list: a segment [i..e] followed by any point of front e+1; mapped as
 // R = max(g, S + R'), c = cost + c'. Along the list R does not fall and c falls.
@@ -168,8 +203,9 @@ struct Points {
 struct FrontBuilder {
   const Chain& chain;
   const size_t n;
-  const uint64_t room;
+  const uint64_t room;  // in units of u.q
   const UnitScan u;
+  const uint64_t max_work;
   std::vector<uint64_t> pmin;
   Fronts fr;
   std::vector<Cand> cands;
@@ -186,11 +222,12 @@ struct FrontBuilder {
   uint32_t um = 0;  // P's points, at [1, um]
   uint64_t work = 0;
 
-  FrontBuilder(const Chain& c, uint64_t rm)
+  FrontBuilder(const Chain& c, uint64_t rm, const UnitScan& scan, uint64_t limit)
       : chain(c),
         n(c.layers.size()),
         room(rm),
-        u{c},
+        u(scan),
+        max_work(limit),
         pmin(n + 1, kNone),
         fr(n),
         emitted_at(n, kNoPos) {}
@@ -201,9 +238,10 @@ struct FrontBuilder {
     for (size_t i = 0; i < n; ++i) {
       const uint64_t p = pmin[i];
       if (p > room) continue;
-      u.units(i, room - p, [&](uint64_t g, uint64_t S, double, size_t next, bool) {
+      u.units(i, room - p, &work, [&](uint64_t g, uint64_t S, double, size_t next, bool) {
         if (g <= room - p && p + S < pmin[next]) pmin[next] = p + S;
       });
+      if (work > max_work) throw WorkLimit();
     }
     if (pmin[n] <= room) {
       const Fronts::Out o = fr.open(1);
@@ -299,7 +337,7 @@ struct FrontBuilder {
     cands.clear();
     seg_g.clear();
     seg_cost.clear();
-    u.units(i, lim, [&](uint64_t g, uint64_t S, double cost, size_t next, bool ckpt) {
+    u.units(i, lim, &work, [&](uint64_t g, uint64_t S, double cost, size_t next, bool ckpt) {
       if (!ckpt) return;  // the plain layer's list is part of U (below)
       const bool ok = g <= lim && fr.size[next] > 0 && S + fr.R[next][0] <= lim;
       seg_g.push_back(ok ? g : kNone);
@@ -322,15 +360,16 @@ struct FrontBuilder {
   // B's points (see above) into B; returns their count. B is nearly sorted (by R of the front
   // i+1 point, unless segment [i..e] raises it): out-of-order points are dropped.
   uint32_t swapped_segments(size_t i, uint64_t lim, uint32_t m1) {
-    const uint32_t* nx1 = fr.next[i + 1];
-    const uint32_t* lk1 = fr.link[i + 1];
+    const size_t i1 = u.next(i);
+    const uint32_t* nx1 = fr.next[i1];
+    const uint32_t* lk1 = fr.link[i1];
     uint32_t nb = 0;
     for (uint32_t k = 0; k < m1; ++k) {
       if (!(lk1[k] & kCkpt)) continue;
-      const size_t e = nx1[k] - 1, at = e - i;
+      const size_t e = nx1[k] - 1, at = u.seg_index(i, e);
       if (at >= seg_g.size() || seg_g[at] == kNone) continue;
       const uint32_t kk = lk1[k] & kIxMask;
-      const uint64_t r = std::max(seg_g[at], chain.layers[e].output_bytes + fr.R[e + 1][kk]);
+      const uint64_t r = std::max(seg_g[at], u.out(e) + fr.R[e + 1][kk]);
       if (r > lim || (nb > 0 && r < B.R[nb - 1])) continue;
       B.set(nb, r, seg_cost[at] + fr.c[e + 1][kk], static_cast<uint32_t>(e + 1), kk | kCkpt);
       ++nb;
@@ -340,18 +379,20 @@ struct FrontBuilder {
 
   // U from front i+1 (see above) into P at [1, um], with its sentinels.
   void staircase(size_t i, uint64_t lim) {
-    const uint32_t m1 = fr.size[i + 1];
+    const size_t i1 = u.next(i);
+    const uint32_t m1 = fr.size[i1];
+    work += m1;
     P.grow(size_t{m1} * 2 + 2);
     B.grow(m1);
     um = 0;
     P.R[0] = 0;
     P.c[0] = kInf;
     if (m1 > 0) {
-      const uint64_t* R1 = fr.R[i + 1];
-      const double* c1 = fr.c[i + 1];
+      const uint64_t* R1 = fr.R[i1];
+      const double* c1 = fr.c[i1];
       const uint32_t nb = swapped_segments(i, lim, m1);
       // A's points: the plain list (R = max(pg, saved + R'), c = 0 + c'), while R <= lim.
-      const uint64_t pg = u.plain_g(i), saved = chain.layers[i].saved_bytes;
+      const uint64_t pg = u.plain_g(i), saved = u.saved(i);
       const uint32_t na = pg <= lim ? m1 : 0;
       uint32_t x = 0, y = 0;
       uint64_t ra = na > 0 ? std::max(pg, saved + R1[0]) : kNone;
@@ -365,7 +406,7 @@ struct FrontBuilder {
         if (takeA) {
           r = ra;
           c = c1[x];
-          nx = static_cast<uint32_t>(i + 1);
+          nx = static_cast<uint32_t>(i1);
           lk = x;
           ++x;
           ra = x < na ? std::max(pg, saved + R1[x]) : kNone;
@@ -387,11 +428,7 @@ struct FrontBuilder {
 
   // Merges list t into P at position i (see above).
   void merge_list(Cand& t, size_t i) {
-    if (++work > kMaxWork)
-      throw RequestError(code::kTooLarge, "chain.layers",
-                         "the exact single-level search for this chain and budget exceeds its "
-                         "work limit (its Pareto fronts are too large): use strategy optimal, "
-                         "whose budget grid bounds the work, or a smaller budgetBytes");
+    if (++work > max_work) throw WorkLimit();
     t.u = static_cast<uint32_t>(std::upper_bound(P.R.data() + 1, P.R.data() + um + 1, t.g) -
                                 P.R.data());
     // All points have R >= g: dropped at once if even the cheapest costs at least P's
@@ -460,9 +497,9 @@ struct FrontBuilder {
     // dies in first_live against the points the earlier ones added.
     order.clear();
     for (uint32_t k = 0; k < cands.size(); ++k)
-      if (emitted_at[cands[k].next - 1] == i + 1) order.push_back(k);
+      if (emitted_at[cands[k].next - 1] == u.next(i)) order.push_back(k);
     for (uint32_t k = 0; k < cands.size(); ++k)
-      if (emitted_at[cands[k].next - 1] != i + 1) order.push_back(k);
+      if (emitted_at[cands[k].next - 1] != u.next(i)) order.push_back(k);
     for (const uint32_t k : order) merge_list(cands[k], i);
     const Fronts::Out o = fr.open(um);
     std::copy(P.R.begin() + 1, P.R.begin() + um + 1, o.R);
@@ -472,14 +509,6 @@ struct FrontBuilder {
     fr.close(i, um);
   }
 };
-
-Fronts build(const Chain& chain, uint64_t room) {
-  FrontBuilder b(chain, room);
-  b.start();
-  for (size_t i = b.n; i-- > 0;)
-    if (b.pmin[i] <= room) b.front(i);  // else no feasible prefix reaches boundary i
-  return std::move(b.fr);
-}
 
 std::vector<Segment> plan_of(const Fronts& fr, size_t ix) {
   std::vector<Segment> segs;
@@ -496,14 +525,26 @@ std::vector<Segment> plan_of(const Fronts& fr, size_t ix) {
 
 }  // namespace
 
-uint64_t single_level_min_budget(const Chain& chain) {
-  // Same recurrence with the cost ignored: minR(i) = min over units of max(g, S + minR(next)).
+namespace {
+
+// The lowest peak of any single-level plan and one plan reaching it: the recurrence of the
+// fronts with the cost ignored, minR(i) = min over units of max(g, S + minR(next)).
+struct LowestPeak {
+  uint64_t bytes = 0;
+  std::vector<Segment> plan;
+};
+
+LowestPeak lowest_peak(const Chain& chain) {
   const size_t n = chain.layers.size();
   const UnitScan u{chain};
   std::vector<uint64_t> best(n + 1, 0);
+  std::vector<uint32_t> end(n, 0);  // the unit chosen at i: [i..end[i]] (end = i: plain)
+  std::vector<uint8_t> ckpt(n, 0);
+  uint64_t steps = 0;
   for (size_t i = n; i-- > 0;) {
     const Layer& Li = chain.layers[i];
     uint64_t b = std::max(u.plain_g(i), Li.saved_bytes + best[i + 1]);
+    end[i] = static_cast<uint32_t>(i);
     uint64_t fwd = Li.output_bytes + Li.forward_temp_bytes, xb_sum = 0, rec_max = 0, bwd_max = 0;
     for (size_t e = i; e < n; ++e) {
       const Layer& Le = chain.layers[e];
@@ -511,40 +552,168 @@ uint64_t single_level_min_budget(const Chain& chain) {
       xb_sum += Le.saved_bytes;
       rec_max = std::max(rec_max, xb_sum + Le.forward_temp_bytes);
       bwd_max = std::max(bwd_max, xb_sum + Le.output_bytes + Le.backward_temp_bytes);
-      if (xb_sum >= b) break;  // every later segment needs at least xb_sum
+      if (xb_sum >= b || fwd >= b) break;  // every later segment needs at least these
+      if (++steps > kLowestPeakWork)
+        fail(code::kTooLarge, "chain.layers",
+             "this chain's single-level plans are too many to search within the work bound "
+             "(long runs of layers that keep nothing): use chen-greedy or sqrt");
       const uint64_t g = std::max({fwd, Le.output_bytes + rec_max, bwd_max});
-      b = std::min(b, std::max(g, Le.output_bytes + best[e + 1]));
+      const uint64_t v = std::max(g, Le.output_bytes + best[e + 1]);
+      if (v < b) {
+        b = v;
+        end[i] = static_cast<uint32_t>(e);
+        ckpt[i] = 1;
+      }
     }
     best[i] = b;
   }
-  return chain.input_bytes + best[0];
+  LowestPeak r;
+  r.bytes = chain.input_bytes + best[0];
+  for (size_t i = 0; i < n; i = end[i] + 1)
+    if (ckpt[i]) r.plan.push_back({static_cast<uint32_t>(i), end[i]});
+  return r;
 }
 
+// The fronts of the finest blocks whose search ends within kSearchWork, all searches together:
+// blocks of 2^k layers from the coarsest (a block at most 1/8 of the chain) down to 1 layer
+// (every single-level plan: exact). Each finer search gets the work the coarser ones left;
+// the first that runs out ends the refinement. block: the blocks of the fronts returned
+// (0: none finished, which needs a chain of over ~2^20 units at its coarsest).
+struct Refined {
+  Fronts fr;
+  size_t block = 0;
+};
+
+Refined refine(const Chain& chain, uint64_t room) {
+  const size_t n = chain.layers.size();
+  size_t coarsest = 1;
+  while (coarsest * 2 * 8 <= n) coarsest *= 2;
+  Refined out;
+  uint64_t left = kSearchWork;
+  for (size_t block = coarsest; block >= 1; block /= 2) {
+    UnitScan u{chain};
+    u.block = block;
+    FrontBuilder b(chain, room, u, left);
+    try {
+      b.start();
+      for (size_t i = n; i-- > 0;) {
+        if (b.pmin[i] <= room) b.front(i);  // else no feasible prefix reaches boundary i
+        if (b.work > left) throw WorkLimit();
+      }
+    } catch (const WorkLimit&) {
+      break;
+    }
+    left -= std::min(left, b.work);
+    out.fr = std::move(b.fr);
+    out.block = block;
+  }
+  return out;
+}
+
+// A bounded answer improved by local moves: each checkpointed segment's first and last layer
+// shifted by up to block - 1 layers (also the lowest-peak plan's, by up to 8), a move kept
+// when the plan then recomputes less and still fits (the one-pass figures, placement_metrics:
+// equal to the simulator). At most kPolishSteps / layers plans are tried (each a pass over the
+// chain). The result is never worse than the plan it starts from.
+std::vector<Segment> polish(const Chain& chain, uint64_t budget, std::vector<Segment> segs,
+                            uint32_t reach) {
+  if (!metrics_apply(chain) || segs.empty()) return segs;
+  const uint32_t n = static_cast<uint32_t>(chain.layers.size());
+  const ChainCosts costs = chain_costs(chain);
+  double cost = metrics(chain, segs, costs).recompute_cost;
+  uint64_t trials = 0;
+  const uint64_t max_trials = std::max<uint64_t>(1, kPolishSteps / n);
+  for (bool moved = true; moved && trials < max_trials;) {
+    moved = false;
+    for (size_t k = 0; k < segs.size() && trials < max_trials; ++k) {
+      const uint32_t lo = k > 0 ? segs[k - 1].last + 1 : 0;
+      const uint32_t hi = k + 1 < segs.size() ? segs[k + 1].first - 1 : n - 1;
+      for (uint32_t d = 1; d <= reach && trials < max_trials; ++d) {
+        // candidates: a later start or an earlier end (shorter: less recompute), then the
+        // reverse (longer: needed when a shorter neighbour must fit)
+        const Segment tries[] = {{segs[k].first + d, segs[k].last},
+                                 {segs[k].first, segs[k].last >= d ? segs[k].last - d : 0},
+                                 {segs[k].first >= lo + d ? segs[k].first - d : lo, segs[k].last},
+                                 {segs[k].first, std::min(hi, segs[k].last + d)}};
+        for (const Segment& t : tries) {
+          if (t.first > t.last || t.first < lo || t.last > hi) continue;
+          if (t.first == segs[k].first && t.last == segs[k].last) continue;
+          std::vector<Segment> cand = segs;
+          cand[k] = t;
+          ++trials;
+          const PlanMetrics m = metrics(chain, cand, costs);
+          if (m.peak_bytes <= budget && m.recompute_cost < cost) {
+            segs = std::move(cand);
+            cost = m.recompute_cost;
+            moved = true;
+            break;
+          }
+        }
+      }
+    }
+  }
+  return segs;
+}
+
+}  // namespace
+
+uint64_t single_level_min_budget(const Chain& chain) { return lowest_peak(chain).bytes; }
+
 PlanResult single_level_optimal(const Chain& chain, uint64_t budget) {
-  const uint64_t need = single_level_min_budget(chain);
-  if (budget < need) throw_infeasible("optimal-single-level", budget, need);
-  const Fronts fr = build(chain, budget - chain.input_bytes);
-  if (fr.size[0] == 0) throw_infeasible("optimal-single-level", budget, need);
-  // Cost falls along the front: the last point within the room is the cheapest.
-  const size_t last = fr.size[0] - 1;
-  const PlanResult r = evaluate(chain, plan_of(fr, last));
-  if (r.peak_bytes != chain.input_bytes + fr.R[0][last] || r.peak_bytes > budget)
-    throw RequestError(code::kInternal, "", "internal error: single-level plan/peak mismatch");
+  if (metrics_apply(chain) && metrics(chain, {}).peak_bytes <= budget) {
+    PlanResult all = evaluate(chain, {});  // nothing to recompute: the cheapest plan of all
+    all.details = {flag_fact("exact", true)};
+    return all;
+  }
+  const LowestPeak low = lowest_peak(chain);
+  if (budget < low.bytes) throw_infeasible("optimal-single-level", budget, low.bytes);
+  // Bounded (docs/placement.md, "Bounded answers"): with blocks of more than one layer, the
+  // cheapest plan whose segments start and end at multiples of the block. Sizes stay exact,
+  // so the plan fits; it is the optimum of that smaller set of plans.
+  const Refined rf = refine(chain, budget - chain.input_bytes);
+  PlanResult r;
+  if (rf.block > 0 && rf.fr.size[0] > 0) {
+    // Cost falls along the front: the last point within the room is the cheapest.
+    std::vector<Segment> plan = plan_of(rf.fr, rf.fr.size[0] - 1);
+    if (rf.block > 1) plan = polish(chain, budget, std::move(plan), rf.block - 1);
+    r = evaluate(chain, plan);
+    if (r.peak_bytes > budget)
+      throw RequestError(code::kInternal, "", "internal error: single-level plan over budget");
+    r.details = {flag_fact("exact", rf.block == 1)};
+    if (rf.block > 1) r.details.push_back(count_fact("blockLayers", rf.block));
+    return r;
+  }
+  // No search finished (or none found a plan on its blocks): the plan of the lowest peak,
+  // which fits (budget >= its peak), improved by local moves.
+  r = evaluate(chain, polish(chain, budget, low.plan, 8));
+  r.details = {flag_fact("exact", false), flag_fact("lowestPeak", true)};
   return r;
 }
 
 std::vector<FrontierPoint> single_level_frontier(const Chain& chain, uint64_t budget) {
-  const uint64_t room = budget == 0 ? std::numeric_limits<uint64_t>::max()
-                                    : (budget < chain.input_bytes ? 0 : budget - chain.input_bytes);
-  const Fronts fr = build(chain, room);
+  // The frontier ends at the plan that stores everything (nothing needs more room).
+  const uint64_t top = evaluate(chain, {}).peak_bytes;
+  const uint64_t cap = budget == 0 ? top : std::min(budget, top);
+  const uint64_t room = cap < chain.input_bytes ? 0 : cap - chain.input_bytes;
+  const Refined rf = refine(chain, room);
   std::vector<FrontierPoint> pts;
-  for (size_t q = 0; q < fr.size[0]; ++q) {
+  if (rf.block == 0) return pts;
+  const bool fast = metrics_apply(chain);
+  const ChainCosts costs = chain_costs(chain);
+  for (size_t q = 0; q < rf.fr.size[0]; ++q) {
     FrontierPoint p;
-    p.checkpointed = plan_of(fr, q);
-    const PlanResult r = evaluate(chain, p.checkpointed);
-    p.peak_bytes = r.peak_bytes;
-    p.total_cost = r.total_cost;
-    p.recompute_cost = r.recompute_cost;
+    p.checkpointed = plan_of(rf.fr, q);
+    if (fast) {
+      const PlanMetrics m = metrics(chain, p.checkpointed, costs);
+      p.peak_bytes = m.peak_bytes;
+      p.total_cost = m.total_cost;
+      p.recompute_cost = m.recompute_cost;
+    } else {
+      const PlanResult r = evaluate(chain, p.checkpointed);
+      p.peak_bytes = r.peak_bytes;
+      p.total_cost = r.total_cost;
+      p.recompute_cost = r.recompute_cost;
+    }
     pts.push_back(std::move(p));
   }
   return pareto(std::move(pts));

@@ -47,27 +47,39 @@ struct V {
 // tests/fuzz/regressions_snapshot).
 enum class Conv : uint8_t { kNone, kBusy, kFrame, kStack, kEvents, kBlock, kSegment };
 
+// 4 bytes per container (a file of 1,000,000 trace entries builds 2,000,000 of them): ref below
+// 2^25, as the records (kMaxTraceEvents, kMaxBlocks, kMaxSegments) and the slots of the
+// containers being built at once (kMaxOpenContainers) are.
 struct Container {
-  T kind = T::kList;
-  Conv conv = Conv::kNone;
-  uint32_t ref = 0;  // items slot (kNone) or the converted record's index
+  T kind : 4;
+  Conv conv : 3;
+  uint32_t ref : 25;  // items slot (kNone) or the converted record's index
 };
+static_assert(sizeof(Container) == 4, "a container record in 4 bytes");
+constexpr size_t kMaxOpenContainers = size_t{1} << 25;
+constexpr uint32_t kNoRef = (uint32_t{1} << 25) - 1;  // a converted list with no record (no frames)
 
-// A memo entry in 8 bytes (a V takes 16): containers and strings keep their id in `a`; the
-// values that carry a number (bool, int, float) keep an index into Reader::memo_numbers_ there.
-// A file of 1,000,000 trace entries has ~2,000,000 memo entries (every dict and list).
+// A memo entry in 4 bytes (a V takes 16): the type in the top 4 bits; containers and strings
+// keep their id in the other 28, the values that carry a number (bool, int, float) an index
+// into Reader::memo_numbers_. All ones: never stored. A file of 1,000,000 trace entries has
+// ~2,000,000 memo entries (every dict and list). Ids stay below 2^28: containers by
+// kMaxContainers, strings by kMaxStringPoolBytes (an id per distinct string).
 struct Memo {
-  uint32_t a = 0xffffffffu;  // kUnset with kNone: never stored
-  T t = T::kNone;
+  uint32_t bits = 0xffffffffu;
+  bool unset() const { return bits == 0xffffffffu; }
+  T t() const { return static_cast<T>(bits >> 28); }
+  uint32_t a() const { return bits & 0x0fffffffu; }
+  void set(T t, uint32_t a) { bits = static_cast<uint32_t>(t) << 28 | (a & 0x0fffffffu); }
 };
 
-// Storage in blocks of 65,536 entries: growing never moves what is stored (no copy, no moment
+// Storage in blocks of 4,096 entries: growing never moves what is stored (no copy, no moment
 // with the old and the new array both held), and blocks never written (a PUT far ahead of the
-// others) take no memory.
+// others) take no memory. Each block allocated is counted in *bytes (the reader's budget).
 template <class E>
 class Blocks {
  public:
-  static constexpr size_t kBits = 16, kSize = size_t(1) << kBits, kMask = kSize - 1;
+  static constexpr size_t kBits = 12, kSize = size_t(1) << kBits, kMask = kSize - 1;
+  explicit Blocks(uint64_t* bytes) : bytes_(bytes) {}
   size_t size() const { return size_; }
   // i < size(): the entry, or nullptr when its block was never written.
   const E* find(size_t i) const {
@@ -76,7 +88,10 @@ class Blocks {
   }
   E& at(size_t i) {  // i < size(); allocates the block
     auto& b = blocks_[i >> kBits];
-    if (!b) b.reset(new E[kSize]());
+    if (!b) {
+      b.reset(new E[kSize]());
+      *bytes_ += sizeof(E) * kSize;
+    }
     return b[i & kMask];
   }
   E& operator[](size_t i) { return blocks_[i >> kBits][i & kMask]; }  // a written entry
@@ -85,7 +100,10 @@ class Blocks {
     blocks_.resize((n + kMask) >> kBits);
   }
   void push_back(const E& e) {
-    if ((size_ & kMask) == 0) blocks_.emplace_back(new E[kSize]());
+    if ((size_ & kMask) == 0) {
+      blocks_.emplace_back(new E[kSize]());
+      *bytes_ += sizeof(E) * kSize;
+    }
     blocks_[size_ >> kBits][size_ & kMask] = e;
     ++size_;
   }
@@ -93,6 +111,7 @@ class Blocks {
  private:
   std::vector<std::unique_ptr<E[]>> blocks_;
   size_t size_ = 0;
+  uint64_t* bytes_;
 };
 
 #define TM_HOT __attribute__((always_inline)) inline
@@ -295,7 +314,8 @@ constexpr uint32_t kActionCount = sizeof kActions / sizeof kActions[0];
 
 class Reader {
  public:
-  explicit Reader(std::string_view b) : b_(b) {
+  explicit Reader(std::string_view b)
+      : b_(b), budget_(kReaderWorkPerFileByte * b.size() + kReaderWorkBaseBytes) {
     for (const char* k : {"action",
                           "addr",
                           "size",
@@ -373,6 +393,17 @@ class Reader {
          {"snapshot: more than ", std::to_string(max), " ", what, " (at byte ",
           std::to_string(op_at_), ")"});
   }
+  // The working memory (what the reader builds, beside the file) stays within budget_: a
+  // crafted file (memo indices far apart, endless lists of None) is refused, not grown into.
+  void check_budget() const {
+    if (work_bytes_ + kItemBytes * live_items_ > budget_)
+      fail(code::kTooLarge, kField,
+           {"snapshot: reading it needs more working memory than the reader's bound of ",
+            std::to_string(kReaderWorkPerFileByte), " x the file + ",
+            std::to_string(kReaderWorkBaseBytes >> 20), " MiB (", std::to_string(budget_ >> 20),
+            " MiB; at byte ", std::to_string(op_at_),
+            "): a memory snapshot needs far less (docs/snapshot.md, \"Limits\")"});
+  }
   [[noreturn]] void type_error(const std::string& field, const char* want) const {
     fail(code::kInvalidType, field,
          {field, " must be ", want, " (the value ending before byte ", std::to_string(pos_), ")"});
@@ -412,6 +443,8 @@ class Reader {
     }
     pool_bytes_ += n;
     if (pool_bytes_ > kMaxStringPoolBytes) limit("bytes of distinct strings", kMaxStringPoolBytes);
+    work_bytes_ += n + kStringBytes;
+    check_budget();
     strings_.emplace_back(p, n);
     const uint32_t id = static_cast<uint32_t>(strings_.size() - 1);
     ids_.emplace(std::string_view(strings_.back()), id);
@@ -454,10 +487,17 @@ class Reader {
       slot = free_slots_.back();
       free_slots_.pop_back();
     } else {
+      if (slots_.size() >= kMaxOpenContainers)
+        limit("lists, dicts and tuples being built at once", kMaxOpenContainers);
       slot = static_cast<uint32_t>(slots_.size());
       slots_.emplace_back();
+      work_bytes_ += sizeof(Values);
     }
-    containers_.push_back({kind, Conv::kNone, slot});
+    Container c;
+    c.kind = kind;
+    c.conv = Conv::kNone;
+    c.ref = slot;
+    containers_.push_back(c);
     return static_cast<uint32_t>(containers_.size() - 1);
   }
   TM_HOT Values& items(uint32_t c) { return slots_[containers_[c].ref]; }
@@ -467,6 +507,7 @@ class Reader {
     if (containers_[c].conv != Conv::kNone && containers_[c].conv != Conv::kBusy) return;
     // Keep the capacity: the slot is reused by the next container (few slots are live at once).
     auto& slot = slots_[containers_[c].ref];
+    live_items_ -= std::min<uint64_t>(live_items_, slot.size());
     if (slot.capacity() > 4096)
       slot.free_memory();
     else
@@ -481,6 +522,8 @@ class Reader {
     auto& it = items(c);
     it.clear();
     it.append(stack_.data() + from, stack_.size() - from);
+    live_items_ += stack_.size() - from;
+    check_budget();
     stack_.resize(from);
     push(kind, c, 0);
   }
@@ -639,6 +682,7 @@ class Reader {
     auto& it = items(target(T::kDict));
     it.push_back(key);
     it.push_back(val);
+    live_items_ += 2;
   }
   TM_HOT void setitems() {
     const size_t m = pop_mark();
@@ -646,6 +690,8 @@ class Reader {
       bad({"SETITEMS at byte ", std::to_string(op_at_), " has a key without a value"});
     auto& it = items(target_at(m, T::kDict));
     it.append(stack_.data() + m, stack_.size() - m);
+    live_items_ += stack_.size() - m;
+    check_budget();
     stack_.resize(m);
   }
 
@@ -749,23 +795,24 @@ class Reader {
     if (i >= memo_.size()) memo_.grow(static_cast<size_t>(i) + 1);
     const V& v = top();
     Memo& m = memo_.at(static_cast<size_t>(i));
-    m.t = v.t;
     if (has_number(v.t)) {  // (their `a` is always 0)
-      m.a = static_cast<uint32_t>(memo_numbers_.size());
+      m.set(v.t, static_cast<uint32_t>(memo_numbers_.size()));
       memo_numbers_.push_back(v.u);
+      work_bytes_ += sizeof(uint64_t);
     } else {
-      m.a = v.a;
+      m.set(v.t, v.a);
     }
+    check_budget();
   }
   void memo_get(uint64_t i) {
     const Memo* m = i < memo_.size() ? memo_.find(static_cast<size_t>(i)) : nullptr;
-    if (!m || (m->t == T::kNone && m->a == kUnset))
+    if (!m || m->unset())
       bad({"memo entry ", std::to_string(i), " read at byte ", std::to_string(op_at_),
            " was never stored"});
-    if (has_number(m->t))
-      push(m->t, 0, memo_numbers_[m->a]);
+    if (has_number(m->t()))
+      push(m->t(), 0, memo_numbers_[m->a()]);
     else
-      push(m->t, m->a, 0);
+      push(m->t(), m->a(), 0);
   }
   static constexpr uint32_t kUnset = 0xffffffffu;
 
@@ -813,7 +860,9 @@ class Reader {
               "value ending before byte ",
               std::to_string(pos_)});
       items(c).push_back(x);
+      ++live_items_;
     }
+    check_budget();
   }
 
   const V* find(uint32_t c, uint32_t key) {
@@ -867,8 +916,11 @@ class Reader {
     if (it != frame_ids_.end()) {
       id = it->second;
     } else {
+      if (out_.frames.size() >= kNoRef) limit("distinct frames", kNoRef);
       id = static_cast<uint32_t>(out_.frames.size());
       out_.frames.push_back({file, line, name});
+      work_bytes_ += sizeof(Frame) + file.size() + name.size() + 48;
+      check_budget();
       frame_ids_.emplace(key, id);
     }
     release(c, Conv::kFrame, id);
@@ -879,7 +931,7 @@ class Reader {
     if (!v || v->t == T::kNone) return kNoStack;
     if (v->t != T::kList) type_error(field, "a list of frames");
     Container& c = containers_[v->a];
-    if (c.conv == Conv::kStack) return c.ref;
+    if (c.conv == Conv::kStack) return c.ref == kNoRef ? kNoStack : c.ref;
     if (c.conv != Conv::kNone) type_error(field, "a list of frames");
     std::vector<uint32_t>& ids = stack_scratch_;
     ids.clear();
@@ -894,7 +946,7 @@ class Reader {
       ids.push_back(containers_[f.a].ref);
     }
     if (ids.empty()) {
-      release(v->a, Conv::kStack, kNoStack);
+      release(v->a, Conv::kStack, kNoRef);
       return kNoStack;
     }
     if (ids.size() > kMaxFramesPerStack) limit("frames in one traceback", kMaxFramesPerStack);
@@ -906,8 +958,11 @@ class Reader {
       if (it != stack_ids_.end()) {
         id = it->second;
       } else {
+        if (out_.stacks.size() >= kNoRef) limit("distinct tracebacks", kNoRef);
         id = static_cast<uint32_t>(out_.stacks.size());
         out_.stacks.push_back(ids);
+        work_bytes_ += 48 + ids.size() * sizeof(uint32_t) * 2;  // (and its key in stack_ids_)
+        check_budget();
         stack_ids_.emplace(ids, id);
       }
       last_stack_ = ids;
@@ -937,6 +992,8 @@ class Reader {
                              static_cast<double>(pos_) * 1.1;
         if (guess > static_cast<double>(cap)) cap = static_cast<size_t>(guess);
       }
+      work_bytes_ += (cap - v.capacity()) * sizeof(Event);
+      check_budget();
       v.reserve(cap);
     }
     v.push_back(e);
@@ -970,7 +1027,7 @@ class Reader {
     }
     if (e.action != Action::kOther) e.size = req_u64(k[k_size_], "snapshot.device_traces.size");
     if (const V* s = k[k_stream_]; s && s->t != T::kNone)
-      e.stream = stream_index(as_int(*s, "snapshot.device_traces.stream"));
+      e.stream = static_cast<uint16_t>(stream_index(as_int(*s, "snapshot.device_traces.stream")));
     e.stack = stack_of(k[k_frames_], "snapshot.device_traces.frames");
     if (const V* t = k[k_time_us_]; t && t->t != T::kNone) {
       e.time_us = as_int(*t, "snapshot.device_traces.time_us");
@@ -1004,6 +1061,8 @@ class Reader {
     b.state = block_state(k[k_state_]);
     b.stack = stack_of(k[k_frames_], "snapshot.segments.blocks.frames");
     blocks_.push_back(b);
+    work_bytes_ += 2 * sizeof(Block);  // (and its copy in its segment)
+    check_budget();
     release(c, Conv::kBlock, static_cast<uint32_t>(blocks_.size() - 1));
   }
 
@@ -1121,13 +1180,19 @@ class Reader {
   }
 
   std::string_view b_;
+  const uint64_t budget_;  // of the working memory: kReaderWorkPerFileByte x the file + base
   size_t pos_ = 0, op_at_ = 0;
   int protocol_ = 0;
   Stack stack_;
   std::vector<size_t> marks_;
-  Blocks<Memo> memo_;
+  // Working memory of the reader (everything but the file), checked against its budget.
+  uint64_t work_bytes_ = 0;
+  uint64_t live_items_ = 0;  // values held in containers being built (16 B each, x2 capacity)
+  static constexpr uint64_t kItemBytes = 2 * sizeof(V);
+  static constexpr uint64_t kStringBytes = 64;  // a std::string and its map node
+  Blocks<Memo> memo_{&work_bytes_};
   std::vector<uint64_t> memo_numbers_;
-  Blocks<Container> containers_;
+  Blocks<Container> containers_{&work_bytes_};
   std::vector<Values> slots_;
   std::vector<uint32_t> free_slots_;
   std::deque<std::string> strings_;

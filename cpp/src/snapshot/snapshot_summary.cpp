@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "trainmem/caching_allocator.hpp"
+#include "trainmem/error.hpp"
 #include "trainmem/snapshot.hpp"
 
 namespace trainmem {
@@ -37,7 +38,8 @@ std::string format_bytes(double b) {
 
 namespace {
 
-constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+// (event indices fit 31 bits: at most kMaxTraceEvents entries, so a Life keeps them in 32)
+constexpr int64_t kNever = std::numeric_limits<int32_t>::max();
 constexpr int64_t kBefore = -1;
 
 // The caching allocator's rounding of a request: kMinBlockSize = 512 B
@@ -94,7 +96,7 @@ const char* phase_name(Phase p) {
 }
 
 struct Life {
-  int64_t alloc = kBefore, free = kNever;  // event indices
+  int32_t alloc = kBefore, free = kNever;  // event indices
   uint64_t bytes = 0;                      // rounded
   uint32_t stack = kNoStack;               // allocation's traceback (or the block's)
   uint32_t free_stack = kNoStack;
@@ -209,6 +211,7 @@ class Summarizer {
         n_(static_cast<int64_t>(ev_.size())) {}
 
   Summary run() {
+    check_memory();
     describe_file();
     read_final_state();
     find_stack_phases();
@@ -216,6 +219,7 @@ class Summarizer {
     find_baseline();
     find_optimizer_runs();
     find_steps();
+    std::vector<uint64_t>().swap(alloc_sizes_);  // (only the steps' period search reads them)
     for (Life& l : lives_) l.cat = category_of(l);
     find_series_and_peak();
     place_peak_and_steps();
@@ -227,6 +231,26 @@ class Summarizer {
   }
 
  private:
+  // The summary's working memory (lifetimes, the series' deltas, the allocation sizes) beside
+  // the trace entries already read, within the reader's budget (kReaderWorkPerFileByte): checked
+  // before any of it is built.
+  void check_memory() const {
+    if (s_.file_bytes == 0) return;  // (built in memory: tests)
+    uint64_t entries = 0, allocs = 0;
+    for (const auto& t : s_.device_traces) entries += t.size();
+    for (const Event& e : ev_) allocs += e.action == Action::kAlloc;
+    const uint64_t need = entries * sizeof(Event) + allocs * (sizeof(Life) + sizeof(uint64_t)) +
+                          ev_.size() * sizeof(int64_t);
+    const uint64_t budget = kReaderWorkPerFileByte * s_.file_bytes + kReaderWorkBaseBytes;
+    if (need > budget)
+      fail(code::kTooLarge, "snapshot",
+           {"snapshot: summarizing its ", std::to_string(ev_.size()),
+            " trace entries needs more working memory (", std::to_string(need >> 20),
+            " MiB) than the reader's bound of ", std::to_string(kReaderWorkPerFileByte),
+            " x the file + ", std::to_string(kReaderWorkBaseBytes >> 20),
+            " MiB (docs/snapshot.md, \"Limits\")"});
+  }
+
   void describe_file() {
     r_.protocol = s_.protocol;
     r_.file_bytes = s_.file_bytes;
@@ -280,10 +304,11 @@ class Summarizer {
       switch (e.action) {
         case Action::kAlloc: {
           Life l;
-          l.alloc = i;
+          l.alloc = static_cast<int32_t>(i);
           l.bytes = round_size(e.size);
           l.stack = e.stack;
-          if (const auto* s = live.find(e.addr)) lives[s->value].free = i;  // a missed free: end it
+          if (const auto* s = live.find(e.addr))  // a missed free: end it
+            lives[s->value].free = static_cast<int32_t>(i);
           live[e.addr] = lives.size();
           lives.push_back(l);
           alloc_sizes_.push_back(e.size);
@@ -291,13 +316,13 @@ class Summarizer {
         }
         case Action::kFreeRequested: {
           if (auto* s = live.find(e.addr)) {
-            lives[s->value].free = i;
+            lives[s->value].free = static_cast<int32_t>(i);
             lives[s->value].free_stack = e.stack;
             live.erase(s);
           } else {  // allocated before recording began
             Life l;
             l.alloc = kBefore;
-            l.free = i;
+            l.free = static_cast<int32_t>(i);
             l.bytes = round_size(e.size);
             l.free_stack = e.stack;
             lives.push_back(l);
@@ -652,43 +677,8 @@ class Summarizer {
 
   // ---- replay: blocks live before recording first, then the trace's allocs and frees. A block
   // returns to the pool at free_completed (CUDACachingAllocator.cpp free_block, after its stream
-  // events), so that is the simulator's free when the trace has them.
-  std::vector<allocator::Event> replay_trace() const {
-    std::vector<allocator::Event> trace;
-    trace.reserve(lives_.size() * 2);
-    // A pre-existing block's address -> its id, for the trace's free of it.
-    std::unordered_map<uint64_t, uint64_t> before_id;
-    for (const Life& l : lives_)
-      if (l.alloc == kBefore) {
-        allocator::Event a;
-        a.kind = allocator::Event::kAlloc;
-        a.id = ~static_cast<uint64_t>(trace.size());  // ids of their own: addresses may recur
-        a.size = l.bytes;
-        trace.push_back(a);
-        if (l.free != kNever) before_id[ev_[l.free].addr] = a.id;
-      }
-    const bool completed = r_.counts[static_cast<int>(Action::kFreeCompleted)] > 0;
-    const Action free_action = completed ? Action::kFreeCompleted : Action::kFreeRequested;
-    for (const Event& e : ev_) {
-      allocator::Event x;
-      x.stream = e.stream;
-      if (e.action == Action::kAlloc) {
-        x.kind = allocator::Event::kAlloc;
-        x.id = e.addr;
-        x.size = e.size;
-      } else if (e.action == free_action) {
-        x.kind = allocator::Event::kFree;
-        auto it = before_id.find(e.addr);
-        x.id = it != before_id.end() ? it->second : e.addr;
-        if (it != before_id.end()) before_id.erase(it);
-      } else {
-        continue;
-      }
-      trace.push_back(x);
-    }
-    return trace;
-  }
-
+  // events), so that is the simulator's free when the trace has them. Fed one entry at a time
+  // (a whole trace as allocator::Event took another 32 bytes per entry).
   void replay() {
     allocator::Config cfg;
     const AllocatorSettings& a = s_.settings;
@@ -696,12 +686,32 @@ class Summarizer {
     if (a.max_split_size && a.max_split_size < (1ULL << 62)) cfg.max_split_size = a.max_split_size;
     if (a.garbage_collection_threshold > 0 && a.garbage_collection_threshold < 1)
       cfg.garbage_collection_threshold = a.garbage_collection_threshold;
-    std::vector<allocator::SegmentInfo> segs;
-    const allocator::Stats st = allocator::replay(replay_trace(), cfg, false, &segs);
+    allocator::CachingAllocator sim(cfg);
+    // A pre-existing block's address -> its id, for the trace's free of it.
+    std::unordered_map<uint64_t, uint64_t> before_id;
+    uint64_t ids = 0;
+    for (const Life& l : lives_)
+      if (l.alloc == kBefore) {
+        const uint64_t id = ~ids++;  // ids of their own: addresses may recur
+        sim.malloc(id, l.bytes, 0);
+        if (l.free != kNever) before_id[ev_[l.free].addr] = id;
+      }
+    const bool completed = r_.counts[static_cast<int>(Action::kFreeCompleted)] > 0;
+    const Action free_action = completed ? Action::kFreeCompleted : Action::kFreeRequested;
+    for (const Event& e : ev_) {
+      if (e.action == Action::kAlloc) {
+        sim.malloc(e.addr, e.size, e.stream);
+      } else if (e.action == free_action) {
+        auto it = before_id.find(e.addr);
+        sim.free(it != before_id.end() ? it->second : e.addr);
+        if (it != before_id.end()) before_id.erase(it);
+      }
+    }
+    const allocator::Stats& st = sim.stats();
     r_.replayed = true;
     r_.replay_reserved_peak = st.peak_reserved_bytes;
     r_.replay_allocated_peak = st.peak_allocated_bytes;
-    r_.replay_segments = segs.size();
+    r_.replay_segments = sim.segments().size();
   }
 
   void add_notes() {
@@ -732,7 +742,41 @@ class Summarizer {
 
 }  // namespace
 
-Summary summarize(const Snapshot& s, const SummaryOptions& o) { return Summarizer(s, o).run(); }
+// Every size the summary adds up (trace entries, segments, blocks), added once with a check:
+// when all of them together stay within 2^62 bytes, no sum, difference or running total below
+// can wrap (each is a part of this total), whatever the order of the entries. A file beyond
+// it (an alloc of 2^64 - 1, segments of 2^62) is too_large naming the field that crosses it,
+// never a wrapped figure (2^64 - 1 rounded up to 512 was 0: "Measured peak: 0 KiB").
+void check_sizes(const Snapshot& s) {
+  constexpr uint64_t kCap = uint64_t{1} << 62;
+  uint64_t total = 0;
+  const auto add = [&total](uint64_t v, const char* field) {
+    if (v > kCap - total)
+      fail(
+          code::kTooLarge, field,
+          {field, ": the sizes in the snapshot add up to more than 2^62 bytes (", std::to_string(v),
+           " B more after ", std::to_string(total), "): not a real device's memory"});
+    total += v;
+  };
+  for (const Segment& seg : s.segments) {
+    add(seg.total_size, "snapshot.segments.total_size");
+    for (const Block& b : seg.blocks) {
+      add(b.size, "snapshot.segments.blocks.size");
+      add(b.requested_size, "snapshot.segments.blocks.requested_size");
+    }
+  }
+  for (const auto& trace : s.device_traces)
+    for (const Event& e : trace)
+      if (e.action != Action::kOom) {
+        add(e.size, "snapshot.device_traces.size");
+        add(512, "snapshot.device_traces.size");  // rounded up to a multiple of 512
+      }
+}
+
+Summary summarize(const Snapshot& s, const SummaryOptions& o) {
+  check_sizes(s);
+  return Summarizer(s, o).run();
+}
 
 }  // namespace snapshot
 }  // namespace trainmem

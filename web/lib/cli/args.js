@@ -130,6 +130,17 @@ function applySet(scenario, raw) {
   if (!/^[A-Za-z_$][\w$]*(\.[A-Za-z_$][\w$]*)*$/.test(path)) {
     throw new UsageError('invalid_set', 'set', `--set: "${path}" is not a dotted field path`);
   }
+  // No request field is named so; setting one would reach Object.prototype.
+  const reserved = path
+    .split('.')
+    .find((p) => ['__proto__', 'prototype', 'constructor'].includes(p));
+  if (reserved) {
+    throw new UsageError('invalid_set', 'set', `--set: "${path}" names "${reserved}", not a field`);
+  }
+  if (scenario.setPaths.has(path)) {
+    throw new UsageError('repeated_flag', 'set', `--set ${path} is given twice: give it once`);
+  }
+  scenario.setPaths.add(path);
   let value;
   try {
     value = JSON.parse(valueText);
@@ -240,7 +251,14 @@ function readBase(t, groups) {
 function groupTokens(tokens, out) {
   let base = [{}];
   const groups = [[]];
+  const once = new Set();
   for (const t of tokens) {
+    if (['json', 'format'].includes(t.name) && t.value !== undefined) {
+      if (once.has(t.name)) {
+        throw new UsageError('repeated_flag', t.name, `--${t.name} is given twice: give it once`);
+      }
+      once.add(t.name);
+    }
     if (t.name === 'vs') groups.push([]);
     else if (t.name === 'json' && out.command === 'compare-snapshot' && t.value === undefined) {
       out.format = 'json'; // compare-snapshot: a bare --json prints JSON (the default is a table)
@@ -272,8 +290,14 @@ function groupTokens(tokens, out) {
 
 // A scenario from a request and the origins of its fields, with a group of flags applied.
 function scenarioOf(request, origin, group, command) {
-  const scenario = { request, origin, modelFlag: null, setHere: new Set() };
+  const scenario = { request, origin, modelFlag: null, setHere: new Set(), setPaths: new Set() };
+  const seen = new Set();
   for (const t of group) {
+    // A flag given twice in one scenario would silently keep its last value.
+    if (t.name !== 'set' && seen.has(t.name)) {
+      throw new UsageError('repeated_flag', t.name, `--${t.name} is given twice: give it once`);
+    }
+    seen.add(t.name);
     if (t.name === 'set') applySet(scenario, t.value);
     else applyFlag(scenario, t.def, command, t.value);
   }

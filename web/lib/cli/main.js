@@ -1,18 +1,18 @@
 // @ts-check
 // The CLI's run: parse, call the core once per scenario, print the result or the error.
-import { readFileSync } from 'node:fs';
 import { load, TrainmemError } from '../index.js';
 import { parseArgs, flagForField } from './args.js';
 import { COMMANDS } from './commands/index.js';
 import { helpText } from './help.js';
 import { renderTable } from './render.js';
 import { UsageError } from './usage-error.js';
-import { setStdin } from './values.js';
+import { readStdinBounded, setCore, setStdin } from './values.js';
 
 const processIo = {
   out: (text) => process.stdout.write(text),
   err: (text) => process.stderr.write(text),
-  stdin: () => readFileSync(0, 'utf8'),
+  // at most the request limit (+1 byte to tell it is longer): `--json /dev/zero` ends
+  stdin: (max) => readStdinBounded(max),
 };
 
 /**
@@ -20,12 +20,16 @@ const processIo = {
  * `io.out`; 2 bad input, 1 internal error, each as {"error":{...}} on `io.err`.
  */
 export async function main(argv, io = processIo) {
-  setStdin(io.stdin);
   const fail = (err, code = 2) => {
     io.err(`${JSON.stringify({ error: err })}\n`);
     return code;
   };
   try {
+    // The core first: user JSON is read by its strict reader, within its request limit.
+    const tm = await load();
+    const maxBytes = tm.vocabulary().limits.requestBytes;
+    setCore({ parseJson: tm.parseJson, maxBytes });
+    setStdin(() => io.stdin(maxBytes));
     let args;
     try {
       args = parseArgs(argv);
@@ -38,7 +42,6 @@ export async function main(argv, io = processIo) {
         message: e.message,
       });
     }
-    const tm = await load();
     if (args.help) {
       io.out(helpText(args.command, tm.vocabulary()));
       return 0;
@@ -52,8 +55,11 @@ export async function main(argv, io = processIo) {
     let input;
     if (command.readInput && args.file !== null) {
       try {
-        input = command.readInput(args.file);
+        input = command.readInput(args.file, tm.vocabulary().limits.snapshotBytes);
       } catch (e) {
+        if (e instanceof TrainmemError) {
+          return fail({ code: e.code, field: 'snapshot', flag: null, message: e.message });
+        }
         return fail({ code: 'unreadable_file', field: 'snapshot', flag: null, message: e.message });
       }
     }

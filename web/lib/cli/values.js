@@ -1,6 +1,7 @@
 // @ts-check
 // Flag values: numbers, counts (6.7B), bytes (80GiB), booleans, and files (or - for stdin).
-import { readFileSync } from 'node:fs';
+import { closeSync, openSync, readSync } from 'node:fs';
+import { TrainmemError } from '../errors.js';
 import * as units from '../units.js';
 import { UsageError } from './usage-error.js';
 
@@ -43,39 +44,83 @@ export function parseBoolean(text, flag) {
   throw new UsageError('invalid_boolean', flag, `--${flag} is true or false, got "${text}"`);
 }
 
+// The core's strict JSON reader and its size limit (main() sets them from the loaded module):
+// the command line reads user JSON exactly as a request is read.
+let core = {
+  parseJson: (text) => JSON.parse(text),
+  maxBytes: 16 * 2 ** 20,
+};
+/** Sets the JSON reader and the request size limit (main() passes the loaded core's). */
+export function setCore(next) {
+  core = next;
+}
+
+/**
+ * At most `max` bytes of a file (or of standard input, fd 0): a longer one (or an endless
+ * one, such as /dev/zero) is refused after max + 1 bytes, never read whole.
+ * @param {string | number} file
+ * @param {number} max
+ * @returns {Buffer | null} null when longer than max
+ */
+export function readBounded(file, max) {
+  const fd = typeof file === 'number' ? file : openSync(file, 'r');
+  const chunks = [];
+  let total = 0;
+  try {
+    const buf = Buffer.allocUnsafe(Math.min(1 << 20, max + 1));
+    for (;;) {
+      let n;
+      try {
+        n = readSync(fd, buf, 0, buf.length, null);
+      } catch (e) {
+        if (e.code !== 'EAGAIN') throw e;
+        Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 5); // stdin not ready yet
+        continue;
+      }
+      if (n === 0) break;
+      total += n;
+      if (total > max) return null;
+      chunks.push(Buffer.from(buf.subarray(0, n)));
+    }
+  } finally {
+    if (typeof file !== 'number') closeSync(fd);
+  }
+  return Buffer.concat(chunks, total);
+}
+
+/** Standard input as text, at most `max` bytes (null when longer). */
+export function readStdinBounded(max) {
+  const b = readBounded(0, max);
+  return b === null ? null : b.toString('utf8');
+}
+
 // Standard input of the current run (read once, on first use; main() sets the reader).
-let readStdin = () => readFileSync(0, 'utf8');
+let readStdin = () => readStdinBounded(core.maxBytes);
 let stdinText = null;
 /** Sets the reader of standard input for the next run (read once, on first use). */
 export function setStdin(reader) {
   readStdin = reader;
   stdinText = null;
 }
-// A file's text, unparsed (or stdin for '-').
-export function readTextArg(file, flag) {
-  try {
-    if (file === '-') {
-      if (stdinText === null) stdinText = readStdin();
-      return stdinText;
-    }
-    return readFileSync(file, 'utf8');
-  } catch (e) {
-    throw new UsageError(
-      'file_not_readable',
-      flag,
-      `--${flag}: cannot read "${file}": ${e.code || e.message}`,
-    );
-  }
+
+function tooLong(file, flag) {
+  return new UsageError(
+    'too_large',
+    flag,
+    `--${flag}: "${file}" is longer than ${core.maxBytes / 2 ** 20} MiB (the limit of a request)`,
+  );
 }
 
-export function readJsonArg(file, flag) {
+// A file's text, unparsed (or stdin for '-'), at most the request limit.
+export function readTextArg(file, flag) {
   let text;
   try {
     if (file === '-') {
       if (stdinText === null) stdinText = readStdin();
       text = stdinText;
     } else {
-      text = readFileSync(file, 'utf8');
+      const b = readBounded(file, core.maxBytes);
+      text = b === null ? null : b.toString('utf8');
     }
   } catch (e) {
     throw new UsageError(
@@ -84,13 +129,19 @@ export function readJsonArg(file, flag) {
       `--${flag}: cannot read "${file}": ${e.code || e.message}`,
     );
   }
+  if (text === null) throw tooLong(file, flag);
+  return text;
+}
+
+// A file's JSON, read by the core's strict reader (a key given twice, nesting, size and
+// numbers beyond a double are refused as in a request).
+export function readJsonArg(file, flag) {
+  const text = readTextArg(file, flag);
   try {
-    return JSON.parse(text);
+    return core.parseJson(text);
   } catch (e) {
-    throw new UsageError(
-      'invalid_json',
-      flag,
-      `--${flag}: "${file}" is not valid JSON: ${e.message}`,
-    );
+    if (!(e instanceof TrainmemError)) throw e;
+    const at = e.field ? ` at ${e.field}` : '';
+    throw new UsageError(e.code, flag, `--${flag}: "${file}"${at}: ${e.message}`, e.field);
   }
 }

@@ -1,8 +1,9 @@
 // @ts-check
 // trainmem compare-snapshot: reads the snapshot file named on the command line, sends the
 // request flags as `request` (a peakMemory request) beside `measured`, and prints its own table.
-import { readFileSync } from 'node:fs';
+import { TrainmemError } from '../../errors.js';
 import { cellText } from '../render.js';
+import { readBounded } from '../values.js';
 
 export default {
   fn: 'compareSnapshot',
@@ -13,8 +14,18 @@ export default {
     'trainmem compare-snapshot snapshot.pickle --model bert-large-uncased --micro-batch 4 --seq-len 512 --json',
     'trainmem compare-snapshot --model llama-2-7b --micro-batch 1 --seq-len 2048 --max-allocated 60GiB --nvidia-smi-used 71GiB',
   ],
-  /** The file named on the command line, as bytes. */
-  readInput: (file) => readFileSync(file),
+  /** The file named on the command line, as bytes (at most the reader's limit, `max`). */
+  readInput: (file, max) => {
+    const b = readBounded(file, max);
+    if (b === null) {
+      throw new TrainmemError(
+        'too_large',
+        'snapshot',
+        `"${file}" is longer than ${max / 2 ** 30} GiB, the snapshot reader's limit`,
+      );
+    }
+    return b;
+  },
   run(tm, flags, snapshot) {
     const { measured, ...request } = flags;
     const r = { request };

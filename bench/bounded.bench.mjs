@@ -1,0 +1,224 @@
+// Benchmark (not a test) of the bounded-work goals (issue "bounded work"), WebAssembly under
+// Node: every request within the documented limits answers or refuses in <= 1 s, and
+//   - placement: optimal (Rotor) at 400 layers x 500 slots <= 1 s; optimal-single-level on a
+//     1,000-layer chain <= 50 ms at every budget; chen-greedy and sqrt at 100,000 layers
+//     <= 200 ms;
+//   - the accumulation planner on DeepSeek-V3 and Llama 3.1 405B (targetGlobalBatch 4096,
+//     seqLen 4096, h100-80gb, amp-bf16) <= 1 s;
+//   - a crafted 3.8 KB snapshot: refused or read without hundreds of MB of heap.
+// The 665 MB snapshot: node bench/snapshot.bench.mjs 665.
+//   node bench/bounded.bench.mjs [filter]
+// TRAINMEM_LIB=/path/to/web/lib/index.js times another build (e.g. main's, for "before").
+// TRAINMEM_BENCH_LIMIT_MS (default 120000): a call of the old build slower than this is not
+// waited for (each case runs in a child process, killed at the limit). Results: bench/RESULTS.md
+// ("Bounded work"), and the README's benchmark section.
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+const LIB = process.env.TRAINMEM_LIB || new URL('../web/lib/index.js', import.meta.url).href;
+const LIMIT = Number(process.env.TRAINMEM_BENCH_LIMIT_MS || 120000);
+
+function lcg(seed) {
+  let s = seed >>> 0;
+  return () => (s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 4294967296;
+}
+const MiB = 2 ** 20;
+// The issue's chain: {forwardCost 1, backwardCost 2, outputBytes 10, savedBytes 20} x n.
+const uniform = (n) => ({
+  inputBytes: 10,
+  layers: Array.from({ length: n }, () => ({
+    forwardCost: 1,
+    backwardCost: 2,
+    outputBytes: 10,
+    savedBytes: 20,
+  })),
+});
+// Heterogeneous layers (bench/placement.bench.mjs's generator), whole-number costs.
+function heterogeneous(n, seed) {
+  const r = lcg(seed);
+  const layers = [];
+  for (let i = 0; i < n; i++) {
+    const out = (1 + Math.floor(r() * 64)) * MiB;
+    layers.push({
+      forwardCost: 1 + Math.floor(r() * 4),
+      backwardCost: 2 + Math.floor(r() * 8),
+      outputBytes: out,
+      savedBytes: out + Math.floor(r() * 128) * MiB,
+      forwardTempBytes: Math.floor(r() * 16) * MiB,
+      backwardTempBytes: Math.floor(r() * 32) * MiB,
+    });
+  }
+  return { inputBytes: 32 * MiB, layers };
+}
+// The audit's "random 1,000-layer chain": fractional costs, sizes in bytes.
+function random(n, seed) {
+  const r = lcg(seed);
+  const layers = [];
+  for (let i = 0; i < n; i++) {
+    const o = 1 + Math.floor(r() * 1000);
+    layers.push({
+      forwardCost: r(),
+      backwardCost: 2 * r(),
+      outputBytes: o,
+      savedBytes: o + Math.floor(r() * 3000),
+      forwardTempBytes: Math.floor(r() * 500),
+      backwardTempBytes: Math.floor(r() * 500),
+    });
+  }
+  return { inputBytes: 100, layers };
+}
+const saved = (c) => c.layers.reduce((a, l) => a + l.savedBytes, 0);
+// Llama 3.1 405B (meta-llama/Llama-3.1-405B config.json).
+const llama405 = {
+  config: {
+    model_type: 'llama',
+    hidden_size: 16384,
+    intermediate_size: 53248,
+    num_attention_heads: 128,
+    num_key_value_heads: 8,
+    num_hidden_layers: 126,
+    vocab_size: 128256,
+    max_position_embeddings: 131072,
+    rms_norm_eps: 1e-5,
+    tie_word_embeddings: false,
+  },
+};
+
+const cases = [];
+const add = (name, goalMs, fn, request) => cases.push({ name, goalMs, fn, request });
+const het400 = heterogeneous(400, 3);
+add('optimal, 400 het. layers, 500 slots, budget Σsaved/4', 1000, 'placement', {
+  chain: het400,
+  strategy: 'optimal',
+  slots: 500,
+  budgetBytes: Math.floor(saved(het400) / 4),
+  timeline: false,
+});
+for (const n of [2000, 100000])
+  add(`optimal, ${n} uniform layers, budgetBytes 1e6 (the audit's)`, 1000, 'placement', {
+    chain: uniform(n),
+    strategy: 'optimal',
+    budgetBytes: 1e6,
+    timeline: false,
+  });
+const rnd = random(1000, 11);
+const het = heterogeneous(1000, 7);
+for (const [label, chain] of [
+  ['random', rnd],
+  ['heterogeneous', het],
+]) {
+  const all = saved(chain);
+  for (const pct of [5, 10, 30, 100])
+    add(`optimal-single-level, 1,000 ${label} layers, ${pct} % of Σsaved`, 50, 'placement', {
+      chain,
+      strategy: 'optimal-single-level',
+      budgetBytes: Math.floor((all * pct) / 100),
+      timeline: false,
+    });
+}
+for (const st of ['sqrt', 'chen-greedy']) {
+  add(`${st}, 100,000 uniform layers (default request: with timeline)`, 200, 'placement', {
+    chain: uniform(100000),
+    strategy: st,
+  });
+  add(`${st}, 100,000 uniform layers, timeline: false`, 200, 'placement', {
+    chain: uniform(100000),
+    strategy: st,
+    timeline: false,
+  });
+}
+add('chen-greedy frontier, 100,000 uniform layers', 1000, 'placement', {
+  chain: uniform(100000),
+  strategy: 'chen-greedy',
+  frontier: true,
+  timeline: false,
+});
+const planner = { targetGlobalBatch: 4096, seqLen: 4096, gpu: 'h100-80gb', precision: 'amp-bf16' };
+add('accumulation planner, DeepSeek-V3', 1000, 'accumulation', {
+  model: { preset: 'deepseek-v3' },
+  ...planner,
+});
+add('accumulation planner, Llama 3.1 405B (config)', 1000, 'accumulation', {
+  model: llama405,
+  ...planner,
+});
+add('accumulation planner, Llama 3.1 8B, ZeRO-3 over 64 ranks', 1000, 'accumulation', {
+  model: { preset: 'llama-3.1-8b' },
+  ...planner,
+  zeroStage: 3,
+  dataParallel: 64,
+});
+
+// One case in a child process: its time (median of up to 3 calls after one untimed warm-up
+// when the first call is short) and the WebAssembly heap after it.
+async function runCase(c) {
+  const { load } = await import(LIB);
+  const tm = await load();
+  // wall time, and the process's CPU time (on a loaded machine, the time the call had a core)
+  const once = () => {
+    const c0 = process.cpuUsage();
+    const t0 = performance.now();
+    let out;
+    try {
+      out = tm[c.fn](c.request);
+    } catch (e) {
+      out = { error: `${e.code}: ${String(e.message).slice(0, 100)}` };
+    }
+    const cpu = process.cpuUsage(c0);
+    return { ms: performance.now() - t0, cpu: (cpu.user + cpu.system) / 1000, out };
+  };
+  const first = once();
+  const ts = [first.ms];
+  const cpus = [first.cpu];
+  if (first.ms < 5000)
+    for (let k = 0; k < 3; k++) {
+      const r = once();
+      ts.push(r.ms);
+      cpus.push(r.cpu);
+    }
+  ts.sort((a, b) => a - b);
+  cpus.sort((a, b) => a - b);
+  const o = first.out;
+  const what = o.error
+    ? o.error
+    : c.fn === 'placement'
+      ? JSON.stringify({ recompute: o.recomputeCost, details: o.details ?? null }).slice(0, 140)
+      : `recommended ${o.recommended ? `${o.recommended.microBatch}x${o.recommended.accumulationSteps}` : 'none'}, ${o.plans.length} plans`;
+  return {
+    first: first.ms,
+    median: ts[Math.floor(ts.length / 2)],
+    cpu: cpus[Math.floor(cpus.length / 2)],
+    what,
+  };
+}
+
+if (process.argv[2] === '--case') {
+  const c = cases[Number(process.argv[3])];
+  process.stdout.write(JSON.stringify(await runCase(c)));
+  process.exit(0);
+}
+
+const filter = process.argv[2] || '';
+console.log(`module: ${LIB}`);
+console.log('| case | goal | first call | median | median CPU | answer |');
+console.log('| --- | ---: | ---: | ---: | ---: | --- |');
+for (const [i, c] of cases.entries()) {
+  if (!c.name.includes(filter)) continue;
+  let row;
+  try {
+    const out = execFileSync(
+      process.execPath,
+      [fileURLToPath(import.meta.url), '--case', String(i)],
+      {
+        env: process.env,
+        timeout: LIMIT,
+        maxBuffer: 1 << 20,
+      },
+    );
+    const r = JSON.parse(String(out));
+    row = `| ${r.first.toFixed(0)} ms | ${r.median.toFixed(1)} ms | ${r.cpu.toFixed(1)} ms | ${r.what} |`;
+  } catch (e) {
+    row = `| > ${LIMIT / 1000} s | – | – | not finished (${e.signal || e.status}) |`;
+  }
+  console.log(`| ${c.name} | ${c.goalMs} ms ${row}`);
+}
