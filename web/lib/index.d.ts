@@ -185,6 +185,17 @@ export interface ModelByParams {
   params: number;
   /** Display name. */
   name?: string;
+  /**
+   * With `hidden` and `heads`: a Llama-style decoder of that size stands in for activations
+   * (results say `approximate: true`). Without them peak memory is a lower bound (`lowerBound`).
+   */
+  layers?: number;
+  hidden?: number;
+  heads?: number;
+  /** Default: derived from `params` (an embedding and an untied head). */
+  vocab?: number;
+  /** Default 8 × hidden / 3 (a gated MLP). */
+  intermediate?: number;
 }
 /** A model preset shipped with trainmem (`tm.presets()` lists them), e.g. `"llama-2-7b"`. */
 export interface ModelByPreset {
@@ -667,6 +678,14 @@ export interface PeakMemoryRequest {
    */
   seqLen?: number;
   /**
+   * Vision networks (torchvision presets, HF vision configs) with a classifier: its outputs;
+   * default the config's (1000 for torchvision). Their image is `imageSize` (pixels per side,
+   * default the config's `image_size`, 224 for torchvision); an image network refuses `seqLen`.
+   * Whisper and wav2vec2 read `seqLen` (mel frames: exactly 3000; audio samples) and `targetLen`
+   * (decoder tokens; CTC labels).
+   */
+  numClasses?: number;
+  /**
    * Encoder-decoder models (T5, mT5) only: the decoder's length (`labels`; the decoder reads them
    * shifted right), whole number ≥ 1; default `seqLen`. T5ForConditionalGeneration takes
    * `input_ids` and `labels` of their own lengths (transformers modeling_t5.py): activations,
@@ -1072,7 +1091,7 @@ export interface PeakMemoryResult {
   fits: boolean | null;
   /** GPU memory minus the judged peak (negative: short by that much); null without a GPU. */
   headroomBytes: number | null;
-  /** Largest micro-batch that fits (0: none); null without a GPU or with `searchMaxMicroBatch: false`. */
+  /** Largest micro-batch that fits (0: none); null without a GPU, with `searchMaxMicroBatch: false` or for a bare parameter count. */
   maxMicroBatch: number | null;
   /**
    * Present when the maxMicroBatch search stopped at its work bound (a model of tens of
@@ -1080,6 +1099,10 @@ export interface PeakMemoryResult {
    * lies between `maxMicroBatch` and this. Absent when `maxMicroBatch` is exact.
    */
   maxMicroBatchBelow?: number;
+  /** A bare parameter count: the model states alone, activations unknown (a lower bound). */
+  lowerBound?: boolean;
+  /** A parameter count with layers / hidden / heads: a stand-in decoder of that size. */
+  approximate?: boolean;
   /** Memory over the step (absent with `timeline: false`); at most 10,001 points. */
   timeline?: TimelinePoint[];
   /** Present when the timeline was thinned (every k-th point and the highest): its full count. */

@@ -47,6 +47,8 @@ struct BufferSpec {
   uint64_t numel() const;
 };
 
+struct NetSpec;  // trainmem/net.hpp
+
 // Architecture facts the activation and time models need; 0 / "" when unknown (e.g. a model
 // given only as a parameter count).
 struct Architecture {
@@ -80,6 +82,9 @@ struct Architecture {
   uint64_t norm_count = 0;
   double partial_rotary = 1.0;  // share of head_dim that RoPE rotates (Phi, GPT-J)
   bool norm_first = false;      // torch.nn.Transformer(norm_first=...)
+  // Vision and speech networks (trainmem/net.hpp): the recipe and its hyperparameters; null for
+  // the transformer families above.
+  std::shared_ptr<const NetSpec> net;
 };
 
 struct ModelDescription {

@@ -12,6 +12,7 @@
 #include "activations/llm_families.hpp"
 #include "activations/lora_recipes.hpp"
 #include "io/request.hpp"
+#include "net/net_model.hpp"
 #include "trainmem/error.hpp"
 
 namespace trainmem {
@@ -1073,7 +1074,32 @@ LayerActivations head_layer(const std::string& recipe, const Ctx& c, const Ctx& 
 
 }  // namespace
 
+// A model known only by its parameter count: no shapes, so no activations; the chain has one
+// empty block, and what peak memory adds (weights, gradients, optimizer state, the runtime) is
+// a lower bound.
+ModelActivations count_only(const Settings& s) {
+  if (s.micro_batch == 0) fail(code::kOutOfRange, "microBatch", "microBatch must be >= 1");
+  ModelActivations out;
+  out.recipe = "count";
+  for (const char* name : {"embeddings", "blocks", "head"}) {
+    LayerActivations l;
+    l.name = name;
+    l.forward_flops = 1;
+    out.layers.push_back(l);
+  }
+  out.layers.back().tensors.push_back(4);  // the loss
+  out.layers.back().saved_bytes = out.layers.back().output_bytes = 4;
+  out.total_saved_bytes = 4;
+  out.assumptions.push_back(
+      "activations unknown: a parameter count has no shapes, so this is a lower bound (weights, "
+      "gradients, optimizer state and the runtime); give a preset or a config.json, or layers, "
+      "hidden and heads with the count, for activations");
+  return out;
+}
+
 ModelActivations transformer_activations(const ModelDescription& m, const Settings& s) {
+  if (m.arch.net) return net::activations(m, s);  // vision and speech (cpp/src/net)
+  if (m.source == "params" && !m.has_architecture()) return count_only(s);
   if (m.diffusion) return diffusion_activations(m, s);
   if (llm_family(m.arch, s) && m.has_architecture()) return llm_family_activations(m, s);
   if (m.arch.model_type == "nn.Transformer") return torch_transformer_activations(m, s);

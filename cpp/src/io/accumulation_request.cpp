@@ -90,6 +90,19 @@ bool diffusion_model(const Obj& req) {
   return false;
 }
 
+// Whether the request's model reads token sequences (seqLen): not a vision or speech network
+// (imageSize, its audio) nor a bare parameter count (no shapes). A model that does not parse:
+// yes (the peakMemory parser then names its field).
+bool reads_tokens(const Obj& req) {
+  if (!req.has("model") || !req.raw("model").is_object()) return true;
+  try {
+    const auto m = parse_model_shared(Obj(req.raw("model"), "model"));
+    return !m->arch.net && m->has_architecture();
+  } catch (const RequestError&) {
+    return true;
+  }
+}
+
 // The peakMemory request: every key that is not the planner's, with "auto" checkpointing
 // (or none) resolved; sets *auto_ckpt.
 json peak_request(const Obj& req, bool* auto_ckpt) {
@@ -105,7 +118,7 @@ json peak_request(const Obj& req, bool* auto_ckpt) {
   if (*auto_ckpt) peak_json.erase("checkpointing");
   put_fields(peak_json, {{"microBatch", 1}, {"searchMaxMicroBatch", false}, {"timeline", false}});
   // (a diffusion network's seqLen is its text tokens, with a default: io/diffusion_request.cpp)
-  if (!json_has(peak_json, "seqLen") && !diffusion_model(req))
+  if (!json_has(peak_json, "seqLen") && reads_tokens(req) && !diffusion_model(req))
     fail(code::kMissingField, "seqLen", "seqLen is required by the planner");
   if (json_has(peak_json, "seqLen"))
     put(peak_json, "seqLen", req.raw("seqLen"));  // (validated by the peakMemory parser)
@@ -248,6 +261,9 @@ json plan_mode(const Obj& req) {
                "overheadPerLayer x layers; step = steps x microStep + optimizer traffic / "
                "bandwidth (+ ring all-reduce when interconnectGBps is given)"}});
   put(out, "timeModel", std::move(time_json));
+  // a bare parameter count: every plan's memory is the model states alone (activations
+  // unknown), so a plan that fits may not; one that does not fit cannot
+  if (peak::count_only(base)) put(out, "lowerBound", true);
   return out;
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "io/model_json.hpp"
+#include "io/net_config.hpp"
 #include "io/quantized_config.hpp"
 #include "trainmem/model.hpp"
 
@@ -827,6 +828,8 @@ ModelDescription model_from_config(const Obj& c, const std::string& arch_overrid
     build_t5(c, arch_override, type == "mt5", m);
   } else if (model_from_llm_family(c, type, arch_override, m)) {
     // falcon, phi, gptj, starcoder2, olmo, olmo2, nn.Transformer (io/llm_families.cpp)
+  } else if (is_net_model_type(type)) {
+    build_net_config(c, type, arch_override, m);  // vision and speech (io/net_config.cpp)
   } else {
     if (decoder_class(type)[0] == '\0') require_generic_fields(c, type);
     build_llama_family(c, type, arch_override, m);

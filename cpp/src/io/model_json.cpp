@@ -10,6 +10,7 @@
 #include "io/embedded_data.hpp"
 #include "io/json_fields.hpp"
 #include "io/json_rows.hpp"
+#include "io/model_count.hpp"
 #include "trainmem/limits.hpp"
 
 namespace trainmem {
@@ -114,7 +115,8 @@ ModelDescription parse_tensor_list(const Obj& model) {
 
 // Every key of the `model` object (parse_model and parse_model_shared refuse any other).
 static const std::initializer_list<const char*> kModelKeys = {
-    "params", "preset", "config", "tensors", "buffers", "modules", "architecture", "name"};
+    "params", "preset", "config", "tensors", "buffers", "modules",     "architecture",
+    "name",   "layers", "hidden", "heads",   "vocab",   "intermediate"};
 
 namespace {
 json parse_config_text(const std::string& text, const std::string& field) {
@@ -140,12 +142,18 @@ ModelDescription parse_model(const Obj& model) {
   if (forms > 1)
     fail(code::kInconsistent, model.path(),
          {model.path(), " must use only one of params, preset, config, tensors"});
+  if (!model.has("params"))
+    for (const char* k : count_hint_keys())
+      if (model.has(k))
+        fail(code::kInconsistent, model.field(k),
+             {model.field(k), " describes a parameter count's shape: give it with params only"});
   ModelDescription m;
   if (model.has("params")) {
     m.source = "params";
     m.params = model.u64("params", 1, kMaxParams);
     m.trainable_params = m.params;
     m.name = model.str_or("name", "", 200);
+    read_count_hints(model, &m);  // layers / hidden / heads: an approximate shape
   } else if (model.has("preset")) {
     m = *shared_preset(model.str("preset", 128), model.field("preset"));
   } else if (model.has("config")) {

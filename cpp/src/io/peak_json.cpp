@@ -152,6 +152,10 @@ json to_json(const Result& r, bool include_timeline) {
   return out;
 }
 
+bool count_only(const Request& r) {
+  return !r.is_mlp && r.model().source == "params" && !r.model().has_architecture();
+}
+
 json result_json(const Request& r, const Result& res, bool include_timeline) {
   json out = to_json(res, include_timeline);
   // Not asked for (searchMaxMicroBatch: false): null, as without a GPU, never 0 beside a fit.
@@ -159,6 +163,13 @@ json result_json(const Request& r, const Result& res, bool include_timeline) {
   // the search stopped at its work bound: the smallest micro-batch known not to fit
   if (res.max_micro_batch_below > 0) put(out, "maxMicroBatchBelow", res.max_micro_batch_below);
   if (r.samples.given) put(out, "samples", samples_json(r));
+  // a parameter count: the persistent state alone (a lower bound: `fits` false is certain,
+  // true says only that the state fits); with layers / hidden / heads, a stand-in decoder
+  if (!r.is_mlp && r.model().source == "params") {
+    put(out, "lowerBound", count_only(r));
+    put(out, "approximate", !count_only(r));
+    if (count_only(r)) put(out, "maxMicroBatch", nullptr);
+  }
   return out;
 }
 
@@ -171,7 +182,9 @@ bool wants_timeline(const json& request) {
 }  // namespace peak
 
 nlohmann::json peak_memory_json(const nlohmann::json& request) {
-  const peak::Request r = peak::parse_request(request);
+  peak::Request r = peak::parse_request(request);
+  // a bare parameter count has no activations, so no largest micro-batch to search for
+  if (peak::count_only(r)) r.search_max_micro_batch = false;
   const peak::Result res = pipeline::adjusted(r) ? pipeline::compute(r) : peak::compute(r);
   nlohmann::json out = peak::result_json(r, res, peak::wants_timeline(request));
   if (!r.is_mlp && r.model().pipeline) put(out, "pipeline", pipeline_json(r));

@@ -13,6 +13,8 @@ Request parse_request(const nlohmann::json& request);
 nlohmann::json to_json(const Result& r, bool include_timeline = true);
 // peakMemory's whole result for request r: to_json, and what samples did to the lengths.
 nlohmann::json result_json(const Request& r, const Result& res, bool include_timeline);
+// A model known only by its parameter count (no shapes): the result is a lower bound.
+bool count_only(const Request& r);
 // The request's "timeline" flag (absent or null: true), as peakMemory reads it.
 bool wants_timeline(const nlohmann::json& request);
 

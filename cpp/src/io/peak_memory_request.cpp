@@ -9,6 +9,7 @@
 #include "io/embedded_data.hpp"
 #include "io/json_fields.hpp"
 #include "io/model_json.hpp"
+#include "io/net_request.hpp"
 #include "io/optimizer_json.hpp"
 #include "io/peak_json.hpp"
 #include "io/pipeline_request.hpp"
@@ -449,8 +450,16 @@ void read_lengths(const Obj& req, Request* out) {
   Request& r = *out;
   r.micro_batch = req.u64("microBatch", 1, limits::kMaxMicroBatch);
   r.seq_len = 1;
-  if (!r.is_mlp && read_diffusion_fields(req, &r.model_ptr, &r.seq_len)) {
-    // a diffusion network: imageSize, seqLen as its text tokens (io/diffusion_request.cpp)
+  // a diffusion network: imageSize, seqLen as its text tokens (io/diffusion_request.cpp); a
+  // vision or speech network: its own fields (io/net_request.cpp)
+  const bool diffusion = !r.is_mlp && read_diffusion_fields(req, &r.model_ptr, &r.seq_len);
+  const bool net =
+      !r.is_mlp && !diffusion && read_net_fields(req, &r.model_ptr, &r.seq_len, &r.target_len);
+  const bool count_only = !r.is_mlp && !net && !diffusion && !r.model().has_architecture();
+  if (diffusion || net) {
+    // (read above)
+  } else if (count_only) {  // a parameter count: no shapes, seqLen changes nothing
+    r.seq_len = req.u64_or("seqLen", 1, 1, limits::kMaxSeqLen);
   } else if (!r.is_mlp) {
     r.seq_len = req.u64("seqLen", 1, limits::kMaxSeqLen);
     const uint64_t maxpos = r.model().arch.max_positions;
@@ -460,7 +469,7 @@ void read_lengths(const Obj& req, Request* out) {
             std::to_string(maxpos), ")"});
   }
   if (req.has("samples")) read_samples(req, &r);
-  if (req.has("targetLen")) {
+  if (req.has("targetLen") && !net) {
     // T5ForConditionalGeneration: input_ids (the encoder, seqLen) and labels (the decoder)
     // have their own lengths (modeling_t5.py forward)
     r.target_len = req.u64("targetLen", 1, limits::kMaxSeqLen);
