@@ -191,6 +191,8 @@ def _skeleton(rec, layers):
     for i in act:
         t = rec.tensors[i]
         row = {"dtype": t["dtype"]}
+        if t.get("mask"):
+            row["mask"] = True
         if t["phase"] == "forward":
             row["op"] = t["op"]
             if t["free"] is not None:
@@ -207,7 +209,8 @@ def _skeleton(rec, layers):
     lay = [{"name": n, "start": a, "end": b, "output": index[o]}
            for (n, a, b), o in zip(layers, outs)]
     structure = {"ops": ops, "tensors": rows, "backward": _events(rec, index), "layers": lay,
-                 "inputs": [rec.tensors[i]["dtype"] for i in ins]}
+                 "inputs": [rec.tensors[i]["dtype"] for i in ins],
+                 "inputs_saved": [rec.tensors[i]["saved"] for i in ins]}
     numbers = ([rec.tensors[i]["bytes"] for i in ins] + [rec.tensors[i]["bytes"] for i in act] +
                [o["flops"] for o in rec.ops])
     return structure, numbers
@@ -326,6 +329,8 @@ def _assemble(model, specs, rec_layers, structure, fitted, inexact, loss, batch,
         row = specs[k].describe() if k < len(specs) else {
             "shape": list(getattr(rec, "target_shape", ())), "dtype": dt, "target": True}
         row["bytes"] = polys[k]
+        if structure["inputs_saved"][k]:
+            row["saved"] = True  # a layer keeps the batch tensor itself for the backward
         inputs.append(row)
     tensors = []
     for row, p in zip(structure["tensors"], polys[n_in:n_in + n_t]):

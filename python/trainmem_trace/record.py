@@ -24,6 +24,12 @@ _DTYPE_NAMES = {
 }
 
 
+# Ops whose output is dropout's random draw: CPU and meta run F.dropout as
+# empty_like(x).bernoulli_(1 - p) then x * noise (aten/src/ATen/native/Dropout.cpp _dropout_impl)
+# and keep the float noise; CUDA runs native_dropout and keeps a bool mask of the same numel.
+_MASK_OPS = {"aten.bernoulli_", "aten.bernoulli"}
+
+
 def dtype_name(dt):
     return _DTYPE_NAMES.get(dt, str(dt).replace("torch.", ""))
 
@@ -112,7 +118,7 @@ class Recorder:
             del self._live[rec["key"]]
         if self.phase == "backward":
             self.backward.append(("f", idx))
-        elif rec["free"] is None:
+        elif self.phase == "forward" and rec["free"] is None:
             rec["free"] = len(self.ops) + (1 if self._in_op else 0)
 
     def index_of(self, t, role="external"):
@@ -163,6 +169,7 @@ class Recorder:
                                device=src[0].device if src else None)
         forward = self.phase != "backward"
         k = len(self.ops) if forward else None
+        name = flops.op_name(func)
         for t in _tensors(out, []):
             key = compat.storage_key(t)
             idx = self._live.get(key)
@@ -173,9 +180,11 @@ class Recorder:
             self._track(t, idx)
             if forward:
                 self._producer[id(t)] = k
+            if name in _MASK_OPS:  # dropout's random draw: a bool mask on CUDA (native_dropout)
+                self.tensors[idx]["mask"] = True
         if forward:
             self.ops.append({
-                "op": flops.op_name(func), "module": self._stack[-1] if self._stack else -1,
+                "op": name, "module": self._stack[-1] if self._stack else -1,
                 "flops": flops.count(func, args, kwargs, out), "ins": ins, "fallback": fell_back,
                 "loss": self._loss_start is not None,
             })
@@ -249,8 +258,9 @@ def _cpu_fallback(func, args, kwargs):
 
     def to_cpu(x):
         if isinstance(x, torch.Tensor) and x.device.type == "meta":
-            return torch.zeros_like(x, device="cpu") if x.is_contiguous() else torch.empty_strided(
-                x.size(), x.stride(), dtype=x.dtype, device="cpu").zero_()
+            # (not zeros_like: torch 1.13's zeros_like of a meta tensor onto the CPU leaves the
+            # memory uninitialised)
+            return torch.empty_strided(x.size(), x.stride(), dtype=x.dtype, device="cpu").zero_()
         if isinstance(x, (list, tuple)):
             return type(x)(to_cpu(y) for y in x)
         if isinstance(x, torch.device) and x.type == "meta":

@@ -10,6 +10,10 @@
 
 namespace trainmem {
 
+namespace traced {
+struct Trace;  // traced_model.hpp
+}
+
 // How a weight is used: nn.Linear stores [out, in], transformers' Conv1D (GPT-2) [in, out].
 // LoRA adapts these (PEFT tuners/lora/layer.py: Linear and Conv1D).
 enum class LinearKind : uint8_t { none, linear, conv1d };
@@ -67,7 +71,7 @@ struct Architecture {
 };
 
 struct ModelDescription {
-  std::string source;  // "params" | "preset" | "config" | "tensors"
+  std::string source;  // "params" | "preset" | "config" | "tensors" | "trace"
   std::string preset_id;
   std::string name;     // display name
   uint64_t params = 0;  // total distinct parameters (tied weights counted once)
@@ -89,6 +93,9 @@ struct ModelDescription {
   // without parameters (activations, dropout, containers) are missing.
   bool modules_inferred = false;
   uint64_t module_name_bytes = 0;
+  // A model read from a trace of its training step (source "trace"): its activations come from
+  // the trace (traced_model.hpp), not from a recipe of the architecture.
+  std::shared_ptr<const traced::Trace> trace;
   bool has_tensors() const { return !tensors.empty(); }
   bool has_architecture() const { return arch.layers > 0 && arch.hidden > 0; }
 };

@@ -10,6 +10,7 @@
 
 #include "io/request.hpp"
 #include "trainmem/error.hpp"
+#include "trainmem/traced_model.hpp"
 
 namespace trainmem {
 namespace activations {
@@ -1043,6 +1044,7 @@ LayerActivations head_layer(const std::string& recipe, const Ctx& c, const Ctx& 
 }  // namespace
 
 ModelActivations transformer_activations(const ModelDescription& m, const Settings& s) {
+  if (m.trace) return traced::traced_activations(*m.trace, s);  // the model's own step
   const Architecture& ar = m.arch;
   ModelActivations out;
   out.recipe = family(ar);

@@ -7,6 +7,7 @@
 
 #include "io/accumulation_json.hpp"
 #include "io/calculators.hpp"
+#include "trainmem/traced_model.hpp"
 #include "io/field_list.hpp"
 #include "io/json_fields.hpp"
 #include "io/peak_json.hpp"
@@ -107,9 +108,13 @@ json peak_request(const Obj& req, bool* auto_ckpt) {
                 json_at(peak_json, "checkpointing") == vocab::kAccumulationAutoCheckpointing);
   if (*auto_ckpt) peak_json.erase("checkpointing");
   put_fields(peak_json, {{"microBatch", 1}, {"searchMaxMicroBatch", false}, {"timeline", false}});
-  if (!json_has(peak_json, "seqLen"))
+  // (a traced model has its own length, or none: the peakMemory parser checks seqLen for it)
+  const bool traced = req.has("model") && req.raw("model").is_object() &&
+                      json_has(req.raw("model"), "trace");
+  if (!json_has(peak_json, "seqLen") && !traced)
     fail(code::kMissingField, "seqLen", "seqLen is required by the planner");
-  put(peak_json, "seqLen", req.raw("seqLen"));  // (validated by the peakMemory parser)
+  if (json_has(peak_json, "seqLen"))
+    put(peak_json, "seqLen", req.raw("seqLen"));  // (validated by the peakMemory parser)
   if (!json_has(peak_json, "gpu") && !json_has(peak_json, "gpuMemoryBytes"))
     fail(code::kMissingField, "gpu",
          "gpu (a preset id) or gpuMemoryBytes is required by the planner");
@@ -148,6 +153,11 @@ void work_per_step(const peak::Request& base, accumulation::PlannerInputs* out) 
     in.flops.method = "mlp";
     in.flops.total = in.flops.blocks = first.forward_flops;  // per sample at micro-batch 1
     in.flops.layers = base.mlp.sizes.size() - 1;
+  } else if (base.model().trace) {
+    // the traced ops' FLOPs (PyTorch's flop counter's formulas) of one sample, per token
+    in.flops.method = "trace";
+    in.flops.total = in.flops.blocks = first.forward_flops / static_cast<double>(in.seq_len);
+    in.flops.layers = base.model().trace->layers.size();
   } else {
     in.flops = time_model::forward_flops_per_token(base.model(), in.seq_len, base.target_len);
   }

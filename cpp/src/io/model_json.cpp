@@ -10,6 +10,7 @@
 #include "io/embedded_data.hpp"
 #include "io/json_fields.hpp"
 #include "io/json_rows.hpp"
+#include "io/trace_json.hpp"
 #include "trainmem/limits.hpp"
 
 namespace trainmem {
@@ -114,7 +115,7 @@ ModelDescription parse_tensor_list(const Obj& model) {
 
 // Every key of the `model` object (parse_model and parse_model_shared refuse any other).
 static const std::initializer_list<const char*> kModelKeys = {
-    "params", "preset", "config", "tensors", "buffers", "modules", "architecture", "name"};
+    "params", "preset", "config", "tensors", "buffers", "modules", "architecture", "name", "trace"};
 
 namespace {
 json parse_config_text(const std::string& text, const std::string& field) {
@@ -131,15 +132,15 @@ json parse_config_text(const std::string& text, const std::string& field) {
 }  // namespace
 
 ModelDescription parse_model(const Obj& model) {
-  static const char* kForms[] = {"params", "preset", "config", "tensors"};
+  static const char* kForms[] = {"params", "preset", "config", "tensors", "trace"};
   int forms = 0;
   for (const char* f : kForms) forms += model.has(f) ? 1 : 0;
   if (forms == 0)
     fail(code::kMissingField, model.field("params"),
-         {model.path(), " needs one of params, preset, config or tensors"});
+         {model.path(), " needs one of params, preset, config, tensors or trace"});
   if (forms > 1)
     fail(code::kInconsistent, model.path(),
-         {model.path(), " must use only one of params, preset, config, tensors"});
+         {model.path(), " must use only one of params, preset, config, tensors, trace"});
   ModelDescription m;
   if (model.has("params")) {
     m.source = "params";
@@ -160,6 +161,8 @@ ModelDescription parse_model(const Obj& model) {
       m = model_from_config(model.obj("config"), arch);
     }
     m.source = "config";
+  } else if (model.has("trace")) {
+    m = model_from_trace(model);
   } else {
     m = parse_tensor_list(model);
   }

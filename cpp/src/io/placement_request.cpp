@@ -9,6 +9,7 @@
 #include "io/json_fields.hpp"
 #include "io/model_json.hpp"
 #include "io/placement_json.hpp"
+#include "trainmem/traced_model.hpp"
 #include "io/request.hpp"
 #include "placement/placement_internal.hpp"
 #include "trainmem/activations.hpp"
@@ -92,8 +93,14 @@ json placement_json(const json& request) {
     if (root.has("chain"))
       fail(code::kInconsistent, "chain", "give either chain or model, not both");
     activations::Settings set;
+    const ModelDescription model = parse_model(root.obj("model"));
     set.micro_batch = root.u64("microBatch", 1, limits::kMaxMicroBatch);
-    set.seq_len = root.u64("seqLen", 1, limits::kMaxSeqLen);
+    if (model.trace)
+      set.seq_len = model.trace->has_seq ? root.u64_or("seqLen", model.trace->seq, 1,
+                                                       limits::kMaxSeqLen)
+                                         : 1;
+    else
+      set.seq_len = root.u64("seqLen", 1, limits::kMaxSeqLen);
     set.target_len = root.u64_or("targetLen", 0, 1, limits::kMaxSeqLen);
     const std::string prec = root.one_of_or("precision", activations::precision_names(), "fp32");
     activations::parse_precision(prec, &set.precision);
@@ -102,7 +109,6 @@ json placement_json(const json& request) {
     set.attention =
         vocab::find(vocab::kAttention, root.one_of_or("attention", attention, "sdpa"))->value;
     set.detail = false;
-    const ModelDescription model = parse_model(root.obj("model"));
     chain = activations::build_chain(model, set);
     placement::validate_chain(chain, "chain");
   } else {

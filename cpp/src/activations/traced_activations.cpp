@@ -1,0 +1,280 @@
+// Per-layer activations of a traced model (traced_model.hpp): the trace's storages, evaluated at
+// the request's micro-batch and length, become each chain layer's saved tensors (in the order
+// the forward made them, the output last), its transients in the forward (per saved tensor:
+// what else is live while it is made) and in the backward (per saved tensor the backward frees:
+// what the layer's own backward nodes have allocated and not yet freed), and its FLOPs. The
+// step's events are PyTorch's own (a dispatch mode saw every op; weak references saw every
+// free), so nothing here is a model of the ops: only the sizes are evaluated.
+#include <algorithm>
+
+#include "io/request.hpp"
+#include "trainmem/error.hpp"
+#include "trainmem/traced_model.hpp"
+
+namespace trainmem {
+namespace traced {
+namespace {
+
+using activations::LayerActivations;
+using activations::ModelActivations;
+using activations::Precision;
+using activations::Settings;
+
+// Value of a size polynomial at (b, s), exactly; negative sizes are refused.
+uint64_t eval(const Poly& p, uint64_t b, uint64_t s, const std::string& what) {
+  const char* field = "microBatch";
+  const uint64_t bs = checked_mul(b, s, field), ss = checked_mul(s, s, field);
+  const uint64_t mono[6] = {1, b, s, bs, ss, checked_mul(bs, s, field)};
+  uint64_t pos = 0, neg = 0;
+  for (int i = 0; i < 6; ++i) {
+    if (p.c[i] == 0) continue;
+    const uint64_t mag = p.c[i] < 0 ? uint64_t(0) - static_cast<uint64_t>(p.c[i])
+                                    : static_cast<uint64_t>(p.c[i]);
+    const uint64_t term = checked_mul(mag, mono[i], field);
+    (p.c[i] < 0 ? neg : pos) = checked_add(p.c[i] < 0 ? neg : pos, term, field);
+  }
+  if (neg > pos)
+    fail(code::kOutOfRange, p.uses_seq() ? "seqLen" : "microBatch",
+         {"the trace's ", what, " would be negative at microBatch ", std::to_string(b),
+          p.uses_seq() ? ", seqLen " + std::to_string(s) : std::string(),
+          ": these sizes are outside what the probes fitted"});
+  const uint64_t v = pos - neg;
+  return p.den <= 1 ? v : (v + p.den / 2) / p.den;
+}
+
+// Bytes of a tensor in the request's precision and on its runtime.
+uint64_t rescale(const Tensor& t, uint64_t bytes, const Settings& s, uint32_t traced_width) {
+  uint64_t w = t.element_bytes;
+  if (t.floating && t.element_bytes == traced_width) {
+    if (s.precision == Precision::bf16 || s.precision == Precision::fp16)
+      w = 2;
+    else if (s.precision == Precision::fp32)
+      w = 4;
+  }
+  // CUDA's native_dropout keeps a bool mask where CPU and meta keep the float noise
+  // (aten/src/ATen/native/Dropout.cpp: is_fused_kernel_acceptable needs a CUDA tensor)
+  if (t.mask && s.runtime.dropout_mask_bytes > 0) w = s.runtime.dropout_mask_bytes;
+  if (w == t.element_bytes || t.element_bytes == 0) return bytes;
+  return bytes / t.element_bytes * w;
+}
+
+// Everything evaluated once per request.
+struct Step {
+  const Trace& t;
+  std::vector<uint64_t> bytes;    // per tensor, in the request's precision
+  std::vector<int64_t> layer_of;  // per forward op
+  std::vector<uint64_t> live;     // per forward op: transient bytes live while it runs
+  std::vector<std::vector<uint64_t>> kept;  // per layer: tensors kept for the backward
+};
+
+int64_t layer_of_op(const Trace& t, const std::vector<int64_t>& by_op, int64_t op) {
+  if (op < 0 || static_cast<size_t>(op) >= by_op.size())
+    return static_cast<int64_t>(t.layers.size()) - 1;
+  return by_op[static_cast<size_t>(op)];
+}
+
+void evaluate_sizes(Step* st, const Settings& s, uint32_t traced_width) {
+  const Trace& t = st->t;
+  const uint64_t seq = t.has_seq ? s.seq_len : 0;
+  st->bytes.resize(t.tensors.size());
+  for (size_t i = 0; i < t.tensors.size(); ++i)
+    st->bytes[i] = rescale(t.tensors[i],
+                           eval(t.tensors[i].bytes, s.micro_batch, seq,
+                                "tensors[" + std::to_string(i) + "].bytes"),
+                           s, traced_width);
+  st->layer_of.assign(t.ops.size(), 0);
+  for (size_t l = 0; l < t.layers.size(); ++l)
+    for (uint64_t k = t.layers[l].start; k < t.layers[l].end; ++k)
+      st->layer_of[k] = static_cast<int64_t>(l);
+  // transients: alive over ops [op, free); the rest of the forward's storages are kept
+  const char* field = "microBatch";
+  std::vector<uint64_t> made(t.ops.size() + 1, 0), gone(t.ops.size() + 1, 0);
+  st->kept.assign(t.layers.size(), {});
+  for (size_t i = 0; i < t.tensors.size(); ++i) {
+    const Tensor& x = t.tensors[i];
+    if (x.backward) continue;
+    if (x.free < 0) {
+      st->kept[static_cast<size_t>(layer_of_op(t, st->layer_of, x.op))].push_back(i);
+      continue;
+    }
+    made[static_cast<size_t>(x.op)] = checked_add(made[static_cast<size_t>(x.op)], st->bytes[i], field);
+    gone[static_cast<size_t>(x.free)] =
+        checked_add(gone[static_cast<size_t>(x.free)], st->bytes[i], field);
+  }
+  // (every tensor is made before it is freed: the running sum never goes below zero)
+  st->live.assign(t.ops.size(), 0);
+  uint64_t run = 0;
+  for (size_t k = 0; k < t.ops.size(); ++k) {
+    run = checked_add(run - std::min(run, gone[k]), made[k], field);
+    st->live[k] = run;
+  }
+}
+
+// The layer's kept tensors in creation order with its output moved last (the contract of
+// LayerActivations::tensors); the output's index, or -1 when the layer does not keep it.
+std::vector<uint64_t> ordered_kept(const Step& st, size_t l) {
+  std::vector<uint64_t> k = st.kept[l];
+  const uint64_t out = st.t.layers[l].output;
+  const auto it = std::find(k.begin(), k.end(), out);
+  if (it != k.end()) {
+    k.erase(it);
+    k.push_back(out);
+  }
+  return k;
+}
+
+// Forward transients: for each op of the layer, what is live besides the kept tensors, charged
+// to the next kept tensor the layer makes (the one made while those transients exist).
+void forward_temps(const Step& st, size_t l, const std::vector<uint64_t>& kept,
+                   LayerActivations* la) {
+  const Layer& L = st.t.layers[l];
+  std::vector<uint64_t> most(kept.size() + 1, 0);
+  size_t next = 0;
+  for (uint64_t p = L.start; p < L.end; ++p) {
+    // the first kept tensor made at or after op p
+    while (next < kept.size() && st.t.tensors[kept[next]].op < static_cast<int64_t>(p)) ++next;
+    most[next] = std::max(most[next], st.live[p]);
+  }
+  // the lump (placement's forwardTemp, on top of all the layer keeps): what exceeds the kept
+  // tensors not yet made while those transients live
+  uint64_t later = 0;  // kept tensors made after tensor k
+  for (size_t k = most.size(); k-- > 0;) {
+    if (most[k] > later)
+      la->forward_temp_bytes = std::max(la->forward_temp_bytes, most[k] - later);
+    if (k > 0) later += la->tensors[k - 1];
+  }
+  for (size_t k = 0; k < most.size(); ++k)
+    if (most[k] > 0) la->forward_temps.push_back({static_cast<uint32_t>(k), 1, most[k]});
+}
+
+// Backward transients of every layer: tensors a layer's nodes allocate and free themselves,
+// live while the backward frees the layer's kept tensors (region k: while it frees kept[k]).
+void backward_temps(const Step& st, const std::vector<std::vector<uint64_t>>& kept,
+                    ModelActivations* out) {
+  const Trace& t = st.t;
+  const size_t nl = t.layers.size();
+  std::vector<int64_t> alloc_layer(t.tensors.size(), -1), free_layer(t.tensors.size(), -1);
+  int64_t cur = static_cast<int64_t>(nl) - 1;
+  for (const Event& e : t.backward) {  // pass 1: where each backward tensor starts and ends
+    if (e.kind == 'n') {
+      if (e.index >= 0) cur = layer_of_op(t, st.layer_of, e.index);
+    } else {
+      (e.kind == 'a' ? alloc_layer : free_layer)[static_cast<size_t>(e.index)] = cur;
+    }
+  }
+  std::vector<int64_t> owner(t.tensors.size(), -1);
+  for (size_t l = 0; l < nl; ++l)
+    for (uint64_t k : kept[l]) owner[k] = static_cast<int64_t>(l);
+  std::vector<std::vector<uint64_t>> most(nl);
+  for (size_t l = 0; l < nl; ++l) most[l].assign(std::max<size_t>(kept[l].size(), 1), 0);
+  std::vector<size_t> freed(nl, 0);
+  std::vector<uint64_t> live(nl, 0);
+  cur = static_cast<int64_t>(nl) - 1;
+  for (const Event& e : t.backward) {  // pass 2: the live transients per layer and region
+    const size_t i = static_cast<size_t>(e.index);
+    if (e.kind == 'n') {
+      if (e.index >= 0) cur = layer_of_op(t, st.layer_of, e.index);
+      continue;
+    }
+    const bool own = t.tensors[i].backward && alloc_layer[i] == free_layer[i] && alloc_layer[i] >= 0;
+    if (e.kind == 'a' && own)
+      live[static_cast<size_t>(alloc_layer[i])] =
+          checked_add(live[static_cast<size_t>(alloc_layer[i])], st.bytes[i], "microBatch");
+    if (e.kind == 'f' && own) live[static_cast<size_t>(alloc_layer[i])] -= st.bytes[i];
+    if (e.kind == 'f' && owner[i] >= 0) ++freed[static_cast<size_t>(owner[i])];
+    const size_t l = static_cast<size_t>(cur), n = most[l].size();
+    const size_t region = n - 1 - std::min(freed[l], n - 1);
+    most[l][region] = std::max(most[l][region], live[l]);
+  }
+  for (size_t l = 0; l < nl; ++l) {
+    LayerActivations& la = out->layers[l];
+    // the lump (placement's backwardTemp, on top of all the layer keeps): what exceeds the kept
+    // tensors already freed in that region (the backward frees kept[k] in region k), plus the
+    // gradient of the layer's input
+    uint64_t top = 0, freed = 0;
+    for (size_t k = most[l].size(); k-- > 0;) {
+      if (most[l][k] > freed) top = std::max(top, most[l][k] - freed);
+      if (k < la.tensors.size()) freed += la.tensors[k];
+    }
+    for (size_t k = 0; k < most[l].size(); ++k)
+      if (most[l][k] > 0) la.backward_temps.push_back({static_cast<uint32_t>(k), 1, most[l][k]});
+    la.backward_temp_bytes = top + (l > 0 ? out->layers[l - 1].output_bytes : 0);
+  }
+}
+
+bool has_mask(const Trace& t) {
+  for (const Tensor& x : t.tensors)
+    if (x.mask) return true;
+  return false;
+}
+
+void trace_assumptions(const Trace& t, const Settings& s, uint32_t traced_width,
+                       std::vector<std::string>* out) {
+  out->push_back("activations from a trace of the model's own training step (torch " + t.torch +
+                 ", " + t.device + " device, traced at batch " + std::to_string(t.batch) +
+                 (t.has_seq ? ", length " + std::to_string(t.seq) : std::string()) +
+                 "): every storage the step allocated, when it was freed, what autograd kept; "
+                 "other sizes from the trace's exact fits");
+  const uint32_t want = s.precision == Precision::bf16 || s.precision == Precision::fp16 ? 2 : 4;
+  if (want != traced_width)
+    out->push_back("the trace's floating tensors (" + t.dtype + ") taken at " +
+                   std::to_string(want) + " bytes per element: the model run in " +
+                   activations::precision_name(s.precision) + " makes the same ops in that dtype");
+  if (s.runtime.dropout_mask_bytes > 0 && has_mask(t))
+    out->push_back(
+        "dropout: the float noise the trace kept (CPU and meta run _dropout_impl) counted as "
+        "native_dropout's 1-byte mask, as on CUDA");
+  if (t.inexact > 0)
+    out->push_back(std::to_string(t.inexact) +
+                   " sizes of the trace did not follow a polynomial in the batch (or the length) "
+                   "at the tracer's check point: they are the fit's values (approximate)");
+  for (const auto& n : t.notes) out->push_back("trace: " + n);
+}
+
+}  // namespace
+
+ModelActivations traced_activations(const Trace& t, const Settings& s) {
+  if (s.micro_batch == 0) fail(code::kOutOfRange, "microBatch", "microBatch must be >= 1");
+  Step st{t, {}, {}, {}, {}};
+  const uint32_t traced_width = t.dtype == "bfloat16" || t.dtype == "float16" ? 2
+                                : t.dtype == "float64"                          ? 8
+                                                                                : 4;
+  evaluate_sizes(&st, s, traced_width);
+  ModelActivations out;
+  out.recipe = "trace";
+  const uint64_t seq = t.has_seq ? s.seq_len : 0;
+  for (size_t i = 0; i < t.inputs.size(); ++i)
+    out.input_bytes =
+        checked_add(out.input_bytes,
+                    eval(t.inputs[i], s.micro_batch, seq, "inputs[" + std::to_string(i) + "].bytes"),
+                    "microBatch");
+  std::vector<std::vector<uint64_t>> kept(t.layers.size());
+  for (size_t l = 0; l < t.layers.size(); ++l) {
+    const Layer& L = t.layers[l];
+    LayerActivations la;
+    la.name = L.name;
+    kept[l] = ordered_kept(st, l);
+    for (uint64_t i : kept[l]) {
+      la.tensors.push_back(st.bytes[i]);
+      la.saved_bytes = checked_add(la.saved_bytes, st.bytes[i], "microBatch");
+      if (s.detail) la.saved.push_back({"tensor " + std::to_string(i), st.bytes[i], t.ops.empty() || t.tensors[i].op < 0 ? "" : t.ops[static_cast<size_t>(t.tensors[i].op)].name});
+    }
+    la.output_bytes = st.bytes[L.output];
+    forward_temps(st, l, kept[l], &la);
+    double flops = 0;
+    for (uint64_t k = L.start; k < L.end; ++k)
+      flops += static_cast<double>(eval(t.ops[k].flops, s.micro_batch, seq, "ops[" + std::to_string(k) + "].flops"));
+    la.forward_flops = flops > 0 ? flops : 1;
+    la.params = l < t.layer_params.size() ? t.layer_params[l] : 0;
+    out.layers.push_back(std::move(la));
+  }
+  backward_temps(st, kept, &out);
+  out.total_saved_bytes = out.input_bytes;
+  for (const auto& la : out.layers)
+    out.total_saved_bytes = checked_add(out.total_saved_bytes, la.saved_bytes, "microBatch");
+  trace_assumptions(t, s, traced_width, &out.assumptions);
+  return out;
+}
+
+}  // namespace traced
+}  // namespace trainmem
