@@ -11,7 +11,9 @@ Measured as tools/measure_activations.py and tools/measure_peak.py do:
   warm-up step, under torch.profiler(profile_memory=True): the running sum of the CPU
   allocator's events plus the baseline (parameters, buffers, optimizer state, the batch).
 
-Run: /usr/bin/python3 tools/measure_traced.py [NAME ...] [--dry]   (torch 1.13 + torchvision 0.14)
+Run: /usr/bin/python3 tools/measure_traced.py [NAME ...] [--dry] [--traces-only]
+(torch 1.13 + torchvision 0.14; --traces-only writes the traces again and keeps the
+measurements)
 """
 import json
 import os
@@ -24,7 +26,9 @@ from torch.profiler import ProfilerActivity, profile, record_function
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "python"))
 sys.path.insert(0, HERE)
+import measure_activations as ma  # noqa: E402
 import tm_custom_models as cm  # noqa: E402
+import tm_torch_models as tm  # noqa: E402
 import trainmem_trace as tt  # noqa: E402
 from trainmem_trace.inputs import apply_loss, main_output, parse_input, target_for  # noqa: E402
 
@@ -33,7 +37,7 @@ FIXTURES = os.path.join(HERE, "..", "tests", "fixtures")
 # name, builder, input, loss, optimizer, traced (batch[, seq]), measured points
 CASES = [
     ("resnet50", lambda: tv.resnet50(), "b,3,128,128", "cross_entropy", "adam", (2,), [(3,), (6,)]),
-    ("vgg11", lambda: tv.vgg11(), "b,3,64,64", "cross_entropy", "sgd", (2,), [(4,)]),
+    ("vgg11", lambda: tv.vgg11(), "b,3,64,64", "cross_entropy", "sgd-momentum", (2,), [(4,)]),
     ("mobilenet_v3_large", lambda: tv.mobilenet_v3_large(), "b,3,128,128", "cross_entropy", "adam",
      (2,), [(5,)]),
     ("densenet121", lambda: tv.densenet121(), "b,3,96,96", "cross_entropy", "adam", (2,), [(4,)]),
@@ -44,8 +48,8 @@ CASES = [
     ("vit_b_16", lambda: tv.vit_b_16(image_size=112), "b,3,112,112", "cross_entropy", "adamw", (2,),
      [(4,)]),
     ("swin_t", lambda: tv.swin_t(), "b,3,112,112", "cross_entropy", "adamw", (2,), [(3,)]),
-    ("regnet_y_400mf", lambda: tv.regnet_y_400mf(), "b,3,128,128", "cross_entropy", "sgd", (2,),
-     [(6,)]),
+    ("regnet_y_400mf", lambda: tv.regnet_y_400mf(), "b,3,128,128", "cross_entropy",
+     "sgd-momentum", (2,), [(6,)]),
     ("shufflenet_v2_x1_0", lambda: tv.shufflenet_v2_x1_0(), "b,3,128,128", "cross_entropy", "sgd",
      (2,), [(5,)]),
     ("unetish", lambda: cm.UNetish(), "b,3,64,64", "cross_entropy", "adam", (2,), [(3,), (7,)]),
@@ -55,9 +59,27 @@ CASES = [
 ]
 
 
+# Models of trainmem's built-in families (tools/tm_torch_models.py, HF's eager ops), traced to
+# check the trace against the family's own recipe (test_traced.cpp): name, builder, config.
+FAMILY = [
+    ("gpt2_smallish", tm.gpt2, ma.GPT2_SMALLISH, "gpt2"),
+    ("llama_tiny", tm.llama, ma.LLAMA_TINY, "llama"),
+]
+
+
+def trace_family(name, build, config):
+    ids = f"b,s:int64:{config['vocab_size']}"
+    torch.manual_seed(0)
+    trace = tt.trace(build(config), [parse_input(ids), parse_input(ids)], None, batch=2, seq=64,
+                     name=name)
+    return trace
+
+
 def make_optimizer(name, params):
     params = [p for p in params if p.requires_grad]
     if name == "sgd":
+        return torch.optim.SGD(params, lr=1e-3)
+    if name == "sgd-momentum":
         return torch.optim.SGD(params, lr=1e-3, momentum=0.9)
     if name == "adam":
         return torch.optim.Adam(params, lr=1e-3)
@@ -137,13 +159,18 @@ def measure(build, spec, loss, optimizer, b, s):
             "peakPhase": phase, "params": sum(p.numel() for p in model.parameters())}
 
 
+def trace_case(case):
+    name, build, inp, loss, _, traced, _ = case
+    torch.manual_seed(0)
+    trace = tt.trace(build(), [parse_input(inp)], loss, batch=traced[0],
+                     seq=traced[1] if len(traced) > 1 else None, name=name)
+    return trace, os.path.join("traces", f"{name}.trace.json")
+
+
 def run_case(case):
     name, build, inp, loss, optimizer, traced, points = case
     spec = parse_input(inp)
-    torch.manual_seed(0)
-    trace = tt.trace(build(), [spec], loss, batch=traced[0],
-                     seq=traced[1] if len(traced) > 1 else None, name=name)
-    path = os.path.join("traces", f"{name}.trace.json")
+    trace, path = trace_case(case)
     rows = []
     for pt in points:
         b, s = pt[0], (pt[1] if len(pt) > 1 else None)
@@ -165,14 +192,31 @@ def main():
     torch.set_num_threads(2)
     out_path = os.path.join(FIXTURES, "torch_traced.json")
     old = json.load(open(out_path)) if os.path.exists(out_path) and only else {"cases": []}
-    cases = [r for r in old["cases"] if r["name"].split(" ")[0] not in only]
+    cases = []
+    if "--traces-only" in sys.argv:
+        only = only or None
+    else:
+        cases = [r for r in old["cases"] if r["name"].split(" ")[0] not in only]
+        only = only or None
+    for name, build, config, _ in FAMILY:
+        if only and name not in only:
+            continue
+        trace = trace_family(name, build, config)
+        if not dry:
+            trace.save(os.path.join(FIXTURES, "traces", f"{name}.trace.json"))
     for case in CASES:
         if only and case[0] not in only:
+            continue
+        if "--traces-only" in sys.argv:
+            trace, path = trace_case(case)
+            trace.save(os.path.join(FIXTURES, path))
             continue
         trace, path, rows = run_case(case)
         if not dry:
             trace.save(os.path.join(FIXTURES, path))
         cases += rows
+    if "--traces-only" in sys.argv:
+        return
     out = {
         "about": "Real CPU training steps of traced models (torch 1.13): saved-for-backward bytes "
                  "(saved_tensors_hooks, distinct storages, parameters and buffers excluded) and "

@@ -254,7 +254,7 @@ def _check_and_fit(runs, points, checks, with_seq):
 
 
 def trace(model, example_inputs, loss_fn=None, *, batch=None, seq=None, target=None,
-          device="meta", blocks=None, name=None, log=None):
+          device="meta", blocks=None, name=None, log=None, sixteen_bit=True):
     """Trace one training step of `model`: what it keeps for the backward, what it allocates and
     frees, per module, as functions of the batch (and the sequence length).
 
@@ -264,6 +264,8 @@ def trace(model, example_inputs, loss_fn=None, *, batch=None, seq=None, target=N
     target: an Input for the loss's target (default: made from the output's shape).
     device: "meta" (no memory; ops without a meta kernel run on CPU, listed in "fallbacks") or
     "cpu". blocks: a regular expression naming the modules that are the chain's blocks.
+    sixteen_bit: also trace the step with the model in bfloat16 (the trace's variants.bfloat16,
+    which trainmem uses for precision bf16 and fp16).
     Returns a Trace (a dict; .save(path) writes it)."""
     specs = []
     for x in example_inputs:
@@ -285,6 +287,16 @@ def trace(model, example_inputs, loss_fn=None, *, batch=None, seq=None, target=N
     batch = batch or 2
     model = _on_device(model, device)
     model.train()
+    step = _probe(model, specs, loss_fn, target, device, blocks, batch, seq, log)
+    out = _assemble(model, specs, step, loss_fn, batch, seq, device, name)
+    if sixteen_bit:
+        _add_16bit_variant(out, model, specs, loss_fn, target, device, blocks, batch, seq, log)
+    return out
+
+
+def _probe(model, specs, loss_fn, target, device, blocks, batch, seq, log):
+    """The step at the traced size and at the probes: (recorder, layers, structure, fitted
+    sizes, contradicted sizes, batch probes, length probes)."""
     bs, ss = _probe_sizes(batch, seq)
     points, checks = _points(bs, ss)
     runs, recs = [], []
@@ -303,8 +315,28 @@ def trace(model, example_inputs, loss_fn=None, *, batch=None, seq=None, target=N
                     f" differs from the one at batch {points[0][0]} ({diff}): the model's "
                     "ops depend on the size, and a trace cannot follow it")
     fitted, inexact = _check_and_fit(runs, points, checks, seq is not None)
-    return _assemble(model, specs, recs[0], runs[0][0], fitted, inexact, loss_fn, batch, seq,
-                     bs, ss, device, name)
+    return recs[0][0], recs[0][1], runs[0][0], fitted, inexact, bs, ss
+
+
+def _add_16bit_variant(out, model, specs, loss_fn, target, device, blocks, batch, seq, log):
+    """The same step with the model and its floating inputs in bfloat16 (model.to(bfloat16)):
+    explicit casts in the model's code (logits.float(), softmax in fp32) make its sizes differ
+    from the float32 step's halved. Recorded under variants.bfloat16 when every op ran."""
+    half = _meta_copy(model) if device == "meta" else copy.deepcopy(model)
+    half.to(torch.bfloat16)
+    half.train()
+    hspecs = [Input(sp.shape, torch.bfloat16 if sp.dtype.is_floating_point else sp.dtype, sp.high)
+              for sp in specs]
+    try:
+        step = _probe(half, hspecs, loss_fn, target, device, blocks, batch, seq, log)
+    except Exception as e:  # an op without a bfloat16 kernel (on the CPU fallback, say)
+        out["notes"].append(f"no bfloat16 variant: {str(e).splitlines()[0][:300]}")
+        return
+    v = _assemble(half, hspecs, step, loss_fn, batch, seq, device, None)
+    if len(v["layers"]) != len(out["layers"]):
+        out["notes"].append("no bfloat16 variant: its chain differs from the float32 step's")
+        return
+    out["variants"] = {"bfloat16": {k: v[k] for k in VARIANT_KEYS}}
 
 
 def _layer_finder(layers):
@@ -319,9 +351,12 @@ def _layer_finder(layers):
     return layer_of_op
 
 
-def _assemble(model, specs, rec_layers, structure, fitted, inexact, loss, batch, seq, bs, ss,
-              device, name):
-    rec, layers = rec_layers
+# What a dtype variant of the step holds (the rest is the float32 step's).
+VARIANT_KEYS = ("inputs", "ops", "tensors", "layers", "backward", "fallbacks", "inexact")
+
+
+def _assemble(model, specs, step, loss, batch, seq, device, name):
+    rec, layers, structure, fitted, inexact, bs, ss = step
     n_in, n_t = len(structure["inputs"]), len(structure["tensors"])
     polys = [fit.to_json(p) for p in fitted]
     inputs = []

@@ -72,11 +72,14 @@ def parse_input(text):
             dims.append(int(d))
         else:
             raise ValueError(f"--input {text!r}: {d!r} is not a size, 'b' or 's'")
+    hint = None
     if dims and "b" not in dims and "s" not in dims:
-        dims[0] = "b"
+        hint, dims[0] = dims[0], "b"
     dtype = parse_dtype(parts[1]) if len(parts) > 1 and parts[1] else torch.float32
     high = int(parts[2]) if len(parts) > 2 else None
-    return Input(dims, dtype, high)
+    spec = Input(dims, dtype, high)
+    spec.batch_hint = hint or None  # '8x3x224x224': traced at batch 8
+    return spec
 
 
 def main_output(out):

@@ -34,6 +34,9 @@ struct RuntimeTraits {
   // takes the input's dtype only, pytorch/pytorch pull request 65242)
   bool softmax_saves_input = false;
   bool norm_stats_fp32 = true;  // LayerNorm mean/rstd in fp32 for 16-bit inputs (CUDA)
+  // Traced models: a convolution's backward holds a temporary of its output's size besides its
+  // outputs (CPU: oneDNN reorders grad_output into the kernel's blocked layout); 0 = none.
+  uint32_t conv_backward_temp_outputs = 0;
 };
 
 struct Settings {

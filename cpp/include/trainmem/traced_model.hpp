@@ -6,6 +6,7 @@
 // traced_activations turns it into the per-layer activations every calculator uses.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -67,7 +68,21 @@ struct Trace {
   std::vector<std::string> notes;      // what the tracer says about this trace
   uint64_t inexact = 0;            // sizes the probes contradicted (not polynomial)
   std::string dtype;               // the floating dtype the activations were traced in
+  // The same step with the model in bfloat16 (variants.bfloat16), when the tracer recorded it:
+  // precision bf16 and fp16 read it (the model's explicit fp32 casts stay fp32 there).
+  std::shared_ptr<const Trace> half;
 };
+
+// What the forward leaves for the backward at the settings' sizes: the storages autograd keeps
+// (the batch's tensors a layer keeps included: what saved_tensors_hooks see, deduplicated by
+// storage, parameters and buffers excluded), those alive only because the step's code holds
+// them (the model's output, the loss), and the batch.
+struct StepSummary {
+  uint64_t saved_bytes = 0;
+  uint64_t held_bytes = 0;
+  uint64_t input_bytes = 0;
+};
+StepSummary step_summary(const Trace& t, const activations::Settings& s);
 
 // Per-layer activations of the traced step at the settings' micro-batch and seqLen (the
 // precision rescales floating tensors traced in fp32; dropout masks take the runtime's width).

@@ -94,7 +94,12 @@ void evaluate_sizes(Step* st, const Settings& s, uint32_t traced_width) {
     const Tensor& x = t.tensors[i];
     if (x.backward) continue;
     if (x.free < 0) {
-      st->kept[static_cast<size_t>(layer_of_op(t, st->layer_of, x.op))].push_back(i);
+      // kept for the backward: by the layer that made it; a tensor only the step's code holds
+      // (the model's output) lives through the whole backward: with layer 0, whose tensors the
+      // backward frees last (the loss stays the last layer's output)
+      const int64_t l = layer_of_op(t, st->layer_of, x.op);
+      const bool held = !x.saved && i != t.layers.back().output;
+      st->kept[held ? 0 : static_cast<size_t>(l)].push_back(i);
       continue;
     }
     made[static_cast<size_t>(x.op)] = checked_add(made[static_cast<size_t>(x.op)], st->bytes[i], field);
@@ -147,10 +152,26 @@ void forward_temps(const Step& st, size_t l, const std::vector<uint64_t>& kept,
     if (most[k] > 0) la->forward_temps.push_back({static_cast<uint32_t>(k), 1, most[k]});
 }
 
+// Per forward op: a temporary its backward holds inside the kernel, beyond what the trace saw
+// (RuntimeTraits::conv_backward_temp_outputs: convolutions, that many of their output's size).
+std::vector<uint64_t> kernel_temporaries(const Step& st, const Settings& s) {
+  const Trace& t = st.t;
+  std::vector<uint64_t> out(t.ops.size(), 0);
+  if (s.runtime.conv_backward_temp_outputs == 0) return out;
+  for (size_t i = 0; i < t.tensors.size(); ++i) {
+    const Tensor& x = t.tensors[i];
+    if (x.backward || x.op < 0) continue;
+    const size_t k = static_cast<size_t>(x.op);
+    if (out[k] == 0 && t.ops[k].name == "aten.convolution")
+      out[k] = checked_mul(st.bytes[i], s.runtime.conv_backward_temp_outputs, "microBatch");
+  }
+  return out;
+}
+
 // Backward transients of every layer: tensors a layer's nodes allocate and free themselves,
 // live while the backward frees the layer's kept tensors (region k: while it frees kept[k]).
-void backward_temps(const Step& st, const std::vector<std::vector<uint64_t>>& kept,
-                    ModelActivations* out) {
+void backward_temps(const Step& st, const Settings& s,
+                    const std::vector<std::vector<uint64_t>>& kept, ModelActivations* out) {
   const Trace& t = st.t;
   const size_t nl = t.layers.size();
   std::vector<int64_t> alloc_layer(t.tensors.size(), -1), free_layer(t.tensors.size(), -1);
@@ -168,38 +189,55 @@ void backward_temps(const Step& st, const std::vector<std::vector<uint64_t>>& ke
   std::vector<std::vector<uint64_t>> most(nl);
   for (size_t l = 0; l < nl; ++l) most[l].assign(std::max<size_t>(kept[l].size(), 1), 0);
   std::vector<size_t> freed(nl, 0);
-  std::vector<uint64_t> live(nl, 0);
+  // per layer: its own transients live, the gradients it hands on (allocated in it, freed
+  // later), and its kept bytes already freed; `lump`: the most the first two exceed the third
+  std::vector<uint64_t> live(nl, 0), handed(nl, 0), gone(nl, 0), lump(nl, 0);
+  const char* field = "microBatch";
+  const std::vector<uint64_t> kernel_temp = kernel_temporaries(st, s);
+  uint64_t node_temp = 0;  // the running node's kernel temporary (runtime trait)
   cur = static_cast<int64_t>(nl) - 1;
   for (const Event& e : t.backward) {  // pass 2: the live transients per layer and region
     const size_t i = static_cast<size_t>(e.index);
     if (e.kind == 'n') {
       if (e.index >= 0) cur = layer_of_op(t, st.layer_of, e.index);
+      node_temp = e.index >= 0 ? kernel_temp[static_cast<size_t>(e.index)] : 0;
       continue;
     }
-    const bool own = t.tensors[i].backward && alloc_layer[i] == free_layer[i] && alloc_layer[i] >= 0;
-    if (e.kind == 'a' && own)
-      live[static_cast<size_t>(alloc_layer[i])] =
-          checked_add(live[static_cast<size_t>(alloc_layer[i])], st.bytes[i], "microBatch");
-    if (e.kind == 'f' && own) live[static_cast<size_t>(alloc_layer[i])] -= st.bytes[i];
-    if (e.kind == 'f' && owner[i] >= 0) ++freed[static_cast<size_t>(owner[i])];
+    const int64_t from = alloc_layer[i];
+    const bool made_here = t.tensors[i].backward && from >= 0;
+    const bool own = made_here && free_layer[i] == from;
+    const size_t a = static_cast<size_t>(std::max<int64_t>(from, 0));
+    uint64_t& pool = own ? live[a] : handed[a];
+    if (made_here && e.kind == 'a') pool = checked_add(pool, st.bytes[i], field);
+    if (made_here && e.kind == 'f') pool -= std::min(pool, st.bytes[i]);
+    if (e.kind == 'f' && owner[i] >= 0) {
+      const size_t o = static_cast<size_t>(owner[i]);
+      ++freed[o];
+      // (the output freed by the next layer's nodes is still live at this layer's backward when
+      // this layer is recomputed under checkpointing: the lump keeps it)
+      if (i != t.layers[o].output || static_cast<size_t>(cur) == o) gone[o] += st.bytes[i];
+    }
     const size_t l = static_cast<size_t>(cur), n = most[l].size();
     const size_t region = n - 1 - std::min(freed[l], n - 1);
-    most[l][region] = std::max(most[l][region], live[l]);
+    const uint64_t own_now = checked_add(live[l], node_temp, field);
+    most[l][region] = std::max(most[l][region], own_now);
+    const uint64_t up = checked_add(own_now, handed[l], field);
+    if (up > gone[l]) lump[l] = std::max(lump[l], up - gone[l]);
   }
   for (size_t l = 0; l < nl; ++l) {
     LayerActivations& la = out->layers[l];
-    // the lump (placement's backwardTemp, on top of all the layer keeps): what exceeds the kept
-    // tensors already freed in that region (the backward frees kept[k] in region k), plus the
-    // gradient of the layer's input
-    uint64_t top = 0, freed = 0;
-    for (size_t k = most[l].size(); k-- > 0;) {
-      if (most[l][k] > freed) top = std::max(top, most[l][k] - freed);
-      if (k < la.tensors.size()) freed += la.tensors[k];
-    }
     for (size_t k = 0; k < most[l].size(); ++k)
       if (most[l][k] > 0) la.backward_temps.push_back({static_cast<uint32_t>(k), 1, most[l][k]});
-    la.backward_temp_bytes = top + (l > 0 ? out->layers[l - 1].output_bytes : 0);
+    // the lump (placement's backwardTemp, on top of all the layer keeps): the layer's own
+    // transients and the gradients it hands on, less what it keeps and has already freed
+    la.backward_temp_bytes = lump[l];
   }
+}
+
+// Bytes per element of the dtype the model was traced in.
+uint32_t traced_width_of(const Trace& t) {
+  if (t.dtype == "bfloat16" || t.dtype == "float16") return 2;
+  return t.dtype == "float64" ? 8 : 4;
 }
 
 bool has_mask(const Trace& t) {
@@ -219,7 +257,12 @@ void trace_assumptions(const Trace& t, const Settings& s, uint32_t traced_width,
   if (want != traced_width)
     out->push_back("the trace's floating tensors (" + t.dtype + ") taken at " +
                    std::to_string(want) + " bytes per element: the model run in " +
-                   activations::precision_name(s.precision) + " makes the same ops in that dtype");
+                   activations::precision_name(s.precision) +
+                   " makes the same ops in that dtype (approximate: casts in the model's code "
+                   "are not followed; the tracer records a bfloat16 step when every op has a "
+                   "bfloat16 kernel)");
+  else if (s.precision == Precision::fp16 && t.dtype == "bfloat16")
+    out->push_back("fp16: the trace's bfloat16 step (the same ops and widths)");
   if (s.runtime.dropout_mask_bytes > 0 && has_mask(t))
     out->push_back(
         "dropout: the float noise the trace kept (CPU and meta run _dropout_impl) counted as "
@@ -233,12 +276,39 @@ void trace_assumptions(const Trace& t, const Settings& s, uint32_t traced_width,
 
 }  // namespace
 
-ModelActivations traced_activations(const Trace& t, const Settings& s) {
-  if (s.micro_batch == 0) fail(code::kOutOfRange, "microBatch", "microBatch must be >= 1");
+// The step the precision runs: the bfloat16 variant for 16-bit models when the trace has it.
+const Trace& step_for(const Trace& t, const Settings& s) {
+  const bool sixteen = s.precision == Precision::bf16 || s.precision == Precision::fp16;
+  return sixteen && t.half ? *t.half : t;
+}
+
+StepSummary step_summary(const Trace& whole, const Settings& s) {
+  const Trace& t = step_for(whole, s);
   Step st{t, {}, {}, {}, {}};
-  const uint32_t traced_width = t.dtype == "bfloat16" || t.dtype == "float16" ? 2
-                                : t.dtype == "float64"                          ? 8
-                                                                                : 4;
+  evaluate_sizes(&st, s, traced_width_of(t));
+  StepSummary out;
+  const char* field = "microBatch";
+  for (size_t i = 0; i < t.tensors.size(); ++i) {
+    const Tensor& x = t.tensors[i];
+    if (x.backward || x.free >= 0) continue;
+    uint64_t& into = x.saved ? out.saved_bytes : out.held_bytes;
+    into = checked_add(into, st.bytes[i], field);
+  }
+  const uint64_t seq = t.has_seq ? s.seq_len : 0;
+  for (size_t i = 0; i < t.inputs.size(); ++i) {
+    const uint64_t b = eval(t.inputs[i], s.micro_batch, seq, "inputs[" + std::to_string(i) + "].bytes");
+    out.input_bytes = checked_add(out.input_bytes, b, field);
+    if (i < t.inputs_saved.size() && t.inputs_saved[i])
+      out.saved_bytes = checked_add(out.saved_bytes, b, field);
+  }
+  return out;
+}
+
+ModelActivations traced_activations(const Trace& whole, const Settings& s) {
+  if (s.micro_batch == 0) fail(code::kOutOfRange, "microBatch", "microBatch must be >= 1");
+  const Trace& t = step_for(whole, s);
+  Step st{t, {}, {}, {}, {}};
+  const uint32_t traced_width = traced_width_of(t);
   evaluate_sizes(&st, s, traced_width);
   ModelActivations out;
   out.recipe = "trace";
@@ -268,7 +338,7 @@ ModelActivations traced_activations(const Trace& t, const Settings& s) {
     la.params = l < t.layer_params.size() ? t.layer_params[l] : 0;
     out.layers.push_back(std::move(la));
   }
-  backward_temps(st, kept, &out);
+  backward_temps(st, s, kept, &out);
   out.total_saved_bytes = out.input_bytes;
   for (const auto& la : out.layers)
     out.total_saved_bytes = checked_add(out.total_saved_bytes, la.saved_bytes, "microBatch");

@@ -243,6 +243,7 @@ nlohmann::json describe_model(const ModelDescription& m) {
   put_architecture(m.arch, out);
   put(out, "modules", m.module_count);
   put(out, "assumptions", m.assumptions);
+  if (m.trace) put(out, "trace", trace_description_json(*m.trace));
   return out;
 }
 

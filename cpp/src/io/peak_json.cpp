@@ -1,5 +1,6 @@
 // peakMemory's result JSON (peak::Result to the documented fields) and the calculator's entry.
 #include "io/peak_json.hpp"
+#include "io/trace_json.hpp"
 
 #include "io/calculators.hpp"
 #include "io/field_list.hpp"
@@ -131,6 +132,14 @@ nlohmann::json peak_memory_json(const nlohmann::json& request) {
       !(request.is_object() && t != request.end() && t->is_boolean()) || t->get<bool>();
   nlohmann::json out = peak::to_json(peak::compute(r), timeline);
   if (r.samples.given) put(out, "samples", peak::samples_json(r));
+  if (r.model().trace) {
+    activations::Settings s;  // the sizes and dtype the step runs at
+    s.micro_batch = r.micro_batch;
+    s.seq_len = r.seq_len;
+    s.precision = r.precision;
+    s.runtime = r.runtime.traits;
+    put(out, "trace", trace_summary_json(*r.model().trace, s));
+  }
   return out;
 }
 

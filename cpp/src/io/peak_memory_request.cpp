@@ -256,6 +256,8 @@ Runtime runtime_profile(const std::string& id, const std::string& field) {
   r.traits.mean_saves_input = json_at(j, "meanSavesInput").get<bool>();
   r.traits.softmax_saves_input = json_at(j, "softmaxSavesInput").get<bool>();
   r.traits.norm_stats_fp32 = json_at(j, "normStatsFp32").get<bool>();
+  r.traits.conv_backward_temp_outputs =
+      static_cast<uint32_t>(json_value_or(j, "convolutionBackwardTemporaryOutputs", uint64_t(0)));
   return r;
 }
 

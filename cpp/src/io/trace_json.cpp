@@ -143,16 +143,20 @@ void read_header(const Obj& o, Trace* t) {
   t->seq = t->has_seq ? sizes.u64("seq", 1, limits::kMaxSeqLen) : 0;
   if (sizes.has("probes")) sizes.raw("probes");  // what the tracer ran (informative)
   sizes.finish();
+  if (o.has("notes")) {
+    const json& n = o.array("notes", 1000);
+    for (size_t i = 0; i < n.size(); ++i)
+      t->notes.push_back(read_str(n[i], index_path(o.field("notes"), i), 2000));
+  }
+}
+
+// What the tracer says about one step: ops that ran on the CPU, sizes the probes contradicted.
+void read_step_notes(const Obj& o, Trace* t) {
   if (o.has("fallbacks")) {
     const Obj fb = o.obj("fallbacks");
     if (fb.json_value().size() > 10000) fail(code::kTooLarge, fb.path(), {fb.path(), " is too long"});
     for (auto it = fb.json_value().begin(); it != fb.json_value().end(); ++it)
       fb.u64(it.key().c_str(), 0, kMaxExactJson);
-  }
-  if (o.has("notes")) {
-    const json& n = o.array("notes", 1000);
-    for (size_t i = 0; i < n.size(); ++i)
-      t->notes.push_back(read_str(n[i], index_path(o.field("notes"), i), 2000));
   }
   if (o.has("inexact")) {
     const json& n = o.array("inexact", 100000);
@@ -406,6 +410,43 @@ void read_buffers(const Obj& o, ModelDescription* m) {
   }
 }
 
+// The step's own fields (the top level, or one dtype variant).
+void read_step(const Obj& o, size_t modules, Trace* t) {
+  read_step_notes(o, t);
+  read_inputs(o, t);
+  read_ops(o, modules, t);
+  read_tensors(o, t);
+  read_layers(o, t);
+  read_backward(o, t);
+}
+
+// variants: {"bfloat16": {inputs, ops, tensors, layers, backward, fallbacks, inexact}}: the step
+// with the model in bfloat16, its chain of as many layers as the float32 step's.
+void read_variants(const Obj& v, size_t modules, Trace* t) {
+  if (v.has("bfloat16")) {
+    const Obj h = v.obj("bfloat16");
+    auto half = std::make_shared<Trace>();
+    half->name = t->name;
+    half->torch = t->torch;
+    half->device = t->device;
+    half->loss = t->loss;
+    half->batch = t->batch;
+    half->seq = t->seq;
+    half->has_seq = t->has_seq;
+    half->notes = t->notes;
+    half->layer_params = t->layer_params;
+    half->dtype = "bfloat16";
+    read_step(h, modules, half.get());
+    if (half->layers.size() != t->layers.size())
+      fail(code::kInconsistent, h.field("layers"),
+           {h.field("layers"), " must hold as many layers as the float32 step's (",
+            std::to_string(t->layers.size()), ")"});
+    h.finish();
+    t->half = std::move(half);
+  }
+  v.finish();
+}
+
 }  // namespace
 
 ModelDescription model_from_trace(const Obj& model) {
@@ -425,18 +466,13 @@ ModelDescription model_from_trace(const Obj& model) {
   const Obj o(*tj, model.field("trace"));
   auto t = std::make_shared<Trace>();
   read_header(o, t.get());
-  read_inputs(o, t.get());
   const std::vector<std::string> modules = read_modules(o);
-  read_ops(o, modules.size(), t.get());
-  read_tensors(o, t.get());
-  read_layers(o, t.get());
-  read_backward(o, t.get());
+  read_step(o, modules.size(), t.get());
   ModelDescription m;
   m.source = "trace";
   m.name = t->name;
   read_parameters(o, *t, modules.size(), &m, &t->layer_params);
   read_buffers(o, &m);
-  o.finish();
   if (m.params == 0)
     fail(code::kOutOfRange, o.field("parameters"), {o.field("parameters"), " hold no parameters"});
   for (const auto& p : m.tensors)
@@ -449,8 +485,49 @@ ModelDescription model_from_trace(const Obj& model) {
              : m.dtype == DType::fp64 ? "float64" : "float32";
   m.module_count = modules.size();
   for (const auto& n : modules) m.module_name_bytes += n.size();
+  if (o.has("variants")) read_variants(o.obj("variants"), modules.size(), t.get());
+  o.finish();
   m.trace = std::move(t);
   return m;
+}
+
+json trace_description_json(const traced::Trace& t) {
+  json out = json::object();
+  put(out, "torch", t.torch);
+  put(out, "device", t.device);
+  put(out, "tracedBatch", t.batch);
+  if (t.has_seq) put(out, "tracedSeqLen", t.seq);
+  put(out, "ops", static_cast<uint64_t>(t.ops.size()));
+  json layers = json::array();
+  for (size_t i = 0; i < t.layers.size(); ++i) {
+    json l = json::object();
+    put(l, "name", t.layers[i].name);
+    put(l, "params", i < t.layer_params.size() ? t.layer_params[i] : 0);
+    put(l, "ops", t.layers[i].end - t.layers[i].start);
+    layers.push_back(std::move(l));
+  }
+  put(out, "layers", std::move(layers));
+  put(out, "inexactSizes", t.inexact);
+  put(out, "notes", t.notes);
+  return out;
+}
+
+json trace_summary_json(const traced::Trace& t, const activations::Settings& s) {
+  const traced::StepSummary sum = traced::step_summary(t, s);
+  json out = json::object();
+  put(out, "name", t.name);
+  put(out, "torch", t.torch);
+  put(out, "device", t.device);
+  put(out, "tracedBatch", t.batch);
+  if (t.has_seq) put(out, "tracedSeqLen", t.seq);
+  put(out, "layers", static_cast<uint64_t>(t.layers.size()));
+  put(out, "ops", static_cast<uint64_t>(t.ops.size()));
+  put(out, "savedBytes", sum.saved_bytes);
+  put(out, "heldBytes", sum.held_bytes);
+  put(out, "inputBytes", sum.input_bytes);
+  put(out, "inexactSizes", t.inexact);
+  put(out, "notes", t.notes);
+  return out;
 }
 
 }  // namespace trainmem
