@@ -21,12 +21,13 @@ import sys
 
 import torch
 import torchvision.models as tv
-from torch.profiler import ProfilerActivity, profile, record_function
+from torch.profiler import record_function
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "python"))
 sys.path.insert(0, HERE)
 import measure_activations as ma  # noqa: E402
+import measure_peak as mp  # noqa: E402
 import tm_custom_models as cm  # noqa: E402
 import tm_torch_models as tm  # noqa: E402
 import trainmem_trace as tt  # noqa: E402
@@ -76,22 +77,11 @@ def trace_family(name, build, config):
 
 
 def make_optimizer(name, params):
-    params = [p for p in params if p.requires_grad]
-    if name == "sgd":
-        return torch.optim.SGD(params, lr=1e-3)
-    if name == "sgd-momentum":
-        return torch.optim.SGD(params, lr=1e-3, momentum=0.9)
-    if name == "adam":
-        return torch.optim.Adam(params, lr=1e-3)
-    return torch.optim.AdamW(params, lr=1e-3)
+    # tools/measure_peak.py's optimizers (sgd, sgd-momentum, adam, adamw), trainable tensors only
+    return mp.make_optimizer(name, [p for p in params if p.requires_grad])
 
 
-def storages(tensors):
-    out = {}
-    for t in tensors:
-        st = t.storage()
-        out[st.data_ptr()] = st.size() * t.element_size()
-    return out
+storages = mp.storages  # distinct storages: {data_ptr: bytes}
 
 
 def batch_of(spec, loss, model, b, s):
@@ -143,18 +133,7 @@ def measure(build, spec, loss, optimizer, b, s):
     for st in opt.state.values():
         tensors += [v for v in st.values() if torch.is_tensor(v)]
     baseline = sum(storages(tensors).values())
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-        step(model, x, target, loss, opt)
-    events = prof.profiler.kineto_results.events()
-    mem = sorted((e.start_us(), i, e.nbytes()) for i, e in enumerate(events) if e.name() == "[memory]")
-    ranges = [(e.start_us(), e.start_us() + e.duration_us(), e.name()[6:]) for e in events
-              if e.name().startswith("phase:")]
-    run, peak, peak_t = 0, 0, None
-    for t, _, n in mem:
-        run += n
-        if run > peak:
-            peak, peak_t = run, t
-    phase = next((nm for a, z, nm in ranges if a <= peak_t <= z), "other") if peak_t else "baseline"
+    peak, phase, _ = mp.profiled_peak(lambda: step(model, x, target, loss, opt))
     return {"savedBytes": saved, "baselineBytes": baseline, "peakBytes": baseline + peak,
             "peakPhase": phase, "params": sum(p.numel() for p in model.parameters())}
 

@@ -10,7 +10,7 @@ import torch.nn as nn
 from . import __version__, compat, fit
 from .chain import find_chain
 from .inputs import LOSSES, Input, apply_loss, main_output, target_for
-from .record import dtype_name, record_step
+from .record import FallbackError, dtype_name, record_step
 
 FORMAT = "trainmem-trace"
 VERSION = 1
@@ -57,12 +57,16 @@ def _on_device(model, device):
 
 
 def _probe_sizes(batch, seq):
-    """(fit points, check points) for the batch and the sequence length."""
+    """(batch probes, length probes): fitted on the first two (three), checked on the last.
+    Sizes of 1 are probed as 2: broadcasting over a dimension of 1 takes other paths (a view
+    instead of a copy, no reduction in the backward), which larger sizes do not share."""
     if batch < 1:
         raise TraceError("batch must be at least 1")
+    batch = max(batch, 2)
     bs = [batch, batch + 1, batch + 3]
     if seq is None:
         return bs, None
+    seq = max(seq, 2)
     if seq % 4 == 0 and seq // 4 >= 2:
         ss = [seq, seq // 2, seq // 4, 3 * seq // 4]
     elif seq >= 5:
@@ -284,7 +288,8 @@ def trace(model, example_inputs, loss_fn=None, *, batch=None, seq=None, target=N
         raise TraceError("seq is given but no input shape has an 's'")
     if seq is None and any(sp.uses_seq for sp in specs):
         raise TraceError("an input shape has an 's': give seq (the traced sequence length)")
-    batch = batch or 2
+    batch = max(batch or 2, 2)  # (see _probe_sizes)
+    seq = max(seq, 2) if seq is not None else None
     model = _on_device(model, device)
     model.train()
     step = _probe(model, specs, loss_fn, target, device, blocks, batch, seq, log)
@@ -329,12 +334,16 @@ def _add_16bit_variant(out, model, specs, loss_fn, target, device, blocks, batch
               for sp in specs]
     try:
         step = _probe(half, hspecs, loss_fn, target, device, blocks, batch, seq, log)
-    except Exception as e:  # an op without a bfloat16 kernel (on the CPU fallback, say)
-        out["notes"].append(f"no bfloat16 variant: {str(e).splitlines()[0][:300]}")
+    except FallbackError as e:  # no meta kernel, and on the CPU no bfloat16 kernel
+        out["notes"].append(f"no bfloat16 step: {e.op} ran on the CPU, which has no bfloat16 "
+                            "kernel for it in this torch")
+        return
+    except Exception as e:  # an op without a bfloat16 kernel
+        out["notes"].append(f"no bfloat16 step: {str(e).splitlines()[0][:200]}")
         return
     v = _assemble(half, hspecs, step, loss_fn, batch, seq, device, None)
     if len(v["layers"]) != len(out["layers"]):
-        out["notes"].append("no bfloat16 variant: its chain differs from the float32 step's")
+        out["notes"].append("no bfloat16 step: its chain differs from the float32 step's")
         return
     out["variants"] = {"bfloat16": {k: v[k] for k in VARIANT_KEYS}}
 

@@ -30,6 +30,15 @@ _DTYPE_NAMES = {
 _MASK_OPS = {"aten.bernoulli_", "aten.bernoulli"}
 
 
+class FallbackError(RuntimeError):
+    """An op without a meta kernel that failed on CPU tensors too."""
+
+    def __init__(self, op, meta_error, cpu_error):
+        super().__init__(f"{op} has no meta kernel ({meta_error[:200]}) and failed on CPU "
+                         f"tensors too: {cpu_error[:200]}")
+        self.op = op
+
+
 def dtype_name(dt):
     return _DTYPE_NAMES.get(dt, str(dt).replace("torch.", ""))
 
@@ -202,8 +211,8 @@ class Recorder:
         try:
             out = _cpu_fallback(func, args, kwargs)
         except Exception as e:
-            raise RuntimeError(f"{flops.op_name(func)} has no meta kernel ({first.splitlines()[0]}) "
-                               f"and failed on CPU too: {e}") from None
+            raise FallbackError(flops.op_name(func), first.splitlines()[0],
+                                str(e).splitlines()[0] if str(e) else type(e).__name__) from None
         self.fallbacks[flops.op_name(func)] += 1
         return out, True
 
@@ -240,6 +249,10 @@ class Recorder:
         if self.phase != "backward":
             idx = self.index_of(t)
             rec = self.tensors[idx]
+            if rec["role"] == "external" and rec["op"] == -1:
+                # made outside the ops: a Python number autograd keeps as a 0-dim tensor
+                # (the 0.5 of x * 0.5): an activation of the op that saves it
+                rec["role"], rec["op"] = "activation", len(self.ops) - 1
             if not rec["saved"]:
                 rec["saved"] = True
                 rec["saved_by"] = len(self.ops) - 1

@@ -77,3 +77,199 @@ TEST_CASE("traced: saved bytes within 1 % and step peaks within 5 % of torch 1.1
   }
   CHECK(models.size() >= 11);  // eight torchvision models and three of our own at least
 }
+
+namespace {
+
+// The family models of tools/tm_torch_models.py as their configs (tools/measure_activations.py).
+json family_config(const std::string& name) {
+  if (name == "gpt2_smallish")
+    return {{"model_type", "gpt2"}, {"n_embd", 192},      {"n_head", 6},
+            {"n_layer", 3},         {"n_positions", 256}, {"vocab_size", 3000},
+            {"attn_pdrop", 0.1},    {"resid_pdrop", 0.1}, {"embd_pdrop", 0.1}};
+  return {{"model_type", "llama"},    {"hidden_size", 128},
+          {"num_attention_heads", 4}, {"num_key_value_heads", 4},
+          {"num_hidden_layers", 2},   {"intermediate_size", 344},
+          {"vocab_size", 1000},       {"rms_norm_eps", 1e-6},
+          {"rope_theta", 10000.0},    {"max_position_embeddings", 512}};
+}
+
+}  // namespace
+
+TEST_CASE("traced: models of the built-in families give their configs' answers within 1 %",
+          "[traced]") {
+  for (const std::string name : {"gpt2_smallish", "llama_tiny"}) {
+    const json trace = trace_of("traces/" + name + ".trace.json");
+    for (const std::string precision : {"fp32", "bf16"}) {
+      INFO(name << " " << precision);
+      json r = {{"microBatch", 4},      {"seqLen", 128},          {"runtime", "pytorch-cpu"},
+                {"optimizer", "adamw"}, {"precision", precision}, {"timeline", false},
+                {"attention", "eager"}};
+      r["model"] = {{"config", family_config(name)}};
+      const json cfg = call("peakMemory", r);
+      r["model"] = {{"trace", trace}};
+      const json tr = call("peakMemory", r);
+      for (const char* k : {"allocatedPeakBytes", "storedActivationBytes"}) {
+        INFO(k << ": config " << cfg[k] << " trace " << tr[k]);
+        CHECK(std::fabs(tr[k].get<double>() - cfg[k].get<double>()) <= 0.01 * cfg[k].get<double>());
+      }
+      CHECK(tr["params"] == cfg["params"]);
+    }
+  }
+  // and against the measurement of the same model (tests/fixtures/torch_activations.json:
+  // "llama tiny fp32 b2 s64", 4,055,572 bytes saved)
+  json r = {{"model", {{"trace", trace_of("traces/llama_tiny.trace.json")}}},
+            {"microBatch", 2},
+            {"seqLen", 64},
+            {"runtime", "pytorch-cpu"},
+            {"timeline", false}};
+  CHECK(call("peakMemory", r)["trace"]["savedBytes"] == 4055572);
+}
+
+TEST_CASE("traced: every calculator reads a trace, and the training settings apply", "[traced]") {
+  const json lm = trace_of("traces/tinylm.trace.json");
+  const json base = {{"model", {{"trace", lm}}}, {"microBatch", 4},      {"seqLen", 64},
+                     {"runtime", "pytorch-cpu"}, {"optimizer", "adamw"}, {"timeline", false}};
+  const json plain = call("peakMemory", base);
+  // checkpointing every block keeps less for the backward
+  json ck = base;
+  ck["checkpointing"] = "full";
+  CHECK(call("peakMemory", ck)["storedActivationBytes"] < plain["storedActivationBytes"]);
+  // the longer sequence keeps more (b s^2 attention scores): 4x the length, more than 4x
+  json longer = base;
+  longer["seqLen"] = 256;
+  CHECK(call("peakMemory", longer)["trace"]["savedBytes"].get<double>() >
+        4.0 * plain["trace"]["savedBytes"].get<double>());
+  // seqLen defaults to the traced length
+  json traced_len = base;
+  traced_len.erase("seqLen");
+  CHECK(call("peakMemory", traced_len)["trace"]["tracedSeqLen"] == 32);
+  // ZeRO-2 over 4 ranks: a quarter of the gradients and optimizer state
+  json zero = base;
+  zero["zeroStage"] = 2;
+  zero["dataParallel"] = 4;
+  const json z = call("peakMemory", zero);
+  CHECK(z["breakdown"]["optimizerState"]["bytes"].get<double>() ==
+        Approx(plain["breakdown"]["optimizerState"]["bytes"].get<double>() / 4).epsilon(1e-6));
+  // LoRA on named Linear modules: rank x (in + out) per adapted linear (qkv: 128 -> 384, proj:
+  // 128 -> 128, in each of the 3 blocks)
+  json lora = base;
+  lora["lora"] = {{"rank", 8}, {"targetModules", {"qkv", "proj"}}};
+  CHECK(call("peakMemory", lora)["trainableParams"] == 3 * 8 * ((128 + 384) + (128 + 128)));
+  json fsdp = base;
+  fsdp["runtime"] = "pytorch-2.5-cuda";
+  fsdp["dataParallel"] = 4;
+  fsdp["fsdp"] = {{"shardingStrategy", "FULL_SHARD"}};
+  CHECK(call("peakMemory", fsdp)["peakBytes"] > 0);
+  // placement: one chain layer per layer of the trace
+  const json pl = call("placement", {{"model", {{"trace", lm}}},
+                                     {"microBatch", 4},
+                                     {"strategy", "optimal"},
+                                     {"budgetBytes", 20000000}});
+  CHECK(pl["plan"].size() == lm["layers"].size());
+  // the accumulation planner, checkpoint size and describeModel
+  const json acc = call("accumulation", {{"model", {{"trace", lm}}},
+                                         {"gpu", "a100-80gb"},
+                                         {"targetGlobalBatch", 64},
+                                         {"runtime", "pytorch-2.5-cuda"}});
+  CHECK(acc["recommended"].is_object());
+  const json size = call("checkpointSize", {{"model", {{"trace", lm}}},
+                                            {"optimizer", "adamw"},
+                                            {"weightDtype", "fp32"},
+                                            {"format", "raw"}});
+  CHECK(size["breakdown"]["weights"] == 4 * plain["params"].get<uint64_t>());
+  const json d = call("describeModel", {{"model", {{"trace", lm}}}});
+  CHECK(d["source"] == "trace");
+  CHECK(d["trace"]["layers"].size() == lm["layers"].size());
+}
+
+TEST_CASE("traced: what a trace cannot answer is an error naming the field", "[traced]") {
+  const json lm = trace_of("traces/tinylm.trace.json");
+  const json mlp = json::parse(read_text("../fuzz/trace_seeds/mlp.trace.json"));
+  const json base = {{"model", {{"trace", lm}}}, {"microBatch", 2}, {"timeline", false}};
+  const std::vector<std::tuple<const char*, json, const char*, const char*>> cases = {
+      {"amp", {{"precision", "amp-bf16"}}, "unsupported", "precision"},
+      {"tp", {{"tensorParallel", 2}}, "unsupported", "tensorParallel"},
+      {"compile", {{"compile", true}}, "unsupported", "compile"},
+      {"attn", {{"checkpointing", "attention-recompute"}}, "unsupported", "checkpointing"},
+      {"loss", {{"loss", "chunked"}}, "unsupported", "loss"},
+  };
+  for (const auto& [what, extra, code, field] : cases) {
+    INFO(what);
+    json r = base;
+    r.update(extra);
+    const json e = error_of("peakMemory", r);
+    CHECK(e["code"] == code);
+    CHECK(e["field"] == field);
+  }
+  // a trace without a sequence length refuses seqLen
+  const json e =
+      error_of("peakMemory", {{"model", {{"trace", mlp}}}, {"microBatch", 2}, {"seqLen", 8}});
+  CHECK(e["field"] == "seqLen");
+  CHECK(e["code"] == "inconsistent");
+}
+
+TEST_CASE("traced: a malformed or hostile trace is an error naming its field", "[traced]") {
+  const json good = json::parse(read_text("../fuzz/trace_seeds/mlp.trace.json"));
+  const auto request = [](const json& trace) {
+    return json{{"model", {{"trace", trace}}}, {"microBatch", 2}, {"timeline", false}};
+  };
+  using Edit = void (*)(json&);
+  const std::vector<std::tuple<const char*, Edit, const char*, const char*>> cases = {
+      {"format", [](json& t) { t["format"] = "other"; }, "unknown_value", "model.trace.format"},
+      {"version", [](json& t) { t["version"] = 2; }, "unsupported", "model.trace.version"},
+      {"unknown key", [](json& t) { t["extra"] = 1; }, "unknown_key", "model.trace.extra"},
+      {"free before made", [](json& t) { t["tensors"][1]["free"] = t["tensors"][1]["op"]; },
+       "inconsistent", "model.trace.tensors[1].free"},
+      {"op out of range", [](json& t) { t["tensors"][0]["op"] = 100000; }, "out_of_range",
+       "model.trace.tensors[0].op"},
+      {"unknown term",
+       [](json& t) {
+         t["tensors"][0]["bytes"] = {{"q", 4}};
+       },
+       "unknown_key", "model.trace.tensors[0].bytes.q"},
+      {"s without a length",
+       [](json& t) {
+         t["tensors"][0]["bytes"] = {{"bs", 4}};
+       },
+       "inconsistent", "model.trace.tensors[0].bytes.bs"},
+      {"huge coefficient",
+       [](json& t) {
+         t["tensors"][0]["bytes"] = {{"b", 1e300}};
+       },
+       "out_of_range", "model.trace.tensors[0].bytes.b"},
+      {"negative size", [](json& t) { t["tensors"][0]["bytes"] = -8; }, "out_of_range",
+       "model.trace.tensors[0].bytes"},
+      {"layers leave a gap", [](json& t) { t["layers"][1]["start"] = 0; }, "inconsistent",
+       "model.trace.layers[1].start"},
+      {"layers miss ops", [](json& t) { t["layers"].erase(t["layers"].size() - 1); },
+       "inconsistent", "model.trace.layers"},
+      {"freed twice", [](json& t) { t["backward"].push_back(t["backward"].back()); },
+       "inconsistent", ""},
+      {"event kind", [](json& t) { t["backward"][0][0] = "x"; }, "unknown_value",
+       "model.trace.backward[0][0]"},
+      {"tied to nothing", [](json& t) { t["parameters"][0]["tiedTo"] = "nope"; }, "inconsistent",
+       "model.trace.parameters[0].tiedTo"},
+      {"module out of range", [](json& t) { t["ops"][0]["module"] = 999; }, "out_of_range",
+       "model.trace.ops[0].module"},
+      {"dtype", [](json& t) { t["tensors"][0]["dtype"] = "float31"; }, "unknown_value",
+       "model.trace.tensors[0].dtype"},
+  };
+  for (const auto& [what, edit, code, field] : cases) {
+    INFO(what);
+    json t = good;
+    edit(t);
+    const json e = error_of("peakMemory", request(t));
+    CHECK(e["code"] == code);
+    if (std::string(field).empty())
+      CHECK(e["field"].get<std::string>().rfind("model.trace.backward[", 0) == 0);
+    else
+      CHECK(e["field"] == field);
+  }
+  // the file's text: parsed as strictly as a request, errors inside it named
+  const json bad_text = error_of("peakMemory", request(json(std::string("{\"format\": 1e400}"))));
+  CHECK(bad_text["code"] == "out_of_range");
+  CHECK(bad_text["field"] == "model.trace.format");
+  CHECK(error_of("describeModel", {{"model", {{"trace", "[1, 2"}}}})["code"] == "invalid_json");
+  // and the core answers the next request
+  CHECK(call("peakMemory", request(json(good.dump())))["trace"]["savedBytes"] > 0);
+}

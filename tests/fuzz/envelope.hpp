@@ -38,7 +38,7 @@ inline const std::set<std::string>& stable_codes() {
 
 // Collects dotted paths of integers above 2^53; aborts on one above 2^63.
 inline void walk(const json& v, const std::string& path, std::set<std::string>* big,
-          const std::string& out) {
+                 const std::string& out) {
   if (v.is_number_unsigned()) {
     const uint64_t u = v.get<uint64_t>();
     if (u > (1ULL << 63)) finding("result integer above 2^63", path + "\n" + out);
@@ -54,9 +54,7 @@ inline void walk(const json& v, const std::string& path, std::set<std::string>* 
   }
 }
 
-
-inline void check(const std::string& function, const std::string& request,
-                  const std::string& out) {
+inline void check(const std::string& function, const std::string& request, const std::string& out) {
   json envelope;
   try {
     envelope = json::parse(out);

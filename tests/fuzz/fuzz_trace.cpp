@@ -10,9 +10,10 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
+  // (the accumulation planner evaluates tens of steps: one input in 32 goes to it)
   static const char* const kFunctions[] = {"peakMemory", "placement", "checkpointSize",
-                                           "describeModel", "accumulation"};
-  const char* function = kFunctions[data[0] % 5];
+                                           "describeModel"};
+  const char* function = (data[0] & 31) == 31 ? "accumulation" : kFunctions[data[0] % 4];
   const uint64_t micro = 1 + (data[0] >> 3) % 9;
   trainmem::json req = trainmem::json::object();
   req["model"] = {{"trace", std::string(reinterpret_cast<const char*>(data + 1), size - 1)}};

@@ -11,6 +11,6 @@ src = os.path.join(root, "tests", "fuzz", "trace_seeds")
 for name in sorted(os.listdir(src)):
     with open(os.path.join(src, name), "rb") as f:
         text = f.read().strip()
-    for first in (0, 1, 2, 3, 4, 6, 13, 0x45):
+    for first in (0, 1, 2, 3, 4, 6, 13, 0x45, 31):
         with open(os.path.join(out, f"{name}.{first}"), "wb") as f:
             f.write(bytes([first]) + text)

@@ -11,6 +11,7 @@ import { FIELDS, TABS, defaults } from './state.js';
 import { BUILDERS, isHeavy, isSlow, modelOf } from './requests.js';
 import { Solver } from './solver.js';
 import { snapshotPanel } from './snapshot.js';
+import { traced, tracedLine, tracePanel } from './trace.js';
 import { EXAMPLES, findPreset } from './examples.js';
 import { exportersOf, exportBar, embedCodes, embedDialog } from './export.js';
 import {
@@ -88,7 +89,8 @@ async function startContext(root, options) {
    * The context. Besides what is set here: the shown result (`last`: { tab, fn, request,
    * result }), whether the first result is shown (`firstDone`), the advanced disclosure's
    * state (`advancedOpen`), the pending URL write (`stateTimer`), the ResizeObserver of the
-   * results (`resultsSize`), the snapshot panel (`snapPanel`), the presets (`presets`,
+   * results (`resultsSize`), the snapshot panel (`snapPanel`), the traced-model panel
+   * (`tracePanel`), the presets (`presets`,
    * `known`), the callbacks (`update`, `compute`, `errorBox`), and the current layout's
    * elements (build(): resultsEl, verdictEl, suggestEl, statusEl, exampleEl, dialogEl).
    * @type {Record<string, any>}
@@ -114,6 +116,8 @@ async function startContext(root, options) {
 
   // The snapshot comparison has a worker of its own: a placement solve does not cancel it.
   ctx.snapPanel = snapshotPanel(Object.assign(Object.create(ctx), { solver: new Solver(tm) }));
+  // A dropped trace of the user's own model (read in a worker of its own).
+  ctx.tracePanel = tracePanel(Object.assign(Object.create(ctx), { solver: new Solver(tm) }));
   ctx.presets = loadPresets(tm);
   ctx.known = {
     llama: findPreset(ctx.presets, ['llama27bhf', 'llama27b', 'llama2-7b']),
@@ -482,6 +486,7 @@ function errorBox(ctx, e) {
   );
   const out = wayOut(ctx, e);
   if (out) box.append(out);
+  if (traced.text) box.append(tracedLine(ctx, ctx.tracePanel.clear));
   const fieldKey =
     e.field &&
     // (the accumulation planner's step times need a GPU preset's TFLOP/s: point at the picker)

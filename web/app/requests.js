@@ -2,11 +2,14 @@
 // Requests for the core, built from the page state. Only documented request keys are sent;
 // optional ones only when the user set them, so the core's documented defaults apply.
 import { TrainmemError } from '../lib/errors.js';
+import { traced } from './trace.js';
 
 /** A problem the page finds in its own inputs before a core call: a TrainmemError. */
 export class InputError extends TrainmemError {}
 
 export function modelOf(st) {
+  // a dropped trace of the user's own model replaces the form's model until it is removed
+  if (traced.text) return { trace: traced.text };
   if (st.modelSource === 'preset' && st.preset) return { preset: st.preset };
   if (st.modelSource === 'config') {
     let config;
@@ -29,6 +32,11 @@ export function modelOf(st) {
   return { params: st.params };
 }
 
+// seqLen, except for a traced model whose inputs have no sequence length (the core refuses it)
+function seqLenOf(st) {
+  return traced.text && !traced.hasSeq ? {} : { seqLen: st.seqLen };
+}
+
 function gpuOf(st) {
   return st.gpu ? { gpu: st.gpu } : { gpuMemoryBytes: Math.round(st.gpuGB * 1e9) };
 }
@@ -46,7 +54,7 @@ export function peakMemoryRequest(st) {
   const r = {
     model: modelOf(st),
     microBatch: st.microBatch,
-    seqLen: st.seqLen,
+    ...seqLenOf(st),
     precision: st.precision,
     optimizer: st.optimizer,
     checkpointing: st.checkpointing,
@@ -158,7 +166,7 @@ export function accumulationRequest(st) {
     {
       targetGlobalBatch: st.targetGlobalBatch,
       model: modelOf(st),
-      seqLen: st.seqLen,
+      ...seqLenOf(st),
       precision: st.precision,
       optimizer: st.optimizer,
       // "whether checkpointing pays": without a strategy chosen, the planner compares none with
@@ -195,7 +203,7 @@ export function placementRequest(st) {
       ? {
           model: modelOf(st),
           microBatch: st.microBatch,
-          seqLen: st.seqLen,
+          ...seqLenOf(st),
           precision: st.precision,
         }
       : { chain: uniformChain(st.layers, Math.round(st.layerMB * 1e6)) };

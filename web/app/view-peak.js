@@ -92,5 +92,5 @@ export function renderPeak(ctx, el, res, req) {
   el.append(assumptionList(ctx, res));
   timelineChart(ctx, el, res.timeline, 'peak.timeline', capacity);
   el.append(details(ctx, res));
-  el.append(snapPanel.element(req));
+  el.append(snapPanel.element(req), ctx.tracePanel.element());
 }

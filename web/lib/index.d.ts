@@ -289,11 +289,7 @@ export interface TraceFile {
 }
 /** Any of the five model forms. */
 export type ModelInput =
-  | ModelByParams
-  | ModelByPreset
-  | ModelByConfig
-  | ModelByTensors
-  | ModelByTrace;
+  ModelByParams | ModelByPreset | ModelByConfig | ModelByTensors | ModelByTrace;
 
 // ---------------------------------------------------------------------------------------
 // checkpointSize

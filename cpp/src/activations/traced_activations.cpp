@@ -28,8 +28,8 @@ uint64_t eval(const Poly& p, uint64_t b, uint64_t s, const std::string& what) {
   uint64_t pos = 0, neg = 0;
   for (int i = 0; i < 6; ++i) {
     if (p.c[i] == 0) continue;
-    const uint64_t mag = p.c[i] < 0 ? uint64_t(0) - static_cast<uint64_t>(p.c[i])
-                                    : static_cast<uint64_t>(p.c[i]);
+    const uint64_t mag =
+        p.c[i] < 0 ? uint64_t(0) - static_cast<uint64_t>(p.c[i]) : static_cast<uint64_t>(p.c[i]);
     const uint64_t term = checked_mul(mag, mono[i], field);
     (p.c[i] < 0 ? neg : pos) = checked_add(p.c[i] < 0 ? neg : pos, term, field);
   }
@@ -61,9 +61,9 @@ uint64_t rescale(const Tensor& t, uint64_t bytes, const Settings& s, uint32_t tr
 // Everything evaluated once per request.
 struct Step {
   const Trace& t;
-  std::vector<uint64_t> bytes;    // per tensor, in the request's precision
-  std::vector<int64_t> layer_of;  // per forward op
-  std::vector<uint64_t> live;     // per forward op: transient bytes live while it runs
+  std::vector<uint64_t> bytes;              // per tensor, in the request's precision
+  std::vector<int64_t> layer_of;            // per forward op
+  std::vector<uint64_t> live;               // per forward op: transient bytes live while it runs
   std::vector<std::vector<uint64_t>> kept;  // per layer: tensors kept for the backward
 };
 
@@ -78,10 +78,10 @@ void evaluate_sizes(Step* st, const Settings& s, uint32_t traced_width) {
   const uint64_t seq = t.has_seq ? s.seq_len : 0;
   st->bytes.resize(t.tensors.size());
   for (size_t i = 0; i < t.tensors.size(); ++i)
-    st->bytes[i] = rescale(t.tensors[i],
-                           eval(t.tensors[i].bytes, s.micro_batch, seq,
-                                "tensors[" + std::to_string(i) + "].bytes"),
-                           s, traced_width);
+    st->bytes[i] = rescale(
+        t.tensors[i],
+        eval(t.tensors[i].bytes, s.micro_batch, seq, "tensors[" + std::to_string(i) + "].bytes"), s,
+        traced_width);
   st->layer_of.assign(t.ops.size(), 0);
   for (size_t l = 0; l < t.layers.size(); ++l)
     for (uint64_t k = t.layers[l].start; k < t.layers[l].end; ++k)
@@ -102,7 +102,8 @@ void evaluate_sizes(Step* st, const Settings& s, uint32_t traced_width) {
       st->kept[held ? 0 : static_cast<size_t>(l)].push_back(i);
       continue;
     }
-    made[static_cast<size_t>(x.op)] = checked_add(made[static_cast<size_t>(x.op)], st->bytes[i], field);
+    made[static_cast<size_t>(x.op)] =
+        checked_add(made[static_cast<size_t>(x.op)], st->bytes[i], field);
     gone[static_cast<size_t>(x.free)] =
         checked_add(gone[static_cast<size_t>(x.free)], st->bytes[i], field);
   }
@@ -144,8 +145,7 @@ void forward_temps(const Step& st, size_t l, const std::vector<uint64_t>& kept,
   // tensors not yet made while those transients live
   uint64_t later = 0;  // kept tensors made after tensor k
   for (size_t k = most.size(); k-- > 0;) {
-    if (most[k] > later)
-      la->forward_temp_bytes = std::max(la->forward_temp_bytes, most[k] - later);
+    if (most[k] > later) la->forward_temp_bytes = std::max(la->forward_temp_bytes, most[k] - later);
     if (k > 0) later += la->tensors[k - 1];
   }
   for (size_t k = 0; k < most.size(); ++k)
@@ -240,6 +240,12 @@ uint32_t traced_width_of(const Trace& t) {
   return t.dtype == "float64" ? 8 : 4;
 }
 
+bool has_op(const Trace& t, const char* name) {
+  for (const Op& o : t.ops)
+    if (o.name == name) return true;
+  return false;
+}
+
 bool has_mask(const Trace& t) {
   for (const Tensor& x : t.tensors)
     if (x.mask) return true;
@@ -267,6 +273,10 @@ void trace_assumptions(const Trace& t, const Settings& s, uint32_t traced_width,
     out->push_back(
         "dropout: the float noise the trace kept (CPU and meta run _dropout_impl) counted as "
         "native_dropout's 1-byte mask, as on CUDA");
+  if (s.runtime.conv_backward_temp_outputs > 0 && has_op(t, "aten.convolution"))
+    out->push_back(
+        "each convolution's backward holds one more temporary of its output's size (oneDNN "
+        "reorders grad_output on the CPU; measured with torch 1.13)");
   if (t.inexact > 0)
     out->push_back(std::to_string(t.inexact) +
                    " sizes of the trace did not follow a polynomial in the batch (or the length) "
@@ -296,7 +306,8 @@ StepSummary step_summary(const Trace& whole, const Settings& s) {
   }
   const uint64_t seq = t.has_seq ? s.seq_len : 0;
   for (size_t i = 0; i < t.inputs.size(); ++i) {
-    const uint64_t b = eval(t.inputs[i], s.micro_batch, seq, "inputs[" + std::to_string(i) + "].bytes");
+    const uint64_t b =
+        eval(t.inputs[i], s.micro_batch, seq, "inputs[" + std::to_string(i) + "].bytes");
     out.input_bytes = checked_add(out.input_bytes, b, field);
     if (i < t.inputs_saved.size() && t.inputs_saved[i])
       out.saved_bytes = checked_add(out.saved_bytes, b, field);
@@ -314,10 +325,10 @@ ModelActivations traced_activations(const Trace& whole, const Settings& s) {
   out.recipe = "trace";
   const uint64_t seq = t.has_seq ? s.seq_len : 0;
   for (size_t i = 0; i < t.inputs.size(); ++i)
-    out.input_bytes =
-        checked_add(out.input_bytes,
-                    eval(t.inputs[i], s.micro_batch, seq, "inputs[" + std::to_string(i) + "].bytes"),
-                    "microBatch");
+    out.input_bytes = checked_add(
+        out.input_bytes,
+        eval(t.inputs[i], s.micro_batch, seq, "inputs[" + std::to_string(i) + "].bytes"),
+        "microBatch");
   std::vector<std::vector<uint64_t>> kept(t.layers.size());
   for (size_t l = 0; l < t.layers.size(); ++l) {
     const Layer& L = t.layers[l];
@@ -327,13 +338,18 @@ ModelActivations traced_activations(const Trace& whole, const Settings& s) {
     for (uint64_t i : kept[l]) {
       la.tensors.push_back(st.bytes[i]);
       la.saved_bytes = checked_add(la.saved_bytes, st.bytes[i], "microBatch");
-      if (s.detail) la.saved.push_back({"tensor " + std::to_string(i), st.bytes[i], t.ops.empty() || t.tensors[i].op < 0 ? "" : t.ops[static_cast<size_t>(t.tensors[i].op)].name});
+      if (s.detail)
+        la.saved.push_back({"tensor " + std::to_string(i), st.bytes[i],
+                            t.ops.empty() || t.tensors[i].op < 0
+                                ? ""
+                                : t.ops[static_cast<size_t>(t.tensors[i].op)].name});
     }
     la.output_bytes = st.bytes[L.output];
     forward_temps(st, l, kept[l], &la);
     double flops = 0;
     for (uint64_t k = L.start; k < L.end; ++k)
-      flops += static_cast<double>(eval(t.ops[k].flops, s.micro_batch, seq, "ops[" + std::to_string(k) + "].flops"));
+      flops += static_cast<double>(
+          eval(t.ops[k].flops, s.micro_batch, seq, "ops[" + std::to_string(k) + "].flops"));
     la.forward_flops = flops > 0 ? flops : 1;
     la.params = l < t.layer_params.size() ? t.layer_params[l] : 0;
     out.layers.push_back(std::move(la));

@@ -7,7 +7,6 @@
 
 #include "io/accumulation_json.hpp"
 #include "io/calculators.hpp"
-#include "trainmem/traced_model.hpp"
 #include "io/field_list.hpp"
 #include "io/json_fields.hpp"
 #include "io/peak_json.hpp"
@@ -18,6 +17,7 @@
 #include "trainmem/optimizer.hpp"
 #include "trainmem/peak_memory.hpp"
 #include "trainmem/time_model.hpp"
+#include "trainmem/traced_model.hpp"
 #include "trainmem/vocabulary.hpp"
 
 namespace trainmem {
@@ -109,8 +109,8 @@ json peak_request(const Obj& req, bool* auto_ckpt) {
   if (*auto_ckpt) peak_json.erase("checkpointing");
   put_fields(peak_json, {{"microBatch", 1}, {"searchMaxMicroBatch", false}, {"timeline", false}});
   // (a traced model has its own length, or none: the peakMemory parser checks seqLen for it)
-  const bool traced = req.has("model") && req.raw("model").is_object() &&
-                      json_has(req.raw("model"), "trace");
+  const bool traced =
+      req.has("model") && req.raw("model").is_object() && json_has(req.raw("model"), "trace");
   if (!json_has(peak_json, "seqLen") && !traced)
     fail(code::kMissingField, "seqLen", "seqLen is required by the planner");
   if (json_has(peak_json, "seqLen"))
@@ -177,8 +177,9 @@ void work_per_step(const peak::Request& base, accumulation::PlannerInputs* out) 
   in.model_has_batchnorm = has_bn;
   // Transformers normalise with LayerNorm/RMSNorm; an MLP chain has no norm; a bare parameter
   // count or a tensor list without buffers says nothing either way.
-  in.model_may_have_batchnorm =
-      !has_bn && !base.is_mlp && !base.model().has_architecture() && base.model().buffers.empty();
+  // (a trace lists every buffer: no running_mean, no BatchNorm)
+  in.model_may_have_batchnorm = !has_bn && !base.is_mlp && !base.model().has_architecture() &&
+                                base.model().buffers.empty() && !base.model().trace;
 }
 
 // The peak-memory calculator as the planner's memory model (the request's settings, the

@@ -8,12 +8,12 @@
 #include "io/embedded_data.hpp"
 #include "io/json_fields.hpp"
 #include "io/model_json.hpp"
-#include "trainmem/traced_model.hpp"
 #include "io/optimizer_json.hpp"
 #include "io/peak_json.hpp"
 #include "io/request.hpp"
 #include "trainmem/error.hpp"
 #include "trainmem/peak_memory.hpp"
+#include "trainmem/traced_model.hpp"
 #include "trainmem/vocabulary.hpp"
 
 namespace trainmem {
@@ -710,7 +710,8 @@ void check_trace_scope(const Request& r) {
   std::string why;
   if (cs == "attention-recompute" || op_level_checkpointing(cs)) {
     field = "checkpointing";
-    why = "checkpointing '" + cs + "' needs the attention and op structure of a known "
+    why = "checkpointing '" + cs +
+          "' needs the attention and op structure of a known "
           "architecture; a traced model checkpoints whole chain layers (full, selective-layer, "
           "or a placement strategy)";
   } else if (r.tensor_parallel > 1 || r.sequence_parallel) {
@@ -728,8 +729,9 @@ void check_trace_scope(const Request& r) {
   } else if (r.precision == activations::Precision::amp_bf16 ||
              r.precision == activations::Precision::amp_fp16) {
     field = "precision";
-    why = "a trace answers fp32, bf16 and fp16 (the model run in that dtype); autocast's casts "
-          "are not in it";
+    why =
+        "a trace answers fp32, bf16 and fp16 (the model run in that dtype); autocast's casts "
+        "are not in it";
   } else if (r.samples.given && !r.model().trace->has_seq) {
     field = "samples";
     why = "samples describe sequence lengths; this trace has none";

@@ -9,12 +9,12 @@
 #include "io/json_fields.hpp"
 #include "io/model_json.hpp"
 #include "io/placement_json.hpp"
-#include "trainmem/traced_model.hpp"
 #include "io/request.hpp"
 #include "placement/placement_internal.hpp"
 #include "trainmem/activations.hpp"
 #include "trainmem/error.hpp"
 #include "trainmem/placement.hpp"
+#include "trainmem/traced_model.hpp"
 #include "trainmem/vocabulary.hpp"
 
 namespace trainmem {
@@ -96,9 +96,8 @@ json placement_json(const json& request) {
     const ModelDescription model = parse_model(root.obj("model"));
     set.micro_batch = root.u64("microBatch", 1, limits::kMaxMicroBatch);
     if (model.trace)
-      set.seq_len = model.trace->has_seq ? root.u64_or("seqLen", model.trace->seq, 1,
-                                                       limits::kMaxSeqLen)
-                                         : 1;
+      set.seq_len =
+          model.trace->has_seq ? root.u64_or("seqLen", model.trace->seq, 1, limits::kMaxSeqLen) : 1;
     else
       set.seq_len = root.u64("seqLen", 1, limits::kMaxSeqLen);
     set.target_len = root.u64_or("targetLen", 0, 1, limits::kMaxSeqLen);

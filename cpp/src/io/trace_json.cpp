@@ -38,11 +38,11 @@ struct ElementType {
   bool floating;
 };
 constexpr ElementType kElementTypes[] = {
-    {"float32", 4, true},        {"float64", 8, true},     {"float16", 2, true},
-    {"bfloat16", 2, true},       {"float8_e4m3fn", 1, true}, {"float8_e5m2", 1, true},
-    {"complex64", 8, true},      {"complex128", 16, true}, {"int64", 8, false},
-    {"int32", 4, false},         {"int16", 2, false},      {"int8", 1, false},
-    {"uint8", 1, false},         {"bool", 1, false},
+    {"float32", 4, true},   {"float64", 8, true},       {"float16", 2, true},
+    {"bfloat16", 2, true},  {"float8_e4m3fn", 1, true}, {"float8_e5m2", 1, true},
+    {"complex64", 8, true}, {"complex128", 16, true},   {"int64", 8, false},
+    {"int32", 4, false},    {"int16", 2, false},        {"int8", 1, false},
+    {"uint8", 1, false},    {"bool", 1, false},
 };
 
 const ElementType& element_type(const Obj& o, const char* key) {
@@ -56,8 +56,7 @@ const ElementType& element_type(const Obj& o, const char* key) {
 }
 
 int64_t coefficient(const json& v, const std::string& path, uint32_t den) {
-  if (!v.is_number())
-    fail(code::kInvalidType, path, {path, " must be a number"});
+  if (!v.is_number()) fail(code::kInvalidType, path, {path, " must be a number"});
   const double x = v.get<double>() * den;
   if (!std::isfinite(x) || std::fabs(x) > static_cast<double>(kMaxCoefficient))
     fail(code::kOutOfRange, path, {path, " is out of range (at most 2^53 in magnitude)"});
@@ -92,14 +91,14 @@ Poly read_poly(const json& v, const std::string& path, bool has_seq) {
   if (v.size() > 6) fail(code::kTooLarge, path, {path, " has more than 6 terms"});
   p.den = denominator(v);
   if (p.den == 0)
-    fail(code::kOutOfRange, path, {path, ": coefficients must be whole numbers or simple fractions"});
+    fail(code::kOutOfRange, path,
+         {path, ": coefficients must be whole numbers or simple fractions"});
   for (auto it = v.begin(); it != v.end(); ++it) {
     int slot = -1;
     for (int i = 0; i < 6; ++i)
       if (it.key() == kMonomials[i]) slot = i;
     const std::string at = path + "." + it.key().substr(0, 16);
-    if (slot < 0)
-      fail(code::kUnknownKey, at, {at, " is not a term (1, b, s, bs, ss, bss)"});
+    if (slot < 0) fail(code::kUnknownKey, at, {at, " is not a term (1, b, s, bs, ss, bss)"});
     if (slot >= 2 && !has_seq)
       fail(code::kInconsistent, at, {at, ": a term in s, but the trace has no sequence length"});
     p.c[slot] = coefficient(*it, at, p.den);
@@ -154,7 +153,8 @@ void read_header(const Obj& o, Trace* t) {
 void read_step_notes(const Obj& o, Trace* t) {
   if (o.has("fallbacks")) {
     const Obj fb = o.obj("fallbacks");
-    if (fb.json_value().size() > 10000) fail(code::kTooLarge, fb.path(), {fb.path(), " is too long"});
+    if (fb.json_value().size() > 10000)
+      fail(code::kTooLarge, fb.path(), {fb.path(), " is too long"});
     for (auto it = fb.json_value().begin(); it != fb.json_value().end(); ++it)
       fb.u64(it.key().c_str(), 0, kMaxExactJson);
   }
@@ -250,7 +250,8 @@ void read_tensors(const Obj& o, Trace* t) {
 void read_layers(const Obj& o, Trace* t) {
   const json& a = o.array("layers", limits::kMaxChainLayers);
   if (a.empty())
-    fail(code::kOutOfRange, o.field("layers"), {o.field("layers"), " must hold at least one layer"});
+    fail(code::kOutOfRange, o.field("layers"),
+         {o.field("layers"), " must hold at least one layer"});
   uint64_t at = 0;
   for (size_t i = 0; i < a.size(); ++i) {
     const Obj x(a[i], index_path(o.field("layers"), i));
@@ -298,8 +299,10 @@ void read_backward(const Obj& o, Trace* t) {
                     : static_cast<int64_t>(read_u64(a[i][1], idx_at, 0, t->ops.size() - 1));
     } else if (kind == "a" || kind == "f") {
       e.kind = kind[0];
-      const uint64_t k = read_u64(a[i][1], idx_at, 0, t->tensors.empty() ? 0 : t->tensors.size() - 1);
-      if (t->tensors.empty()) fail(code::kOutOfRange, idx_at, {idx_at, ": the trace has no tensors"});
+      const uint64_t k =
+          read_u64(a[i][1], idx_at, 0, t->tensors.empty() ? 0 : t->tensors.size() - 1);
+      if (t->tensors.empty())
+        fail(code::kOutOfRange, idx_at, {idx_at, ": the trace has no tensors"});
       const bool ok = e.kind == 'a' ? t->tensors[k].backward && state[k] == 0 : state[k] == 1;
       if (!ok)
         fail(code::kInconsistent, idx_at,
@@ -308,7 +311,8 @@ void read_backward(const Obj& o, Trace* t) {
       state[k] = e.kind == 'a' ? 1 : 2;
       e.index = static_cast<int64_t>(k);
     } else {
-      fail(code::kUnknownValue, index_path(at, 0), {index_path(at, 0), " must be \"n\", \"a\" or \"f\""});
+      fail(code::kUnknownValue, index_path(at, 0),
+           {index_path(at, 0), " must be \"n\", \"a\" or \"f\""});
     }
     t->backward.push_back(e);
   }
@@ -345,7 +349,8 @@ TensorSpec read_parameter(const Obj& x, const Trace& t, size_t modules, int64_t*
   if (kind == "linear" || kind == "conv1d")
     s.linear = kind == "linear" ? LinearKind::linear : LinearKind::conv1d;
   if ((kind == "linear" || kind == "conv1d") && s.shape.size() != 2)
-    fail(code::kInconsistent, x.field("kind"), {x.field("kind"), ": a linear weight has 2 dimensions"});
+    fail(code::kInconsistent, x.field("kind"),
+         {x.field("kind"), ": a linear weight has 2 dimensions"});
   s.embedding = kind == "embedding";
   return s;
 }
@@ -385,7 +390,8 @@ void read_parameters(const Obj& o, const Trace& t, size_t modules, ModelDescript
     const uint64_t n = r.second.numel();
     if (r.second.tied_to.empty()) {
       m->params = checked_add(m->params, n, "model.trace.parameters");
-      if (r.second.trainable) m->trainable_params = checked_add(m->trainable_params, n, "model.trace.parameters");
+      if (r.second.trainable)
+        m->trainable_params = checked_add(m->trainable_params, n, "model.trace.parameters");
       (*layer_params)[static_cast<size_t>(r.first)] += n;
     }
     m->tensors.push_back(std::move(r.second));
@@ -481,8 +487,10 @@ ModelDescription model_from_trace(const Obj& model) {
       m.dtype = p.dtype;
       break;
     }
-  t->dtype = m.dtype == DType::bf16 ? "bfloat16" : m.dtype == DType::fp16 ? "float16"
-             : m.dtype == DType::fp64 ? "float64" : "float32";
+  t->dtype = m.dtype == DType::bf16   ? "bfloat16"
+             : m.dtype == DType::fp16 ? "float16"
+             : m.dtype == DType::fp64 ? "float64"
+                                      : "float32";
   m.module_count = modules.size();
   for (const auto& n : modules) m.module_name_bytes += n.size();
   if (o.has("variants")) read_variants(o.obj("variants"), modules.size(), t.get());
