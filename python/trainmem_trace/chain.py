@@ -74,15 +74,15 @@ def _repeated(rec, module):
     """A block of a stack: an element of a Sequential / ModuleList whose siblings include
     modules of its type (GPT-2's h.3, ResNet's layer1.0, Swin's features.1.0). Blocks are
     chain layers as they are; their halves are not split apart."""
-    types = getattr(rec, "_module_types", None)
-    if types is None:
-        types = {name: t for name, t in rec.modules}
-        rec._module_types = types
     name, typ = rec.modules[module]
-    if not name or typ in ("Sequential", "ModuleList", "ModuleDict"):
+    if not name or module in rec.containers:
         return False  # containers are always split
     parent = name.rsplit(".", 1)[0] if "." in name else ""
-    if types.get(parent) not in ("Sequential", "ModuleList"):
+    index = getattr(rec, "_module_index_by_name", None)
+    if index is None:
+        index = {n: i for i, (n, _) in enumerate(rec.modules)}
+        rec._module_index_by_name = index
+    if index.get(parent) not in rec.containers:
         return False
     prefix = parent + "." if parent else ""
     same = [n for n, t in rec.modules if t == typ and n.startswith(prefix) and

@@ -89,9 +89,13 @@ class Recorder:
         self._paused = False
         self._loss_start = None
         self.modules = []  # (name, type) of each distinct module, in named_modules() order
+        self.containers = set()  # Sequential / ModuleList / ModuleDict (subclasses included)
         self._mod_index = {}
+        containers = (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ModuleDict)
         for name, mod in model.named_modules():
             self._mod_index[id(mod)] = len(self.modules)
+            if isinstance(mod, containers):
+                self.containers.add(len(self.modules))
             self.modules.append((name, type(mod).__name__))
 
     # ---- storages

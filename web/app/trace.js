@@ -124,6 +124,17 @@ export function tracePanel(ctx) {
           },
           take,
         ),
+        h(
+          'p',
+          { class: 'help' },
+          t('trace.how'),
+          ' ',
+          h(
+            'code',
+            { dir: 'ltr' },
+            'python3 -m trainmem_trace MODULE:CALLABLE --input b,3,224,224 --loss cross_entropy --out model.trace.json',
+          ),
+        ),
         h('p', { class: 'help', id: 'tm-trace-private' }, t('trace.private')),
         body,
       );
