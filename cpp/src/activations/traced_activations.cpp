@@ -20,8 +20,9 @@ using activations::ModelActivations;
 using activations::Precision;
 using activations::Settings;
 
-// Value of a size polynomial at (b, s), exactly; negative sizes are refused.
-uint64_t eval(const Poly& p, uint64_t b, uint64_t s, const std::string& what) {
+// Value of a size polynomial at (b, s), exactly; negative sizes are refused (naming
+// `list`[index], the size's place in the trace).
+uint64_t eval(const Poly& p, uint64_t b, uint64_t s, const char* list, size_t index) {
   const char* field = "microBatch";
   const uint64_t bs = checked_mul(b, s, field), ss = checked_mul(s, s, field);
   const uint64_t mono[6] = {1, b, s, bs, ss, checked_mul(bs, s, field)};
@@ -35,8 +36,8 @@ uint64_t eval(const Poly& p, uint64_t b, uint64_t s, const std::string& what) {
   }
   if (neg > pos)
     fail(code::kOutOfRange, p.uses_seq() ? "seqLen" : "microBatch",
-         {"the trace's ", what, " would be negative at microBatch ", std::to_string(b),
-          p.uses_seq() ? ", seqLen " + std::to_string(s) : std::string(),
+         {"the trace's ", list, "[", std::to_string(index), "] would be negative at microBatch ",
+          std::to_string(b), p.uses_seq() ? ", seqLen " + std::to_string(s) : std::string(),
           ": these sizes are outside what the probes fitted"});
   const uint64_t v = pos - neg;
   return p.den <= 1 ? v : (v + p.den / 2) / p.den;
@@ -78,10 +79,8 @@ void evaluate_sizes(Step* st, const Settings& s, uint32_t traced_width) {
   const uint64_t seq = t.has_seq ? s.seq_len : 0;
   st->bytes.resize(t.tensors.size());
   for (size_t i = 0; i < t.tensors.size(); ++i)
-    st->bytes[i] = rescale(
-        t.tensors[i],
-        eval(t.tensors[i].bytes, s.micro_batch, seq, "tensors[" + std::to_string(i) + "].bytes"), s,
-        traced_width);
+    st->bytes[i] = rescale(t.tensors[i], eval(t.tensors[i].bytes, s.micro_batch, seq, "tensors", i),
+                           s, traced_width);
   st->layer_of.assign(t.ops.size(), 0);
   for (size_t l = 0; l < t.layers.size(); ++l)
     for (uint64_t k = t.layers[l].start; k < t.layers[l].end; ++k)
@@ -117,7 +116,7 @@ void evaluate_sizes(Step* st, const Settings& s, uint32_t traced_width) {
 }
 
 // The layer's kept tensors in creation order with its output moved last (the contract of
-// LayerActivations::tensors); the output's index, or -1 when the layer does not keep it.
+// LayerActivations::tensors) when the layer keeps it.
 std::vector<uint64_t> ordered_kept(const Step& st, size_t l) {
   std::vector<uint64_t> k = st.kept[l];
   const uint64_t out = st.t.layers[l].output;
@@ -306,8 +305,7 @@ StepSummary step_summary(const Trace& whole, const Settings& s) {
   }
   const uint64_t seq = t.has_seq ? s.seq_len : 0;
   for (size_t i = 0; i < t.inputs.size(); ++i) {
-    const uint64_t b =
-        eval(t.inputs[i], s.micro_batch, seq, "inputs[" + std::to_string(i) + "].bytes");
+    const uint64_t b = eval(t.inputs[i], s.micro_batch, seq, "inputs", i);
     out.input_bytes = checked_add(out.input_bytes, b, field);
     if (i < t.inputs_saved.size() && t.inputs_saved[i])
       out.saved_bytes = checked_add(out.saved_bytes, b, field);
@@ -325,10 +323,8 @@ ModelActivations traced_activations(const Trace& whole, const Settings& s) {
   out.recipe = "trace";
   const uint64_t seq = t.has_seq ? s.seq_len : 0;
   for (size_t i = 0; i < t.inputs.size(); ++i)
-    out.input_bytes = checked_add(
-        out.input_bytes,
-        eval(t.inputs[i], s.micro_batch, seq, "inputs[" + std::to_string(i) + "].bytes"),
-        "microBatch");
+    out.input_bytes = checked_add(out.input_bytes,
+                                  eval(t.inputs[i], s.micro_batch, seq, "inputs", i), "microBatch");
   std::vector<std::vector<uint64_t>> kept(t.layers.size());
   for (size_t l = 0; l < t.layers.size(); ++l) {
     const Layer& L = t.layers[l];
@@ -348,8 +344,7 @@ ModelActivations traced_activations(const Trace& whole, const Settings& s) {
     forward_temps(st, l, kept[l], &la);
     double flops = 0;
     for (uint64_t k = L.start; k < L.end; ++k)
-      flops += static_cast<double>(
-          eval(t.ops[k].flops, s.micro_batch, seq, "ops[" + std::to_string(k) + "].flops"));
+      flops += static_cast<double>(eval(t.ops[k].flops, s.micro_batch, seq, "ops", k));
     la.forward_flops = flops > 0 ? flops : 1;
     la.params = l < t.layer_params.size() ? t.layer_params[l] : 0;
     out.layers.push_back(std::move(la));
