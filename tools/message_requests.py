@@ -36,6 +36,13 @@ for p in ['llama-2-7b','gpt2','t5-small','mixtral-8x7b','bert-large-uncased']:
   for v in variants:
     r = dict(base, model={'preset':p}, optimizer='adamw', precision='amp-bf16', gpu='a100-80gb'); r.update(v)
     reqs.append(['peakMemory', r])
+# the one-step model's settings: a runtime's default context (no GPU preset), ZeroRedundancyOptimizer,
+# compile with op-level selective checkpointing
+reqs.append(['peakMemory', dict(base, model={'preset':'gpt2'}, optimizer='adamw', runtime='pytorch-1.10-cuda')])
+reqs.append(['peakMemory', dict(base, model={'preset':'gpt2'}, optimizer='adamw', dataParallel=4, zeroRedundancyOptimizer=True)])
+reqs.append(['peakMemory', dict(base, model={'preset':'llama-2-7b'}, optimizer='adamw', precision='bf16', compile=True, checkpointing='torchtitan-op')])
+# LoRA under torch.compile
+reqs.append(['peakMemory', dict(base, model={'preset':'llama-2-7b'}, optimizer='adamw', precision='amp-bf16', compile=True, lora={'rank':16})])
 for v in variants[:8]:
   r = dict(base, model={'params':7000000000}, optimizer='adamw', precision='amp-bf16'); r.update(v); reqs.append(['peakMemory', r])
 reqs.append(['peakMemory', dict(base, model={'config':{'model_type':'granite','hidden_size':64,'num_hidden_layers':2,'num_attention_heads':4,'num_key_value_heads':2,'intermediate_size':128,'vocab_size':100}}, optimizer='adamw')])

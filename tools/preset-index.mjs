@@ -9,16 +9,30 @@ import { fileURLToPath } from 'node:url';
 
 const data = fileURLToPath(new URL('../cpp/data/', import.meta.url));
 
-function list(kind) {
+function list(kind, more) {
   return readdirSync(`${data}${kind}`)
     .filter((f) => f.endsWith('.json'))
     .sort()
     .map((f) => JSON.parse(readFileSync(`${data}${kind}/${f}`, 'utf8')))
     .filter((p) => p && typeof p.id === 'string')
-    .map((p) => ({ id: p.id, name: typeof p.name === 'string' ? p.name : p.id }));
+    .map((p) => ({ id: p.id, name: typeof p.name === 'string' ? p.name : p.id, ...more(p) }));
 }
 
-/** { models: [{id, name}], gpus: [{id, name}] }, in the core's order (sorted by file name). */
+// A model's Hugging Face id, from the config.json its data file cites ("huggingface.co/org/name"):
+// the page recognises it when it is pasted where a config.json goes.
+const hubId = (p) => /huggingface\.co\/([\w.-]+\/[\w.-]+)/.exec(String(p.source || ''))?.[1];
+
+/**
+ * { models: [{id, name, hub?}], gpus: [{id, name, memoryBytes, bf16}] }, in the core's order
+ * (sorted by file name). A GPU's bf16: whether it lists a bf16 dense peak (Ampere and later),
+ * which the page's automatic precision follows.
+ */
 export function presetIndex() {
-  return { models: list('models'), gpus: list('gpus') };
+  return {
+    models: list('models', (p) => (hubId(p) ? { hub: hubId(p) } : {})),
+    gpus: list('gpus', (p) => ({
+      memoryBytes: p.memoryBytes,
+      bf16: typeof p.peakTflops?.bf16 === 'number' && p.peakTflops.bf16 > 0,
+    })),
+  };
 }

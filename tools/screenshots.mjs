@@ -1,5 +1,6 @@
-// Regenerates docs/screenshots/: the page's first viewport at 1280×900 and 390×844, in English
-// and Arabic, light and dark, once the verdict and its suggestions are shown.
+// Regenerates docs/screenshots/: the page's first viewport at 1280×900, 390×844 and 360×640, in
+// English and Arabic, light and dark, once the verdict and the changes with their times are
+// shown (answer-<width>-<lang>-<scheme>.png).
 // Run: node tools/screenshots.mjs (builds the page bundle when a source is newer).
 import { setup, openPage, ready, repo } from '../tests/e2e/helpers.js';
 
@@ -8,6 +9,7 @@ try {
   for (const [w, hgt] of [
     [1280, 900],
     [390, 844],
+    [360, 640],
   ])
     for (const lang of ['en', 'ar'])
       for (const scheme of ['light', 'dark']) {
@@ -16,7 +18,8 @@ try {
           colorScheme: scheme,
         });
         await ready(page);
-        await page.waitForSelector('#tm-suggest .sug-time:not(:empty)');
+        await page.waitForSelector('#tm-suggest .sug-time');
+        await page.waitForTimeout(300);
         const file = `${repo}docs/screenshots/answer-${w}-${lang}-${scheme}.png`;
         await page.screenshot({ path: file });
         console.log(file);

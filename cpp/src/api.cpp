@@ -20,6 +20,7 @@ const std::pair<const char*, Handler> kHandlers[] = {
     {"accumulation", accumulation_json},
     {"placement", placement_json},
     {"presets", presets_json},
+    {"advise", advise_json},
     {"vocabulary", vocabulary_json},
 };
 
@@ -105,6 +106,21 @@ std::string error_envelope(const std::string& c, const std::string& field,
   put(error, "message", text);
   if (detail && detail->has_minimum_budget())
     put(error, "minimumBudgetBytes", detail->minimum_budget());
+  // The sentence as codes of the message catalog, when it is one of its sentences: a page
+  // shows it in its own language (docs/i18n.md).
+  const std::vector<messages::Part> parts = messages::recognise(text);
+  if (!parts.empty()) {
+    json list = json::array();
+    for (const messages::Part& p : parts) {
+      json m = json::object();
+      put(m, "code", p.code);
+      json params = json::object();
+      for (const auto& kv : p.params) params[kv.first] = kv.second;
+      put(m, "params", std::move(params));
+      list.push_back(std::move(m));
+    }
+    put(error, "messages", std::move(list));
+  }
   put(e, "error", std::move(error));
   return e.dump(-1, ' ', false, json::error_handler_t::replace);
 }

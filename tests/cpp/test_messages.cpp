@@ -10,13 +10,15 @@ using trainmem::messages::recognise;
 
 TEST_CASE("a sentence with parameters gives its code and values", "[messages]") {
   const auto parts = recognise(
-      "LoRA: 48 linear layers adapted; activations as in full "
-      "fine-tuning plus the adapters' own");
+      "LoRA: 48 linear layers adapted; activations of the frozen base and the adapters as the "
+      "recipe keeps them; the base in bf16 (lora.baseDtype), adapters fp32");
   REQUIRE(parts.size() == 1);
   CHECK(parts[0].code == "peak.assume.lora");
-  REQUIRE(parts[0].params.size() == 1);
+  REQUIRE(parts[0].params.size() == 3);
   CHECK(parts[0].params[0].first == "modules");
   CHECK(parts[0].params[0].second == "48");
+  CHECK(parts[0].params[1].first == "base");
+  CHECK(parts[0].params[1].second == "bf16");
 }
 
 TEST_CASE("clauses joined by '; ' are read one by one", "[messages]") {
@@ -48,8 +50,9 @@ TEST_CASE("text outside the catalog gets no parts", "[messages]") {
   // A known clause followed by an unknown one: nothing, not half a translation.
   CHECK(recognise("fp32 parameters: 4 B/param; and something else").empty());
   // A parameter never matches the empty string.
-  CHECK(recognise("LoRA:  linear layers adapted; activations as in full fine-tuning plus the "
-                  "adapters' own")
+  CHECK(recognise(
+            "LoRA:  linear layers adapted; activations of the frozen base and the "
+            "adapters as the recipe keeps them; the base in bf16 (lora.baseDtype), adapters fp32")
             .empty());
 }
 

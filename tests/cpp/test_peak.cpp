@@ -35,7 +35,11 @@ json error_of(const json& req) {
 
 // The request a fixture case describes (tools/measure_peak.py CASES).
 json request_for(const json& c) {
-  json r = {{"microBatch", c["microBatch"]}, {"runtime", "pytorch-cpu"}, {"attention", "eager"}};
+  // tools/measure_peak.py frees the gradients with zero_grad(set_to_none=True)
+  json r = {{"microBatch", c["microBatch"]},
+            {"runtime", "pytorch-cpu"},
+            {"attention", "eager"},
+            {"zeroGradSetToNone", true}};
   std::string opt = c["optimizer"];
   if (opt == "adam-foreach") {
     opt = "adam";

@@ -3,6 +3,8 @@
 // et al. 2023), tensor parallelism, the timeline, and the maxMicroBatch search.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+
 #include "io/request.hpp"
 #include "peak/peak_lora.hpp"
 #include "trainmem/api.hpp"
@@ -24,80 +26,111 @@ json llama7b(json extra) {
   return r;
 }
 constexpr double P7 = 6738415616.0;  // Llama-2-7b-hf, model index
+// Each tensor (or shard) is counted as the caching allocator rounds it (up to 512 B): 291
+// tensors change a sum of gigabytes by less than this fraction.
+constexpr double kRounding = 2e-4;
 }  // namespace
 
 TEST_CASE("peak: ZeRO-2 with mixed precision follows the ZeRO paper's 2 + 2 + K split", "[peak]") {
-  const json r = run(llama7b(
-      {{"precision", "amp-bf16"}, {"optimizer", "adamw"}, {"zeroStage", 2}, {"dataParallel", 8}}));
+  const json r = run(llama7b({{"precision", "amp-bf16"},
+                              {"optimizer", "adamw"},
+                              {"zeroStage", 2},
+                              {"dataParallel", 8},
+                              {"simulateAllocator", false}}));
   // Rajbhandari et al. 2020, section 3: 16-bit params 2P, 16-bit grads 2P, fp32 master + Adam
-  // moments K = 12 B/param; ZeRO-2 partitions grads and K over N = 8 ranks.
-  CHECK(r["breakdown"]["weights"]["bytes"].get<double>() == Approx(2 * P7));
-  CHECK(r["breakdown"]["masterWeights"]["bytes"].get<double>() == Approx(4 * P7 / 8));
+  // moments K = 12 B/param; ZeRO-2 partitions grads and K over N = 8 ranks. (Each tensor's
+  // share is rounded up to the allocator's 512 B: kRounding.)
+  CHECK(r["breakdown"]["weights"]["bytes"].get<double>() == Approx(2 * P7).epsilon(kRounding));
+  CHECK(r["breakdown"]["masterWeights"]["bytes"].get<double>() ==
+        Approx(4 * P7 / 8).epsilon(kRounding));
   CHECK(r["breakdown"]["optimizerState"]["bytes"].get<double>() ==
-        Approx(8 * P7 / 8).epsilon(1e-6));
+        Approx(8 * P7 / 8).epsilon(kRounding));
   // gradients at the peak are at most 2P/N
-  CHECK(r["breakdown"]["gradients"]["bytes"].get<double>() <= 2 * P7 / 8 + 1);
+  CHECK(r["breakdown"]["gradients"]["bytes"].get<double>() <= 2 * P7 / 8 * (1 + kRounding));
 }
 
 TEST_CASE("peak: ZeRO-3 partitions the weights too; stage 0 keeps everything", "[peak]") {
-  const json z3 = run(llama7b({{"precision", "amp-bf16"}, {"zeroStage", 3}, {"dataParallel", 8}}));
-  CHECK(z3["breakdown"]["weights"]["bytes"].get<double>() == Approx(2 * P7 / 8));
-  const json z0 = run(llama7b({{"precision", "fp32"}, {"optimizer", "adamw"}}));
+  const json z3 = run(llama7b({{"precision", "amp-bf16"},
+                               {"zeroStage", 3},
+                               {"dataParallel", 8},
+                               {"simulateAllocator", false}}));
+  CHECK(z3["breakdown"]["weights"]["bytes"].get<double>() == Approx(2 * P7 / 8).epsilon(kRounding));
+  const json z0 =
+      run(llama7b({{"precision", "fp32"}, {"optimizer", "adamw"}, {"simulateAllocator", false}}));
   // fp32 AdamW: 4 (weights) + 8 (moments) B/param (+ 4 B step per tensor); Transformer Math 101
-  CHECK(z0["breakdown"]["weights"]["bytes"].get<double>() == Approx(4 * P7));
-  CHECK(z0["breakdown"]["optimizerState"]["bytes"].get<double>() == Approx(8 * P7).epsilon(1e-6));
+  CHECK(z0["breakdown"]["weights"]["bytes"].get<double>() == Approx(4 * P7).epsilon(kRounding));
+  CHECK(z0["breakdown"]["optimizerState"]["bytes"].get<double>() ==
+        Approx(8 * P7).epsilon(kRounding));
 }
 
 TEST_CASE("peak: LoRA r=8 on q_proj, v_proj of Llama-2-7b trains 4,194,304 parameters", "[peak]") {
   // PEFT print_trainable_parameters() for meta-llama/Llama-2-7b-hf, r=8, q_proj+v_proj:
   // "trainable params: 4,194,304 || all params: 6,742,609,920" = 32 x 8 x (4096+4096) x 2.
-  const json r = run(llama7b(
-      {{"precision", "bf16"}, {"lora", {{"rank", 8}, {"targetModules", {"q_proj", "v_proj"}}}}}));
+  const json r = run(llama7b({{"precision", "bf16"},
+                              {"simulateAllocator", false},
+                              {"lora", {{"rank", 8}, {"targetModules", {"q_proj", "v_proj"}}}}}));
   CHECK(r["trainableParams"] == 4194304);
   CHECK(r["params"] == 6742609920ULL);
   // gradients and AdamW state only for the adapters (bf16 run: adapters fp32, grads 2 B? no:
   // adapters are fp32 parameters, so their grads and moments are fp32)
   CHECK(r["breakdown"]["optimizerState"]["bytes"].get<double>() < 4194304.0 * 8 + 4 * 32 * 4 + 1);
   // frozen base in bf16 (2 B) + adapters in fp32 (4 B)
-  CHECK(r["breakdown"]["weights"]["bytes"].get<double>() == Approx(2 * P7 + 4 * 4194304.0));
+  CHECK(r["breakdown"]["weights"]["bytes"].get<double>() ==
+        Approx(2 * P7 + 4 * 4194304.0).epsilon(kRounding));
 }
 
 TEST_CASE("peak: QLoRA stores the block linears in 4.127 bits", "[peak]") {
-  const json r =
-      run(llama7b({{"precision", "amp-bf16"}, {"lora", {{"rank", 8}, {"qlora", true}}}}));
+  const json r = run(llama7b({{"precision", "amp-bf16"},
+                              {"simulateAllocator", false},
+                              {"lora", {{"rank", 8}, {"qlora", true}, {"baseDtype", "bf16"}}}}));
   // Dettmers et al. 2023: NF4 (4 bits) + double-quantised absmax (8/64 + 32/(64*256) bits).
   // Llama-2-7b block linears: 32 x (4 x 4096^2 + 3 x 4096 x 11008) = 6,476,005,376; the rest
-  // (embeddings, lm_head, norms) 262,410,240 stay 16-bit; adapters 4,194,304 fp32.
+  // (embeddings, lm_head, norms) 262,410,240 stay in the base dtype (bf16); adapters
+  // 4,194,304 fp32.
   const double lin = 6476005376.0, rest = P7 - lin;
   const double expected = lin * (0.5 + 1.0 / 64 + 4.0 / (64 * 256)) + rest * 2 + 4194304.0 * 4;
-  CHECK(r["breakdown"]["weights"]["bytes"].get<double>() == Approx(expected).epsilon(1e-9));
+  CHECK(r["breakdown"]["weights"]["bytes"].get<double>() == Approx(expected).epsilon(kRounding));
+  // the base loaded in fp32 (from_pretrained's default torch_dtype): the rest 4 B each
+  const json fp32_base = run(llama7b({{"precision", "amp-bf16"},
+                                      {"simulateAllocator", false},
+                                      {"lora", {{"rank", 8}, {"qlora", true}}}}));
+  CHECK(fp32_base["breakdown"]["weights"]["bytes"].get<double>() ==
+        Approx(expected + rest * 2).epsilon(kRounding));
 }
 
 TEST_CASE("peak: tensor parallel splits weights; sequence parallel splits activations", "[peak]") {
-  const json t1 = run(llama7b({{"precision", "bf16"}, {"attention", "eager"}}));
-  const json t2 =
-      run(llama7b({{"precision", "bf16"}, {"attention", "eager"}, {"tensorParallel", 2}}));
+  const json t1 =
+      run(llama7b({{"precision", "bf16"}, {"attention", "eager"}, {"simulateAllocator", false}}));
+  const json t2 = run(llama7b({{"precision", "bf16"},
+                               {"attention", "eager"},
+                               {"tensorParallel", 2},
+                               {"simulateAllocator", false}}));
   const json sp = run(llama7b({{"precision", "bf16"},
                                {"attention", "eager"},
                                {"tensorParallel", 2},
                                {"sequenceParallel", true}}));
   CHECK(t2["breakdown"]["weights"]["bytes"].get<double>() ==
-        Approx(t1["breakdown"]["weights"]["bytes"].get<double>() / 2));
+        Approx(t1["breakdown"]["weights"]["bytes"].get<double>() / 2).epsilon(kRounding));
   CHECK(t2["storedActivationBytes"].get<double>() < t1["storedActivationBytes"].get<double>());
   CHECK(sp["storedActivationBytes"].get<double>() < t2["storedActivationBytes"].get<double>());
 }
 
 TEST_CASE("peak: breakdown sums to the peak, the timeline walks the step", "[peak]") {
   const json r = run(llama7b({{"precision", "amp-bf16"}, {"checkpointing", "full"}}));
+  // one model: the lines are what is live at the allocated peak, the runtime the device memory
+  // outside the allocator, and peakBytes their sum
   double sum = 0;
   for (auto& kv : r["breakdown"].items()) {
     sum += kv.value()["bytes"].get<double>();
     CHECK(!kv.value()["source"].get<std::string>().empty());
   }
   CHECK(sum == r["peakBytes"].get<double>());
+  CHECK(sum - r["breakdown"]["runtime"]["bytes"].get<double>() ==
+        r["allocatedPeakBytes"].get<double>());
   const json& tl = r["timeline"];
   CHECK(tl.front()["phase"] == "forward");
-  CHECK(tl.back()["phase"] == "optimizer");
+  CHECK(tl[tl.size() - 2]["phase"] == "optimizer");
+  CHECK(tl.back()["phase"] == "zero_grad");
   bool loss = false, recompute = false, backward = false;
   double highest = 0;
   for (const auto& p : tl) {
@@ -107,7 +140,7 @@ TEST_CASE("peak: breakdown sums to the peak, the timeline walks the step", "[pea
     highest = std::max(highest, p["totalBytes"].get<double>());
   }
   CHECK((loss && recompute && backward));
-  CHECK(highest == r["peakBytes"].get<double>());
+  CHECK(highest == r["allocatedPeakBytes"].get<double>());
   CHECK(r["recomputeFraction"].get<double>() > 0.2);
 }
 
@@ -156,7 +189,9 @@ TEST_CASE("peak: runtime profiles and overhead override", "[peak]") {
   const json cpu = run(llama7b({{"precision", "bf16"}, {"runtime", "pytorch-cpu"}}));
   const json given = run(llama7b({{"precision", "bf16"}, {"runtimeOverheadBytes", 123456789}}));
   CHECK(cpu["breakdown"]["runtime"]["bytes"] == 0);
-  CHECK(cuda["breakdown"]["runtime"]["bytes"].get<double>() > 1e9);
+  // the default runtime's context without a GPU preset: 0.47 GiB after torch.ones(1).cuda() on
+  // an A100 with torch 2.1.1's lazy loading (stas00/ml-engineering @ a4549bc6) less 2 MiB
+  CHECK(cuda["breakdown"]["runtime"]["bytes"].get<double>() == 502267904.0);
   CHECK(given["breakdown"]["runtime"]["bytes"] == 123456789);
   // the layer-level model: peak = allocated + the runtime line
   const json coarse = run(llama7b(
@@ -195,7 +230,8 @@ TEST_CASE("peak: the chunked and fused losses change the head's saves and transi
   // each), but only one chunk's fp32 copy of the logits exists at a time: the head's forward
   // holds T V 4 (1 - 1/8) = 256 x 50257 x 4 x 7/8 = 45,030,272 B less.
   CHECK(ce["storedActivationBytes"] == chunked["storedActivationBytes"]);
-  CHECK(head_forward(ce) - head_forward(chunked) == 45030272);
+  // (each tensor is counted as the allocator rounds it, up to 512 B)
+  CHECK(std::fabs(head_forward(ce) - head_forward(chunked) - 45030272) < 8 * 512);
   // Liger's fused linear cross-entropy saves grad_input (T h 4) and grad_weight (V h 4) and
   // the per-token loss (T 4) instead of the lm_head input (T h 4), the log-probabilities
   // (T V 4) and the labels (T 8): stored difference T V 4 + T 4 - V h 4 = 51,463,168 + 1,024 -

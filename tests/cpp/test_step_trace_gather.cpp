@@ -37,6 +37,7 @@ uint64_t live_peak(const trace::Trace& t, size_t first) {
 trace::StepSpec one_layer(uint64_t gathered) {
   trace::StepSpec s;
   trace::TraceLayer L;
+  if (gathered) L.gather_forward = L.gather_backward = {gathered};
   L.tensors = {1000};
   L.output_bytes = 1000;
   L.forward_temps = {{0, 1, 5000}};
@@ -46,7 +47,6 @@ trace::StepSpec one_layer(uint64_t gathered) {
            {placement::OpKind::kBackward, 0}};
   s.impl = trace::OptimizerImpl::fused;
   s.steps = 1;
-  s.per_layer_extra = gathered;
   return s;
 }
 }  // namespace

@@ -178,9 +178,9 @@ describe('page', () => {
     await page.selectOption('#tm-lang', 'ar');
     await page.waitForFunction(() => document.documentElement.dir === 'rtl');
     assert.equal(await page.getAttribute('html', 'lang'), 'ar');
-    assert.equal(await page.textContent('#tm-tab-size'), 'حجم نقطة التحقق');
+    assert.equal(await page.textContent('#tm-tab-size'), 'حجم ملفّ الحفظ المرحليّ');
     assert.equal(await page.textContent('#tm-tab-accum'), 'تراكم التّدرّج');
-    assert.match(await page.textContent('label[for="tm-optimizer"]'), /المحسن/);
+    assert.match(await page.textContent('label[for="tm-optimizer"]'), /المحسّن/);
     assert.match(await page.textContent('.headline'), /40\.43 GB/);
     assert.match(page.url(), /lang=ar/);
     await page.screenshot({ path: `${shots}/page-ar-light.png`, fullPage: true });
@@ -213,7 +213,7 @@ describe('page', () => {
     );
     await page.selectOption('#tm-lang', 'ar');
     await page.waitForFunction(() => document.documentElement.dir === 'rtl');
-    assert.equal(await page.textContent('#tm-tab-size'), 'حجم نقطة التحقق');
+    assert.equal(await page.textContent('#tm-tab-size'), 'حجم ملفّ الحفظ المرحليّ');
     assert.deepEqual(problems, []);
     await context.close();
   });
@@ -266,7 +266,7 @@ describe('page', () => {
     await later.goto(`${base}/app/?lang=ar&tab=size&ms=params&p=1000000000`);
     await ready(later);
     assert.equal(await later.evaluate(() => document.documentElement.dir), 'rtl');
-    assert.equal(await later.textContent('#tm-tab-size'), 'حجم نقطة التحقق');
+    assert.equal(await later.textContent('#tm-tab-size'), 'حجم ملفّ الحفظ المرحليّ');
     // seed 003: 1e9 parameters × 3 copies (W, m, v) × 2 bytes (fp16) = 6e9 bytes
     assert.equal(await headlineBytes(later), 6e9);
     await later.waitForSelector('#tm-results svg.chart-svg'); // its chart, drawn offline too

@@ -49,26 +49,36 @@ describe('first visit walkthrough', () => {
       it(`${where}: LLaMA-2 7B full fine-tune on one 80 GB GPU does not fit; one click on LoRA makes it fit`, async () => {
         const { page, context, problems } = await open('');
         await ready(page);
-        await page.waitForSelector('#tm-verdict .verdict-badge');
+        await page.waitForSelector('#tm-verdict:not([aria-busy]) .verdict-badge');
         // AdamW under mixed precision keeps 16 B a parameter for weights, gradients and states
         // (Transformer Math 101): 6,738,415,616 × 16 = 107.8 GB before activations > 80 GiB.
-        assert.equal(await page.textContent('#tm-verdict .verdict-badge'), s['peak.noFit']);
+        assert.equal(
+          await page.textContent('#tm-verdict:not([aria-busy]) .verdict-badge'),
+          s['peak.noFit'],
+        );
         const used = Number(await page.getAttribute('#tm-verdict .verdict-value', 'data-bytes'));
         assert.ok(used > 6738415616 * 16 && used > A100, `${used}`);
         assert.ok(await onScreen(page, '#tm-verdict'));
         // the changes a one-GPU user would make are offered; micro-batch 1 is not (it is 1)
-        await page.waitForSelector('#tm-suggest [data-suggestion="lora"]');
+        // (the changes that keep the method come first; LoRA may be among "more changes")
+        await page.waitForSelector('#tm-suggest [data-suggestion="lora"]', { state: 'attached' });
+        await page.evaluate(() =>
+          document.querySelectorAll('#tm-suggest details').forEach((d) => (d.open = true)),
+        );
         const offered = await page.$$eval('#tm-suggest [data-suggestion]', (b) =>
           b.map((x) => x.getAttribute('data-suggestion')),
         );
-        for (const k of ['lora', 'qlora', 'zero2offload']) assert.ok(offered.includes(k), k);
-        assert.ok(!offered.includes('micro1'), offered.join(','));
+        for (const k of ['lora', 'qlora', 'zero2-offload']) assert.ok(offered.includes(k), k);
+        assert.ok(!offered.includes('micro-batch-1'), offered.join(','));
         // each shows its memory; those that fit come first
         assert.match(await page.textContent('#tm-suggest li:first-child'), /GB/);
         await page.click('#tm-suggest [data-suggestion="lora"]');
-        await page.waitForFunction(() => /lora=lora/.test(location.search));
-        await page.waitForSelector('#tm-verdict .verdict-badge');
-        assert.equal(await page.textContent('#tm-verdict .verdict-badge'), s['peak.fits']);
+        await page.waitForFunction(() => /mt=lora/.test(location.search));
+        await page.waitForSelector('#tm-verdict:not([aria-busy]) .verdict-badge');
+        assert.equal(
+          await page.textContent('#tm-verdict:not([aria-busy]) .verdict-badge'),
+          s['peak.fits'],
+        );
         // LoRA keeps the frozen base: fp32 weights alone are 4 B × 6,738,415,616 = 26.95 GB,
         // under the GPU's 80 GiB with room for the adapters, their states and activations.
         const lora = Number(await page.getAttribute('#tm-verdict .verdict-value', 'data-bytes'));
@@ -95,7 +105,7 @@ describe('first visit walkthrough', () => {
         // (larger micro-batch or not, faster or slower), not "not considered"
         const verdict =
           lang === 'ar'
-            ? /نقاط الحفظ (تسمح|لا تسمح|لا تفيد)|إلا بنقاط الحفظ/
+            ? /(تسمح|لا تسمح|لا تفيد) نقاط تحقّق التّدرّج|إلّا بنقاط تحقّق التّدرّج/
             : /checkpointing (lets|does not help)|only checkpointing/;
         assert.match(await page.textContent('#tm-results .notes'), verdict);
         assert.deepEqual(problems, []);
@@ -150,7 +160,7 @@ describe('first visit walkthrough', () => {
         assert.match(await page.textContent('#tm-config-parsed .parsed-layers'), /24/);
         assert.notEqual(await page.getAttribute('#tm-config', 'aria-invalid'), 'true');
         assert.ok(await onScreen(page, '#tm-config-parsed'));
-        await page.waitForSelector('#tm-verdict .verdict-badge');
+        await page.waitForSelector('#tm-verdict:not([aria-busy]) .verdict-badge');
         assert.deepEqual(problems, []);
         await context.close();
       });
@@ -167,7 +177,7 @@ describe('first visit walkthrough', () => {
     await page.waitForSelector('#tm-verdict .way-out button');
     await page.click('#tm-verdict .way-out button');
     await page.waitForFunction(() => /prec=amp-fp16/.test(location.search));
-    await page.waitForSelector('#tm-verdict .verdict-badge');
+    await page.waitForSelector('#tm-verdict:not([aria-busy]) .verdict-badge');
     assert.deepEqual(problems, []);
     await context.close();
   });
@@ -175,7 +185,9 @@ describe('first visit walkthrough', () => {
   it('axe-core finds no violation with the advanced inputs open (English and Arabic, light and dark)', async () => {
     const { page, context } = await openPage(env.browser, `${env.base}/app/?lang=en&lora=qlora`);
     await ready(page);
-    await page.waitForSelector('#tm-advanced[open] #tm-loraRank');
+    await page.waitForSelector('#tm-loraRank');
+    await page.evaluate(() => (document.querySelector('#tm-advanced').open = true));
+    await page.waitForSelector('#tm-advanced[open] #tm-loraTargets');
     await page.evaluate(readFileSync(`${repo}node_modules/axe-core/axe.min.js`, 'utf8'));
     for (const scheme of ['light', 'dark']) {
       await page.emulateMedia({ colorScheme: scheme });

@@ -331,6 +331,7 @@ test('every flag sets a field the core knows (no unknown_key for any flag of any
     'checkpoint-size': { model: { params: 1e8 }, optimizer: 'adam' },
     'describe-model': { model: { params: 1e8 } },
     'peak-memory': { model: { params: 1e8 }, microBatch: 1, seqLen: 128 },
+    advise: { model: { params: 1e8 }, microBatch: 1, seqLen: 128 },
     accumulation: [
       { microBatch: 1, accumulationSteps: 1 },
       { targetGlobalBatch: 4, model: { params: 1e8 }, seqLen: 128, gpu: 'a100-80gb' },
@@ -607,4 +608,42 @@ test('--save-ops, --every-other-mm and --checkpointing-k join --checkpointing in
   const e = await bad([...common, '--checkpointing', 'selective-op', '--save-ops', 'mm,spda']);
   assert.equal(e.flag, '--save-ops');
   assert.match(e.message, /did you mean 'sdpa'/);
+});
+
+test('advise: the verdict with the margin, the step time and the changes, from the peak-memory flags', async () => {
+  // LLaMA-2 7B full fine-tuning with AdamW: 16 B × 6,738,415,616 = 107.8 GB > 80 GiB (A100
+  // datasheet); 5 % of 80 GiB = 4 GiB = 4,294,967,296 B.
+  const r = await json([
+    'advise',
+    '--model',
+    'llama-2-7b',
+    '--gpu',
+    'a100-80gb',
+    '--optimizer',
+    'adamw',
+    '--micro-batch',
+    '1',
+    '--seq-len',
+    '512',
+    '--margin-fraction',
+    '0.05',
+  ]);
+  assert.equal(r.verdict.status, 'doesNotFit');
+  assert.equal(r.verdict.marginBytes, 4294967296);
+  assert.ok(r.changes.some((c) => c.status === 'fits'));
+  const scratch = await json([
+    'advise',
+    '--model',
+    'llama-2-7b',
+    '--gpu',
+    'rtx-4090',
+    '--seq-len',
+    '512',
+    '--micro-batch',
+    '1',
+    '--optimizer',
+    'adamw',
+    '--from-scratch',
+  ]);
+  assert.ok(!scratch.changes.some((c) => c.id === 'lora'));
 });

@@ -34,6 +34,8 @@ const UNREACHED = {
   'acc.warn.recompute': 'every strategy the accumulation planner takes gives a plan',
   'flops.unknown': 'accumulation needs an architecture, so the FLOPs never come from a count',
   'peak.assume.state.count': 'peakMemory needs an architecture for the activations',
+  'advise.time.noTflops':
+    'every GPU preset lists its dense fp32 and fp16 peaks, and bf16 where it has bf16 (which a bf16 precision needs)',
 };
 
 function sentences(v, path, key, out) {
@@ -47,6 +49,105 @@ function sentences(v, path, key, out) {
   }
   return out;
 }
+
+// Errors the page can meet, one per sentence of the catalog's error.* templates: their message
+// comes back as codes too (error.messages), so that the page can say it in its language.
+const LLAMA = { model: { preset: 'llama-2-7b' }, microBatch: 1, seqLen: 512, optimizer: 'adamw' };
+const A100 = { ...LLAMA, gpu: 'a100-80gb' };
+const ERROR_REQUESTS = [
+  ['peakMemory', { ...LLAMA, gpu: 't4', precision: 'bf16' }],
+  ['peakMemory', { ...LLAMA, model: { params: 7e9 }, lora: { rank: 16 } }],
+  [
+    'peakMemory',
+    { ...A100, lora: { rank: 16 }, fsdp: { shardingStrategy: 'FULL_SHARD' }, dataParallel: 8 },
+  ],
+  ['peakMemory', { ...A100, offload: { optimizer: true } }],
+  ['peakMemory', { ...A100, offload: { params: true }, zeroStage: 2, dataParallel: 2 }],
+  ['peakMemory', { ...A100, tensorParallel: 3 }],
+  ['peakMemory', { ...A100, seqLen: 8192 }],
+  [
+    'peakMemory',
+    { ...LLAMA, gpu: 'h100-80gb', lora: { rank: 16 }, float8: { recipe: 'tensorwise' } },
+  ],
+  ['peakMemory', { ...A100, float8: { recipe: 'tensorwise' } }],
+  ['peakMemory', { ...A100, optimizerInBackward: true, gradientAccumulationSteps: 4 }],
+  ['peakMemory', { ...A100, optimizerInBackward: true, zeroStage: 2, dataParallel: 2 }],
+  [
+    'peakMemory',
+    {
+      ...A100,
+      optimizerInBackward: true,
+      fsdp: { shardingStrategy: 'FULL_SHARD' },
+      dataParallel: 2,
+    },
+  ],
+  ['peakMemory', { ...A100, checkpointing: 'selective-op', lora: { rank: 8 } }],
+  ['peakMemory', { ...A100, checkpointing: 'selective-op', tensorParallel: 2 }],
+  ['peakMemory', { ...A100, checkpointing: 'selective-op', compile: true }],
+  ['peakMemory', { ...A100, model: { preset: 'mixtral-8x7b' }, checkpointing: 'selective-op' }],
+  ['accumulation', { ...LLAMA, microBatch: undefined, targetGlobalBatch: 8, gpuMemoryBytes: 80e9 }],
+  ['accumulation', { ...A100, microBatch: undefined, targetGlobalBatch: 2, dataParallel: 4 }],
+  ['peakMemory', { ...A100, fsdp: { shardingStrategy: 'HYBRID_SHARD' }, dataParallel: 16 }],
+  [
+    'peakMemory',
+    { ...A100, fsdp: { shardingStrategy: 'HYBRID_SHARD', shardGroupSize: 3 }, dataParallel: 16 },
+  ],
+  [
+    'peakMemory',
+    { ...A100, fsdp: { shardingStrategy: 'FULL_SHARD' }, zeroStage: 2, dataParallel: 8 },
+  ],
+  ['peakMemory', { ...A100, ddp: { bucketCapMb: 100 } }],
+  ['peakMemory', { ...A100, zero3: { maxLiveParameters: 1e8 } }],
+  ['peakMemory', { ...A100, targetLen: 128 }],
+  ['peakMemory', { ...A100, samples: { packed: true, lengths: [100] } }],
+  ['peakMemory', { ...A100, microBatch: 4, samples: { lengths: [100, 200] } }],
+  ['peakMemory', { ...A100, runtime: 'pytorch-cpu', simulateAllocator: true }],
+  ['peakMemory', { ...A100, allocator: 'foo:1' }],
+  ['peakMemory', { ...A100, lora: { rank: 8, targetModules: ['foo'] } }],
+  ['peakMemory', { ...A100, checkpointing: { strategy: 'optimal', budgetBytes: 1 } }],
+  [
+    'placement',
+    {
+      chain: {
+        inputBytes: 1,
+        layers: [{ forwardCost: 1, backwardCost: 2, outputBytes: 10, savedBytes: 10 }],
+      },
+      strategy: 'chen-greedy',
+      budgetBytes: 1,
+    },
+  ],
+  ['peakMemory', { ...A100, model: { config: '{"model_type":"llama"}' } }],
+  ['peakMemory', { ...A100, model: { config: '{"model_type":"llama","hidden_size":-4}' } }],
+  ['peakMemory', { ...A100, model: { config: '{"model_type":"foo","hidden_size":64}' } }],
+  ['peakMemory', { ...A100, microBatch: 2 ** 30 }],
+  ['peakMemory', { ...A100, microBatch: 1.5 }],
+  ['advise', { ...A100, marginFraction: 2 }],
+  ['peakMemory', { ...A100, microbatch: 1 }],
+  ['peakMemory', { ...A100, zzzzzzzzzz: 1 }],
+  ['peakMemory', { ...A100, precision: 'amp' }],
+  ['peakMemory', { ...A100, precision: 'zzzzzzzzzz' }],
+  ['peakMemory', { ...A100, precision: 'amp-bf1' }],
+  ['peakMemory', { ...A100, microBatch: -1.5 }],
+  ['peakMemory', { ...A100, microBatch: 1e30 }],
+];
+// advise's sentences: why a step is not timed (a custom memory size; tensor parallelism)
+requests.push(
+  ['advise', { ...LLAMA, gpuMemoryBytes: 80e9, timeline: false, changes: false }],
+  ['advise', { ...A100, tensorParallel: 2, timeline: false, changes: false }],
+);
+
+// The snapshot comparison's files that are not snapshots (compareSnapshot's errors).
+const GPT2 = { model: { preset: 'gpt2' }, microBatch: 1, seqLen: 128 };
+const SNAPSHOT_ERRORS = [
+  new Uint8Array(0),
+  new Uint8Array([0x89, 0x50, 0x4e, 0x47]), // a PNG's first bytes
+  new Uint8Array([0x80, 4, 0x95]), // a pickle cut short
+  new TextEncoder().encode('{"a":1}'), // JSON that is not memory_stats()
+  // protocol 2, GLOBAL 'os system': a pickle that would import code
+  new Uint8Array([0x80, 2, 0x63, 0x6f, 0x73, 0x0a, 0x73, 0x79, 0x73, 0x74, 0x65, 0x6d, 0x0a]),
+];
+for (const snapshot of SNAPSHOT_ERRORS)
+  ERROR_REQUESTS.push(['compareSnapshot', { request: GPT2, snapshot }]);
 
 const holes = (s) => [...String(s).matchAll(/\{(\w+)\}/g)].map((m) => m[1]).sort();
 const render = (template, params) => template.replace(/\{(\w+)\}/g, (m, k) => params[k] ?? m);
@@ -78,6 +179,19 @@ test('every sentence of every result is in the catalog, and its codes spell it',
     }
   }
   assert.deepEqual([...new Set(missing)], [], 'sentences the catalog does not spell');
+  for (const [fn, request] of ERROR_REQUESTS) {
+    let error = null;
+    try {
+      tm[fn](request);
+    } catch (e) {
+      error = e;
+    }
+    assert.ok(error instanceof TrainmemError, `${fn} ${JSON.stringify(request)} is refused`);
+    assert.ok(Array.isArray(error.messages), `error codes for: ${error.message}`);
+    const spelled = error.messages.map((p) => render(catalog[p.code], p.params)).join('; ');
+    assert.equal(spelled, error.message);
+    for (const p of error.messages) used.add(p.code);
+  }
   assert.ok(checked > 1000, `only ${checked} sentences checked`);
   const unused = Object.keys(catalog).filter((c) => !used.has(c) && !(c in UNREACHED));
   assert.deepEqual(unused, [], 'catalog entries no request reaches (list them in UNREACHED)');

@@ -4,10 +4,35 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { load } from '../../web/lib/index.js';
 import { defaults, fromQuery, toQuery } from '../../web/app/state.js';
-import { peakMemoryRequest, accumulationRequest } from '../../web/app/requests.js';
+import {
+  peakMemoryRequest,
+  accumulationRequest,
+  adviseRequest,
+  stateOfChange,
+  modelOf,
+  knowBaseDtype,
+  knowsBaseDtype,
+  BASE_DTYPE_PROBE,
+} from '../../web/app/requests.js';
+import { resolve, usePresets } from '../../web/app/resolve.js';
+import { presetIndex } from '../../tools/preset-index.mjs';
 
 const tm = await load();
+usePresets(presetIndex());
 const base = defaults(); // LLaMA-2 7B on the A100 80 GB preset
+
+// Whether the core reads lora.baseDtype (a core built before it refuses the key), asked as
+// the page asks it: the requests carry it only then.
+function coreKnowsBaseDtype() {
+  try {
+    tm.peakMemory(BASE_DTYPE_PROBE);
+    return true;
+  } catch (e) {
+    if (e.code === 'unknown_key') return false;
+    throw e;
+  }
+}
+knowBaseDtype(coreKnowsBaseDtype());
 
 test('unset advanced inputs add no field (the core keeps its documented defaults)', () => {
   const r = peakMemoryRequest(base);
@@ -34,15 +59,21 @@ test('unset advanced inputs add no field (the core keeps its documented defaults
 
 test('each advanced input maps to its PeakMemoryRequest field', () => {
   const cases = [
-    [{ lora: 'lora', loraRank: 16 }, { lora: { rank: 16 } }],
-    [{ lora: 'qlora', loraRank: 64 }, { lora: { rank: 64, qlora: true } }],
     [
-      { lora: 'lora', loraRank: 8, loraTargets: 'q_proj, v_proj' },
-      { lora: { rank: 8, targetModules: ['q_proj', 'v_proj'] } },
+      { method: 'lora', loraRank: 16, baseDtype: 'bf16' },
+      { lora: { rank: 16, baseDtype: 'bf16' } },
     ],
     [
-      { lora: 'lora', loraRank: 8, loraTargets: 'all-linear' },
-      { lora: { rank: 8, targetModules: 'all-linear' } },
+      { method: 'qlora', loraRank: 64, baseDtype: 'fp16' },
+      { lora: { rank: 64, qlora: true, baseDtype: 'fp16' } },
+    ],
+    [
+      { method: 'lora', loraRank: 8, baseDtype: 'bf16', loraTargets: 'q_proj, v_proj' },
+      { lora: { rank: 8, baseDtype: 'bf16', targetModules: ['q_proj', 'v_proj'] } },
+    ],
+    [
+      { method: 'lora', loraRank: 8, baseDtype: 'bf16', loraTargets: 'all-linear' },
+      { lora: { rank: 8, baseDtype: 'bf16', targetModules: 'all-linear' } },
     ],
     [
       { zeroStage: '2', offloadOptimizer: true },
@@ -94,6 +125,7 @@ test('each advanced input maps to its PeakMemoryRequest field', () => {
   });
   assert.ok(!('samples' in accumulationRequest({ ...base, sampleLengths: '512' })));
   for (const [patch, want] of cases) {
+    if (want.lora && !knowsBaseDtype()) delete want.lora.baseDtype;
     const r = peakMemoryRequest({ ...base, ...patch });
     for (const [k, v] of Object.entries(want)) assert.deepEqual(r[k], v, JSON.stringify(patch));
     // the accumulation plans take the same peakMemory inputs
@@ -104,8 +136,8 @@ test('each advanced input maps to its PeakMemoryRequest field', () => {
 
 test('the core accepts every request the advanced inputs build', () => {
   for (const patch of [
-    { lora: 'lora', loraRank: 16 },
-    { lora: 'qlora', loraRank: 16, loraTargets: 'all-linear' },
+    { method: 'lora', loraRank: 16 },
+    { method: 'qlora', loraRank: 16, loraTargets: 'all-linear' },
     { zeroStage: '2', offloadOptimizer: true },
     { zeroStage: '3', dataParallel: 8, offloadOptimizer: true, offloadParams: true },
     { tensorParallel: 2 },
@@ -137,7 +169,7 @@ test('LoRA on a frozen LLaMA-2 7B trains far fewer parameters than the model has
   // = 8,388,608 trainable parameters (LoRA adds r × (in + out) per adapted linear); PEFT's
   // print_trainable_parameters() shows "trainable params: 8,388,608" for this setup.
   const r = tm.peakMemory({
-    ...peakMemoryRequest({ ...base, lora: 'lora', loraRank: 16 }),
+    ...peakMemoryRequest({ ...base, method: 'lora', loraRank: 16 }),
     timeline: false,
   });
   assert.equal(r.trainableParams, 32 * 2 * 16 * (4096 + 4096));
@@ -146,14 +178,76 @@ test('LoRA on a frozen LLaMA-2 7B trains far fewer parameters than the model has
 test('the advanced inputs live in the URL and read back', () => {
   const st = {
     ...base,
-    lora: 'qlora',
+    method: 'qlora',
     loraRank: 32,
+    baseDtype: 'fp16',
     loraTargets: 'q_proj,v_proj',
     offloadOptimizer: true,
     tensorParallel: 4,
     simulateAllocator: false,
-    marginGB: 2.5,
+    marginPct: 2.5,
     allocConf: 'expandable_segments:True',
   };
   assert.deepEqual(fromQuery(toQuery(st)), st);
+});
+
+test('the precision follows the GPU: mixed bf16 on an A100, mixed fp16 on a T4 or a V100', () => {
+  // NVIDIA's datasheets: bf16 from Ampere (A100) on; the T4 (Turing) and V100 (Volta) have none.
+  assert.equal(peakMemoryRequest(base).precision, 'amp-bf16');
+  assert.equal(peakMemoryRequest({ ...base, gpu: 't4' }).precision, 'amp-fp16');
+  assert.equal(peakMemoryRequest({ ...base, gpu: 'v100-16gb' }).precision, 'amp-fp16');
+  // a precision the user chose is kept
+  assert.equal(peakMemoryRequest({ ...base, gpu: 't4', precision: 'fp32' }).precision, 'fp32');
+  // LoRA's base is loaded in 16 bits as PEFT users load it: bf16, or fp16 without bf16
+  assert.equal(resolve({ ...base, method: 'lora' }).st.baseDtype, 'bf16');
+  assert.equal(resolve({ ...base, method: 'lora', gpu: 't4' }).st.baseDtype, 'fp16');
+  // the checkpoint file follows the training precision: autocast trains fp32 weights
+  assert.equal(resolve(base).st.weightDtype, 'fp32');
+  assert.equal(resolve({ ...base, precision: 'bf16' }).st.weightDtype, 'bf16');
+  assert.equal(resolve({ ...base, precision: 'bf16', weightDtype: 'fp16' }).st.weightDtype, 'fp16');
+});
+
+test('the advise request: the margin as a share of the GPU, from scratch, one call', () => {
+  const r = adviseRequest(base);
+  assert.equal(r.marginFraction, 0.05);
+  assert.ok(!('fromScratch' in r));
+  assert.equal(adviseRequest({ ...base, method: 'scratch' }).fromScratch, true);
+  assert.equal(adviseRequest({ ...base, marginGB: 2 }).marginBytes, 2e9);
+  assert.equal(adviseRequest(base, { timeline: false }).timeline, false);
+});
+
+test('each change the core offers, applied to the inputs, asks for what the change sets', () => {
+  const advice = tm.advise({ ...adviseRequest(base), timeline: false });
+  assert.ok(advice.changes.length >= 5);
+  const within = (want, got, path) => {
+    if (want && typeof want === 'object')
+      for (const [k, v] of Object.entries(want)) within(v, got?.[k], `${path}.${k}`);
+    else assert.deepEqual(got, want, path);
+  };
+  for (const c of advice.changes) {
+    const st = { ...base, ...stateOfChange(c.set, base) };
+    const r = peakMemoryRequest(st);
+    within(c.set, r, c.id);
+  }
+});
+
+test('a Hub id pasted as config.json names the model, and the known one', () => {
+  for (const text of [
+    'meta-llama/Llama-3.1-8B',
+    'https://huggingface.co/meta-llama/Llama-3.1-8B',
+  ]) {
+    assert.throws(
+      () => modelOf({ ...base, modelSource: 'config', config: text }),
+      (e) =>
+        e.key === 'error.hubIdKnown' && e.preset === 'llama-3.1-8b' && e.field === 'model.config',
+    );
+  }
+  assert.throws(
+    () => modelOf({ ...base, modelSource: 'config', config: 'someone/some-model' }),
+    (e) => e.key === 'error.hubId' && e.params.id === 'someone/some-model',
+  );
+  assert.throws(
+    () => modelOf({ ...base, modelSource: 'config', config: '{"model_type": "llama",' }),
+    (e) => e.key === 'error.configAt' && e.code === 'invalid_json',
+  );
 });

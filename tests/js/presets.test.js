@@ -49,13 +49,21 @@ test("the page's bundled preset index lists what the core lists, in the same ord
   const index = presetIndex();
   const core = tm.presets({ parameterCounts: false });
   assert.deepEqual(
-    index.models,
+    index.models.map((m) => ({ id: m.id, name: m.name })),
     core.models.map((m) => ({ id: m.id, name: m.name })),
   );
   assert.deepEqual(
-    index.gpus,
+    index.gpus.map((g) => ({ id: g.id, name: g.name })),
     core.gpus.map((g) => ({ id: g.id, name: g.name })),
   );
+  // what the page reads besides: a GPU's memory and whether it computes in bf16 (the T4 and
+  // the V100 do not: NVIDIA's datasheets list no bf16 before Ampere), a model's Hub id
+  const gpu = (id) => index.gpus.find((g) => g.id === id);
+  assert.equal(gpu('a100-80gb').memoryBytes, 80 * 2 ** 30);
+  assert.equal(gpu('a100-80gb').bf16, true);
+  assert.equal(gpu('t4').bf16, false);
+  assert.equal(gpu('v100-16gb').bf16, false);
+  assert.equal(index.models.find((m) => m.id === 'llama-3.1-8b').hub, 'meta-llama/Llama-3.1-8B');
   assert.ok(index.models.some((m) => m.id === 'llama-2-7b'));
   assert.ok(index.gpus.length >= 5);
 });

@@ -20,20 +20,9 @@ const base = {
   simulateAllocator: false,
   searchMaxMicroBatch: false,
 };
-// bytes at one timeline point beyond the persistent lines, activations and gradients
-const transient = (r, phase, layer) => {
-  const p = r.timeline.find((x) => x.phase === phase && x.layer === layer);
-  const b = r.breakdown;
-  return (
-    p.totalBytes -
-    p.activationBytes -
-    p.gradientBytes -
-    b.weights.bytes -
-    b.masterWeights.bytes -
-    b.optimizerState.bytes -
-    b.runtime.bytes
-  );
-};
+// the unsharded parameters (and FSDP's unsharded gradients) live at a timeline point
+const transient = (r, phase, layer) =>
+  r.timeline.find((x) => x.phase === phase && x.layer === layer).gatheredBytes;
 
 test('FSDP FULL_SHARD over 8 ranks: sharded fp32 weights, bf16 units gathered with one prefetch', () => {
   const r = tm.peakMemory({ ...base, fsdp: { mixedPrecision: { paramDtype: 'bf16' } } });

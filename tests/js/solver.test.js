@@ -128,3 +128,42 @@ test('cancel() drops the waiting call', async () => {
   w.answer({ id: w.posted[0].id, result: { n: 1 } });
   assert.equal(w.posted.length, 1, 'nothing is sent after the answer');
 });
+
+test("channels: the verdict's call does not cancel the tab's, each keeps its newest", async () => {
+  FakeWorker.made = [];
+  const s = new Solver(fakeCore().tm);
+  await s.runLatest('accumulation', { n: 0 });
+  const w = FakeWorker.made[0];
+  w.answer({ ready: true });
+  const tab = settle(s.runLatest('accumulation', { n: 1 }, 'tab'));
+  const verdict1 = settle(s.runLatest('advise', { n: 2 }, 'verdict'));
+  const verdict2 = settle(s.runLatest('advise', { n: 3 }, 'verdict'));
+  const tab2 = settle(s.runLatest('accumulation', { n: 4 }, 'tab'));
+  assert.equal((await verdict1).error.code, 'cancelled', 'the older verdict call');
+  w.answer({ id: w.posted[0].id, result: { n: 1 } });
+  assert.deepEqual((await tab).ok, { n: 1 });
+  // both newest calls are sent in turn, the older waiting one first
+  assert.deepEqual(
+    w.posted.map((p) => p.request.n),
+    [1, 3],
+  );
+  w.answer({ id: w.posted[1].id, result: { n: 3 } });
+  assert.deepEqual((await verdict2).ok, { n: 3 });
+  assert.equal(w.posted[2].request.n, 4);
+  w.answer({ id: w.posted[2].id, result: { n: 4 } });
+  assert.deepEqual((await tab2).ok, { n: 4 });
+});
+
+test('a call that may wait for the worker is sent once it has its core, not run here', async () => {
+  FakeWorker.made = [];
+  const { tm, calls } = fakeCore();
+  const s = new Solver(tm);
+  const p = settle(s.runLatest('advise', { n: 1 }, 'changes', { waitForWorker: true }));
+  const w = FakeWorker.made[0];
+  assert.equal(w.posted.length, 0, 'waiting for the core');
+  w.answer({ ready: true });
+  assert.equal(w.posted.length, 1);
+  w.answer({ id: w.posted[0].id, result: { n: 1 } });
+  assert.deepEqual((await p).ok, { n: 1 });
+  assert.deepEqual(calls, [], 'nothing ran on the page');
+});

@@ -8,11 +8,22 @@ import { load } from '../lib/index.js';
 import { h, put } from './dom.js';
 import { loadStrings, makeTranslator, browserLang, prefetchStrings } from './i18n.js';
 import { FIELDS, TABS, defaults } from './state.js';
-import { BUILDERS, isHeavy, isSlow, modelOf } from './requests.js';
-import { Solver } from './solver.js';
+import {
+  BUILDERS,
+  isHeavy,
+  isSlow,
+  modelOf,
+  adviseRequest,
+  knowBaseDtype,
+  BASE_DTYPE_PROBE,
+} from './requests.js';
+import { Solver, markCall } from './solver.js';
 import { snapshotPanel } from './snapshot.js';
-import { traced, tracedLine, tracePanel } from './trace.js';
+import { tracePanel } from './trace.js';
 import { EXAMPLES, findPreset } from './examples.js';
+import { examplesEl, exampleState, renderExample } from './examples-view.js';
+import { errorBox } from './errors-view.js';
+import { usePresets } from './resolve.js';
 import { exportersOf, exportBar, embedCodes, embedDialog } from './export.js';
 import {
   CONTEXT_FIELDS,
@@ -24,7 +35,14 @@ import {
   fields,
 } from './form.js';
 import { RENDER } from './views.js';
-import { renderVerdict, verdictError, verdictInvalid, computeVerdict } from './verdict.js';
+import {
+  renderVerdict,
+  verdictError,
+  verdictInvalid,
+  computeVerdict,
+  peakOf,
+  showChanges,
+} from './verdict.js';
 
 // Start-up phases for bench/page.mjs (User Timing; a no-op where marks are unsupported).
 function mark(name) {
@@ -63,7 +81,7 @@ function loadPresets(tm) {
 
 // The state a link or the embedding gave, checked against the presets of this build.
 function checkedState(st, presets) {
-  // An unknown GPU id (a stale link, a build without GPU presets): the custom size (gpuGB).
+  // An unknown GPU id (a stale link, a build without GPU presets): the custom size (gpuGiB).
   if (st.gpu && !presets.gpus.some((g) => g.id === st.gpu)) st = { ...st, gpu: '' };
   // The default model is the LLaMA-2 7B preset; a core built without presets falls back to
   // its parameter count.
@@ -119,6 +137,7 @@ async function startContext(root, options) {
   // A dropped trace of the user's own model (read in a worker of its own).
   ctx.tracePanel = tracePanel(Object.assign(Object.create(ctx), { solver: new Solver(tm) }));
   ctx.presets = loadPresets(tm);
+  usePresets(ctx.presets);
   ctx.known = {
     llama: findPreset(ctx.presets, ['llama27bhf', 'llama27b', 'llama2-7b']),
     gpt2: findPreset(ctx.presets, ['gpt2', 'gpt2small', 'gpt2124m']),
@@ -129,6 +148,10 @@ async function startContext(root, options) {
   ctx.update = (patch, opts) => update(ctx, patch, opts);
   ctx.compute = () => compute(ctx);
   ctx.errorBox = (e) => errorBox(ctx, e);
+  ctx.runExample = (id) => runExample(ctx, id);
+  ctx.publish = () => publishState(ctx);
+  ctx.rebuild = () => build(ctx);
+  ctx.askAdvice = (...args) => askAdvice(ctx, ...args);
   root.append(ctx.rootEl);
   if (typeof ResizeObserver === 'function')
     ctx.resultsSize = new ResizeObserver((entries) => {
@@ -219,33 +242,6 @@ function headerEl(ctx) {
   );
 }
 
-function examplesEl(ctx) {
-  const { t, st } = ctx;
-  return h(
-    'section',
-    { class: 'examples', 'aria-labelledby': 'tm-ex-h' },
-    h('h2', { id: 'tm-ex-h' }, t('ex.heading')),
-    h(
-      'div',
-      { class: 'ex-buttons' },
-      EXAMPLES.map((ex) =>
-        h(
-          'button',
-          {
-            type: 'button',
-            id: `tm-ex-${ex.id}`,
-            class: `ex-btn${st.ex === ex.id ? ' active' : ''}`,
-            'data-example': ex.id,
-            'aria-pressed': st.ex === ex.id ? 'true' : 'false',
-            onclick: () => runExample(ctx, ex.id),
-          },
-          t(`ex.${ex.id}.title`),
-        ),
-      ),
-    ),
-  );
-}
-
 function contextEl(ctx, tab) {
   const ctxKeys = CONTEXT_FIELDS.filter(
     (k) => USES[tab].has(k) && !(tab === 'place' && ctx.st.chainSource === 'uniform'),
@@ -263,18 +259,30 @@ function contextEl(ctx, tab) {
   );
 }
 
-// The full page leads with the question every first visit asks, and its answer.
-function askEl(ctx) {
+// The full page leads with the question every first visit asks, and its answer: the question
+// line (model, GPU, method, precision, checkpointing, optimizer, batch and length), the verdict
+// with what it assumed, the changes, then the advanced inputs (closed unless one is set).
+function askEl(ctx, previous) {
   ctx.verdictEl = h('div', { class: 'verdict', id: 'tm-verdict', tabindex: '-1' });
   ctx.suggestEl = h('div', { class: 'verdict-suggest', id: 'tm-suggest' });
+  // The answer before the rebuild stays, marked busy, until the new one comes (from the
+  // worker): the page does not blink, and a focus given to the verdict has somewhere to go.
+  if (previous?.lang === ctx.t.lang) {
+    ctx.verdictEl.append(...previous.verdict.childNodes);
+    ctx.suggestEl.append(...previous.suggest.childNodes);
+    ctx.verdictEl.setAttribute('aria-busy', 'true');
+  }
+  // The verdict said by a screen reader once typing settles (verdict.js announce).
+  ctx.liveEl = h('p', { class: 'sr-only', id: 'tm-verdict-live', 'aria-live': 'polite' });
   return h(
     'section',
     { class: 'ask', 'aria-labelledby': 'tm-ask-h' },
     h('h2', { id: 'tm-ask-h', class: 'ask-q' }, ctx.t('ask.heading')),
-    h('div', { class: 'fields fields-compact' }, fields(ctx, ASK_FIELDS, 'peak')),
-    advanced(ctx, 'peak'),
+    h('div', { class: 'fields fields-compact fields-ask' }, fields(ctx, ASK_FIELDS, 'peak')),
     ctx.verdictEl,
+    ctx.liveEl,
     ctx.suggestEl,
+    advanced(ctx, 'peak', ASK_FIELDS),
   );
 }
 
@@ -332,7 +340,10 @@ function panelEl(ctx, tab, ask) {
       { class: 'fields' },
       fields(
         ctx,
-        TAB_FIELDS[tab].filter((k) => !(ask && ADVANCED_FIELDS.includes(k))),
+        // (the question line and its advanced section hold these on the full page)
+        TAB_FIELDS[tab].filter(
+          (k) => !(ask && (ADVANCED_FIELDS.includes(k) || ASK_FIELDS.includes(k))),
+        ),
         tab,
       ),
     ),
@@ -351,10 +362,14 @@ function build(ctx) {
   const tab = ctx.st.tab;
   const header = headerEl(ctx);
   const examples = embed && !options.showExamples ? null : examplesEl(ctx);
-  ctx.exampleEl = h('section', { class: 'example-out', 'aria-live': 'polite', id: 'tm-example' });
+  ctx.exampleEl = h('section', { class: 'example-out', id: 'tm-example' });
   const context = contextEl(ctx, tab);
-  ctx.verdictEl = null;
-  const ask = embed ? null : askEl(ctx);
+  const previous = ctx.verdictEl
+    ? { verdict: ctx.verdictEl, suggest: ctx.suggestEl, lang: ctx.verdictLang }
+    : null;
+  ctx.verdictEl = ctx.liveEl = null;
+  ctx.verdictLang = ctx.t.lang;
+  const ask = embed ? null : askEl(ctx, previous);
   const tabList = tabListEl(ctx, tab);
   const panel = panelEl(ctx, tab, ask);
   ctx.dialogEl = embed ? null : embedDialog(ctx);
@@ -366,18 +381,25 @@ function build(ctx) {
     h(
       'main',
       { class: 'layout' },
+      // the question and its answer first; then the worked examples, a card each, the chosen
+      // one explained under them; then the calculators
       ask,
+      examples,
+      ctx.exampleEl,
       ask ? null : context,
       ctx.tabs.length > 1 ? tabList : null,
       panel,
-      examples,
-      ctx.exampleEl,
     ),
-    embed ? null : h('footer', { class: 'foot' }, h('p', {}, ctx.t('foot.text'))),
+    embed ? null : footerEl(ctx),
     ctx.dialogEl,
   );
   if (focused) rootEl.querySelector(`#${CSS.escape(focused)}`)?.focus();
   compute(ctx);
+}
+
+// Where the numbers come from: the articles the page grew out of, and nothing sent anywhere.
+function footerEl(ctx) {
+  return h('footer', { class: 'foot' }, h('p', {}, ctx.t('foot.text')));
 }
 
 async function switchLang(ctx, lang) {
@@ -394,123 +416,6 @@ async function switchLang(ctx, lang) {
   ctx.st = { ...ctx.st, lang };
   publishState(ctx);
   build(ctx);
-}
-
-// ---- errors -------------------------------------------------------------------------------
-// An infeasible placement budget: the core's minimum, and one click to use it (rounded up to
-// whole MB so that it is not below the minimum).
-function minimumBudget(ctx, e) {
-  const { t } = ctx;
-  return h(
-    'p',
-    { class: 'minimum-budget' },
-    t('error.minimumBudget'),
-    ' ',
-    t.both(e.minimumBudgetBytes),
-    ' ',
-    h(
-      'button',
-      {
-        type: 'button',
-        class: 'small',
-        onclick: () =>
-          update(ctx, { budgetGB: Math.ceil(e.minimumBudgetBytes / 1e6) / 1e3 }, { rebuild: true }),
-      },
-      t('error.useMinimum'),
-    ),
-  );
-}
-
-// Every error offers a way out: the precision the GPU supports, or the input that is needed.
-function wayOut(ctx, e) {
-  const { t, rootEl } = ctx;
-  const line = (label, onclick) =>
-    h(
-      'p',
-      { class: 'way-out' },
-      t('error.fixIt'),
-      ' ',
-      h('button', { type: 'button', class: 'small', onclick }, label),
-    );
-  if (e.field === 'precision' && /amp-fp16/.test(String(e.message)))
-    return line(t('error.useFp16'), () => {
-      update(ctx, { precision: 'amp-fp16' }, { rebuild: true });
-      rootEl.querySelector('#tm-verdict, #tm-results')?.focus?.();
-    });
-  if (String(e.field || '').startsWith('gpuPeakTflops'))
-    return line(t('error.usePreset'), () => {
-      /** @type {HTMLElement | null} */ (rootEl.querySelector('#tm-gpu'))?.focus();
-    });
-  return null;
-}
-
-// A way out that opens the section holding the input the core named and moves focus to it.
-function goToInput(ctx, input, key) {
-  const { t } = ctx;
-  const go = () => {
-    const section = input.closest('details');
-    if (section) section.open = true;
-    input.scrollIntoView?.({ block: 'center' });
-    /** @type {HTMLElement} */ (input).focus();
-  };
-  return h(
-    'p',
-    { class: 'way-out' },
-    t('error.fixIt'),
-    ' ',
-    h('button', { type: 'button', class: 'small go-to-input', onclick: go }, t(`field.${key}`)),
-  );
-}
-
-function errorBox(ctx, e) {
-  const { t } = ctx;
-  const unsupported = e.code === 'unsupported';
-  const box = h(
-    'div',
-    { class: unsupported ? 'notice' : 'error', role: 'alert', 'data-code': e.code || '' },
-    h('strong', {}, unsupported ? t('error.unsupportedTitle') : t('error.title')),
-    t.lang !== 'en' && t.coreError(e.code) ? h('p', {}, t.coreError(e.code)) : null,
-    h('p', { lang: 'en', dir: 'ltr' }, String(e.message)),
-    unsupported ? h('p', { class: 'muted' }, t('error.unsupported')) : null,
-    e.field
-      ? h(
-          'p',
-          { class: 'muted' },
-          t('error.field'),
-          ' ',
-          h('code', {}, String(e.field)),
-          e.code ? [' · ', h('code', {}, String(e.code))] : null,
-        )
-      : null,
-    typeof e.minimumBudgetBytes === 'number' ? minimumBudget(ctx, e) : null,
-  );
-  const out = wayOut(ctx, e);
-  if (out) box.append(out);
-  if (traced.text) box.append(tracedLine(ctx, ctx.tracePanel.clear));
-  const fieldKey =
-    e.field &&
-    // (the accumulation planner's step times need a GPU preset's TFLOP/s: point at the picker)
-    {
-      'model.config': 'config',
-      'model.params': 'params',
-      gpuPeakTflops: 'gpu',
-      'checkpointing.saveOps': 'saveOps',
-      ddp: 'ddpBucketMb',
-      'ddp.bucketCapMb': 'ddpBucketMb',
-      'fsdp.shardGroupSize': 'fsdpGroup',
-      'fsdp.mixedPrecision': 'fsdpParamDtype',
-      'zero3.maxLiveParameters': 'zero3MaxLive',
-      'zero3.prefetchBucketSize': 'zero3Prefetch',
-      'samples.lengths': 'sampleLengths',
-    }[e.field.split('.').slice(0, 2).join('.')];
-  const bad = fieldKey && ctx.rootEl.querySelector(`#tm-${fieldKey}`);
-  if (bad) {
-    bad.setAttribute('aria-invalid', 'true');
-    bad.setAttribute('data-core-invalid', '1'); // cleared by the next computation
-    // the input to fix, even inside the closed advanced section: open it and go there
-    if (!out) box.append(goToInput(ctx, bad, fieldKey));
-  }
-  return box;
 }
 
 // ---- computing ----------------------------------------------------------------------------
@@ -569,6 +474,80 @@ function showError(ctx, tab, e) {
   if (tab === 'peak') verdictError(ctx, e);
 }
 
+// Whether the core reads lora.baseDtype (a core built before it refuses the key): asked once,
+// when the page is idle after its first result; the answer recomputes a LoRA run.
+function askBaseDtype(ctx) {
+  try {
+    markCall('peakMemory');
+    ctx.tm.peakMemory(BASE_DTYPE_PROBE);
+    knowBaseDtype(true);
+    if (ctx.st.method === 'lora' || ctx.st.method === 'qlora' || ctx.st.tab === 'peak')
+      compute(ctx);
+  } catch {
+    knowBaseDtype(false); // (an unknown key): the base stays in the precision's dtype
+  }
+}
+
+// The request of a tab: the peak tab's is advise's (its result answers the verdict too).
+function requestOf(ctx, tab) {
+  if (tab === 'peak') {
+    ctx.verdictKey = ''; // (the verdict comes with the tab's result)
+    return ['advise', adviseRequest(ctx.st)];
+  }
+  const [fn, builder] = BUILDERS[tab];
+  return [fn, builder(ctx.st)];
+}
+
+// Runs the tab's call: in the worker for a heavy solve, in the worker kept between keystrokes
+// for calls of tens of milliseconds (the planner, advise), else here.
+function run(ctx, tab, fn, request, seq, done, fail) {
+  const { st, solver } = ctx;
+  if (isHeavy(tab, st)) {
+    const tick = showSolving(ctx, seq);
+    solver
+      .runHeavy(fn, request)
+      .then(done, fail)
+      .finally(() => clearInterval(tick));
+  } else if (fn === 'advise') {
+    askAdvice(ctx, request, 'tab', seq, done, fail);
+  } else if (isSlow(tab)) {
+    solver.runLatest(fn, request, 'tab').then(done, fail);
+  } else {
+    try {
+      done(solver.run(fn, request));
+    } catch (e) {
+      fail(e);
+    }
+  }
+}
+
+/**
+ * One advise call, in the worker kept between keystrokes. Before that worker has its core (the
+ * page's first result), the verdict is computed here without the changes, which the worker
+ * answers once it is ready: the first result does not wait for ten evaluations.
+ */
+export function askAdvice(ctx, request, channel, seq, show, fail) {
+  const { solver } = ctx;
+  if (solver.quickReady || solver.noQuick || request.changes === false)
+    return solver.runLatest('advise', request, channel).then(show, fail);
+  let first;
+  try {
+    first = solver.run('advise', { ...request, changes: false });
+  } catch (e) {
+    return fail(e);
+  }
+  show(first);
+  if (first.verdict.status !== 'doesNotFit' && first.verdict.status !== 'tight') return;
+  solver
+    .runLatest('advise', { ...request, timeline: false }, `${channel}-changes`, {
+      waitForWorker: true,
+    })
+    .then(
+      (full) => seq === ctx.computeSeq && showChanges(ctx, full),
+      () => {},
+    );
+}
+
 function compute(ctx) {
   const { st, solver, rootEl } = ctx;
   const tab = st.tab;
@@ -579,31 +558,31 @@ function compute(ctx) {
     el.setAttribute('aria-invalid', 'false');
   }
   solver.cancel();
+  renderExample(ctx);
   if (ctx.invalid.size) return showInvalid(ctx);
-  const [fn, builder] = BUILDERS[tab];
-  let request;
+  let fn, request;
   try {
-    request = builder(st);
+    [fn, request] = requestOf(ctx, tab);
   } catch (e) {
     showError(ctx, tab, e);
     if (tab !== 'peak') computeVerdict(ctx);
-    markFirst(ctx);
-    renderExample(ctx);
-    return;
+    return markFirst(ctx);
   }
-  computeVerdict(ctx);
+  if (tab !== 'peak') computeVerdict(ctx);
   showParsed(ctx);
   const done = (result) => {
     if (seq !== ctx.computeSeq) return;
+    mark('trainmem:render-start'); // (bench/page-update.mjs: the main thread's share)
     put(ctx.statusEl);
     ctx.last = { tab, fn, request, result };
     put(ctx.resultsEl);
     try {
       if (tab === 'peak') renderVerdict(ctx, result);
-      RENDER[tab](ctx, ctx.resultsEl, result, request);
+      RENDER[tab](ctx, ctx.resultsEl, tab === 'peak' ? peakOf(result) : result, request, result);
     } catch (e) {
       ctx.resultsEl.append(errorBox(ctx, { code: 'internal', message: `display: ${e.message}` }));
     }
+    mark('trainmem:render-end');
     markFirst(ctx);
   };
   const fail = (e) => {
@@ -611,22 +590,7 @@ function compute(ctx) {
     showError(ctx, tab, e);
     markFirst(ctx);
   };
-  if (isHeavy(tab, st)) {
-    const tick = showSolving(ctx, seq);
-    solver
-      .runHeavy(fn, request)
-      .then(done, fail)
-      .finally(() => clearInterval(tick));
-  } else if (isSlow(tab)) {
-    solver.runLatest(fn, request).then(done, fail);
-  } else {
-    try {
-      done(solver.run(fn, request));
-    } catch (e) {
-      fail(e);
-    }
-  }
-  renderExample(ctx);
+  run(ctx, tab, fn, request, seq, done, fail);
 }
 
 /** Under a pasted config.json: what the core read from it (model type, layers, parameters). */
@@ -635,7 +599,11 @@ function showParsed(ctx) {
   const slot = ctx.rootEl.querySelector('#tm-config-parsed');
   if (!slot) return;
   if (st.modelSource !== 'config' || !st.config.trim()) return put(slot);
+  // (read once per text: a keystroke elsewhere asks the core nothing more)
+  if (ctx.parsedFor === st.config && slot.firstChild) return;
+  ctx.parsedFor = st.config;
   try {
+    markCall('describeModel');
     const d = ctx.tm.describeModel({ model: modelOf(st) });
     put(
       slot,
@@ -652,6 +620,7 @@ function showParsed(ctx) {
       ),
     );
   } catch {
+    ctx.parsedFor = '';
     put(slot); // the error box says why
   }
 }
@@ -661,50 +630,22 @@ function markFirst(ctx) {
   ctx.firstDone = true;
   ctx.rootEl.setAttribute('data-ready', '1');
   mark('trainmem:first-result');
-  // Then, in the background, the other languages' strings: the page works offline once loaded.
+  // Then, in the background, the other languages' strings: the page works offline once loaded;
+  // and whether the core loads a LoRA base in its own dtype.
   setTimeout(prefetchStrings, 0);
+  setTimeout(() => askBaseDtype(ctx), 0);
 }
 
 // ---- worked examples ----------------------------------------------------------------------
+// An example sets its whole state (nothing carried over from before), and the page scrolls to
+// its explanation under the cards.
 function runExample(ctx, id) {
   const ex = EXAMPLES.find((e) => e.id === id);
   if (!ex) return;
-  update(
-    ctx,
-    { ...ex.state(ctx.known), tab: ctx.tabs.includes(ex.tab) ? ex.tab : ctx.st.tab, ex: id },
-    { rebuild: true, fromExample: true },
-  );
-}
-
-function renderExample(ctx) {
-  const { t, exampleEl } = ctx;
-  if (!exampleEl) return;
-  const ex = EXAMPLES.find((e) => e.id === ctx.st.ex);
-  if (!ex) return put(exampleEl);
-  let out;
-  try {
-    out = ex.explain(ctx.tm, t, ctx.known);
-  } catch (e) {
-    out = { steps: [], result: errorBox(ctx, e) };
-  }
-  if (out.patch && Object.entries(out.patch).some(([k, v]) => ctx.st[k] !== v)) {
-    ctx.st = { ...ctx.st, ...out.patch };
-    publishState(ctx);
-    queueMicrotask(() => build(ctx));
-  }
-  put(
-    exampleEl,
-    h(
-      'article',
-      { class: 'example' },
-      h('h2', {}, t(`ex.${ex.id}.title`)),
-      h('p', {}, t(`ex.${ex.id}.question`)),
-      h('h3', {}, t('ex.steps')),
-      h('ol', {}, out.steps),
-      h('h3', {}, t('ex.result')),
-      out.result || '',
-    ),
-  );
+  update(ctx, exampleState(ctx, ex), { rebuild: true, fromExample: true });
+  if (ctx.embed) return;
+  // (the focus stays on the card that was pressed)
+  ctx.rootEl.querySelector('#tm-example')?.scrollIntoView?.({ block: 'start' });
 }
 
 function openEmbed(ctx) {

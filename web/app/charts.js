@@ -123,22 +123,28 @@ function drawYAxis(svg, t, axis, f, x0, x1, title) {
   if (title) svg.append(label(t, 2, FONT, fitText(title, (x1 - 2) / 2), 'left', 'ax-title'));
 }
 
-/** The GPU's memory: a dashed line across the plot, its label at the right end, above it. */
-function drawCapacity(svg, t, capacity, f, x0, x1) {
+/**
+ * The GPU's memory: a dashed line across the plot, its label above it at the right end — or,
+ * where a bar rising past the line would be drawn over it (`bars`: the bars' [x0, x1, top] in
+ * the chart's pixels), at the left end, cut to its value if the whole label does not fit there.
+ */
+function drawCapacity(svg, t, capacity, f, x0, x1, bars = []) {
   if (!capacity || !(capacity.value > 0)) return;
   const y = r1(f.y(capacity.value));
-  const text = `${capacity.label} \u2068${t.num(capacity.value)} GiB\u2069`;
+  const value = `\u2068${t.num(capacity.value)} GiB\u2069`;
+  const full = fitText(`${capacity.label} ${value}`, (x1 - x0) / 2);
   const above = y - 5 - FONT >= 0;
+  const ly = above ? y - 5 : y + FONT + 3;
+  // a bar covers a label's box when it spans its x range and rises above the label's foot
+  const covered = (a, b) => bars.some(([bx0, bx1, top]) => bx1 > a && bx0 < b && top < ly + 2);
+  let place = { x: x1 - 4, text: full, anchor: 'right' };
+  if (covered(x1 - 4 - textWidth(full), x1 - 4)) {
+    const text = covered(x0 + 4, x0 + 4 + textWidth(full)) ? value : full;
+    place = { x: x0 + 4, text, anchor: 'left' };
+  }
   svg.append(
     s('line', { class: 'cap', x1: x0, x2: x1, y1: y, y2: y }),
-    label(
-      t,
-      x1 - 4,
-      above ? y - 5 : y + FONT + 3,
-      fitText(text, (x1 - x0) / 2),
-      'right',
-      'cap-label',
-    ),
+    label(t, place.x, ly, place.text, place.anchor, 'cap-label'),
   );
 }
 
@@ -260,6 +266,10 @@ function drawBars(el, { label: title, scenarios, parts, t, capacity }, W) {
   );
   drawYAxis(svg, t, axis, f, left, left + plotW, 'GiB');
   const barW = Math.min(90, slot * 0.5);
+  const rects = scenarios.map((_, i) => {
+    const cx = left + slot * (i + 0.5);
+    return [cx - barW / 2, cx + barW / 2, f.y(totals[i])];
+  });
   scenarios.forEach((name, i) => {
     const cx = left + slot * (i + 0.5);
     let acc = 0;
@@ -276,7 +286,7 @@ function drawBars(el, { label: title, scenarios, parts, t, capacity }, W) {
     if (i % cats.every === 0) drawCategory(svg, t, cats, i, name, cx, bottom);
   });
   svg.append(s('line', { class: 'axis', x1: left, x2: left + plotW, y1: bottom, y2: bottom }));
-  drawCapacity(svg, t, capacity, f, left, left + plotW);
+  drawCapacity(svg, t, capacity, f, left, left + plotW, rects);
 }
 
 /** The x ticks: as many as fit, their labels two GAPs apart and inside the chart. */

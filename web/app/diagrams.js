@@ -218,7 +218,11 @@ export function accumulationDiagram(container, { micro, steps, dp, t }) {
     }),
   );
   svg.append(
-    s('text', { x: 12, y: 28, class: 'svg-label' }, t('acc.fig.global', { n: micro * steps })),
+    s(
+      'text',
+      { x: 12, y: 28, class: 'svg-label' },
+      t('acc.fig.global', { n: micro * steps * dp, dp }),
+    ),
   );
   for (let i = 0; i < shown; i++) {
     const x = 80 + i * (bw + 14);

@@ -1,6 +1,15 @@
 // @ts-check
-// The seeds' worked examples, one click each: each sets the page inputs, then explains the
-// answer as the seeds do — steps, then the result — with every number computed by the core.
+// The articles' worked examples, one click each: each sets the page inputs, then explains the
+// answer as the articles do — steps, then the result — with every number computed by the core.
+//
+// An example is an entry of EXAMPLES:
+//   id        its name in links (?ex=) and in the <trainmem-calculator example="…"> attribute;
+//   tab       the calculator it opens (size | peak | accum | place);
+//   article   optional: the article it comes from (a key of ARTICLES), shown and cited;
+//   sources   optional: [{ label, url }], what its numbers are checked against (linked);
+//   state(p)  the inputs it sets, over the page's defaults (p: preset ids found in this build);
+//   explain(tm, t, p)  → { steps: Node[], result: Node, patch? }: its explanation, computed.
+// Its strings are i18n keys ex.<id>.title and ex.<id>.question, in both languages.
 import { h } from './dom.js';
 import { uniformChain } from './requests.js';
 
@@ -25,6 +34,56 @@ export const BERT_LARGE_SEQ_CLS = {
   layer_norm_eps: 1e-12,
   pad_token_id: 0,
   num_labels: 2,
+};
+
+/**
+ * The two Arabic articles the page grew out of, which its examples come from. `url`: where
+ * the article is published ('' while unknown: its title is then cited, not linked).
+ */
+export const ARTICLES = {
+  accumulation: {
+    title: 'نقاط تحقّق التّدرّج وتراكم التّدرّج',
+    author: 'م. عمّار وضّاح',
+    url: '',
+  },
+  size: {
+    title: 'حجم نقطة التحقّق',
+    author: '',
+    url: '',
+  },
+};
+
+const SOURCES = {
+  llama2: {
+    label: 'Llama-2-7b-hf (Hugging Face)',
+    url: 'https://huggingface.co/meta-llama/Llama-2-7b-hf',
+  },
+  adamw: {
+    label: 'torch.optim.AdamW',
+    url: 'https://pytorch.org/docs/stable/generated/torch.optim.AdamW.html',
+  },
+  sgd: {
+    label: 'torch.optim.SGD',
+    url: 'https://pytorch.org/docs/stable/generated/torch.optim.SGD.html',
+  },
+  hfOne: {
+    label: 'Hugging Face: Efficient training on a single GPU',
+    url: 'https://huggingface.co/docs/transformers/perf_train_gpu_one',
+  },
+  anatomy: {
+    label: 'Hugging Face: Model training anatomy',
+    url: 'https://huggingface.co/docs/transformers/model_memory_anatomy',
+  },
+  bert: {
+    label: 'google-bert/bert-large-uncased',
+    url: 'https://huggingface.co/google-bert/bert-large-uncased',
+  },
+  chen: { label: 'Chen et al. 2016, arXiv:1604.06174', url: 'https://arxiv.org/abs/1604.06174' },
+  checkpoint: {
+    label: 'torch.utils.checkpoint',
+    url: 'https://pytorch.org/docs/stable/checkpoint.html',
+  },
+  gpt2: { label: 'openai-community/gpt2', url: 'https://huggingface.co/openai-community/gpt2' },
 };
 
 /** The preset id whose id matches one of the patterns (presets come from the core's data). */
@@ -72,6 +131,8 @@ export const EXAMPLES = [
   {
     id: 'llama2-7b',
     tab: 'size',
+    article: 'size',
+    sources: [SOURCES.llama2, SOURCES.adamw],
     state: (p) => ({
       modelSource: p.llama ? 'preset' : 'params',
       preset: p.llama || '',
@@ -151,6 +212,8 @@ export const EXAMPLES = [
   {
     id: 'sgd-vs-adam',
     tab: 'size',
+    article: 'size',
+    sources: [SOURCES.sgd, SOURCES.adamw],
     state: () => ({
       modelSource: 'params',
       params: 100000000,
@@ -199,6 +262,8 @@ export const EXAMPLES = [
   {
     id: 'bert-hf',
     tab: 'accum',
+    article: 'accumulation',
+    sources: [SOURCES.hfOne, SOURCES.anatomy, SOURCES.bert],
     state: (p) => ({
       modelSource: 'config',
       config: JSON.stringify(BERT_LARGE_SEQ_CLS, null, 2),
@@ -210,7 +275,7 @@ export const EXAMPLES = [
       accMode: 'plan',
       targetGlobalBatch: 4,
       gpu: p.v100 || '',
-      gpuGB: 16,
+      gpuGiB: 16,
       checkpointing: 'full',
       dataParallel: 1,
       // As the 2022 run was set up: PyTorch 1.10, eager attention (BERT had no SDPA then) and
@@ -284,6 +349,8 @@ export const EXAMPLES = [
   {
     id: 'chain-1000',
     tab: 'place',
+    article: 'accumulation',
+    sources: [SOURCES.chen, SOURCES.checkpoint],
     state: () => ({
       chainSource: 'uniform',
       layers: 1000,
@@ -332,6 +399,8 @@ export const EXAMPLES = [
   {
     id: 'gpt2-budget',
     tab: 'place',
+    article: 'accumulation',
+    sources: [SOURCES.gpt2, SOURCES.chen, SOURCES.checkpoint],
     state: (p) => ({
       chainSource: 'model',
       modelSource: p.gpt2 ? 'preset' : 'params',

@@ -4,7 +4,8 @@
 // { t, st, presets, show, invalid, update, compute }.
 import { h } from './dom.js';
 import { FIELDS } from './state.js';
-import { parseCount, parseNumber } from '../lib/units.js';
+import { parseCount, parseNumber, westernDigits } from '../lib/units.js';
+import { resolve } from './resolve.js';
 
 // Inputs of each part of the page, in focus order.
 export const CONTEXT_FIELDS = [
@@ -14,9 +15,12 @@ export const CONTEXT_FIELDS = [
   'config',
   'optimizer',
   'gpu',
-  'gpuGB',
+  'gpuGiB',
   'microBatch',
   'seqLen',
+  'method',
+  'loraRank',
+  'baseDtype',
 ];
 export const TAB_FIELDS = {
   size: ['weightDtype', 'stateDtype', 'masterWeights', 'format'],
@@ -57,24 +61,29 @@ export const TAB_FIELDS = {
     'frontier',
   ],
 };
-// The question line at the top of the page: model, GPU, batch and sequence, then the optimizer.
+// The question line at the top of the page: what people decide — the model, the GPU, what is
+// trained (the method, with LoRA's rank), the precision (with the base's dtype for adapters),
+// checkpointing, the optimizer, the micro-batch and the sequence length.
 export const ASK_FIELDS = [
   'modelSource',
   'params',
   'preset',
   'config',
   'gpu',
-  'gpuGB',
+  'gpuGiB',
+  'method',
+  'loraRank',
+  'precision',
+  'baseDtype',
+  'checkpointing',
+  'optimizer',
   'microBatch',
   'seqLen',
-  'optimizer',
 ];
 // The advanced inputs of peak memory and the accumulation plans, behind one disclosure: what a
 // one-GPU user changes to make a run fit (LoRA / QLoRA, offload), parallelism, the step's
 // recipe options, the caching allocator, and a safety margin for the verdict.
 export const ADVANCED_FIELDS = [
-  'lora',
-  'loraRank',
   'loraTargets',
   'zeroStage',
   'dataParallel',
@@ -101,6 +110,7 @@ export const ADVANCED_FIELDS = [
   'targetLen',
   'allocConf',
   'simulateAllocator',
+  'marginPct',
   'marginGB',
 ];
 // Which context inputs each calculator reads.
@@ -113,8 +123,9 @@ export const USES = {
 // A change of these re-lays out the form (other inputs update results in place).
 export const STRUCTURAL = new Set([
   'modelSource',
-  'lora',
+  'method',
   'gpu',
+  'precision',
   'accMode',
   'chainSource',
   'strategy',
@@ -136,11 +147,14 @@ export function visible(key, st, tab) {
   if (SOURCE_FIELDS.includes(key)) return st.modelSource === key;
   if (Object.hasOwn(STRATEGY_OF, key)) return st.strategy === STRATEGY_OF[key];
   switch (key) {
-    case 'gpuGB':
+    case 'gpuGiB':
       return !st.gpu;
     case 'loraRank':
     case 'loraTargets':
-      return !!st.lora;
+    case 'baseDtype':
+      return st.method === 'lora' || st.method === 'qlora';
+    case 'marginGB':
+      return st.marginGB > 0; // from a link made before the margin was a share
     case 'budgetGB':
       return tab === 'peak'
         ? st.checkpointing === 'optimal'
@@ -302,6 +316,18 @@ function textControl(ctx, key, f, ids) {
   });
 }
 
+// Choices whose '' the page resolves for this run (resolve.js): their label says to what.
+const AUTOMATIC = new Set(['precision', 'baseDtype', 'weightDtype']);
+
+function choiceLabel(ctx, key, v) {
+  if (v !== '' || !AUTOMATIC.has(key)) return optionLabel(ctx, key, v);
+  const value = resolve({ ...ctx.st, method: 'lora' }).st[key];
+  // (the precision by its short name: the picker shows it whole on a phone)
+  const auto =
+    key === 'precision' ? ctx.t(`opt.precision.short.${value}`) : optionLabel(ctx, key, value);
+  return ctx.t(`opt.${key}.`, { auto });
+}
+
 function choiceControl(ctx, key, f, ids) {
   return h(
     'select',
@@ -311,7 +337,7 @@ function choiceControl(ctx, key, f, ids) {
       onchange: (e) => ctx.update({ [key]: e.target.value }),
     },
     f.values.map((v) =>
-      h('option', { value: v, selected: ctx.st[key] === v }, optionLabel(ctx, key, v)),
+      h('option', { value: v, selected: ctx.st[key] === v }, choiceLabel(ctx, key, v)),
     ),
   );
 }
@@ -346,7 +372,7 @@ function numberField(ctx, key, f, ids) {
     value: key === 'params' ? t.int(st[key]) : String(st[key]),
     'aria-describedby': ids.describedBy,
     oninput: (e) => {
-      const raw = e.target.value;
+      const raw = westernDigits(e.target.value); // ١٦ is 16
       const n = f.kind === 'int' ? parseCount(raw) : parseNumber(raw);
       const ok =
         raw.trim() !== '' &&

@@ -2,14 +2,15 @@
 // declare itself: a name the page's bundler defines, and the service worker's scope.
 
 /**
- * The model and GPU pickers' ids and display names, read from cpp/data at page build time
+ * The model and GPU pickers' ids and display names (a model's Hub id, a GPU's memory and bf16
+ * support), read from cpp/data at page build time
  * (tools/build-page.mjs, esbuild `define`). Unbundled, the name is undeclared at run time and
  * the page asks the core instead (app.js loadPresets).
  */
 declare const __TRAINMEM_PRESET_INDEX__:
   | {
-      models: Array<{ id: string; name: string }>;
-      gpus: Array<{ id: string; name: string }>;
+      models: Array<{ id: string; name: string; hub?: string }>;
+      gpus: Array<{ id: string; name: string; memoryBytes: number; bf16: boolean }>;
     }
   | undefined;
 

@@ -49,10 +49,12 @@ export function makeTranslator(lang, strings, fallback) {
   const nf = { format: numberFormat(lang, { fractionDigits: 0 }) };
   const nf2 = { format: numberFormat(lang, { fractionDigits: 2 }) };
   const nf3 = { format: numberFormat(lang, { significantDigits: 4 }) };
+  // Code and formulas are written `in backticks` in the strings: shown as a left-to-right
+  // isolate (U+2066 … U+2069), so that a right-to-left line keeps "max_memory_reserved()" whole.
   const t = (key, vars) => {
     let text = strings[key] ?? fallback?.[key] ?? key;
     if (vars) text = text.replace(/\{(\w+)\}/g, (m, k) => (k in vars ? String(vars[k]) : m));
-    return text;
+    return text.includes('`') ? text.replace(/`([^`]+)`/g, '\u2066$1\u2069') : text;
   };
   /**
    * A sentence the core wrote at `path` of `res`, in this language when the core gave its codes
@@ -72,6 +74,15 @@ export function makeTranslator(lang, strings, fallback) {
     }
     return h(tag, { lang: 'en', dir: 'ltr' }, String(text));
   };
+  /** Whether this language translates every code of the sentence at `path` of `res`. */
+  t.covers = (res, path) => {
+    const parts = res?.messages?.[path];
+    return (
+      Array.isArray(parts) &&
+      parts.length > 0 &&
+      parts.every((p) => typeof strings[`core.${p?.code}`] === 'string')
+    );
+  };
   /** An error code of the core in words (coreError.<code>), or '' for an unknown code. */
   t.coreError = (code) => strings[`coreError.${code}`] ?? fallback?.[`coreError.${code}`] ?? '';
   t.lang = lang;
@@ -87,13 +98,15 @@ export function makeTranslator(lang, strings, fallback) {
   /** <bdi dir=ltr> holding a number with its unit. */
   t.n = (text, cls) => h('bdi', { dir: 'ltr', class: cls || 'num' }, text);
   /** "40.43 GB · 37.65 GiB" as a node. */
+  // (a screen reader hears "147.32 GB, 137.20 GiB": the dot is shown, the comma read)
   t.both = (b) =>
     h(
       'span',
       { class: 'both' },
-      t.n(t.gb(b)),
+      t.n(t.gb(b), 'num gb'),
       h('span', { class: 'sep', 'aria-hidden': 'true' }, ' · '),
-      t.n(t.gib(b)),
+      h('span', { class: 'sr-only' }, t('list.sep')),
+      t.n(t.gib(b), 'num gib'),
     );
   return t;
 }

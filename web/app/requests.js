@@ -3,9 +3,51 @@
 // optional ones only when the user set them, so the core's documented defaults apply.
 import { TrainmemError } from '../lib/errors.js';
 import { traced } from './trace.js';
+import { resolve, gpuBf16, presetOfHubId } from './resolve.js';
 
-/** A problem the page finds in its own inputs before a core call: a TrainmemError. */
-export class InputError extends TrainmemError {}
+/**
+ * A problem the page finds in its own inputs before a core call: a TrainmemError whose words
+ * the page has in each language (`key`, `params`), and, for a Hub id, the known model it names.
+ */
+export class InputError extends TrainmemError {
+  /**
+   * @param {string} code
+   * @param {string} field
+   * @param {string} message
+   * @param {{ key: string, params?: Record<string, string>, preset?: string }} words
+   */
+  constructor(code, field, message, { key, params = {}, preset = '' }) {
+    super(code, field, message);
+    this.key = key;
+    this.params = params;
+    this.preset = preset;
+  }
+}
+
+// A Hugging Face model id ("meta-llama/Llama-3.1-8B"), or its page's address, pasted where the
+// config.json's text goes.
+const HUB_ID = /^\s*(?:https?:\/\/huggingface\.co\/)?([A-Za-z0-9][\w.-]*\/[\w.-]+?)\/?\s*$/;
+
+/** The error for text that is not JSON: a Hub id (the known model it names), or where it broke. */
+function configError(text, e) {
+  const hub = HUB_ID.exec(text);
+  if (hub) {
+    const known = presetOfHubId(hub[1]);
+    const message = `"${hub[1]}" is a Hugging Face model id, not a config.json: paste the text of huggingface.co/${hub[1]}/blob/main/config.json${known ? `, or pick the known model ${known.name}` : ''}`;
+    return new InputError('invalid_json', 'model.config', message, {
+      key: known ? 'error.hubIdKnown' : 'error.hubId',
+      params: { id: hub[1], name: known?.name || '' },
+      preset: known?.id || '',
+    });
+  }
+  const where = /position (\d+)/.exec(String(e.message))?.[1];
+  return new InputError(
+    'invalid_json',
+    'model.config',
+    `config.json is not valid JSON (${e.message})`,
+    { key: where ? 'error.configAt' : 'error.config', params: { at: where || '' } },
+  );
+}
 
 export function modelOf(st) {
   // a dropped trace of the user's own model replaces the form's model until it is removed
@@ -16,14 +58,17 @@ export function modelOf(st) {
     try {
       config = JSON.parse(st.config);
     } catch (e) {
-      throw new InputError(
-        'invalid_json',
-        'model.config',
-        `config.json is not valid JSON (${e.message})`,
-      );
+      throw configError(st.config, e);
     }
     if (!config || typeof config !== 'object' || Array.isArray(config)) {
-      throw new InputError('invalid_type', 'model.config', 'config.json must hold one JSON object');
+      throw new InputError(
+        'invalid_type',
+        'model.config',
+        'config.json must hold one JSON object',
+        {
+          key: 'error.configObject',
+        },
+      );
     }
     // the core reads the text itself, strictly: JSON.parse keeps the last of two duplicate keys
     // and turns 1e400 into Infinity, which the core reports naming the field
@@ -37,11 +82,13 @@ function seqLenOf(st) {
   return traced.text && !traced.hasSeq ? {} : { seqLen: st.seqLen };
 }
 
+// A preset, or a custom size in GiB (the presets' "80 GB" are 80 GiB, as nvidia-smi counts).
 function gpuOf(st) {
-  return st.gpu ? { gpu: st.gpu } : { gpuMemoryBytes: Math.round(st.gpuGB * 1e9) };
+  return st.gpu ? { gpu: st.gpu } : { gpuMemoryBytes: Math.round(st.gpuGiB * 2 ** 30) };
 }
 
 export function checkpointSizeRequest(st) {
+  st = resolve(st).st;
   const r = { model: modelOf(st), optimizer: st.optimizer, weightDtype: st.weightDtype };
   if (st.stateDtype) r.stateDtype = st.stateDtype;
   if (st.masterWeights) r.masterWeights = true;
@@ -50,6 +97,7 @@ export function checkpointSizeRequest(st) {
 }
 
 export function peakMemoryRequest(st) {
+  st = resolve(st).st;
   /** @type {import('../lib/index.js').PeakMemoryRequest} */
   const r = {
     model: modelOf(st),
@@ -100,6 +148,28 @@ function fsdpOf(st) {
   return f;
 }
 
+// Whether the core reads lora.baseDtype (a core built before it refuses the key): asked once,
+// after the first result (app.js), and left out of the requests until then.
+let baseDtypeKnown = false;
+/** Whether the core refused (false) or took (true) lora.baseDtype. */
+export function knowBaseDtype(known) {
+  baseDtypeKnown = known;
+}
+export const knowsBaseDtype = () => baseDtypeKnown;
+/** The smallest request that tells whether the core reads lora.baseDtype. */
+export const BASE_DTYPE_PROBE = {
+  model: {
+    config:
+      '{"model_type":"llama","hidden_size":8,"intermediate_size":16,"num_hidden_layers":1,"num_attention_heads":1,"vocab_size":8}',
+  },
+  microBatch: 1,
+  seqLen: 1,
+  lora: { rank: 1, baseDtype: 'bf16' },
+  simulateAllocator: false,
+  timeline: false,
+  searchMaxMicroBatch: false,
+};
+
 // What the step's peak depends on besides the model and batch: the attention implementation,
 // the runtime (CUDA context) and the optimizer's implementation (its step temporaries), and the
 // advanced inputs (LoRA / QLoRA, offload, tensor parallelism, the recipe options, the caching
@@ -108,10 +178,11 @@ function withRuntime(r, st, planner = false) {
   if (st.attention) r.attention = st.attention;
   if (st.runtime) r.runtime = st.runtime;
   if (st.optImpl) r.optimizerImplementation = st.optImpl;
-  if (st.lora) {
-    /** @type {{ rank: number, qlora?: boolean, targetModules?: string[] | 'all-linear' }} */
+  if (st.method === 'lora' || st.method === 'qlora') {
+    /** @type {NonNullable<import('../lib/index.js').PeakMemoryRequest['lora']>} */
     const lora = { rank: st.loraRank };
-    if (st.lora === 'qlora') lora.qlora = true;
+    if (st.method === 'qlora') lora.qlora = true;
+    if (st.baseDtype && baseDtypeKnown) lora.baseDtype = st.baseDtype;
     const targets = String(st.loraTargets || '')
       .split(/[\s,]+/)
       .filter(Boolean);
@@ -152,6 +223,7 @@ function withRuntime(r, st, planner = false) {
 }
 
 export function accumulationRequest(st) {
+  st = resolve(st).st;
   if (st.accMode === 'forward') {
     const r = {
       microBatch: st.microBatch,
@@ -198,6 +270,7 @@ export function uniformChain(n, layerBytes) {
 }
 
 export function placementRequest(st) {
+  st = resolve(st).st;
   const r =
     st.chainSource === 'model'
       ? {
@@ -228,11 +301,12 @@ export const BUILDERS = {
 
 /**
  * Calls of tens of milliseconds: the accumulation planner replays the caching allocator over
- * three training steps for each of its plans (bench/RESULTS.md). They run in a worker that
- * stays alive, so that typing is not held up.
+ * three training steps for each of its plans, advise for the run and each change that makes it
+ * fit (bench/RESULTS.md). They run in a worker that stays alive, so that typing is not held up.
  */
 export function isSlow(tab) {
-  return tab === 'accum';
+  // the planner; and advise, the peak tab's call: the run, its changes and their times
+  return tab === 'accum' || tab === 'peak';
 }
 
 /** Solves that may take long run in the Web Worker. */
@@ -241,4 +315,53 @@ export function isHeavy(tab, st) {
     return ['optimal', 'optimal-single-level', 'chen-greedy'].includes(st.strategy) || st.frontier;
   if (tab === 'peak' || tab === 'accum') return st.checkpointing === 'optimal';
   return false;
+}
+
+/**
+ * The advise request of a state: its peakMemory request, the safety margin (a share of the GPU's
+ * memory, or GB from an older link), whether it trains from scratch (adapters are then no way
+ * out), and the dtype LoRA changes load the base in.
+ * @param {Record<string, any>} st
+ * @param {{ timeline?: boolean }} [options]
+ */
+export function adviseRequest(st, { timeline = true } = {}) {
+  /** @type {import('../lib/index.js').AdviseRequest} */
+  const r = peakMemoryRequest(st);
+  if (st.marginGB > 0) r.marginBytes = Math.round(st.marginGB * 1e9);
+  else if (st.marginPct > 0) r.marginFraction = st.marginPct / 100;
+  if (st.method === 'scratch') r.fromScratch = true;
+  if (baseDtypeKnown) r.loraBaseDtype = st.baseDtype || (gpuBf16(st) ? 'bf16' : 'fp16');
+  if (!timeline) r.timeline = false;
+  return r;
+}
+
+/**
+ * The inputs a change of advise sets (its request fields, AdviseChange.set), as a state patch.
+ * @param {Record<string, any>} set
+ * @param {Record<string, any>} st the state it changes
+ */
+export function stateOfChange(set, st) {
+  /** @type {Record<string, any>} */
+  const p = {};
+  if (set.lora) {
+    p.method = set.lora.qlora ? 'qlora' : 'lora';
+    if (set.lora.rank) p.loraRank = set.lora.rank;
+    // a base dtype the page would pick anyway stays automatic
+    if (set.lora.baseDtype && set.lora.baseDtype !== (gpuBf16(st) ? 'bf16' : 'fp16'))
+      p.baseDtype = set.lora.baseDtype;
+  }
+  const direct = {
+    checkpointing: 'checkpointing',
+    microBatch: 'microBatch',
+    gradientAccumulationSteps: 'accumSteps',
+    dataParallel: 'dataParallel',
+    tensorParallel: 'tensorParallel',
+    optimizer: 'optimizer',
+    optimizerImplementation: 'optImpl',
+    precision: 'precision',
+  };
+  for (const [k, key] of Object.entries(direct)) if (k in set) p[key] = set[k];
+  if ('zeroStage' in set) p.zeroStage = String(set.zeroStage);
+  if (set.offload?.optimizer) p.offloadOptimizer = true;
+  return p;
 }

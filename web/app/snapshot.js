@@ -6,6 +6,7 @@
 // browser: it is read from the drop or the file input and handed to the worker, nothing else.
 import { h, put } from './dom.js';
 import { dropZone } from './drop-zone.js';
+import { errorBox } from './errors-view.js';
 import { lines } from './charts.js';
 import { optionLabel } from './form.js';
 import { chartOpts, partLabel } from './view-common.js';
@@ -219,17 +220,8 @@ function answer(ctx, file, clear, error, result) {
     ' ',
     h('button', { type: 'button', class: 'small', onclick: clear }, t('snap.clear')),
   );
-  if (error) {
-    return [
-      head,
-      h(
-        'div',
-        { class: 'error', role: 'alert', 'data-code': error.code || '' },
-        h('strong', {}, t('error.title')),
-        h('p', {}, error.message),
-      ),
-    ];
-  }
+  // the error in the page's language, with what to do (errors-view.js)
+  if (error) return [head, errorBox(ctx, error)];
   if (!result) return [head, h('p', { class: 'muted' }, t('snap.reading', { name: file.name }))];
   return [head, ...view(ctx, result)];
 }

@@ -7,11 +7,23 @@ import { TrainmemError } from '../lib/errors.js';
 import { FULL_CORE_ONLY, fullCore } from './full-core.js';
 
 /** The core's error, as the worker posted it. */
-function errorOf({ code, field, message, minimumBudgetBytes }) {
-  return new TrainmemError(code, field, message, { minimumBudgetBytes });
+function errorOf({ code, field, message, minimumBudgetBytes, messages }) {
+  return new TrainmemError(code, field, message, { minimumBudgetBytes, messages });
 }
 
 const cancelled = () => new TrainmemError('cancelled', '', 'cancelled');
+
+/**
+ * Every core call the page makes leaves a User Timing mark ("trainmem:call <fn>"), where it is
+ * made: bench/page-update.mjs counts a keystroke's calls with them.
+ */
+export function markCall(fn) {
+  try {
+    performance.mark(`trainmem:call ${fn}`);
+  } catch {
+    /* marks unsupported */
+  }
+}
 
 export class Solver {
   constructor(tm) {
@@ -22,11 +34,12 @@ export class Solver {
     this.quick = null; // runLatest's worker, kept between calls
     this.quickReady = false; // it has its core
     this.noQuick = false;
-    this.busy = null; // the call it computes: { id, fn, request, resolve, reject }
-    this.queued = null; // the newest call waiting for it
+    this.busy = null; // the call it computes: { id, fn, request, resolve, reject, channel }
+    this.queued = new Map(); // channel -> the newest call of that channel waiting for it
   }
 
   run(fn, request) {
+    markCall(fn);
     return this.tm[fn](request);
   }
 
@@ -58,6 +71,7 @@ export class Solver {
     this.cancel();
     if (!this.worker && !this.noWorker) this.startWorker();
     const id = ++this.seq;
+    markCall(fn);
     const inline = () =>
       new Promise((ok, fail) =>
         setTimeout(async () => {
@@ -82,15 +96,17 @@ export class Solver {
   }
 
   /**
-   * A call of tens of milliseconds (the accumulation planner) in a worker that stays alive, so
-   * that typing is not held up by it. While it computes, a newer call waits in line and an
-   * older waiting one is cancelled: the page gets the answer to its latest request. Until that
-   * worker has its core (and where workers are unavailable), the call runs here.
+   * A call of tens of milliseconds (the accumulation planner, the verdict's advise) in a worker
+   * that stays alive, so that typing is not held up by it. While it computes, a newer call of the
+   * same channel waits in line and an older waiting one of that channel is cancelled: the page
+   * gets the answer to its latest request of each kind (the verdict's does not cancel a tab's).
+   * Until that worker has its core (and where workers are unavailable), the call runs here.
    */
-  runLatest(fn, request) {
-    this.dropQueued();
+  runLatest(fn, request, channel = 'tab', { waitForWorker = false } = {}) {
+    this.dropQueued(channel);
     if (!this.quick && !this.noQuick) this.startQuick();
-    if (!this.quickReady) {
+    // (a call that may wait for the worker to load its core queues for it instead)
+    if (!this.quickReady && !(waitForWorker && this.quick)) {
       try {
         return Promise.resolve(this.run(fn, request));
       } catch (e) {
@@ -98,8 +114,8 @@ export class Solver {
       }
     }
     return new Promise((resolve, reject) => {
-      const job = { id: ++this.seq, fn, request, resolve, reject };
-      if (this.busy) this.queued = job;
+      const job = { id: ++this.seq, fn, request, resolve, reject, channel };
+      if (this.busy || !this.quickReady) this.queued.set(channel, job);
       else this.post(job);
     });
   }
@@ -110,6 +126,11 @@ export class Solver {
       w.onmessage = (e) => {
         if (e.data.ready) {
           this.quickReady = true;
+          const [first] = this.queued.values();
+          if (first && !this.busy) {
+            this.queued.delete(first.channel);
+            this.post(first);
+          }
           return;
         }
         const job = this.busy;
@@ -117,17 +138,20 @@ export class Solver {
         this.busy = null;
         if (e.data.error) job.reject(errorOf(e.data.error));
         else job.resolve(e.data.result);
-        const next = this.queued;
-        this.queued = null;
-        if (next) this.post(next);
+        const [next] = this.queued.values();
+        if (next) {
+          this.queued.delete(next.channel);
+          this.post(next);
+        }
       };
       w.onerror = (e) => {
         // The worker failed: its calls, and all later ones, are answered here.
         this.quick = null;
         this.quickReady = false;
         this.noQuick = true;
-        const jobs = [this.busy, this.queued].filter(Boolean);
-        this.busy = this.queued = null;
+        const jobs = [this.busy, ...this.queued.values()].filter(Boolean);
+        this.busy = null;
+        this.queued.clear();
         for (const j of jobs) {
           try {
             j.resolve(this.run(j.fn, j.request));
@@ -145,16 +169,21 @@ export class Solver {
 
   post(job) {
     this.busy = job;
+    markCall(job.fn);
     this.quick.postMessage({ id: job.id, fn: job.fn, request: job.request });
   }
 
-  dropQueued() {
-    this.queued?.reject(cancelled());
-    this.queued = null;
+  /** Cancels the call of a channel waiting for the worker (every channel's without one). */
+  dropQueued(channel) {
+    for (const [c, job] of [...this.queued]) {
+      if (channel !== undefined && c !== channel) continue;
+      job.reject(cancelled());
+      this.queued.delete(c);
+    }
   }
 
   cancel() {
-    this.dropQueued();
+    this.dropQueued('tab');
     if (this.pending) {
       this.pending.reject(cancelled());
       this.pending = null;

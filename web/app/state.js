@@ -44,21 +44,30 @@ export const FIELDS = {
   optimizer: { kind: 'choice', values: OPTIMIZERS, default: 'adamw', url: 'opt' },
   // First visit: the A100 80 GB preset (80 GiB, and the dense TFLOP/s that the accumulation
   // planner's step-time model needs: with a custom size alone that calculator had no answer).
-  // '' is a custom size (gpuGB).
+  // '' is a custom size (gpuGiB: GiB, as the presets' "80 GB" and nvidia-smi's MiB count).
   gpu: { kind: 'text', max: 40, default: 'a100-80gb' },
-  gpuGB: { kind: 'num', min: 0.1, max: 1e5, default: 80, url: 'gb' },
+  gpuGiB: { kind: 'num', min: 0.1, max: 1e5, default: 80, url: 'gib' },
+  // What is trained: every weight (fine-tuning, or from scratch), or adapters on a frozen base.
+  method: {
+    kind: 'choice',
+    values: ['full', 'lora', 'qlora', 'scratch'],
+    default: 'full',
+    url: 'mt',
+  },
   microBatch: { kind: 'int', min: 1, max: 2 ** 24, default: 1, url: 'mb' }, // the core's limits
   seqLen: { kind: 'int', min: 1, max: 2 ** 24, default: 512, url: 'seq' },
   // checkpoint size
-  weightDtype: { kind: 'choice', values: DTYPES, default: 'fp16', url: 'wd' },
+  // '': the training precision's parameter dtype (resolve.js)
+  weightDtype: { kind: 'choice', values: ['', ...DTYPES], default: '', url: 'wd' },
   stateDtype: { kind: 'choice', values: ['', ...DTYPES], default: '', url: 'sd' },
   masterWeights: { kind: 'bool', default: false, url: 'mw' },
   format: { kind: 'choice', values: ['', 'raw', 'torch', 'safetensors'], default: '', url: 'fmt' },
   // peak memory
+  // '': mixed bf16 where the GPU computes in bf16, else mixed fp16 (resolve.js)
   precision: {
     kind: 'choice',
-    values: ['fp32', 'amp-fp16', 'amp-bf16', 'bf16', 'fp16'],
-    default: 'amp-bf16',
+    values: ['', 'fp32', 'amp-fp16', 'amp-bf16', 'bf16', 'fp16'],
+    default: '',
     url: 'prec',
   },
   checkpointing: {
@@ -88,6 +97,7 @@ export const FIELDS = {
       '',
       'pytorch-cuda',
       'pytorch-2.5-cuda',
+      'pytorch-2.1-cuda',
       'pytorch-2.0-cuda',
       'pytorch-1.13-cuda',
       'pytorch-1.10-cuda',
@@ -104,7 +114,8 @@ export const FIELDS = {
   },
   // advanced (peak memory and the accumulation plans): LoRA / QLoRA, offload, parallelism,
   // the step's recipe options, the caching allocator, a safety margin
-  lora: { kind: 'choice', values: ['', 'lora', 'qlora'], default: '', url: 'lora' },
+  // the dtype LoRA / QLoRA load the frozen base in ('': bf16 where the GPU has it, else fp16)
+  baseDtype: { kind: 'choice', values: ['', 'bf16', 'fp16', 'fp32'], default: '', url: 'bd' },
   loraRank: { kind: 'int', min: 1, max: 4096, default: 16, url: 'lr' },
   loraTargets: { kind: 'text', max: 400, default: '', url: 'lt' },
   offloadOptimizer: { kind: 'bool', default: false, url: 'oo' },
@@ -153,6 +164,9 @@ export const FIELDS = {
   targetLen: { kind: 'int', min: 0, max: 2 ** 24, default: 0, url: 'tl' },
   allocConf: { kind: 'text', max: 300, default: '', url: 'ac' },
   simulateAllocator: { kind: 'bool', default: true, url: 'sim' },
+  // memory kept free on the GPU: the verdict says "fits" only with it left (a share of the
+  // GPU's memory; marginGB, from links made before, in GB when set)
+  marginPct: { kind: 'num', min: 0, max: 90, default: 5, url: 'mp' },
   marginGB: { kind: 'num', min: 0, max: 1e5, default: 0, url: 'mg' },
   // accumulation
   accMode: { kind: 'choice', values: ['plan', 'forward'], default: 'plan', url: 'am' },
@@ -221,10 +235,18 @@ export function parseField(key, text) {
   }
 }
 
+// Links made before a default changed keep meaning what they meant: a link that sets any input
+// and has no version (v) takes these defaults.
+const LEGACY_DEFAULTS = { weightDtype: 'fp16', precision: 'amp-bf16', marginPct: 0 };
+export const LINK_VERSION = '2';
+const NOT_INPUTS = new Set(['lang', 'tab', 'ex', 'embed', 'show', 'tabs', 'v']);
+
 /** State from a query string ("?p=1&opt=adam"), defaults for what is absent or invalid. */
 export function fromQuery(search, base = defaults()) {
-  const st = { ...base };
   const q = new URLSearchParams(search);
+  const legacy = !q.has('v') && [...q.keys()].some((k) => !NOT_INPUTS.has(k));
+  /** @type {Record<string, any>} */
+  const st = legacy ? { ...base, ...LEGACY_DEFAULTS } : { ...base };
   for (const key of Object.keys(FIELDS)) {
     const raw = q.get(urlKey(key));
     if (raw === null) continue;
@@ -232,7 +254,14 @@ export function fromQuery(search, base = defaults()) {
     if (v !== undefined) st[key] = v;
   }
   // Links from before the GPU preset became the default: a custom size and no GPU.
-  if (q.has(urlKey('gpuGB')) && !q.has(urlKey('gpu'))) st.gpu = '';
+  if ((q.has('gb') || q.has(urlKey('gpuGiB'))) && !q.has(urlKey('gpu'))) st.gpu = '';
+  // Links from before the custom size was in GiB: gb was in GB (10^9 bytes).
+  const gb = parseField('gpuGiB', q.get('gb') ?? '');
+  if (gb !== undefined && !q.has(urlKey('gpuGiB')))
+    st.gpuGiB = Math.round(((Number(gb) * 1e9) / 2 ** 30) * 1e6) / 1e6;
+  // Links from before the method was its own input: lora=lora | qlora.
+  const lora = q.get('lora');
+  if ((lora === 'lora' || lora === 'qlora') && !q.has(urlKey('method'))) st.method = lora;
   return st;
 }
 
@@ -244,6 +273,7 @@ export function toQuery(st) {
     if (v === undefined || v === f.default) continue;
     q.set(urlKey(key), f.kind === 'bool' ? (v ? '1' : '0') : String(v));
   }
+  if ([...q.keys()].some((k) => !NOT_INPUTS.has(k))) q.set('v', LINK_VERSION);
   const s = q.toString();
   return s ? `?${s}` : '';
 }

@@ -1,251 +1,301 @@
 // @ts-check
-// The answer at the top of the page: does the run fit (what nvidia-smi will show against the
-// GPU's memory, where the peak is), the time per step, and the changes that make it fit.
-// Each function takes the controller's live state ctx first (app.js):
-// { t, st, tm, solver, invalid, verdictEl, suggestEl, computeSeq, update, errorBox }.
+// The answer at the top of the page, from one core call (advise): does the run fit (what
+// nvidia-smi will show against the GPU's memory, with the safety margin), the time per step,
+// what was assumed (each assumption one click from its input), and the changes that make it
+// fit. Each function takes the controller's live state ctx first (app.js):
+// { t, st, tm, solver, invalid, verdictEl, suggestEl, liveEl, computeSeq, update, errorBox }.
 import { h, put } from './dom.js';
-import { BUILDERS, isHeavy } from './requests.js';
 import { optionLabel } from './form.js';
-
-// The suggestions take six more core calls: they are filled in the task after the one that
-// shows the result, so that a keystroke's frame holds only the result itself; a newer
-// update before then replaces them (ctx.computeSeq).
-/** @param {Record<string, any>} [s] the state whose changes are tried (default: the page's) */
-export function suggestionsLater(ctx, s) {
-  const slot = h('div', { class: 'suggest-slot' });
-  const seq = ctx.computeSeq;
-  setTimeout(() => {
-    if (seq === ctx.computeSeq && slot.isConnected) slot.append(suggestions(ctx, s || ctx.st));
-  }, 0);
-  return slot;
-}
-
-/** What nvidia-smi shows for a peak result (peakBytes where the device is not modelled). */
-const usedOf = (/** @type {any} */ r) =>
-  typeof r.deviceUsedBytes === 'number' ? r.deviceUsedBytes : r.peakBytes;
+import { adviseRequest, stateOfChange, isHeavy, knowsBaseDtype } from './requests.js';
+import { resolve } from './resolve.js';
 
 /**
- * Fits, with the safety margin (marginGB, the page's own input: memory kept free on the GPU
- * on top of the prediction); the core's verdict when no margin is set.
- * @param {any} r a peak memory result
- * @returns {boolean | null}
+ * The run's peakMemory result inside an advise result, with its sentences' codes (the core
+ * lists them under "peak." paths of the whole result).
+ * @param {any} advice
  */
-export function fitsWithMargin(ctx, r) {
-  const margin = Math.round((ctx.st.marginGB || 0) * 1e9);
-  if (typeof r.fits !== 'boolean' || !margin || typeof r.headroomBytes !== 'number')
-    return typeof r.fits === 'boolean' ? r.fits : null;
-  return r.headroomBytes >= margin;
+export function peakOf(advice) {
+  const messages = {};
+  for (const [path, parts] of Object.entries(advice?.messages || {}))
+    if (path.startsWith('peak.')) messages[path.slice(5)] = parts;
+  return { ...advice.peak, messages };
 }
 
-/**
- * Seconds per optimizer step for a state, from the accumulation planner's plan with the same
- * micro-batch, accumulation and checkpointing (it needs a GPU preset's TFLOP/s); null when
- * the planner cannot time it.
- * @param {Record<string, any>} s
- * @returns {number | null}
- */
-function stepSeconds(ctx, s) {
-  if (!s.gpu || s.checkpointing === 'optimal') return null;
-  try {
-    const steps = s.accumSteps || 1;
-    const res = ctx.tm.accumulation(
-      BUILDERS.accum[1]({
-        ...s,
-        accMode: 'plan',
-        targetGlobalBatch: s.microBatch * steps * (s.dataParallel || 1),
+const STATUS = {
+  fits: ['ok', 'peak.fits'],
+  tight: ['warn', 'peak.tight'],
+  doesNotFit: ['bad', 'peak.noFit'],
+};
+
+/** The verdict's badge: fits, tight, does not fit. */
+export function statusBadge(ctx, status, extra = '') {
+  const s = STATUS[status];
+  if (!s) return null;
+  return h('span', { class: `badge ${s[0]}${extra ? ` ${extra}` : ''}` }, ctx.t(s[1]));
+}
+
+/** Seconds in the page's language ("0.25 s", "0.25 ث"). */
+const seconds = (t, s) => t.n(`${t.num(s)} ${t('unit.s')}`);
+
+/** The time of a step: seconds, samples per second, and what it is the time of. */
+function stepLine(ctx, advice) {
+  const { t } = ctx;
+  const st = advice.stepTime || {};
+  const set = advice.settings || {};
+  if (typeof st.stepSeconds !== 'number')
+    return st.note
+      ? h(
+          'li',
+          { class: 'verdict-time muted' },
+          t('ask.noTime'),
+          ' ',
+          t.core(advice, 'stepTime.note', st.note),
+        )
+      : null;
+  return h(
+    'li',
+    { class: 'verdict-time' },
+    t('ask.time'),
+    ' ',
+    h('strong', {}, seconds(t, st.stepSeconds)),
+    ' ',
+    h(
+      'span',
+      { class: 'time-of' },
+      t('ask.timeOf', {
+        global: t.int(st.globalBatch),
+        micro: t.int(set.microBatch),
+        steps: t.int(set.gradientAccumulationSteps),
+        gpus: t.int(set.dataParallel),
       }),
-    );
-    const plans = Array.isArray(res.plans) ? res.plans : [];
-    const p =
-      plans.find(
-        (x) =>
-          x.microBatch === s.microBatch &&
-          x.accumulationSteps === steps &&
-          (!x.checkpointing || x.checkpointing === s.checkpointing),
-      ) || plans.find((x) => x.microBatch === s.microBatch && x.accumulationSteps === steps);
-    return p && typeof p.stepSeconds === 'number' ? p.stepSeconds : null;
-  } catch {
-    return null; // a custom GPU size, a model the planner cannot time
-  }
-}
-
-/**
- * The changes to try when the run does not fit, as state patches: first those that keep the
- * run on this one GPU, then those that need more GPUs. A change the run already has is left
- * out.
- * @param {Record<string, any>} st
- * @returns {Array<{ key: string, patch: Record<string, any>, gpus: number }>}
- */
-function variants(st) {
-  const adam = ['adam', 'adamw'].includes(st.optimizer);
-  // PyTorch 2's foreach step holds a temporary as large as the optimizer state (not when the
-  // step already runs one tensor at a time: for-loop, fused, transformers, or a runtime
-  // whose default is for-loop)
-  const foreach =
-    !['for-loop', 'fused', 'transformers'].includes(st.optImpl) &&
-    !['pytorch-cpu', 'pytorch-1.13-cuda', 'pytorch-1.10-cuda'].includes(st.runtime);
-  const dp = st.dataParallel || 1;
-  const list = [
-    { key: 'lora', patch: { lora: 'lora', loraRank: 16 }, gpus: 1, when: st.lora !== 'lora' },
-    { key: 'qlora', patch: { lora: 'qlora', loraRank: 16 }, gpus: 1, when: st.lora !== 'qlora' },
-    {
-      key: 'zero2offload',
-      patch: { zeroStage: '2', offloadOptimizer: true },
-      gpus: 1,
-      when: !(st.offloadOptimizer && Number(st.zeroStage) >= 1),
-    },
-    { key: 'ckpt', patch: { checkpointing: 'full' }, gpus: 1, when: st.checkpointing !== 'full' },
-    {
-      key: 'micro1',
-      patch: { microBatch: 1, accumSteps: (st.accumSteps || 1) * st.microBatch },
-      gpus: 1,
-      when: st.microBatch > 1,
-    },
-    { key: 'adam8', patch: { optimizer: 'adam-8bit' }, gpus: 1, when: adam },
-    { key: 'forloop', patch: { optImpl: 'for-loop' }, gpus: 1, when: foreach },
-    { key: 'bf16', patch: { precision: 'bf16' }, gpus: 1, when: st.precision !== 'bf16' },
-    {
-      key: 'combo',
-      patch: { checkpointing: 'full', optimizer: 'adam-8bit', precision: 'bf16' },
-      gpus: 1,
-      when: adam && (st.checkpointing !== 'full' || st.precision !== 'bf16'),
-    },
-    {
-      key: 'tp2',
-      patch: { tensorParallel: 2 * (st.tensorParallel || 1) },
-      gpus: 2 * (st.tensorParallel || 1) * dp,
-      when: true,
-    },
-    {
-      key: 'zero3',
-      patch: { zeroStage: '3', dataParallel: Math.max(8, dp) },
-      gpus: Math.max(8, dp) * (st.tensorParallel || 1),
-      when: st.zeroStage !== '3' || dp < 8,
-    },
-  ];
-  return list.filter((v) => v.when).map(({ key, patch, gpus }) => ({ key, patch, gpus }));
-}
-
-/**
- * When the run does not fit: the changes that make it fit, ranked (those that fit first;
- * among them those that stay on one GPU first, then in the order above, the smaller change
- * first), each with what nvidia-smi would show and its time per step; one click applies it.
- * @param {Record<string, any>} st the state whose changes are tried (each variant is built
- *   from it, so that the request and the inputs a click sets never disagree)
- */
-function suggestions(ctx, st) {
-  const { t, tm } = ctx;
-  const found = [];
-  for (const v of variants(st)) {
-    try {
-      const vs = { ...st, ...v.patch };
-      // Only the peak and the verdict are shown: no timeline, no micro-batch search.
-      const r = tm.peakMemory({
-        ...BUILDERS.peak[1](vs),
-        timeline: false,
-        searchMaxMicroBatch: false,
-      });
-      found.push({ ...v, r, fits: fitsWithMargin(ctx, r), vs });
-    } catch {
-      /* that change is not modelled for this request (e.g. LoRA without an architecture) */
-    }
-  }
-  found.sort(
-    (a, b) => Number(!!b.fits) - Number(!!a.fits) || Number(a.gpus > 1) - Number(b.gpus > 1),
+    ),
+    ' · ',
+    t.n(t('ask.samples', { n: t.num(st.samplesPerSecond) })),
+    st.optimizerOnCpu ? [' ', t('sug.cpuStep')] : null,
   );
-  const items = found.map(({ key, r, fits, patch, gpus }) => {
-    const time = h('span', { class: 'sug-time' });
-    const li = h(
+}
+
+/** How much is left, against the margin kept free. */
+function roomLine(ctx, v) {
+  const { t } = ctx;
+  if (v.status === 'noDevice') return null;
+  const margin = v.marginBytes > 0 ? t('ask.marginIs', { pct: marginPct(ctx) }) : t('ask.noMargin');
+  if (v.status === 'doesNotFit')
+    return h('li', { class: 'verdict-room' }, t('ask.short'), ' ', t.both(-v.headroomBytes));
+  return h(
+    'li',
+    { class: 'verdict-room' },
+    t(v.status === 'tight' ? 'ask.tightLeft' : 'ask.left'),
+    ' ',
+    t.both(v.headroomBytes),
+    ' · ',
+    margin,
+    v.marginBytes > 0 ? [' ', t.both(v.marginBytes)] : null,
+  );
+}
+
+const marginPct = (ctx) =>
+  ctx.st.marginGB > 0 ? `${ctx.t.num(ctx.st.marginGB)} GB` : `${ctx.t.num(ctx.st.marginPct)} %`;
+
+/** What the verdict assumed, each a button that goes to its input. */
+function assumptions(ctx, advice) {
+  const { t, st } = ctx;
+  const set = advice.settings || {};
+  const { auto } = resolve(st);
+  const item = (key, text, note = '') =>
+    h(
       'li',
-      { class: fits ? 'fit' : 'nofit' },
+      {},
       h(
         'button',
-        {
-          type: 'button',
-          class: 'sug-apply',
-          'data-suggestion': key,
-          onclick: () => {
-            ctx.update(patch, { rebuild: true });
-            ctx.verdictEl?.focus();
-          },
-        },
-        h(
-          'span',
-          { class: `badge ${fits ? 'ok' : 'bad'}` },
-          fits ? t('peak.fits') : t('peak.noFit'),
-        ),
-        ' ',
-        h('span', { class: 'sug-label' }, t(`sug.${key}`)),
-        ': ',
-        h('span', { class: 'sug-mem', 'data-bytes': String(usedOf(r)) }, t.both(usedOf(r))),
-        gpus > 1 ? [' · ', t('sug.gpus', { n: t.int(gpus) })] : null,
-        time,
+        { type: 'button', class: 'assume', 'data-input': key, onclick: () => goTo(ctx, key) },
+        text,
+        note ? [' ', h('span', { class: 'muted' }, note)] : null,
       ),
     );
-    return { li, time, fits, key };
-  });
-  // The time per step of the base run and of each change that fits: one accumulation plan
-  // each (about 0.1 s in WASM), in the task after the list, a newer update cancels them.
-  const seq = ctx.computeSeq;
-  const timed = found.filter((f) => f.fits);
-  setTimeout(() => {
-    if (seq !== ctx.computeSeq) return;
-    const base = stepSeconds(ctx, st);
-    for (const f of timed) {
-      const item = items.find((i) => i.key === f.key);
-      if (seq !== ctx.computeSeq || !item?.li.isConnected) return;
-      const s = stepSeconds(ctx, f.vs);
-      if (s === null) continue;
-      const pct = base ? Math.round((100 * (s - base)) / base) : null;
-      put(
-        item.time,
-        ' · ',
-        t.n(`${t.num(s)} s`),
-        ' ',
-        t('sug.perStep'),
-        pct !== null && pct !== 0 ? [' (', t.n(`${pct > 0 ? '+' : ''}${pct} %`), ')'] : null,
-        f.key === 'zero2offload' ? [' ', t('sug.cpuStep')] : null,
-      );
-    }
-  }, 0);
-  return items.length
-    ? h(
-        'div',
-        { class: 'suggest' },
-        h('h3', {}, t('sug.heading')),
-        h('p', { class: 'help' }, t('sug.apply')),
-        h(
-          'ul',
-          {},
-          items.map((i) => i.li),
-        ),
-      )
-    : '';
+  const lora = set.method === 'lora' || set.method === 'qlora';
+  const items = [
+    item('method', optionLabel(ctx, 'method', st.method === 'scratch' ? 'scratch' : set.method)),
+    lora ? item('loraRank', t('ask.rank', { r: t.int(set.loraRank) })) : null,
+    item(
+      'precision',
+      optionLabel(ctx, 'precision', set.precision),
+      auto.precision ? t('ask.forGpu') : '',
+    ),
+    lora ? baseItem(ctx, item, set) : null,
+    item('optimizer', optionLabel(ctx, 'optimizer', st.optimizer)),
+    item(
+      'optImpl',
+      optionLabel(ctx, 'optImpl', set.optimizerImplementation),
+      st.optImpl ? '' : t('ask.runtimeDefault'),
+    ),
+    item(
+      'checkpointing',
+      t('ask.ckpt', { s: optionLabel(ctx, 'checkpointing', set.checkpointing) }),
+    ),
+    item(
+      'attention',
+      optionLabel(ctx, 'attention', set.attention),
+      st.attention ? '' : t('ask.runtimeDefault'),
+    ),
+    item('runtime', optionLabel(ctx, 'runtime', set.runtime || 'pytorch-cuda')),
+    item(st.marginGB > 0 ? 'marginGB' : 'marginPct', t('ask.kept', { m: marginPct(ctx) })),
+  ];
+  return h(
+    'div',
+    { class: 'verdict-assumed' },
+    h('span', { class: 'assumed-label', id: 'tm-assumed-h' }, t('ask.assumed')),
+    ' ',
+    h('ul', { class: 'assumed', 'aria-labelledby': 'tm-assumed-h' }, items),
+  );
+}
+
+// LoRA's frozen base: in the dtype the page resolved (bf16 as PEFT users load it), or, with a
+// core that loads no other, in the precision's parameter dtype — said as it is computed.
+function baseItem(ctx, item, set) {
+  const { t, st } = ctx;
+  const { auto } = resolve(st);
+  if (!knowsBaseDtype()) {
+    const dtype = ['bf16', 'fp16'].includes(set.precision) ? set.precision : 'fp32';
+    const it = item('baseDtype', t('ask.base', { dtype }), t('ask.baseFixed'));
+    it.firstChild?.setAttribute('data-base', 'precision');
+    return it;
+  }
+  const it = item(
+    'baseDtype',
+    t('ask.base', { dtype: st.baseDtype || auto.baseDtype }),
+    auto.baseDtype ? t('ask.asPeft') : '',
+  );
+  it.firstChild?.setAttribute('data-base', 'chosen');
+  return it;
+}
+
+/** Moves to an input (on the peak tab, in the advanced section if it is there) and focuses it. */
+export function goTo(ctx, key) {
+  let el = ctx.rootEl.querySelector(`#tm-${key}`);
+  if (!el && ctx.tabs.includes('peak') && ctx.st.tab !== 'peak') {
+    ctx.update({ tab: 'peak' });
+    el = ctx.rootEl.querySelector(`#tm-${key}`);
+  }
+  if (!el) return;
+  const section = el.closest('details');
+  if (section) section.open = true;
+  el.scrollIntoView?.({ block: 'center' });
+  /** @type {HTMLElement} */ (el).focus();
+}
+
+/** One change: its badge, what it is, what nvidia-smi would show, its time; a click applies it. */
+function changeItem(ctx, advice, c) {
+  const { t } = ctx;
+  const base = advice.stepTime?.stepSeconds;
+  const time = c.time || {};
+  const pct =
+    typeof base === 'number' && typeof time.stepSeconds === 'number'
+      ? Math.round((100 * (time.stepSeconds - base)) / base)
+      : null;
+  return h(
+    'li',
+    { class: c.status === 'fits' ? 'fit' : c.status === 'tight' ? 'tight' : 'nofit' },
+    h(
+      'button',
+      {
+        type: 'button',
+        class: 'sug-apply',
+        'data-suggestion': c.id,
+        onclick: () => {
+          ctx.update(stateOfChange(c.set, ctx.st), { rebuild: true });
+          ctx.verdictEl?.focus();
+        },
+      },
+      statusBadge(ctx, c.status),
+      ' ',
+      h('span', { class: 'sug-label' }, t(`sug.${c.id}`)),
+      h('span', { class: 'sep' }, ': '),
+      // (a change far over the GPU, told by its tensors without the allocator's replay)
+      c.usedMemory !== advice.verdict?.usedMemory ? [t('sug.about'), ' '] : null,
+      h('span', { class: 'sug-mem', 'data-bytes': String(c.usedBytes) }, t.both(c.usedBytes)),
+      c.gpus > 1 ? [h('span', { class: 'sep' }, ' · '), t('sug.gpus', { n: t.int(c.gpus) })] : null,
+      typeof time.stepSeconds === 'number'
+        ? h(
+            'span',
+            { class: 'sug-time' },
+            h('span', { class: 'sep' }, ' · '),
+            seconds(t, time.stepSeconds),
+            ' ',
+            t('sug.perStep'),
+            pct ? [' (', t.n(`${pct > 0 ? '+' : ''}${pct} %`), ')'] : null,
+            time.optimizerOnCpu ? [' ', t('sug.cpuStep')] : null,
+          )
+        : null,
+    ),
+  );
+}
+
+const SHOWN = 4; // changes listed before "show all"
+
+/** The changes of an advise result (those that fit first), or '' when there are none. */
+export function changeList(ctx, advice) {
+  const { t } = ctx;
+  const changes = Array.isArray(advice?.changes) ? advice.changes : [];
+  if (!changes.length) return '';
+  const items = changes.map((c) => changeItem(ctx, advice, c));
+  const more = items.slice(SHOWN);
+  return h(
+    'div',
+    { class: 'suggest' },
+    h('h3', {}, t(advice.verdict?.status === 'tight' ? 'sug.headingTight' : 'sug.heading')),
+    h('p', { class: 'help' }, t('sug.apply')),
+    h('ul', {}, items.slice(0, SHOWN)),
+    more.length
+      ? h(
+          'details',
+          { class: 'sug-more' },
+          h('summary', {}, t('sug.more', { n: t.int(more.length) })),
+          h('ul', {}, more),
+        )
+      : null,
+  );
 }
 
 // ---- the answer: does it fit, and how fast ------------------------------------------
 export function verdictError(ctx, e) {
   if (!ctx.verdictEl) return;
+  ctx.verdictEl.removeAttribute('aria-busy');
   const box = ctx.errorBox(e);
   box.removeAttribute('role'); // the results below announce it
   put(ctx.verdictEl, box);
   put(ctx.suggestEl);
+  announce(ctx, box.querySelector('.error-what')?.textContent || ctx.t('error.title'));
 }
 
 export function verdictInvalid(ctx) {
   if (!ctx.verdictEl) return;
-  put(ctx.verdictEl, h('div', { class: 'error' }, h('p', {}, [...ctx.invalid.values()][0])));
+  ctx.verdictEl.removeAttribute('aria-busy');
+  const msg = [...ctx.invalid.values()][0];
+  put(ctx.verdictEl, h('div', { class: 'error' }, h('p', {}, msg)));
   put(ctx.suggestEl);
+  announce(ctx, msg);
 }
 
-/** The peak result as a verdict: fits or not, what nvidia-smi shows, where the peak is. */
-export function renderVerdict(ctx, res) {
+/**
+ * Says the verdict through the live region once typing has settled (800 ms without a newer
+ * one), so that a screen reader hears the answer, not every keystroke's.
+ */
+export function announce(ctx, text) {
+  if (!ctx.liveEl) return;
+  clearTimeout(ctx.liveTimer);
+  ctx.liveTimer = setTimeout(() => {
+    ctx.liveEl.textContent = text;
+  }, 800);
+}
+
+/** The verdict of an advise result: fits or not, what nvidia-smi shows, what was assumed. */
+export function renderVerdict(ctx, advice) {
   const { t } = ctx;
   if (!ctx.verdictEl) return;
-  const fits = fitsWithMargin(ctx, res);
-  const margin = Math.round((ctx.st.marginGB || 0) * 1e9);
-  const used = usedOf(res);
-  const capacity = typeof res.headroomBytes === 'number' ? used + res.headroomBytes : null;
+  const v = advice.verdict;
+  const res = advice.peak;
+  ctx.verdictEl.removeAttribute('aria-busy');
   const where =
     res.peakPhase &&
     [
@@ -255,92 +305,74 @@ export function renderVerdict(ctx, res) {
         : '',
     ]
       .filter(Boolean)
-      .join(', ');
-  const timeSlot = h('li', { class: 'verdict-time' });
-  put(
-    ctx.verdictEl,
+      .join(t('list.sep'));
+  const smi = v.usedMemory === 'nvidia-smi';
+  const line = h(
+    'p',
+    { class: 'verdict-line' },
+    statusBadge(ctx, v.status, 'verdict-badge'),
+    ' ',
     h(
-      'p',
-      { class: 'verdict-line' },
-      typeof fits === 'boolean'
-        ? h(
-            'span',
-            { class: `badge verdict-badge ${fits ? 'ok' : 'bad'}` },
-            fits ? t('peak.fits') : t('peak.noFit'),
-          )
-        : null,
+      'span',
+      { class: 'verdict-text' },
+      t(smi ? 'ask.smi' : 'ask.peak'),
       ' ',
       h(
-        'span',
-        { class: 'verdict-text' },
-        t(typeof res.deviceUsedBytes === 'number' ? 'ask.smi' : 'ask.peak'),
-        ' ',
-        h('strong', { class: 'verdict-value', 'data-bytes': String(used) }, t.both(used)),
-        capacity ? [' ', t('ask.of'), ' ', t.both(capacity)] : null,
+        'strong',
+        { class: 'verdict-value', 'data-bytes': String(v.usedBytes) },
+        t.both(v.usedBytes),
       ),
+      v.capacityBytes
+        ? [' ', t('ask.of'), ' ', h('span', { class: 'verdict-capacity' }, t.both(v.capacityBytes))]
+        : null,
     ),
+  );
+  put(
+    ctx.verdictEl,
+    line,
     h(
       'ul',
       { class: 'verdict-facts' },
-      where ? h('li', {}, t('peak.phase'), ' ', where) : null,
+      roomLine(ctx, v),
+      where ? h('li', { class: 'verdict-where' }, t('peak.phase'), ' ', where) : null,
       typeof res.allocatedPeakBytes === 'number'
         ? h(
             'li',
             { class: 'verdict-more' },
             t('ask.allocated'),
             ' ',
-            h('code', {}, 'max_memory_allocated()'),
+            h('bdi', { dir: 'ltr' }, h('code', {}, 'max_memory_allocated()')),
             ' ',
             t.both(res.allocatedPeakBytes),
             typeof res.reservedPeakBytes === 'number'
-              ? ['; ', h('code', {}, 'max_memory_reserved()'), ' ', t.both(res.reservedPeakBytes)]
+              ? [
+                  t('list.sep'),
+                  h('bdi', { dir: 'ltr' }, h('code', {}, 'max_memory_reserved()')),
+                  ' ',
+                  t.both(res.reservedPeakBytes),
+                ]
               : null,
           )
         : null,
-      margin && capacity
-        ? h('li', { class: 'verdict-margin' }, t('ask.margin', { gb: t.num(margin / 1e9) }))
-        : null,
-      fits && typeof res.maxMicroBatch === 'number'
+      v.status !== 'doesNotFit' && typeof res.maxMicroBatch === 'number'
         ? h('li', {}, t('peak.maxMicroBatch'), ' ', t.n(t.int(res.maxMicroBatch)))
         : null,
-      timeSlot,
+      stepLine(ctx, advice),
     ),
+    assumptions(ctx, advice),
   );
-  put(ctx.suggestEl, fits === false ? suggestionsLater(ctx) : '');
-  stepTimeLater(ctx, timeSlot);
+  put(ctx.suggestEl, changeList(ctx, advice));
+  announce(ctx, line.textContent || '');
 }
 
-// The time per step comes from the accumulation planner (it needs a GPU preset's TFLOP/s):
-// the plan for this micro-batch and global batch, computed in the task after the verdict.
-function stepTimeLater(ctx, slot) {
-  const { t, st } = ctx;
-  const seq = ctx.computeSeq;
-  if (!st.gpu || st.checkpointing === 'optimal') return;
-  setTimeout(() => {
-    if (seq !== ctx.computeSeq || !slot.isConnected) return;
-    const s = stepSeconds(ctx, st);
-    if (s === null) return;
-    const global = st.microBatch * (st.accumSteps || 1) * (st.dataParallel || 1);
-    put(
-      slot,
-      t('ask.time', { global: t.int(global) }),
-      ' ',
-      t.n(`${t.num(s)} s`),
-      ' (',
-      t.n(t('ask.samples', { n: t.num(global / s) })),
-      ')',
-    );
-  }, 0);
-}
-
-/** The verdict for the current inputs, from the peak result when the peak tab shows it. */
+/** The verdict for the current inputs on a tab other than peak (whose own call answers it). */
 export function computeVerdict(ctx) {
-  const { t, st, solver, invalid } = ctx;
+  const { t, st, invalid } = ctx;
   if (!ctx.verdictEl || st.tab === 'peak') return;
   if (invalid.size) return verdictInvalid(ctx);
   let req;
   try {
-    req = BUILDERS.peak[1](st);
+    req = adviseRequest(st, { timeline: false });
   } catch (e) {
     return verdictError(ctx, e);
   }
@@ -349,9 +381,36 @@ export function computeVerdict(ctx) {
     put(ctx.suggestEl);
     return;
   }
-  try {
-    renderVerdict(ctx, solver.run('peakMemory', { ...req, timeline: false }));
-  } catch (e) {
-    verdictError(ctx, e);
+  // An input of this tab alone (a placement strategy, a file's format) leaves the verdict's
+  // request as it was: the verdict shown stands, and the core is not asked again.
+  const key = JSON.stringify(req);
+  if (key === ctx.verdictKey && ctx.verdictEl.querySelector('.verdict-line')) {
+    ctx.verdictEl.removeAttribute('aria-busy');
+    return;
   }
+  ctx.verdictKey = key;
+  // (an answer to the newest verdict request is shown even after a keystroke of this tab alone)
+  const current = () => ctx.verdictKey === key;
+  ctx.askAdvice(
+    req,
+    'verdict',
+    ctx.computeSeq,
+    (advice) => {
+      if (!current()) return;
+      performance.mark?.('trainmem:render-start');
+      renderVerdict(ctx, advice);
+      performance.mark?.('trainmem:render-end');
+    },
+    (e) => {
+      if (!current()) return;
+      ctx.verdictKey = '';
+      if (e.code !== 'cancelled') verdictError(ctx, e);
+    },
+  );
+}
+
+/** The changes of an advise result that came after its verdict (the page's first result). */
+export function showChanges(ctx, advice) {
+  const slot = ctx.suggestEl || ctx.rootEl.querySelector('#tm-changes');
+  if (slot) put(slot, changeList(ctx, advice));
 }

@@ -5,7 +5,8 @@ import { h } from './dom.js';
 import { accumulationDiagram } from './diagrams.js';
 import { breakdownChart, details, planTable } from './view-common.js';
 import { optionLabel } from './form.js';
-import { suggestionsLater } from './verdict.js';
+import { changeList } from './verdict.js';
+import { adviseRequest } from './requests.js';
 
 export function renderAccum(ctx, el, res, req) {
   const { t } = ctx;
@@ -46,7 +47,7 @@ export function renderAccum(ctx, el, res, req) {
         ' ',
         h('span', { class: 'headline-label' }, t('acc.noneFits')),
       ),
-      suggestionsLater(ctx, { ...ctx.st, microBatch: 1 }),
+      noneFitsChanges(ctx),
     );
   }
   if (rec) {
@@ -92,6 +93,8 @@ export function renderAccum(ctx, el, res, req) {
     );
   }
   el.append(planTable(ctx, plans.slice(0, 60), t('acc.plans'), rec));
+  // which memory the plans' peaks are (the verdict judges nvidia-smi's)
+  el.append(h('p', { class: 'note' }, t('acc.peakIs')));
   // Figure 2 shows accumulation: the recommended plan, or the fastest fitting plan that accumulates.
   const shown =
     rec?.accumulationSteps > 1 ? rec : plans.find((p) => p.fits && p.accumulationSteps > 1) || rec;
@@ -103,4 +106,41 @@ export function renderAccum(ctx, el, res, req) {
       t,
     });
   el.append(details(ctx, res));
+}
+
+// When no split fits: on the full page the verdict above lists the changes; an embed asks for
+// the changes that make micro-batch 1 fit (one advise call, in the worker).
+function noneFitsChanges(ctx) {
+  const { t } = ctx;
+  if (ctx.verdictEl)
+    return h(
+      'p',
+      {},
+      h(
+        'button',
+        {
+          type: 'button',
+          class: 'small',
+          onclick: () => {
+            const to = ctx.rootEl.querySelector('#tm-suggest .suggest') || ctx.verdictEl;
+            to.scrollIntoView?.({ block: 'start' });
+            ctx.verdictEl.focus();
+          },
+        },
+        t('acc.seeChanges'),
+      ),
+    );
+  const slot = h('div', { class: 'suggest-slot' });
+  const seq = ctx.computeSeq;
+  ctx.solver
+    .runLatest(
+      'advise',
+      adviseRequest({ ...ctx.st, microBatch: 1 }, { timeline: false }),
+      'changes',
+    )
+    .then(
+      (advice) => seq === ctx.computeSeq && slot.append(changeList(ctx, advice)),
+      () => {},
+    );
+  return slot;
 }

@@ -11,7 +11,7 @@ import {
   timelineChart,
 } from './view-common.js';
 import { optionLabel } from './form.js';
-import { fitsWithMargin, suggestionsLater } from './verdict.js';
+import { statusBadge, changeList } from './verdict.js';
 
 /** The three numbers users compare with, and which tool reports which. */
 export function deviceNumbers(ctx, res) {
@@ -54,9 +54,13 @@ export function assumptionList(ctx, res) {
   );
 }
 
-export function renderPeak(ctx, el, res, req) {
+/**
+ * @param {any} res the run's peakMemory result
+ * @param {any} req the request (advise's: a peakMemory request with the verdict's keys)
+ * @param {any} [advice] the advise result holding res: its verdict (with the safety margin)
+ */
+export function renderPeak(ctx, el, res, req, advice) {
   const { t, snapPanel } = ctx;
-  const fits = fitsWithMargin(ctx, res); // the core's verdict, with the safety margin if set
   const device = typeof res.deviceUsedBytes === 'number';
   el.append(
     headline(
@@ -64,23 +68,30 @@ export function renderPeak(ctx, el, res, req) {
       device ? 'peak.device' : 'peak.total',
       device ? res.deviceUsedBytes : res.peakBytes,
       [
-        typeof fits === 'boolean'
-          ? h(
-              'span',
-              { class: `badge ${fits ? 'ok' : 'bad'}` },
-              fits ? t('peak.fits') : t('peak.noFit'),
-            )
-          : null,
+        advice ? statusBadge(ctx, advice.verdict.status) : null,
         res.peakPhase ? chip(t('peak.phase'), ' ', optionLabel(ctx, 'phase', res.peakPhase)) : null,
       ],
     ),
   );
   if (typeof res.headroomBytes === 'number')
-    el.append(h('p', {}, t('peak.headroom'), ' ', t.both(res.headroomBytes)));
+    el.append(
+      res.headroomBytes >= 0
+        ? h('p', {}, t('peak.headroom'), ' ', t.both(res.headroomBytes))
+        : h('p', {}, t('ask.short'), ' ', t.both(-res.headroomBytes)),
+    );
   if (typeof res.maxMicroBatch === 'number')
-    el.append(h('p', {}, t('peak.maxMicroBatch'), ' ', t.n(t.int(res.maxMicroBatch))));
+    el.append(
+      h(
+        'p',
+        {},
+        t('peak.maxMicroBatch'),
+        ' ',
+        res.maxMicroBatch > 0 ? t.n(t.int(res.maxMicroBatch)) : t('peak.noneFits'),
+      ),
+    );
   el.append(deviceNumbers(ctx, res));
-  if (fits === false && !ctx.verdictEl) el.append(suggestionsLater(ctx));
+  // (the full page lists the changes under its verdict; an embed here)
+  if (advice && !ctx.verdictEl) el.append(h('div', { id: 'tm-changes' }, changeList(ctx, advice)));
   // The GPU's memory as a line on both charts (GiB, as their axes).
   const used = device ? res.deviceUsedBytes : res.peakBytes;
   const capacity =
@@ -92,5 +103,7 @@ export function renderPeak(ctx, el, res, req) {
   el.append(assumptionList(ctx, res));
   timelineChart(ctx, el, res.timeline, 'peak.timeline', capacity);
   el.append(details(ctx, res));
-  el.append(snapPanel.element(req), ctx.tracePanel.element());
+  // the snapshot comparison takes the run's peakMemory request
+  const { marginBytes, marginFraction, fromScratch, changes, loraBaseDtype, ...peakRequest } = req;
+  el.append(snapPanel.element(peakRequest), ctx.tracePanel.element());
 }

@@ -35,7 +35,7 @@ export function renderSize(ctx, el, res, req) {
         t('size.simpleVsExact'),
         ' ',
         t.both(res.simple.totalBytes),
-        ' → ',
+        ` ${t('list.arrow')} `,
         t.both(res.totalBytes),
         typeof res.differenceFromSimple === 'number'
           ? [

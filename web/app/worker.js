@@ -1,7 +1,7 @@
 // @ts-check
 // Module worker: heavy solves (optimal placement, frontiers) and calls of tens of milliseconds
 // (the accumulation planner) run here so the page never freezes. Messages: {id, fn, request} →
-// {id, result} | {id, error: {code, field, message, minimumBudgetBytes?}}; {ready: true} once
+// {id, result} | {id, error: {code, field, message, minimumBudgetBytes?, messages?}}; {ready: true} once
 // the core is loaded.
 import { load } from '../lib/index.js';
 import { FULL_CORE_ONLY, fullCore } from './full-core.js';
@@ -22,6 +22,7 @@ self.onmessage = async (e) => {
         field: err.field || '',
         message: String(err.message),
         minimumBudgetBytes: err.minimumBudgetBytes,
+        messages: err.messages,
       },
     });
   }

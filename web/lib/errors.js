@@ -9,7 +9,7 @@ export class TrainmemError extends Error {
    * @param {string} code
    * @param {string} field
    * @param {string} message
-   * @param {{ minimumBudgetBytes?: number }} [details]
+   * @param {{ minimumBudgetBytes?: number, messages?: Array<{ code: string, params?: Record<string, string> }> }} [details]
    */
   constructor(code, field, message, details) {
     super(message);
@@ -20,5 +20,7 @@ export class TrainmemError extends Error {
     if (details && details.minimumBudgetBytes !== undefined) {
       this.minimumBudgetBytes = details.minimumBudgetBytes;
     }
+    // the message as codes of the core's catalog, when it is one of its sentences
+    if (details && Array.isArray(details.messages)) this.messages = details.messages;
   }
 }

@@ -673,6 +673,13 @@ export interface PeakMemoryRequest {
     /** LoRA dropout probability. Default 0.05. */
     dropout?: number;
     /**
+     * The dtype the frozen base is loaded in (PEFT users load it in bf16:
+     * `from_pretrained(..., torch_dtype=torch.bfloat16)`); QLoRA: its weights that are not 4-bit.
+     * The adapters stay fp32 (PEFT `autocast_adapter_dtype=True`). Default: the precision's
+     * parameter dtype.
+     */
+    baseDtype?: 'fp32' | 'bf16' | 'fp16';
+    /**
      * Linear layers adapted, as PEFT's `target_modules` (peft `tuners_utils.py`
      * `check_target_module_exists`): a module is adapted when its name equals an entry or ends
      * with `"." + entry`, in every block (T5's `q`, `v` also match the decoder's cross-attention).
@@ -684,7 +691,25 @@ export interface PeakMemoryRequest {
      * type (an error where PEFT has none, e.g. phi3, qwen3_moe, deepseek_v3).
      */
     targetModules?: string[] | 'all-linear';
+    /**
+     * The dtype the frozen base is loaded in (`from_pretrained(torch_dtype=…)`; QLoRA: the
+     * weights it does not quantise). PEFT users load it in bf16. Default: the precision's
+     * parameter dtype (fp32 for `fp32` and `amp-*`).
+     */
+    baseDtype?: 'fp32' | 'bf16' | 'fp16';
+    /**
+     * PEFT `LoraConfig(autocast_adapter_dtype=True)`: the adapters are fp32 whatever the base,
+     * and so are their gradients and optimizer state. false: the base's dtype (torchtune's
+     * LoRA, made under the recipe's default dtype). Default true.
+     */
+    autocastAdapterDtype?: boolean;
   };
+  /**
+   * DDP with `torch.distributed.optim.ZeroRedundancyOptimizer`: each rank keeps the optimizer
+   * state of the parameters assigned to it (largest first, each to the least loaded rank); the
+   * rank holding the most binds. Needs dataParallel ≥ 2, not with zeroStage or fsdp. Default false.
+   */
+  zeroRedundancyOptimizer?: boolean;
   /** Attention: `eager` keeps the s×s probabilities; `sdpa` / `flash` do not. Default sdpa (eager on pytorch-cpu). */
   attention?: 'eager' | 'sdpa' | 'flash';
   /**
@@ -697,7 +722,11 @@ export interface PeakMemoryRequest {
    * Default `pytorch-cuda`.
    */
   runtime?: Runtime;
-  /** The CUDA context outside the caching allocator, bytes (overrides the runtime's). */
+  /**
+   * The CUDA context outside the caching allocator, bytes (overrides the runtime's, which is
+   * per GPU and PyTorch line: `cpp/data/runtime-*.json` `contextBytesByGpu`, each measured or
+   * derived with its source).
+   */
   runtimeOverheadBytes?: number;
   /**
    * `PYTORCH_CUDA_ALLOC_CONF` for the caching-allocator simulation, as the environment
@@ -729,9 +758,8 @@ export interface PeakMemoryRequest {
   compile?: boolean;
   /**
    * torchtune `enable_activation_offloading`: saved tensors of 1 KiB or more go to pinned CPU
-   * memory once five newer ones exist and come back before their layer's backward. Modelled
-   * in the allocator simulation (deviceUsedBytes, reservedPeakBytes, allocatedPeakBytes), not in
-   * peakBytes. Default false.
+   * memory once five newer ones exist and come back before their layer's backward, in the
+   * step's allocation trace (every figure). Default false.
    */
   activationOffloading?: boolean;
   /**
@@ -827,6 +855,7 @@ export interface PeakMemoryRequest {
 export type Runtime =
   | 'pytorch-cuda'
   | 'pytorch-2.5-cuda'
+  | 'pytorch-2.1-cuda'
   | 'pytorch-2.0-cuda'
   | 'pytorch-1.13-cuda'
   | 'pytorch-1.10-cuda'
@@ -882,24 +911,42 @@ export interface SourcedBytes {
   source: string;
 }
 
-/** One point of the step's memory timeline. */
+/** A breakdown line of several kinds of tensors: the bytes of each kind at the peak. */
+export interface SourcedParts<K extends string> extends SourcedBytes {
+  parts: Record<K, number>;
+}
+
+/**
+ * One part of the optimizer step that holds the allocated peak (a layer's forward,
+ * recomputation or backward, the loss, the optimizer step, zero_grad), at its highest moment.
+ */
 export interface TimelinePoint {
-  /** `forward`, `backward`, `recompute`, `optimizer`, … */
+  /** `forward`, `recompute`, `backward`, `loss`, `optimizer`, `zero_grad`. */
   phase: string;
   /** Layer index (−1 outside layers). */
   layer: number;
   name: string;
-  /** Everything allocated at this point. */
+  /** The allocator's live bytes then; the highest of the timeline is allocatedPeakBytes. */
   totalBytes: number;
+  /** Of which the batch, saved tensors and tensors passed between layers. */
   activationBytes: number;
+  /** Of which the `.grad` tensors (and DDP's buckets). */
   gradientBytes: number;
+  /** Of which the temporaries line's kinds. */
+  temporaryBytes: number;
+  /** Of which ZeRO-3 / FSDP's unsharded parameters (and FSDP's unsharded gradients). */
+  gatheredBytes: number;
 }
 
 /** Result of {@link Trainmem.peakMemory}. Sizes in bytes. */
 export interface PeakMemoryResult {
-  /** Highest allocated memory of the step plus the runtime line (context and workspace), from the step's layer-level timeline. */
+  /** allocatedPeakBytes plus the memory outside the allocator (the runtime line; paged states). */
   peakBytes: number;
-  /** Highest memory allocated by tensors (`torch.cuda.max_memory_allocated`; simulated over whole steps on CUDA). */
+  /**
+   * The most bytes the allocator's blocks held at once in the step's allocation trace
+   * (`torch.cuda.max_memory_allocated`); on the CPU, the most bytes of live tensors. The
+   * breakdown's lines inside the allocator sum exactly to it.
+   */
   allocatedPeakBytes: number;
   /** Highest memory reserved by the caching allocator (`torch.cuda.max_memory_reserved`); null without the simulation. */
   reservedPeakBytes: number | null;
@@ -911,15 +958,33 @@ export interface PeakMemoryResult {
   peakPhase: string;
   /** The layer at the peak (−1 outside layers). */
   peakLayer: number;
-  /** Memory at the peak, by category, each with its source. */
+  /**
+   * What is live at the allocated peak, by line, each with its source. Every line but
+   * `runtime` and `pagedOptimizerState` is inside the caching allocator: those sum to
+   * allocatedPeakBytes exactly.
+   */
   breakdown: {
     weights: SourcedBytes;
     masterWeights: SourcedBytes;
-    gradients: SourcedBytes;
+    gradients: SourcedParts<'grads' | 'ddpBuckets'>;
     optimizerState: SourcedBytes;
-    activations: SourcedBytes;
-    temporaries: SourcedBytes;
+    activations: SourcedParts<'batch' | 'saved' | 'boundaries'>;
+    temporaries: SourcedParts<
+      | 'activationGradients'
+      | 'opTransients'
+      | 'autocastCopies'
+      | 'gatheredParameters'
+      | 'optimizerTemporaries'
+      | 'gradientPartition'
+    >;
+    /** The cuBLAS workspace (allocated through the caching allocator at the first matmul). */
+    workspace: SourcedBytes;
+    /** The allocator's blocks beyond the tensors' own bytes (rounding to 512 B, unsplit blocks). */
+    allocatorRounding: SourcedBytes;
+    /** Outside the allocator: the CUDA context (+ NCCL's buffers when distributed). */
     runtime: SourcedBytes;
+    /** bitsandbytes paged optimizer states: CUDA managed memory, outside the allocator. */
+    pagedOptimizerState?: SourcedBytes;
   };
   params: number;
   trainableParams: number;
@@ -1702,6 +1767,116 @@ export interface Vocabulary {
   };
 }
 
+// ---------------------------------------------------------------------------------------
+// advise
+// ---------------------------------------------------------------------------------------
+
+/**
+ * Request of {@link Trainmem.advise}: a {@link PeakMemoryRequest} (the run) and how to judge it.
+ */
+export interface AdviseRequest extends PeakMemoryRequest {
+  /** Memory to keep free on the GPU, in bytes: the verdict is `fits` only with this much left. */
+  marginBytes?: number;
+  /** The same as a fraction of the GPU's memory (0 to 0.9), e.g. 0.05. Default 0 (no margin). */
+  marginFraction?: number;
+  /** Pre-training rather than fine-tuning: LoRA and QLoRA are not offered as changes. Default false. */
+  fromScratch?: boolean;
+  /** Compute the changes that make the run fit (when it does not, or is tight). Default true. */
+  changes?: boolean;
+  /** The dtype a LoRA / QLoRA change loads the frozen base in (`lora.baseDtype`). Default: the core's. */
+  loraBaseDtype?: 'fp32' | 'bf16' | 'fp16';
+}
+
+/**
+ * `fits`: the GPU holds the run with the margin left free; `tight`: it holds it, with less than
+ * the margin left; `doesNotFit`; `noDevice`: no GPU given.
+ */
+export type AdviseStatus = 'fits' | 'tight' | 'doesNotFit' | 'noDevice';
+
+/** The verdict: what the GPU will hold against what it has. */
+export interface AdviseVerdict {
+  status: AdviseStatus;
+  /** Whether the run fits the GPU at all (`fits` or `tight`); null without a GPU. */
+  fits: boolean | null;
+  /** The memory judged: what nvidia-smi shows when the allocator is simulated, else `peakBytes`. */
+  usedBytes: number;
+  /** Which memory `usedBytes` is: nvidia-smi's used memory, or the peak of allocated bytes (+ runtime). */
+  usedMemory: 'nvidia-smi' | 'allocated';
+  /** The GPU's memory (0 without a GPU). */
+  capacityBytes: number;
+  /** capacityBytes − usedBytes (negative: short by that much). */
+  headroomBytes: number;
+  /** The safety margin in bytes. */
+  marginBytes: number;
+}
+
+/** Time of one optimizer step, as the accumulation planner times a plan; `note` says why not. */
+export interface AdviseStepTime {
+  /** microBatch × gradientAccumulationSteps × dataParallel. */
+  globalBatch: number;
+  /** Why the step is not timed (a custom GPU size, tensor parallelism); absent when timed. */
+  note?: string;
+  stepSeconds?: number;
+  microStepSeconds?: number;
+  /** The optimizer step's memory traffic over the GPU's bandwidth (0 when offloaded). */
+  optimizerSeconds?: number;
+  samplesPerSecond?: number;
+  tokensPerSecond?: number;
+  /** The dtype whose dense TFLOP/s the matmuls run at. */
+  throughputPrecision?: string;
+  /** The optimizer states are in CPU memory: the CPU's optimizer step is not in `stepSeconds`. */
+  optimizerOnCpu?: boolean;
+  /** A checkpointing strategy without a plan: its recompute taken as one forward of every block. */
+  recomputeUpperBound?: boolean;
+}
+
+/** How the core resolved the run (request fields, the runtime's defaults). */
+export interface AdviseSettings {
+  method: 'full' | 'lora' | 'qlora' | 'from-scratch';
+  precision: Precision;
+  attention: 'eager' | 'sdpa';
+  runtime: Runtime;
+  optimizerImplementation: 'foreach' | 'for-loop' | 'fused' | 'transformers';
+  checkpointing: string;
+  microBatch: number;
+  gradientAccumulationSteps: number;
+  dataParallel: number;
+  seqLen: number;
+  loraRank?: number;
+}
+
+/** One change of the run, with its verdict and time. */
+export interface AdviseChange {
+  /** `checkpointing`, `micro-batch-1`, `mixed-precision`, `bf16`, `bf16-checkpointing`, `adam-8bit`, `for-loop`, `zero2-offload`, `lora`, `qlora`, `tensor-parallel`, `zero3`. */
+  id: string;
+  /** The request fields the change sets (objects merge into the request's). */
+  set: Partial<PeakMemoryRequest>;
+  /** GPUs the run needs with the change. */
+  gpus: number;
+  /** Full fine-tuning becomes LoRA / QLoRA. */
+  changesMethod: boolean;
+  status: AdviseStatus;
+  fits: boolean | null;
+  usedBytes: number;
+  usedMemory: 'nvidia-smi' | 'allocated';
+  headroomBytes: number;
+  /** Its step time (absent when it does not fit). */
+  time?: AdviseStepTime;
+}
+
+/** Result of {@link Trainmem.advise}. */
+export interface AdviseResult {
+  /** The run's whole {@link PeakMemoryResult} (with its timeline unless `timeline: false`). */
+  peak: PeakMemoryResult;
+  verdict: AdviseVerdict;
+  settings: AdviseSettings;
+  stepTime: AdviseStepTime;
+  /** When the run does not fit or is tight: the changes, those that fit first (one GPU, the run's method, faster first). */
+  changes: AdviseChange[];
+  inexact?: InexactNumber[];
+  messages?: MessageCodes;
+}
+
 export interface Functions {
   checkpointSize: [CheckpointSizeRequest, CheckpointSizeResult];
   describeModel: [DescribeModelRequest, DescribeModelResult];
@@ -1709,6 +1884,7 @@ export interface Functions {
   accumulation: [AccumulationRequest | AccumulationPlanRequest, AccumulationResult];
   placement: [PlacementRequest, PlacementResult];
   presets: [PresetsRequest, PresetsResult];
+  advise: [AdviseRequest, AdviseResult];
   vocabulary: [Record<string, never>, Vocabulary];
 }
 export type FunctionName = keyof Functions;
@@ -1729,6 +1905,15 @@ export interface Trainmem {
   accumulation(request: AccumulationPlanRequest): AccumulationPlanResult;
   /** Which layers to checkpoint for a memory budget. */
   placement(request: PlacementRequest): PlacementResult;
+  /**
+   * Will the run fit, and how fast? Its peak memory, the verdict against the GPU with a safety
+   * margin, its time per optimizer step, and — when it does not fit — the changes that make it
+   * fit, each with its verdict and time, ranked: one call for what the page's answer shows.
+   * @example
+   * const a = tm.advise({ model: { preset: 'llama-2-7b' }, gpu: 'a100-80gb', microBatch: 1, seqLen: 512, optimizer: 'adamw', marginFraction: 0.05 });
+   * console.log(a.verdict.status, a.changes.filter((c) => c.fits).map((c) => c.id));
+   */
+  advise(request: AdviseRequest): AdviseResult;
   /** Presets (models, GPUs, examples) of this build. */
   presets(request?: PresetsRequest): PresetsResult;
   /** Every name each request field accepts, the core's functions and its numeric limits. */
@@ -1771,7 +1956,7 @@ export declare class TrainmemError extends Error {
     code: ErrorCode | (string & {}),
     field: string,
     message: string,
-    details?: { minimumBudgetBytes?: number },
+    details?: { minimumBudgetBytes?: number; messages?: MessagePart[] },
   );
   readonly name: 'TrainmemError';
   /** Stable error code. */
@@ -1783,6 +1968,12 @@ export declare class TrainmemError extends Error {
    * a plan of the requested strategy (with `slots`, for `optimal`). Absent for other errors.
    */
   readonly minimumBudgetBytes?: number;
+  /**
+   * The message as codes and parameters of the core's message catalog (`cpp/data/messages.json`),
+   * when it is one of its sentences, so that a page can say it in its own language; absent
+   * otherwise.
+   */
+  readonly messages?: MessagePart[];
 }
 
 /**

@@ -7,7 +7,8 @@
 //   [+-] digits [.digits] [e[+-]digits]
 // where the digits before the point may be grouped by "_" anywhere (1_000_000) or by "," in
 // groups of three (6,738,415,616). "1,5" is refused rather than read as 15 or as 1.5 (the comma
-// is the decimal sign in many languages). Counts take k, M, B (or G), T; bytes take B, kB, MB,
+// is the decimal sign in many languages). Arabic-Indic digits and separators read as their Latin
+// forms (westernDigits). Counts take k, M, B (or G), T; bytes take B, kB, MB,
 // GB, TB, PB (10^3 steps) or KiB, MiB, GiB, TiB, PiB (2^10 steps), case-insensitively.
 
 const NUMBER = /^[+-]?(\d[\d_]*|\d{1,3}(,\d{3})+)?(\.\d+)?(e[+-]?\d+)?$/i;
@@ -30,9 +31,25 @@ const BYTE_UNITS = {
   pib: 2 ** 50,
 };
 
+/**
+ * Arabic-Indic digits (٠–٩, U+0660–0669) and their Persian forms (۰–۹, U+06F0–06F9) as Latin
+ * digits, the Arabic decimal separator (٫) as "." and the Arabic thousands separator (٬) as ",":
+ * "١٦" reads as 16, "٦٫٧" as 6.7 (Unicode's Arabic block; the digits' values are their code
+ * points' offsets).
+ * @param {unknown} text
+ */
+export function westernDigits(text) {
+  return String(text).replace(/[\u0660-\u0669\u06f0-\u06f9\u066b\u066c]/g, (c) => {
+    const u = c.charCodeAt(0);
+    if (u === 0x066b) return '.';
+    if (u === 0x066c) return ',';
+    return String(u >= 0x06f0 ? u - 0x06f0 : u - 0x0660);
+  });
+}
+
 /** The number text without its separators, or null when it is not one. */
 function plain(text) {
-  const t = String(text).trim();
+  const t = westernDigits(text).trim();
   if (!t || !NUMBER.test(t) || !/\d/.test(t)) return null;
   return t.replace(/[_,]/g, '');
 }
@@ -58,7 +75,7 @@ export function parseNumber(text) {
  * @param {unknown} text
  */
 export function parseCount(text) {
-  const m = /^(.*?)\s*([kmbgt])$/i.exec(String(text).trim());
+  const m = /^(.*?)\s*([kmbgt])$/i.exec(westernDigits(text).trim());
   if (!m) return parseNumber(text);
   const p = plain(m[1]);
   return p === null ? NaN : shifted(p, COUNT_SUFFIX[/** @type {'k'} */ (m[2].toLowerCase())]);
@@ -74,7 +91,7 @@ export const hasCountSuffix = (text) => /[kmbgt]$/i.test(String(text).trim());
  * @param {unknown} text
  */
 export function parseBytes(text) {
-  const m = /^(.*?)\s*([kmgtp]i?b|b)$/i.exec(String(text).trim());
+  const m = /^(.*?)\s*([kmgtp]i?b|b)$/i.exec(westernDigits(text).trim());
   if (!m) return parseNumber(text);
   const unit = BYTE_UNITS[/** @type {'kb'} */ (m[2].toLowerCase())];
   const p = plain(m[1]);

@@ -4,9 +4,11 @@
 // Calibrated against torch 1.13 (tests/fixtures/torch_activations.json); docs/peak-memory.md.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "trainmem/dtype.hpp"
 #include "trainmem/model.hpp"
 #include "trainmem/placement.hpp"
 #include "trainmem/vocabulary.hpp"
@@ -39,6 +41,33 @@ struct RuntimeTraits {
   uint32_t conv_backward_temp_outputs = 0;
 };
 
+// LoRA / QLoRA (PEFT): the base frozen, low-rank adapters on some linears. Autograd then keeps
+// less than in full fine-tuning: a frozen linear keeps no input (mm / addmm save an input only for
+// the gradient that needs it), a frozen embedding nothing, and nothing before the first adapter
+// of the first block keeps anything unless the embeddings' output requires grad. The adapters
+// keep their input (cast to their dtype, after their dropout) and lora_A's output. Measured:
+// tests/fixtures/torch_lora.json (tools/measure_lora.py); docs/peak-memory.md.
+struct LoraSettings {
+  bool enabled = false;
+  // The adapted linears of each chain layer (embeddings, blocks..., head; the encoder's blocks
+  // before the decoder's): module names as the model's tensors name them, e.g.
+  // "model.layers.0.self_attn.q_proj" (a dotted suffix the recipe knows will do: "q_proj",
+  // "attn.c_proj", "EncDecAttention.q", "lm_head"). Missing layers have none.
+  std::vector<std::vector<std::string>> adapted;
+  uint64_t rank = 8;
+  double dropout = 0;                 // lora_dropout (0: nn.Identity, nothing kept)
+  DType adapter_dtype = DType::fp32;  // PEFT autocast_adapter_dtype=True: fp32
+  // The frozen base's dtype (its non-quantized parameters under QLoRA); unset: the precision's
+  // parameter dtype (fp32 under fp32 and amp-*, else the 16-bit type).
+  std::optional<DType> base_dtype;
+  // bitsandbytes 4-bit blocks (QLoRA): every block linear is dequantized per call to the compute
+  // dtype (16-bit under amp-* and bf16/fp16, else fp32); the head and embeddings stay unquantized.
+  bool qlora = false;
+  // The embeddings' output requires grad: transformers enable_input_require_grads, which PEFT
+  // calls for reentrant gradient checkpointing and prepare_model_for_kbit_training by default.
+  bool embeddings_require_grad = false;
+};
+
 struct Settings {
   uint64_t micro_batch = 1;
   uint64_t seq_len = 1;     // the (encoder's) input length
@@ -68,6 +97,7 @@ struct Settings {
   // weight and input again in the backward (float8_linear.py matmul_with_hp_or_float8_args);
   // the casts are transients, the saved tensors stay high precision. Llama-family blocks.
   bool float8 = false;
+  LoraSettings lora;  // off: full fine-tuning
 };
 
 // One saved tensor (or a group of equal ones) of a layer.
@@ -107,12 +137,29 @@ struct LayerActivations {
     double flops = 0;     // its forward FLOPs (0 for pointwise ops)
   };
   std::vector<OpOutput> op_outputs;
+  // LoRA under autocast: the copies of this layer's frozen weights that its graph keeps to the
+  // layer's backward: the 16-bit copy of an fp32 linear weight (autocast caches a cast only for
+  // a leaf that requires grad, autocast_mode.cpp cached_cast; a linear whose input requires grad
+  // keeps it for that gradient) and the fp32 copies of a 16-bit LayerNorm's weight and bias
+  // (CUDA runs layer_norm in fp32). One entry per weight; not in `tensors` or `saved_bytes`.
+  // The adapters' own casts are cached ones (trainable leaves) and are not listed.
+  std::vector<uint64_t> kept_weight_casts;
+  // Whether an op of this layer keeps its input (the previous layer's output) or a wider copy of
+  // it to the backward. The chain counts that output with the previous layer either way; when
+  // false (LoRA: the first block with frozen embeddings, BERT blocks whose adapters drop out their
+  // input, BERT's frozen pooler) autograd frees it once this layer has run with autograd. (The
+  // same field and meaning as the diffusion recipes' `input_saved`.)
+  bool input_saved = true;
 };
 
 struct ModelActivations {
   std::string recipe;        // "gpt2" | "bert" | "llama" | "t5" | "mlp"
   uint64_t input_bytes = 0;  // the batch (int64 token ids)
   std::vector<LayerActivations> layers;
+  // Tensors the step's code holds, not autograd: made as the forward ends, kept through the
+  // backward and the optimizer step (a traced model's outputs besides the loss's input, which
+  // the training loop keeps in a variable; step_trace.hpp StepSpec::held)
+  std::vector<uint64_t> held;
   uint64_t total_saved_bytes = 0;        // input + sum of saved_bytes (no checkpointing)
   uint64_t korthikanti_layer_bytes = 0;  // sbh(34 + 5as/h) (tensor-parallel forms with t > 1)
   std::vector<std::string> assumptions;

@@ -78,6 +78,21 @@ uint64_t optimizer_state_bytes(const OptimizerSpec& opt, const TensorSpec& param
 // uses 8-bit state.
 uint64_t optimizer_shared_state_bytes(const OptimizerSpec& opt, bool any_8bit);
 
+// How optimizer.step() runs and what it allocates besides the state (torch/optim/*.py,
+// transformers' optimization.py, lion-pytorch, bitsandbytes, torchao).
+struct StepFacts {
+  vocab::OptimizerImpl impl = vocab::OptimizerImpl::for_loop;  // what runs
+  bool own_kernel = false;     // bitsandbytes / torchao: their own kernels (no torch temporaries)
+  uint32_t loop_copies = 0;    // for-loop: temporaries of one tensor alive at once
+  uint32_t foreach_lists = 0;  // foreach: whole-list temporaries alive at once
+};
+// Whether the optimizer has that implementation (an explicit request for another is an error).
+bool has_implementation(const OptimizerSpec& o, vocab::OptimizerImpl impl);
+// The step as it runs for `requested` (the request's or the runtime's default; an optimizer
+// without it runs its own loop). `adam_foreach_lists`: the runtime's foreach Adam/AdamW lists.
+StepFacts step_facts(const OptimizerSpec& o, vocab::OptimizerImpl requested,
+                     uint32_t adam_foreach_lists);
+
 // torch 1.13 param_group entries of the optimizer (keys and pickled value kinds), for the
 // container model: 'f' float, 'i' small int, 'b' bool, 'n' None, 't' (float, float),
 // 'u' (None, float).

@@ -24,7 +24,8 @@ struct Runtime {
   activations::RuntimeTraits traits;
   uint64_t context_bytes = 0;  // CUDA context + kernels (nvidia-smi terms), not in memory_allocated
   std::string context_source;
-  uint64_t workspace_bytes = 0;    // cuBLAS workspace (allocated through the caching allocator)
+  uint64_t workspace_bytes = 0;  // cuBLAS workspace (allocated through the caching allocator)
+  std::string workspace_source;
   bool foreach_optimizers = true;  // torch 2.x on CUDA: _foreach_* optimizer implementations
   std::string source;
   // A runtime profile per PyTorch line (cpp/data/runtime-*.json): its defaults.
@@ -32,6 +33,9 @@ struct Runtime {
   bool set_to_none = true;  // zero_grad(set_to_none=...) default
   std::string zero_grad_source;
   vocab::OptimizerImpl optimizer_implementation = vocab::OptimizerImpl::foreach;
+  // foreach Adam / AdamW: whole-list temporaries alive at once in this PyTorch line
+  uint32_t foreach_adam_lists = 1;
+  std::string foreach_adam_source;
   std::string trainer_adamw, trainer_source;  // the HF Trainer's AdamW of the era
   bool reentrant_checkpointing = true;
   bool lazy_module_loading = true;
@@ -95,6 +99,13 @@ struct Lora {
   // for the model type
   std::vector<std::string> target_modules;
   double dropout = 0.05;
+  // The dtype the frozen base is loaded in (from_pretrained's torch_dtype; QLoRA: the weights
+  // it does not quantise); unset: the precision's parameter dtype (lora.baseDtype)
+  bool base_dtype_set = false;
+  DType base_dtype = DType::fp32;
+  // PEFT LoraConfig autocast_adapter_dtype=True (the default): the adapters are fp32 whatever
+  // the base's dtype (peft/tuners/tuners_utils.py _cast_adapter_dtype); false: the base's dtype
+  bool adapters_fp32 = true;
 };
 
 struct Request {
@@ -135,6 +146,8 @@ struct Request {
   // tensors alone exceed the device then skips the replay under the device's limit, which can
   // only run out of memory: its assumptions and retry count are not that replay's.
   bool verdict_only = false;
+  // The result's timeline is wanted (the request's `timeline`, default true)
+  bool want_timeline = true;
   // The caching allocator: PYTORCH_CUDA_ALLOC_CONF options, and whether to simulate it (CUDA
   // runtimes; off: allocated bytes plus the runtime only).
   bool simulate_allocator = true;
@@ -151,6 +164,9 @@ struct Request {
   bool offload_activations = false;  // torchtune enable_activation_offloading
   // DDP (dataParallel > 1 without ZeRO): the reducer's gradient buckets
   uint64_t ddp_bucket_bytes = 25ull << 20;  // bucket_cap_mb
+  // ZeroRedundancyOptimizer (torch.distributed.optim): the optimizer state of the parameters
+  // assigned to this rank only
+  bool zero_redundancy_optimizer = false;
   bool ddp_gradient_as_bucket_view = false;
   // ZeRO with amp-*: DeepSpeed's bf16/fp16 config section makes the model's dtype 16-bit
   // (true, the default) or its torch_autocast section keeps fp32 parameters under autocast
@@ -174,23 +190,37 @@ struct Request {
     bool reshard_after_forward = true;    // block units; the root unit is never resharded
     uint64_t prefetch = 1;                // units all-gathered ahead of the one computing
     uint64_t param_bytes = 0;             // mixed precision param_dtype (0: the model's dtype)
+    DType param_dtype = DType::fp32;      // that dtype (when param_bytes is set)
     uint64_t reduce_bytes = 0;            // reduce_dtype (0: param_dtype)
     bool cpu_offload = false;             // sharded params, grads and the step on the CPU
   } fsdp;
 };
 
+// One line of the breakdown: the bytes live at the allocated peak (for the runtime line, held
+// outside the caching allocator), where they come from, and for a line of several kinds of
+// tensors the bytes of each kind.
+struct LinePart {
+  std::string name;
+  uint64_t bytes = 0;
+};
 struct Line {
   uint64_t bytes = 0;
   std::string source;
+  std::vector<LinePart> parts;
 };
 
+// The highest point of one part of the step (a layer's forward, recomputation or backward, the
+// loss, the optimizer step, zero_grad): the live bytes then (allocatedPeakBytes' terms) and the
+// breakdown lines they hold.
 struct TimelinePoint {
-  std::string phase;  // forward | loss | recompute | backward | optimizer
+  std::string phase;  // forward | loss | recompute | backward | optimizer | zero_grad
   int32_t layer = -1;
   std::string name;
   uint64_t total_bytes = 0;
   uint64_t activation_bytes = 0;
   uint64_t gradient_bytes = 0;
+  uint64_t temporary_bytes = 0;
+  uint64_t gathered_bytes = 0;  // ZeRO-3 / FSDP: unsharded parameters (and FSDP's gradients)
 };
 
 struct Result {
@@ -198,7 +228,10 @@ struct Result {
   uint64_t allocated_peak_bytes = 0;  // without the runtime line: torch.cuda.max_memory_allocated
   std::string peak_phase;
   int32_t peak_layer = -1;
-  Line weights, master_weights, gradients, optimizer_state, activations, temporaries, runtime;
+  Line weights, master_weights, gradients, optimizer_state, activations, temporaries, workspace;
+  Line allocator_rounding;     // the allocator's blocks beyond the tensors' own bytes
+  Line runtime;                // CUDA context (+ NCCL buffers): outside the caching allocator
+  Line paged_optimizer_state;  // bitsandbytes paged states: CUDA managed memory
   std::vector<TimelinePoint> timeline;
   uint64_t params = 0, trainable_params = 0;
   uint64_t stored_activation_bytes = 0;  // held at the end of the forward pass

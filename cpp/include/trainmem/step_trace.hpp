@@ -23,41 +23,90 @@ enum class OptimizerImpl {
   fused,     // one fused kernel (fused=True, bitsandbytes): no temporaries
 };
 
+// What an allocation holds: the parts of the step's memory the breakdown reports (peak
+// memory's lines group them). The allocator never sees them.
+enum class Part : uint8_t {
+  weights,           // parameters on the device (shards, quantised bases, adapters)
+  master_weights,    // ZeRO mixed precision's fp32 copy
+  gradients,         // the .grad tensors
+  ddp_buckets,       // DistributedDataParallel's reducer buckets
+  optimizer_state,   // exp_avg, exp_avg_sq, momentum, ... (created at the first step)
+  batch,             // the input batch on the device
+  saved,             // tensors autograd saved for the backward
+  boundaries,        // layer outputs passed on, checkpointed inputs, cached op outputs
+  activation_grads,  // gradients of the layers' outputs and inputs during the backward
+  op_transients,     // an op's temporaries (attention scores, an incoming .grad being added, ...)
+  autocast_copies,   // torch.autocast's 16-bit copies of fp32 weights
+  gathered,          // ZeRO-3 / FSDP: unsharded parameters and gradients of running units
+  optimizer_temps,   // temporaries of optimizer.step()
+  grad_partition,    // ZeRO mixed precision: the fp32 copy of the gradient partition at the step
+  workspace,         // the cuBLAS workspace (through the caching allocator)
+};
+constexpr size_t kParts = 15;
+
 struct TraceLayer {
   std::vector<uint64_t> tensors;  // saved tensors in creation order, the output last
   uint64_t output_bytes = 0;
   std::vector<activations::LayerActivations::TempGroup> forward_temps, backward_temps;
   std::vector<uint64_t> grads;  // the .grad of each trainable parameter tensor, module order
-  // torch.autocast: the 16-bit copies of the layer's matmul weights, cached for the forward
-  // pass and kept by the matmuls' backward nodes (aten/src/ATen/autocast_mode.cpp cached_cast)
+  // The last `late_grads` of `grads` are made after the layer's saved tensors are read (a
+  // tied output projection's weight gradient: MmBackward0 runs after the loss's nodes)
+  uint32_t late_grads = 0;
+  // Incoming gradients added in place into a .grad that an earlier backward created (a tied
+  // embedding: its .grad is made by the head's backward, which runs first; the embedding's own
+  // backward then adds to it: accumulate_grad.h accumulateGrad)
+  std::vector<uint64_t> accumulate_grads;
+  // torch.autocast: the 16-bit copies of the layer's fp32 matmul weights. Cached when the
+  // weight is a leaf that requires grad (aten/src/ATen/autocast_mode.cpp cached_cast:
+  // can_try_cache), until the autocast region exits; otherwise made per op and freed after it
+  // unless a backward node keeps it (in a forward with grad enabled, to the layer's backward).
   std::vector<uint64_t> cast_weights;
+  bool casts_cached = true;
+  // Whether an op of this layer keeps its input (the previous layer's output) for the backward;
+  // false: autograd frees that output once this layer has run with autograd (activations.hpp)
+  bool input_saved = true;
   // Op-level selective checkpointing: the op outputs the policy caches when the layer runs
   // checkpointed; they live until its recomputation, which uses them instead of running
   // those ops (torch/utils/checkpoint.py create_selective_checkpoint_contexts)
   std::vector<uint64_t> selective_kept;
+  // ZeRO-3 / FSDP: the allocations gathered around the layer's forward, recomputation and
+  // backward, one per unit (unsharded parameters; in the backward also the unsharded gradients)
+  std::vector<uint64_t> gather_forward, gather_recompute, gather_backward;
 };
 
 // One trainable parameter tensor for the optimizer step (the order of the layers' grads).
 struct OptimizerParam {
   std::vector<uint64_t> state;  // its state tensors, created at the first step
   uint64_t temp_bytes = 0;      // one temporary the size of the parameter in the state dtype
+  uint64_t master = 0;          // ZeRO mixed precision: its fp32 master partition (at load)
+  // foreach: _group_tensors_by_device_and_dtype runs the list ops once per dtype group, one
+  // group after the other (torch/optim/optimizer.py); parameters of one dtype share a group
+  uint8_t group = 0;
 };
 
 struct StepSpec {
-  uint64_t input_bytes = 0;       // the batch on the device
+  uint64_t input_bytes = 0;  // the batch on the device
+  // Tensors the step's code holds (ModelActivations::held: the model's outputs in a variable):
+  // made as the forward ends; the loop's next micro-step drops them when it rebinds the
+  // variable (after its forward), the last micro-step's go when the step ends (after zero_grad)
+  std::vector<uint64_t> held;
   std::vector<uint64_t> weights;  // every parameter tensor on the device, in load order
   std::vector<TraceLayer> layers;
   std::vector<placement::Op> ops;  // one micro-step's forward/backward schedule
   std::vector<OptimizerParam> params;
-  // Temporaries per parameter (for-loop) or per list (foreach), in copies of temp_bytes:
-  // e.g. torch AdamW for-loop 2 (sqrt and its quotient), foreach 1 (_foreach_sqrt), SGD 0.
+  // Temporaries per parameter (for-loop), in copies of temp_bytes: e.g. torch AdamW 2 (sqrt
+  // and its quotient), SGD 0; and the whole-list temporaries live at once (foreach): AdamW 1
+  // (_foreach_sqrt) from torch 2.1, 2 in 2.0 (denom = _foreach_add(exp_avg_sq_sqrt, eps)).
   uint32_t temp_copies = 0;
+  uint32_t foreach_lists = 0;
   OptimizerImpl impl = OptimizerImpl::foreach;
   uint64_t accumulation_steps = 1;
-  bool set_to_none = true;       // zero_grad(set_to_none=True): .grad freed between steps
-  uint64_t workspace_bytes = 0;  // cuBLAS workspace, allocated at the first matmul
-  uint64_t per_layer_extra =
-      0;               // gathered around every layer's forward and backward (ZeRO-3, FSDP)
+  bool set_to_none = true;            // zero_grad(set_to_none=True): .grad freed between steps
+  uint64_t workspace_bytes = 0;       // cuBLAS workspace, allocated at the first matmul
+  std::vector<uint64_t> gather_loss;  // ZeRO-3 / FSDP: gathered while the loss is computed
+  // ZeRO mixed precision: the fp32 gradient partition made for optimizer.step() and dropped
+  // after it (deepspeed/runtime/zero/stage_1_and_2.py step: single_grad_partition)
+  uint64_t step_grad_partition = 0;
   uint32_t steps = 3;  // optimizer steps simulated (step 1 creates the state)
   // optimizer in backward: each parameter steps in its post-accumulate-grad hook and its
   // .grad is dropped right after (torchtune register_optim_in_bwd_hooks)
@@ -87,6 +136,7 @@ struct Mark {
 struct Trace {
   std::vector<allocator::Event> events;
   std::vector<Mark> marks;
+  std::vector<Part> parts;  // what each allocation holds, indexed by its id (index 0 unused)
 };
 
 Trace build(const StepSpec& spec);

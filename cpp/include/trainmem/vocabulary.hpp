@@ -164,11 +164,9 @@ struct RuntimeTerm {
 };
 inline constexpr RuntimeTerm kRuntimes[] = {
     {"pytorch-cuda", "pytorch-2.5-cuda"},  // the current PyTorch line
-    {"pytorch-2.5-cuda", "pytorch-2.5-cuda"},
-    {"pytorch-2.0-cuda", "pytorch-2.0-cuda"},
-    {"pytorch-1.13-cuda", "pytorch-1.13-cuda"},
-    {"pytorch-1.10-cuda", "pytorch-1.10-cuda"},
-    {"pytorch-cpu", "pytorch-cpu"},
+    {"pytorch-2.5-cuda", "pytorch-2.5-cuda"},   {"pytorch-2.1-cuda", "pytorch-2.1-cuda"},
+    {"pytorch-2.0-cuda", "pytorch-2.0-cuda"},   {"pytorch-1.13-cuda", "pytorch-1.13-cuda"},
+    {"pytorch-1.10-cuda", "pytorch-1.10-cuda"}, {"pytorch-cpu", "pytorch-cpu"},
 };
 
 // ---- Optimizer step implementations (torch.optim foreach / for-loop / fused; transformers'

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "activations/lora_recipes.hpp"
 #include "io/request.hpp"
 #include "trainmem/error.hpp"
 #include "trainmem/traced_model.hpp"
@@ -321,6 +322,16 @@ void liger_fused_loss(const Builder& B, const Dims& d, const Widths& w, const Se
 // transients after the final norm). `upcast`: the loss reads logits.float() (HF
 // ForCausalLMLoss); T5ForConditionalGeneration passes the logits as they are, so log_softmax
 // keeps them in their own dtype (fp32 under autocast, whose op list runs log_softmax in fp32).
+// The loss's backward in the allocation trace: nll_loss's and log_softmax's gradients (two
+// logits-sized tensors) while the loss's saved tensors are read, then the logits' gradient
+// alone while the output projection's backward reads its input (MmBackward0); the tensor
+// before `logits_at` is that input.
+void loss_backward_temps(size_t logits_at, uint64_t logits_bytes, LayerActivations* head,
+                         uint32_t pieces = 2) {
+  Builder::temps(&head->backward_temps, logits_at, pieces, logits_bytes);
+  if (logits_at > 0) Builder::temps(&head->backward_temps, logits_at - 1, 1, logits_bytes);
+}
+
 void lm_loss(const Builder& B, const Dims& d, const Widths& w, const Settings& s, uint64_t Vt,
              LayerActivations* head, bool upcast = true) {
   using Loss = Settings::Loss;
@@ -331,7 +342,10 @@ void lm_loss(const Builder& B, const Dims& d, const Widths& w, const Settings& s
   if (keeps_logits)
     B.add(head, "log_softmax input (logits in fp32)", B.mul({d.T, Vt, 4}),
           "LogSoftmaxBackward keeps its input too (torch <= 1.10)", n);
-  if (s.compiled && s.loss == Loss::chunked && w.lin != 4) {
+  // torchtune compiles the chunked loss's per-chunk cross-entropy (compile_loss); its
+  // full-logits row keeps fp32 logits (the published "+ Chunked CE" drop, 51.0 -> 42.9 GiB)
+  const bool compiled_loss = s.compiled && s.loss == Loss::chunked && w.lin != 4;
+  if (compiled_loss) {
     // torchtune compiles the per-chunk cross-entropy (compile_loss): the compiled function
     // keeps its 16-bit logits chunk and the row's logsumexp, and recomputes the upcast
     B.add(head, "logits chunks (16-bit; the compiled loss keeps its input)",
@@ -349,6 +363,8 @@ void lm_loss(const Builder& B, const Dims& d, const Widths& w, const Settings& s
             : "HF ForCausalLMLoss: logits.float(); cross_entropy -> LogSoftmaxBackward0 keeps its "
               "result",
         n);
+  // the last chunk's log-probabilities: the chunked loss's transients peak while it is made
+  const size_t last_chunk = head->tensors.empty() ? 0 : head->tensors.size() - 1;
   B.add(head, "labels (int64)", B.mul({d.T, 8}), "NllLossBackward0 keeps its target");
   const uint64_t logits16 = w.lin == 4 ? 0 : B.mul({d.T, Vt, w.lin});
   if (s.loss == Loss::chunked) {
@@ -356,14 +372,22 @@ void lm_loss(const Builder& B, const Dims& d, const Widths& w, const Settings& s
     // them); each chunk's fp32 copy only while its log_softmax runs. Compiled, the logits
     // chunks are what the loss keeps (counted above) and the upcast happens inside the fused
     // kernel: no transient beyond them.
-    const bool fused = s.compiled && w.lin != 4;
+    const bool fused = compiled_loss;
     const uint64_t copy = keeps_logits || fused ? 0 : B.mul({d.T, Vt, 4}) / n;
     const uint64_t logits16_temp = fused ? 0 : logits16;
     head->forward_temp_bytes = logits16_temp + copy;
-    if (logits16_temp) Builder::temps(&head->forward_temps, logits_at, 1, logits16_temp);
-    if (copy) Builder::temps(&head->forward_temps, logits_at, 1, copy);
+    if (logits16_temp) Builder::temps(&head->forward_temps, last_chunk, 1, logits16_temp);
+    if (copy) Builder::temps(&head->forward_temps, last_chunk, 1, copy);
+    if (fused) {
+      // the compiled loss's backward is one inductor kernel from the saved 16-bit chunk and
+      // its logsumexp to the chunk's 16-bit gradient (the fp32 values stay in registers): one
+      // chunk-sized 16-bit tensor at a time (an assumption: not measured on a GPU)
+      head->backward_temp_bytes = B.mul({d.T, Vt, w.lin}) / n;
+      loss_backward_temps(logits_at, B.mul({d.T, Vt, w.lin}) / n, head, 1);
+      return;
+    }
     head->backward_temp_bytes = 2 * (B.mul({d.T, Vt, 4}) / n);
-    Builder::temps(&head->backward_temps, 0, 2, B.mul({d.T, Vt, 4}) / n);
+    loss_backward_temps(logits_at, B.mul({d.T, Vt, 4}) / n, head);
     return;
   }
   if (!upcast && !w.amp && w.lin != 4) {
@@ -371,7 +395,7 @@ void lm_loss(const Builder& B, const Dims& d, const Widths& w, const Settings& s
     head->forward_temp_bytes = logits16;
     head->backward_temp_bytes = 2 * logits16;
     Builder::temps(&head->forward_temps, logits_at, 1, logits16);
-    Builder::temps(&head->backward_temps, 0, 2, logits16);
+    loss_backward_temps(logits_at, logits16, head);
     return;
   }
   // logits (and their fp32 copy) exist while log_softmax runs; freed when forward returns
@@ -385,7 +409,7 @@ void lm_loss(const Builder& B, const Dims& d, const Widths& w, const Settings& s
     Builder::temps(&head->forward_temps, logits_at, 1, B.mul({d.T, Vt, w.lin}));
   if (!keeps_logits && w.lin != 4)
     Builder::temps(&head->forward_temps, logits_at, 1, B.mul({d.T, Vt, 4}));
-  Builder::temps(&head->backward_temps, 0, 2, B.mul({d.T, Vt, 4}));
+  loss_backward_temps(logits_at, B.mul({d.T, Vt, 4}), head);
 }
 
 // The outputs of the ops of a Llama block (HF LlamaDecoderLayer; torchtitan TransformerBlock
@@ -1049,6 +1073,12 @@ ModelActivations transformer_activations(const ModelDescription& m, const Settin
   ModelActivations out;
   out.recipe = family(ar);
   check_settings(m, s, out.recipe);
+  if (s.lora.enabled) {
+    // a frozen base keeps other tensors: the LoRA recipes (lora_recipes.cpp)
+    ModelActivations lo = lora::lora_activations(m, s, out.recipe);
+    recipe_assumptions(ar, s, lo.recipe, &lo.assumptions);
+    return lo;
+  }
   const std::string field = "microBatch";
   Builder B(s, field);
   const Widths w = widths(s);
@@ -1090,6 +1120,18 @@ ModelActivations transformer_activations(const ModelDescription& m, const Settin
       korthikanti_layer_bytes(d.s, d.b, d.h, d.a, s.tensor_parallel, s.sequence_parallel, false));
   recipe_assumptions(ar, s, out.recipe, &out.assumptions);
   return out;
+}
+
+void append_lm_loss(const ModelDescription& m, const Settings& s, Precision p, uint64_t tokens,
+                    bool upcast, bool head_trainable, LayerActivations* head) {
+  Settings ls = s;
+  ls.precision = p;
+  if (!head_trainable) ls.head_weight_bytes = 0;  // Liger: no grad_weight for a frozen weight
+  const Builder B(ls, "microBatch");
+  const Widths w = widths(ls);
+  Dims d = dims_of(m.arch, ls, B);
+  d.T = tokens;
+  lm_loss(B, d, w, ls, d.V / ls.tensor_parallel, head, upcast);
 }
 
 uint64_t mlp_params(const MlpSpec& mlp) {

@@ -66,6 +66,7 @@ struct Step {
   std::vector<int64_t> layer_of;            // per forward op
   std::vector<uint64_t> live;               // per forward op: transient bytes live while it runs
   std::vector<std::vector<uint64_t>> kept;  // per layer: tensors kept for the backward
+  std::vector<uint64_t> held;               // tensors only the step's code holds
 };
 
 int64_t layer_of_op(const Trace& t, const std::vector<int64_t>& by_op, int64_t op) {
@@ -94,11 +95,13 @@ void evaluate_sizes(Step* st, const Settings& s, uint32_t traced_width) {
     if (x.backward) continue;
     if (x.free < 0) {
       // kept for the backward: by the layer that made it; a tensor only the step's code holds
-      // (the model's output) lives through the whole backward: with layer 0, whose tensors the
-      // backward frees last (the loss stays the last layer's output)
-      const int64_t l = layer_of_op(t, st->layer_of, x.op);
-      const bool held = !x.saved && i != t.layers.back().output;
-      st->kept[held ? 0 : static_cast<size_t>(l)].push_back(i);
+      // (the model's output) lives through the backward and the optimizer step
+      // (ModelActivations::held; the loss stays the last layer's output)
+      if (!x.saved && i != t.layers.back().output) {
+        st->held.push_back(i);
+        continue;
+      }
+      st->kept[static_cast<size_t>(layer_of_op(t, st->layer_of, x.op))].push_back(i);
       continue;
     }
     made[static_cast<size_t>(x.op)] =
@@ -167,6 +170,47 @@ std::vector<uint64_t> kernel_temporaries(const Step& st, const Settings& s) {
   return out;
 }
 
+// What the allocation trace holds while layer l's backward is in region k (step_trace.cpp
+// backward: the region's transients are made with the layer's kept tensors 0..k alive, every
+// earlier layer's kept tensors, the gradient of the layer's output and that of its input).
+// The transients of region k are what the traced step held beyond that (clamped at zero).
+class Baseline {
+ public:
+  Baseline(const Step& st, const std::vector<std::vector<uint64_t>>& kept,
+           const ModelActivations& out) {
+    const size_t nl = kept.size();
+    prefix_.resize(nl);
+    before_.assign(nl, 0);
+    grads_.assign(nl, 0);
+    uint64_t all = 0;
+    for (size_t l = 0; l < nl; ++l) {
+      before_[l] = all;
+      uint64_t run = 0;
+      for (uint64_t i : kept[l]) prefix_[l].push_back(run = checked_add(run, st.bytes[i], kF));
+      if (prefix_[l].empty()) prefix_[l].push_back(0);
+      all = checked_add(all, run, kF);
+      alive_ = checked_add(alive_, run, kF);
+      grads_[l] =
+          checked_add(out.layers[l].output_bytes, l > 0 ? out.layers[l - 1].output_bytes : 0, kF);
+    }
+  }
+  // the traced step: a backward tensor made or freed, a kept tensor freed
+  void made(uint64_t b) { backward_ = checked_add(backward_, b, kF); }
+  void gone(uint64_t b) { backward_ -= std::min(backward_, b); }
+  void unkept(uint64_t b) { alive_ -= std::min(alive_, b); }
+  uint64_t excess(size_t l, size_t k, uint64_t node_temp) const {
+    const uint64_t real = checked_add(checked_add(backward_, alive_, kF), node_temp, kF);
+    const uint64_t base = checked_add(checked_add(before_[l], prefix_[l][k], kF), grads_[l], kF);
+    return real > base ? real - base : 0;
+  }
+
+ private:
+  static constexpr const char* kF = "microBatch";
+  std::vector<std::vector<uint64_t>> prefix_;
+  std::vector<uint64_t> before_, grads_;
+  uint64_t backward_ = 0, alive_ = 0;  // the traced step's live backward and kept bytes
+};
+
 // Backward transients of every layer: tensors a layer's nodes allocate and free themselves,
 // live while the backward frees the layer's kept tensors (region k: while it frees kept[k]).
 void backward_temps(const Step& st, const Settings& s,
@@ -194,6 +238,7 @@ void backward_temps(const Step& st, const Settings& s,
   const char* field = "microBatch";
   const std::vector<uint64_t> kernel_temp = kernel_temporaries(st, s);
   uint64_t node_temp = 0;  // the running node's kernel temporary (runtime trait)
+  Baseline base(st, kept, *out);
   cur = static_cast<int64_t>(nl) - 1;
   for (const Event& e : t.backward) {  // pass 2: the live transients per layer and region
     const size_t i = static_cast<size_t>(e.index);
@@ -209,9 +254,11 @@ void backward_temps(const Step& st, const Settings& s,
     uint64_t& pool = own ? live[a] : handed[a];
     if (made_here && e.kind == 'a') pool = checked_add(pool, st.bytes[i], field);
     if (made_here && e.kind == 'f') pool -= std::min(pool, st.bytes[i]);
+    if (t.tensors[i].backward) (e.kind == 'a') ? base.made(st.bytes[i]) : base.gone(st.bytes[i]);
     if (e.kind == 'f' && owner[i] >= 0) {
       const size_t o = static_cast<size_t>(owner[i]);
       ++freed[o];
+      base.unkept(st.bytes[i]);
       // (the output freed by the next layer's nodes is still live at this layer's backward when
       // this layer is recomputed under checkpointing: the lump keeps it)
       if (i != t.layers[o].output || static_cast<size_t>(cur) == o) gone[o] += st.bytes[i];
@@ -219,7 +266,7 @@ void backward_temps(const Step& st, const Settings& s,
     const size_t l = static_cast<size_t>(cur), n = most[l].size();
     const size_t region = n - 1 - std::min(freed[l], n - 1);
     const uint64_t own_now = checked_add(live[l], node_temp, field);
-    most[l][region] = std::max(most[l][region], own_now);
+    most[l][region] = std::max(most[l][region], base.excess(l, region, node_temp));
     const uint64_t up = checked_add(own_now, handed[l], field);
     if (up > gone[l]) lump[l] = std::max(lump[l], up - gone[l]);
   }
@@ -293,7 +340,7 @@ const Trace& step_for(const Trace& t, const Settings& s) {
 
 StepSummary step_summary(const Trace& whole, const Settings& s) {
   const Trace& t = step_for(whole, s);
-  Step st{t, {}, {}, {}, {}};
+  Step st{t, {}, {}, {}, {}, {}};
   evaluate_sizes(&st, s, traced_width_of(t));
   StepSummary out;
   const char* field = "microBatch";
@@ -316,7 +363,7 @@ StepSummary step_summary(const Trace& whole, const Settings& s) {
 ModelActivations traced_activations(const Trace& whole, const Settings& s) {
   if (s.micro_batch == 0) fail(code::kOutOfRange, "microBatch", "microBatch must be >= 1");
   const Trace& t = step_for(whole, s);
-  Step st{t, {}, {}, {}, {}};
+  Step st{t, {}, {}, {}, {}, {}};
   const uint32_t traced_width = traced_width_of(t);
   evaluate_sizes(&st, s, traced_width);
   ModelActivations out;
@@ -350,7 +397,11 @@ ModelActivations traced_activations(const Trace& whole, const Settings& s) {
     out.layers.push_back(std::move(la));
   }
   backward_temps(st, s, kept, &out);
+  for (uint64_t i : st.held) out.held.push_back(st.bytes[i]);
+  // (what lives through the backward: the held outputs too)
   out.total_saved_bytes = out.input_bytes;
+  for (uint64_t b : out.held)
+    out.total_saved_bytes = checked_add(out.total_saved_bytes, b, "microBatch");
   for (const auto& la : out.layers)
     out.total_saved_bytes = checked_add(out.total_saved_bytes, la.saved_bytes, "microBatch");
   trace_assumptions(t, s, traced_width, &out.assumptions);

@@ -201,15 +201,15 @@ bool entry_less(const Entry& e, uint64_t size, uint64_t addr) {
 #define TRAINMEM_NO_MEMMOVE
 #endif
 
-// One size class: entries sorted by (size, address), with room at both ends, so that an insert
-// or erase moves the shorter side. Best fit takes the first entry of a class, often of a run of
-// equal sizes, which then costs no move at all.
-class ClassArray {
+// A run of one size class: entries sorted by (size, address), with room at both ends, so that an
+// insert or erase moves the shorter side. Best fit takes the first entry of a class, often of a run
+// of equal sizes, which then costs no move at all.
+class Chunk {
  public:
-  ClassArray() = default;
-  ClassArray(const ClassArray&) = delete;
-  ClassArray& operator=(const ClassArray&) = delete;
-  ~ClassArray() { delete[] data_; }
+  Chunk() = default;
+  Chunk(const Chunk&) = delete;
+  Chunk& operator=(const Chunk&) = delete;
+  ~Chunk() { delete[] data_; }
 
   std::size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
@@ -232,6 +232,8 @@ class ClassArray {
     d[pos] = e;
     ++size_;
   }
+  // Keeps the first n entries.
+  void truncate(std::size_t n) { size_ = n; }
   TRAINMEM_NO_MEMMOVE void erase(std::size_t pos) {
     Entry* d = data_ + begin_;
     --size_;
@@ -259,6 +261,87 @@ class ClassArray {
   std::size_t begin_ = 0;  // data_[begin_, begin_ + size_) hold the entries
   std::size_t size_ = 0;
   std::size_t cap_ = 0;
+};
+
+// One size class: runs (chunks) of at most kMaxChunk entries, in order. A class of thousands of
+// equal sizes (a mixture of experts' 58,000 expert tensors) would otherwise move half its entries
+// per insert or erase; a run moves at most half of kMaxChunk. Most classes hold one run.
+class ClassArray {
+ public:
+  ClassArray() = default;
+  ClassArray(const ClassArray&) = delete;
+  ClassArray& operator=(const ClassArray&) = delete;
+  ~ClassArray() {
+    for (Chunk* c : chunks_) delete c;
+  }
+
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const Entry& operator[](std::size_t i) const {
+    std::size_t c = 0;
+    while (i >= chunks_[c]->size()) i -= chunks_[c++]->size();
+    return (*chunks_[c])[i];
+  }
+  // The first position of the entries at or above (size, addr): the run that holds it found by
+  // the runs' last entries, then a search within that run.
+  std::size_t position(uint64_t size, uint64_t addr) const {
+    std::size_t before = 0, c = 0;
+    while (c + 1 < chunks_.size()) {
+      const Chunk& run = *chunks_[c];
+      if (!entry_less(run[run.size() - 1], size, addr)) break;
+      before += run.size();
+      ++c;
+    }
+    return chunks_.empty() ? 0 : before + chunk_position(*chunks_[c], size, addr);
+  }
+  void insert(std::size_t pos, const Entry& e) {
+    if (chunks_.empty()) chunks_.push_back(new Chunk);
+    std::size_t c = 0;
+    while (c + 1 < chunks_.size() && pos > chunks_[c]->size()) pos -= chunks_[c++]->size();
+    Chunk& run = *chunks_[c];
+    run.insert(pos, e);
+    ++size_;
+    if (run.size() > kMaxChunk) split(c);
+  }
+  void erase(std::size_t pos) {
+    std::size_t c = 0;
+    while (pos >= chunks_[c]->size()) pos -= chunks_[c++]->size();
+    chunks_[c]->erase(pos);
+    --size_;
+    if (chunks_[c]->empty() && chunks_.size() > 1) {
+      delete chunks_[c];
+      chunks_.erase(chunks_.begin() + static_cast<std::ptrdiff_t>(c));
+    }
+  }
+
+ private:
+  static constexpr std::size_t kMaxChunk = 512;
+  static std::size_t chunk_position(const Chunk& v, uint64_t size, uint64_t addr) {
+    std::size_t lo = 0, n = v.size();
+    while (n > 8) {  // binary search while long, then a scan
+      const std::size_t half = n / 2;
+      if (entry_less(v[lo + half], size, addr)) {
+        lo += half + 1;
+        n -= half + 1;
+      } else {
+        n = half;
+      }
+    }
+    const std::size_t end = lo + n;
+    while (lo < end && entry_less(v[lo], size, addr)) ++lo;
+    return lo;
+  }
+  // Moves the upper half of run c into a new run after it.
+  void split(std::size_t c) {
+    Chunk& run = *chunks_[c];
+    const std::size_t half = run.size() / 2;
+    Chunk* upper = new Chunk;
+    for (std::size_t i = half; i < run.size(); ++i) upper->insert(upper->size(), run[i]);
+    run.truncate(half);
+    chunks_.insert(chunks_.begin() + static_cast<std::ptrdiff_t>(c) + 1, upper);
+  }
+  std::vector<Chunk*> chunks_;
+  std::size_t size_ = 0;
 };
 
 class StreamBlocks {
@@ -338,19 +421,7 @@ class StreamBlocks {
   }
   // The first position of the entries at or above (size, addr) in one class.
   static std::size_t position(const ClassArray& v, uint64_t size, uint64_t addr) {
-    std::size_t lo = 0, n = v.size();
-    while (n > 8) {  // binary search while long, then a scan
-      const std::size_t half = n / 2;
-      if (entry_less(v[lo + half], size, addr)) {
-        lo += half + 1;
-        n -= half + 1;
-      } else {
-        n = half;
-      }
-    }
-    const std::size_t end = lo + n;
-    while (lo < end && entry_less(v[lo], size, addr)) ++lo;
-    return lo;
+    return v.position(size, addr);
   }
   // The first entry of the first non-empty class at or above c.
   Pos first_from(int c) const {

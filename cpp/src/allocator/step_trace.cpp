@@ -35,19 +35,24 @@ class Builder {
 
   Trace run() {
     t_.events.reserve(estimated_events());
+    t_.parts.reserve(t_.events.capacity() / 2 + 1);
+    t_.parts.push_back(Part::weights);  // ids count from 1: index 0 holds no allocation
     mark(0, 0, "load", -1);
     // model.to("cuda"): one allocation per parameter tensor, in module order
-    for (uint64_t w : s_.weights) alloc(w);
+    for (uint64_t w : s_.weights) alloc(w, Part::weights);
+    // ZeRO mixed precision: the fp32 partitions are made when the engine wraps the optimizer
+    // (deepspeed/runtime/zero/stage_1_and_2.py __init__: single_partition_of_fp32_groups)
+    for (const auto& p : s_.params) alloc(p.master, Part::master_weights);
     // DistributedDataParallel(model): the Reducer allocates one flat buffer per bucket
     // (torch/csrc/distributed/c10d/reducer.cpp initialize_buckets)
-    for (uint64_t b : s_.ddp_buckets) alloc(b);
+    for (uint64_t b : s_.ddp_buckets) alloc(b, Part::ddp_buckets);
     uint64_t batch = 0;
     bool workspace = false;
     for (uint32_t step = 1; step <= s_.steps; ++step) {
       current_step_ = step;
       for (uint64_t micro = 1; micro <= s_.accumulation_steps; ++micro) {
         // the next batch is moved to the device while the previous one is still referenced
-        const uint64_t next = alloc(s_.input_bytes);
+        const uint64_t next = alloc(s_.input_bytes, Part::batch);
         if (batch) free(batch);
         batch = next;
         standalone_[0] = batch;
@@ -55,13 +60,15 @@ class Builder {
           // cuBLAS allocates its workspace through the caching allocator at the first matmul
           // (aten/src/ATen/cuda/CublasHandlePool.cpp getCUDABlasLtWorkspace /
           // getCurrentCUDABlasHandle)
-          alloc(s_.workspace_bytes);
+          alloc(s_.workspace_bytes, Part::workspace);
           workspace = true;
         }
         micro_step(step, static_cast<uint32_t>(micro));
       }
       optimizer_step(step);
       zero_grad(step);
+      // the step's code returns: the variables holding the model's outputs go
+      free_all(&held_);
     }
     return std::move(t_);
   }
@@ -84,7 +91,7 @@ class Builder {
       backward[i] = b + L.cast_weights.size();
       tensors[i] = L.tensors.size();
     }
-    size_t micro = 4;
+    size_t micro = 4 + 2 * s_.held.size();
     for (const Op& op : s_.ops) {
       const size_t i = std::min<size_t>(op.layer, n);
       if (op.kind == OpKind::kBackward)
@@ -101,9 +108,10 @@ class Builder {
   }
 
   uint64_t bytes_of(uint64_t id) const { return id < bytes_of_.size() ? bytes_of_[id] : 0; }
-  uint64_t alloc(uint64_t bytes) {
+  uint64_t alloc(uint64_t bytes, Part part) {
     if (bytes == 0) return 0;
     const uint64_t id = ++next_id_;
+    t_.parts.push_back(part);
     if (s_.offload_activations) {
       if (bytes_of_.size() <= id) bytes_of_.resize(id + 1, 0);
       bytes_of_[id] = bytes;
@@ -134,9 +142,9 @@ class Builder {
                 std::vector<uint64_t>* live) {
     for (const auto& g : groups) {
       if (g.at != at) continue;
-      uint64_t prev = alloc(g.bytes);
+      uint64_t prev = alloc(g.bytes, Part::op_transients);
       for (uint32_t p = 1; p < g.pieces + (g.pieces > 1 ? 1 : 0); ++p) {
-        const uint64_t cur = alloc(g.bytes);
+        const uint64_t cur = alloc(g.bytes, Part::op_transients);
         free(prev);
         prev = cur;
       }
@@ -148,7 +156,9 @@ class Builder {
   // pre-/post-backward hooks unshard and reshard (torch/distributed/fsdp/_fully_shard/
   // _fsdp_state.py @ 1fd469d0); DeepSpeed's coordinator fetch_sub_module / release_sub_module
   // (deepspeed/runtime/zero/partitioned_param_coordinator.py).
-  uint64_t gather() { return s_.per_layer_extra ? alloc(s_.per_layer_extra) : 0; }
+  void gather(const std::vector<uint64_t>& units, std::vector<uint64_t>* ids) {
+    for (uint64_t b : units) ids->push_back(alloc(b, Part::gathered));
+  }
   void free_all(std::vector<uint64_t>* ids) {
     for (auto& id : *ids) free(id);
     ids->clear();
@@ -156,64 +166,90 @@ class Builder {
 
   // torch.autocast casts each matmul weight once per forward and caches the copy until the
   // outermost autocast region exits (autocast_mode.cpp cached_cast; clear_cache on exit); a
-  // backward node that saved it keeps it to that layer's backward.
+  // backward node that saved it keeps it to that layer's backward. A weight that is not a
+  // leaf requiring grad (a frozen base) is cast per op: under no_grad the copy goes after the
+  // op, with grad enabled the matmul's backward keeps it (it needs it for the input gradient).
   void cast_weights(size_t i, bool in_graph) {
     if (!casts_[i].empty()) return;
-    for (uint64_t b : s_.layers[i].cast_weights) casts_[i].push_back(alloc(b));
+    const TraceLayer& L = s_.layers[i];
+    if (!L.casts_cached && !in_graph) {
+      for (uint64_t b : L.cast_weights) {
+        uint64_t copy = alloc(b, Part::autocast_copies);
+        free(copy);
+      }
+      return;
+    }
+    for (uint64_t b : L.cast_weights) casts_[i].push_back(alloc(b, Part::autocast_copies));
     casts_in_graph_[i] = in_graph;
   }
 
   // F_all: every tensor the layer saves, with its transients around the op that makes them.
-  void forward_all(size_t i) {
+  void forward_all(size_t i, bool recompute) {
     const TraceLayer& L = s_.layers[i];
     // the recomputation takes the cached outputs into its graph: modelled as freeing the
     // cache before the layer's tensors are made again (the same sizes, so the same blocks)
     free_all(&kept_[i]);
-    uint64_t gathered = gather();
+    std::vector<uint64_t>& gathered = fwd_gathered_;
+    gather(recompute ? L.gather_recompute : L.gather_forward, &gathered);
     cast_weights(i, true);
-    std::vector<uint64_t> live;
+    std::vector<uint64_t>& live = fwd_live_;
     for (size_t k = 0; k < L.tensors.size(); ++k) {
       temps_at(L.forward_temps, k, &live);
-      saved_[i].push_back(alloc(L.tensors[k]));
+      saved_[i].push_back(alloc(L.tensors[k], Part::saved));
       free_all(&live);
     }
     temps_at(L.forward_temps, L.tensors.size(), &live);
     free_all(&live);
-    free(gathered);
+    free_all(&gathered);
+    // no op kept the input: the previous layer's output (its last saved tensor, when it ran with
+    // autograd too) goes now, not at that layer's backward
+    if (!L.input_saved && i > 0 && !saved_[i - 1].empty() && !s_.offload_activations)
+      free(saved_[i - 1].back());
   }
 
   // F_ck / F_n under torch.no_grad: each intermediate is freed once the next op has read it;
   // only the output is kept (torch/utils/checkpoint.py runs the segment without autograd).
-  void forward_nograd(size_t i, bool drop_input) {
+  void forward_nograd(size_t i, bool drop_input, bool recompute) {
     const TraceLayer& L = s_.layers[i];
-    uint64_t gathered = gather();
+    std::vector<uint64_t>& gathered = fwd_gathered_;
+    gather(recompute ? L.gather_recompute : L.gather_forward, &gathered);
     cast_weights(i, false);
-    std::vector<uint64_t> live;
+    std::vector<uint64_t>& live = fwd_live_;
     uint64_t prev = 0;
     for (size_t k = 0; k + 1 < L.tensors.size(); ++k) {
       temps_at(L.forward_temps, k, &live);
-      uint64_t cur = alloc(L.tensors[k]);
+      uint64_t cur = alloc(L.tensors[k], Part::op_transients);
       free_all(&live);
       free(prev);
       prev = cur;
     }
     temps_at(L.forward_temps, L.tensors.size() ? L.tensors.size() - 1 : 0, &live);
     if (kept_[i].empty())
-      for (uint64_t b : L.selective_kept) kept_[i].push_back(alloc(b));
-    standalone_[i + 1] = alloc(L.output_bytes);
+      for (uint64_t b : L.selective_kept) kept_[i].push_back(alloc(b, Part::boundaries));
+    standalone_[i + 1] = alloc(L.output_bytes, Part::boundaries);
     free_all(&live);
     free(prev);
-    free(gathered);
+    free_all(&gathered);
     if (drop_input && i > 0) free(standalone_[i]);
   }
 
   void loss() {
     const size_t n = s_.layers.size();
+    // the model's outputs the step's code holds, made as the forward ends; those of the
+    // micro-step before go when its variable is bound to the new ones (`out = model(x)`)
+    std::vector<uint64_t>& fresh = fwd_live_;
+    for (uint64_t b : s_.held) fresh.push_back(alloc(b, Part::boundaries));
+    free_all(&held_);
+    held_.swap(fresh);
     // the autocast region (HF Trainer: forward and loss) ends here: casts no graph holds go
     for (size_t i = 0; i < n; ++i)
       if (!casts_in_graph_[i]) free_all(&casts_[i]);
+    std::vector<uint64_t>& gathered = fwd_gathered_;
+    gather(s_.gather_loss, &gathered);
     free(standalone_[n]);
-    grad_of_[n] = alloc(s_.layers.empty() ? 0 : s_.layers.back().output_bytes);
+    grad_of_[n] =
+        alloc(s_.layers.empty() ? 0 : s_.layers.back().output_bytes, Part::activation_grads);
+    free_all(&gathered);
   }
 
   // .grad: AccumulateGrad steals the incoming gradient when .grad is None and otherwise adds
@@ -222,20 +258,20 @@ class Builder {
   void produce_grad(size_t index, uint64_t bytes) {
     if (s_.grads_are_bucket_views) {
       // the incoming gradient is copied into its bucket view and freed
-      uint64_t incoming = alloc(bytes);
+      uint64_t incoming = alloc(bytes, Part::op_transients);
       free(incoming);
       return;
     }
     if (s_.optimizer_in_backward) {
-      uint64_t grad = alloc(bytes);
+      uint64_t grad = alloc(bytes, Part::gradients);
       step_one(index, current_step_ == 1);
       free(grad);  // optimizer.zero_grad(set_to_none=True) inside the hook
       return;
     }
     if (grad_ids_[index] == 0) {
-      grad_ids_[index] = alloc(bytes);
+      grad_ids_[index] = alloc(bytes, Part::gradients);
     } else {
-      uint64_t incoming = alloc(bytes);
+      uint64_t incoming = alloc(bytes, Part::op_transients);
       free(incoming);
     }
   }
@@ -244,22 +280,41 @@ class Builder {
   // nodes run (the engine releases a node's saved variables after it runs: torch/csrc/autograd/
   // engine.cpp, release_variables), the layer's .grad tensors among them, the transients per
   // region; finally the gradient of the output and a standalone input are freed.
+  // A backward group with `at` = a belongs to the region of saved tensors [a, next): it is
+  // made when the walk enters that region (all of the region's tensors still alive: the
+  // gradients of an op's outputs exist while its inputs are read) and freed when the walk
+  // leaves it below a.
+  static size_t region_entry(const std::vector<activations::LayerActivations::TempGroup>& groups,
+                             uint32_t at, size_t nt) {
+    size_t next = nt;
+    for (const auto& g : groups)
+      if (g.at > at && g.at < next) next = g.at;
+    return next == 0 ? 0 : std::min(next, nt) - 1;
+  }
   void backward(size_t i, size_t grad_base) {
     const TraceLayer& L = s_.layers[i];
     const uint64_t input_bytes = i == 0 ? 0 : s_.layers[i - 1].output_bytes;
-    uint64_t dinput = alloc(input_bytes);
-    std::vector<uint64_t> live;
-    const size_t nt = saved_[i].size(), ng = L.grads.size();
+    uint64_t dinput = alloc(input_bytes, Part::activation_grads);
+    std::vector<uint64_t>& live = bwd_live_;
+    const size_t nt = saved_[i].size(),
+                 ng = L.grads.size() - std::min<size_t>(L.late_grads, L.grads.size());
     size_t produced = 0;
-    uint64_t gathered = gather();
+    std::vector<uint64_t>& gathered = bwd_gathered_;
+    gather(L.gather_backward, &gathered);
+    if (nt == 0)
+      for (const auto& g : L.backward_temps)
+        for (uint32_t p = 0; p < g.pieces; ++p) live.push_back(alloc(g.bytes, Part::op_transients));
     for (size_t w = 0; w < nt; ++w) {
       const size_t k = nt - 1 - w;
-      // a region starts at the highest `at` not above k: its transients replace the last ones
-      for (const auto& g : L.backward_temps)
-        if (g.at == k || (w == 0 && g.at > k)) {
-          free_all(&live);
-          for (uint32_t p = 0; p < g.pieces; ++p) live.push_back(alloc(g.bytes));
-        }
+      // entering a region: its transients replace the last region's
+      bool entered = false;
+      for (const auto& g : L.backward_temps) {
+        if (std::min<size_t>(g.at, nt - 1) > k || region_entry(L.backward_temps, g.at, nt) != k)
+          continue;
+        if (!entered) free_all(&live);
+        entered = true;
+        for (uint32_t p = 0; p < g.pieces; ++p) live.push_back(alloc(g.bytes, Part::op_transients));
+      }
       const size_t want = (w + 1) * ng / nt;
       for (; produced < want; ++produced) {
         const size_t j = ng - 1 - produced;
@@ -269,8 +324,13 @@ class Builder {
     }
     for (; produced < ng; ++produced)
       produce_grad(grad_base + ng - 1 - produced, L.grads[ng - 1 - produced]);
+    for (size_t j = ng; j < L.grads.size(); ++j) produce_grad(grad_base + j, L.grads[j]);
+    for (uint64_t b : L.accumulate_grads) {
+      uint64_t incoming = alloc(b, Part::op_transients);
+      free(incoming);
+    }
     free_all(&live);
-    free(gathered);
+    free_all(&gathered);
     saved_[i].clear();
     free_all(&casts_[i]);
     free(grad_of_[i + 1]);
@@ -310,10 +370,10 @@ class Builder {
   // the backward copies a layer's tensors back before its first node runs
   void bring_back(size_t i) {
     if (!s_.offload_activations) return;
-    for (const auto& o : offloaded_[i]) saved_[i][o.first] = alloc(o.second);
+    for (const auto& o : offloaded_[i]) saved_[i][o.first] = alloc(o.second, Part::saved);
     offloaded_[i].clear();
     if (input_offloaded_[i]) {
-      standalone_[i] = alloc(input_offloaded_[i]);
+      standalone_[i] = alloc(input_offloaded_[i], Part::boundaries);
       input_offloaded_[i] = 0;
     }
   }
@@ -330,14 +390,14 @@ class Builder {
         case OpKind::kForwardAll:
           mark(step, micro, backward_started ? "recompute" : "forward", layer);
           if (backward_started) bring_back(op.layer);
-          forward_all(op.layer);
+          forward_all(op.layer, backward_started);
           if (!backward_started) offload_saved(op.layer);
           break;
         case OpKind::kForwardCheck:
         case OpKind::kForwardNoGrad:
           mark(step, micro, backward_started ? "recompute" : "forward", layer);
           if (backward_started) bring_back(op.layer);
-          forward_nograd(op.layer, op.kind == OpKind::kForwardNoGrad);
+          forward_nograd(op.layer, op.kind == OpKind::kForwardNoGrad, backward_started);
           // a checkpointed segment keeps its input: that is what the first forward saves
           if (!backward_started && op.kind == OpKind::kForwardCheck) offload_input(op.layer);
           break;
@@ -357,45 +417,58 @@ class Builder {
 
   // One parameter's step (its own optimizer): lazy state at its first step, then temporaries.
   void step_one(size_t j, bool first) {
-    if (first)
-      for (uint64_t b : s_.params[j].state) state_ids_[j].push_back(alloc(b));
+    if (first) init_state(j);
     if (s_.impl == OptimizerImpl::fused) return;
-    const uint32_t copies =
-        s_.impl == OptimizerImpl::foreach ? std::min<uint32_t>(s_.temp_copies, 1) : s_.temp_copies;
-    std::vector<uint64_t> live;
-    for (uint32_t c = 0; c < copies; ++c) live.push_back(alloc(s_.params[j].temp_bytes));
+    const uint32_t copies = s_.impl == OptimizerImpl::foreach ? s_.foreach_lists : s_.temp_copies;
+    std::vector<uint64_t>& live = step_live_;
+    for (uint32_t c = 0; c < copies; ++c)
+      live.push_back(alloc(s_.params[j].temp_bytes, Part::optimizer_temps));
     free_all(&live);
+  }
+
+  // lazy state: zeros_like per state entry at the parameter's first step (torch/optim/adamw.py
+  // _init_group; sgd.py momentum_buffer = clone(grad))
+  void init_state(size_t j) {
+    for (uint64_t b : s_.params[j].state) state_ids_[j].push_back(alloc(b, Part::optimizer_state));
+  }
+
+  // _multi_tensor_*: _init_group first, then list ops per dtype group; _foreach_sqrt allocates
+  // one result per tensor, all live until _foreach_addcdiv_ (torch/optim/adamw.py
+  // _multi_tensor_adamw)
+  void foreach_step(bool first) {
+    if (first)
+      for (size_t j = 0; j < s_.params.size(); ++j) init_state(j);
+    uint32_t groups = 0;
+    for (const auto& p : s_.params) groups = std::max<uint32_t>(groups, p.group + 1u);
+    for (uint32_t g = 0; g < groups; ++g) {
+      std::vector<uint64_t>& lists = step_live_;
+      for (uint32_t c = 0; c < s_.foreach_lists; ++c)
+        for (const auto& p : s_.params)
+          if (p.group == g) lists.push_back(alloc(p.temp_bytes, Part::optimizer_temps));
+      free_all(&lists);
+    }
   }
 
   void optimizer_step(uint32_t step) {
     mark(step, static_cast<uint32_t>(s_.accumulation_steps), "optimizer", -1);
     if (s_.optimizer_in_backward) return;  // every parameter stepped in the backward
     const bool first = step == 1;
-    auto init_state = [&](size_t j) {
-      // lazy state: zeros_like per state entry at the parameter's first step (torch/optim/
-      // adamw.py _init_group; sgd.py momentum_buffer = clone(grad))
-      if (first)
-        for (uint64_t b : s_.params[j].state) state_ids_[j].push_back(alloc(b));
-    };
+    uint64_t partition = alloc(s_.step_grad_partition, Part::grad_partition);
     if (s_.impl == OptimizerImpl::foreach) {
-      // _multi_tensor_*: _init_group first, then list ops; _foreach_sqrt allocates one result
-      // per tensor, all live until _foreach_addcdiv_ (torch/optim/adamw.py _multi_tensor_adamw)
-      for (size_t j = 0; j < s_.params.size(); ++j) init_state(j);
-      std::vector<uint64_t> lists;
-      for (uint32_t c = 0; c < std::min<uint32_t>(s_.temp_copies, 1); ++c)
-        for (const auto& p : s_.params) lists.push_back(alloc(p.temp_bytes));
-      free_all(&lists);
-      return;
+      foreach_step(first);
+    } else {
+      for (size_t j = 0; j < s_.params.size(); ++j) {
+        if (first) init_state(j);
+        if (s_.impl == OptimizerImpl::fused) continue;
+        // _single_tensor_adamw: denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps):
+        // the sqrt and the quotient coexist, then the quotient lives to addcdiv_
+        std::vector<uint64_t>& live = step_live_;
+        for (uint32_t c = 0; c < s_.temp_copies; ++c)
+          live.push_back(alloc(s_.params[j].temp_bytes, Part::optimizer_temps));
+        free_all(&live);
+      }
     }
-    for (size_t j = 0; j < s_.params.size(); ++j) {
-      init_state(j);
-      if (s_.impl == OptimizerImpl::fused) continue;
-      // _single_tensor_adamw: denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps):
-      // the sqrt and the quotient coexist, then the quotient lives to addcdiv_
-      std::vector<uint64_t> live;
-      for (uint32_t c = 0; c < s_.temp_copies; ++c) live.push_back(alloc(s_.params[j].temp_bytes));
-      free_all(&live);
-    }
+    free(partition);
   }
 
   void zero_grad(uint32_t step) {
@@ -408,6 +481,10 @@ class Builder {
 
   const StepSpec& s_;
   Trace t_;
+  // scratch lists of live ids, reused: the forward's, the backward's (which may step a
+  // parameter's optimizer inside it), the optimizer's
+  std::vector<uint64_t> fwd_live_, fwd_gathered_, bwd_live_, bwd_gathered_, step_live_;
+  std::vector<uint64_t> held_;  // the ids of StepSpec::held now live
   uint64_t next_id_ = 0;
   std::vector<Stashed> stash_;
   std::vector<std::vector<std::pair<size_t, uint64_t>>> offloaded_;

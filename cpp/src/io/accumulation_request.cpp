@@ -16,8 +16,8 @@
 #include "trainmem/model.hpp"
 #include "trainmem/optimizer.hpp"
 #include "trainmem/peak_memory.hpp"
+#include "trainmem/step_work.hpp"
 #include "trainmem/time_model.hpp"
-#include "trainmem/traced_model.hpp"
 #include "trainmem/vocabulary.hpp"
 
 namespace trainmem {
@@ -34,23 +34,6 @@ struct GpuInfo {
   double bandwidth = 0;
   const char* throughput_precision = "fp32";  // the dtype whose dense peak the matmuls run at
 };
-
-// The dtype the matmuls run in and the GPU's dense peak for it (TFLOP/s; 0: not listed).
-// Autocast runs matmuls in 16 bits; fp32 runs them in fp32 (PyTorch >= 1.12 disables TF32
-// for matmuls by default: torch.backends.cuda.matmul.allow_tf32 = False).
-std::pair<const char*, double> matmul_peak(vocab::Precision precision, const peak::DenseTflops& t) {
-  switch (precision) {
-    case vocab::Precision::amp_fp16:
-    case vocab::Precision::fp16:
-      return {"fp16", t.fp16};
-    case vocab::Precision::amp_bf16:
-    case vocab::Precision::bf16:
-      return {"bf16", t.bf16};
-    case vocab::Precision::fp32:
-      break;
-  }
-  return {"fp32", t.fp32};
-}
 
 json forward_mode(const Obj& req) {
   accumulation::ForwardInputs in;
@@ -132,7 +115,7 @@ GpuInfo planner_gpu(const peak::Request& base, const GpuInfo& overrides) {
     tflops = g.tflops;
     gpu.bandwidth = g.memory_bandwidth;
   }
-  const auto [tkey, peak_tflops] = matmul_peak(base.precision, tflops);
+  const auto [tkey, peak_tflops] = step_work::matmul_peak(base.precision, tflops);
   gpu.throughput_precision = tkey;
   gpu.peak_flops = peak_tflops * 1e12;
   if (overrides.peak_flops > 0) gpu.peak_flops = overrides.peak_flops;
@@ -145,41 +128,14 @@ GpuInfo planner_gpu(const peak::Request& base, const GpuInfo& overrides) {
 }
 
 // FLOPs (the architecture or parameter count; an MLP chain from its layer sizes), optimizer and
-// gradient traffic per step, and whether the model may hold BatchNorm.
+// gradient traffic per step, and whether the model may hold BatchNorm (trainmem/step_work.hpp).
 void work_per_step(const peak::Request& base, accumulation::PlannerInputs* out) {
-  accumulation::PlannerInputs& in = *out;
-  const peak::Result first = peak::evaluate(base);
-  if (base.is_mlp) {
-    in.flops.method = "mlp";
-    in.flops.total = in.flops.blocks = first.forward_flops;  // per sample at micro-batch 1
-    in.flops.layers = base.mlp.sizes.size() - 1;
-  } else if (base.model().trace) {
-    // the traced ops' FLOPs (PyTorch's flop counter's formulas) of one sample, per token
-    in.flops.method = "trace";
-    in.flops.total = in.flops.blocks = first.forward_flops / static_cast<double>(in.seq_len);
-    in.flops.layers = base.model().trace->layers.size();
-  } else {
-    in.flops = time_model::forward_flops_per_token(base.model(), in.seq_len, base.target_len);
-  }
-  // Optimizer traffic per step (weights in fp32 unless pure 16-bit: autocast keeps fp32
-  // parameters and gradients).
-  const bool pure16 =
-      base.precision == vocab::Precision::bf16 || base.precision == vocab::Precision::fp16;
-  const double wbytes = pure16 ? 2.0 : 4.0;
-  const double sbytes = has_byte_states(base.optimizer) ? 1.0 : wbytes;
-  const double trainable = static_cast<double>(first.trainable_params);
-  in.optimizer_bytes = trainable * time_model::optimizer_bytes_per_param(
-                                       simple_state_copies(base.optimizer), wbytes, sbytes);
-  in.gradient_bytes = trainable * wbytes;
-  bool has_bn = false;
-  for (const auto& b : base.model().buffers)
-    has_bn = has_bn || b.name.find("running_mean") != std::string::npos;
-  in.model_has_batchnorm = has_bn;
-  // Transformers normalise with LayerNorm/RMSNorm; an MLP chain has no norm; a bare parameter
-  // count or a tensor list without buffers says nothing either way.
-  // (a trace lists every buffer: no running_mean, no BatchNorm)
-  in.model_may_have_batchnorm = !has_bn && !base.is_mlp && !base.model().has_architecture() &&
-                                base.model().buffers.empty() && !base.model().trace;
+  const step_work::Work w = step_work::of(base, peak::evaluate(base));
+  out->flops = w.flops;
+  out->optimizer_bytes = w.optimizer_bytes;
+  out->gradient_bytes = w.gradient_bytes;
+  out->model_has_batchnorm = w.model_has_batchnorm;
+  out->model_may_have_batchnorm = w.model_may_have_batchnorm;
 }
 
 // The peak-memory calculator as the planner's memory model (the request's settings, the

@@ -13,6 +13,7 @@ nlohmann::json peak_memory_json(const nlohmann::json& request);      // peak_mem
 nlohmann::json accumulation_json(const nlohmann::json& request);     // accumulation.cpp
 nlohmann::json placement_json(const nlohmann::json& request);        // placement.cpp
 nlohmann::json presets_json(const nlohmann::json& request);          // presets.cpp
+nlohmann::json advise_json(const nlohmann::json& request);           // advise_json.cpp
 nlohmann::json vocabulary_json(const nlohmann::json& request);       // vocabulary_json.cpp
 // The two that read a file's bytes beside their request (snapshot_json.cpp).
 nlohmann::json read_snapshot_json(const nlohmann::json& request, const std::string& bytes);

@@ -16,6 +16,11 @@ namespace {
 json line_json(const Line& l) {
   json j = json::object();
   put_fields(j, {{"bytes", l.bytes}, {"source", l.source}});
+  if (!l.parts.empty()) {
+    json parts = json::object();
+    for (const auto& p : l.parts) parts[p.name] = p.bytes;
+    j["parts"] = std::move(parts);
+  }
   return j;
 }
 
@@ -27,7 +32,10 @@ json breakdown_json(const Result& r) {
                  {"optimizerState", line_json(r.optimizer_state)},
                  {"activations", line_json(r.activations)},
                  {"temporaries", line_json(r.temporaries)},
+                 {"workspace", line_json(r.workspace)},
+                 {"allocatorRounding", line_json(r.allocator_rounding)},
                  {"runtime", line_json(r.runtime)}});
+  if (r.paged_optimizer_state.bytes) b["pagedOptimizerState"] = line_json(r.paged_optimizer_state);
   return b;
 }
 
@@ -72,7 +80,9 @@ json timeline_point_json(const TimelinePoint& p) {
                  {"name", p.name},
                  {"totalBytes", p.total_bytes},
                  {"activationBytes", p.activation_bytes},
-                 {"gradientBytes", p.gradient_bytes}});
+                 {"gradientBytes", p.gradient_bytes},
+                 {"temporaryBytes", p.temporary_bytes},
+                 {"gatheredBytes", p.gathered_bytes}});
   return e;
 }
 
@@ -122,16 +132,9 @@ json to_json(const Result& r, bool include_timeline) {
   return out;
 }
 
-}  // namespace peak
-
-nlohmann::json peak_memory_json(const nlohmann::json& request) {
-  const peak::Request r = peak::parse_request(request);
-  // "timeline": null means absent, as in parse_request (json::value() would throw on null).
-  const auto t = request.is_object() ? request.find("timeline") : request.end();
-  const bool timeline =
-      !(request.is_object() && t != request.end() && t->is_boolean()) || t->get<bool>();
-  nlohmann::json out = peak::to_json(peak::compute(r), timeline);
-  if (r.samples.given) put(out, "samples", peak::samples_json(r));
+json result_json(const Request& r, const Result& res, bool include_timeline) {
+  json out = to_json(res, include_timeline);
+  if (r.samples.given) put(out, "samples", samples_json(r));
   if (r.model().trace) {
     activations::Settings s;  // the sizes and dtype the step runs at
     s.micro_batch = r.micro_batch;
@@ -141,6 +144,19 @@ nlohmann::json peak_memory_json(const nlohmann::json& request) {
     put(out, "trace", trace_summary_json(*r.model().trace, s));
   }
   return out;
+}
+
+bool wants_timeline(const json& request) {
+  // "timeline": null means absent, as in parse_request (json::value() would throw on null).
+  const auto t = request.is_object() ? request.find("timeline") : request.end();
+  return !(request.is_object() && t != request.end() && t->is_boolean()) || t->get<bool>();
+}
+
+}  // namespace peak
+
+nlohmann::json peak_memory_json(const nlohmann::json& request) {
+  const peak::Request r = peak::parse_request(request);
+  return peak::result_json(r, peak::compute(r), peak::wants_timeline(request));
 }
 
 }  // namespace trainmem

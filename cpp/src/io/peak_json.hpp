@@ -11,6 +11,10 @@ namespace peak {
 Request parse_request(const nlohmann::json& request);
 
 nlohmann::json to_json(const Result& r, bool include_timeline = true);
+// peakMemory's whole result for request r: to_json, and what samples did to the lengths.
+nlohmann::json result_json(const Request& r, const Result& res, bool include_timeline);
+// The request's "timeline" flag (absent or null: true), as peakMemory reads it.
+bool wants_timeline(const nlohmann::json& request);
 
 }  // namespace peak
 }  // namespace trainmem

@@ -12,6 +12,7 @@
 #include "io/peak_json.hpp"
 #include "io/request.hpp"
 #include "trainmem/error.hpp"
+#include "trainmem/optimizer.hpp"
 #include "trainmem/peak_memory.hpp"
 #include "trainmem/traced_model.hpp"
 #include "trainmem/vocabulary.hpp"
@@ -50,6 +51,14 @@ Checkpointing parse_checkpointing(const Obj& req) {
     const Obj o = req.obj("checkpointing");
     if (o.has("strategy")) refuse_plain_selective(o.raw("strategy"), o.field("strategy"));
     c.strategy = o.one_of("strategy", strategy_names());
+    only_for(o, "k", c.strategy, {"every-k", "block", "selective-layer"});
+    only_for(o, "segments", c.strategy, {"sequential"});
+    only_for(o, "snapshots", c.strategy, {"revolve"});
+    only_for(o, "budgetBytes", c.strategy, {"optimal", "optimal-single-level"});
+    only_for(o, "slots", c.strategy, {"optimal"});
+    only_for(o, "checkpointed", c.strategy, {"manual"});
+    only_for(o, "saveOps", c.strategy, {"selective-op"});
+    only_for(o, "everyOtherMm", c.strategy, {"selective-op"});
     if (c.strategy == "selective-op") {
       // torch.utils.checkpoint.create_selective_checkpoint_contexts(policy_fn_or_list): the
       // outputs of the listed ops are saved (MUST_SAVE), every other op is recomputed
@@ -234,12 +243,16 @@ Runtime runtime_profile(const std::string& id, const std::string& field) {
   r.context_bytes = json_at(j, "contextBytes").get<uint64_t>();
   r.context_source = json_at(j, "contextSource").get<std::string>();
   r.workspace_bytes = json_at(j, "workspaceBytes").get<uint64_t>();
+  if (j.contains("workspaceSource"))
+    r.workspace_source = json_at(j, "workspaceSource").get<std::string>();
   const std::string impl = json_at(j, "optimizerImplementation").get<std::string>();
   const vocab::OptimizerImplTerm* impl_term = vocab::find(vocab::kOptimizerImpls, impl);
   if (!impl_term)
     fail(code::kInternal, field, {"internal error: runtime data names optimizer ", impl});
   r.optimizer_implementation = impl_term->value;
   r.foreach_optimizers = r.optimizer_implementation == vocab::OptimizerImpl::foreach;
+  r.foreach_adam_lists = json_at(j, "foreachAdamLists").get<uint32_t>();
+  r.foreach_adam_source = json_at(j, "foreachAdamSource").get<std::string>();
   r.source = json_at(j, "source").get<std::string>();
   r.torch_versions = json_at(j, "torchVersions").get<std::string>();
   r.set_to_none = json_at(j, "zeroGradSetToNone").get<bool>();
@@ -333,6 +346,7 @@ void parse_fsdp(const Obj& req, Request* out) {
     auto width = [&](const char* key) -> uint64_t {
       if (!mp.has(key)) return 0;
       const std::string v = mp.one_of_or(key, {"fp32", "bf16", "fp16"}, "fp32");
+      if (std::string(key) == "paramDtype") parse_dtype(v, &d.param_dtype);
       return v == "fp32" ? 4 : 2;
     };
     d.param_bytes = width("paramDtype");
@@ -347,7 +361,6 @@ void parse_fsdp(const Obj& req, Request* out) {
   if (r.optimizer_in_backward)
     fail(code::kUnsupported, "optimizerInBackward",
          "optimizerInBackward with FSDP is not modelled");
-  if (r.lora.enabled) fail(code::kUnsupported, "fsdp", "FSDP with LoRA is not modelled yet");
   if (r.is_mlp) fail(code::kUnsupported, "fsdp", "FSDP is modelled for transformer models");
 }
 
@@ -504,6 +517,13 @@ void read_parallelism(const Obj& req, Request* out) {
     if (r.offload_params && r.zero_stage != 3)
       fail(code::kInconsistent, "offload.params", "parameter offload needs zeroStage 3");
   }
+  // torch.distributed.optim.ZeroRedundancyOptimizer under DDP: each rank keeps the state of the
+  // parameters assigned to it
+  r.zero_redundancy_optimizer = req.boolean_or("zeroRedundancyOptimizer", false);
+  if (r.zero_redundancy_optimizer && (r.data_parallel < 2 || r.zero_stage > 0 || req.has("fsdp")))
+    fail(code::kInconsistent, "zeroRedundancyOptimizer",
+         "zeroRedundancyOptimizer shards the optimizer state of a DDP run: give dataParallel >= 2 "
+         "without zeroStage or fsdp (DeepSpeed's zeroStage 1 is the same idea)");
   r.tensor_parallel = req.u64_or("tensorParallel", 1, 1, 4096);
   r.sequence_parallel = req.boolean_or("sequenceParallel", false);
   if (r.sequence_parallel && r.tensor_parallel == 1)
@@ -516,7 +536,7 @@ void read_parallelism(const Obj& req, Request* out) {
           ")"});
 }
 
-// lora: {rank, qlora, dropout, targetModules}.
+// lora: {rank, qlora, dropout, targetModules, baseDtype, autocastAdapterDtype}.
 void read_lora(const Obj& req, Request* out) {
   Request& r = *out;
   const Obj l = req.obj("lora");
@@ -524,6 +544,11 @@ void read_lora(const Obj& req, Request* out) {
   r.lora.rank = l.u64_or("rank", 8, 1, 65536);
   r.lora.qlora = l.boolean_or("qlora", false);
   r.lora.dropout = l.num_or("dropout", 0.05, 0.0, 1.0);
+  if (l.has("baseDtype")) {
+    r.lora.base_dtype_set = true;
+    parse_dtype(l.one_of("baseDtype", {"fp32", "bf16", "fp16"}), &r.lora.base_dtype);
+  }
+  r.lora.adapters_fp32 = l.boolean_or("autocastAdapterDtype", true);
   // PEFT LoraConfig.target_modules: a list of names, or the string "all-linear"
   // (INCLUDE_LINEAR_LAYERS_SHORTHAND, peft/utils/constants.py); PEFT lower-cases it.
   if (l.has("targetModules") && l.raw("targetModules").is_string()) {
@@ -548,6 +573,34 @@ void read_lora(const Obj& req, Request* out) {
          "LoRA needs a model with an architecture (preset or config) or a trace");
 }
 
+// The CUDA context the runtime's PyTorch line holds on this GPU (its contextBytesByGpu entry,
+// measured or derived: cpp/data/runtime-*.json); a line without Hopper kernels is refused on a
+// Hopper GPU.
+void context_for_gpu(const Gpu& g, Request* out) {
+  Request& r = *out;
+  if (!r.runtime.is_cuda()) return;
+  const vocab::RuntimeTerm* term = vocab::find(vocab::kRuntimes, r.runtime.id);
+  const json& j = embedded_json(std::string("runtime-") + term->file + ".json");
+  // torch 1.10 (cu102-cu113) and 1.13 (cu116/cu117) wheels carry no sm_90 code: Hopper needs
+  // CUDA >= 11.8, PyTorch's cu118 wheels start at 2.0
+  if (g.compute_capability >= 9.0 && j.value("contextNoSm90", false))
+    fail(code::kUnsupported, "runtime",
+         {"the ", r.runtime.id, " line has no kernels for the ", g.id,
+          " (compute capability 9.0 needs a CUDA 11.8 build): use runtime pytorch-2.0-cuda or "
+          "later"});
+  const auto by = j.find("contextBytesByGpu");
+  if (by == j.end() || !by->contains(g.id)) {
+    r.runtime.context_source +=
+        "; no measurement or derivation for the " + g.id + ": the profile's default is charged";
+    return;
+  }
+  const json& e = (*by)[g.id];
+  r.runtime.context_bytes = e.at("bytes").get<uint64_t>();
+  r.runtime.context_source = "CUDA context on the " + g.id + " (" +
+                             e.at("kind").get<std::string>() +
+                             "): " + e.at("source").get<std::string>();
+}
+
 // attention, runtimeOverheadBytes, gpu or gpuMemoryBytes, optimizerImplementation and
 // zeroGradSetToNone (the runtime's defaults). Returns the GPU's compute capability (0: no
 // preset).
@@ -569,6 +622,7 @@ double read_device(const Obj& req, Request* out) {
     r.gpu_memory_bytes = g.memory_bytes;
     r.gpu_bf16 = g.tflops.bf16 > 0;
     gpu_capability = g.compute_capability;
+    context_for_gpu(g, &r);
   } else if (req.has("gpuMemoryBytes")) {
     r.gpu_memory_bytes = req.u64("gpuMemoryBytes", 1, kMaxExactJson);
   }
@@ -576,6 +630,18 @@ double read_device(const Obj& req, Request* out) {
       req.one_of_or("optimizerImplementation", vocab::names(vocab::kOptimizerImpls),
                     vocab::name_for(vocab::kOptimizerImpls, r.runtime.optimizer_implementation));
   r.optimizer_implementation = vocab::find(vocab::kOptimizerImpls, impl)->value;
+  if (req.has("optimizerImplementation") &&
+      !has_implementation(r.optimizer, r.optimizer_implementation)) {
+    // the way out: the implementations this optimizer has
+    std::string has;
+    for (const auto& t : vocab::kOptimizerImpls)
+      if (has_implementation(r.optimizer, t.value))
+        has += std::string(has.empty() ? "" : ", ") + t.name;
+    fail(code::kUnsupported, "optimizerImplementation",
+         {"optimizer '", optimizer_name(r.optimizer), "' has no ", impl, " implementation",
+          has.empty() ? ": it runs its own kernels, leave optimizerImplementation out"
+                      : "; it has: " + has});
+  }
   r.runtime.foreach_optimizers = r.optimizer_implementation == vocab::OptimizerImpl::foreach;
   r.set_to_none = req.boolean_or("zeroGradSetToNone", r.runtime.set_to_none);
   return gpu_capability;
@@ -624,6 +690,7 @@ void read_loss(const Obj& req, Request* out) {
   } else {
     const Obj l = req.obj("loss");
     type = l.one_of("type", vocab::names(vocab::kLosses));
+    only_for(l, "chunks", type, {"chunked"});
     r.loss_chunks = l.u64_or("chunks", 8, 1, 4096);
     l.finish();
   }
@@ -755,7 +822,6 @@ void check_scope(const Request& r) {
   const std::string why = r.tensor_parallel > 1
                               ? "tensorParallel > 1 (the collectives' outputs are not listed)"
                           : r.lora.enabled ? "lora (the adapters' matmuls would shift the mm count)"
-                          : r.compiled     ? "compile (the partitioner and the policy interact)"
                           : r.model().arch.num_experts > 0 || r.model().arch.shared_experts > 0
                               ? "mixture-of-experts blocks"
                               : "";
@@ -791,8 +857,7 @@ Request parse_request(const json& request) {
   check_scope(r);
   check_trace_scope(r);
   r.search_max_micro_batch = req.boolean_or("searchMaxMicroBatch", true);
-  const bool want_timeline = req.boolean_or("timeline", true);
-  (void)want_timeline;
+  r.want_timeline = req.boolean_or("timeline", true);
   req.finish();
   return r;
 }

@@ -70,18 +70,6 @@ std::vector<Segment> parse_segments(const Obj& root) {
   return segs;
 }
 
-// Parameters that belong to one strategy only: given with another, they are an error rather
-// than silently ignored.
-void only_for(const Obj& root, const char* key, const std::string& strategy,
-              std::initializer_list<const char*> allowed) {
-  if (!root.has(key)) return;
-  for (const char* a : allowed)
-    if (strategy == a) return;
-  std::string list;
-  for (const char* a : allowed) list += std::string(list.empty() ? "" : ", ") + a;
-  fail(code::kInconsistent, key, {key, " applies to strategy ", list, " only, not ", strategy});
-}
-
 }  // namespace
 
 json placement_json(const json& request) {

@@ -380,4 +380,15 @@ void Obj::finish(std::initializer_list<const char*> also_known) const {
   }
 }
 
+void only_for(const Obj& obj, const char* key, const std::string& strategy,
+              std::initializer_list<const char*> allowed) {
+  if (!obj.has(key)) return;
+  for (const char* a : allowed)
+    if (strategy == a) return;
+  std::string list;
+  for (const char* a : allowed) list += std::string(list.empty() ? "" : ", ") + a;
+  fail(code::kInconsistent, obj.field(key),
+       {obj.field(key), " applies to strategy ", list, " only, not ", strategy});
+}
+
 }  // namespace trainmem

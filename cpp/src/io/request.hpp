@@ -81,6 +81,11 @@ class Obj {
 // Element path helpers: "layers[3]".
 std::string index_path(const std::string& path, size_t index);
 
+// A parameter that belongs to some strategies only: given with another, it is an error naming
+// the strategies it applies to, rather than silently ignored.
+void only_for(const Obj& obj, const char* key, const std::string& strategy,
+              std::initializer_list<const char*> allowed);
+
 // Standalone checks on a json value at a given path.
 uint64_t read_u64(const json& v, const std::string& path, uint64_t min = 0,
                   uint64_t max = UINT64_MAX);

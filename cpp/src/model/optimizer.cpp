@@ -349,3 +349,61 @@ uint32_t simple_state_copies(const OptimizerSpec& opt) {
 }
 
 }  // namespace trainmem
+
+namespace trainmem {
+
+bool has_implementation(const OptimizerSpec& o, vocab::OptimizerImpl impl) {
+  using vocab::Optimizer;
+  using vocab::OptimizerImpl;
+  const Optimizer t = o.type;
+  if (t == Optimizer::adam_8bit || is_torchao_low_bit(o)) return false;  // their own kernels
+  switch (impl) {
+    case OptimizerImpl::for_loop:
+      return true;
+    case OptimizerImpl::foreach:
+      // torch.optim's _multi_tensor_* paths; transformers' Adafactor and lion-pytorch have none
+      return t != Optimizer::adafactor && t != Optimizer::lion;
+    case OptimizerImpl::fused:
+      // fused=True: Adam / AdamW (torch >= 2.0), SGD (torch >= 2.4) on CUDA
+      return t == Optimizer::adam || t == Optimizer::adamw || t == Optimizer::sgd;
+    case OptimizerImpl::transformers:
+      return t == Optimizer::adamw;  // transformers.AdamW (optimization.py), removed in v4.48
+  }
+  return false;
+}
+
+StepFacts step_facts(const OptimizerSpec& o, vocab::OptimizerImpl requested,
+                     uint32_t adam_foreach_lists) {
+  using vocab::Optimizer;
+  using vocab::OptimizerImpl;
+  StepFacts f;
+  const Optimizer t = o.type;
+  if (t == Optimizer::adam_8bit || is_torchao_low_bit(o)) {
+    // bitsandbytes' fused 8-bit kernels; torchao's torch.compile'd per-tensor step (its fp32
+    // values taken as fused into the kernels: an assumption stated with the result)
+    f.impl = OptimizerImpl::fused;
+    f.own_kernel = true;
+    return f;
+  }
+  f.impl = has_implementation(o, requested) ? requested : OptimizerImpl::for_loop;
+  if (f.impl == OptimizerImpl::fused) return f;  // one kernel per list: no temporaries
+  if (t == Optimizer::adam || t == Optimizer::adamw) {
+    // _single_tensor_adamw: denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps): the
+    // sqrt and its quotient at once; transformers.AdamW: denom = exp_avg_sq.sqrt().add_(eps);
+    // _multi_tensor_adamw: _foreach_sqrt, and in torch <= 2.0 denom = _foreach_add(...) too
+    f.loop_copies = f.impl == OptimizerImpl::transformers ? 1 : 2;
+    f.foreach_lists = adam_foreach_lists;
+  } else if (t == Optimizer::adagrad || t == Optimizer::rmsprop) {
+    f.loop_copies = f.foreach_lists = 1;  // std = state_sum.sqrt().add_(eps); avg = sqrt
+  } else if (t == Optimizer::torch_adafactor) {
+    f.loop_copies = 2;  // torch.optim.Adafactor: the row/col variance estimate and the update
+    f.foreach_lists = 2;
+  } else if (t == Optimizer::lion || t == Optimizer::adafactor) {
+    // lion-pytorch: update = exp_avg.clone().mul_(beta1).add(grad, ...): two at once;
+    // transformers' Adafactor: update = grad**2 + eps, then the approximated update
+    f.loop_copies = 2;
+  }
+  return f;  // sgd: in place (momentum_buffer is state)
+}
+
+}  // namespace trainmem

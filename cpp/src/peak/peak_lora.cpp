@@ -125,6 +125,7 @@ void check_unmatched(const ModelDescription& m, const std::vector<std::string>& 
 LoraPlan plan_lora(const ModelDescription& m, const Lora& l, size_t chain_layers) {
   LoraPlan p;
   p.per_layer.assign(chain_layers, {});
+  p.per_layer_modules.assign(chain_layers, {});
   p.targets = resolve_targets(m, l);
   const bool all = std::find(p.targets.begin(), p.targets.end(), "all-linear") != p.targets.end();
   std::vector<bool> hit(p.targets.size(), false);
@@ -138,7 +139,9 @@ LoraPlan plan_lora(const ModelDescription& m, const Lora& l, size_t chain_layers
       if (matches(mod, p.targets[i])) adapt = hit[i] = true;
     if (!adapt) continue;
     const auto io = in_out(t);
-    p.per_layer[chain_slot(t, chain_layers, seen_block)].push_back(io);
+    const size_t slot = chain_slot(t, chain_layers, seen_block);
+    p.per_layer[slot].push_back(io);
+    p.per_layer_modules[slot].push_back(mod);
     p.params =
         checked_add(p.params, checked_mul(l.rank, io.first + io.second, "lora.rank"), "lora.rank");
     ++p.modules;

@@ -17,6 +17,8 @@ struct LoraPlan {
   // (in_features, out_features) of every adapted linear, per chain layer (embeddings,
   // blocks..., head); the encoder's blocks come before the decoder's.
   std::vector<std::vector<std::pair<uint64_t, uint64_t>>> per_layer;
+  // the adapted linears' module names, per chain layer (the activations recipes match them)
+  std::vector<std::vector<std::string>> per_layer_modules;
   uint64_t params = 0;                   // r x (in + out) summed: PEFT's trainable parameters
   uint64_t modules = 0;                  // adapted linears
   std::vector<std::string> targets;      // the names matched (after a default / all-linear)

@@ -7,10 +7,11 @@
 #include <algorithm>
 #include <cmath>
 
-#include "io/request.hpp"
 #include "peak/peak_device.hpp"
 #include "peak/peak_lora.hpp"
+#include "peak/peak_step.hpp"
 #include "trainmem/error.hpp"
+#include "trainmem/optimizer.hpp"
 
 namespace trainmem {
 namespace peak {
@@ -25,116 +26,6 @@ bool is_half(Precision p) { return p == Precision::bf16 || p == Precision::fp16;
 bool ds_model_dtype_16bit(const Request& rq) {
   return rq.zero_stage > 0 && is_amp(rq.precision) && rq.zero_model_dtype_16bit;
 }
-
-struct ParamLayout {
-  std::vector<uint64_t> per_layer;  // parameters per chain layer (embed, blocks..., head)
-  uint64_t largest_tensor = 0;
-  uint64_t largest_layer = 0;
-  uint64_t block_linear = 0;  // 2-D weights inside blocks (QLoRA quantises these)
-};
-
-ParamLayout layout_of(const ModelDescription& m, size_t chain_layers) {
-  ParamLayout p;
-  p.per_layer.assign(chain_layers, 0);
-  const size_t blocks = chain_layers >= 2 ? chain_layers - 2 : 0;
-  if (m.has_tensors()) {
-    bool seen_block = false;
-    for (const auto& t : m.tensors) {
-      if (!t.tied_to.empty()) continue;
-      const uint64_t n = t.numel();
-      p.largest_tensor = std::max(p.largest_tensor, n);
-      const int64_t b = t.block;
-      size_t slot;
-      if (b >= 0 && static_cast<size_t>(b) < blocks) {
-        slot = static_cast<size_t>(b) + 1;
-        seen_block = true;
-        if (t.shape.size() == 2) p.block_linear += n;
-      } else if (t.embedding || !seen_block) {
-        slot = 0;
-      } else {
-        slot = chain_layers - 1;
-      }
-      p.per_layer[slot] += n;
-    }
-  } else {
-    const Architecture& a = m.arch;
-    const uint64_t emb = a.vocab * a.hidden;
-    const uint64_t head = a.tied_embeddings ? 0 : emb;
-    const uint64_t rest = m.params > emb + head ? m.params - emb - head : m.params;
-    p.per_layer[0] = std::min(emb, m.params);
-    if (blocks > 0)
-      for (size_t i = 1; i <= blocks; ++i) p.per_layer[i] = rest / blocks;
-    p.per_layer[chain_layers - 1] =
-        m.params - p.per_layer[0] - (blocks ? rest / blocks * blocks : 0);
-    p.largest_tensor =
-        std::max({emb, a.hidden * std::max<uint64_t>(a.intermediate, 4 * a.hidden), uint64_t(1)});
-    p.block_linear = blocks ? rest : 0;
-  }
-  for (uint64_t x : p.per_layer) p.largest_layer = std::max(p.largest_layer, x);
-  return p;
-}
-
-// LoRA's activations: lora_A's output (lora_B's input), r per token, and with dropout the
-// dropped input and its mask, in_features per token (PEFT lora.Linear.forward:
-// lora_B(lora_A(dropout(x)))).
-uint64_t lora_saved_bytes(uint64_t tokens, uint64_t rank, uint64_t in, double dropout, uint64_t lin,
-                          uint64_t mask_bytes) {
-  uint64_t extra = tokens * rank * lin;
-  if (dropout > 0) extra += tokens * in * (lin + (mask_bytes ? mask_bytes : lin));
-  return extra;
-}
-
-// Optimizer temporaries during step(): torch/optim/*.py. foreach (_multi_tensor_*, default on
-// CUDA in torch 2.x) builds a list as large as all state; the for-loop (torch 1.13 default)
-// one tensor at a time.
-uint64_t optimizer_temp_elements(const OptimizerSpec& o, bool foreach, uint64_t trainable,
-                                 uint64_t largest) {
-  using vocab::Optimizer;
-  const Optimizer n = o.type;
-  if (n == Optimizer::adam || n == Optimizer::adamw) {
-    // foreach: exp_avg_sq_sqrt = _foreach_sqrt(exp_avg_sqs); for-loop: denom = (sqrt / c).add_
-    // holds sqrt and its quotient at once.
-    return foreach ? trainable : 2 * largest;
-  }
-  // std / avg = sqrt
-  if (n == Optimizer::adagrad || n == Optimizer::rmsprop) return foreach ? trainable : largest;
-  if (n == Optimizer::lion) return 2 * largest;  // update = exp_avg.clone()...; per tensor
-  // grad**2 + eps, update
-  if (n == Optimizer::adafactor || n == Optimizer::torch_adafactor) return 2 * largest;
-  // torchao low-bit AdamW: one torch.compile'd single_param_adam per tensor (adam.py @ 0372e5ff);
-  // its fp32 values (p.float(), exp_avg.float().lerp(...)) are taken as fused by inductor into
-  // the kernels, with no whole-tensor buffer (an assumption, stated in the result)
-  return 0;  // sgd (in-place), adam-8bit (fused bitsandbytes kernel), torchao (compiled step)
-}
-
-struct Persistent {
-  uint64_t weights = 0, master = 0, grads_full = 0, state = 0, opt_temp = 0, zero_gather = 0;
-  uint64_t opt_temp_one = 0;  // one tensor's step temporaries (optimizer in backward)
-  uint64_t grad_bytes_per_param = 4;
-  std::vector<uint64_t> grads_per_layer;
-  std::string weights_src, master_src, grads_src, state_src, temp_src;
-  uint64_t trainable = 0, params = 0;
-  // what the allocator simulation needs besides the lines above
-  uint64_t wb = 4, state_w = 4, N = 1, grad_div = 1;
-  DType state_dtype = DType::fp32;
-  bool deepspeed_mp = false;
-};
-
-// Everything one evaluation derives before the step is walked.
-struct Step {
-  activations::Settings st;
-  activations::ModelActivations acts;
-  size_t nl = 0;
-  ParamLayout lay;
-  uint64_t P = 0;  // parameters (before LoRA's adapters)
-  LoraPlan lora;
-  placement::Chain chain;
-  placement::PlanResult plan;
-  double selective_recompute = 0;
-  Persistent ps;
-  uint64_t runtime_bytes = 0;
-  std::string runtime_src;
-};
 
 // The activation settings of the request and the per-layer activations they give.
 void build_activations(const Request& rq, Step* s) {
@@ -156,44 +47,44 @@ void build_activations(const Request& rq, Step* s) {
   // 16-bit activations, not autocast's
   if (ds_model_dtype_16bit(rq))
     st.precision = rq.precision == Precision::amp_bf16 ? Precision::bf16 : Precision::fp16;
+  // FSDP's MixedPrecisionPolicy(param_dtype) without autocast: the unsharded parameters are cast
+  // to that dtype before each unit runs, so the module computes in it (FSDP2 _fsdp_param.py
+  // init_unsharded_param; FSDP1 MixedPrecision.param_dtype): activations as in that precision
+  if (rq.fsdp.enabled && rq.fsdp.param_bytes == 2 && rq.precision == Precision::fp32)
+    st.precision = rq.fsdp.param_dtype == DType::fp16 ? Precision::fp16 : Precision::bf16;
   st.float8 = rq.float8;
   st.head_weight_bytes = is_half(st.precision) ? 2 : 4;
   s->acts = rq.is_mlp ? activations::mlp_activations(rq.mlp, st)
                       : activations::transformer_activations(rq.model(), st);
   s->nl = s->acts.layers.size();
+  if (!rq.lora.enabled) return;
+  // LoRA: the adapted linears per chain layer (PEFT's matching), then what autograd keeps with a
+  // frozen base (activations' LoRA recipes, measured: tests/fixtures/torch_lora.json)
+  s->lora = plan_lora(rq.model(), rq.lora, s->nl);
+  activations::LoraSettings& l = st.lora;
+  l.enabled = true;
+  l.adapted = s->lora.per_layer_modules;
+  l.rank = rq.lora.rank;
+  l.dropout = rq.lora.dropout;
+  l.qlora = rq.lora.qlora;
+  if (rq.lora.base_dtype_set) l.base_dtype = rq.lora.base_dtype;
+  const DType base = rq.lora.base_dtype_set ? rq.lora.base_dtype
+                     : is_half(rq.precision)
+                         ? (rq.precision == Precision::fp16 ? DType::fp16 : DType::bf16)
+                         : DType::fp32;
+  l.adapter_dtype = rq.lora.adapters_fp32 ? DType::fp32 : base;
+  // transformers' enable_input_require_grads: PEFT calls it for reentrant gradient
+  // checkpointing (peft_model.py) and prepare_model_for_kbit_training (QLoRA)
+  l.embeddings_require_grad =
+      rq.lora.qlora || (rq.checkpointing.strategy != "none" && rq.runtime.reentrant_checkpointing);
+  s->acts = activations::transformer_activations(rq.model(), st);
 }
 
-// Parameters per chain layer, then LoRA's adapters and their activations.
+// Parameters per chain layer.
 void layout_parameters(const Request& rq, Step* s) {
-  ParamLayout& lay = s->lay;
-  if (rq.is_mlp) {
-    lay.per_layer.clear();
-    for (const auto& l : s->acts.layers) {
-      lay.per_layer.push_back(l.params);
-      lay.largest_tensor = std::max(lay.largest_tensor, l.params);
-    }
-    lay.largest_layer = lay.largest_tensor;
-  } else {
-    lay = layout_of(rq.model(), s->nl);
-  }
-  s->P = 0;
-  for (uint64_t x : lay.per_layer) s->P += x;
+  s->params = params_by_layer(rq, s->acts);
+  s->P = s->params.total;
   if (!rq.is_mlp && rq.model().params > 0) s->P = rq.model().params;
-
-  if (rq.lora.enabled) {
-    s->lora = plan_lora(rq.model(), rq.lora, s->nl);
-    const uint64_t T = rq.micro_batch * rq.seq_len;
-    // encoder-decoder: the decoder's layers (after the encoder's) and the head run on the
-    // decoder's tokens (its cross-attention k and v read the encoder's: counted as decoder ones)
-    const uint64_t lin = (rq.precision == Precision::fp32) ? 4 : 2;
-    const uint64_t E = s->acts.recipe == "t5" ? rq.model().arch.encoder_layers : s->nl;
-    const uint64_t T_dec = rq.micro_batch * (rq.target_len ? rq.target_len : rq.seq_len);
-    for (size_t i = 0; i < s->nl; ++i)
-      for (const auto& io : s->lora.per_layer[i])
-        s->acts.layers[i].saved_bytes +=
-            lora_saved_bytes(i > E ? T_dec : T, rq.lora.rank, io.first, rq.lora.dropout, lin,
-                             s->st.runtime.dropout_mask_bytes);
-  }
 }
 
 // Checkpointing: the chain and its segments through the placement engine (and the
@@ -244,6 +135,12 @@ void plan_checkpointing(const Request& rq, Step* s, std::vector<std::string>* as
         "): each block keeps its input and those outputs; the recomputation re-creates the rest "
         "(measured with a torch 1.13 emulation of the policy on CPU, eager attention; SDPA "
         "outputs from the kernel's signature)");
+    if (rq.compiled)
+      assumptions->push_back(
+          "torch.compile with op-level selective checkpointing (torchtitan's default: "
+          "apply_ac then apply_compile per block): AOTAutograd's partitioner honours the policy's "
+          "MUST_SAVE outputs and recomputes the rest, so each block keeps what the eager policy "
+          "keeps; its transients are the compiled block's (not measured on a GPU)");
     for (const auto& a : absent)
       assumptions->push_back(
           "saveOps '" + a + "' matches no op of these blocks (" +
@@ -272,423 +169,239 @@ void plan_checkpointing(const Request& rq, Step* s, std::vector<std::string>* as
   }
 }
 
-// Weights and gradients: bytes per parameter by precision, ZeRO's partitions, offload.
-void weights_and_gradients(const Request& rq, Step* s) {
-  Persistent& ps = s->ps;
-  const ParamLayout& lay = s->lay;
-  const uint64_t P = s->P;
+// Bytes of one element of a dtype.
+uint64_t width(DType d) { return dtype_bytes_for(d, 1); }
+
+// How parameters and gradients are held on the device: dtypes, ZeRO's and FSDP's shards,
+// offload; and the sources the breakdown names.
+void hold_weights(const Request& rq, Step* s) {
+  Holding& h = s->hold;
   const bool amp = is_amp(rq.precision), half = is_half(rq.precision);
+  const DType half_type = rq.precision == Precision::fp16 ? DType::fp16 : DType::bf16;
   // ZeRO's 16-bit params + fp32 master; DeepSpeed's torch_autocast keeps fp32 parameters
   // (deepspeed/runtime/torch_autocast.py, commit f13ab493: "All parameters must be float32")
-  ps.deepspeed_mp = ds_model_dtype_16bit(rq);
-  ps.N = rq.zero_stage > 0 ? rq.data_parallel : 1;
-  const uint64_t N = ps.N, t = rq.tensor_parallel;
-  const uint64_t Pt_full = rq.lora.enabled ? s->lora.params : P;
-  ps.params = P + (rq.lora.enabled ? Pt_full : 0);
-  ps.trainable = Pt_full;
-  ps.wb = (half || ps.deepspeed_mp) ? 2 : 4;
-  const uint64_t wb = ps.wb;
-  double weights = 0;
-  if (rq.lora.enabled) {
-    const double base_bytes =
-        rq.lora.qlora ? 0.5 + 1.0 / 64 + 4.0 / (64 * 256) : static_cast<double>(wb);
-    const uint64_t lin = std::min(lay.block_linear, P);
-    weights = lin * base_bytes + (P - lin) * (rq.lora.qlora ? 2.0 : wb) + Pt_full * 4.0;
-    ps.weights_src =
-        rq.lora.qlora
-            ? "QLoRA (Dettmers et al. 2023): block linears in 4-bit NF4 with double-quantised "
-              "absmax (4.127 bits/param), other weights 16-bit, adapters fp32"
-            : "LoRA (Hu et al. 2021): frozen base in its dtype, adapters fp32";
-  } else {
-    weights = static_cast<double>(P) * wb;
-    ps.weights_src =
-        ps.deepspeed_mp ? "ZeRO (Rajbhandari et al. 2020): 16-bit parameters, 2 B/param"
-        : half          ? "parameters in 16-bit: 2 B/param"
-                        : (amp ? "torch.autocast keeps fp32 parameters: 4 B/param (16-bit copies "
-                                 "are per-step activations)"
-                               : "fp32 parameters: 4 B/param");
-  }
-  weights /= t;
-  const Request::Fsdp& fs = rq.fsdp;
-  if (fs.enabled) {
-    // FSDP1 _flat_param.py / FSDP2 _fsdp_param.py: each rank keeps 1/S of every parameter in its
-    // original dtype (the sharded FlatParameter / DTensor), S = the shard group
-    ps.N = fs.shard_degree;
-    weights /= fs.shard_degree;
-    ps.weights_src += "; FSDP" + std::to_string(fs.version) + " " + fs.strategy +
-                      " shards them over " + std::to_string(fs.shard_degree) + " ranks";
-    if (fs.cpu_offload) {
-      weights = 0;
-      ps.weights_src += "; on the CPU (CPUOffload / CPUOffloadPolicy)";
-    }
-  }
-  if (rq.zero_stage == 3) {
-    weights /= N;
-    ps.weights_src += "; ZeRO-3 partitions them over " + std::to_string(N) + " ranks";
-    // DeepSpeed stage3.py estimator: the largest layer is gathered whole (x2 with prefetch)
-    ps.zero_gather = 2 * lay.largest_layer * wb / t;
-  }
-  if (rq.zero3.enabled && !rq.is_mlp && rq.model().has_tensors()) {
-    // stage3_param_persistence_threshold: tensors this small are never partitioned
-    // (partition_parameters.py ds_persist), each rank holds them whole
-    uint64_t small = 0;
-    for (const auto& tn : rq.model().tensors)
-      if (tn.tied_to.empty() && tn.numel() <= rq.zero3.persistence_threshold) small += tn.numel();
-    weights += static_cast<double>(small) * wb / t * (1.0 - 1.0 / N);
-    if (small)
-      ps.weights_src +=
-          "; " + std::to_string(small) +
-          " parameters in tensors under stage3_param_persistence_threshold kept whole";
-  }
-  if (rq.offload_params) {
-    weights = 0;
-    ps.weights_src += "; offloaded to CPU (ZeRO-Infinity / ZeRO-Offload)";
-  }
-  ps.weights = static_cast<uint64_t>(std::llround(weights));
-  // gradients
-  ps.grad_bytes_per_param = (half || ps.deepspeed_mp) ? 2 : 4;
-  ps.grad_div = t * (rq.zero_stage >= 2 || fs.enabled ? ps.N : 1);
-  ps.grads_full = Pt_full * ps.grad_bytes_per_param / ps.grad_div;
-  ps.grads_src =
-      std::to_string(ps.grad_bytes_per_param) + " B per trainable parameter (" +
-      (ps.grad_bytes_per_param == 4 ? "fp32 .grad" : "16-bit .grad") + ")" +
+  h.deepspeed_mp = ds_model_dtype_16bit(rq);
+  h.ranks = rq.fsdp.enabled ? rq.fsdp.shard_degree : (rq.zero_stage > 0 ? rq.data_parallel : 1);
+  const uint64_t N = h.ranks, t = rq.tensor_parallel;
+  h.weight_bytes = (half || h.deepspeed_mp) ? 2 : 4;
+  h.grad_bytes = h.weight_bytes;  // torch keeps a .grad in its parameter's dtype
+  // LoRA: the base as loaded (from_pretrained torch_dtype), the adapters fp32 unless PEFT's
+  // autocast_adapter_dtype is off (peft/tuners/tuners_utils.py _cast_adapter_dtype)
+  const DType base = rq.lora.base_dtype_set ? rq.lora.base_dtype : (half ? half_type : DType::fp32);
+  h.base_dtype = base;
+  h.base_bytes = width(base);
+  h.adapter_dtype = rq.lora.adapters_fp32 ? DType::fp32 : base;
+  h.adapter_bytes = width(h.adapter_dtype);
+  const ModelDescription& m = rq.model();
+  h.trainable = rq.lora.enabled                   ? s->lora.params
+                : (!rq.is_mlp && m.has_tensors()) ? m.trainable_params
+                                                  : s->P;
+  h.params = s->P + (rq.lora.enabled ? s->lora.params : 0);
+  const bool sharded_weights = rq.zero_stage == 3 || rq.fsdp.enabled;
+  h.weight_divisor = t * (sharded_weights ? N : 1);
+  h.grad_divisor = t * (rq.zero_stage >= 2 || rq.fsdp.enabled ? N : 1);
+  h.state_divisor = t * N;
+  const bool fsdp_offload = rq.fsdp.enabled && rq.fsdp.cpu_offload;
+  h.offload_params = rq.offload_params || fsdp_offload;
+  h.offload_optimizer = rq.offload_optimizer || fsdp_offload;
+  h.offload_grads = fsdp_offload;
+  h.weights_gathered_16bit = (rq.fsdp.enabled && rq.fsdp.param_bytes == 2) || h.deepspeed_mp;
+  if (rq.lora.qlora)
+    h.weights_src =
+        std::string("QLoRA (Dettmers et al. 2023): the blocks' linear weights in 4-bit ") +
+        "NF4 with double-quantised absmax (bitsandbytes Params4bit: 4.127 bits per "
+        "value), the other weights in " +
+        dtype_name(base) + ", adapters in " + dtype_name(h.adapter_dtype) + " (PEFT)";
+  else if (rq.lora.enabled)
+    h.weights_src = std::string("LoRA (Hu et al. 2021): frozen base in ") + dtype_name(base) +
+                    ", adapters in " + dtype_name(h.adapter_dtype) + " (PEFT)";
+  else
+    h.weights_src = h.deepspeed_mp ? "ZeRO (Rajbhandari et al. 2020): 16-bit parameters, 2 B/param"
+                    : half         ? "parameters in 16-bit: 2 B/param"
+                           : (amp ? "torch.autocast keeps fp32 parameters: 4 B/param (its 16-bit "
+                                    "copies are temporaries)"
+                                  : "fp32 parameters: 4 B/param");
+  if (t > 1) h.weights_src += "; tensor parallel splits them over " + std::to_string(t) + " ranks";
+  if (rq.fsdp.enabled)
+    h.weights_src += "; FSDP" + std::to_string(rq.fsdp.version) + " " + rq.fsdp.strategy +
+                     " shards them over " + std::to_string(N) + " ranks";
+  if (rq.zero_stage == 3)
+    h.weights_src += "; ZeRO-3 partitions them over " + std::to_string(N) + " ranks";
+  if (rq.zero3.enabled && rq.zero_stage == 3)
+    h.weights_src += "; tensors of at most stage3_param_persistence_threshold values kept whole";
+  if (h.offload_params)
+    h.weights_src += fsdp_offload ? "; on the CPU (CPUOffload / CPUOffloadPolicy)"
+                                  : "; offloaded to CPU (ZeRO-Infinity / ZeRO-Offload)";
+  const uint64_t gb = rq.lora.enabled ? h.adapter_bytes : h.grad_bytes;
+  h.grads_src =
+      std::to_string(gb) + " B per trainable parameter (" + (gb == 4 ? "fp32" : "16-bit") +
+      " .grad, in the parameter's dtype)" +
       (rq.zero_stage >= 2 ? "; ZeRO-2/3 partitions them over " + std::to_string(N) + " ranks"
                           : "") +
-      (fs.enabled ? "; FSDP reduce-scatters them into shards over " + std::to_string(ps.N) +
-                        " ranks" + (fs.cpu_offload ? ", copied to the CPU" : "")
-                  : "") +
+      (rq.fsdp.enabled ? "; FSDP reduce-scatters them into shards over " + std::to_string(N) +
+                             " ranks" + (fsdp_offload ? ", copied to the CPU" : "")
+                       : "") +
       (rq.accumulation_steps > 1 ? "; kept across the " + std::to_string(rq.accumulation_steps) +
                                        " accumulation micro-steps"
                                  : "; allocated layer by layer in the backward (set_to_none)");
-  ps.grads_per_layer.assign(s->nl, 0);
-  for (size_t i = 0; i < s->nl; ++i) {
-    uint64_t n = lay.per_layer[i];
-    if (rq.lora.enabled) {
-      n = 0;
-      for (const auto& io : s->lora.per_layer[i]) n += rq.lora.rank * (io.first + io.second);
-    }
-    ps.grads_per_layer[i] = n * ps.grad_bytes_per_param / ps.grad_div;
-  }
-  if (fs.enabled && fs.cpu_offload) {
-    // FSDP1 _runtime_utils.py _post_backward_hook / FSDP2 foreach_reduce: the sharded gradient
-    // is copied to the CPU and its device copy freed
-    ps.grads_full = 0;
-    ps.grads_per_layer.assign(s->nl, 0);
-  }
 }
 
-// Optimizer state in its real layout (optimizer.hpp) per parameter tensor.
-uint64_t optimizer_state_total(const Request& rq, const Step& s, DType state_dtype,
-                               std::vector<std::string>* assumptions) {
-  uint64_t state = 0;
-  if (rq.lora.enabled) {
-    for (size_t i = 0; i < s.nl; ++i)
-      for (const auto& io : s.lora.per_layer[i]) {
-        TensorSpec a{"lora_A", {rq.lora.rank, io.first}};
-        TensorSpec b{"lora_B", {io.second, rq.lora.rank}};
-        state += optimizer_state_bytes(rq.optimizer, a, state_dtype) +
-                 optimizer_state_bytes(rq.optimizer, b, state_dtype);
-      }
-  } else if (!rq.is_mlp && rq.model().has_tensors()) {
-    // many tensors share a shape: compute the layout once per (shape, dtype)
-    std::vector<std::pair<const TensorSpec*, uint64_t>> seen;
-    for (const auto& tn : rq.model().tensors) {
-      if (!tn.tied_to.empty() || !tn.trainable) continue;
-      uint64_t b = 0;
-      bool hit = false;
-      for (const auto& sv : seen)
-        if (sv.first->shape == tn.shape && sv.first->dtype == tn.dtype) {
-          b = sv.second;
-          hit = true;
-          break;
-        }
-      if (!hit) {
-        b = optimizer_state_bytes(rq.optimizer, tn, state_dtype);
-        if (seen.size() < 64) seen.push_back({&tn, b});
-      }
-      state += b;
-    }
-  } else if (rq.is_mlp) {
-    for (size_t i = 0; i + 1 < rq.mlp.sizes.size(); ++i) {
-      TensorSpec w{"weight", {rq.mlp.sizes[i + 1], rq.mlp.sizes[i]}};
-      state += optimizer_state_bytes(rq.optimizer, w, state_dtype);
-      if (rq.mlp.bias)
-        state += optimizer_state_bytes(rq.optimizer, TensorSpec{"bias", {rq.mlp.sizes[i + 1]}},
-                                       state_dtype);
-    }
-  } else {
-    state =
-        optimizer_state_bytes(rq.optimizer, TensorSpec{"params", {s.ps.trainable}}, state_dtype);
+// Master weights, optimizer state and the step's temporaries: their dtypes and sources.
+void hold_optimizer(const Request& rq, Step* s, std::vector<std::string>* assumptions) {
+  Holding& h = s->hold;
+  const bool amp = is_amp(rq.precision), half = is_half(rq.precision);
+  const uint64_t N = h.ranks;
+  if (h.deepspeed_mp)
+    h.master_src = "ZeRO mixed precision: fp32 master copy, 4 B/param, partitioned over " +
+                   std::to_string(N) + " ranks (Rajbhandari et al. 2020, K = 12 incl. states)";
+  else
+    h.master_src = amp ? "none: torch.autocast trains the fp32 parameters directly"
+                       : "none: no separate master copy in this precision";
+  // torch's optimizers keep state in the parameter's dtype (zeros_like(param)); ZeRO's
+  // mixed precision steps the fp32 master partition
+  h.state_dtype = (half && !h.deepspeed_mp)
+                      ? (rq.precision == Precision::bf16 ? DType::bf16 : DType::fp16)
+                      : DType::fp32;
+  const DType state_shown = rq.lora.enabled ? h.adapter_dtype : h.state_dtype;
+  h.state_width = width(h.state_dtype);
+  h.state_src = "optimizer '" + optimizer_name(rq.optimizer) +
+                "' state layout per parameter tensor (torch/optim, " + dtype_name(state_shown) +
+                " states)" +
+                (N > 1 ? (rq.fsdp.enabled ? "; FSDP shards" : "; ZeRO partitions") +
+                             std::string(" it over ") + std::to_string(N) + " ranks"
+                       : "") +
+                (rq.optimizer.paged
+                     ? "; bitsandbytes paged: tensors of 100,000 values or more in CUDA managed "
+                       "memory, outside torch.cuda's allocated and reserved bytes (line "
+                       "pagedOptimizerState)"
+                     : "");
+  if (!rq.is_mlp && !rq.model().has_tensors() && !rq.lora.enabled)
     assumptions->push_back(
         "optimizer state from the parameter count as one tensor (factored optimizers "
         "need the tensor shapes: give a preset or config)");
-  }
-  state +=
-      optimizer_shared_state_bytes(rq.optimizer, rq.optimizer.type == vocab::Optimizer::adam_8bit);
-  return state;
-}
-
-// Master weights, optimizer state and the step's temporaries; offload moves them to the CPU.
-void optimizer_lines(const Request& rq, Step* s, std::vector<std::string>* assumptions) {
-  Persistent& ps = s->ps;
-  const bool amp = is_amp(rq.precision), half = is_half(rq.precision);
-  const uint64_t N = ps.N, t = rq.tensor_parallel, Pt_full = ps.trainable;
-  // master weights (mixed precision with ZeRO / DeepSpeed keeps an fp32 copy in the optimizer)
-  if (ps.deepspeed_mp) {
-    ps.master = Pt_full * 4 / (t * N);
-    ps.master_src = "ZeRO mixed precision: fp32 master copy, 4 B/param, partitioned over " +
-                    std::to_string(N) + " ranks (Rajbhandari et al. 2020, K = 12 incl. states)";
-  } else {
-    ps.master_src = amp ? "none: torch.autocast trains the fp32 parameters directly"
-                        : "none: no separate master copy in this precision";
-  }
-  ps.state_dtype = (half && !ps.deepspeed_mp)
-                       ? (rq.precision == Precision::bf16 ? DType::bf16 : DType::fp16)
-                       : DType::fp32;
-  const uint64_t state = optimizer_state_total(rq, *s, ps.state_dtype, assumptions);
-  ps.state = state / (t * N);
-  ps.state_src = "optimizer '" + optimizer_name(rq.optimizer) +
-                 "' state layout per parameter tensor (torch/optim, " + dtype_name(ps.state_dtype) +
-                 " states)" +
-                 (N > 1 ? (rq.fsdp.enabled ? "; FSDP shards" : "; ZeRO partitions") +
-                              std::string(" it over ") + std::to_string(N) + " ranks"
-                        : "") +
-                 (rq.optimizer.paged
-                      ? "; bitsandbytes paged: tensors of 100,000 values or more in CUDA managed "
-                        "memory, outside torch.cuda's allocated and reserved bytes (in "
-                        "deviceUsedBytes)"
-                      : "");
-  // optimizer step transients
-  ps.state_w = ps.state_dtype == DType::fp32 ? 4 : 2;
-  const uint64_t largest = std::min(s->lay.largest_tensor, Pt_full);
-  ps.opt_temp = optimizer_temp_elements(rq.optimizer, rq.runtime.foreach_optimizers,
-                                        Pt_full / (t * N), largest) *
-                ps.state_w;
-  ps.temp_src = is_torchao_low_bit(rq.optimizer)
-                    ? "optimizer step: torchao's torch.compile'd step, one tensor at a time "
-                      "(torchao/optim/adam.py)"
-                : rq.runtime.foreach_optimizers
-                    ? "optimizer step: _foreach_* temporaries over all trainable "
-                      "tensors (torch/optim, PyTorch 2.x on CUDA)"
-                    : "optimizer step: for-loop temporaries of the largest tensor "
-                      "(torch/optim, foreach=False)";
+  const StepFacts f =
+      step_facts(rq.optimizer, rq.optimizer_implementation, rq.runtime.foreach_adam_lists);
+  const uint32_t temps = f.impl == vocab::OptimizerImpl::foreach ? f.foreach_lists : f.loop_copies;
+  h.temp_src =
+      f.own_kernel                            ? (is_torchao_low_bit(rq.optimizer)
+                                                     ? "optimizer step: torchao's torch.compile'd step, one tensor at a time "
+                                                       "(torchao/optim/adam.py)"
+                                                     : "optimizer step: bitsandbytes' fused 8-bit kernels, no temporaries")
+      : f.impl == vocab::OptimizerImpl::fused ? "optimizer step: fused kernel (fused=True), no "
+                                                "temporaries"
+      : temps == 0                            ? "optimizer step: in place, no temporaries"
+      : f.impl == vocab::OptimizerImpl::foreach
+          ? "optimizer step: _foreach_* lists over all trainable tensors, " +
+                std::to_string(temps) + " at once (torch/optim, the runtime's PyTorch line)"
+          : "optimizer step: one tensor at a time (for-loop), " + std::to_string(temps) +
+                " temporaries of it at once";
   if (is_torchao_low_bit(rq.optimizer))
     assumptions->push_back(
         "torchao low-bit AdamW: states quantised only for tensors of at least 4096 values that "
         "divide into blockSize blocks (others keep zeros_like(param)); the compiled step's fp32 "
         "values are taken as fused into its kernels, with no whole-tensor temporaries (not "
         "measured)");
-  // one parameter at a time (optimizer in backward: a single-tensor optimizer per parameter)
-  ps.opt_temp_one = optimizer_temp_elements(rq.optimizer, false, 0, largest / (t * N)) * ps.state_w;
-  if (ps.deepspeed_mp) ps.opt_temp += Pt_full * 4 / (t * N);  // fp32 gradient partition
-  if (rq.fsdp.enabled && rq.fsdp.cpu_offload) {
-    // the optimizer steps the CPU shards (FSDP CPU offload): nothing of it on the GPU
-    ps.state = 0;
-    ps.opt_temp = 0;
-    ps.state_src += "; on the CPU with the sharded parameters (FSDP CPU offload)";
-  }
+  if (rq.fsdp.enabled && rq.fsdp.cpu_offload)
+    h.state_src += "; on the CPU with the sharded parameters (FSDP CPU offload)";
+  if (rq.zero_redundancy_optimizer)
+    h.state_src +=
+        "; ZeroRedundancyOptimizer: the state of the parameters assigned to the rank "
+        "holding the most elements (largest first, each to the least loaded of the " +
+        std::to_string(rq.data_parallel) + " ranks)";
   if (rq.offload_optimizer) {
-    ps.master = 0;
-    ps.state = 0;
-    ps.opt_temp = 0;
-    ps.state_src += "; offloaded to CPU (ZeRO-Offload)";
-    ps.master_src += "; offloaded to CPU";
+    h.state_src += "; offloaded to CPU (ZeRO-Offload)";
+    h.master_src += "; offloaded to CPU";
   }
-  // runtime
-  s->runtime_bytes = rq.runtime_overhead_set
-                         ? rq.runtime_overhead_bytes
-                         : rq.runtime.context_bytes + rq.runtime.workspace_bytes;
+  s->context_bytes = rq.runtime_overhead_set ? rq.runtime_overhead_bytes
+                     : rq.runtime.is_cuda()  ? rq.runtime.context_bytes
+                                             : 0;
   s->runtime_src =
-      rq.runtime_overhead_set
-          ? "runtimeOverheadBytes (given)"
-          : rq.runtime.context_source + (rq.runtime.workspace_bytes ? " + cuBLAS workspace" : "");
+      rq.runtime_overhead_set ? "runtimeOverheadBytes (given)" : rq.runtime.context_source;
 }
 
-// ZeRO-3's gathered parameters at one event as DeepSpeed's coordinator fetches them
-// (deepspeed/runtime/zero/partitioned_param_coordinator.py; defaults config.py, commit
-// 1b88ac36): the running layer, the next layers' parameters up to stage3_prefetch_bucket_size
-// while fewer than stage3_max_live_parameters are available, and earlier layers not released
-// because their next use (their backward) comes within stage3_max_reuse_distance elements.
-uint64_t zero3_gathered(const Request& rq, const Step& s, const placement::StepEvent& e) {
-  const Request::Zero3& z = rq.zero3;
-  const auto& per = s.lay.per_layer;
-  const size_t nl = s.nl;
-  if (e.layer < 0 || nl == 0) return 0;
-  const size_t L = static_cast<size_t>(e.layer);
-  const bool fwd = e.phase == "forward";
-  // elements fetched between layer i's forward use and its backward use: the rest of the
-  // forward and the backward down to it
-  std::vector<uint64_t> after(nl + 1, 0);
-  for (size_t i = nl; i-- > 0;) after[i] = after[i + 1] + per[i];
-  uint64_t retained = 0;
-  for (size_t i = 0; i < L; ++i)
-    if (2 * after[i + 1] <= z.max_reuse_distance) retained += per[i];
-  const uint64_t cur = per[L];
-  uint64_t ahead = 0;  // the next layers in execution order
-  if (fwd) {
-    for (size_t i = L + 1; i < nl; ++i) ahead += per[i];
-  } else {
-    for (size_t i = 0; i < L; ++i) ahead += per[i];
-    ahead -= std::min(ahead, retained);  // retained layers need no fetch
+Line line_of(const device::Figures& f, std::string source,
+             std::initializer_list<std::pair<const char*, trace::Part>> parts) {
+  Line l;
+  l.source = std::move(source);
+  for (const auto& p : parts) {
+    const uint64_t b = f.at_peak[static_cast<size_t>(p.second)];
+    l.bytes += b;
+    if (parts.size() > 1) l.parts.push_back({p.first, b});
   }
-  const uint64_t live = cur + retained;
-  const uint64_t room = z.max_live > live ? z.max_live - live : 0;
-  const uint64_t prefetch = std::min({ahead, z.prefetch_bucket, room});
-  return (live + prefetch) * s.ps.wb / rq.tensor_parallel;
+  return l;
 }
 
-// FSDP's unsharded state at one event: the all-gathered units (param_dtype) and, in the
-// backward, the unit's unsharded gradients with the reduce-scatter's input and output.
-// Units: the root (embeddings + head) and one per block; FSDP2 _fully_shard.py (commit
-// 0257dd1c): reshard_after_forward defaults to True except for the root, which stays gathered;
-// FSDP1 sets the root's reshard_after_forward to False too. Prefetch (FSDP2
-// _fsdp_param_group.py implicit forward / backward prefetch, FSDP1 BACKWARD_PRE and
-// forward_prefetch): the next `prefetch` units are gathered while one computes.
-uint64_t fsdp_unsharded(const Request& rq, const Step& s, const placement::StepEvent& e) {
-  const Request::Fsdp& fs = rq.fsdp;
-  const size_t nl = s.nl;
-  if (!fs.enabled || nl < 3) return 0;
-  const uint64_t wb = s.ps.wb, pb = fs.param_bytes ? fs.param_bytes : wb;
-  const uint64_t rb = fs.reduce_bytes ? fs.reduce_bytes : pb;
-  const uint64_t t = rq.tensor_parallel, S = fs.shard_degree;
-  // NO_SHARD without a cast keeps the full parameters: nothing is gathered
-  const bool copies = S > 1 || pb != wb;
-  const auto& per = s.lay.per_layer;
-  const size_t first = 1, last = nl - 2;  // block units
-  uint64_t units = copies ? per[0] + per[nl - 1] : 0;
-  const bool bwd = e.phase == "backward" || e.phase == "recompute";
-  const size_t L = e.layer < 0 ? nl - 1 : static_cast<size_t>(e.layer);
-  const size_t pf = static_cast<size_t>(fs.prefetch);
-  // the gathered blocks form one interval: forward, this unit and the next pf (and, without
-  // resharding, every block since the first); backward, this unit and the previous pf (and,
-  // without resharding, every block not yet through its backward)
-  size_t lo, hi;
-  if (!bwd) {
-    lo = fs.reshard_after_forward ? std::max(L, first) : first;
-    hi = L >= nl - 1 ? (fs.reshard_after_forward ? 0 : last) : L + pf;
-  } else {
-    lo = fs.reshard_after_forward ? (L > pf ? L - pf : first) : first;
-    hi = L == 0 ? 0 : std::min(L, last);
-  }
-  lo = std::max(lo, first);
-  hi = std::min(hi, last);
-  if (copies)
-    for (size_t i = lo; i <= hi; ++i) units += per[i];
-  uint64_t bytes = units * pb / t;
-  if (e.phase == "backward" && e.layer >= 0) {
-    // the unit's gradients unsharded in param_dtype, cast to reduce_dtype for the
-    // reduce-scatter when they differ, and its 1/S output (FSDP2 _fsdp_collectives.py
-    // foreach_reduce; FSDP1 _runtime_utils.py _reduce_grad)
-    const uint64_t g = per[L] / t;
-    bytes += g * pb + (rb != pb ? g * rb : 0) + (S > 1 ? g * rb / S : 0);
-  }
-  return bytes;
-}
-
-// The highest point of the walk and what it holds.
-struct Peak {
-  uint64_t bytes = 0, temp = 0, act = 0, ddp_buckets = 0;
-  TimelinePoint point;
-  bool ddp = false, grads_in_buckets = false;
-};
-
-// Walks the step event by event (forward, loss, backward, optimizer step), adding the
-// persistent and transient state to the live activations; the timeline goes into r.
-Peak walk_step(const Request& rq, const Step& s, Result* r) {
-  const Persistent& ps = s.ps;
-  Peak pk;
-  // DDP (torch/nn/parallel/distributed.py): the reducer's buckets hold a flat copy of every
-  // gradient from the wrapping on; with gradient_as_bucket_view the .grad tensors are those
-  // buckets ("the saved memory size will be equal to the total gradients size")
-  pk.ddp = rq.data_parallel > 1 && rq.zero_stage == 0 && !rq.fsdp.enabled;
-  pk.ddp_buckets = pk.ddp ? ps.grads_full : 0;
-  pk.grads_in_buckets = pk.ddp && rq.ddp_gradient_as_bucket_view;
-  const uint64_t fixed = ps.weights + ps.master + ps.state + s.runtime_bytes + pk.ddp_buckets;
-  const bool grads_from_start = rq.accumulation_steps > 1;
-  uint64_t grads_now = grads_from_start ? ps.grads_full : 0;
-  // optimizer in backward (torchtune register_optim_in_bwd_hooks): each parameter steps in its
-  // post-accumulate-grad hook and its .grad is dropped at once: at most the largest layer's
-  // gradient and one tensor's optimizer temporaries exist at a time
-  const bool in_bwd = rq.optimizer_in_backward;
-  uint64_t largest_grads = 0;
-  for (uint64_t g : ps.grads_per_layer) largest_grads = std::max(largest_grads, g);
-  const uint64_t in_bwd_temp = in_bwd ? largest_grads + ps.opt_temp_one : 0;
-  auto temp_of = [&](const placement::StepEvent& e) -> uint64_t {
-    if (e.layer < 0 || static_cast<size_t>(e.layer) >= s.nl) return 0;
-    const auto& L = s.chain.layers[e.layer];
-    if (e.phase == "backward") return L.backward_temp_bytes;
-    return L.forward_temp_bytes;
-  };
-  for (const auto& e : s.plan.timeline) {
-    if (e.phase == "backward" && !grads_from_start && !in_bwd && !pk.grads_in_buckets)
-      grads_now += ps.grads_per_layer[e.layer];
-    TimelinePoint pt;
-    pt.phase = e.phase;
-    pt.layer = e.layer;
-    pt.name = e.layer >= 0 ? s.acts.layers[e.layer].name : "loss";
-    pt.activation_bytes = e.live_bytes;
-    pt.gradient_bytes = grads_now;
-    const uint64_t zg = ((rq.zero_stage == 3 && e.phase != "loss")
-                             ? (rq.zero3.enabled ? zero3_gathered(rq, s, e) : ps.zero_gather)
-                             : 0) +
-                        fsdp_unsharded(rq, s, e);
-    const uint64_t step_in_bwd = e.phase == "backward" ? in_bwd_temp : 0;
-    pt.total_bytes = fixed + grads_now + e.live_bytes + zg + step_in_bwd;
-    if (pt.total_bytes > pk.bytes) {
-      pk.bytes = pt.total_bytes;
-      pk.point = pt;
-      const uint64_t tmp = std::min(temp_of(e), e.live_bytes);
-      pk.act = e.live_bytes - tmp;
-      pk.temp = tmp + zg + step_in_bwd;
-    }
-    r->timeline.push_back(pt);
-  }
-  TimelinePoint pt;
-  pt.phase = "optimizer";
-  pt.name = "optimizer step";
-  pt.gradient_bytes = (in_bwd || pk.grads_in_buckets) ? 0 : ps.grads_full;
-  pt.activation_bytes = s.acts.input_bytes;  // the batch is still referenced
-  pt.total_bytes = fixed + pt.gradient_bytes + (in_bwd ? 0 : ps.opt_temp) + s.acts.input_bytes;
-  if (pt.total_bytes > pk.bytes) {
-    pk.bytes = pt.total_bytes;
-    pk.point = pt;
-    pk.act = s.acts.input_bytes;
-    pk.temp = in_bwd ? 0 : ps.opt_temp;
-  }
-  r->timeline.push_back(pt);
-  return pk;
+// The breakdown: what is live at the allocated peak, per line; the runtime outside the
+// allocator.
+void fill_lines(const Request& rq, const Step& s, const device::Figures& f, Result* r) {
+  using trace::Part;
+  const Holding& h = s.hold;
+  const bool ddp = rq.data_parallel > 1 && rq.zero_stage == 0 && !rq.fsdp.enabled;
+  r->allocated_peak_bytes = f.allocated_peak;
+  r->peak_phase = f.peak_phase;
+  r->peak_layer = f.peak_layer;
+  r->timeline = f.timeline;
+  r->weights = line_of(f, h.weights_src, {{"weights", Part::weights}});
+  r->master_weights = line_of(f, h.master_src, {{"masterWeights", Part::master_weights}});
+  r->gradients = line_of(
+      f,
+      h.grads_src + (ddp ? (rq.ddp_gradient_as_bucket_view
+                                ? "; DDP: the .grad tensors are views of the reducer's buckets "
+                                  "(gradient_as_bucket_view)"
+                                : "; DDP: the reducer's buckets hold a second copy of every "
+                                  "gradient (gradient_as_bucket_view=False)")
+                         : ""),
+      {{"grads", Part::gradients}, {"ddpBuckets", Part::ddp_buckets}});
+  r->optimizer_state = line_of(f, h.state_src, {{"optimizerState", Part::optimizer_state}});
+  r->activations =
+      line_of(f,
+              "saved-for-backward tensors derived per op (" + s.acts.recipe +
+                  " recipe, activations.cpp), planned by the placement engine (" +
+                  rq.checkpointing.strategy + "); the batch and the tensors passed between layers",
+              {{"batch", Part::batch}, {"saved", Part::saved}, {"boundaries", Part::boundaries}});
+  r->temporaries =
+      line_of(f,
+              "at the peak: gradients of activations, the op's transients (activations.cpp), "
+              "autocast's 16-bit weight copies, gathered shards and the optimizer step's "
+              "temporaries; " +
+                  h.temp_src,
+              {{"activationGradients", Part::activation_grads},
+               {"opTransients", Part::op_transients},
+               {"autocastCopies", Part::autocast_copies},
+               {"gatheredParameters", Part::gathered},
+               {"optimizerTemporaries", Part::optimizer_temps},
+               {"gradientPartition", Part::grad_partition}});
+  r->workspace = line_of(f, rq.runtime.workspace_source, {{"workspace", Part::workspace}});
+  r->allocator_rounding = {
+      f.rounding_at_peak,
+      rq.runtime.is_cuda()
+          ? "the caching allocator's blocks beyond the tensors' bytes: sizes rounded up to 512 B, "
+            "and blocks not split when less than 1 MiB would remain "
+            "(c10/cuda/CUDACachingAllocator.cpp round_size, should_split)"
+          : "none on the CPU",
+      {}};
+  const uint64_t nccl = (rq.data_parallel > 1 || rq.tensor_parallel > 1) &&
+                                !rq.runtime_overhead_set && rq.runtime.is_cuda()
+                            ? rq.runtime.nccl_bytes
+                            : 0;
+  r->runtime = {
+      s.context_bytes + nccl,
+      (nccl ? "with NCCL's communicator buffers (allocator.ncclBytes); " : "") + s.runtime_src,
+      {}};
+  r->paged_optimizer_state = {f.managed,
+                              "bitsandbytes paged optimizer: state tensors of 100,000 values or "
+                              "more in CUDA managed memory (cudaMallocManaged), outside the "
+                              "caching allocator",
+                              {}};
+  r->peak_bytes = f.allocated_peak + r->runtime.bytes + f.managed;
 }
 
 // The breakdown at the peak, the plan's figures and the assumptions.
-void fill_result(const Request& rq, const Step& s, const Peak& pk, Result* out) {
+void fill_result(const Request& rq, const Step& s, Result* out) {
   Result& r = *out;
-  const Persistent& ps = s.ps;
-  r.peak_bytes = pk.bytes;
-  r.allocated_peak_bytes = pk.bytes - s.runtime_bytes;
-  r.peak_phase = pk.point.phase;
-  r.peak_layer = pk.point.layer;
-  r.weights = {ps.weights, ps.weights_src};
-  r.master_weights = {ps.master, ps.master_src};
-  r.gradients = {
-      pk.point.gradient_bytes + pk.ddp_buckets,
-      ps.grads_src +
-          (pk.ddp ? (pk.grads_in_buckets ? "; DDP: the .grad tensors are views of the "
-                                           "reducer's buckets (gradient_as_bucket_view)"
-                                         : "; DDP: the reducer's buckets hold a second copy "
-                                           "of every gradient (gradient_as_bucket_view=False)")
-                  : "")};
-  r.optimizer_state = {ps.state, ps.state_src};
-  r.activations = {pk.act, "saved-for-backward tensors derived per op (" + s.acts.recipe +
-                               " recipe, activations.cpp), planned by the placement engine (" +
-                               rq.checkpointing.strategy + ")"};
-  r.temporaries = {pk.temp, pk.point.phase == "optimizer"
-                                ? ps.temp_src
-                                : "transients of the op at the peak (activations.cpp: "
-                                  "forward/backward temporaries of layer '" +
-                                      pk.point.name + "')"};
-  r.runtime = {s.runtime_bytes, s.runtime_src};
-  r.params = ps.params;
-  r.trainable_params = ps.trainable;
+  const Holding& h = s.hold;
+  r.params = h.params;
+  r.trainable_params = h.trainable;
   r.stored_activation_bytes = s.plan.stored_bytes;
   r.forward_flops = s.plan.forward_cost;
   r.recompute_flops = s.plan.recompute_cost + s.selective_recompute;
@@ -729,67 +442,29 @@ void fill_result(const Request& rq, const Step& s, const Peak& pk, Result* out) 
               "submodule); not checked against a GPU measurement"
             : "ZeRO-3 gathered parameters: DeepSpeed's estimator, the largest layer twice (give "
               "zero3 for the prefetch bucket and live-parameter limits)");
+  if (is_amp(rq.precision) && (rq.fsdp.enabled || rq.zero_stage == 3) &&
+      !s.hold.weights_gathered_16bit)
+    r.assumptions.push_back(
+        "torch.autocast with gathered parameters: each op casts its unsharded weight to 16 bit "
+        "and the matmul's backward keeps the copy (FSDP1's views are not leaves, so "
+        "autocast_mode.cpp cached_cast does not cache them; FSDP2's and ZeRO-3's unsharded "
+        "parameters are taken as uncached too); FSDP's mixedPrecision param dtype avoids the "
+        "copies");
   if (rq.fsdp.enabled)
     r.assumptions.push_back(
         "FSDP" + std::to_string(rq.fsdp.version) + " " + rq.fsdp.strategy +
         ": one unit per block, embeddings and head as the root unit (gathered for the whole "
-        "step); gathered units and unsharded gradients are a transient of each event, not "
-        "checked against a GPU measurement; the allocator simulation holds the largest such set "
-        "per layer, without FSDP's separate all-gather stream");
+        "step); gathered units and unsharded gradients live around each op (with the next units "
+        "prefetched), not checked against a GPU measurement; FSDP's separate all-gather stream "
+        "is not modelled");
   if (rq.lora.enabled) {
     r.assumptions.push_back("LoRA: " + std::to_string(s.lora.modules) +
-                            " linear layers adapted; activations as in full fine-tuning plus the "
-                            "adapters' own");
+                            " linear layers adapted; activations of the frozen base and the "
+                            "adapters as the recipe keeps them; the base in " +
+                            dtype_name(h.base_dtype) + " (lora.baseDtype), adapters " +
+                            dtype_name(h.adapter_dtype));
     for (const auto& a : s.lora.assumptions) r.assumptions.push_back(a);
   }
-}
-
-// The caching-allocator simulation over the same step (peak_device.cpp).
-void simulate_device(const Request& rq, const Step& s, Result* r) {
-  const Persistent& ps = s.ps;
-  const uint64_t t = rq.tensor_parallel;
-  device::Facts f;
-  f.weight_bytes_per_param = static_cast<double>(ps.wb);
-  f.grad_bytes_per_param = ps.grad_bytes_per_param;
-  f.state_width = ps.state_w;
-  f.state_dtype = ps.state_dtype;
-  f.weight_divisor = t * (rq.zero_stage == 3 || rq.fsdp.enabled ? ps.N : 1);
-  f.grad_divisor = ps.grad_div;
-  f.state_divisor = t * ps.N;
-  f.master_bytes_per_param = ps.deepspeed_mp ? 4 : 0;
-  f.zero_gather_bytes = ps.zero_gather;
-  f.offload_params = rq.offload_params;
-  f.offload_optimizer = rq.offload_optimizer || (rq.fsdp.enabled && rq.fsdp.cpu_offload);
-  f.offload_params = f.offload_params || (rq.fsdp.enabled && rq.fsdp.cpu_offload);
-  f.offload_grads = rq.fsdp.enabled && rq.fsdp.cpu_offload;
-  f.weights_gathered_16bit =
-      (rq.fsdp.enabled && rq.fsdp.param_bytes == 2) || ds_model_dtype_16bit(rq);
-  if (rq.zero3.enabled) {
-    uint64_t most = 0;
-    for (const auto& e : s.plan.timeline) most = std::max(most, zero3_gathered(rq, s, e));
-    f.zero_gather_bytes = most;
-  }
-  if (rq.fsdp.enabled) {
-    // one per-layer transient as large as the largest unsharded set of the walk
-    uint64_t most = 0;
-    for (const auto& e : s.plan.timeline) most = std::max(most, fsdp_unsharded(rq, s, e));
-    f.zero_gather_bytes = most;
-  }
-  f.lora_io = s.lora.per_layer;
-  if (rq.lora.enabled && rq.lora.qlora)
-    f.weight_bytes_per_param = 0.5 + 1.0 / 64 + 4.0 / (64 * 256);
-  device::simulate(rq, s.acts, s.chain, s.plan, f, r);
-  if (rq.offload_activations)
-    r->assumptions.push_back(
-        "activation offloading: the allocator simulation moves each saved tensor of 1 KiB or "
-        "more to the CPU once five newer ones exist, and brings a layer's back before its "
-        "backward (torchtune OffloadActivations); peakBytes and the breakdown do not");
-  r->assumptions.push_back(
-      "device memory: the caching allocator simulated over " + std::to_string(r->steps_simulated) +
-      " steps (" + rq.runtime.name +
-      "; zero_grad(set_to_none=" + (rq.set_to_none ? "True" : "False") + "), optimizer " +
-      vocab::name_for(vocab::kOptimizerImpls, rq.optimizer_implementation) +
-      "); nvidia-smi = reserved + the CUDA context" + (r->nccl_bytes ? " + NCCL buffers" : ""));
 }
 
 }  // namespace
@@ -800,11 +475,23 @@ Result evaluate(const Request& rq) {
   build_activations(rq, &s);
   layout_parameters(rq, &s);
   plan_checkpointing(rq, &s, &r.assumptions);
-  weights_and_gradients(rq, &s);
-  optimizer_lines(rq, &s, &r.assumptions);
-  const Peak pk = walk_step(rq, s, &r);
-  fill_result(rq, s, pk, &r);
-  if (rq.simulate_allocator) simulate_device(rq, s, &r);
+  hold_weights(rq, &s);
+  hold_optimizer(rq, &s, &r.assumptions);
+  fill_result(rq, s, &r);
+  const device::Figures f = device::run_step(rq, s, &r);
+  fill_lines(rq, s, f, &r);
+  if (rq.offload_activations)
+    r.assumptions.push_back(
+        "activation offloading: each saved tensor of 1 KiB or more goes to the CPU once five "
+        "newer ones exist, and a layer's come back before its backward (torchtune "
+        "OffloadActivations)");
+  if (r.simulated)
+    r.assumptions.push_back(
+        "device memory: the caching allocator simulated over " + std::to_string(r.steps_simulated) +
+        " steps (" + rq.runtime.name +
+        "; zero_grad(set_to_none=" + (rq.set_to_none ? "True" : "False") + "), optimizer " +
+        vocab::name_for(vocab::kOptimizerImpls, rq.optimizer_implementation) +
+        "); nvidia-smi = reserved + the CUDA context" + (r.nccl_bytes ? " + NCCL buffers" : ""));
   if (rq.gpu_memory_bytes > 0) {
     r.has_device = true;
     const uint64_t judged = r.simulated ? r.device_used_bytes : r.peak_bytes;
@@ -814,74 +501,76 @@ Result evaluate(const Request& rq) {
   return r;
 }
 
+namespace {
+
+// The bytes the verdict judges: what nvidia-smi shows when the allocator is simulated (what the
+// run would need, also when it ran out of memory), else peakBytes.
+uint64_t judged_bytes(const Result& r) { return r.simulated ? r.device_used_bytes : r.peak_bytes; }
+
+// One evaluated micro-batch of the search.
+struct Probe {
+  uint64_t b = 0;
+  double judged = 0;
+  bool measured = false;  // false: refused (an infeasible checkpointing budget)
+};
+
+// The micro-batch the line through two probes puts at the device's memory: memory grows about
+// linearly with the micro-batch (the activations), a little faster (convex: the larger
+// transients), so the line is refined from the newest probes.
+uint64_t secant(const Probe& p, const Probe& q, uint64_t cap) {
+  if (!p.measured || !q.measured || p.b == q.b) return 0;
+  const double slope =
+      (q.judged - p.judged) / (static_cast<double>(q.b) - static_cast<double>(p.b));
+  if (!(slope > 0)) return 0;
+  const double b = static_cast<double>(p.b) + (static_cast<double>(cap) - p.judged) / slope;
+  return b < 1 ? 0 : static_cast<uint64_t>(std::min(b, double(uint64_t{1} << 21)));
+}
+
+}  // namespace
+
 Result compute(const Request& rq) {
   Result r = evaluate(rq);
   if (!r.has_device || !rq.search_max_micro_batch) return r;
-  // Largest micro-batch that fits: peak grows with the micro-batch (activations only), so
-  // double then bisect. Infeasible checkpointing budgets count as "does not fit".
-  auto fits = [&](uint64_t b) {
+  // The largest micro-batch that fits: memory grows with the micro-batch, so what fits lies
+  // below what does not. Infeasible checkpointing budgets count as "does not fit".
+  constexpr uint64_t kMaxSearch = 1u << 20;
+  uint64_t lo = 0, hi = kMaxSearch + 1;  // lo fits (0: none known), hi does not
+  auto note = [&](const Probe& p, bool fits) {
+    (fits ? lo : hi) = fits ? std::max(lo, p.b) : std::min(hi, p.b);
+  };
+  auto probe = [&](uint64_t b) {
     Request q = rq;
     q.micro_batch = b;
     q.verdict_only = true;
+    Probe p{b, 0, false};
+    bool fits = false;
     try {
-      return evaluate(q).fits;
+      const Result e = evaluate(q);
+      p = {b, static_cast<double>(judged_bytes(e)), true};
+      fits = e.fits;
     } catch (const RequestError& e) {
-      if (e.code() == code::kInfeasible || e.code() == code::kTooLarge) return false;
-      throw;
+      if (e.code() != code::kInfeasible && e.code() != code::kTooLarge) throw;
     }
+    note(p, fits);
+    return p;
   };
-  constexpr uint64_t kMaxSearch = 1u << 20;
-  if (rq.simulate_allocator) {
-    // The allocated-bytes model first (cheap; device-used memory is never below it), then the
-    // simulation bisects below that bound.
-    Request coarse = rq;
-    coarse.simulate_allocator = false;
-    const uint64_t bound = compute(coarse).max_micro_batch;
-    // gallop from the bound (the answer is usually at or just below it), then bisect
-    uint64_t lo = 0, hi = 0;
-    if (bound > 0 && fits(bound)) {
-      lo = bound;
-      for (uint64_t step = 1;; step *= 2) {
-        hi = std::min(bound + step, kMaxSearch + 1);
-        if (hi > kMaxSearch || !fits(hi)) break;
-        lo = hi;
-      }
-    } else {
-      hi = bound > 0 ? bound : 1;
-      for (uint64_t step = 1; hi > 1; step *= 2) {
-        const uint64_t c = hi > step ? hi - step : 0;
-        if (c == 0 || fits(c)) {
-          lo = c;
-          break;
-        }
-        hi = c;
-      }
+  Probe last{rq.micro_batch, static_cast<double>(judged_bytes(r)), true};
+  note(last, r.fits);
+  Probe newest = probe(rq.micro_batch + std::max<uint64_t>(1, rq.micro_batch));
+  // secant steps while they narrow the interval quickly, bisection otherwise
+  for (int bisect_next = 0; hi - lo > 1;) {
+    uint64_t c = bisect_next ? 0 : secant(last, newest, rq.gpu_memory_bytes);
+    if (c <= lo || c >= hi) {
+      // outside what is known: double up from what fits, or halve the interval
+      c = hi > kMaxSearch ? std::max<uint64_t>(2 * lo, lo + 1) : lo + (hi - lo) / 2;
+      if (c >= hi) c = hi - 1;
     }
-    while (hi - lo > 1) {
-      const uint64_t mid = lo + (hi - lo) / 2;
-      (fits(mid) ? lo : hi) = mid;
-    }
-    r.max_micro_batch = lo;
-    return r;
+    const uint64_t width = hi - lo;
+    last = newest;
+    newest = probe(c);
+    bisect_next = hi - lo > width / 2;  // the step did not halve the interval
   }
-  if (!fits(1)) {
-    r.max_micro_batch = 0;
-    return r;
-  }
-  uint64_t lo = 1, hi = 2;
-  while (hi <= kMaxSearch && fits(hi)) {
-    lo = hi;
-    hi *= 2;
-  }
-  if (hi > kMaxSearch) {
-    r.max_micro_batch = lo;
-    return r;
-  }
-  while (hi - lo > 1) {
-    const uint64_t mid = lo + (hi - lo) / 2;
-    (fits(mid) ? lo : hi) = mid;
-  }
-  r.max_micro_batch = lo;
+  r.max_micro_batch = lo > kMaxSearch ? kMaxSearch : lo;
   return r;
 }
 

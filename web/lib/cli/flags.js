@@ -237,6 +237,20 @@ export const FLAGS = [
     help: 'with --lora-rank: 4-bit base weights (QLoRA)',
   },
   {
+    flag: 'lora-base-dtype',
+    kind: 'string',
+    path: 'lora.baseDtype',
+    commands: TRAINING,
+    help: 'with --lora-rank: the dtype the frozen base is loaded in (fp32, bf16, fp16)',
+  },
+  {
+    flag: 'zero-redundancy-optimizer',
+    kind: 'boolean',
+    path: 'zeroRedundancyOptimizer',
+    commands: ['peak-memory'],
+    help: "DDP with torch ZeroRedundancyOptimizer: each rank keeps its parameters' state",
+  },
+  {
     flag: 'attention',
     kind: 'string',
     path: 'attention',
@@ -453,6 +467,27 @@ export const FLAGS = [
   { flag: 'snapshots', kind: 'number', path: 'snapshots', commands: ['placement'] },
   { flag: 'slots', kind: 'number', path: 'slots', commands: ['placement'] },
   { flag: 'frontier', kind: 'boolean', path: 'frontier', commands: ['placement'] },
+  {
+    flag: 'margin',
+    kind: 'bytes',
+    path: 'marginBytes',
+    commands: ['advise'],
+    help: 'memory to keep free on the GPU (the verdict is fits only with it left)',
+  },
+  {
+    flag: 'margin-fraction',
+    kind: 'number',
+    path: 'marginFraction',
+    commands: ['advise'],
+    help: 'the same as a fraction of the GPU memory, e.g. 0.05',
+  },
+  {
+    flag: 'from-scratch',
+    kind: 'boolean',
+    path: 'fromScratch',
+    commands: ['advise'],
+    help: 'pre-training: LoRA and QLoRA are not offered',
+  },
 ];
 
 // Options of the CLI itself (not request fields).
@@ -472,9 +507,12 @@ export const OPTIONS = [
 export const FLAG_BY_NAME = new Map(FLAGS.map((f) => [f.flag, f]));
 export const OPTION_NAMES = new Set(OPTIONS.map((o) => o.flag));
 
-// compare-snapshot takes every peak-memory flag (its request is a peakMemory request).
+// compare-snapshot and advise take every peak-memory flag (their request holds a peakMemory
+// request).
 export const flagCommand = (def, command) =>
-  command === 'compare-snapshot' && !def.commands.includes(command) ? 'peak-memory' : command;
+  (command === 'compare-snapshot' || command === 'advise') && !def.commands.includes(command)
+    ? 'peak-memory'
+    : command;
 export function flagPath(def, command) {
   const c = flagCommand(def, command);
   return typeof def.path === 'string' ? def.path : def.path[c];

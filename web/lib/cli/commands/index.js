@@ -8,11 +8,13 @@ import accumulation from './accumulation.js';
 import placement from './placement.js';
 import compareSnapshot from './compare-snapshot.js';
 import presets from './presets.js';
+import advise from './advise.js';
 
 export const COMMANDS = {
   'checkpoint-size': checkpointSize,
   'describe-model': describeModel,
   'peak-memory': peakMemory,
+  advise: advise,
   accumulation: accumulation,
   placement: placement,
   'compare-snapshot': compareSnapshot,

@@ -1,0 +1,120 @@
+// ZeRO-3's and FSDP's unsharded state around one op (peak_sharding.hpp).
+#include "peak/peak_sharding.hpp"
+
+#include <algorithm>
+
+namespace trainmem {
+namespace peak {
+namespace {
+
+// ZeRO-3's gathered parameters at one op as DeepSpeed's coordinator fetches them
+// (deepspeed/runtime/zero/partitioned_param_coordinator.py; defaults config.py, commit
+// 1b88ac36): the running layer, the next layers' parameters up to stage3_prefetch_bucket_size
+// while fewer than stage3_max_live_parameters are available, and earlier layers not released
+// because their next use (their backward) comes within stage3_max_reuse_distance elements.
+void zero3_gathered(const Request& rq, const UnitSizes& u, OpPhase phase, int32_t layer,
+                    std::vector<uint64_t>* out) {
+  const std::vector<uint64_t>& per = u.numel;
+  const Request::Zero3& z = rq.zero3;
+  const size_t nl = per.size();
+  if (layer < 0 || nl == 0) return;
+  const uint64_t t = rq.tensor_parallel;
+  const size_t L = static_cast<size_t>(layer);
+  // elements fetched between layer i's forward use and its backward use: the rest of the
+  // forward and the backward down to it
+  std::vector<uint64_t> after(nl + 1, 0);
+  for (size_t i = nl; i-- > 0;) after[i] = after[i + 1] + per[i];
+  uint64_t retained = 0;
+  for (size_t i = 0; i < L; ++i)
+    if (2 * after[i + 1] <= z.max_reuse_distance) {
+      retained += per[i];
+      out->push_back(u.bytes[i] / t);
+    }
+  const uint64_t cur = per[L];
+  uint64_t ahead = 0;  // the next layers in execution order
+  if (phase == OpPhase::forward) {
+    for (size_t i = L + 1; i < nl; ++i) ahead += per[i];
+  } else {
+    for (size_t i = 0; i < L; ++i) ahead += per[i];
+    ahead -= std::min(ahead, retained);  // retained layers need no fetch
+  }
+  const uint64_t live = cur + retained;
+  const uint64_t room = z.max_live > live ? z.max_live - live : 0;
+  const uint64_t prefetch = std::min({ahead, z.prefetch_bucket, room});
+  out->push_back(u.bytes[L] / t);
+  // the prefetched elements, at the next layer's bytes per element
+  const size_t next = phase == OpPhase::forward ? std::min(L + 1, nl - 1) : (L > 0 ? L - 1 : 0);
+  out->push_back(u.bytes_of(next, prefetch) / t);
+}
+
+// FSDP's unsharded state at one op: the all-gathered units (param_dtype) and, in the backward,
+// the unit's unsharded gradients with the reduce-scatter's input and output. Units: the root
+// (embeddings + head) and one per block; FSDP2 _fully_shard.py (commit 0257dd1c):
+// reshard_after_forward defaults to True except for the root, which stays gathered; FSDP1
+// sets the root's reshard_after_forward to False too. Prefetch (FSDP2 _fsdp_param_group.py
+// implicit forward / backward prefetch, FSDP1 BACKWARD_PRE and forward_prefetch): the next
+// `prefetch` units are gathered while one computes.
+void fsdp_unsharded(const Request& rq, const UnitSizes& u, uint64_t grad_bytes, OpPhase phase,
+                    int32_t layer, std::vector<uint64_t>* out) {
+  const Request::Fsdp& fs = rq.fsdp;
+  const std::vector<uint64_t>& per = u.bytes;
+  const size_t nl = per.size();
+  if (!fs.enabled || nl < 3) return;
+  const uint64_t pb = fs.param_bytes ? fs.param_bytes : grad_bytes;
+  const uint64_t rb = fs.reduce_bytes ? fs.reduce_bytes : pb;
+  const uint64_t t = rq.tensor_parallel, S = fs.shard_degree;
+  // NO_SHARD without a cast keeps the full parameters: nothing is gathered
+  const bool copies = S > 1 || pb != grad_bytes;
+  const size_t first = 1, last = nl - 2;                   // block units
+  if (copies) out->push_back((per[0] + per[nl - 1]) / t);  // the root unit
+  const bool bwd = phase == OpPhase::backward || phase == OpPhase::recompute;
+  const size_t L = layer < 0 ? nl - 1 : static_cast<size_t>(layer);
+  const size_t pf = static_cast<size_t>(fs.prefetch);
+  // the gathered blocks form one interval: forward, this unit and the next pf (and, without
+  // resharding, every block since the first); backward, this unit and the previous pf (and,
+  // without resharding, every block not yet through its backward)
+  size_t lo, hi;
+  if (!bwd) {
+    lo = fs.reshard_after_forward ? std::max(L, first) : first;
+    hi = L >= nl - 1 ? (fs.reshard_after_forward ? 0 : last) : L + pf;
+  } else {
+    lo = fs.reshard_after_forward ? (L > pf ? L - pf : first) : first;
+    hi = L == 0 ? 0 : std::min(L, last);
+  }
+  lo = std::max(lo, first);
+  hi = std::min(hi, last);
+  if (copies)
+    for (size_t i = lo; i <= hi; ++i) out->push_back(per[i] / t);
+  if (phase == OpPhase::backward && layer >= 0) {
+    // the unit's gradients unsharded in param_dtype, cast to reduce_dtype for the
+    // reduce-scatter when they differ, and its 1/S output (FSDP2 _fsdp_collectives.py
+    // foreach_reduce; FSDP1 _runtime_utils.py _reduce_grad)
+    const uint64_t g = u.trainable[L] / t;
+    out->push_back(g * pb);
+    if (rb != pb) out->push_back(g * rb);
+    if (S > 1) out->push_back(g * rb / S);
+  }
+}
+
+}  // namespace
+
+std::vector<uint64_t> gathered_units(const Request& rq, const UnitSizes& u, uint64_t grad_bytes,
+                                     OpPhase phase, int32_t layer) {
+  std::vector<uint64_t> out;
+  fsdp_unsharded(rq, u, grad_bytes, phase, layer, &out);
+  if (rq.zero_stage == 3 && phase != OpPhase::loss) {
+    if (rq.zero3.enabled) {
+      zero3_gathered(rq, u, phase, layer, &out);
+    } else {
+      // DeepSpeed's stage-3 estimator: the largest layer gathered whole, twice with prefetch
+      uint64_t largest = 0;
+      for (uint64_t x : u.bytes) largest = std::max(largest, x);
+      out.push_back(largest / rq.tensor_parallel);
+      out.push_back(largest / rq.tensor_parallel);
+    }
+  }
+  return out;
+}
+
+}  // namespace peak
+}  // namespace trainmem

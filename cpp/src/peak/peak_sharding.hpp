@@ -1,0 +1,34 @@
+// Internal to peak memory: the parameters ZeRO-3 and FSDP hold unsharded around one op of the
+// step (and FSDP's unsharded gradients in a unit's backward), for the allocation trace.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "trainmem/peak_memory.hpp"
+
+namespace trainmem {
+namespace peak {
+
+enum class OpPhase { forward, recompute, backward, loss };
+
+// Per chain layer: its parameters' elements, their bytes once gathered (each tensor in the
+// dtype it is gathered in: FSDP's param_dtype, a 4-bit base's packing, ...), and its trainable
+// elements (whose gradients FSDP unshards in the backward).
+struct UnitSizes {
+  std::vector<uint64_t> numel, bytes, trainable;
+  uint64_t bytes_of(size_t layer, uint64_t elements) const {
+    return numel[layer]
+               ? static_cast<uint64_t>(static_cast<double>(elements) * bytes[layer] / numel[layer])
+               : 0;
+  }
+};
+
+// The allocations gathered while `layer` (a chain layer; -1 for the loss) runs in `phase`, one
+// per unit (FSDP: the root, each block; ZeRO-3: each layer fetched, the prefetch).
+// `grad_bytes`: bytes per element of the parameters as held sharded (FSDP's gradients
+// unshard in param_dtype when one is set, else in this width).
+std::vector<uint64_t> gathered_units(const Request& rq, const UnitSizes& u, uint64_t grad_bytes,
+                                     OpPhase phase, int32_t layer);
+
+}  // namespace peak
+}  // namespace trainmem

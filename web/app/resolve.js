@@ -1,0 +1,68 @@
+// @ts-check
+// The inputs left to the page ('' in the state) resolved for this run: the precision follows
+// the GPU (mixed bf16 where it computes in bf16, else mixed fp16: a T4 or a V100 is never
+// refused a precision nobody chose), LoRA's frozen base is loaded in 16 bits as PEFT users load
+// it, and the checkpoint file's dtype follows the training precision. The request builders
+// (requests.js) take the resolved state; the verdict states what was resolved.
+
+/** @typedef {{ id: string, name?: string, memoryBytes?: number, bf16?: boolean }} GpuPreset */
+
+/** @type {{ gpus: GpuPreset[], models?: Array<{ id: string, name?: string, hub?: string }> }} */
+let known = { gpus: [] };
+/** The presets of this build (app.js, at start). */
+export function usePresets(presets) {
+  known = presets || { gpus: [] };
+}
+
+/** The known model whose Hugging Face id this is (case-insensitive), or null. */
+export function presetOfHubId(id) {
+  const want = String(id).toLowerCase();
+  return known.models?.find((m) => m.hub && m.hub.toLowerCase() === want) || null;
+}
+
+/**
+ * The GPU preset of a state, or null for a custom size (or a build without presets).
+ * @param {Record<string, any>} st
+ * @param {{ gpus: GpuPreset[] }} presets
+ * @returns {GpuPreset | null}
+ */
+export function gpuOf(st, presets = known) {
+  return (st.gpu && presets?.gpus?.find((g) => g.id === st.gpu)) || null;
+}
+
+/** Whether the run's GPU computes in bf16 (a custom size: assumed, as every GPU since Ampere). */
+export function gpuBf16(st, presets = known) {
+  const g = gpuOf(st, presets);
+  return !g || g.bf16 !== false;
+}
+
+// The dtype a training precision keeps the weights in (autocast trains fp32 parameters).
+const WEIGHTS_OF = {
+  fp32: 'fp32',
+  'amp-fp16': 'fp32',
+  'amp-bf16': 'fp32',
+  bf16: 'bf16',
+  fp16: 'fp16',
+};
+
+/**
+ * The state with its automatic inputs resolved; `auto` lists which were (key: value).
+ * @param {Record<string, any>} st
+ * @param {{ gpus: GpuPreset[] }} presets
+ */
+export function resolve(st, presets = known) {
+  const bf16 = gpuBf16(st, presets);
+  /** @type {Record<string, string>} */
+  const auto = {};
+  const pick = (key, value) => {
+    if (st[key]) return st[key];
+    auto[key] = value;
+    return value;
+  };
+  const precision = pick('precision', bf16 ? 'amp-bf16' : 'amp-fp16');
+  const baseDtype = ['lora', 'qlora'].includes(st.method)
+    ? pick('baseDtype', bf16 ? 'bf16' : 'fp16')
+    : st.baseDtype;
+  const weightDtype = pick('weightDtype', WEIGHTS_OF[precision] || 'fp32');
+  return { st: { ...st, precision, baseDtype, weightDtype }, auto, bf16 };
+}
