@@ -91,6 +91,25 @@ def step(model, inputs, opt, case):
         opt.zero_grad(set_to_none=True)
 
 
+def profiled_peak(run_step):
+    """Runs run_step() under torch.profiler(profile_memory=True): the highest running sum of the
+    CPU allocator's events (bytes above what was live before), the "phase:" record_function range
+    holding it, and the sum at the end."""
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        run_step()
+    events = prof.profiler.kineto_results.events()
+    mem = sorted(((e.start_us(), i, e.nbytes()) for i, e in enumerate(events) if e.name() == "[memory]"))
+    ranges = [(e.start_us(), e.start_us() + e.duration_us(), e.name()[6:]) for e in events
+              if e.name().startswith("phase:")]
+    run, peak, peak_t = 0, 0, None
+    for t, _, n in mem:
+        run += n
+        if run > peak:
+            peak, peak_t = run, t
+    phase = next((name for a, b, name in ranges if a <= peak_t <= b), "other") if peak_t else "baseline"
+    return peak, phase, run
+
+
 def measure(case):
     model, inputs = tm.build(case)
     tm.cast(model, case.get("dtype", "fp32"))
@@ -104,18 +123,7 @@ def measure(case):
         tensors += [v for v in st.values() if torch.is_tensor(v)]
     base = storages(tensors)
     baseline = sum(base.values())
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-        step(model, inputs, opt, case)
-    events = prof.profiler.kineto_results.events()
-    mem = sorted(((e.start_us(), i, e.nbytes()) for i, e in enumerate(events) if e.name() == "[memory]"))
-    ranges = [(e.start_us(), e.start_us() + e.duration_us(), e.name()[6:]) for e in events
-              if e.name().startswith("phase:")]
-    run, peak, peak_t = 0, 0, None
-    for t, _, n in mem:
-        run += n
-        if run > peak:
-            peak, peak_t = run, t
-    phase = next((name for a, b, name in ranges if a <= peak_t <= b), "other") if peak_t else "baseline"
+    peak, phase, run = profiled_peak(lambda: step(model, inputs, opt, case))
     params = sum(p.numel() for p in model.parameters())
     return {"params": params, "baselineBytes": baseline, "peakDeltaBytes": peak, "peakBytes": baseline + peak,
             "peakPhase": phase, "endDeltaBytes": run}

@@ -138,6 +138,31 @@ with open(os.path.join(os.path.dirname(__file__), '..', 'cpp', 'data', 'models',
 for q in [{'quant_method': 'gptq', 'bits': 4, 'group_size': 128}, {'quant_method': 'awq', 'bits': 4, 'group_size': 128}]:
   extra.append(['peakMemory', dict(dbase, model={'config': dict(llama, quantization_config=q)}, seqLen=512,
                                    precision='amp-fp16', lora={'rank': 8}, gpu='rtx-4090')])
+# Traced models (model.trace): the small traces of tests/fuzz/trace_seeds (python/trainmem_trace),
+# with and without a length, a bfloat16 step, dropout, convolutions, an unused parameter.
+seeds = os.path.join(os.path.dirname(__file__), '..', 'tests', 'fuzz', 'trace_seeds')
+def trace(name):
+  with open(os.path.join(seeds, name + '.trace.json')) as f:
+    return json.load(f)
+lm, unet, shared, mlp_t = trace('lm'), trace('unet'), trace('shared'), trace('mlp')
+lm_f32 = {k: x for k, x in lm.items() if k != 'variants'}
+inexact = dict(mlp_t, inexact=[{'value': 'tensors[0].bytes'}])
+def traced(t_, pr, rt, seq=None):
+  r = {'model':{'trace':t_},'microBatch':3,'optimizer':'adamw','precision':pr,'runtime':rt,'timeline':False}
+  if seq: r['seqLen'] = seq
+  extra.append(['peakMemory', r])
+for pr in ['fp32', 'bf16', 'fp16']:
+  traced(lm, pr, 'pytorch-2.5-cuda', 8)
+traced(lm_f32, 'bf16', 'pytorch-cpu', 8)
+traced(unet, 'fp32', 'pytorch-cpu')
+traced(shared, 'fp32', 'pytorch-cpu')
+traced(inexact, 'fp32', 'pytorch-cpu')
+extra.append(['describeModel', {'model':{'trace':unet}}])
+extra.append(['checkpointSize', {'model':{'trace':mlp_t},'optimizer':'adamw','weightDtype':'bf16'}])
+extra.append(['placement', {'model':{'trace':mlp_t},'microBatch':4,'strategy':'optimal','budgetBytes':2000000}])
+extra.append(['accumulation', {'model':{'trace':lm},'gpu':'a100-80gb','targetGlobalBatch':32,'seqLen':16}])
+extra.append(['accumulation', {'model':{'trace':unet},'gpu':'a100-80gb','targetGlobalBatch':32,'precision':'fp32'}])
+extra.append(['peakMemory', {'model':{'trace':shared},'microBatch':8,'optimizer':'adamw','gpu':'a100-80gb','lora':{'rank':4,'targetModules':['fc1','fc2']},'dataParallel':4,'zeroStage':2}])
 extra = [[f, {k: x for k, x in r.items() if x is not None}] for f, r in extra]
 reqs += extra
 out = os.path.join(os.path.dirname(__file__), '..', 'tests', 'fixtures', 'message_requests.json')

@@ -27,6 +27,13 @@ if [ -x tests/fuzz/run.sh ]; then
   tests/fuzz/run.sh "${TRAINMEM_FUZZ_SECONDS:-60}"
 fi
 
+if /usr/bin/python3 -c 'import torch' >/dev/null 2>&1; then
+  step "the tracer's Python tests (python/tests, Debian's torch)"
+  PYTHONPATH=python /usr/bin/python3 -m unittest discover -s python/tests
+else
+  step "the tracer's Python tests: skipped (no python3-torch)"
+fi
+
 step "Node tests (WASM core, npm package, CLI)"
 node --test --test-concurrency=1 tests/js/
 

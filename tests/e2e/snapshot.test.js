@@ -103,6 +103,40 @@ describe('snapshot comparison on the page', () => {
     await context.close();
   });
 
+  it("a dropped trace of the user's model becomes the model of every calculator", async () => {
+    const { page, context, problems } = await openPage(
+      env.browser,
+      `${env.base}/app/?lang=en&tab=peak&ms=preset&preset=gpt2&prec=fp32`,
+    );
+    await ready(page);
+    // the U-Net of tests/fuzz/trace_seeds (python/trainmem_trace): no sequence length
+    const text = readFileSync(`${repo}tests/fuzz/trace_seeds/unet.trace.json`, 'utf8');
+    await page.evaluate((data) => {
+      const dt = new DataTransfer();
+      dt.items.add(new File([data], 'unet.trace.json', { type: 'application/json' }));
+      document
+        .querySelector('#tm-trace-drop')
+        .dispatchEvent(
+          new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }),
+        );
+    }, text);
+    await page.waitForSelector('.trace-using', { timeout: 15000 });
+    assert.match(await page.textContent('.trace-using'), /traced model UNetish/);
+    // the results are the trace's: its assumption, its parameter count
+    await page.waitForFunction(
+      () => /trace of the model's own training step/.test(document.body.textContent),
+      null,
+      { timeout: 15000 },
+    );
+    // removed: back to the form's model
+    await page.click('.trace-using button');
+    await page.waitForFunction(() => !document.querySelector('.trace-using'), null, {
+      timeout: 15000,
+    });
+    assert.deepEqual(problems, []);
+    await context.close();
+  });
+
   it('the control (set_to_none=True) names no such cause', async () => {
     const { page, context, problems } = await openPage(
       env.browser,

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Bounded libFuzzer runs over trainmem::call (tests/fuzz/fuzz_call.cpp: request bytes), the
 # structured generator of large placement and planner requests (tests/fuzz/fuzz_structured.cpp:
-# chain length, budget and strategy as parameters) and the snapshot reader
-# (tests/fuzz/fuzz_snapshot.cpp), clang with AddressSanitizer + UndefinedBehaviorSanitizer.
+# chain length, budget and strategy as parameters), the snapshot reader
+# (tests/fuzz/fuzz_snapshot.cpp) and the trace reader (tests/fuzz/fuzz_trace.cpp), clang with
+# AddressSanitizer + UndefinedBehaviorSanitizer.
 # Usage: tests/fuzz/run.sh [SECONDS]
 #   SECONDS (default 60): the whole budget of this command, build included: the fuzzers share
-#   what the (incremental) build leaves, at least TRAINMEM_FUZZ_MIN_SECONDS (default 15) — 40 %
-#   to fuzz_call, 30 % to fuzz_structured, the rest to fuzz_snapshot.
-#   TRAINMEM_FUZZ_TARGET=call|structured|snapshot gives the whole time to one of them.
+#   what the (incremental) build leaves, at least TRAINMEM_FUZZ_MIN_SECONDS (default 15) — 30 %
+#   to fuzz_call, 30 % to fuzz_structured, 20 % to fuzz_snapshot, the rest to fuzz_trace.
+#   TRAINMEM_FUZZ_TARGET=call|structured|snapshot|trace gives the whole time to one of them.
 # Builds into build/fuzz; the growing corpus lives in build/fuzz/corpus (seeds are
 # regenerated from tests/fixtures/golden.json each run; tests/fuzz/regressions holds every
 # input that once was a finding, replayed first). Exits non-zero on any finding; the
@@ -19,21 +20,25 @@ budget=${1:-60}
 shift || true
 start=$(date +%s)
 out=build/fuzz
-mkdir -p "$out/corpus" "$out/corpus_structured" "$out/corpus_snapshot" "$out/artifacts" \
-  tests/fuzz/regressions_snapshot tests/fuzz/regressions_structured
-rm -rf "$out/seeds" "$out/seeds_snapshot"
+mkdir -p "$out/corpus" "$out/corpus_structured" "$out/corpus_snapshot" "$out/corpus_trace" \
+  "$out/artifacts" tests/fuzz/regressions_snapshot tests/fuzz/regressions_structured \
+  tests/fuzz/regressions_trace
+rm -rf "$out/seeds" "$out/seeds_snapshot" "$out/seeds_trace"
 make -s -f tests/fuzz/Makefile -j"${TRAINMEM_FUZZ_JOBS:-2}" BUILD="$PWD/$out"
 /usr/bin/python3 tests/fuzz/gen_corpus.py "$PWD" "$out/seeds" "$out/all.dict"
 /usr/bin/python3 tests/fuzz/gen_snapshot_seeds.py "$PWD" "$out/seeds_snapshot"
+/usr/bin/python3 tests/fuzz/gen_trace_seeds.py "$PWD" "$out/seeds_trace"
 left=$((budget - ($(date +%s) - start)))
 min=${TRAINMEM_FUZZ_MIN_SECONDS:-15}
 [ "$left" -ge "$min" ] || left=$min
 target=${TRAINMEM_FUZZ_TARGET:-both}
 case "$target" in
-  call) t_call=$left t_struct=0 t_snap=0 ;;
-  structured) t_call=0 t_struct=$left t_snap=0 ;;
-  snapshot) t_call=0 t_struct=0 t_snap=$left ;;
-  *) t_call=$((left * 4 / 10)) t_struct=$((left * 3 / 10)) t_snap=$((left - left * 4 / 10 - left * 3 / 10)) ;;
+  call) t_call=$left t_struct=0 t_snap=0 t_trace=0 ;;
+  structured) t_call=0 t_struct=$left t_snap=0 t_trace=0 ;;
+  snapshot) t_call=0 t_struct=0 t_snap=$left t_trace=0 ;;
+  trace) t_call=0 t_struct=0 t_snap=0 t_trace=$left ;;
+  *) t_call=$((left * 3 / 10)) t_struct=$((left * 3 / 10)) t_snap=$((left * 2 / 10))
+     t_trace=$((left - left * 8 / 10)) ;;
 esac
 # detect_leaks: LeakSanitizer reports any request that leaks memory as a finding.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1}
@@ -60,5 +65,9 @@ fi
 if [ "$t_snap" -gt 0 ]; then
   fuzz fuzz_snapshot "$t_snap" 8192 "$out/corpus_snapshot" "$out/seeds_snapshot" \
     tests/fuzz/regressions_snapshot -dict=tests/fuzz/snapshot.dict "$@"
+fi
+if [ "$t_trace" -gt 0 ]; then
+  fuzz fuzz_trace "$t_trace" 24576 "$out/corpus_trace" "$out/seeds_trace" \
+    tests/fuzz/regressions_trace -dict=tests/fuzz/trace.dict "$@"
 fi
 echo "fuzz: no findings"

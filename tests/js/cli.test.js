@@ -4,7 +4,7 @@
 // published architecture. The packed bin is tested in pack.test.js.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { repoRoot, run } from './fixtures/packed.js';
@@ -568,6 +568,23 @@ test('a config.json file reaches the core as text: a duplicate key is an error n
     (err) => err.code === 'invalid_json' && err.field === 'model',
   );
   assert.equal(tm.call('describeModel', '{"model":{"params":100000000}}').params, 1e8);
+});
+
+test('--trace reads a trace of the model (python/trainmem_trace) as its text', async () => {
+  // a tiny language model traced at batch 2, length 4 (tests/fuzz/trace_seeds)
+  const lm = join(repoRoot, 'tests/fuzz/trace_seeds/lm.trace.json');
+  const r = await json(['peak-memory', '--trace', lm, '--micro-batch', '4', '--seq-len', '16']);
+  assert.deepEqual([r.trace.tracedBatch, r.trace.tracedSeqLen], [2, 4]);
+  assert.ok(r.trace.savedBytes > 0 && r.peakBytes > r.trace.savedBytes);
+  const d = await json(['describe-model', '--trace', lm]);
+  assert.equal(d.source, 'trace');
+  // a damaged file: the error names the field inside it, and the flag
+  const broken = file(
+    'broken.trace.json',
+    readFileSync(lm, 'utf8').replace('"trainmem-trace"', '"other-format"'),
+  );
+  const e = await bad(['describe-model', '--trace', broken]);
+  assert.deepEqual([e.code, e.field, e.flag], ['unknown_value', 'model.trace.format', '--trace']);
 });
 
 test('--save-ops, --every-other-mm and --checkpointing-k join --checkpointing in either order', async () => {

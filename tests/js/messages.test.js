@@ -18,16 +18,19 @@ const requests = [
 ];
 const tm = await load();
 
-// Text from data files, not the core's sentences: preset names and their citations.
-const DATA = [/^presets:/, /^describeModel:(sourceNote|name)$/];
+// Text from data files, not the core's sentences: preset names and their citations; what the
+// tracer wrote into a trace (python/trainmem_trace).
+const DATA = [
+  /^presets:/,
+  /^describeModel:(sourceNote|name)$/,
+  /^(peakMemory|describeModel):trace\.notes\[\]$/,
+];
 const NAMES = new Set(['name', 'field', 'id']);
 // Catalog entries that no request of the fixture reaches, with the reason.
 const UNREACHED = {
   'acc.ck.noHelp': 'a checkpointed plan never needs more memory than the same plan without',
-  'acc.warn.batchnorm':
-    'accumulation needs an architecture, and presets and configs have no BatchNorm',
   'acc.warn.batchnormMaybe':
-    'accumulation needs an architecture, so the model is never a bare count',
+    'accumulation needs an architecture or a trace, which lists every buffer',
   'acc.warn.recompute': 'every strategy the accumulation planner takes gives a plan',
   'flops.unknown': 'accumulation needs an architecture, so the FLOPs never come from a count',
   'peak.assume.state.count': 'peakMemory needs an architecture for the activations',

@@ -19,6 +19,7 @@ import {
 } from './requests.js';
 import { Solver, markCall } from './solver.js';
 import { snapshotPanel } from './snapshot.js';
+import { tracePanel } from './trace.js';
 import { EXAMPLES, findPreset } from './examples.js';
 import { examplesEl, exampleState, renderExample } from './examples-view.js';
 import { errorBox } from './errors-view.js';
@@ -106,7 +107,8 @@ async function startContext(root, options) {
    * The context. Besides what is set here: the shown result (`last`: { tab, fn, request,
    * result }), whether the first result is shown (`firstDone`), the advanced disclosure's
    * state (`advancedOpen`), the pending URL write (`stateTimer`), the ResizeObserver of the
-   * results (`resultsSize`), the snapshot panel (`snapPanel`), the presets (`presets`,
+   * results (`resultsSize`), the snapshot panel (`snapPanel`), the traced-model panel
+   * (`tracePanel`), the presets (`presets`,
    * `known`), the callbacks (`update`, `compute`, `errorBox`), and the current layout's
    * elements (build(): resultsEl, verdictEl, suggestEl, statusEl, exampleEl, dialogEl).
    * @type {Record<string, any>}
@@ -132,6 +134,8 @@ async function startContext(root, options) {
 
   // The snapshot comparison has a worker of its own: a placement solve does not cancel it.
   ctx.snapPanel = snapshotPanel(Object.assign(Object.create(ctx), { solver: new Solver(tm) }));
+  // A dropped trace of the user's own model (read in a worker of its own).
+  ctx.tracePanel = tracePanel(Object.assign(Object.create(ctx), { solver: new Solver(tm) }));
   ctx.presets = loadPresets(tm);
   usePresets(ctx.presets);
   ctx.known = {

@@ -5,6 +5,7 @@
 // GPU supports, the smallest feasible budget. The core's own English text follows, folded away,
 // on a page in another language. Each function takes the controller's live state ctx first.
 import { h } from './dom.js';
+import { traced, tracedLine } from './trace.js';
 
 /** The page input behind a request field (the first one or two parts of its path). */
 const FIELD_INPUTS = {
@@ -165,6 +166,8 @@ export function errorBox(ctx, e) {
   );
   const out = wayOut(ctx, e, input);
   if (out) box.append(out);
+  // with a traced model: which model the error is about, and the way back to the presets
+  if (traced.text && ctx.tracePanel) box.append(tracedLine(ctx, ctx.tracePanel.clear));
   if (input) {
     input.setAttribute('aria-invalid', 'true');
     input.setAttribute('data-core-invalid', '1'); // cleared by the next computation

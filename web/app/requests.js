@@ -2,6 +2,7 @@
 // Requests for the core, built from the page state. Only documented request keys are sent;
 // optional ones only when the user set them, so the core's documented defaults apply.
 import { TrainmemError } from '../lib/errors.js';
+import { traced } from './trace.js';
 import { resolve, gpuBf16, presetOfHubId } from './resolve.js';
 
 /**
@@ -49,6 +50,8 @@ function configError(text, e) {
 }
 
 export function modelOf(st) {
+  // a dropped trace of the user's own model replaces the form's model until it is removed
+  if (traced.text) return { trace: traced.text };
   if (st.modelSource === 'preset' && st.preset) return { preset: st.preset };
   if (st.modelSource === 'config') {
     let config;
@@ -74,6 +77,11 @@ export function modelOf(st) {
   return { params: st.params };
 }
 
+// seqLen, except for a traced model whose inputs have no sequence length (the core refuses it)
+function seqLenOf(st) {
+  return traced.text && !traced.hasSeq ? {} : { seqLen: st.seqLen };
+}
+
 // A preset, or a custom size in GiB (the presets' "80 GB" are 80 GiB, as nvidia-smi counts).
 function gpuOf(st) {
   return st.gpu ? { gpu: st.gpu } : { gpuMemoryBytes: Math.round(st.gpuGiB * 2 ** 30) };
@@ -94,7 +102,7 @@ export function peakMemoryRequest(st) {
   const r = {
     model: modelOf(st),
     microBatch: st.microBatch,
-    seqLen: st.seqLen,
+    ...seqLenOf(st),
     precision: st.precision,
     optimizer: st.optimizer,
     checkpointing: st.checkpointing,
@@ -230,7 +238,7 @@ export function accumulationRequest(st) {
     {
       targetGlobalBatch: st.targetGlobalBatch,
       model: modelOf(st),
-      seqLen: st.seqLen,
+      ...seqLenOf(st),
       precision: st.precision,
       optimizer: st.optimizer,
       // "whether checkpointing pays": without a strategy chosen, the planner compares none with
@@ -268,7 +276,7 @@ export function placementRequest(st) {
       ? {
           model: modelOf(st),
           microBatch: st.microBatch,
-          seqLen: st.seqLen,
+          ...seqLenOf(st),
           precision: st.precision,
         }
       : { chain: uniformChain(st.layers, Math.round(st.layerMB * 1e6)) };

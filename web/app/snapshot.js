@@ -5,6 +5,7 @@
 // difference per category and the likely causes (translated by code). The file stays in the
 // browser: it is read from the drop or the file input and handed to the worker, nothing else.
 import { h, put } from './dom.js';
+import { dropZone } from './drop-zone.js';
 import { errorBox } from './errors-view.js';
 import { lines } from './charts.js';
 import { optionLabel } from './form.js';
@@ -227,47 +228,21 @@ function answer(ctx, file, clear, error, result) {
 
 // The drop zone, the file input and the body the answer is drawn in; take(file) reads a file.
 function section(t, body, take) {
-  const input = h('input', {
-    type: 'file',
-    id: 'tm-snapshot-file',
-    accept: '.pickle,.pkl,.json,application/octet-stream,application/json',
-    onchange: (e) => take(e.target.files?.[0]),
-  });
-  const zone = h(
-    'div',
-    {
-      class: 'snap-drop',
-      id: 'tm-snapshot-drop',
-      tabindex: '0',
-      role: 'button',
-      'aria-describedby': 'tm-snapshot-private',
-      onclick: () => input.click(),
-      onkeydown: (e) => {
-        if (e.key === 'Enter' || e.key === ' ') {
-          e.preventDefault();
-          input.click();
-        }
-      },
-      ondragover: (e) => {
-        e.preventDefault();
-        zone.classList.add('over');
-      },
-      ondragleave: () => zone.classList.remove('over'),
-      ondrop: (e) => {
-        e.preventDefault();
-        zone.classList.remove('over');
-        take(e.dataTransfer?.files?.[0]);
-      },
-    },
-    t('snap.drop'),
-  );
   return h(
     'section',
     { class: 'snapshot', 'aria-labelledby': 'tm-snap-h' },
     h('h3', { id: 'tm-snap-h' }, t('snap.heading')),
-    zone,
-    h('label', { class: 'sr-only', for: 'tm-snapshot-file' }, t('snap.choose')),
-    input,
+    ...dropZone(
+      {
+        id: 'tm-snapshot-drop',
+        inputId: 'tm-snapshot-file',
+        accept: '.pickle,.pkl,.json,application/octet-stream,application/json',
+        text: t('snap.drop'),
+        label: t('snap.choose'),
+        describedBy: 'tm-snapshot-private',
+      },
+      take,
+    ),
     h('p', { class: 'help', id: 'tm-snapshot-private' }, t('snap.private')),
     body,
   );

@@ -105,5 +105,5 @@ export function renderPeak(ctx, el, res, req, advice) {
   el.append(details(ctx, res));
   // the snapshot comparison takes the run's peakMemory request
   const { marginBytes, marginFraction, fromScratch, changes, loraBaseDtype, ...peakRequest } = req;
-  el.append(snapPanel.element(peakRequest));
+  el.append(snapPanel.element(peakRequest), ctx.tracePanel.element());
 }

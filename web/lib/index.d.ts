@@ -176,7 +176,7 @@ export type ErrorCode =
   | 'internal';
 
 // ---------------------------------------------------------------------------------------
-// Models (every request that takes `model` accepts the four forms)
+// Models (every request that takes `model` accepts the five forms)
 // ---------------------------------------------------------------------------------------
 
 /** A model known only by its parameter count (the input of the rule of thumb). */
@@ -297,8 +297,46 @@ export interface ModelByTensors {
   /** Display name. Default "custom model". */
   name?: string;
 }
-/** Any of the four model forms. */
-export type ModelInput = ModelByParams | ModelByPreset | ModelByConfig | ModelByTensors;
+/**
+ * A model read from a trace of its own training step, written by the Python tracer
+ * (`python3 -m trainmem_trace MODULE:CALLABLE --input … --out FILE`, package `trainmem_trace`
+ * in `python/`; format: docs/trace.md). Give the file's text as a string to have the core check
+ * it as strictly as a request. Every calculator reads it: its parameters and buffers are the
+ * model's, its chain layers the module calls the tracer found, and its activations the step's
+ * own storages, evaluated at the request's `microBatch` (and `seqLen` when the trace has a
+ * sequence length: then `seqLen` defaults to the traced one; a trace without one refuses
+ * `seqLen`). A traced model answers `fp32`, `bf16` and `fp16`; `amp-*`, `compile`, `float8`,
+ * tensor parallelism, other losses and the op-level checkpointing modes are errors naming their
+ * field. A malformed file is an error naming the field inside it, e.g.
+ * `model.trace.tensors[12].free`.
+ */
+export interface ModelByTrace {
+  trace: TraceFile | string;
+}
+/**
+ * A trace file (format `trainmem-trace`, version 1) as the tracer writes it: the fields most
+ * callers read are typed here; docs/trace.md describes every field.
+ */
+export interface TraceFile {
+  format: 'trainmem-trace';
+  version: 1;
+  /** The model's name (the tracer's `--name`, else its MODULE:CALLABLE). */
+  name?: string;
+  /** The torch version the step ran on. */
+  torch?: string;
+  /** Where the step ran: `meta` (no memory; ops without a meta kernel ran on CPU) or `cpu`. */
+  device: 'meta' | 'cpu' | 'cuda';
+  /** The traced batch, and the sequence length when an input has one. */
+  sizes: { batch: number; seq?: number; probes?: { batch: number[]; seq?: number[] } };
+  /** Chain layers: forward op ranges [start, end), the tensor each hands on. */
+  layers: Array<{ name: string; start: number; end: number; output: number }>;
+  /** What the tracer says about this trace (ops that fell back to CPU, …). */
+  notes?: string[];
+  [key: string]: unknown;
+}
+/** Any of the five model forms. */
+export type ModelInput =
+  ModelByParams | ModelByPreset | ModelByConfig | ModelByTensors | ModelByTrace;
 
 /** A text encoder of a diffusion pipeline. */
 export interface TextEncoderInput {
@@ -766,12 +804,6 @@ export interface PeakMemoryRequest {
      */
     targetModules?: string[] | 'all-linear';
     /**
-     * The dtype the frozen base is loaded in (`from_pretrained(torch_dtype=…)`; QLoRA: the
-     * weights it does not quantise). PEFT users load it in bf16. Default: the precision's
-     * parameter dtype (fp32 for `fp32` and `amp-*`).
-     */
-    baseDtype?: 'fp32' | 'bf16' | 'fp16';
-    /**
      * PEFT `LoraConfig(autocast_adapter_dtype=True)`: the adapters are fp32 whatever the base,
      * and so are their gradients and optimizer state. false: the base's dtype (torchtune's
      * LoRA, made under the recipe's default dtype). Default true.
@@ -1086,6 +1118,32 @@ export interface PeakMemoryResult {
     meanLength?: number;
     expectedPaddedLength?: number;
     paddingFraction?: number;
+  };
+  /**
+   * With a traced model (`model.trace`): the trace, and what its step leaves for the backward at
+   * this request's sizes.
+   */
+  trace?: {
+    name: string;
+    torch: string;
+    device: string;
+    tracedBatch: number;
+    tracedSeqLen?: number;
+    /** Chain layers and forward ops the trace holds. */
+    layers: number;
+    ops: number;
+    /**
+     * What autograd keeps for the backward (what `saved_tensors_hooks` see, distinct storages,
+     * parameters and buffers excluded, the batch's tensors a layer keeps included).
+     */
+    savedBytes: number;
+    /** Alive at the forward's end only because the step's code holds it (output, loss). */
+    heldBytes: number;
+    /** The batch (inputs and the loss's target). */
+    inputBytes: number;
+    /** Sizes the tracer's check point contradicted (taken from the fit). */
+    inexactSizes: number;
+    notes: string[];
   };
   /** Whether the run fits the GPU (device-used memory when simulated, else peakBytes); null without a GPU. */
   fits: boolean | null;

@@ -36,6 +36,9 @@ struct RuntimeTraits {
   // takes the input's dtype only, pytorch/pytorch pull request 65242)
   bool softmax_saves_input = false;
   bool norm_stats_fp32 = true;  // LayerNorm mean/rstd in fp32 for 16-bit inputs (CUDA)
+  // Traced models: a convolution's backward holds a temporary of its output's size besides its
+  // outputs (CPU: oneDNN reorders grad_output into the kernel's blocked layout); 0 = none.
+  uint32_t conv_backward_temp_outputs = 0;
 };
 
 // LoRA / QLoRA (PEFT): the base frozen, low-rank adapters on some linears. Autograd then keeps
@@ -179,6 +182,10 @@ struct ModelActivations {
   std::string recipe;        // "gpt2" | "bert" | "llama" | "t5" | "mlp"
   uint64_t input_bytes = 0;  // the batch (int64 token ids)
   std::vector<LayerActivations> layers;
+  // Tensors the step's code holds, not autograd: made as the forward ends, kept through the
+  // backward and the optimizer step (a traced model's outputs besides the loss's input, which
+  // the training loop keeps in a variable; step_trace.hpp StepSpec::held)
+  std::vector<uint64_t> held;
   uint64_t total_saved_bytes = 0;        // input + sum of saved_bytes (no checkpointing)
   uint64_t korthikanti_layer_bytes = 0;  // sbh(34 + 5as/h) (tensor-parallel forms with t > 1)
   std::vector<std::string> assumptions;

@@ -15,6 +15,9 @@ struct Net;       // trainmem/diffusion.hpp
 struct Pipeline;  // trainmem/pipeline.hpp
 }  // namespace diffusion
 struct Quantization;  // trainmem/quantization.hpp
+namespace traced {
+struct Trace;  // traced_model.hpp
+}
 
 // How a weight is used: nn.Linear stores [out, in], transformers' Conv1D (GPT-2) [in, out].
 // LoRA adapts these (PEFT tuners/lora/layer.py: Linear and Conv1D).
@@ -88,7 +91,7 @@ struct Architecture {
 };
 
 struct ModelDescription {
-  std::string source;  // "params" | "preset" | "config" | "tensors"
+  std::string source;  // "params" | "preset" | "config" | "tensors" | "trace"
   std::string preset_id;
   std::string name;     // display name
   uint64_t params = 0;  // total distinct parameters (tied weights counted once)
@@ -116,6 +119,9 @@ struct ModelDescription {
   std::shared_ptr<const diffusion::Pipeline> pipeline;
   // config.json quantization_config (GPTQ, AWQ): the packed block linears
   std::shared_ptr<const Quantization> quantization;
+  // A model read from a trace of its training step (source "trace"): its activations come from
+  // the trace (traced_model.hpp), not from a recipe of the architecture.
+  std::shared_ptr<const traced::Trace> trace;
   bool has_tensors() const { return !tensors.empty(); }
   bool has_architecture() const { return arch.layers > 0 && arch.hidden > 0; }
 };

@@ -95,7 +95,11 @@ struct OptimizerParam {
 };
 
 struct StepSpec {
-  uint64_t input_bytes = 0;       // the batch on the device
+  uint64_t input_bytes = 0;  // the batch on the device
+  // Tensors the step's code holds (ModelActivations::held: the model's outputs in a variable):
+  // made as the forward ends; the loop's next micro-step drops them when it rebinds the
+  // variable (after its forward), the last micro-step's go when the step ends (after zero_grad)
+  std::vector<uint64_t> held;
   std::vector<uint64_t> weights;  // every parameter tensor on the device, in load order
   std::vector<TraceLayer> layers;
   std::vector<placement::Op> ops;  // one micro-step's forward/backward schedule

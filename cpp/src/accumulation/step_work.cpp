@@ -4,6 +4,7 @@
 
 #include "trainmem/diffusion.hpp"
 #include "trainmem/optimizer.hpp"
+#include "trainmem/traced_model.hpp"
 
 namespace trainmem {
 namespace step_work {
@@ -35,6 +36,13 @@ Work of(const peak::Request& run, const peak::Result& first) {
     w.flops.method = "architecture";
     w.flops.total = w.flops.blocks = first.forward_flops / static_cast<double>(run.micro_batch);
     w.flops.layers = run.model().diffusion->units.size();
+  } else if (run.model().trace) {
+    // the traced ops' FLOPs (PyTorch's flop counter's formulas) per sample and token
+    w.flops.method = "trace";
+    const double tokens = static_cast<double>(run.micro_batch) *
+                          static_cast<double>(run.seq_len > 0 ? run.seq_len : 1);
+    w.flops.total = w.flops.blocks = first.forward_flops / tokens;
+    w.flops.layers = run.model().trace->layers.size();
   } else {
     w.flops = time_model::forward_flops_per_token(run.model(), run.seq_len, run.target_len);
   }
@@ -53,9 +61,10 @@ Work of(const peak::Request& run, const peak::Result& first) {
     has_bn = has_bn || b.name.find("running_mean") != std::string::npos;
   w.model_has_batchnorm = has_bn;
   // Transformers normalise with LayerNorm/RMSNorm; an MLP chain has no norm; a bare parameter
-  // count or a tensor list without buffers says nothing either way.
-  w.model_may_have_batchnorm =
-      !has_bn && !run.is_mlp && !run.model().has_architecture() && run.model().buffers.empty();
+  // count or a tensor list without buffers says nothing either way; a trace lists every buffer
+  // (no running_mean: no BatchNorm).
+  w.model_may_have_batchnorm = !has_bn && !run.is_mlp && !run.model().has_architecture() &&
+                               run.model().buffers.empty() && !run.model().trace;
   return w;
 }
 

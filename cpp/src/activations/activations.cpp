@@ -14,6 +14,7 @@
 #include "io/request.hpp"
 #include "net/net_model.hpp"
 #include "trainmem/error.hpp"
+#include "trainmem/traced_model.hpp"
 
 namespace trainmem {
 namespace activations {
@@ -1098,7 +1099,8 @@ ModelActivations count_only(const Settings& s) {
 }
 
 ModelActivations transformer_activations(const ModelDescription& m, const Settings& s) {
-  if (m.arch.net) return net::activations(m, s);  // vision and speech (cpp/src/net)
+  if (m.trace) return traced::traced_activations(*m.trace, s);  // the model's own step
+  if (m.arch.net) return net::activations(m, s);                // vision and speech (cpp/src/net)
   if (m.source == "params" && !m.has_architecture()) return count_only(s);
   if (m.diffusion) return diffusion_activations(m, s);
   if (llm_family(m.arch, s) && m.has_architecture()) return llm_family_activations(m, s);

@@ -68,6 +68,8 @@ class Builder {
       }
       optimizer_step(step);
       zero_grad(step);
+      // the step's code returns: the variables holding the model's outputs go
+      free_all(&held_);
     }
     return std::move(t_);
   }
@@ -90,7 +92,7 @@ class Builder {
       backward[i] = b + L.cast_weights.size();
       tensors[i] = L.tensors.size();
     }
-    size_t micro = 4;
+    size_t micro = 4 + 2 * s_.held.size();
     for (const Op& op : s_.ops) {
       const size_t i = std::min<size_t>(op.layer, n);
       if (op.kind == OpKind::kBackward)
@@ -313,6 +315,12 @@ class Builder {
   void loss() {
     const size_t n = s_.layers.size();
     if (any_skip_) repin_for_recompute();
+    // the model's outputs the step's code holds, made as the forward ends; those of the
+    // micro-step before go when its variable is bound to the new ones (`out = model(x)`)
+    std::vector<uint64_t>& fresh = fwd_live_;
+    for (uint64_t b : s_.held) fresh.push_back(alloc(b, Part::boundaries));
+    free_all(&held_);
+    held_.swap(fresh);
     // the autocast region (HF Trainer: forward and loss) ends here: casts no graph holds go
     for (size_t i = 0; i < n; ++i)
       if (!casts_in_graph_[i]) free_all(&casts_[i]);
@@ -583,6 +591,7 @@ class Builder {
   // scratch lists of live ids, reused: the forward's, the backward's (which may step a
   // parameter's optimizer inside it), the optimizer's
   std::vector<uint64_t> fwd_live_, fwd_gathered_, bwd_live_, bwd_gathered_, step_live_;
+  std::vector<uint64_t> held_;  // the ids of StepSpec::held now live
   uint64_t next_id_ = 0;
   std::vector<Stashed> stash_;
   std::vector<std::vector<std::pair<size_t, uint64_t>>> offloaded_;

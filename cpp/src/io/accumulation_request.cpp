@@ -117,8 +117,11 @@ json peak_request(const Obj& req, bool* auto_ckpt) {
                 json_at(peak_json, "checkpointing") == vocab::kAccumulationAutoCheckpointing);
   if (*auto_ckpt) peak_json.erase("checkpointing");
   put_fields(peak_json, {{"microBatch", 1}, {"searchMaxMicroBatch", false}, {"timeline", false}});
-  // (a diffusion network's seqLen is its text tokens, with a default: io/diffusion_request.cpp)
-  if (!json_has(peak_json, "seqLen") && reads_tokens(req) && !diffusion_model(req))
+  // (a diffusion network's seqLen is its text tokens, with a default: io/diffusion_request.cpp;
+  // a traced model has its own length, or none: the peakMemory parser checks seqLen for it)
+  const bool traced =
+      req.has("model") && req.raw("model").is_object() && json_has(req.raw("model"), "trace");
+  if (!json_has(peak_json, "seqLen") && reads_tokens(req) && !diffusion_model(req) && !traced)
     fail(code::kMissingField, "seqLen", "seqLen is required by the planner");
   if (json_has(peak_json, "seqLen"))
     put(peak_json, "seqLen", req.raw("seqLen"));  // (validated by the peakMemory parser)

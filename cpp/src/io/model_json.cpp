@@ -11,6 +11,7 @@
 #include "io/json_fields.hpp"
 #include "io/json_rows.hpp"
 #include "io/model_count.hpp"
+#include "io/trace_json.hpp"
 #include "trainmem/limits.hpp"
 
 namespace trainmem {
@@ -115,8 +116,8 @@ ModelDescription parse_tensor_list(const Obj& model) {
 
 // Every key of the `model` object (parse_model and parse_model_shared refuse any other).
 static const std::initializer_list<const char*> kModelKeys = {
-    "params", "preset", "config", "tensors", "buffers", "modules",     "architecture",
-    "name",   "layers", "hidden", "heads",   "vocab",   "intermediate"};
+    "params", "preset", "config", "tensors", "buffers", "modules",      "architecture",
+    "name",   "layers", "hidden", "heads",   "vocab",   "intermediate", "trace"};
 
 namespace {
 json parse_config_text(const std::string& text, const std::string& field) {
@@ -133,15 +134,15 @@ json parse_config_text(const std::string& text, const std::string& field) {
 }  // namespace
 
 ModelDescription parse_model(const Obj& model) {
-  static const char* kForms[] = {"params", "preset", "config", "tensors"};
+  static const char* kForms[] = {"params", "preset", "config", "tensors", "trace"};
   int forms = 0;
   for (const char* f : kForms) forms += model.has(f) ? 1 : 0;
   if (forms == 0)
     fail(code::kMissingField, model.field("params"),
-         {model.path(), " needs one of params, preset, config or tensors"});
+         {model.path(), " needs one of params, preset, config, tensors or trace"});
   if (forms > 1)
     fail(code::kInconsistent, model.path(),
-         {model.path(), " must use only one of params, preset, config, tensors"});
+         {model.path(), " must use only one of params, preset, config, tensors, trace"});
   if (!model.has("params"))
     for (const char* k : count_hint_keys())
       if (model.has(k))
@@ -168,6 +169,8 @@ ModelDescription parse_model(const Obj& model) {
       m = model_from_config(model.obj("config").null_as_absent(), arch);
     }
     m.source = "config";
+  } else if (model.has("trace")) {
+    m = model_from_trace(model);
   } else {
     m = parse_tensor_list(model);
   }
@@ -248,6 +251,7 @@ nlohmann::json describe_model(const ModelDescription& m) {
   put_architecture(m.arch, out);
   put(out, "modules", m.module_count);
   put(out, "assumptions", m.assumptions);
+  if (m.trace) put(out, "trace", trace_description_json(*m.trace));
   return out;
 }
 

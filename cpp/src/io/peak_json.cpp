@@ -1,5 +1,6 @@
 // peakMemory's result JSON (peak::Result to the documented fields) and the calculator's entry.
 #include "io/peak_json.hpp"
+#include "io/trace_json.hpp"
 
 #include "io/calculators.hpp"
 #include "io/field_list.hpp"
@@ -169,6 +170,14 @@ json result_json(const Request& r, const Result& res, bool include_timeline) {
     put(out, "lowerBound", count_only(r));
     put(out, "approximate", !count_only(r));
     if (count_only(r)) put(out, "maxMicroBatch", nullptr);
+  }
+  if (!r.is_mlp && r.model().trace) {
+    activations::Settings s;  // the sizes and dtype the step runs at
+    s.micro_batch = r.micro_batch;
+    s.seq_len = r.seq_len;
+    s.precision = r.precision;
+    s.runtime = r.runtime.traits;
+    put(out, "trace", trace_summary_json(*r.model().trace, s));
   }
   return out;
 }

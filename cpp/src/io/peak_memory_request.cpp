@@ -17,6 +17,7 @@
 #include "trainmem/error.hpp"
 #include "trainmem/optimizer.hpp"
 #include "trainmem/peak_memory.hpp"
+#include "trainmem/traced_model.hpp"
 #include "trainmem/vocabulary.hpp"
 
 namespace trainmem {
@@ -271,6 +272,8 @@ Runtime runtime_profile(const std::string& id, const std::string& field) {
   r.traits.mean_saves_input = json_at(j, "meanSavesInput").get<bool>();
   r.traits.softmax_saves_input = json_at(j, "softmaxSavesInput").get<bool>();
   r.traits.norm_stats_fp32 = json_at(j, "normStatsFp32").get<bool>();
+  r.traits.conv_backward_temp_outputs =
+      static_cast<uint32_t>(json_value_or(j, "convolutionBackwardTemporaryOutputs", uint64_t(0)));
   return r;
 }
 
@@ -445,18 +448,35 @@ void read_samples(const Obj& req, Request* out) {
   sm.finish();
 }
 
+// A traced model's length: seqLen when its inputs have one (the traced length by default);
+// none otherwise.
+uint64_t trace_seq_len(const Obj& req, const traced::Trace& t) {
+  if (t.has_seq) return req.u64_or("seqLen", t.seq, 1, limits::kMaxSeqLen);
+  if (req.has("seqLen"))
+    fail(code::kInconsistent, "seqLen",
+         "the traced model's inputs have no sequence length (trace it with an 's' in an input "
+         "shape to vary it): leave seqLen out");
+  return 1;
+}
+
 // microBatch, seqLen, samples and targetLen: the shape of one micro-batch.
 void read_lengths(const Obj& req, Request* out) {
   Request& r = *out;
   r.micro_batch = req.u64("microBatch", 1, limits::kMaxMicroBatch);
   r.seq_len = 1;
-  // a diffusion network: imageSize, seqLen as its text tokens (io/diffusion_request.cpp); a
-  // vision or speech network: its own fields (io/net_request.cpp)
-  const bool diffusion = !r.is_mlp && read_diffusion_fields(req, &r.model_ptr, &r.seq_len);
-  const bool net =
-      !r.is_mlp && !diffusion && read_net_fields(req, &r.model_ptr, &r.seq_len, &r.target_len);
-  const bool count_only = !r.is_mlp && !net && !diffusion && !r.model().has_architecture();
-  if (diffusion || net) {
+  // a traced model: its own length (io/trace_json.cpp); a diffusion network: imageSize, seqLen
+  // as its text tokens (io/diffusion_request.cpp); a vision or speech network: its own fields
+  // (io/net_request.cpp)
+  const bool traced = !r.is_mlp && r.model().trace;
+  const bool diffusion =
+      !r.is_mlp && !traced && read_diffusion_fields(req, &r.model_ptr, &r.seq_len);
+  const bool net = !r.is_mlp && !traced && !diffusion &&
+                   read_net_fields(req, &r.model_ptr, &r.seq_len, &r.target_len);
+  const bool count_only =
+      !r.is_mlp && !traced && !net && !diffusion && !r.model().has_architecture();
+  if (traced) {
+    r.seq_len = trace_seq_len(req, *r.model().trace);
+  } else if (diffusion || net) {
     // (read above)
   } else if (count_only) {  // a parameter count: no shapes, seqLen changes nothing
     r.seq_len = req.u64_or("seqLen", 1, 1, limits::kMaxSeqLen);
@@ -566,8 +586,9 @@ void read_lora(const Obj& req, Request* out) {
       r.lora.target_modules.push_back(read_str(t[i], index_path(l.field("targetModules"), i), 64));
   }
   l.finish();
-  if (r.is_mlp || !(r.model().has_architecture() || r.model().diffusion))
-    fail(code::kUnsupported, "lora", "LoRA needs a model with an architecture (preset or config)");
+  if (r.is_mlp || !(r.model().has_architecture() || r.model().diffusion || r.model().trace))
+    fail(code::kUnsupported, "lora",
+         "LoRA needs a model with an architecture (preset or config) or a trace");
   if (r.lora.target_modules.empty()) r.lora.target_modules = diffusion_lora_targets(r.model());
 }
 
@@ -765,6 +786,45 @@ void read_allocator_settings(const Obj& req, Request* out) {
     fail(code::kInconsistent, "allocator", "allocator options need a CUDA runtime");
 }
 
+// What a traced model cannot answer: settings whose effect a recipe of the architecture models
+// (the attention core, op-level policies, tensor parallelism, compile, float8, other losses) and
+// mixed precision, which the trace would have to be recorded under.
+void check_trace_scope(const Request& r) {
+  if (!r.model().trace) return;
+  const std::string& cs = r.checkpointing.strategy;
+  const char* field = nullptr;
+  std::string why;
+  if (cs == "attention-recompute" || op_level_checkpointing(cs)) {
+    field = "checkpointing";
+    why = "checkpointing '" + cs +
+          "' needs the attention and op structure of a known "
+          "architecture; a traced model checkpoints whole chain layers (full, selective-layer, "
+          "or a placement strategy)";
+  } else if (r.tensor_parallel > 1 || r.sequence_parallel) {
+    field = "tensorParallel";
+    why = "tensor parallelism splits heads and projections a trace does not name";
+  } else if (r.compiled) {
+    field = "compile";
+    why = "compile: trace the model as it runs eagerly; the partitioner's choices are not traced";
+  } else if (r.float8) {
+    field = "float8";
+    why = "float8 is modelled for Llama-family blocks";
+  } else if (r.loss != activations::Settings::Loss::cross_entropy) {
+    field = "loss";
+    why = "the loss is part of the trace (the tracer's --loss)";
+  } else if (r.precision == activations::Precision::amp_bf16 ||
+             r.precision == activations::Precision::amp_fp16) {
+    field = "precision";
+    why =
+        "a trace answers fp32, bf16 and fp16 (the model run in that dtype); autocast's casts "
+        "are not in it";
+  } else if (r.samples.given && !r.model().trace->has_seq) {
+    field = "samples";
+    why = "samples describe sequence lengths; this trace has none";
+  }
+  if (field) fail(code::kUnsupported, field, {"a traced model: ", why});
+}
+
 // What needs the whole request: bf16 on the GPU, and what op-level selective checkpointing is
 // modelled for (Llama-family dense blocks, eager or SDPA attention, without tensor parallel,
 // LoRA or compile).
@@ -814,6 +874,7 @@ Request parse_request(const json& request) {
   read_sharding(req, &r);
   read_allocator_settings(req, &r);
   check_scope(r);
+  check_trace_scope(r);
   r.search_max_micro_batch = req.boolean_or("searchMaxMicroBatch", true);
   r.want_timeline = req.boolean_or("timeline", true);
   req.finish();

@@ -16,6 +16,7 @@
 #include "trainmem/activations.hpp"
 #include "trainmem/error.hpp"
 #include "trainmem/placement.hpp"
+#include "trainmem/traced_model.hpp"
 #include "trainmem/vocabulary.hpp"
 
 namespace trainmem {
@@ -138,8 +139,12 @@ json placement_json(const json& request) {
     activations::Settings set;
     set.micro_batch = root.u64("microBatch", 1, limits::kMaxMicroBatch);
     std::shared_ptr<const ModelDescription> model = parse_model_shared(root.obj("model"));
+    if (model->trace)
+      set.seq_len = model->trace->has_seq
+                        ? root.u64_or("seqLen", model->trace->seq, 1, limits::kMaxSeqLen)
+                        : 1;
     // a diffusion network: imageSize, and seqLen as its text tokens (io/diffusion_request.cpp)
-    if (!read_diffusion_fields(root, &model, &set.seq_len))
+    else if (!read_diffusion_fields(root, &model, &set.seq_len))
       set.seq_len = root.u64("seqLen", 1, limits::kMaxSeqLen);
     set.target_len = root.u64_or("targetLen", 0, 1, limits::kMaxSeqLen);
     const std::string prec = root.one_of_or("precision", activations::precision_names(), "fp32");

@@ -9,10 +9,13 @@ namespace trainmem {
 namespace peak {
 namespace {
 
-size_t slot_of(const TensorSpec& t, size_t layers, bool seen_block) {
+// `explicit_head`: the model's own tensors name the head (a traced model: block = chain layer
+// - 1, so the head's tensors have block = layers - 2), whether or not a block holds any tensor.
+size_t slot_of(const TensorSpec& t, size_t layers, bool seen_block, bool explicit_head) {
   const size_t blocks = layers >= 2 ? layers - 2 : 0;
   if (t.block >= 0 && static_cast<size_t>(t.block) < blocks)
     return static_cast<size_t>(t.block) + 1;
+  if (explicit_head && layers >= 2 && t.block == static_cast<int64_t>(blocks)) return layers - 1;
   if (t.embedding || !seen_block) return 0;
   return layers - 1;
 }
@@ -30,9 +33,11 @@ void from_tensors(const ModelDescription& m, ParamsByLayer* p) {
   const size_t nl = p->layers.size();
   const size_t blocks = nl >= 2 ? nl - 2 : 0;
   bool seen_block = false;
+  const bool traced = m.trace != nullptr;
   std::vector<std::pair<const TensorSpec*, size_t>> slot_by_name;
   for (const auto& t : m.tensors) {
-    const size_t slot = slot_of(t, nl, seen_block || (t.block >= 0 && size_t(t.block) < blocks));
+    const size_t slot =
+        slot_of(t, nl, seen_block || (t.block >= 0 && size_t(t.block) < blocks), traced);
     if (t.block >= 0 && static_cast<size_t>(t.block) < blocks) seen_block = true;
     if (!t.tied_to.empty()) {
       for (const auto& o : slot_by_name)

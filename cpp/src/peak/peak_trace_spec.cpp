@@ -88,6 +88,7 @@ class SpecBuilder {
 
   trace::StepSpec build() {
     spec_.input_bytes = s_.acts.input_bytes;
+    spec_.held = s_.acts.held;
     for (size_t i = 0; i < s_.nl; ++i) spec_.layers.push_back(layer(i));
     for (size_t i = 0; i < s_.nl; ++i) {
       for (const ParamRef& p : s_.params.layers[i]) parameter(i, p);

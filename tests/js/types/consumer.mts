@@ -50,6 +50,9 @@ const plan = tm.accumulation({
 });
 const recommended: number | undefined = plan.recommended?.microBatch;
 const peak = tm.peakMemory({ model: { params: 1e9 }, microBatch: 1, seqLen: 128 });
+// a traced model (python3 -m trainmem_trace): the file's text, or its object
+const traced = tm.peakMemory({ model: { trace: '{"format":"trainmem-trace"}' }, microBatch: 8 });
+const savedBytes: number | undefined = traced.trace?.savedBytes;
 const fits: boolean | null = peak.fits;
 const activationBytes: number = peak.breakdown.activations.bytes;
 const placed = tm.placement({

@@ -70,6 +70,15 @@ export const FLAGS = [
     help: 'JSON list of parameter tensors [{name, shape, dtype?, tiedTo?}]',
   },
   {
+    flag: 'trace',
+    // passed as the file's text: the core reads it as strictly as a request
+    kind: 'textFile',
+    modelForm: true,
+    path: 'model.trace',
+    commands: MODEL_COMMANDS,
+    help: "a trace of the model's training step, written by python3 -m trainmem_trace (file, or - for stdin)",
+  },
+  {
     flag: 'architecture',
     kind: 'string',
     path: 'model.architecture',
