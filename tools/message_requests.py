@@ -159,12 +159,39 @@ traced(shared, 'fp32', 'pytorch-cpu')
 traced(inexact, 'fp32', 'pytorch-cpu')
 extra.append(['describeModel', {'model':{'trace':unet}}])
 extra.append(['checkpointSize', {'model':{'trace':mlp_t},'optimizer':'adamw','weightDtype':'bf16'}])
-extra.append(['placement', {'model':{'trace':mlp_t},'microBatch':4,'strategy':'optimal','budgetBytes':2000000}])
 extra.append(['accumulation', {'model':{'trace':lm},'gpu':'a100-80gb','targetGlobalBatch':32,'seqLen':16}])
 extra.append(['accumulation', {'model':{'trace':unet},'gpu':'a100-80gb','targetGlobalBatch':32,'precision':'fp32'}])
 extra.append(['peakMemory', {'model':{'trace':shared},'microBatch':8,'optimizer':'adamw','gpu':'a100-80gb','lora':{'rank':4,'targetModules':['fc1','fc2']},'dataParallel':4,'zeroStage':2}])
 extra = [[f, {k: x for k, x in r.items() if x is not None}] for f, r in extra]
 reqs += extra
+# vision and speech networks (configs as tests/cpp/test_vision_hf.cpp writes them), bare counts
+labels = {str(i): 'class %d' % i for i in range(1000)}
+vit = {'model_type':'vit','architectures':['ViTForImageClassification'],'hidden_size':768,'num_hidden_layers':12,
+       'num_attention_heads':12,'intermediate_size':3072,'hidden_act':'gelu','image_size':224,'patch_size':16,
+       'num_channels':3,'qkv_bias':True,'id2label':labels}
+clip = {'model_type':'clip','architectures':['CLIPModel'],'projection_dim':512,
+        'text_config':{'hidden_size':512,'intermediate_size':2048,'num_attention_heads':8,'num_hidden_layers':12,
+                       'vocab_size':49408,'max_position_embeddings':77,'hidden_act':'quick_gelu'},
+        'vision_config':{'hidden_size':768,'intermediate_size':3072,'num_attention_heads':12,'num_hidden_layers':12,
+                         'image_size':224,'patch_size':32,'hidden_act':'quick_gelu'}}
+whisper = {'model_type':'whisper','architectures':['WhisperForConditionalGeneration'],'d_model':384,'encoder_layers':4,
+           'decoder_layers':4,'encoder_attention_heads':6,'decoder_attention_heads':6,'encoder_ffn_dim':1536,
+           'decoder_ffn_dim':1536,'vocab_size':51865,'num_mel_bins':80,'max_source_positions':1500,
+           'max_target_positions':448,'activation_function':'gelu','dropout':0.0,'attention_dropout':0.0,
+           'activation_dropout':0.0,'scale_embedding':False,'tie_word_embeddings':True}
+vb = {'microBatch':2,'optimizer':'adamw','precision':'amp-bf16','gpu':'a100-40gb','timeline':False}
+reqs.append(['peakMemory', dict(vb, model={'config':vit})])
+reqs.append(['peakMemory', dict(vb, model={'config':vit}, imageSize=384)])
+reqs.append(['peakMemory', dict(vb, model={'config':vit}, numClasses=10)])
+reqs.append(['peakMemory', dict(vb, model={'config':dict(vit, architectures=['ViTModel'])})])
+reqs.append(['peakMemory', dict(vb, model={'config':vit}, compile=True)])
+reqs.append(['peakMemory', dict(vb, model={'config':vit}, lora={'rank':8,'targetModules':['query','value']})])
+reqs.append(['peakMemory', dict(vb, model={'config':clip})])
+reqs.append(['peakMemory', dict(vb, model={'config':dict(clip['vision_config'], model_type='clip_vision_model', architectures=['CLIPVisionModel'])})])
+reqs.append(['peakMemory', dict(vb, model={'config':whisper}, targetLen=100)])
+reqs.append(['peakMemory', dict(vb, model={'config':dict(whisper, architectures=['WhisperModel'])}, targetLen=100)])
+reqs.append(['peakMemory', dict(vb, model={'preset':'torchvision-resnet50'})])
+reqs.append(['peakMemory', dict(vb, model={'params':7000000000,'layers':32,'hidden':4096,'heads':32}, seqLen=512)])
 out = os.path.join(os.path.dirname(__file__), '..', 'tests', 'fixtures', 'message_requests.json')
 with open(out, 'w') as f:
     json.dump({'about': ABOUT, 'requests': reqs}, f, separators=(',', ':'))

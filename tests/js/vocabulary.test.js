@@ -32,8 +32,11 @@ function unionOf(name) {
 }
 // The string literals of an inline field type `field?: 'a' | 'b'` (up to the first `;` or `{`),
 // of the first field of that name whose type is a string union.
-function fieldUnion(field) {
-  for (const m of dts.matchAll(new RegExp(`\\n\\s*${field}\\??:([^;{]*)[;{]`, 'g'))) {
+// The first string union of `field`, after `within` (an interface's declaration) when given.
+function fieldUnion(field, within = '') {
+  const from = within ? dts.indexOf(within) : 0;
+  assert.ok(from >= 0, `index.d.ts has no ${within}`);
+  for (const m of dts.slice(from).matchAll(new RegExp(`\\n\\s*${field}\\??:([^;{]*)[;{]`, 'g'))) {
     const names = [...m[1].matchAll(/'([^']+)'/g)].map((x) => x[1]);
     if (names.length > 0) return names;
   }
@@ -69,7 +72,7 @@ test('the d.ts unions are the core tables', () => {
     'optimizerImplementation',
   );
   same(fieldUnion('loss'), v.losses, 'PeakMemoryRequest.loss');
-  same(fieldUnion('activation'), v.mlpActivations, 'MlpInput.activation');
+  same(fieldUnion('activation', 'interface MlpInput'), v.mlpActivations, 'MlpInput.activation');
 });
 
 test('the d.ts doc comments quote the limits header', () => {

@@ -271,6 +271,7 @@ export function uniformChain(n, layerBytes) {
 
 export function placementRequest(st) {
   st = resolve(st).st;
+  /** @type {Record<string, unknown>} the chain form or the model form (PlacementRequest / the model's) */
   const r =
     st.chainSource === 'model'
       ? {

@@ -804,6 +804,12 @@ export interface PeakMemoryRequest {
      */
     targetModules?: string[] | 'all-linear';
     /**
+     * The dtype the frozen base is loaded in (`from_pretrained(torch_dtype=…)`; QLoRA: the
+     * weights it does not quantise). PEFT users load it in bf16. Default: the precision's
+     * parameter dtype (fp32 for `fp32` and `amp-*`).
+     */
+    baseDtype?: 'fp32' | 'bf16' | 'fp16';
+    /**
      * PEFT `LoraConfig(autocast_adapter_dtype=True)`: the adapters are fp32 whatever the base,
      * and so are their gradients and optimizer state. false: the base's dtype (torchtune's
      * LoRA, made under the recipe's default dtype). Default true.
