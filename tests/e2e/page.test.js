@@ -46,7 +46,14 @@ describe('page', () => {
   it("each worked example shows steps and a result with the seeds' numbers", async () => {
     const { page, problems } = A;
     const ids = await page.$$eval('[data-example]', (bs) => bs.map((b) => b.dataset.example));
-    assert.deepEqual(ids, ['llama2-7b', 'sgd-vs-adam', 'bert-hf', 'chain-1000', 'gpt2-budget']);
+    assert.deepEqual(ids, [
+      'llama2-7b',
+      'sgd-vs-adam',
+      'bert-hf',
+      'chain-1000',
+      'sdxl-lora-24gb',
+      'gpt2-budget',
+    ]);
     for (const id of ids) {
       await page.click(`[data-example="${id}"]`);
       await page.waitForSelector('#tm-example article ol li');
