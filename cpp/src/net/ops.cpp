@@ -31,7 +31,7 @@ V cast(Graph& g, V x, uint32_t width) {
 }
 
 V conv(Graph& g, const std::string& mod, V x, const ConvSpec& c) {
-  const Shape& in = g.shape(x);
+  const Shape in = g.shape(x);  // a copy: new values below may move the graph's storage
   const size_t nd = c.kernel.size();
   const uint64_t cin = in[1];
   if (cin % c.groups != 0 || c.out % c.groups != 0)
@@ -122,7 +122,7 @@ V layer_norm_op(Graph& g, V x) {
 }
 
 V group_norm(Graph& g, const std::string& mod, V x, uint64_t groups) {
-  const Shape& s = g.shape(x);
+  const Shape s = g.shape(x);  // a copy: new values below may move the graph's storage
   g.module(mod);
   g.param(mod + ".weight", {s[1]});
   g.param(mod + ".bias", {s[1]});
