@@ -8,6 +8,10 @@
 #include <vector>
 
 #include "envelope.hpp"
+#include "io/request.hpp"
+
+using fuzz_envelope::finding;
+using trainmem::json;
 
 // The request reader (io/json_parse.cpp) against nlohmann's parser on the same text: the same
 // value when both read it (types and bits of every number), and both refuse what one refuses

@@ -14,6 +14,8 @@
 // NetSpec: stages (depth, width, heads, kernel = patch size, stride, expand = mlp ratio,
 // extra = sr ratio), intermediate (decoder_hidden_size), dropout, attention_dropout,
 // classifier_dropout, drop_path, act, num_classes, variant.
+#include <algorithm>
+
 #include "net/hf_encoder.hpp"
 
 namespace trainmem {
