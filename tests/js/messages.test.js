@@ -30,34 +30,18 @@ const NAMES = new Set(['name', 'field', 'id']);
 const UNREACHED = {
   'acc.ck.noHelp': 'a checkpointed plan never needs more memory than the same plan without',
   'acc.warn.recompute': 'every strategy the accumulation planner takes gives a plan',
-  'net.assume.tower':
-    'known gap: the vision and speech recipes say it, but peakMemory results drop their assumptions since the merge (tests/cpp/test_vision_hf.cpp reaches it)',
-  'net.assume.bare.pooled':
-    'known gap: the vision and speech recipes say it, but peakMemory results drop their assumptions since the merge (tests/cpp/test_vision_hf.cpp reaches it)',
   'net.assume.bare.output':
-    'known gap: the vision and speech recipes say it, but peakMemory results drop their assumptions since the merge (tests/cpp/test_vision_hf.cpp reaches it)',
-  'net.assume.bare.decoder':
-    'known gap: the vision and speech recipes say it, but peakMemory results drop their assumptions since the merge (tests/cpp/test_vision_hf.cpp reaches it)',
+    'no fixture request carries a config with this head or network yet (wav2vec2, SegFormer, a bare model)',
   'net.assume.head.classifier':
-    'known gap: the vision and speech recipes say it, but peakMemory results drop their assumptions since the merge (tests/cpp/test_vision_hf.cpp reaches it)',
-  'net.assume.head.classes':
-    'known gap: the vision and speech recipes say it, but peakMemory results drop their assumptions since the merge (tests/cpp/test_vision_hf.cpp reaches it)',
+    'no fixture request carries a config with this head or network yet (wav2vec2, SegFormer, a bare model)',
   'net.assume.head.decode':
-    'known gap: the vision and speech recipes say it, but peakMemory results drop their assumptions since the merge (tests/cpp/test_vision_hf.cpp reaches it)',
+    'no fixture request carries a config with this head or network yet (wav2vec2, SegFormer, a bare model)',
   'net.assume.head.ctc':
-    'known gap: the vision and speech recipes say it, but peakMemory results drop their assumptions since the merge (tests/cpp/test_vision_hf.cpp reaches it)',
-  'net.assume.head.lm':
-    'known gap: the vision and speech recipes say it, but peakMemory results drop their assumptions since the merge (tests/cpp/test_vision_hf.cpp reaches it)',
-  'net.assume.interpolate':
-    'known gap: the vision and speech recipes say it, but peakMemory results drop their assumptions since the merge (tests/cpp/test_vision_hf.cpp reaches it)',
+    'no fixture request carries a config with this head or network yet (wav2vec2, SegFormer, a bare model)',
   'net.assume.ctc.target':
-    'known gap: the vision and speech recipes say it, but peakMemory results drop their assumptions since the merge (tests/cpp/test_vision_hf.cpp reaches it)',
+    'no fixture request carries a config with this head or network yet (wav2vec2, SegFormer, a bare model)',
   'net.assume.whisper.target':
-    'known gap: the vision and speech recipes say it, but peakMemory results drop their assumptions since the merge (tests/cpp/test_vision_hf.cpp reaches it)',
-  'net.assume.compile':
-    'known gap: the vision and speech recipes say it, but peakMemory results drop their assumptions since the merge (tests/cpp/test_vision_hf.cpp reaches it)',
-  'net.assume.lora':
-    'known gap: the vision and speech recipes say it, but peakMemory results drop their assumptions since the merge (tests/cpp/test_vision_hf.cpp reaches it)',
+    'no fixture request carries a config with this head or network yet (wav2vec2, SegFormer, a bare model)',
   'peak.assume.searchBound':
     'reached by tests/cpp/test_peak_bounded.cpp (a 32,768-expert config): too slow for this fixture',
   'advise.time.noTflops':
