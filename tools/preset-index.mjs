@@ -20,16 +20,31 @@ function list(kind, more) {
 
 // A model's Hugging Face id, from the config.json its data file cites ("huggingface.co/org/name"):
 // the page recognises it when it is pasted where a config.json goes.
+// A model's type as the core's presets() gives it: its config's model_type, or the type trainmem
+// gives a diffusers class (cpp/src/io/diffusers_build.cpp; tests/js/presets.test.js compares).
+const DIFFUSERS_TYPES = {
+  UNet2DConditionModel: 'unet',
+  SD3Transformer2DModel: 'sd3',
+  FluxTransformer2DModel: 'flux',
+  DiTTransformer2DModel: 'dit',
+  PixArtTransformer2DModel: 'pixart',
+  AutoencoderKL: 'vae',
+};
+const modelType = (p) => p.config?.model_type ?? DIFFUSERS_TYPES[p.config?._class_name] ?? '';
+
 const hubId = (p) => /huggingface\.co\/([\w.-]+\/[\w.-]+)/.exec(String(p.source || ''))?.[1];
 
 /**
- * { models: [{id, name, hub?}], gpus: [{id, name, memoryBytes, bf16}] }, in the core's order
+ * { models: [{id, name, modelType, hub?}], gpus: [{id, name, memoryBytes, bf16}] }, in the core's order
  * (sorted by file name). A GPU's bf16: whether it lists a bf16 dense peak (Ampere and later),
  * which the page's automatic precision follows.
  */
 export function presetIndex() {
   return {
-    models: list('models', (p) => (hubId(p) ? { hub: hubId(p) } : {})),
+    models: list('models', (p) => ({
+      modelType: modelType(p),
+      ...(hubId(p) ? { hub: hubId(p) } : {}),
+    })),
     gpus: list('gpus', (p) => ({
       memoryBytes: p.memoryBytes,
       bf16: typeof p.peakTflops?.bf16 === 'number' && p.peakTflops.bf16 > 0,

@@ -15,6 +15,7 @@ import {
   BASE_DTYPE_PROBE,
 } from '../../web/app/requests.js';
 import { resolve, usePresets } from '../../web/app/resolve.js';
+import { modelInput } from '../../web/app/model-input.js';
 import { presetIndex } from '../../tools/preset-index.mjs';
 
 const tm = await load();
@@ -250,4 +251,45 @@ test('a Hub id pasted as config.json names the model, and the known one', () => 
     () => modelOf({ ...base, modelSource: 'config', config: '{"model_type": "llama",' }),
     (e) => e.key === 'error.configAt' && e.code === 'invalid_json',
   );
+});
+
+test('what a model reads decides seqLen / imageSize / numClasses, as the core reads them', () => {
+  // every preset: the page sends seqLen exactly to the models that read tokens; the core takes
+  // each request (an image network refuses seqLen, so a page that sent it would be refused)
+  for (const m of presetIndex().models) {
+    const st = { ...base, preset: m.id, imageSize: 0, numClasses: 0 };
+    const r = peakMemoryRequest(st);
+    const input = modelInput(st);
+    assert.equal('seqLen' in r, input === 'tokens', m.id);
+    if (input === 'image') {
+      assert.throws(
+        () => tm.peakMemory({ ...r, seqLen: 512, timeline: false }),
+        (e) => e.field === 'seqLen',
+        m.id,
+      );
+    }
+  }
+  // ResNet-50 at 160 px with 10 classes: the fields reach the request, and change the answer
+  const rn = { ...base, preset: 'torchvision/resnet50', precision: 'fp32', optimizer: 'sgd' };
+  const r160 = peakMemoryRequest({ ...rn, imageSize: 160, numClasses: 10 });
+  assert.equal(r160.imageSize, 160);
+  assert.equal(r160.numClasses, 10);
+  const a = tm.peakMemory({ ...peakMemoryRequest(rn), timeline: false });
+  const b = tm.peakMemory({ ...r160, timeline: false });
+  // fc: 2048 x 1000 + 1000 parameters become 2048 x 10 + 10 (torchvision resnet.py)
+  assert.equal(a.params - b.params, 2049 * 990);
+  // activations scale with the pixels: (160 / 224)^2 ~ 0.51 of them
+  const ratio = b.storedActivationBytes / a.storedActivationBytes;
+  assert.ok(ratio > 0.45 && ratio < 0.56, String(ratio));
+  // a pasted HF ViT config and a diffusion preset read imageSize; Whisper reads neither field
+  const vit = JSON.stringify({ model_type: 'vit', architectures: ['ViTForImageClassification'] });
+  assert.equal(modelInput({ modelSource: 'config', config: vit }), 'image');
+  const sd = { ...base, preset: 'sd-1.5-unet', imageSize: 256, numClasses: 10 };
+  assert.deepEqual(
+    [peakMemoryRequest(sd).imageSize, 'numClasses' in peakMemoryRequest(sd)],
+    [256, false],
+  );
+  const whisper = { modelSource: 'config', config: '{"model_type":"whisper"}', imageSize: 224 };
+  assert.equal(modelInput(whisper), 'audio');
+  assert.ok(!('imageSize' in peakMemoryRequest({ ...base, ...whisper })));
 });

@@ -62,9 +62,10 @@ test("the page's bundled preset index lists what the core lists, in the same ord
   const { presetIndex } = await import('../../tools/preset-index.mjs');
   const index = presetIndex();
   const core = tm.presets({ parameterCounts: false });
+  // (with the model type the page's inputs follow: web/app/model-input.js)
   assert.deepEqual(
-    index.models.map((m) => ({ id: m.id, name: m.name })),
-    core.models.map((m) => ({ id: m.id, name: m.name })),
+    index.models.map((m) => ({ id: m.id, name: m.name, modelType: m.modelType })),
+    core.models.map((m) => ({ id: m.id, name: m.name, modelType: m.modelType })),
   );
   assert.deepEqual(
     index.gpus.map((g) => ({ id: g.id, name: g.name })),

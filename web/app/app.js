@@ -24,6 +24,7 @@ import { EXAMPLES, findPreset } from './examples.js';
 import { examplesEl, exampleState, renderExample } from './examples-view.js';
 import { errorBox } from './errors-view.js';
 import { usePresets } from './resolve.js';
+import { modelInput } from './model-input.js';
 import { exportersOf, exportBar, embedCodes, embedDialog } from './export.js';
 import {
   CONTEXT_FIELDS,
@@ -181,8 +182,11 @@ function publishState(ctx, { typing = false } = {}) {
 }
 
 function update(ctx, patch, { rebuild = false, fromExample = false, typing = false } = {}) {
-  const structural = Object.keys(patch).some((k) => STRUCTURAL.has(k));
+  const input = modelInput(ctx.st);
   ctx.st = { ...ctx.st, ...patch };
+  // (a model that reads other inputs, images or tokens, shows other fields)
+  const structural =
+    Object.keys(patch).some((k) => STRUCTURAL.has(k)) || modelInput(ctx.st) !== input;
   if (!fromExample && !('ex' in patch) && Object.keys(patch).some((k) => k !== 'tab'))
     ctx.st.ex = '';
   publishState(ctx, { typing: typing && !rebuild && !structural });

@@ -6,6 +6,7 @@ import { h } from './dom.js';
 import { FIELDS } from './state.js';
 import { parseCount, parseNumber, westernDigits } from '../lib/units.js';
 import { resolve } from './resolve.js';
+import { modelInput, readsImage } from './model-input.js';
 
 // Inputs of each part of the page, in focus order.
 export const CONTEXT_FIELDS = [
@@ -18,6 +19,8 @@ export const CONTEXT_FIELDS = [
   'gpuGiB',
   'microBatch',
   'seqLen',
+  'imageSize',
+  'numClasses',
   'method',
   'loraRank',
   'baseDtype',
@@ -79,6 +82,8 @@ export const ASK_FIELDS = [
   'optimizer',
   'microBatch',
   'seqLen',
+  'imageSize',
+  'numClasses',
 ];
 // The advanced inputs of peak memory and the accumulation plans, behind one disclosure: what a
 // one-GPU user changes to make a run fit (LoRA / QLoRA, offload), parallelism, the step's
@@ -118,7 +123,16 @@ export const USES = {
   size: new Set(['modelSource', 'params', 'preset', 'config', 'optimizer']),
   peak: new Set(CONTEXT_FIELDS),
   accum: new Set(CONTEXT_FIELDS),
-  place: new Set(['modelSource', 'params', 'preset', 'config', 'microBatch', 'seqLen']),
+  place: new Set([
+    'modelSource',
+    'params',
+    'preset',
+    'config',
+    'microBatch',
+    'seqLen',
+    'imageSize',
+    'numClasses',
+  ]),
 };
 // A change of these re-lays out the form (other inputs update results in place).
 export const STRUCTURAL = new Set([
@@ -149,6 +163,13 @@ export function visible(key, st, tab) {
   switch (key) {
     case 'gpuGiB':
       return !st.gpu;
+    // what the model reads: tokens, or an image (model-input.js)
+    case 'seqLen':
+      return modelInput(st) === 'tokens';
+    case 'imageSize':
+      return readsImage(st);
+    case 'numClasses':
+      return modelInput(st) === 'image';
     case 'loraRank':
     case 'loraTargets':
     case 'baseDtype':

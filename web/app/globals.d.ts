@@ -9,7 +9,7 @@
  */
 declare const __TRAINMEM_PRESET_INDEX__:
   | {
-      models: Array<{ id: string; name: string; hub?: string }>;
+      models: Array<{ id: string; name: string; modelType: string; hub?: string }>;
       gpus: Array<{ id: string; name: string; memoryBytes: number; bf16: boolean }>;
     }
   | undefined;

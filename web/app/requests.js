@@ -4,6 +4,7 @@
 import { TrainmemError } from '../lib/errors.js';
 import { traced } from './trace.js';
 import { resolve, gpuBf16, presetOfHubId } from './resolve.js';
+import { modelInput } from './model-input.js';
 
 /**
  * A problem the page finds in its own inputs before a core call: a TrainmemError whose words
@@ -77,9 +78,19 @@ export function modelOf(st) {
   return { params: st.params };
 }
 
-// seqLen, except for a traced model whose inputs have no sequence length (the core refuses it)
+// seqLen for a model that reads token sequences; a traced model only when its inputs have a
+// sequence length (the core refuses it). An image network refuses seqLen; a diffusion network's
+// text tokens, Whisper's frames and wav2vec2's samples are the core's defaults.
+// imageSize and numClasses (vision networks; imageSize for diffusion) only when set.
 function seqLenOf(st) {
-  return traced.text && !traced.hasSeq ? {} : { seqLen: st.seqLen };
+  if (traced.text) return traced.hasSeq ? { seqLen: st.seqLen } : {};
+  const input = modelInput(st);
+  if (input === 'tokens') return { seqLen: st.seqLen };
+  /** @type {{ imageSize?: number, numClasses?: number }} */
+  const r = {};
+  if (input !== 'audio' && st.imageSize > 0) r.imageSize = st.imageSize;
+  if (input === 'image' && st.numClasses > 0) r.numClasses = st.numClasses;
+  return r;
 }
 
 // A preset, or a custom size in GiB (the presets' "80 GB" are 80 GiB, as nvidia-smi counts).

@@ -7,12 +7,15 @@
 
 /** @typedef {{ id: string, name?: string, memoryBytes?: number, bf16?: boolean }} GpuPreset */
 
-/** @type {{ gpus: GpuPreset[], models?: Array<{ id: string, name?: string, hub?: string }> }} */
+/** @type {{ gpus: GpuPreset[], models?: Array<{ id: string, name?: string, hub?: string, modelType?: string }> }} */
 let known = { gpus: [] };
 /** The presets of this build (app.js, at start). */
 export function usePresets(presets) {
   known = presets || { gpus: [] };
 }
+
+/** The presets of this build. */
+export const knownPresets = () => known;
 
 /** The known model whose Hugging Face id this is (case-insensitive), or null. */
 export function presetOfHubId(id) {

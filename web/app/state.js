@@ -56,6 +56,10 @@ export const FIELDS = {
   },
   microBatch: { kind: 'int', min: 1, max: 2 ** 24, default: 1, url: 'mb' }, // the core's limits
   seqLen: { kind: 'int', min: 1, max: 2 ** 24, default: 512, url: 'seq' },
+  // vision and diffusion networks: the image's pixels per side and a classifier's outputs;
+  // 0 = the model's own (its config's image_size, 224 for torchvision; its num_classes / labels)
+  imageSize: { kind: 'int', min: 0, max: 16384, default: 0, url: 'img' },
+  numClasses: { kind: 'int', min: 0, max: 2 ** 24, default: 0, url: 'nc' },
   // checkpoint size
   // '': the training precision's parameter dtype (resolve.js)
   weightDtype: { kind: 'choice', values: ['', ...DTYPES], default: '', url: 'wd' },
