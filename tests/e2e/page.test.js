@@ -53,6 +53,9 @@ describe('page', () => {
       'chain-1000',
       'sdxl-lora-24gb',
       'gpt2-budget',
+      'vit-b16-finetune',
+      'whisper-small-finetune',
+      'resnet50-scratch',
     ]);
     for (const id of ids) {
       await page.click(`[data-example="${id}"]`);

@@ -94,4 +94,37 @@ describe('vision networks on the page', () => {
     assert.deepEqual(problems, []);
     await context.close();
   });
+
+  it('the worked examples of ViT-B/16, Whisper-small and ResNet-50 set their inputs and answer', async () => {
+    const { page, context, problems } = await openPage(env.browser, `${env.base}/app/?lang=en`);
+    await ready(page);
+    // (card, the inputs it shows: an image network's size, or none for Whisper's fixed 30 s)
+    const cards = [
+      ['vit-b16-finetune', '#tm-imageSize'],
+      ['whisper-small-finetune', null],
+      ['resnet50-scratch', '#tm-numClasses'],
+    ];
+    for (const [id, shown] of cards) {
+      await page.click(`[data-example="${id}"]`);
+      await page.waitForSelector('#tm-example article ol li');
+      // the recipe's line and its three runs, each with bytes, none with an error
+      const steps = await page.$$eval('#tm-example ol li', (ls) => ls.map((l) => l.textContent));
+      assert.equal(steps.length, 4, `${id}: ${steps}`);
+      for (const s of steps.slice(1)) assert.match(s, /GB/, `${id}: ${s}`);
+      assert.equal(await page.$('#tm-example ol li .muted'), null, `${id}: an error`);
+      assert.equal(await page.$('#tm-seqLen'), null, `${id}: no sequence length`);
+      if (shown) assert.ok(await page.$(shown), `${id}: ${shown}`);
+      await verdictBytes(page);
+    }
+    // ResNet-50 from scratch with SGD and momentum: at least weights, gradients and the
+    // momentum buffer, 12 bytes for each of the 25,557,032 parameters (torchvision's count)
+    assert.ok((await verdictBytes(page)) > 12 * 25557032);
+    assert.equal(await page.inputValue('#tm-method'), 'scratch');
+    // the SDXL card trains LoRA adapters (not the whole UNet)
+    await page.click('[data-example="sdxl-lora-24gb"]');
+    await page.waitForSelector('#tm-loraRank');
+    assert.equal(await page.inputValue('#tm-method'), 'lora');
+    assert.deepEqual(problems, []);
+    await context.close();
+  });
 });

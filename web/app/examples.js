@@ -12,6 +12,7 @@
 // Its strings are i18n keys ex.<id>.title and ex.<id>.question, in both languages.
 import { h } from './dom.js';
 import { uniformChain } from './requests.js';
+import { NET_EXAMPLES } from './examples-nets.js';
 
 export const LLAMA2_7B_PARAMS = 6738415616; // Llama-2-7b-hf model index (published count)
 export const GPT2_PARAMS = 124439808; // GPT-2 124M (published count)
@@ -403,14 +404,13 @@ export const EXAMPLES = [
       modelSource: 'preset',
       preset: 'sdxl-base-unet',
       microBatch: 1,
-      seqLen: 77,
+      imageSize: 1024,
       precision: 'amp-bf16',
-      lora: 'lora',
+      method: 'lora',
       loraRank: 4,
       loraTargets: '',
       checkpointing: 'full',
       gpu: 'rtx-4090',
-      gpuGB: 24,
     }),
     explain(tm, t) {
       // diffusers examples/dreambooth/train_dreambooth_lora_sdxl.py at 1024 x 1024, batch 1,
@@ -520,4 +520,5 @@ export const EXAMPLES = [
       return { steps, result, patch: { budgetGB: Math.round(budget / 1e6) / 1e3 } };
     },
   },
+  ...NET_EXAMPLES,
 ];
