@@ -190,7 +190,20 @@ reqs.append(['peakMemory', dict(vb, model={'config':clip})])
 reqs.append(['peakMemory', dict(vb, model={'config':dict(clip['vision_config'], model_type='clip_vision_model', architectures=['CLIPVisionModel'])})])
 reqs.append(['peakMemory', dict(vb, model={'config':whisper}, targetLen=100)])
 reqs.append(['peakMemory', dict(vb, model={'config':dict(whisper, architectures=['WhisperModel'])}, targetLen=100)])
-reqs.append(['peakMemory', dict(vb, model={'preset':'torchvision-resnet50'})])
+reqs.append(['peakMemory', dict(vb, model={'preset':'torchvision/resnet50'})])
+# wav2vec2 (configuration_wav2vec2.py defaults: wav2vec2-base) with its CTC head, without a
+# transcript length and with one, and bare; SegFormer (MiT-b0 defaults) with its decode head and
+# bare; a bare ConvNextModel; Whisper without targetLen (the decoder's full length)
+w2v = {'model_type':'wav2vec2','architectures':['Wav2Vec2ForCTC'],'vocab_size':32}
+seg = {'model_type':'segformer','architectures':['SegformerForSemanticSegmentation'],'num_labels':150}
+sb = dict(vb, timeline=False)
+reqs.append(['peakMemory', dict(sb, model={'config':w2v}, seqLen=32000)])
+reqs.append(['peakMemory', dict(sb, model={'config':w2v}, seqLen=32000, targetLen=20)])
+reqs.append(['peakMemory', dict(sb, model={'config':dict(w2v, architectures=['Wav2Vec2Model'])})])
+reqs.append(['peakMemory', dict(sb, model={'config':seg})])
+reqs.append(['peakMemory', dict(sb, model={'config':dict(seg, architectures=['SegformerModel'])})])
+reqs.append(['peakMemory', dict(sb, model={'config':{'model_type':'convnext','architectures':['ConvNextModel']}})])
+reqs.append(['peakMemory', dict(sb, model={'config':whisper})])
 reqs.append(['peakMemory', dict(vb, model={'params':7000000000,'layers':32,'hidden':4096,'heads':32}, seqLen=512)])
 out = os.path.join(os.path.dirname(__file__), '..', 'tests', 'fixtures', 'message_requests.json')
 with open(out, 'w') as f:

@@ -30,18 +30,6 @@ const NAMES = new Set(['name', 'field', 'id']);
 const UNREACHED = {
   'acc.ck.noHelp': 'a checkpointed plan never needs more memory than the same plan without',
   'acc.warn.recompute': 'every strategy the accumulation planner takes gives a plan',
-  'net.assume.bare.output':
-    'no fixture request carries a config with this head or network yet (wav2vec2, SegFormer, a bare model)',
-  'net.assume.head.classifier':
-    'no fixture request carries a config with this head or network yet (wav2vec2, SegFormer, a bare model)',
-  'net.assume.head.decode':
-    'no fixture request carries a config with this head or network yet (wav2vec2, SegFormer, a bare model)',
-  'net.assume.head.ctc':
-    'no fixture request carries a config with this head or network yet (wav2vec2, SegFormer, a bare model)',
-  'net.assume.ctc.target':
-    'no fixture request carries a config with this head or network yet (wav2vec2, SegFormer, a bare model)',
-  'net.assume.whisper.target':
-    'no fixture request carries a config with this head or network yet (wav2vec2, SegFormer, a bare model)',
   'peak.assume.searchBound':
     'reached by tests/cpp/test_peak_bounded.cpp (a 32,768-expert config): too slow for this fixture',
   'advise.time.noTflops':
