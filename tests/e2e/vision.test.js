@@ -57,7 +57,7 @@ describe('vision networks on the page', () => {
   it('torchvision ResNet-50: a verdict, the image size and classes asked, no sequence length', async () => {
     const { page, context, problems } = await openPage(
       env.browser,
-      `${env.base}/app/?lang=en&tab=peak&ms=preset&m=torchvision%2Fresnet50&gpu=rtx-4090&mb=32`,
+      `${env.base}/app/?v=2&lang=en&tab=peak&ms=preset&m=torchvision%2Fresnet50&gpu=rtx-4090&mb=32`,
     );
     await ready(page);
     assert.equal(await page.$('#tm-seqLen'), null, 'an image network reads no tokens');
@@ -80,7 +80,7 @@ describe('vision networks on the page', () => {
   it('a pasted HF ViT config (Arabic page): a verdict, and the image size changes it', async () => {
     const { page, context, problems } = await openPage(
       env.browser,
-      `${env.base}/app/?lang=ar&tab=peak&ms=config&cfg=${encodeURIComponent(VIT)}&gpu=rtx-4090&mb=16`,
+      `${env.base}/app/?v=2&lang=ar&tab=peak&ms=config&cfg=${encodeURIComponent(VIT)}&gpu=rtx-4090&mb=16`,
     );
     await ready(page);
     assert.equal(await page.$('#tm-seqLen'), null);

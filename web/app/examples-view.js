@@ -46,8 +46,8 @@ function card(ctx, ex) {
         'span',
         { class: 'ex-meta' },
         t(`tab.${ex.tab}`),
-        t('list.sep'),
-        t(`article.${ex.article}.short`),
+        // (the article it comes from, where it comes from one)
+        ex.article ? [t('list.sep'), t(`article.${ex.article}.short`)] : null,
       ),
     ),
   );
