@@ -364,3 +364,33 @@ TEST_CASE("diffusion: LoRA's adapters keep their saves at the rows each linear r
   CHECK(stored({{"rank", 4}, {"dropout", 0}}) - full == 2 * rows * 4 * 4);
   CHECK(stored({{"rank", 4}, {"dropout", 0.05}}) - full == 2 * (rows * 4 * 4 + in * (4 + 1)));
 }
+
+TEST_CASE("diffusion: imageSize is read as for a vision network, with the same words",
+          "[diffusion][vision]") {
+  // one reader (io/image_size.cpp): a malformed imageSize gets the same field and sentence from
+  // a UNet as from torchvision's ResNet-50; the UNet's sides start at 8 pixels (one latent pixel
+  // of the VAE's factor 8)
+  auto refusal = [](const char* preset, const json& size) {
+    return call("peakMemory", {{"model", {{"preset", preset}}},
+                               {"microBatch", 1},
+                               {"precision", "fp32"},
+                               {"imageSize", size}})["error"];
+  };
+  for (const json& bad : {json::array({512, 512, 3}), json("large")}) {
+    const json u = refusal("sd-1.5-unet", bad);
+    const json v = refusal("torchvision/resnet50", bad);
+    CHECK(u["field"] == "imageSize");
+    CHECK(u["message"] == v["message"]);
+  }
+  CHECK(refusal("sd-1.5-unet", 4)["field"] == "imageSize");
+  CHECK(refusal("sd-1.5-unet", json::array({512, 4}))["field"] == "imageSize[1]");
+  // [height, width] and one side read alike: 512 x 512 as [512, 512]
+  auto stored = [](const json& size) {
+    return call("peakMemory", {{"model", {{"preset", "sd-1.5-unet"}}},
+                               {"microBatch", 1},
+                               {"precision", "fp32"},
+                               {"timeline", false},
+                               {"imageSize", size}})["result"]["storedActivationBytes"];
+  };
+  CHECK(stored(json::array({512, 512})) == stored(512));
+}

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "io/image_size.hpp"
 #include "trainmem/diffusion.hpp"
 #include "trainmem/limits.hpp"
 
@@ -29,21 +30,11 @@ bool read_diffusion_fields(const Obj& req, std::shared_ptr<const ModelDescriptio
     *seq_len = req.u64("seqLen", 1, limits::kMaxSeqLen);
   }
   if (!req.has("imageSize")) return true;
-  uint64_t h = 0, w = 0;
-  const json& v = req.raw("imageSize");
-  if (v.is_array()) {
-    const json& a = req.array("imageSize", 2);
-    if (a.size() != 2)
-      fail(code::kInvalidType, "imageSize", "imageSize must be a number or [height, width]");
-    h = read_u64(a[0], "imageSize[0]", 8, kMaxImage);
-    w = read_u64(a[1], "imageSize[1]", 8, kMaxImage);
-  } else {
-    h = w = req.u64("imageSize", 8, kMaxImage);
-  }
+  const ImageSize px = read_image_size(req, 8, kMaxImage);
   auto copy = std::make_shared<ModelDescription>(m);
   auto n = std::make_shared<diffusion::Net>(net);
-  n->image_height = h;
-  n->image_width = w;
+  n->image_height = px.height;
+  n->image_width = px.width;
   copy->diffusion = n;
   *model = std::move(copy);
   return true;
