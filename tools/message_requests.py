@@ -161,6 +161,7 @@ extra.append(['describeModel', {'model':{'trace':unet}}])
 extra.append(['checkpointSize', {'model':{'trace':mlp_t},'optimizer':'adamw','weightDtype':'bf16'}])
 extra.append(['accumulation', {'model':{'trace':lm},'gpu':'a100-80gb','targetGlobalBatch':32,'seqLen':16}])
 extra.append(['accumulation', {'model':{'trace':unet},'gpu':'a100-80gb','targetGlobalBatch':32,'precision':'fp32'}])
+extra.append(['placement', {'model':{'trace':mlp_t},'microBatch':4,'strategy':'optimal','budgetBytes':2000000}])
 extra.append(['peakMemory', {'model':{'trace':shared},'microBatch':8,'optimizer':'adamw','gpu':'a100-80gb','lora':{'rank':4,'targetModules':['fc1','fc2']},'dataParallel':4,'zeroStage':2}])
 extra = [[f, {k: x for k, x in r.items() if x is not None}] for f, r in extra]
 reqs += extra
