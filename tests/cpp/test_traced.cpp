@@ -75,10 +75,9 @@ TEST_CASE("traced: saved bytes within 1 % and step peaks within 5 % of torch 1.1
     INFO("peak: measured " << peak << " (" << c["peakPhase"] << ") predicted " << got_peak << " ("
                            << res["peakPhase"] << ")");
     CHECK(std::fabs(got_saved - saved) <= 0.01 * saved);
-    // (known gap: in the U-Net's decoder the CPU run holds about 0.8 MB at b 3 (6 %) more
-    // than the traced step records: docs/trace.md, "Known gaps")
-    const double goal = c["trace"] == "traces/unetish.trace.json" ? 0.065 : 0.05;
-    CHECK(std::fabs(got_peak - peak) <= goal * peak);
+    // (the U-Net's peak is in a convolution's backward: the CPU kernels' own temporaries,
+    // tools/measure_cpu_kernel_temps.py, are what the traced step cannot see)
+    CHECK(std::fabs(got_peak - peak) <= 0.05 * peak);
     CHECK(res["params"] == c["params"]);
   }
   CHECK(models.size() >= 11);  // eight torchvision models and three of our own at least

@@ -185,19 +185,38 @@ void forward_temps(const Step& st, size_t l, const std::vector<uint64_t>& kept,
     if (most[k] > 0) la->forward_temps.push_back({static_cast<uint32_t>(k), 1, most[k]});
 }
 
-// Per forward op: a temporary its backward holds inside the kernel, beyond what the trace saw
-// (RuntimeTraits::conv_backward_temp_outputs: convolutions, that many of their output's size).
+// Per forward op: the temporaries its backward holds inside the kernel, beyond what the trace
+// saw (the runtime's traits; CPU, torch 1.13, measured with torch.profiler by
+// tools/measure_cpu_kernel_temps.py): a convolution's backward holds
+// RuntimeTraits::conv_backward_temp_outputs temporaries of its output's size (oneDNN reorders
+// grad_output) and one of the input gradient it makes (made in oneDNN's layout, then copied);
+// batch norm's backward one of its output's size (native_batch_norm_backward on the CPU).
 std::vector<uint64_t> kernel_temporaries(const Step& st, const Settings& s) {
   const Trace& t = st.t;
   std::vector<uint64_t> out(t.ops.size(), 0);
-  if (s.runtime.conv_backward_temp_outputs == 0) return out;
+  // (batch norm's CPU backward follows the same runtime trait: the CPU kernels' temporaries)
+  const uint32_t conv = s.runtime.conv_backward_temp_outputs, bn = conv > 0 ? 1 : 0;
+  if (conv == 0 && bn == 0) return out;
+  const char* field = "microBatch";
   for (size_t i = 0; i < t.tensors.size(); ++i) {
     const Tensor& x = t.tensors[i];
     if (x.backward || x.op < 0) continue;
     const size_t k = static_cast<size_t>(x.op);
-    if (out[k] == 0 && t.ops[k].name == "aten.convolution")
-      out[k] = checked_mul(st.bytes[i], s.runtime.conv_backward_temp_outputs, "microBatch");
+    const std::string& name = t.ops[k].name;
+    const uint32_t n = name == "aten.convolution" ? conv : name == "aten.native_batch_norm" ? bn : 0;
+    if (out[k] == 0 && n > 0) out[k] = checked_mul(st.bytes[i], n, field);
   }
+  if (conv == 0) return out;
+  // the input gradient a convolution's node makes: the largest tensor it allocates
+  std::vector<uint64_t> grad_in(t.ops.size(), 0);
+  int64_t node = -1;
+  for (const Event& e : t.backward) {
+    if (e.kind == 'n') node = e.index;
+    else if (e.kind == 'a' && node >= 0 && t.ops[static_cast<size_t>(node)].name == "aten.convolution")
+      grad_in[static_cast<size_t>(node)] =
+          std::max(grad_in[static_cast<size_t>(node)], st.bytes[static_cast<size_t>(e.index)]);
+  }
+  for (size_t k = 0; k < out.size(); ++k) out[k] = checked_add(out[k], grad_in[k], field);
   return out;
 }
 
@@ -358,8 +377,9 @@ void trace_assumptions(const Trace& t, const Settings& s, uint32_t traced_width,
         "native_dropout's 1-byte mask, as on CUDA");
   if (s.runtime.conv_backward_temp_outputs > 0 && has_op(t, "aten.convolution"))
     out->push_back(
-        "each convolution's backward holds one more temporary of its output's size (oneDNN "
-        "reorders grad_output on the CPU; measured with torch 1.13)");
+        "each convolution's backward holds one more temporary of its output's size and one "
+        "of its input gradient's, batch norm's backward one of its output's size (the CPU "
+        "kernels' own temporaries; measured with torch 1.13)");
   if (t.inexact > 0)
     out->push_back(std::to_string(t.inexact) +
                    " sizes of the trace did not follow a polynomial in the batch (or the length) "
