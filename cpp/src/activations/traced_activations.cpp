@@ -203,7 +203,9 @@ std::vector<uint64_t> kernel_temporaries(const Step& st, const Settings& s) {
     if (x.backward || x.op < 0) continue;
     const size_t k = static_cast<size_t>(x.op);
     const std::string& name = t.ops[k].name;
-    const uint32_t n = name == "aten.convolution" ? conv : name == "aten.native_batch_norm" ? bn : 0;
+    const uint32_t n = name == "aten.convolution"         ? conv
+                       : name == "aten.native_batch_norm" ? bn
+                                                          : 0;
     if (out[k] == 0 && n > 0) out[k] = checked_mul(st.bytes[i], n, field);
   }
   if (conv == 0) return out;
@@ -211,8 +213,10 @@ std::vector<uint64_t> kernel_temporaries(const Step& st, const Settings& s) {
   std::vector<uint64_t> grad_in(t.ops.size(), 0);
   int64_t node = -1;
   for (const Event& e : t.backward) {
-    if (e.kind == 'n') node = e.index;
-    else if (e.kind == 'a' && node >= 0 && t.ops[static_cast<size_t>(node)].name == "aten.convolution")
+    if (e.kind == 'n')
+      node = e.index;
+    else if (e.kind == 'a' && node >= 0 &&
+             t.ops[static_cast<size_t>(node)].name == "aten.convolution")
       grad_in[static_cast<size_t>(node)] =
           std::max(grad_in[static_cast<size_t>(node)], st.bytes[static_cast<size_t>(e.index)]);
   }
