@@ -365,6 +365,17 @@ TEST_CASE("traced: placement plans a traced model with every strategy, optimal u
   // below that no plan fits: every plan runs ReLU's backward
   r["budgetBytes"] = 64 + 32 + 3 * 128 - 1;
   CHECK(error_of("placement", r)["code"] == "infeasible");
+  // a layer whose output another layer made (here ReLU's hands on the first Linear's output)
+  // or the step's code holds (the model returns it) still plans: the chain layer counts it
+  json odd = mlp;
+  odd["layers"][1]["output"] = 0;
+  r["model"]["trace"] = odd;
+  r["budgetBytes"] = 2000000;
+  CHECK(call("placement", r)["plan"].size() == 3);
+  odd = mlp;
+  odd["tensors"][0].erase("free");
+  r["model"]["trace"] = odd;
+  CHECK(call("placement", r)["plan"].size() == 3);
   // every strategy plans it and a U-Net whose down outputs skip to the decoder (revolve is
   // defined for chains of equal layers only, and says so)
   const json params = {{"manual", {{"checkpointed", {{0, 1}}}}},
