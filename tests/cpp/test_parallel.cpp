@@ -267,3 +267,47 @@ TEST_CASE("Megatron's theoretical weight and optimizer memory, stage by stage",
   CHECK(state == (megatron - h / pp) * 16);
   CHECK(megatron * 18 - state == Approx((h / pp) * 18 + (megatron - h / pp) * 2));
 }
+
+TEST_CASE("Megatron's theoretical activation memory of the first stage, with named differences",
+          "[parallel][pipeline][megatron]") {
+  // Korthikanti et al. 2022's ops (native GELU, 16-bit, 1-byte dropout masks) are HF GPT-2
+  // with activation "gelu" under bf16 (test_activations.cpp). 8 layers on 4 stages of 2.
+  const json cfg = {{"model_type", "gpt2"},  {"n_embd", 1024},    {"n_head", 16},
+                    {"n_layer", 8},          {"n_inner", 4096},   {"vocab_size", 1000},
+                    {"n_positions", 1024},   {"resid_pdrop", 0.1}, {"attn_pdrop", 0.1},
+                    {"embd_pdrop", 0.1},     {"activation_function", "gelu"}};
+  auto first_stage = [&](uint64_t m) {
+    const json r = run({{"model", {{"config", cfg}}},
+                        {"microBatch", 2},
+                        {"seqLen", 512},
+                        {"precision", "bf16"},
+                        {"attention", "eager"},
+                        {"optimizer", "sgd"},
+                        {"pipelineParallel", 4},
+                        {"gradientAccumulationSteps", m},
+                        {"simulateAllocator", false},
+                        {"searchMaxMicroBatch", false}});
+    return r["pipelineParallel"]["perStage"][0]["activationsBytes"].get<double>();
+  };
+  const double s = 512, b = 2, h = 1024, a = 16, L = 8, p = 4, sb = s * b, sbh = sb * h;
+  // megatron/training/theoretical_memory_usage.py compute_activation_memory (@ d98e8a6), tp = 1,
+  // ffn = 4h: per layer sbh(18 + 4 ffn/h) = 34 sbh, times L; the embedding's input 8sbp and
+  // dropout mask sbhp; times min(1, m/p) micro-batches in flight on the first stage.
+  auto megatron = [&](double m) {
+    return (34 * sbh * L + 8 * sb * p + sbh * p) * std::min(1.0, m / p);
+  };
+  // What 3 more micro-batches in flight add (m = 8: 4 in flight; m = 1: 1).
+  const double ours = first_stage(8) - first_stage(1);
+  const double theirs = megatron(8) - megatron(1);
+  // Named differences, per micro-batch in flight:
+  // - 5as^2b per layer: eager attention keeps its scores, probabilities and mask; Megatron's
+  //   formula assumes the attention core recomputed (selective recomputation);
+  // - 16sb per layer: LayerNorm's fp32 mean and rstd (two norms), not in Korthikanti's count;
+  // - 2sbh: the stage's output stays referenced until its backward (torch.distributed.pipelining
+  //   keeps it in fwd_cache), where Megatron frees its data once sent (deallocate_output_tensor);
+  // - 8s: the embedding's int64 position indices;
+  // - minus 8sb: Megatron counts the token ids per micro-batch in flight; here the batch of the
+  //   running micro-batch only (the loader's earlier ones are freed).
+  const double per_micro_batch = 2 * (5 * a * s * s * b + 16 * sb) + 2 * sbh + 8 * s - 8 * sb;
+  CHECK(ours == Approx(theirs + 3 * per_micro_batch).epsilon(1e-12));
+}
