@@ -196,8 +196,9 @@ TEST_CASE("each stage holds its layers' weights; the last a copy of the tied emb
 TEST_CASE("pipeline request errors name the field", "[parallel][pipeline]") {
   auto code_of = [](const json& req) {
     const json env = json::parse(trainmem::call("peakMemory", req.dump()));
-    return std::make_pair(env.value("ok", true) ? std::string() : env["error"]["code"].get<std::string>(),
-                          env.value("ok", true) ? std::string() : env["error"]["field"].get<std::string>());
+    return std::make_pair(
+        env.value("ok", true) ? std::string() : env["error"]["code"].get<std::string>(),
+        env.value("ok", true) ? std::string() : env["error"]["field"].get<std::string>());
   };
   const json base = {{"model", {{"preset", "gpt2"}}}, {"microBatch", 1}, {"seqLen", 128}};
   json a = base;
@@ -220,8 +221,9 @@ namespace {
 
 // A Llama-shaped config (HF LlamaConfig fields): RMSNorm, SwiGLU, GQA, untied head.
 json llama_config() {
-  return {{"model_type", "llama"},        {"hidden_size", 1024},     {"intermediate_size", 2816},
-          {"num_hidden_layers", 8},       {"num_attention_heads", 16}, {"num_key_value_heads", 4},
+  return {{"model_type", "llama"},        {"hidden_size", 1024},
+          {"intermediate_size", 2816},    {"num_hidden_layers", 8},
+          {"num_attention_heads", 16},    {"num_key_value_heads", 4},
           {"vocab_size", 32000},          {"max_position_embeddings", 2048},
           {"tie_word_embeddings", false}, {"rms_norm_eps", 1e-5}};
 }
@@ -272,10 +274,17 @@ TEST_CASE("Megatron's theoretical activation memory of the first stage, with nam
           "[parallel][pipeline][megatron]") {
   // Korthikanti et al. 2022's ops (native GELU, 16-bit, 1-byte dropout masks) are HF GPT-2
   // with activation "gelu" under bf16 (test_activations.cpp). 8 layers on 4 stages of 2.
-  const json cfg = {{"model_type", "gpt2"},  {"n_embd", 1024},    {"n_head", 16},
-                    {"n_layer", 8},          {"n_inner", 4096},   {"vocab_size", 1000},
-                    {"n_positions", 1024},   {"resid_pdrop", 0.1}, {"attn_pdrop", 0.1},
-                    {"embd_pdrop", 0.1},     {"activation_function", "gelu"}};
+  const json cfg = {{"model_type", "gpt2"},
+                    {"n_embd", 1024},
+                    {"n_head", 16},
+                    {"n_layer", 8},
+                    {"n_inner", 4096},
+                    {"vocab_size", 1000},
+                    {"n_positions", 1024},
+                    {"resid_pdrop", 0.1},
+                    {"attn_pdrop", 0.1},
+                    {"embd_pdrop", 0.1},
+                    {"activation_function", "gelu"}};
   auto first_stage = [&](uint64_t m) {
     const json r = run({{"model", {{"config", cfg}}},
                         {"microBatch", 2},

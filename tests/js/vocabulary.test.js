@@ -60,6 +60,7 @@ test('the d.ts unions are the core tables', () => {
   same(unionOf('CheckpointingStrategy'), v.checkpointing, 'CheckpointingStrategy');
   same(unionOf('CheckpointFormat'), v.checkpointFormats, 'CheckpointFormat');
   same(unionOf('Runtime'), v.runtimes, 'Runtime');
+  same(unionOf('PipelineSchedule'), v.pipelineSchedules, 'PipelineSchedule');
   same(
     unionOf('ErrorCode'),
     v.errorCodes.map((c) => c.code),

@@ -199,7 +199,7 @@ struct Request {
   struct Pipeline {
     uint64_t stages = 1;
     vocab::PipelineSchedule schedule = vocab::PipelineSchedule::one_f_one_b;
-    uint64_t virtual_stages = 1;               // interleaved 1F1B: model chunks per rank
+    uint64_t virtual_stages = 1;             // interleaved 1F1B: model chunks per rank
     std::vector<uint64_t> blocks_per_stage;  // uneven split: blocks per model chunk
   } pipeline;
   // One pipeline rank's evaluation (set by parallel::pipeline, never read from a request): the

@@ -109,7 +109,8 @@ class Builder {
     const size_t steps = s_.steps, acc = static_cast<size_t>(s_.accumulation_steps);
     size_t grads = 0;
     for (const auto& l : s_.layers) grads += l.grads.size();
-    return s_.weights.size() + 4 + steps * (acc * micro + optimizer + grads + 2 * s_.in_flight.size());
+    return s_.weights.size() + 4 +
+           steps * (acc * micro + optimizer + grads + 2 * s_.in_flight.size());
   }
 
   uint64_t bytes_of(uint64_t id) const { return id < bytes_of_.size() ? bytes_of_[id] : 0; }

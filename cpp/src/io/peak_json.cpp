@@ -1,7 +1,7 @@
 // peakMemory's result JSON (peak::Result to the documented fields) and the calculator's entry.
 #include "io/peak_json.hpp"
-#include "trainmem/parallel.hpp"
 #include "io/trace_json.hpp"
+#include "trainmem/parallel.hpp"
 
 #include "io/calculators.hpp"
 #include "io/field_list.hpp"

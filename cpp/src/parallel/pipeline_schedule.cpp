@@ -94,7 +94,8 @@ std::vector<std::vector<std::vector<uint32_t>>> split_layers(
   uint64_t start = 0;
   for (uint64_t k = 0; k < c; ++k) {
     if (k == 0) model[k].push_back(0);  // the embeddings
-    for (uint64_t b = 0; b < count[k]; ++b) model[k].push_back(static_cast<uint32_t>(start + b + 1));
+    for (uint64_t b = 0; b < count[k]; ++b)
+      model[k].push_back(static_cast<uint32_t>(start + b + 1));
     start += count[k];
     if (k + 1 == c) model[k].push_back(static_cast<uint32_t>(chain_layers - 1));  // head + loss
   }
