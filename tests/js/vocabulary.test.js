@@ -139,6 +139,7 @@ test('the CLI help lists every name of the core tables', () => {
     'CLI --optimizer-impl',
   );
   same(helpList('peak-memory', 'loss'), v.losses, 'CLI --loss');
+  same(helpList('peak-memory', 'schedule'), v.pipelineSchedules, 'CLI --schedule');
   same(helpList('placement', 'strategy'), v.placementStrategies, 'CLI --strategy');
 });
 
