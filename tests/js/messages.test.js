@@ -137,7 +137,10 @@ const ERROR_REQUESTS = [
   ['peakMemory', { ...A100, schedule: 'gpipe' }],
   ['peakMemory', { ...A100, pipelineParallel: 2, virtualStages: 2 }],
   ['peakMemory', { ...A100, pipelineParallel: 2, schedule: 'interleaved-1f1b', virtualStages: 1 }],
-  ['peakMemory', { ...A100, model: undefined, mlp: { sizes: [8, 8, 8] }, pipelineParallel: 2 }],
+  [
+    'peakMemory',
+    { mlp: { sizes: [8, 8, 8] }, microBatch: 1, gpu: 'a100-80gb', pipelineParallel: 2 },
+  ],
   ['peakMemory', { ...A100, pipelineParallel: 2, lora: { rank: 8 } }],
   ['peakMemory', { ...A100, pipelineParallel: 2, checkpointing: 'selective-op' }],
   ['peakMemory', { ...A100, pipelineParallel: 2, stageBlocks: [1, 1] }],
