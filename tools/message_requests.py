@@ -193,6 +193,9 @@ reqs.append(['peakMemory', dict(vb, model={'config':whisper}, targetLen=100)])
 reqs.append(['peakMemory', dict(vb, model={'config':dict(whisper, architectures=['WhisperModel'])}, targetLen=100)])
 reqs.append(['peakMemory', dict(vb, model={'preset':'torchvision-resnet50'})])
 reqs.append(['peakMemory', dict(vb, model={'params':7000000000,'layers':32,'hidden':4096,'heads':32}, seqLen=512)])
+# pipeline parallelism: each schedule, with a GPU (the binding stage's verdict and search)
+for sch in ['1f1b', 'gpipe', 'interleaved-1f1b', 'zb-h1', 'zb-v']:
+  reqs.append(['peakMemory', dict(base, model={'preset':'gpt2'}, optimizer='adamw', precision='amp-bf16', gpu='a100-80gb', pipelineParallel=2, schedule=sch, gradientAccumulationSteps=4)])
 out = os.path.join(os.path.dirname(__file__), '..', 'tests', 'fixtures', 'message_requests.json')
 with open(out, 'w') as f:
     json.dump({'about': ABOUT, 'requests': reqs}, f, separators=(',', ':'))
