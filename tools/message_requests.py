@@ -161,6 +161,7 @@ extra.append(['describeModel', {'model':{'trace':unet}}])
 extra.append(['checkpointSize', {'model':{'trace':mlp_t},'optimizer':'adamw','weightDtype':'bf16'}])
 extra.append(['accumulation', {'model':{'trace':lm},'gpu':'a100-80gb','targetGlobalBatch':32,'seqLen':16}])
 extra.append(['accumulation', {'model':{'trace':unet},'gpu':'a100-80gb','targetGlobalBatch':32,'precision':'fp32'}])
+extra.append(['placement', {'model':{'trace':mlp_t},'microBatch':4,'strategy':'optimal','budgetBytes':2000000}])
 extra.append(['peakMemory', {'model':{'trace':shared},'microBatch':8,'optimizer':'adamw','gpu':'a100-80gb','lora':{'rank':4,'targetModules':['fc1','fc2']},'dataParallel':4,'zeroStage':2}])
 extra = [[f, {k: x for k, x in r.items() if x is not None}] for f, r in extra]
 reqs += extra
@@ -205,6 +206,9 @@ reqs.append(['peakMemory', dict(sb, model={'config':dict(seg, architectures=['Se
 reqs.append(['peakMemory', dict(sb, model={'config':{'model_type':'convnext','architectures':['ConvNextModel']}})])
 reqs.append(['peakMemory', dict(sb, model={'config':whisper})])
 reqs.append(['peakMemory', dict(vb, model={'params':7000000000,'layers':32,'hidden':4096,'heads':32}, seqLen=512)])
+# pipeline parallelism: each schedule, with a GPU (the binding stage's verdict and search)
+for sch in ['1f1b', 'gpipe', 'interleaved-1f1b', 'zb-h1', 'zb-v']:
+  reqs.append(['peakMemory', dict(base, model={'preset':'gpt2'}, optimizer='adamw', precision='amp-bf16', gpu='a100-80gb', pipelineParallel=2, schedule=sch, gradientAccumulationSteps=4)])
 out = os.path.join(os.path.dirname(__file__), '..', 'tests', 'fixtures', 'message_requests.json')
 with open(out, 'w') as f:
     json.dump({'about': ABOUT, 'requests': reqs}, f, separators=(',', ':'))

@@ -75,10 +75,9 @@ TEST_CASE("traced: saved bytes within 1 % and step peaks within 5 % of torch 1.1
     INFO("peak: measured " << peak << " (" << c["peakPhase"] << ") predicted " << got_peak << " ("
                            << res["peakPhase"] << ")");
     CHECK(std::fabs(got_saved - saved) <= 0.01 * saved);
-    // (known gap: in the U-Net's decoder the CPU run holds about 0.8 MB at b 3 (6 %) more
-    // than the traced step records: docs/trace.md, "Known gaps")
-    const double goal = c["trace"] == "traces/unetish.trace.json" ? 0.065 : 0.05;
-    CHECK(std::fabs(got_peak - peak) <= goal * peak);
+    // (the U-Net's peak is in a convolution's backward: the CPU kernels' own temporaries,
+    // tools/measure_cpu_kernel_temps.py, are what the traced step cannot see)
+    CHECK(std::fabs(got_peak - peak) <= 0.05 * peak);
     CHECK(res["params"] == c["params"]);
   }
   CHECK(models.size() >= 11);  // eight torchvision models and three of our own at least
@@ -339,4 +338,65 @@ TEST_CASE("traced: the head's parameters stay with the head when the blocks hold
       CHECK(p["gradientBytes"] == (5 * 16 + 5) * 4);
     }
   CHECK(seen);
+}
+
+TEST_CASE("traced: placement plans a traced model with every strategy, optimal under a budget",
+          "[traced]") {
+  // tests/fuzz/trace_seeds/mlp.trace.json: Linear(4, 8) -> ReLU -> Linear(8, 3) with
+  // cross-entropy; chain: the first Linear | ReLU | the second Linear and the loss. At b = 4, fp32:
+  // the batch x (4·4·4 = 64 B) and target (4·8 = 32 B), kept by the first addmm and by nll_loss;
+  // the first Linear's output, 4·8·4 = 128 B, which no op keeps (ReLU keeps its result: the
+  // trace frees it in the forward); ReLU's output, 128 B, kept by ReLU and the second addmm;
+  // log_softmax's output 4·3·4 = 48 B, nll_loss's total_weight 4 B and the loss 4 B.
+  const json mlp = trace_of("../fuzz/trace_seeds/mlp.trace.json");
+  json r = {{"model", {{"trace", mlp}}},
+            {"microBatch", 4},
+            {"strategy", "optimal"},
+            {"budgetBytes", 2000000}};
+  const json pl = call("placement", r);
+  CHECK(pl["plan"] == json::array({"store", "store", "store"}));
+  CHECK(pl["fits"] == true);
+  // kept for the backward: 64 + 32 + 128 + 48 + 4 + 4 (not the first Linear's output)
+  CHECK(pl["storedBytes"] == 64 + 32 + 128 + 48 + 4 + 4);
+  // the most at once: ReLU's backward, with the batch, ReLU's output, the gradient it receives
+  // and the one it sends (all 128 B)
+  CHECK(pl["peakActivationBytes"] == 64 + 32 + 3 * 128);
+  CHECK(pl["peakLayer"] == 1);
+  // below that no plan fits: every plan runs ReLU's backward
+  r["budgetBytes"] = 64 + 32 + 3 * 128 - 1;
+  CHECK(error_of("placement", r)["code"] == "infeasible");
+  // a layer whose output another layer made (here ReLU's hands on the first Linear's output)
+  // or the step's code holds (the model returns it) still plans: the chain layer counts it
+  json odd = mlp;
+  odd["layers"][1]["output"] = 0;
+  r["model"]["trace"] = odd;
+  r["budgetBytes"] = 2000000;
+  CHECK(call("placement", r)["plan"].size() == 3);
+  odd = mlp;
+  odd["tensors"][0].erase("free");
+  r["model"]["trace"] = odd;
+  CHECK(call("placement", r)["plan"].size() == 3);
+  // every strategy plans it and a U-Net whose down outputs skip to the decoder (revolve is
+  // defined for chains of equal layers only, and says so)
+  const json params = {{"manual", {{"checkpointed", {{0, 1}}}}},
+                       {"every-k", {{"k", 2}}},
+                       {"block", {{"k", 1}}},
+                       {"sequential", {{"segments", 2}}},
+                       {"revolve", {{"snapshots", 1}}}};
+  for (const json& t : {mlp, trace_of("traces/unetish.trace.json")}) {
+    for (const char* s : {"none", "manual", "every-k", "block", "sequential", "sqrt", "chen-greedy",
+                          "revolve", "optimal-single-level", "optimal"}) {
+      INFO(t["name"] << " " << s);
+      json q = {{"model", {{"trace", t}}},
+                {"microBatch", 4},
+                {"strategy", s},
+                {"budgetBytes", 2000000000}};
+      if (params.contains(s)) q.update(params[s]);
+      if (std::string(s) == "revolve") {
+        CHECK(error_of("placement", q)["field"] == "chain.layers[1]");
+        continue;
+      }
+      CHECK(call("placement", q)["plan"].size() == t["layers"].size());
+    }
+  }
 }

@@ -122,6 +122,18 @@ const ERROR_REQUESTS = [
   ['peakMemory', { ...A100, precision: 'amp-bf1' }],
   ['peakMemory', { ...A100, microBatch: -1.5 }],
   ['peakMemory', { ...A100, microBatch: 1e30 }],
+  ['peakMemory', { ...A100, schedule: 'gpipe' }],
+  ['peakMemory', { ...A100, pipelineParallel: 2, virtualStages: 2 }],
+  ['peakMemory', { ...A100, pipelineParallel: 2, schedule: 'interleaved-1f1b', virtualStages: 1 }],
+  [
+    'peakMemory',
+    { mlp: { sizes: [8, 8, 8] }, microBatch: 1, gpu: 'a100-80gb', pipelineParallel: 2 },
+  ],
+  ['peakMemory', { ...A100, pipelineParallel: 2, lora: { rank: 8 } }],
+  ['peakMemory', { ...A100, pipelineParallel: 2, checkpointing: 'selective-op' }],
+  ['peakMemory', { ...A100, pipelineParallel: 2, stageBlocks: [1, 1] }],
+  ['peakMemory', { ...A100, pipelineParallel: 64 }],
+  ['peakMemory', { ...A100, model: { params: 7e9 }, pipelineParallel: 2 }],
 ];
 // advise's sentences: why a step is not timed (a custom memory size; tensor parallelism)
 requests.push(

@@ -78,3 +78,24 @@ test('a malformed or hostile trace is a TrainmemError naming its field; the modu
   );
   assert.deepEqual(tm.peakMemory({ model: { trace }, microBatch: 4, seqLen: 16 }), before);
 });
+
+test('placement with strategy optimal and a budget plans a traced model (hand sums from the trace)', async () => {
+  const tm = await load();
+  // tests/fuzz/trace_seeds/mlp.trace.json: Linear(4, 8) -> ReLU -> Linear(8, 3), cross-entropy.
+  // At micro-batch 4, fp32: x 4·4·4 = 64 B and the target 4·8 = 32 B (both kept); the first
+  // Linear's output 4·8·4 = 128 B, which no op keeps (ReLU keeps its result); ReLU's output 128 B;
+  // log_softmax's output 4·3·4 = 48 B, nll_loss's total_weight 4 B and the loss 4 B.
+  const mlp = JSON.parse(
+    readFileSync(new URL('../fuzz/trace_seeds/mlp.trace.json', import.meta.url), 'utf8'),
+  );
+  const ask = { model: { trace: mlp }, microBatch: 4, strategy: 'optimal' };
+  const plan = tm.placement({ ...ask, budgetBytes: 2_000_000 });
+  assert.deepEqual(plan.plan, ['store', 'store', 'store']);
+  assert.equal(plan.storedBytes, 64 + 32 + 128 + 48 + 4 + 4);
+  // ReLU's backward: the batch, ReLU's output, the gradient it gets and the one it sends
+  assert.equal(plan.peakActivationBytes, 64 + 32 + 3 * 128);
+  assert.throws(
+    () => tm.placement({ ...ask, budgetBytes: 64 + 32 + 3 * 128 - 1 }),
+    (e) => e instanceof TrainmemError && e.code === 'infeasible' && e.field === 'budgetBytes',
+  );
+});

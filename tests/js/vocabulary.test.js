@@ -60,6 +60,7 @@ test('the d.ts unions are the core tables', () => {
   same(unionOf('CheckpointingStrategy'), v.checkpointing, 'CheckpointingStrategy');
   same(unionOf('CheckpointFormat'), v.checkpointFormats, 'CheckpointFormat');
   same(unionOf('Runtime'), v.runtimes, 'Runtime');
+  same(unionOf('PipelineSchedule'), v.pipelineSchedules, 'PipelineSchedule');
   same(
     unionOf('ErrorCode'),
     v.errorCodes.map((c) => c.code),
@@ -138,6 +139,7 @@ test('the CLI help lists every name of the core tables', () => {
     'CLI --optimizer-impl',
   );
   same(helpList('peak-memory', 'loss'), v.losses, 'CLI --loss');
+  same(helpList('peak-memory', 'schedule'), v.pipelineSchedules, 'CLI --schedule');
   same(helpList('placement', 'strategy'), v.placementStrategies, 'CLI --strategy');
 });
 

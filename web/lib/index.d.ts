@@ -780,6 +780,19 @@ export interface PeakMemoryRequest {
   tensorParallel?: number;
   /** Megatron sequence parallelism (needs tensorParallel > 1). Default false. */
   sequenceParallel?: boolean;
+  /**
+   * Pipeline-parallel stages. Default 1. With more, every stage is evaluated (its layers, the
+   * activations of its in-flight micro-batches, the activation it receives) and the result's
+   * figures are the stage that needs the most memory; `pipelineParallel` lists every stage.
+   * The micro-batches of a step are `gradientAccumulationSteps`.
+   */
+  pipelineParallel?: number;
+  /** The pipeline schedule (needs pipelineParallel > 1). Default '1f1b'. */
+  schedule?: PipelineSchedule;
+  /** Interleaved 1F1B: model chunks per stage (needs schedule 'interleaved-1f1b'). Default 2. */
+  virtualStages?: number;
+  /** An uneven split: transformer blocks per model chunk, in pipeline order (sums to the blocks). */
+  stageBlocks?: number[];
   /** LoRA / QLoRA: frozen base, trainable adapters (needs an architecture). */
   lora?: {
     /** Adapter rank. Default 8. */
@@ -964,6 +977,9 @@ export interface PeakMemoryRequest {
 }
 
 /** Runtime profiles (one per PyTorch line). */
+/** Pipeline schedules: 1F1B (PipeDream-flush), GPipe, interleaved 1F1B (virtualStages), zero-bubble ZB-H1 and ZB-V. */
+export type PipelineSchedule = '1f1b' | 'gpipe' | 'interleaved-1f1b' | 'zb-h1' | 'zb-v';
+
 export type Runtime =
   | 'pytorch-cuda'
   | 'pytorch-2.5-cuda'
@@ -1178,6 +1194,41 @@ export interface PeakMemoryResult {
    * encoder or a text encoder under no_grad, before the forward) and the images' pixels, and
    * the samples a step runs (2 × microBatch with prior preservation).
    */
+  /** pipelineParallel > 1: every stage's figures, the schedule's in-flight counts and bubble. */
+  pipelineParallel?: {
+    schedule: PipelineSchedule;
+    stages: number;
+    /** Model chunks per stage: virtualStages (interleaved), 2 (zb-v), else 1. */
+    chunksPerStage: number;
+    /** Micro-batches per step (gradientAccumulationSteps). */
+    microBatches: number;
+    /** The share of the step a stage idles in the fill and drain (equal pass times). */
+    bubbleFraction: number;
+    /** The stage the top-level figures are (the most device memory). */
+    peakStage: number;
+    perStage: Array<{
+      stage: number;
+      /** Chain layers of each chunk (0: the embeddings; the last: the head and loss). */
+      chunks: number[][];
+      blocks: number;
+      /** Micro-batch chunks whose activations the stage holds at once. */
+      inFlightChunks: number;
+      /** inFlightChunks / chunksPerStage. */
+      inFlightMicroBatches: number;
+      peakBytes: number;
+      allocatedPeakBytes: number;
+      params: number;
+      weightsBytes: number;
+      gradientsBytes: number;
+      /** Optimizer state and master weights. */
+      optimizerStateBytes: number;
+      activationsBytes: number;
+      peakPhase: string;
+      deviceUsedBytes?: number;
+      fits?: boolean;
+      headroomBytes?: number;
+    }>;
+  };
   pipeline?: {
     parts: {
       role: string;
@@ -1918,6 +1969,8 @@ export interface Vocabulary {
   optimizerImplementations: string[];
   /** peakMemory's `loss` names. */
   losses: string[];
+  /** peakMemory's {@link PipelineSchedule}s. */
+  pipelineSchedules: PipelineSchedule[];
   /** checkpointSize's `format` names. */
   checkpointFormats: string[];
   /** peakMemory's `mlp.activation` names. */

@@ -194,6 +194,22 @@ struct Request {
     uint64_t reduce_bytes = 0;            // reduce_dtype (0: param_dtype)
     bool cpu_offload = false;             // sharded params, grads and the step on the CPU
   } fsdp;
+  // Pipeline parallelism (pipelineParallel, schedule, virtualStages, stageBlocks): the micro-
+  // batches of a step are gradientAccumulationSteps (parallel.hpp evaluates each stage).
+  struct Pipeline {
+    uint64_t stages = 1;
+    vocab::PipelineSchedule schedule = vocab::PipelineSchedule::one_f_one_b;
+    uint64_t virtual_stages = 1;             // interleaved 1F1B: model chunks per rank
+    std::vector<uint64_t> blocks_per_stage;  // uneven split: blocks per model chunk
+  } pipeline;
+  // One pipeline rank's evaluation (set by parallel::pipeline, never read from a request): the
+  // chain layers of its chunks; the other layers hold nothing. `resident_chunks` chunks of
+  // other micro-batches (chunk k % chunks of the rank) keep their activations meanwhile.
+  struct Stage {
+    bool enabled = false;
+    std::vector<std::vector<uint32_t>> chunks;
+    uint64_t resident_chunks = 0;
+  } stage;
 };
 
 // One line of the breakdown: the bytes live at the allocated peak (for the runtime line, held

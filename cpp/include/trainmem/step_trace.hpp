@@ -100,6 +100,9 @@ struct StepSpec {
   // made as the forward ends; the loop's next micro-step drops them when it rebinds the
   // variable (after its forward), the last micro-step's go when the step ends (after zero_grad)
   std::vector<uint64_t> held;
+  // Pipeline parallelism: the saved tensors of the other micro-batches in flight on this stage,
+  // made before the step's first micro-batch runs and freed before the optimizer step
+  std::vector<uint64_t> in_flight;
   std::vector<uint64_t> weights;  // every parameter tensor on the device, in load order
   std::vector<TraceLayer> layers;
   std::vector<placement::Op> ops;  // one micro-step's forward/backward schedule

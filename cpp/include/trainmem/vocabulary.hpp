@@ -195,6 +195,20 @@ inline constexpr LossTerm kLosses[] = {
     {"liger-fused-linear", Loss::liger_fused},  // Liger LigerFusedLinearCrossEntropyLoss
 };
 
+// ---- Pipeline-parallel schedules (peakMemory pipelineParallel > 1; parallel.hpp).
+enum class PipelineSchedule { gpipe, one_f_one_b, interleaved, zb_h1, zb_v };
+struct PipelineScheduleTerm {
+  const char* name;
+  PipelineSchedule value;
+};
+inline constexpr PipelineScheduleTerm kPipelineSchedules[] = {
+    {"1f1b", PipelineSchedule::one_f_one_b},              // PipeDream-flush: Megatron, torch
+    {"gpipe", PipelineSchedule::gpipe},                   // all forwards, then all backwards
+    {"interleaved-1f1b", PipelineSchedule::interleaved},  // Narayanan et al. 2021, virtualStages
+    {"zb-h1", PipelineSchedule::zb_h1},                   // Qi et al. 2023, 1F1B's memory
+    {"zb-v", PipelineSchedule::zb_v},                     // Qi et al. 2023, two chunks in a V
+};
+
 // ---- Checkpoint file formats (checkpointSize).
 enum class CheckpointFormat { raw, torch, safetensors };
 struct CheckpointFormatTerm {

@@ -67,12 +67,26 @@ struct Step {
   std::vector<uint64_t> live;               // per forward op: transient bytes live while it runs
   std::vector<std::vector<uint64_t>> kept;  // per layer: tensors kept for the backward
   std::vector<uint64_t> held;               // tensors only the step's code holds
+  std::vector<uint8_t> released;            // per layer: its output is freed in the forward
 };
 
 int64_t layer_of_op(const Trace& t, const std::vector<int64_t>& by_op, int64_t op) {
   if (op < 0 || static_cast<size_t>(op) >= by_op.size())
     return static_cast<int64_t>(t.layers.size()) - 1;
   return by_op[static_cast<size_t>(op)];
+}
+
+// Per tensor: the layer (not the last) whose output it is when that layer made it and no op
+// keeps it for the backward (freed in the forward, or held only by the step's code); else -1.
+std::vector<int64_t> handed_outputs(const Step* st) {
+  const Trace& t = st->t;
+  std::vector<int64_t> out(t.tensors.size(), -1);
+  for (size_t l = 0; l + 1 < t.layers.size(); ++l) {
+    const Tensor& x = t.tensors[t.layers[l].output];
+    if (!x.saved && !x.backward && layer_of_op(t, st->layer_of, x.op) == static_cast<int64_t>(l))
+      out[t.layers[l].output] = static_cast<int64_t>(l);
+  }
+  return out;
 }
 
 void evaluate_sizes(Step* st, const Settings& s, uint32_t traced_width) {
@@ -90,9 +104,26 @@ void evaluate_sizes(Step* st, const Settings& s, uint32_t traced_width) {
   const char* field = "microBatch";
   std::vector<uint64_t> made(t.ops.size() + 1, 0), gone(t.ops.size() + 1, 0);
   st->kept.assign(t.layers.size(), {});
+  st->released.assign(t.layers.size(), 0);
+  const std::vector<int64_t> handed = handed_outputs(st);
   for (size_t i = 0; i < t.tensors.size(); ++i) {
     const Tensor& x = t.tensors[i];
     if (x.backward) continue;
+    if (handed[i] >= 0) {
+      // a layer's output no op keeps: the chain's layer keeps it (placement::Layer::saved_bytes
+      // includes the output) until the next layer has run (its input_saved false: step_trace.cpp
+      // releases it there); a transient from there on when the trace freed it later
+      const size_t l = static_cast<size_t>(handed[i]);
+      st->kept[l].push_back(i);
+      st->released[l] = x.free >= 0;
+      const uint64_t until = t.layers[l + 1].end;
+      if (x.free > static_cast<int64_t>(until)) {
+        made[until] = checked_add(made[until], st->bytes[i], field);
+        gone[static_cast<size_t>(x.free)] =
+            checked_add(gone[static_cast<size_t>(x.free)], st->bytes[i], field);
+      }
+      continue;
+    }
     if (x.free < 0) {
       // kept for the backward: by the layer that made it; a tensor only the step's code holds
       // (the model's output) lives through the backward and the optimizer step
@@ -154,19 +185,42 @@ void forward_temps(const Step& st, size_t l, const std::vector<uint64_t>& kept,
     if (most[k] > 0) la->forward_temps.push_back({static_cast<uint32_t>(k), 1, most[k]});
 }
 
-// Per forward op: a temporary its backward holds inside the kernel, beyond what the trace saw
-// (RuntimeTraits::conv_backward_temp_outputs: convolutions, that many of their output's size).
+// Per forward op: the temporaries its backward holds inside the kernel, beyond what the trace
+// saw (the runtime's traits; CPU, torch 1.13, measured with torch.profiler by
+// tools/measure_cpu_kernel_temps.py): a convolution's backward holds
+// RuntimeTraits::conv_backward_temp_outputs temporaries of its output's size (oneDNN reorders
+// grad_output) and one of the input gradient it makes (made in oneDNN's layout, then copied);
+// batch norm's backward one of its output's size (native_batch_norm_backward on the CPU).
 std::vector<uint64_t> kernel_temporaries(const Step& st, const Settings& s) {
   const Trace& t = st.t;
   std::vector<uint64_t> out(t.ops.size(), 0);
-  if (s.runtime.conv_backward_temp_outputs == 0) return out;
+  // (batch norm's CPU backward follows the same runtime trait: the CPU kernels' temporaries)
+  const uint32_t conv = s.runtime.conv_backward_temp_outputs, bn = conv > 0 ? 1 : 0;
+  if (conv == 0 && bn == 0) return out;
+  const char* field = "microBatch";
   for (size_t i = 0; i < t.tensors.size(); ++i) {
     const Tensor& x = t.tensors[i];
     if (x.backward || x.op < 0) continue;
     const size_t k = static_cast<size_t>(x.op);
-    if (out[k] == 0 && t.ops[k].name == "aten.convolution")
-      out[k] = checked_mul(st.bytes[i], s.runtime.conv_backward_temp_outputs, "microBatch");
+    const std::string& name = t.ops[k].name;
+    const uint32_t n = name == "aten.convolution"         ? conv
+                       : name == "aten.native_batch_norm" ? bn
+                                                          : 0;
+    if (out[k] == 0 && n > 0) out[k] = checked_mul(st.bytes[i], n, field);
   }
+  if (conv == 0) return out;
+  // the input gradient a convolution's node makes: the largest tensor it allocates
+  std::vector<uint64_t> grad_in(t.ops.size(), 0);
+  int64_t node = -1;
+  for (const Event& e : t.backward) {
+    if (e.kind == 'n')
+      node = e.index;
+    else if (e.kind == 'a' && node >= 0 &&
+             t.ops[static_cast<size_t>(node)].name == "aten.convolution")
+      grad_in[static_cast<size_t>(node)] =
+          std::max(grad_in[static_cast<size_t>(node)], st.bytes[static_cast<size_t>(e.index)]);
+  }
+  for (size_t k = 0; k < out.size(); ++k) out[k] = checked_add(out[k], grad_in[k], field);
   return out;
 }
 
@@ -186,7 +240,12 @@ class Baseline {
     for (size_t l = 0; l < nl; ++l) {
       before_[l] = all;
       uint64_t run = 0;
-      for (uint64_t i : kept[l]) prefix_[l].push_back(run = checked_add(run, st.bytes[i], kF));
+      // (a released output, the last of the layer's tensors, is gone before the backward)
+      for (size_t k = 0; k < kept[l].size(); ++k)
+        if (!st.released[l] || k + 1 < kept[l].size())
+          prefix_[l].push_back(run = checked_add(run, st.bytes[kept[l][k]], kF));
+        else
+          prefix_[l].push_back(run);
       if (prefix_[l].empty()) prefix_[l].push_back(0);
       all = checked_add(all, run, kF);
       alive_ = checked_add(alive_, run, kF);
@@ -231,7 +290,8 @@ void backward_temps(const Step& st, const Settings& s,
     for (uint64_t k : kept[l]) owner[k] = static_cast<int64_t>(l);
   std::vector<std::vector<uint64_t>> most(nl);
   for (size_t l = 0; l < nl; ++l) most[l].assign(std::max<size_t>(kept[l].size(), 1), 0);
-  std::vector<size_t> freed(nl, 0);
+  // (a released output counts as freed already: the step trace frees it in the forward)
+  std::vector<size_t> freed(st.released.begin(), st.released.end());
   // per layer: its own transients live, the gradients it hands on (allocated in it, freed
   // later), and its kept bytes already freed; `lump`: the most the first two exceed the third
   std::vector<uint64_t> live(nl, 0), handed(nl, 0), gone(nl, 0), lump(nl, 0);
@@ -321,8 +381,9 @@ void trace_assumptions(const Trace& t, const Settings& s, uint32_t traced_width,
         "native_dropout's 1-byte mask, as on CUDA");
   if (s.runtime.conv_backward_temp_outputs > 0 && has_op(t, "aten.convolution"))
     out->push_back(
-        "each convolution's backward holds one more temporary of its output's size (oneDNN "
-        "reorders grad_output on the CPU; measured with torch 1.13)");
+        "each convolution's backward holds one more temporary of its output's size and one "
+        "of its input gradient's, batch norm's backward one of its output's size (the CPU "
+        "kernels' own temporaries; measured with torch 1.13)");
   if (t.inexact > 0)
     out->push_back(std::to_string(t.inexact) +
                    " sizes of the trace did not follow a polynomial in the batch (or the length) "
@@ -340,7 +401,7 @@ const Trace& step_for(const Trace& t, const Settings& s) {
 
 StepSummary step_summary(const Trace& whole, const Settings& s) {
   const Trace& t = step_for(whole, s);
-  Step st{t, {}, {}, {}, {}, {}};
+  Step st{t, {}, {}, {}, {}, {}, {}};
   evaluate_sizes(&st, s, traced_width_of(t));
   StepSummary out;
   const char* field = "microBatch";
@@ -363,7 +424,7 @@ StepSummary step_summary(const Trace& whole, const Settings& s) {
 ModelActivations traced_activations(const Trace& whole, const Settings& s) {
   if (s.micro_batch == 0) fail(code::kOutOfRange, "microBatch", "microBatch must be >= 1");
   const Trace& t = step_for(whole, s);
-  Step st{t, {}, {}, {}, {}, {}};
+  Step st{t, {}, {}, {}, {}, {}, {}};
   const uint32_t traced_width = traced_width_of(t);
   evaluate_sizes(&st, s, traced_width);
   ModelActivations out;
@@ -388,6 +449,10 @@ ModelActivations traced_activations(const Trace& whole, const Settings& s) {
                                 : t.ops[static_cast<size_t>(t.tensors[i].op)].name});
     }
     la.output_bytes = st.bytes[L.output];
+    if (l > 0) la.input_saved = !st.released[l - 1];
+    // an output the layer did not make (a storage an earlier layer made, or the batch): the
+    // chain counts it with this layer too (conservative; the step trace keeps `tensors`)
+    la.saved_bytes = std::max(la.saved_bytes, la.output_bytes);
     forward_temps(st, l, kept[l], &la);
     double flops = 0;
     for (uint64_t k = L.start; k < L.end; ++k)

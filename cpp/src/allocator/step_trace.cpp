@@ -51,6 +51,9 @@ class Builder {
     bool workspace = false;
     for (uint32_t step = 1; step <= s_.steps; ++step) {
       current_step_ = step;
+      // pipeline stages: the other in-flight micro-batches' activations (parallel.hpp)
+      std::vector<uint64_t> in_flight;
+      for (uint64_t b : s_.in_flight) in_flight.push_back(alloc(b, Part::saved));
       for (uint64_t micro = 1; micro <= s_.accumulation_steps; ++micro) {
         // the next batch is moved to the device while the previous one is still referenced
         const uint64_t next = alloc(s_.input_bytes, Part::batch);
@@ -66,6 +69,7 @@ class Builder {
         }
         micro_step(step, static_cast<uint32_t>(micro));
       }
+      free_all(&in_flight);
       optimizer_step(step);
       zero_grad(step);
       // the step's code returns: the variables holding the model's outputs go
@@ -105,7 +109,8 @@ class Builder {
     const size_t steps = s_.steps, acc = static_cast<size_t>(s_.accumulation_steps);
     size_t grads = 0;
     for (const auto& l : s_.layers) grads += l.grads.size();
-    return s_.weights.size() + 4 + steps * (acc * micro + optimizer + grads);
+    return s_.weights.size() + 4 +
+           steps * (acc * micro + optimizer + grads + 2 * s_.in_flight.size());
   }
 
   uint64_t bytes_of(uint64_t id) const { return id < bytes_of_.size() ? bytes_of_[id] : 0; }

@@ -1,6 +1,7 @@
 // peakMemory's result JSON (peak::Result to the documented fields) and the calculator's entry.
 #include "io/peak_json.hpp"
 #include "io/trace_json.hpp"
+#include "trainmem/parallel.hpp"
 
 #include "io/calculators.hpp"
 #include "io/field_list.hpp"
@@ -190,10 +191,58 @@ bool wants_timeline(const json& request) {
 
 }  // namespace peak
 
+namespace {
+
+// pipelineParallel > 1: the binding rank's figures at the top, every rank in `pipelineParallel`.
+nlohmann::json pipeline_parallel_json(const peak::Request& r, bool timeline) {
+  const parallel::PipelineResult pr = parallel::pipeline(r);
+  const auto& top = pr.stages_figures[pr.peak_stage];
+  nlohmann::json out = peak::result_json(r, top.result, timeline);
+  nlohmann::json stages = nlohmann::json::array();
+  for (const auto& f : pr.stages_figures) {
+    nlohmann::json st = nlohmann::json::object();
+    const peak::Result& x = f.result;
+    put_fields(st, {{"stage", static_cast<uint64_t>(f.rank)},
+                    {"chunks", nlohmann::json(f.chunks)},
+                    {"blocks", f.blocks},
+                    {"inFlightChunks", f.in_flight_chunks},
+                    {"inFlightMicroBatches", f.in_flight_micro_batches},
+                    {"peakBytes", x.peak_bytes},
+                    {"allocatedPeakBytes", x.allocated_peak_bytes},
+                    {"params", x.params},
+                    {"weightsBytes", x.weights.bytes},
+                    {"gradientsBytes", x.gradients.bytes},
+                    {"optimizerStateBytes", x.optimizer_state.bytes + x.master_weights.bytes},
+                    {"activationsBytes", x.activations.bytes},
+                    {"peakPhase", x.peak_phase}});
+    if (x.simulated) put(st, "deviceUsedBytes", x.device_used_bytes);
+    if (x.has_device) put_fields(st, {{"fits", x.fits}, {"headroomBytes", x.headroom_bytes}});
+    stages.push_back(std::move(st));
+  }
+  nlohmann::json pp = nlohmann::json::object();
+  put_fields(pp, {{"schedule", pr.schedule},
+                  {"stages", pr.stages},
+                  {"chunksPerStage", pr.virtual_stages},
+                  {"microBatches", pr.micro_batches},
+                  {"bubbleFraction", pr.bubble_fraction},
+                  {"peakStage", static_cast<uint64_t>(pr.peak_stage)},
+                  {"perStage", stages}});
+  put(out, "pipelineParallel", pp);
+  return out;
+}
+
+}  // namespace
+
 nlohmann::json peak_memory_json(const nlohmann::json& request) {
   peak::Request r = peak::parse_request(request);
   // a bare parameter count has no activations, so no largest micro-batch to search for
   if (peak::count_only(r)) r.search_max_micro_batch = false;
+  if (r.pipeline.stages > 1) {
+    if (peak::count_only(r) || (!r.is_mlp && r.model().pipeline))
+      fail(code::kUnsupported, "pipelineParallel",
+           "pipelineParallel needs a model with its layers (a preset, a config or a tensor list)");
+    return pipeline_parallel_json(r, peak::wants_timeline(request));
+  }
   const peak::Result res = pipeline::adjusted(r) ? pipeline::compute(r) : peak::compute(r);
   nlohmann::json out = peak::result_json(r, res, peak::wants_timeline(request));
   if (!r.is_mlp && r.model().pipeline) put(out, "pipeline", pipeline_json(r));

@@ -554,6 +554,29 @@ void read_parallelism(const Obj& req, Request* out) {
           ")"});
 }
 
+// pipelineParallel, schedule, virtualStages, stageBlocks (parallel.hpp).
+void read_pipeline(const Obj& req, Request* out) {
+  Request::Pipeline& pp = out->pipeline;
+  pp.stages = req.u64_or("pipelineParallel", 1, 1, 1024);
+  const std::string name =
+      req.one_of_or("schedule", vocab::names(vocab::kPipelineSchedules), "1f1b");
+  pp.schedule = vocab::find(vocab::kPipelineSchedules, name)->value;
+  const bool interleaved = pp.schedule == vocab::PipelineSchedule::interleaved;
+  pp.virtual_stages = req.u64_or("virtualStages", interleaved ? 2 : 1, 1, 64);
+  if (req.has("stageBlocks")) {
+    const json& a = req.array("stageBlocks", 4096);
+    for (size_t i = 0; i < a.size(); ++i)
+      pp.blocks_per_stage.push_back(read_u64(a[i], index_path(req.field("stageBlocks"), i), 0));
+  }
+  if (pp.stages == 1 && (req.has("schedule") || req.has("virtualStages") || req.has("stageBlocks")))
+    fail(code::kInconsistent, req.has("schedule") ? "schedule" : "virtualStages",
+         "schedule, virtualStages and stageBlocks need pipelineParallel > 1");
+  if (req.has("virtualStages") && !interleaved)
+    fail(code::kInconsistent, "virtualStages", "virtualStages needs schedule 'interleaved-1f1b'");
+  if (interleaved && pp.virtual_stages < 2)
+    fail(code::kOutOfRange, "virtualStages", "interleaved-1f1b needs virtualStages >= 2");
+}
+
 // lora: {rank, qlora, dropout, targetModules, baseDtype, autocastAdapterDtype}.
 void read_lora(const Obj& req, Request* out) {
   Request& r = *out;
@@ -862,6 +885,7 @@ Request parse_request(const json& request) {
   read_lengths(req, &r);
   read_training(req, &r);
   read_parallelism(req, &r);
+  read_pipeline(req, &r);
   if (req.has("lora")) read_lora(req, &r);
   const double gpu_capability = read_device(req, &r);
   r.optimizer_in_backward = req.boolean_or("optimizerInBackward", false);

@@ -61,6 +61,7 @@ json vocabulary_json(const json& request) {
   put(out, "runtimes", list(vocab::names(vocab::kRuntimes)));
   put(out, "optimizerImplementations", list(vocab::names(vocab::kOptimizerImpls)));
   put(out, "losses", list(vocab::names(vocab::kLosses)));
+  put(out, "pipelineSchedules", list(vocab::names(vocab::kPipelineSchedules)));
   put(out, "checkpointFormats", list(vocab::names(vocab::kCheckpointFormats)));
   put(out, "mlpActivations", list(vocab::names(vocab::kMlpActivations)));
   json codes = json::array();

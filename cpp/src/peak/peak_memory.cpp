@@ -9,6 +9,7 @@
 
 #include "peak/peak_device.hpp"
 #include "peak/peak_lora.hpp"
+#include "peak/peak_stage.hpp"
 #include "peak/peak_step.hpp"
 #include "trainmem/error.hpp"
 #include "trainmem/optimizer.hpp"
@@ -477,8 +478,13 @@ Result evaluate(const Request& rq) {
   Step s;
   build_activations(rq, &s);
   layout_parameters(rq, &s);
+  restrict_to_stage(rq, &s);  // a pipeline rank's layers only (parallel.hpp)
   plan_checkpointing(rq, &s, &r.assumptions);
   hold_weights(rq, &s);
+  if (rq.stage.enabled) {
+    s.hold.trainable = stage_trainable(s);
+    s.hold.params = s.P;
+  }
   hold_optimizer(rq, &s, &r.assumptions);
   fill_result(rq, s, &r);
   const device::Figures f = device::run_step(rq, s, &r);

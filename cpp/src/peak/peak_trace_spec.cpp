@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "peak/peak_sharding.hpp"
+#include "peak/peak_stage.hpp"
 #include "trainmem/error.hpp"
 #include "trainmem/optimizer.hpp"
 
@@ -89,6 +90,7 @@ class SpecBuilder {
   trace::StepSpec build() {
     spec_.input_bytes = s_.acts.input_bytes;
     spec_.held = s_.acts.held;
+    if (rq_.stage.enabled) spec_.in_flight = resident_tensors(rq_, s_);
     for (size_t i = 0; i < s_.nl; ++i) spec_.layers.push_back(layer(i));
     for (size_t i = 0; i < s_.nl; ++i) {
       for (const ParamRef& p : s_.params.layers[i]) parameter(i, p);

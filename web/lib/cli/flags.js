@@ -196,6 +196,27 @@ export const FLAGS = [
   { flag: 'zero-stage', kind: 'number', path: 'zeroStage', commands: TRAINING },
   { flag: 'tensor-parallel', kind: 'number', path: 'tensorParallel', commands: TRAINING },
   {
+    flag: 'pipeline-parallel',
+    kind: 'number',
+    path: 'pipelineParallel',
+    commands: ['peak-memory'],
+    help: 'pipeline stages (the micro-batches per step: --accumulation-steps)',
+  },
+  {
+    flag: 'schedule',
+    kind: 'string',
+    path: 'schedule',
+    commands: ['peak-memory'],
+    vocab: 'pipelineSchedules',
+  },
+  {
+    flag: 'virtual-stages',
+    kind: 'number',
+    path: 'virtualStages',
+    commands: ['peak-memory'],
+    help: 'interleaved-1f1b: model chunks per stage',
+  },
+  {
     flag: 'sequence-parallel',
     kind: 'boolean',
     path: 'sequenceParallel',

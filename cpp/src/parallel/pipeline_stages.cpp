@@ -1,0 +1,104 @@
+// Each pipeline rank's memory: the rank's layers through the one step model (peak::evaluate
+// with Request::stage), holding the activations of its in-flight micro-batches (parallel.hpp).
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+#include "trainmem/error.hpp"
+#include "trainmem/parallel.hpp"
+
+namespace trainmem {
+namespace parallel {
+namespace {
+
+uint64_t judged(const peak::Result& r) { return r.simulated ? r.device_used_bytes : r.peak_bytes; }
+
+void check(const peak::Request& rq, uint64_t v, size_t chain_layers) {
+  const auto& pp = rq.pipeline;
+  if (rq.is_mlp)
+    fail(code::kUnsupported, "pipelineParallel", "pipelineParallel needs a transformer model");
+  if (rq.lora.enabled)
+    fail(code::kUnsupported, "pipelineParallel", "pipelineParallel is not modelled with lora");
+  const std::string& cs = rq.checkpointing.strategy;
+  if (cs == "selective-op" || cs == "torchtitan-op")
+    fail(code::kUnsupported, "pipelineParallel",
+         {"pipelineParallel is not modelled with checkpointing '", cs, "'"});
+  const uint64_t blocks = chain_layers >= 2 ? chain_layers - 2 : 0;
+  if (!pp.blocks_per_stage.empty()) {
+    uint64_t sum = 0;
+    for (uint64_t b : pp.blocks_per_stage) sum += b;
+    if (pp.blocks_per_stage.size() != pp.stages * v || sum != blocks)
+      fail(code::kInconsistent, "stageBlocks",
+           {"stageBlocks must give ", std::to_string(pp.stages * v),
+            " counts (one per model chunk) summing to the model's ", std::to_string(blocks),
+            " blocks"});
+  } else if (blocks < pp.stages * v) {
+    fail(code::kInconsistent, "pipelineParallel",
+         {"pipelineParallel x chunks per stage (", std::to_string(pp.stages * v),
+          ") exceeds the model's ", std::to_string(blocks), " blocks"});
+  }
+}
+
+}  // namespace
+
+PipelineResult pipeline(const peak::Request& rq) {
+  const auto& pp = rq.pipeline;
+  const uint64_t p = pp.stages, m = rq.accumulation_steps;
+  const uint64_t v = chunks_per_rank(pp.schedule, pp.virtual_stages);
+  // the layers of the chain: one activations pass of the whole model
+  peak::Request probe = rq;
+  probe.search_max_micro_batch = false;
+  const size_t nl = rq.model().arch.layers + 2;
+  check(rq, v, nl);
+  PipelineResult out;
+  out.schedule = vocab::name_for(vocab::kPipelineSchedules, pp.schedule);
+  out.stages = p;
+  out.virtual_stages = v;
+  out.micro_batches = m;
+  out.bubble_fraction = bubble_fraction(pp.schedule, p, m, v);
+  const auto layers = split_layers(pp.schedule, p, v, nl, pp.blocks_per_stage);
+  uint64_t worst = 0;
+  for (uint64_t r = 0; r < p; ++r) {
+    StageFigures f;
+    f.rank = static_cast<uint32_t>(r);
+    f.chunks = layers[r];
+    for (const auto& c : f.chunks)
+      for (uint32_t i : c) f.blocks += (i > 0 && i + 1 < nl) ? 1 : 0;
+    f.in_flight_chunks = in_flight_chunks(pp.schedule, p, r, m, v);
+    f.in_flight_micro_batches = static_cast<double>(f.in_flight_chunks) / static_cast<double>(v);
+    peak::Request q = probe;
+    q.stage.enabled = true;
+    q.stage.chunks = f.chunks;
+    q.stage.resident_chunks = f.in_flight_chunks > v ? f.in_flight_chunks - v : 0;
+    f.result = peak::evaluate(q);
+    if (r == 0 || judged(f.result) > worst) {
+      worst = judged(f.result);
+      out.peak_stage = f.rank;
+    }
+    out.stages_figures.push_back(std::move(f));
+  }
+  // the binding rank's maxMicroBatch (the search reruns that rank's evaluation)
+  if (rq.search_max_micro_batch && rq.gpu_memory_bytes > 0) {
+    peak::Request q = rq;
+    q.stage.enabled = true;
+    StageFigures& f = out.stages_figures[out.peak_stage];
+    q.stage.chunks = f.chunks;
+    q.stage.resident_chunks = f.in_flight_chunks > v ? f.in_flight_chunks - v : 0;
+    f.result = peak::compute(q);
+  }
+  StageFigures& top = out.stages_figures[out.peak_stage];
+  char in_flight[32];
+  std::snprintf(in_flight, sizeof in_flight, "%g", top.in_flight_micro_batches);
+  top.result.assumptions.push_back(
+      "pipeline parallelism (" + out.schedule + ", " + std::to_string(p) + " stages, " +
+      std::to_string(m) + " micro-batches): the figures are those of stage " +
+      std::to_string(top.rank) +
+      ", the one that needs the most memory; each stage keeps the activations of its in-flight "
+      "micro-batches (" +
+      in_flight +
+      " here) until their backward, and the activation it receives from the stage before");
+  return out;
+}
+
+}  // namespace parallel
+}  // namespace trainmem
