@@ -340,25 +340,25 @@ TEST_CASE("revolve on chains too long for a schedule: the closed-form costs",
     q.snapshots = k.snapshots;
     CHECK_THROWS_AS(plan(chain, q), trainmem::RequestError);
   }
-  // The operation limit (2^21 = 2,097,152): one snapshot, t = l(l - 1)/2, ops = 2l + 1 + t.
-  // l = 2,046: 4,093 + 2,092,035 = 2,096,128 (built); l = 2,047: 4,095 + 2,094,081 = 2,098,176.
-  CHECK(revolve_schedulable(2046, 1));
-  CHECK_FALSE(revolve_schedulable(2047, 1));
-  CHECK(revolve_schedulable(2047, 2));
+  // The operation limit (2^18 = 262,144): one snapshot, t = l(l - 1)/2, ops = 2l + 1 + t.
+  // l = 722: 1,445 + 260,281 = 261,726 (built); l = 723: 1,447 + 261,003 = 262,450.
+  CHECK(revolve_schedulable(722, 1));
+  CHECK_FALSE(revolve_schedulable(723, 1));
+  CHECK(revolve_schedulable(723, 2));
   {
     Chain one;
     one.input_bytes = 8;
     Layer L;
     L.output_bytes = 8;
     L.saved_bytes = 24;
-    one.layers.assign(2047, L);
+    one.layers.assign(723, L);
     const PlanResult r = revolve_plan(one, 1);
     CHECK_FALSE(r.scheduled);
-    CHECK(r.recompute_cost == 2047.0 * 2046 / 2);
+    CHECK(r.recompute_cost == 723.0 * 722 / 2);
   }
   // At the limit the schedule is built, and its simulated recompute is the closed form:
   // l = 4,096, c = 2: C(91, 2) = 4,095 < l <= C(92, 2), so r = 90 as well;
-  //   t = 90 x 4,096 - C(92, 3) = 368,640 - 125,580 = 243,060.
+  //   t = 90 x 4,096 - C(92, 3) = 368,640 - 125,580 = 243,060; ops = 8,193 + 243,060 <= 2^18.
   Chain chain;
   chain.input_bytes = 8;
   Layer L;

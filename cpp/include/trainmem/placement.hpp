@@ -145,7 +145,7 @@ PlanResult plan(const Chain& chain, const StrategyRequest& request);
 // whose schedule has at most kRevolveScheduleOps operations (2 l + 1 + t(l, c)); for other
 // chains the placement call gives the closed-form costs only.
 inline constexpr uint32_t kRevolveScheduleLayers = 4096;
-inline constexpr uint64_t kRevolveScheduleOps = uint64_t{1} << 21;
+inline constexpr uint64_t kRevolveScheduleOps = uint64_t{1} << 18;
 
 // ---- The op-level simulator, frontier, and helpers. ----
 
