@@ -192,6 +192,18 @@ async function runCase(c) {
   };
 }
 
+// --dump DIR: each case's request as DIR/<index>.json (for the native timing: bench/native.sh).
+if (process.argv[2] === '--dump') {
+  const { mkdirSync, writeFileSync } = await import('node:fs');
+  mkdirSync(process.argv[3], { recursive: true });
+  for (const [i, c] of cases.entries())
+    writeFileSync(`${process.argv[3]}/${i}.json`, JSON.stringify(c.request));
+  writeFileSync(
+    `${process.argv[3]}/cases.tsv`,
+    cases.map((c, i) => `${i}\t${c.fn}\t${c.goalMs}\t${c.name}`).join('\n') + '\n',
+  );
+  process.exit(0);
+}
 if (process.argv[2] === '--case') {
   const c = cases[Number(process.argv[3])];
   process.stdout.write(JSON.stringify(await runCase(c)));

@@ -67,7 +67,18 @@ function requestText(request, maxBytes) {
   if (typeof request === 'string') {
     text = request;
   } else {
-    const bad = request !== null && typeof request === 'object' ? nonFinite(request) : null;
+    // JSON.stringify writes every non-finite number as null, so a text without "null" holds
+    // none and the request is not walked (a 100,000-layer chain: the walk took longer than the
+    // core's whole answer); with "null" in it, or when it cannot be written, nonFinite names
+    // the first such number.
+    let failure = null;
+    try {
+      text = JSON.stringify(request === undefined ? {} : request);
+    } catch (e) {
+      failure = e;
+    }
+    const walk = failure !== null || (typeof text === 'string' && text.includes('null'));
+    const bad = walk && request !== null && typeof request === 'object' ? nonFinite(request) : null;
     if (bad) {
       const [path, value] = bad;
       throw new TrainmemError(
@@ -76,10 +87,12 @@ function requestText(request, maxBytes) {
         `${path || 'request'} is ${value}: a number in a request must be finite`,
       );
     }
-    try {
-      text = JSON.stringify(request === undefined ? {} : request);
-    } catch (e) {
-      throw new TrainmemError('invalid_json', '', `request cannot be serialised: ${e.message}`);
+    if (failure !== null) {
+      throw new TrainmemError(
+        'invalid_json',
+        '',
+        `request cannot be serialised: ${failure.message}`,
+      );
     }
   }
   if (typeof text !== 'string') {

@@ -63,6 +63,9 @@ struct ChenResult {
 ChenResult chen_greedy(const Chain& chain, uint64_t threshold);
 // The thresholds chen-greedy's budget search tries (Chen et al. 2016 Sec. 4.3).
 std::vector<uint64_t> chen_thresholds(const Chain& chain);
+// The peak of chen_greedy(chain, threshold)'s plan as metrics() gives it, in one pass without
+// the plan (a chain metrics_apply() models); any value >= stop once the peak reaches stop.
+uint64_t chen_peak(const Chain& chain, uint64_t threshold, uint64_t stop);
 
 // The figures of a single-level plan computed in O(layers) without the simulator
 // (placement_metrics.cpp): for searches over many plans; the plan returned is simulated.

@@ -155,7 +155,6 @@ namespace {
 uint32_t layer_count(const Chain& chain) { return static_cast<uint32_t>(chain.layers.size()); }
 
 struct ChenSearch {
-  PlanResult best;
   uint64_t threshold = 0;
   bool found = false;
   uint64_t min_peak = std::numeric_limits<uint64_t>::max();
@@ -189,40 +188,62 @@ std::vector<uint64_t> chen_thresholds(const Chain& chain) {
   return ts;
 }
 
+uint64_t chen_peak(const Chain& chain, uint64_t threshold, uint64_t stop) {
+  // Alg. 3's walk (chen_greedy) with metrics()' figures of each segment as it closes
+  // (placement_metrics.cpp, segment_g): P is what the segments before keep (their last
+  // outputs), g the segment's highest point above P.
+  const size_t n = chain.layers.size();
+  uint64_t P = chain.input_bytes, peak = P;
+  uint64_t fwd = 0, xb_sum = 0, rec_max = 0, bwd_max = 0;
+  for (size_t i = 0, first = 0; i < n; ++i) {
+    const Layer& L = chain.layers[i];
+    const uint64_t x = i == 0 ? chain.input_bytes : chain.layers[i - 1].output_bytes;
+    // F_ck of the segment's first layer; F_n of the others (input and output live)
+    fwd = std::max(fwd, (i > first ? x : 0) + L.output_bytes + L.forward_temp_bytes);
+    xb_sum += L.saved_bytes;  // Alg. 3's temp
+    rec_max = std::max(rec_max, xb_sum + L.forward_temp_bytes);
+    bwd_max = std::max(bwd_max, xb_sum + L.output_bytes + L.backward_temp_bytes);
+    if (xb_sum <= threshold && i + 1 < n) continue;
+    peak = std::max(peak, P + std::max({fwd, L.output_bytes + rec_max, bwd_max}));
+    if (peak >= stop) return peak;  // not below the best so far
+    P += L.output_bytes;
+    fwd = xb_sum = rec_max = bwd_max = 0;
+    first = i + 1;
+  }
+  return peak;
+}
+
 namespace {
 
-PlanResult chen_plan(const Chain& chain, const StrategyRequest& req) {
-  if (req.greedy_bytes > 0) {
-    const ChenResult c = chen_greedy(chain, req.greedy_bytes);
-    PlanResult r = evaluate(chain, c.segments);
-    r.details.clear();
-    r.details.push_back(count_fact("greedyBytes", req.greedy_bytes));
-    r.details.push_back(count_fact("x", c.x));
-    r.details.push_back(count_fact("y", c.y));
-    return r;
-  }
-  // Each threshold's plan is ranked by its figures (metrics, O(layers): 131 simulations of a
-  // 100,000-layer chain took 16 s); the chosen one is simulated below.
+// Chains metrics() models: every plan of Alg. 3 checkpoints every layer (the splits end
+// segments, the rest is the last one), so all cost the same: the cheapest plan is the one of
+// lowest peak (the first threshold reaching it), with or without a budget.
+ChenSearch chen_search_fast(const Chain& chain, const StrategyRequest& req) {
   ChenSearch s;
-  const bool fast = metrics_apply(chain);
-  const ChainCosts costs = chain_costs(chain);
-  PlanMetrics best;
+  for (uint64_t t : chen_thresholds(chain)) {
+    const uint64_t peak = chen_peak(chain, t, s.min_peak);
+    if (peak < s.min_peak) {
+      s.min_peak = peak;
+      s.threshold = t;
+    }
+  }
+  s.found = req.budget_bytes == 0 || s.min_peak <= req.budget_bytes;
+  return s;
+}
+
+// Other chains (skips, early-freed inputs, selective layers): each distinct plan simulated.
+ChenSearch chen_search_simulated(const Chain& chain, const StrategyRequest& req) {
+  ChenSearch s;
+  PlanResult best;
   std::vector<Segment> last_plan;
   bool any = false;
-  PlanMetrics r;
   for (uint64_t t : chen_thresholds(chain)) {
     ChenResult c = chen_greedy(chain, t);
     // neighbouring thresholds often give the same plan: its figures are the same
     if (any && same_plan(c.segments, last_plan)) continue;
     any = true;
     last_plan = std::move(c.segments);
-    if (fast) {
-      r = metrics(chain, last_plan, costs);
-    } else {
-      const PlanResult full = evaluate(chain, last_plan);
-      r.peak_bytes = full.peak_bytes;
-      r.total_cost = full.total_cost;
-    }
+    PlanResult r = evaluate(chain, last_plan);
     s.min_peak = std::min(s.min_peak, r.peak_bytes);
     if (req.budget_bytes > 0 && r.peak_bytes > req.budget_bytes) continue;
     // With a budget: the cheapest plan that fits (then the lower peak); without: the lowest
@@ -237,21 +258,35 @@ PlanResult chen_plan(const Chain& chain, const StrategyRequest& req) {
                  (r.peak_bytes == best.peak_bytes && r.total_cost < best.total_cost);
     }
     if (better) {
-      best = r;
+      best = std::move(r);
       s.threshold = t;
       s.found = true;
     }
   }
-  if (!s.found)
-    throw_infeasible("chen-greedy", req.budget_bytes, s.min_peak,
-                     " among the thresholds searched (strategy optimal-single-level may fit less)");
+  return s;
+}
+
+PlanResult chen_plan(const Chain& chain, const StrategyRequest& req) {
+  const bool given = req.greedy_bytes > 0;
+  ChenSearch s;
+  if (given) {
+    s.threshold = req.greedy_bytes;
+  } else {
+    // Each threshold's plan is ranked by its figures (131 simulations of a 100,000-layer
+    // chain took 16 s); the chosen one is simulated below.
+    s = metrics_apply(chain) ? chen_search_fast(chain, req) : chen_search_simulated(chain, req);
+    if (!s.found)
+      throw_infeasible(
+          "chen-greedy", req.budget_bytes, s.min_peak,
+          " among the thresholds searched (strategy optimal-single-level may fit less)");
+  }
   const ChenResult c = chen_greedy(chain, s.threshold);
-  s.best = evaluate(chain, c.segments);
-  s.best.details.clear();
-  s.best.details.push_back(count_fact("greedyBytes", s.threshold));
-  s.best.details.push_back(count_fact("x", c.x));
-  s.best.details.push_back(count_fact("y", c.y));
-  return s.best;
+  PlanResult r = evaluate(chain, c.segments);
+  r.details.clear();
+  r.details.push_back(count_fact("greedyBytes", s.threshold));
+  r.details.push_back(count_fact("x", c.x));
+  r.details.push_back(count_fact("y", c.y));
+  return r;
 }
 
 void check_manual(const Chain& chain, const std::vector<Segment>& segs) {
