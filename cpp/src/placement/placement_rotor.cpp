@@ -557,8 +557,7 @@ std::vector<FrontierPoint> rotor_frontier(const Chain& fine, uint64_t budget, ui
     p.total_cost = r.total_cost;
     p.recompute_cost = r.recompute_cost;
     p.checkpointed = r.checkpointed;
-    const u128 bytes =
-        static_cast<u128>(m + s.x[0]) * grid.num / grid.den;  // floor
+    const u128 bytes = static_cast<u128>(m + s.x[0]) * grid.num / grid.den;  // floor
     p.parameter = {count_fact("slotBudgetBytes", static_cast<uint64_t>(bytes))};
     pts.push_back(std::move(p));
   }
