@@ -129,9 +129,8 @@ for (const fn of [
 }
 // Snapshot files for readSnapshot / compareSnapshot.
 const snapDir = `${root}tests/fixtures/snapshots/`;
-const snapFiles = readdirSync(snapDir)
-  .filter((f) => !f.endsWith('.expected.json'))
-  .map((f) => readFileSync(snapDir + f));
+const snapNames = readdirSync(snapDir).filter((f) => !f.endsWith('.expected.json'));
+const snapFiles = snapNames.map((f) => readFileSync(snapDir + f));
 
 // ---- Mutations (JS values; raw tokens spliced into the text afterwards)
 const RAW = [
@@ -276,6 +275,27 @@ function report(sum, how) {
   for (const u of sum.unexplained.slice(0, 5)) console.log(JSON.stringify(u, null, 1));
 }
 const JSON_OUT = args.includes('--json');
+// --dump FILE: the generated requests are written to FILE instead of being called, framed as
+// "FUNCTION\nBYTES_FILE\nLENGTH\n<text>" for a native build's runner (cpp/tools/batch_call.cpp):
+//   node tools/differential.mjs --dump /tmp/req.bin - --n 100000
+//   build/native/trainmem_batch_call < /tmp/req.bin > new.txt  (and the older build's > old.txt)
+const DUMP = opt('--dump', '');
+if (DUMP) {
+  const { openSync, writeSync, closeSync } = await import('node:fs');
+  const fd = openSync(DUMP, 'w');
+  for (let i = 0; i < TOTAL; ++i) {
+    const base = rare.length && chance(1 / 2000) ? pick(rare) : pick(bases);
+    const fn = chance(0.01) ? pick(['', 'describemodel', 'call']) : base.fn;
+    const text = requestText(base);
+    const snap =
+      fn === 'readSnapshot' || fn === 'compareSnapshot' ? snapDir + pick(snapNames) : '-';
+    const body = Buffer.from(text, 'utf8');
+    writeSync(fd, `${fn}\n${snap}\n${body.length}\n`);
+    writeSync(fd, body);
+  }
+  closeSync(fd);
+  process.exit(0);
+}
 const load = async (p) => (await import(pathToFileURL(p).href)).default();
 let [oldM, newM] = [await load(oldPath), await load(newPath)];
 // A module that aborts (e.g. out of memory) is unusable afterwards: a fresh instance replaces it,

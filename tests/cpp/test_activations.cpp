@@ -6,6 +6,7 @@
 #include <cmath>
 #include <fstream>
 
+#include "io/device_presets.hpp"
 #include "io/request.hpp"
 #include "trainmem/activations.hpp"
 #include "trainmem/peak_memory.hpp"

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "io/device_presets.hpp"
 #include "io/peak_json.hpp"
 #include "io/request.hpp"
 #include "trainmem/advise.hpp"
@@ -156,7 +157,8 @@ TEST_CASE("advise: the time of one step, by hand for GPT-2 on an A100", "[advise
   peak::Request r = run;
   r.search_max_micro_batch = false;
   const peak::Result res = peak::evaluate(r);
-  const advise::Timing t = advise::step_time(run, res);
+  const peak::Gpu a100 = peak::gpu_preset(run.gpu_id, "gpu");
+  const advise::Timing t = advise::step_time(run, res, &a100);
   REQUIRE(t.timed);
   const double micro = 3.0 * 284812800.0 * 1024 / (312e12 * 0.5) + 0.00089 * 12;
   const double opt = 124439808.0 * 28 / 2.039e12;
@@ -169,7 +171,7 @@ TEST_CASE("advise: the time of one step, by hand for GPT-2 on an A100", "[advise
   custom.erase("gpu");
   custom["gpuMemoryBytes"] = 80e9;
   const peak::Request c = run_of(custom);
-  const advise::Timing none = advise::step_time(c, res);
+  const advise::Timing none = advise::step_time(c, res, nullptr);
   CHECK(!none.timed);
   CHECK(!none.not_timed.empty());
 }

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <fstream>
 
+#include "io/device_presets.hpp"
 #include "io/model_json.hpp"
 #include "io/request.hpp"
 #include "trainmem/activations.hpp"

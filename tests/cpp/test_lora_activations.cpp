@@ -9,6 +9,7 @@
 #include <fstream>
 #include <map>
 
+#include "io/device_presets.hpp"
 #include "io/request.hpp"
 #include "trainmem/activations.hpp"
 #include "trainmem/peak_memory.hpp"

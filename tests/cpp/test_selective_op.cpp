@@ -7,6 +7,7 @@
 
 #include <fstream>
 
+#include "io/device_presets.hpp"
 #include "io/request.hpp"
 #include "trainmem/activations.hpp"
 #include "trainmem/api.hpp"

@@ -42,7 +42,9 @@ struct Timing {
   bool optimizer_on_cpu = false;       // offloaded optimizer states: the CPU's step is not in it
   bool recompute_upper_bound = false;  // a strategy without a plan: one forward of every block
 };
-Timing step_time(const peak::Request& run, const peak::Result& result);
+// `gpu`: the run's GPU preset (io/device_presets.hpp reads it), null when the run gives a
+// custom memory size, which has no dense TFLOP/s.
+Timing step_time(const peak::Request& run, const peak::Result& result, const peak::Gpu* gpu);
 
 // A change of the run, in request terms: the fields it sets (unset: unchanged). The JSON edge
 // applies it to the request and parses the result, so that a change is checked as any request.

@@ -44,9 +44,7 @@ struct Runtime {
   std::string default_attention = "sdpa";
   bool is_cuda() const { return id != "pytorch-cpu"; }
 };
-// Runtime profile from cpp/data/runtime-<id>.json; throws RequestError naming `field`.
-Runtime runtime_profile(const std::string& id, const std::string& field);
-std::vector<std::string> runtime_ids();
+// The profiles are read from cpp/data/runtime-<id>.json at the edge (io/device_presets.hpp).
 
 // Dense peak throughput per dtype in TFLOP/s (the preset's peakTflops); 0: the GPU has none
 // (null in the data: no tf32 or bf16 before Ampere).
@@ -62,9 +60,7 @@ struct Gpu {
   double memory_bandwidth = 0;    // bytes per second (memoryBandwidthBytesPerSecond; 0: unknown)
   std::string source;
 };
-// GPU preset from cpp/data/gpus/<id>.json; throws RequestError(unknown_preset, field).
-Gpu gpu_preset(const std::string& id, const std::string& field);
-std::vector<std::string> gpu_ids();
+// The presets are read from cpp/data/gpus/<id>.json at the edge (io/device_presets.hpp).
 
 struct Checkpointing {
   std::string strategy = "none";         // none full attention-recompute selective-op

@@ -206,8 +206,7 @@ struct SummaryOptions {
 };
 
 Summary summarize(const Snapshot& s, const SummaryOptions& options);
-// torch.cuda.memory_stats() as JSON text (throws RequestError naming the field).
-Summary summarize_memory_stats(const std::string& json_text);
+// torch.cuda.memory_stats() as JSON text: read at the edge (io/snapshot_json.cpp).
 // Causes that the measurement alone shows (reserved far above allocated, kept gradients, OOMs).
 std::vector<Cause> measured_causes(const Summary& s);
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "io/request.hpp"
 #include "trainmem/error.hpp"
+#include "util/checked.hpp"
 
 namespace trainmem {
 namespace accumulation {

@@ -11,10 +11,10 @@
 #include "activations/diffusion_recipe.hpp"
 #include "activations/llm_families.hpp"
 #include "activations/lora_recipes.hpp"
-#include "io/request.hpp"
 #include "net/net_model.hpp"
 #include "trainmem/error.hpp"
 #include "trainmem/traced_model.hpp"
+#include "util/checked.hpp"
 
 namespace trainmem {
 namespace activations {

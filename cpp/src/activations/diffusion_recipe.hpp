@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <string>
 
-#include "io/request.hpp"
 #include "trainmem/activations.hpp"
 #include "trainmem/diffusion.hpp"
+#include "util/checked.hpp"
 
 namespace trainmem {
 namespace activations {

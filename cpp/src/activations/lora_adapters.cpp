@@ -9,7 +9,7 @@
 #include <utility>
 
 #include "activations/llm_families.hpp"
-#include "io/request.hpp"
+#include "util/checked.hpp"
 
 namespace trainmem {
 namespace activations {

@@ -8,8 +8,8 @@
 
 #include <algorithm>
 
-#include "io/request.hpp"
 #include "trainmem/error.hpp"
+#include "util/checked.hpp"
 
 namespace trainmem {
 namespace activations {

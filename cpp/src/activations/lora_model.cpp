@@ -5,8 +5,8 @@
 #include <utility>
 
 #include "activations/lora_recipes.hpp"
-#include "io/request.hpp"
 #include "trainmem/error.hpp"
+#include "util/checked.hpp"
 
 namespace trainmem {
 namespace activations {

@@ -187,7 +187,6 @@ void llama_block(const Ctx& c, const Dims& d, uint32_t roles, bool in_rg, LayerA
 // v's dtype before dropout), c_proj, resid_dropout, ln_2, c_fc, gelu_new, c_proj, dropout.
 void gpt2_block(const Ctx& c, const Dims& d, uint32_t roles, bool in_rg, LayerActivations* l) {
   Flow f(c.s, c.dt, d.T, l);
-  const uint32_t bw = c.dt.base;
   const Val x = f.input(d.T * d.h, c.res, in_rg);
   const Val a = layer_norm(f, x, "ln_1");
   const Val qkv = f.linear(a, lin(d.h, 3 * d.h, roles & (kQ | kK | kV), c, true, true), "c_attn");

@@ -7,9 +7,9 @@
 // free), so nothing here is a model of the ops: only the sizes are evaluated.
 #include <algorithm>
 
-#include "io/request.hpp"
 #include "trainmem/error.hpp"
 #include "trainmem/traced_model.hpp"
+#include "util/checked.hpp"
 
 namespace trainmem {
 namespace traced {

@@ -49,10 +49,10 @@ Verdict judge(const peak::Request& run, const peak::Result& result, uint64_t mar
   return v;
 }
 
-Timing step_time(const peak::Request& run, const peak::Result& result) {
+Timing step_time(const peak::Request& run, const peak::Result& result, const peak::Gpu* preset) {
   Timing t;
   t.global_batch = run.micro_batch * run.accumulation_steps * run.data_parallel;
-  if (run.gpu_id.empty()) {
+  if (run.gpu_id.empty() || !preset) {
     t.not_timed =
         "the time per step needs a GPU preset's dense TFLOP/s (a custom memory size has none)";
     return t;
@@ -61,7 +61,7 @@ Timing step_time(const peak::Request& run, const peak::Result& result) {
     t.not_timed = "the time model does not split a layer's work over tensor-parallel GPUs";
     return t;
   }
-  const peak::Gpu gpu = peak::gpu_preset(run.gpu_id, "gpu");
+  const peak::Gpu& gpu = *preset;
   const auto [dtype, tflops] = step_work::matmul_peak(run.precision, gpu.tflops);
   t.throughput_precision = dtype;
   if (!(tflops > 0)) {

@@ -8,8 +8,8 @@
 #include <string>
 
 #include "checkpoint/checkpoint_internal.hpp"
-#include "io/request.hpp"
 #include "trainmem/checkpoint_format.hpp"
+#include "util/checked.hpp"
 #include "util/sorted_order.hpp"
 
 namespace trainmem {

@@ -11,12 +11,12 @@
 #include <utility>
 #include <vector>
 
-#include "io/request.hpp"  // checked_add, checked_mul
 #include "trainmem/checkpoint_format.hpp"
 #include "trainmem/dtype.hpp"
 #include "trainmem/model.hpp"
 #include "trainmem/optimizer.hpp"
 #include "trainmem/vocabulary.hpp"
+#include "util/checked.hpp"  // checked_add, checked_mul
 
 namespace trainmem {
 namespace {

@@ -7,6 +7,7 @@
 
 #include "io/accumulation_json.hpp"
 #include "io/calculators.hpp"
+#include "io/device_presets.hpp"
 #include "io/field_list.hpp"
 #include "io/json_fields.hpp"
 #include "io/model_json.hpp"

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "io/calculators.hpp"
+#include "io/device_presets.hpp"
 #include "io/field_list.hpp"
 #include "io/json_fields.hpp"
 #include "io/peak_json.hpp"
@@ -135,7 +136,9 @@ json timing_json(const advise::Timing& t) {
 
 advise::Timing timing_of(const peak::Request& r, const peak::Result& res) {
   try {
-    return advise::step_time(r, res);
+    if (r.gpu_id.empty()) return advise::step_time(r, res, nullptr);
+    const peak::Gpu gpu = peak::gpu_preset(r.gpu_id, "gpu");
+    return advise::step_time(r, res, &gpu);
   } catch (const RequestError& e) {
     advise::Timing t;
     t.global_batch = r.micro_batch * r.accumulation_steps * r.data_parallel;

@@ -1,5 +1,6 @@
 // JSON-level entry points of the calculators (one per public API function). Each parses and
 // validates its request (throwing RequestError), computes, and returns the result object.
+// Each comment names the io/ file that defines it.
 #pragma once
 #include <string>
 
@@ -8,10 +9,10 @@
 namespace trainmem {
 
 nlohmann::json checkpoint_size_json(const nlohmann::json& request);  // checkpoint_json.cpp
-nlohmann::json describe_model_json(const nlohmann::json& request);   // model.cpp
-nlohmann::json peak_memory_json(const nlohmann::json& request);      // peak_memory.cpp
-nlohmann::json accumulation_json(const nlohmann::json& request);     // accumulation.cpp
-nlohmann::json placement_json(const nlohmann::json& request);        // placement.cpp
+nlohmann::json describe_model_json(const nlohmann::json& request);   // model_json.cpp
+nlohmann::json peak_memory_json(const nlohmann::json& request);      // peak_json.cpp
+nlohmann::json accumulation_json(const nlohmann::json& request);     // accumulation_request.cpp
+nlohmann::json placement_json(const nlohmann::json& request);        // placement_request.cpp
 nlohmann::json presets_json(const nlohmann::json& request);          // presets.cpp
 nlohmann::json advise_json(const nlohmann::json& request);           // advise_json.cpp
 nlohmann::json vocabulary_json(const nlohmann::json& request);       // vocabulary_json.cpp

@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cmath>
 
+#include "io/device_presets.hpp"
 #include "io/diffusion_request.hpp"
 #include "io/embedded_data.hpp"
 #include "io/json_fields.hpp"

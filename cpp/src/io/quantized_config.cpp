@@ -103,15 +103,6 @@ uint64_t pack(const Format& f, const std::string& base, uint64_t in, uint64_t ou
 
 }  // namespace
 
-uint64_t quantized_weight_bytes(const ModelDescription& m, uint64_t other_bytes) {
-  const Quantization& q = *m.quantization;
-  uint64_t covered = q.quantized_params;
-  for (const auto& t : q.packed)
-    if (t.name.size() > 5 && t.name.compare(t.name.size() - 5, 5, ".bias") == 0)
-      covered += t.numel();
-  return q.packed_bytes + (m.params - std::min(m.params, covered)) * other_bytes;
-}
-
 ModelDescription packed_state_dict(const ModelDescription& m) {
   ModelDescription out = m;
   if (!m.quantization) return out;

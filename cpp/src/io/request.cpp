@@ -69,10 +69,6 @@ std::string closest_match(const std::string& word, const std::vector<std::string
   return best_d <= std::max<size_t>(1, std::min<size_t>(3, word.size() / 2)) ? best : "";
 }
 
-std::string index_path(const std::string& path, size_t index) {
-  return path + "[" + std::to_string(index) + "]";
-}
-
 uint64_t read_u64(const json& v, const std::string& path, uint64_t min, uint64_t max) {
   uint64_t value = 0;
   if (v.is_number_unsigned()) {
@@ -122,34 +118,6 @@ std::string read_str(const json& v, const std::string& path, size_t max_len) {
     fail(code::kTooLarge, path,
          {path, " is longer than ", std::to_string(max_len), " bytes (of UTF-8 text)"});
   return s;
-}
-
-namespace {
-[[noreturn]] void exceeds_2_63(std::string_view field) {
-  fail(code::kTooLarge, field, {field, ": result exceeds 2^63"});
-}
-}  // namespace
-
-// (Two overloads each: a literal field name would otherwise be built as a std::string at every
-// call, even when nothing overflows.)
-uint64_t checked_mul(uint64_t a, uint64_t b, const std::string& field) {
-  if (a != 0 && b > kMaxCount / a) exceeds_2_63(field);
-  return a * b;
-}
-
-uint64_t checked_add(uint64_t a, uint64_t b, const std::string& field) {
-  if (a > kMaxCount || b > kMaxCount - a) exceeds_2_63(field);
-  return a + b;
-}
-
-uint64_t checked_mul(uint64_t a, uint64_t b, const char* field) {
-  if (a != 0 && b > kMaxCount / a) exceeds_2_63(field);
-  return a * b;
-}
-
-uint64_t checked_add(uint64_t a, uint64_t b, const char* field) {
-  if (a > kMaxCount || b > kMaxCount - a) exceeds_2_63(field);
-  return a + b;
 }
 
 Obj::Obj(const json& j, const char* path) : Obj(j, std::string(path)) {}

@@ -11,6 +11,7 @@
 
 #include "trainmem/error.hpp"
 #include "trainmem/limits.hpp"
+#include "util/checked.hpp"  // checked_mul, checked_add, index_path (the core's, re-exported)
 
 namespace trainmem {
 
@@ -89,9 +90,6 @@ class Obj {
   bool null_absent_ = false;
 };
 
-// Element path helpers: "layers[3]".
-std::string index_path(const std::string& path, size_t index);
-
 // A parameter that belongs to some strategies only: given with another, it is an error naming
 // the strategies it applies to, rather than silently ignored.
 void only_for(const Obj& obj, const char* key, const std::string& strategy,
@@ -102,12 +100,5 @@ uint64_t read_u64(const json& v, const std::string& path, uint64_t min = 0,
                   uint64_t max = UINT64_MAX);
 double read_num(const json& v, const std::string& path, double min, double max);
 std::string read_str(const json& v, const std::string& path, size_t max_len = 256);
-
-// Checked arithmetic on byte and element counts: throws too_large naming `field` when the
-// result would exceed kMaxCount (2^63).
-uint64_t checked_mul(uint64_t a, uint64_t b, const std::string& field);
-uint64_t checked_add(uint64_t a, uint64_t b, const std::string& field);
-uint64_t checked_mul(uint64_t a, uint64_t b, const char* field);
-uint64_t checked_add(uint64_t a, uint64_t b, const char* field);
 
 }  // namespace trainmem

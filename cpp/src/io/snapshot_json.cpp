@@ -24,11 +24,44 @@ snapshot::SummaryOptions read_options(const Obj& o) {
   return opt;
 }
 
+// torch.cuda.memory_stats() as JSON text (throws RequestError naming the field).
+snapshot::Summary summarize_memory_stats(const std::string& text) {
+  const json j = parse_request(text);
+  if (!j.is_object())
+    fail(code::kInvalidType, "snapshot",
+         "memory statistics must be the JSON object torch.cuda.memory_stats() returns");
+  snapshot::Summary r;
+  r.source = "memoryStats";
+  r.has_stats = true;
+  r.file_bytes = text.size();
+  // Keys of torch.cuda.memory_stats() (torch/cuda/memory.py, memory_stats docstring); the dump
+  // holds many more, which are ignored as a pasted config.json's are.
+  auto get = [&](const char* key, uint64_t* out) {
+    auto it = j.find(key);
+    if (it == j.end() || it->is_null()) return false;
+    *out = read_u64(*it, std::string("snapshot.") + key, 0, kMaxCount);
+    return true;
+  };
+  const bool a = get("allocated_bytes.all.peak", &r.stats_allocated_peak);
+  const bool b = get("reserved_bytes.all.peak", &r.stats_reserved_peak);
+  if (!a && !b)
+    fail(code::kMissingField, "snapshot.allocated_bytes.all.peak",
+         "memory statistics need allocated_bytes.all.peak or reserved_bytes.all.peak (the keys of "
+         "torch.cuda.memory_stats())");
+  get("num_alloc_retries", &r.stats_num_alloc_retries);
+  get("num_ooms", &r.stats_num_ooms);
+  r.peak_allocated_bytes = r.stats_allocated_peak;
+  r.peak_reserved_bytes = r.stats_reserved_peak;
+  r.peak_reserved_at_peak = r.stats_reserved_peak;
+  r.notes.push_back("memory_stats() holds peaks only: no series, steps or categories");
+  return r;
+}
+
 // memory_stats() JSON when the bytes start with '{' (after white space), else a pickle.
 snapshot::Summary summarize_bytes(const std::string& bytes, const snapshot::SummaryOptions& opt) {
   size_t i = 0;
   while (i < bytes.size() && std::isspace(static_cast<unsigned char>(bytes[i]))) ++i;
-  if (i < bytes.size() && bytes[i] == '{') return snapshot::summarize_memory_stats(bytes);
+  if (i < bytes.size() && bytes[i] == '{') return summarize_memory_stats(bytes);
   const snapshot::Snapshot s = snapshot::read_pickle(bytes);
   if (opt.device >= 0 && static_cast<uint64_t>(opt.device) >= s.device_traces.size() &&
       !s.device_traces.empty())

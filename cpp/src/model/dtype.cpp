@@ -1,7 +1,7 @@
 #include "trainmem/dtype.hpp"
 
-#include "io/request.hpp"
 #include "trainmem/vocabulary.hpp"
+#include "util/checked.hpp"
 
 namespace trainmem {
 

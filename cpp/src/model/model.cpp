@@ -6,7 +6,7 @@
 #include <map>
 #include <set>
 
-#include "io/request.hpp"  // checked_mul, checked_add
+#include "util/checked.hpp"  // checked_mul, checked_add
 
 namespace trainmem {
 

@@ -7,8 +7,8 @@
 //   and subclass_fp8.py @ 029bb60a, quant_utils.py @ 173b31ec (torchao low-bit AdamW).
 #include "trainmem/optimizer.hpp"
 
-#include "io/request.hpp"  // checked_mul
 #include "trainmem/vocabulary.hpp"
+#include "util/checked.hpp"  // checked_mul
 
 namespace trainmem {
 

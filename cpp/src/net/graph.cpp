@@ -9,8 +9,8 @@
 
 #include <algorithm>
 
-#include "io/request.hpp"  // checked_mul, checked_add
 #include "trainmem/error.hpp"
+#include "util/checked.hpp"  // checked_mul, checked_add
 
 namespace trainmem {
 namespace net {

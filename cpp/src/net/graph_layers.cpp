@@ -4,9 +4,9 @@
 // reverse over the whole network), placed as the allocation trace replays them.
 #include <algorithm>
 
-#include "io/request.hpp"
 #include "net/graph.hpp"
 #include "trainmem/error.hpp"
+#include "util/checked.hpp"
 
 namespace trainmem {
 namespace net {

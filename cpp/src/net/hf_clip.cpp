@@ -72,7 +72,7 @@ V vision_embeddings(Graph& g, const NetSpec& n, const Tower& t) {
 
 // SiglipMultiheadAttentionPoolingHead: probe.repeat(B, 1, 1) attends to the states
 // (nn.MultiheadAttention, need_weights=True: the math path), layernorm, residual MLP.
-V siglip_pool(Graph& g, const NetSpec& n, const Tower& t, V x) {
+V siglip_pool(Graph& g, const NetSpec& /*n*/, const Tower& t, V x) {
   const uint64_t B = g.shape(x)[0], T = g.shape(x)[1], h = t.hidden, d = h / t.heads;
   const std::string p = t.p + ".head";
   g.module(p);

@@ -2,9 +2,9 @@
 // once for the parameter list (describe) and once per evaluation for the activations of a batch.
 #include "net/net_model.hpp"
 
-#include "io/request.hpp"
 #include "net/recipes.hpp"
 #include "trainmem/error.hpp"
+#include "util/checked.hpp"
 
 namespace trainmem {
 namespace net {

@@ -2,8 +2,8 @@
 // save names the autograd node that keeps the tensor (derivatives.yaml of torch 1.13 / 2.x).
 #include "net/ops.hpp"
 
-#include "io/request.hpp"
 #include "trainmem/error.hpp"
+#include "util/checked.hpp"
 
 namespace trainmem {
 namespace net {

@@ -2,9 +2,9 @@
 // vision and speech recipes (ops.hpp).
 #include <algorithm>
 
-#include "io/request.hpp"
 #include "net/ops.hpp"
 #include "trainmem/error.hpp"
+#include "util/checked.hpp"
 
 namespace trainmem {
 namespace net {

@@ -5,7 +5,7 @@
 // constants.py @00073fe (INCLUDE_LINEAR_LAYERS_SHORTHAND = "all-linear";
 // TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING: the defaults below).
 #include "peak/peak_lora.hpp"
-#include "io/request.hpp"
+#include "util/checked.hpp"
 
 #include <algorithm>
 

@@ -10,9 +10,9 @@
 // fp32, the position bias of the first layer reused by all, softmax in fp32).
 #include <algorithm>
 
-#include "io/request.hpp"
 #include "trainmem/error.hpp"
 #include "trainmem/pipeline.hpp"
+#include "util/checked.hpp"
 
 namespace trainmem {
 namespace diffusion {

@@ -20,6 +20,10 @@ namespace trainmem {
 namespace placement {
 namespace {
 
+// 128-bit products of slot counts and bytes (a GCC/Clang extension: __extension__ keeps
+// -Wpedantic quiet about it).
+__extension__ typedef unsigned __int128 u128;
+
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr uint64_t kBlock = 4;  // slots of the smallest pruning block of the leaf loop
 
@@ -67,8 +71,8 @@ Sizes sizes_of(const Chain& chain, const Grid& grid) {
   s.f.assign(n + 1, 0);
   s.b.assign(n + 1, 0);
   auto conv = [&](uint64_t v) -> uint64_t {
-    const unsigned __int128 num = static_cast<unsigned __int128>(v) * grid.den;
-    const unsigned __int128 q = (num + grid.num - 1) / grid.num;
+    const u128 num = static_cast<u128>(v) * grid.den;
+    const u128 q = (num + grid.num - 1) / grid.num;
     return q > (uint64_t{1} << 40) ? (uint64_t{1} << 40) : static_cast<uint64_t>(q);
   };
   s.x[0] = conv(chain.input_bytes);
@@ -553,8 +557,7 @@ std::vector<FrontierPoint> rotor_frontier(const Chain& fine, uint64_t budget, ui
     p.total_cost = r.total_cost;
     p.recompute_cost = r.recompute_cost;
     p.checkpointed = r.checkpointed;
-    const unsigned __int128 bytes =
-        static_cast<unsigned __int128>(m + s.x[0]) * grid.num / grid.den;  // floor
+    const u128 bytes = static_cast<u128>(m + s.x[0]) * grid.num / grid.den;  // floor
     p.parameter = {count_fact("slotBudgetBytes", static_cast<uint64_t>(bytes))};
     pts.push_back(std::move(p));
   }

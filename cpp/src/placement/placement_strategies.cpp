@@ -5,10 +5,11 @@
 #include <cmath>
 #include <limits>
 
-#include "io/request.hpp"
 #include "placement/placement_internal.hpp"
 #include "trainmem/error.hpp"
+#include "trainmem/limits.hpp"
 #include "trainmem/vocabulary.hpp"
+#include "util/checked.hpp"
 
 namespace trainmem {
 namespace placement {

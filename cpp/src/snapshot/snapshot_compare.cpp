@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "io/request.hpp"
+#include "trainmem/error.hpp"
 #include "trainmem/snapshot_compare.hpp"
 
 namespace trainmem {
@@ -45,38 +45,6 @@ bool fragmented(uint64_t reserved, uint64_t allocated) {
 }
 
 }  // namespace
-
-Summary summarize_memory_stats(const std::string& text) {
-  const json j = parse_request(text);
-  if (!j.is_object())
-    fail(code::kInvalidType, "snapshot",
-         "memory statistics must be the JSON object torch.cuda.memory_stats() returns");
-  Summary r;
-  r.source = "memoryStats";
-  r.has_stats = true;
-  r.file_bytes = text.size();
-  // Keys of torch.cuda.memory_stats() (torch/cuda/memory.py, memory_stats docstring); the dump
-  // holds many more, which are ignored as a pasted config.json's are.
-  auto get = [&](const char* key, uint64_t* out) {
-    auto it = j.find(key);
-    if (it == j.end() || it->is_null()) return false;
-    *out = read_u64(*it, std::string("snapshot.") + key, 0, kMaxCount);
-    return true;
-  };
-  const bool a = get("allocated_bytes.all.peak", &r.stats_allocated_peak);
-  const bool b = get("reserved_bytes.all.peak", &r.stats_reserved_peak);
-  if (!a && !b)
-    fail(code::kMissingField, "snapshot.allocated_bytes.all.peak",
-         "memory statistics need allocated_bytes.all.peak or reserved_bytes.all.peak (the keys of "
-         "torch.cuda.memory_stats())");
-  get("num_alloc_retries", &r.stats_num_alloc_retries);
-  get("num_ooms", &r.stats_num_ooms);
-  r.peak_allocated_bytes = r.stats_allocated_peak;
-  r.peak_reserved_bytes = r.stats_reserved_peak;
-  r.peak_reserved_at_peak = r.stats_reserved_peak;
-  r.notes.push_back("memory_stats() holds peaks only: no series, steps or categories");
-  return r;
-}
 
 std::vector<Cause> measured_causes(const Summary& s) {
   std::vector<Cause> out;
