@@ -128,7 +128,7 @@ describe('layout', () => {
           assert.equal(await over(), 0, `${lang} ${scheme} tab ${tab}`);
         }
         const ids = await page.$$eval('[data-example]', (bs) => bs.map((b) => b.dataset.example));
-        assert.equal(ids.length, 6);
+        assert.equal(ids.length, 9); // web/app/examples.js + examples-nets.js
         for (const id of ids) {
           await page.click(`[data-example="${id}"]`);
           await page.waitForSelector('#tm-example article ol li');

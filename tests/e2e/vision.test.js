@@ -68,7 +68,7 @@ describe('vision networks on the page', () => {
     // 448 px: four times the pixels, so every activation four times; the peak grows
     const at448 = await typeAndWait(page, '#tm-imageSize', '448', at224);
     assert.ok(at448 > at224 * 1.5, `${at448} vs ${at224}`);
-    assert.match(page.url(), /img=448/);
+    await page.waitForURL(/img=448/); // the address follows the input after its debounce
     // back to a text model: the sequence length returns, the image inputs go
     await page.selectOption('#tm-preset', 'gpt2');
     await page.waitForSelector('#tm-seqLen');
