@@ -245,3 +245,27 @@ TEST_CASE("a step past 2^62 bytes in all is too_large, naming microBatch", "[pea
   CHECK(r["error"]["code"] == "too_large");
   CHECK(r["error"]["field"] == "microBatch");
 }
+
+TEST_CASE("one model: attention recompute drops the s^2 tensors from the trace as from the chain",
+          "[peak][one-model]") {
+  // GPT-2 (12 layers, 12 heads), eager attention, autocast bf16, b = 8, s = 1024. Megatron's
+  // selective recompute (Korthikanti et al. 2022, section 5) drops each block's attention core:
+  // b a s^2 = 8 x 12 x 1024^2 = 100,663,296 elements of the fp32 softmax output (HF GPT-2
+  // upcasts under autocast: 4 B), the dropout mask (1 B) and the dropout output (bf16: 2 B):
+  // 7 x 100,663,296 = 704,643,072 B a block, 8,455,716,864 B over 12 blocks.
+  const json base = {
+      {"model", {{"preset", "gpt2"}}}, {"attention", "eager"}, {"microBatch", 8},  {"seqLen", 1024},
+      {"precision", "amp-bf16"},       {"gpu", "a100-80gb"},   {"timeline", false}};
+  const json none = run(base);
+  const json ar = run(with(base, {{"checkpointing", "attention-recompute"}}));
+  const double core = 704643072.0;
+  CHECK(none["storedActivationBytes"].get<double>() - ar["storedActivationBytes"].get<double>() ==
+        12 * core);
+  // one trace: the peak falls with the stored tensors, less the one core the backward
+  // recomputes at a time (and at most the allocator's rounding of 12 blocks more)
+  const double drop =
+      none["allocatedPeakBytes"].get<double>() - ar["allocatedPeakBytes"].get<double>();
+  CHECK(drop >= 11 * core);
+  CHECK(drop <= 12 * core + 64.0 * 1024 * 1024);
+  CHECK(none["peakBytes"].get<double>() - ar["peakBytes"].get<double>() == drop);
+}

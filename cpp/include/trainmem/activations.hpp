@@ -114,9 +114,18 @@ struct LayerActivations {
   std::vector<Saved> saved;           // internal saves (input excluded) + the output
   uint64_t saved_bytes = 0;           // sum of saved (output included: placement::Layer semantics)
   uint64_t attention_core_bytes = 0;  // the s^2 terms (what selective recompute drops)
-  uint64_t output_bytes = 0;          // the tensor passed to the next layer
-  uint64_t forward_temp_bytes = 0;    // transient beyond saved during the forward
-  uint64_t backward_temp_bytes = 0;   // transient during the backward (incl. the input gradient)
+  // The eager attention core's s^2 tensors: entries [core_first, core_end) of `tensors` (their
+  // sum is attention_core_bytes; empty for SDPA and recipes that do not mark them).
+  uint32_t core_first = 0, core_end = 0;
+  // Marks the tensors saved since entry `first` as the attention core's s^2 tensors.
+  void mark_core(size_t first) {
+    core_first = static_cast<uint32_t>(first);
+    core_end = static_cast<uint32_t>(tensors.size());
+    for (size_t k = first; k < tensors.size(); ++k) attention_core_bytes += tensors[k];
+  }
+  uint64_t output_bytes = 0;         // the tensor passed to the next layer
+  uint64_t forward_temp_bytes = 0;   // transient beyond saved during the forward
+  uint64_t backward_temp_bytes = 0;  // transient during the backward (incl. the input gradient)
   double forward_flops = 0;
   uint64_t params = 0;  // parameters of this layer (gradients appear at its backward)
   // Rows (micro-batch included) that the layer's linear modules process; 0 = micro-batch x

@@ -157,14 +157,11 @@ void eager_core(const Builder& B, const Dims& d, const Widths& w, uint64_t sm_wi
     B.add(l, "q (bmm operand, reshape copy)", B.tp(B.mul({d.T, d.q, w.lin})), qk_source);
     B.add(l, "k^T (bmm operand, reshape copy)", B.tp(B.mul({d.Tk, d.q, w.lin})), qk_source);
   }
+  const size_t core_first = l->tensors.size();
   if (B.settings().runtime.softmax_saves_input)
     B.add(l, "softmax input (scores + mask)", B.tp(bas2 * sm_width),
           "SoftmaxBackward keeps its input too (torch <= 1.10)");
   B.add(l, "softmax output", B.tp(bas2 * sm_width), "SoftmaxBackward0 keeps its result");
-  const uint64_t core_start = l->saved_bytes;
-  const uint64_t qk_v_bytes =
-      d.Tk == d.T ? B.tp(B.mul({2, d.T, d.q, w.lin})) + B.tp(B.mul({d.T, d.q, w.lin}))
-                  : B.tp(B.mul({d.T, d.q, w.lin})) + 2 * B.tp(B.mul({d.Tk, d.q, w.lin}));
   const uint64_t p_width = cast_before_dropout ? w.lin : sm_width;
   if (cast_before_dropout && w.lin != sm_width) {
     // the cast copy is what dropout (or PV) reads; kept by PV when there is no dropout
@@ -179,10 +176,12 @@ void eager_core(const Builder& B, const Dims& d, const Widths& w, uint64_t sm_wi
   } else if (!cast_before_dropout && w.lin != sm_width) {
     B.add(l, "probabilities cast for PV", B.tp(bas2 * w.lin), "BmmBackward0 keeps its operand");
   }
+  // Megatron's selective recompute drops the s^2 tensors (softmax, dropout, probabilities):
+  // 5as^2b of Korthikanti et al. 2022 (section 5) in 16-bit training; q, k and v stay, the
+  // checkpointed core's inputs
+  l->mark_core(core_first);
   B.add(l, "v (bmm operand, reshape copy)", B.tp(B.mul({d.Tk, d.q, w.lin})),
         "BmmBackward0 keeps its operand");
-  // Megatron's selective recompute drops the s^2 tensors (softmax, dropout, probabilities)
-  l->attention_core_bytes += l->saved_bytes - core_start - qk_v_bytes;
 }
 
 void sdpa_core(const Builder& B, const Dims& d, const Widths& w, LayerActivations* l) {

@@ -101,14 +101,16 @@ void attention(const Ctx& c, uint64_t kv_width, uint64_t sm, uint64_t qk) {
   // k and v broadcast over the heads (repeat_kv, or matmul's expand) and reshaped for bmm: a
   // copy per head, except for one sample and one kv head, where the reshape is a view
   const uint64_t kvn = sh.b == 1 && sh.kv == 1 ? sh.T * sh.d : qn;
-  const uint64_t core_start = c.r.layer().saved_bytes;
   if (c.eager) {
     c.r.save("q (bmm operand)", qn * qk, "BmmBackward0 keeps both operands");
     c.r.save("k^T (bmm operand)", kvn * qk, "BmmBackward0 keeps both operands");
     c.r.forward_temp(scores * std::max(qk, sm), 2);
+    const size_t core_first = c.r.layer().tensors.size();
     c.r.save("softmax output", scores * sm, "SoftmaxBackward0 keeps its result");
     if (sm != c.w.lin) c.r.save("probabilities cast back", scores * c.w.lin, "BmmBackward0");
     dropout(c, scores, c.ar.attention_dropout, c.w.lin, true, "attention dropout mask");
+    // the s^2 tensors Megatron's selective recompute drops (Korthikanti et al. 2022, section 5)
+    c.r.layer().mark_core(core_first);
     c.r.save("v (bmm operand)", kvn * c.w.lin, "BmmBackward0 keeps its operand");
     c.r.backward_temp(scores * std::max(c.w.lin, sm), 2);
   } else {
@@ -119,7 +121,6 @@ void attention(const Ctx& c, uint64_t kv_width, uint64_t sm, uint64_t qk) {
     c.r.save("SDPA logsumexp (fp32)", sh.b * sh.a * sh.s * 4, "softmax_lse");
     c.r.backward_temp(qn * (c.w.lin + 4) + 2 * k);
   }
-  c.r.layer().attention_core_bytes += c.r.layer().saved_bytes - core_start;
   c.r.save("merged heads (the output projection's input)", qn * c.w.lin,
            "MmBackward0 keeps its input");
 }

@@ -137,6 +137,12 @@ class SpecBuilder {
     L.backward_temps = la.backward_temps;
     if (s_.chain.layers[i].selective)
       L.selective_kept = activations::selective_keep(la, rq_.checkpointing.save).tensors;
+    if (recomputes_core(i)) {
+      // Megatron selective recompute (as plan_checkpointing's chain): the core's s^2 tensors
+      // are not kept; its backward recomputes them, alive while the backward walks the core
+      for (uint32_t k = la.core_first; k < la.core_end; ++k) L.tensors[k] = 0;
+      L.backward_temps.push_back({la.core_end - 1, 1, la.attention_core_bytes});
+    }
     // layers without per-tensor transients: the layer's lump as one piece
     if (L.forward_temps.empty() && la.forward_temp_bytes)
       L.forward_temps.push_back({0, 1, la.forward_temp_bytes});
@@ -146,6 +152,14 @@ class SpecBuilder {
         L.backward_temps.push_back({0, 1, la.backward_temp_bytes - dinput});
     }
     return L;
+  }
+
+  // Whether the layer's attention core is recomputed (checkpointing "attention-recompute";
+  // embeddings and head excepted, as the chain's).
+  bool recomputes_core(size_t i) const {
+    const auto& la = s_.acts.layers[i];
+    return rq_.checkpointing.strategy == "attention-recompute" && i > 0 && i + 1 < s_.nl &&
+           la.core_end > la.core_first && la.core_end <= la.tensors.size();
   }
 
   // Whether the weight is multiplied in fp32 under torch.autocast, so that it is cast to 16 bit
