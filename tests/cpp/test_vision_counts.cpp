@@ -163,3 +163,41 @@ TEST_CASE("wav2vec2-base-960h counts as Wav2Vec2ForCTC builds it", "[vision][cou
   // BASE: 95 M (Baevski et al. 2020)
   CHECK(rounds_to(hand, 94.4e6, 0.1e6));
 }
+
+TEST_CASE("HF ConvNeXt-T and Swin-T count as torchvision's published weights", "[vision][counts]") {
+  // transformers' ConvNextForImageClassification and SwinForImageClassification build the
+  // modules of torchvision's convnext_tiny and swin_t tensor for tensor (modeling_convnext.py:
+  // stem conv + LayerNorm, downsampling LayerNorm + 2x2 conv, 7x7 depthwise conv, LayerNorm, two
+  // pointwise linears, layer scale, final LayerNorm, classifier; modeling_swin.py: patch conv +
+  // LayerNorm, query/key/value as three linears where torchvision fuses them, the relative
+  // position bias table, patch merging without bias); torchvision publishes their exact counts
+  // (torchvision/models/convnext.py ConvNeXt_Tiny_Weights meta "num_params": 28,589,128;
+  // swin_transformer.py Swin_T_Weights "num_params": 28,288,354).
+  json labels = json::object();
+  for (int i = 0; i < 1000; ++i) labels[std::to_string(i)] = "c" + std::to_string(i);
+  const json convnext = {{"architectures", {"ConvNextForImageClassification"}},
+                         {"model_type", "convnext"},
+                         {"num_channels", 3},
+                         {"patch_size", 4},
+                         {"num_stages", 4},
+                         {"hidden_sizes", {96, 192, 384, 768}},
+                         {"depths", {3, 3, 9, 3}},
+                         {"hidden_act", "gelu"},
+                         {"image_size", 224},
+                         {"id2label", labels}};
+  CHECK(params_of(convnext) == 28589128);
+  const json swin = {{"architectures", {"SwinForImageClassification"}},
+                     {"model_type", "swin"},
+                     {"image_size", 224},
+                     {"patch_size", 4},
+                     {"num_channels", 3},
+                     {"embed_dim", 96},
+                     {"depths", {2, 2, 6, 2}},
+                     {"num_heads", {3, 6, 12, 24}},
+                     {"window_size", 7},
+                     {"mlp_ratio", 4.0},
+                     {"qkv_bias", true},
+                     {"hidden_act", "gelu"},
+                     {"id2label", labels}};
+  CHECK(params_of(swin) == 28288354);
+}
