@@ -9,6 +9,7 @@
 #include <cmath>
 #include <fstream>
 
+#include "io/request.hpp"
 #include "trainmem/api.hpp"
 
 using trainmem::json;
