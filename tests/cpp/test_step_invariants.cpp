@@ -136,6 +136,10 @@ void sharding(Gen& g, json* r) {
       const uint64_t stage = 1 + g.below(3);
       (*r)["zeroStage"] = stage;
       if (stage == 3 && g.chance(0.5)) (*r)["zero3"] = json::object();
+      if (g.chance(0.3))
+        (*r)["zero"] = {{"reduceBucketSize", 1000 + g.below(1000000)},
+                        {"overlapComm", g.chance(0.5)},
+                        {"contiguousGradients", g.chance(0.8)}};
       if (g.chance(0.2)) (*r)["offloadOptimizer"] = true;
       return;
     }
@@ -145,6 +149,9 @@ void sharding(Gen& g, json* r) {
       if (g.chance(0.5)) f["mixedPrecision"] = {{"paramDtype", "bf16"}};
       if (g.chance(0.3)) f["shardingStrategy"] = "SHARD_GRAD_OP";
       if (g.chance(0.1)) f["cpuOffload"] = true;
+      if (f["version"] == 1 && g.chance(0.3)) f["limitAllGathers"] = false;
+      if (f["version"] == 2 && !f.contains("shardingStrategy") && g.chance(0.3))
+        f["reshardAfterForward"] = {{"lastBlock", g.chance(0.5)}, {"root", g.chance(0.5)}};
       (*r)["fsdp"] = f;
     }
   }

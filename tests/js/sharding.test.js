@@ -78,3 +78,56 @@ test('CLI: --fsdp-* flags build the fsdp object', async () => {
   assert.equal(status, 0);
   assert.equal(JSON.parse(out).breakdown.weights.bytes, (4 * P) / 4);
 });
+
+test('FSDP2 per-unit reshardAfterForward: the last block kept, the root freed for the loss', () => {
+  const fsdp = (raf) => ({ mixedPrecision: { paramDtype: 'bf16' }, reshardAfterForward: raf });
+  // fully_shard's root stays gathered at the loss unless given an explicit True
+  assert.equal(transient(tm.peakMemory({ ...base, fsdp: fsdp(true) }), 'loss', -1), 2 * ROOT);
+  assert.equal(transient(tm.peakMemory({ ...base, fsdp: fsdp({ root: true }) }), 'loss', -1), 0);
+  // torchtitan's last block (reshard_after_forward=False): block 32 held from its forward on
+  const t = tm.peakMemory({ ...base, fsdp: fsdp({ lastBlock: false }) });
+  assert.equal(transient(t, 'loss', -1), 2 * (ROOT + BLOCK));
+  assert.throws(
+    () => tm.peakMemory({ ...base, fsdp: { version: 1, reshardAfterForward: { root: true } } }),
+    (e) => e instanceof TrainmemError && e.field === 'fsdp.reshardAfterForward',
+  );
+});
+
+test('CLI: --zero-reduce-bucket-size, --zero-overlap-comm and --fsdp-limit-all-gathers', async () => {
+  const cli = async (args) => {
+    let out = '';
+    const argv = ['peak-memory', '--model', 'llama-2-7b', '--seq-len', '512', '--micro-batch', '1'];
+    const rest = [
+      '--precision',
+      'amp-bf16',
+      '--data-parallel',
+      '8',
+      '--simulate-allocator',
+      'false',
+    ];
+    const status = await main([...argv, ...rest, ...args], {
+      out: (x) => (out += x),
+      err: () => {},
+      stdin: () => '',
+    });
+    assert.equal(status, 0);
+    return JSON.parse(out);
+  };
+  // ZeRO-2's gradient buckets: 2 x 1,048,576 bf16 elements with overlap_comm, live in the
+  // backward (stage_1_and_2.py setup_buckets)
+  const z = await cli([
+    '--zero-stage',
+    '2',
+    '--zero-reduce-bucket-size',
+    '1048576',
+    '--zero-overlap-comm',
+    'true',
+  ]);
+  const bwd = z.timeline.filter((p) => p.phase === 'backward');
+  assert.ok(bwd.length > 0);
+  const noBuckets = await cli(['--zero-stage', '2', '--set', 'zero.contiguousGradients=false']);
+  const bwd0 = noBuckets.timeline.filter((p) => p.phase === 'backward');
+  assert.equal(bwd[5].gradientBytes - bwd0[5].gradientBytes, 2 * 2 * 1048576);
+  const f = await cli(['--fsdp-version', '1', '--fsdp-limit-all-gathers', 'false']);
+  assert.ok(f.assumptions.some((a) => a.startsWith('FSDP1 without its rate limiter')));
+});

@@ -774,6 +774,24 @@ export interface PeakMemoryRequest {
     /** `stage3_param_persistence_threshold`: tensors this small stay whole on every rank. Default 1e5. */
     paramPersistenceThreshold?: number;
   };
+  /**
+   * DeepSpeed's `zero_optimization` gradient buckets (needs zeroStage ≥ 1; defaults from
+   * `deepspeed/runtime/zero/config.py`). With `contiguousGradients` each gradient is copied into
+   * a bucket of `reduceBucketSize` elements in the trainable parameters' dtype: ZeRO-1/2 allocate
+   * it at each backward's first gradient and release it at the backward's end (two with
+   * `overlapComm`); ZeRO-3 allocates one when the optimizer is set up and holds it. In the
+   * breakdown: `gradients.parts.reduceBuckets`.
+   */
+  zero?: {
+    /** `reduce_bucket_size` in elements. Default 5e8 (1 GB in bf16). */
+    reduceBucketSize?: number;
+    /** `allgather_bucket_size` (ZeRO-1/2 only): no memory of its own (the updated partitions are all-gathered into the parameters in place). Default 5e8. */
+    allgatherBucketSize?: number;
+    /** `overlap_comm`: ZeRO-1/2 keep two buckets. Default: true for stage 3, false otherwise. */
+    overlapComm?: boolean;
+    /** `contiguous_gradients`. Default true; false: no bucket. */
+    contiguousGradients?: boolean;
+  };
   /** ZeRO-Offload: optimizer state (needs zeroStage ≥ 1) / parameters (zeroStage 3) in CPU memory. */
   offload?: { optimizer?: boolean; params?: boolean };
   /** Megatron tensor parallelism (must divide the heads). Default 1. */
@@ -946,8 +964,23 @@ export interface PeakMemoryRequest {
     shardingStrategy?: 'FULL_SHARD' | 'SHARD_GRAD_OP' | 'HYBRID_SHARD' | 'NO_SHARD';
     /** HYBRID_SHARD only (required there): ranks in a shard group; must divide dataParallel. */
     shardGroupSize?: number;
-    /** FSDP2's name for the strategy: true for FULL_SHARD / HYBRID_SHARD, false for SHARD_GRAD_OP. */
-    reshardAfterForward?: boolean;
+    /**
+     * FSDP2's name for the strategy: true for FULL_SHARD / HYBRID_SHARD, false for SHARD_GRAD_OP.
+     * Or, FSDP2 only, one setting per unit (`fully_shard(module, reshard_after_forward=...)`):
+     * `blocks` (every block, as the boolean), `lastBlock` (default: `blocks`; torchtitan passed
+     * false for it, since FSDP would prefetch it again at once) and `root` (the embeddings +
+     * head unit; default false: the root stays gathered from its forward to its backward, as
+     * `fully_shard` does when the root's setting is left at None; true: an explicit True on the
+     * root frees it after the forward, so it is not held at the loss).
+     */
+    reshardAfterForward?: boolean | { blocks?: boolean; lastBlock?: boolean; root?: boolean };
+    /**
+     * FSDP1 only: `limit_all_gathers` (the rate limiter, default true: at most two all-gathers
+     * in flight). False lets the CPU issue all-gathers ahead of the GPU: the same tensors in the
+     * same order, and `reservedPeakBytes` becomes the bound for a CPU a whole pass ahead (no layer reuses
+     * another layer's gathered blocks). With version 2 it is an error.
+     */
+    limitAllGathers?: boolean;
     /** Units all-gathered ahead of the one computing (forward and backward prefetch). Default 1. */
     prefetch?: number;
     /** `MixedPrecision` / `MixedPrecisionPolicy`: gathered parameters and gradient reduction. */
@@ -1094,7 +1127,7 @@ export interface PeakMemoryResult {
   breakdown: {
     weights: SourcedBytes;
     masterWeights: SourcedBytes;
-    gradients: SourcedParts<'grads' | 'ddpBuckets'>;
+    gradients: SourcedParts<'grads' | 'ddpBuckets' | 'reduceBuckets'>;
     optimizerState: SourcedBytes;
     activations: SourcedParts<'batch' | 'saved' | 'boundaries'>;
     temporaries: SourcedParts<

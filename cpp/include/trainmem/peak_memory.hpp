@@ -176,6 +176,17 @@ struct Request {
     uint64_t max_reuse_distance = 1000000000;  // stage3_max_reuse_distance (1e9)
     uint64_t persistence_threshold = 100000;   // stage3_param_persistence_threshold (1e5)
   } zero3;
+  // DeepSpeed's gradient buckets (the zero field; deepspeed/runtime/zero/config.py defaults):
+  // contiguous_gradients copies each gradient into a reduce_bucket_size-element buffer in the
+  // gradients' dtype (ZeRO-1/2: per backward, two with overlap_comm; ZeRO-3: once, held);
+  // allgather_bucket_size has no buffer of its own (runtime/utils.py all_gather_dp_groups
+  // gathers into the 16-bit parameters).
+  struct ZeroBuckets {
+    uint64_t reduce_bucket = 500000000;     // reduce_bucket_size (5e8 elements)
+    uint64_t allgather_bucket = 500000000;  // allgather_bucket_size (5e8 elements)
+    bool overlap_comm = false;              // default: true for stage 3 only
+    bool contiguous_gradients = true;
+  } zero_buckets;
   // FSDP (torch.distributed.fsdp FSDP1, fully_shard FSDP2): one unit per transformer block,
   // the embeddings and head as the root unit
   struct Fsdp {
@@ -183,12 +194,23 @@ struct Request {
     uint32_t version = 2;
     std::string strategy = "FULL_SHARD";  // FULL_SHARD | SHARD_GRAD_OP | HYBRID_SHARD | NO_SHARD
     uint64_t shard_degree = 1;            // ranks one parameter is sharded over
-    bool reshard_after_forward = true;    // block units; the root unit is never resharded
-    uint64_t prefetch = 1;                // units all-gathered ahead of the one computing
-    uint64_t param_bytes = 0;             // mixed precision param_dtype (0: the model's dtype)
-    DType param_dtype = DType::fp32;      // that dtype (when param_bytes is set)
-    uint64_t reduce_bytes = 0;            // reduce_dtype (0: param_dtype)
-    bool cpu_offload = false;             // sharded params, grads and the step on the CPU
+    bool reshard_after_forward = true;    // block units (fully_shard / FULL_SHARD)
+    // the last block's unit: torchtitan's parallelize passed reshard_after_forward=False for it
+    // (FSDP would prefetch it again at once); default: as the other blocks
+    bool reshard_last_block = true;
+    // the root unit (embeddings + head): FSDP2's lazy init keeps it gathered after the forward
+    // unless the root was given an explicit True (_fsdp_state.py _lazy_init,
+    // _auto_reshard_after_forward); FSDP1 never reshards the root (_post_forward_reshard)
+    bool reshard_root = false;
+    // FSDP1's rate limiter (limit_all_gathers, default True): at most two all-gathers in
+    // flight; False lets the CPU issue them ahead of the GPU (the reserve's bound: no unit
+    // reuses another's gathered block)
+    bool limit_all_gathers = true;
+    uint64_t prefetch = 1;            // units all-gathered ahead of the one computing
+    uint64_t param_bytes = 0;         // mixed precision param_dtype (0: the model's dtype)
+    DType param_dtype = DType::fp32;  // that dtype (when param_bytes is set)
+    uint64_t reduce_bytes = 0;        // reduce_dtype (0: param_dtype)
+    bool cpu_offload = false;         // sharded params, grads and the step on the CPU
   } fsdp;
   // Pipeline parallelism (pipelineParallel, schedule, virtualStages, stageBlocks): the micro-
   // batches of a step are gradientAccumulationSteps (parallel.hpp evaluates each stage).

@@ -30,6 +30,7 @@ enum class Part : uint8_t {
   master_weights,    // ZeRO mixed precision's fp32 copy
   gradients,         // the .grad tensors
   ddp_buckets,       // DistributedDataParallel's reducer buckets
+  reduce_buckets,    // DeepSpeed ZeRO's gradient (IPG) buckets
   optimizer_state,   // exp_avg, exp_avg_sq, momentum, ... (created at the first step)
   batch,             // the input batch on the device
   saved,             // tensors autograd saved for the backward
@@ -42,7 +43,7 @@ enum class Part : uint8_t {
   grad_partition,    // ZeRO mixed precision: the fp32 copy of the gradient partition at the step
   workspace,         // the cuBLAS workspace (through the caching allocator)
 };
-constexpr size_t kParts = 15;
+constexpr size_t kParts = 16;
 
 struct TraceLayer {
   std::vector<uint64_t> tensors;  // saved tensors in creation order, the output last
@@ -82,6 +83,16 @@ struct TraceLayer {
   // ZeRO-3 / FSDP: the allocations gathered around the layer's forward, recomputation and
   // backward, one per unit (unsharded parameters; in the backward also the unsharded gradients)
   std::vector<uint64_t> gather_forward, gather_recompute, gather_backward;
+  // FSDP1 without its rate limiter (limit_all_gathers=False): the CPU may issue a unit's
+  // all-gather a whole pass ahead of the GPU, so a gathered block freed in program order is
+  // not free for another unit until the GPU has run the ops that read it (the caching
+  // allocator reuses a block with pending stream uses only after their events:
+  // CUDACachingAllocator.cpp insert_events / process_events). The bound: the layer's gathers
+  // after the first `gather_shared` (the root unit, gathered for the whole step) go on their
+  // own stream `gather_stream` (0: the default stream, shared by every unit), whose pool only
+  // this layer's gathers reuse.
+  uint32_t gather_stream = 0;
+  uint32_t gather_shared = 0;
 };
 
 // One trainable parameter tensor for the optimizer step (the order of the layers' grads).
@@ -128,6 +139,12 @@ struct StepSpec {
   // gradient_as_bucket_view the .grad tensors are views into them (no allocation of their own)
   std::vector<uint64_t> ddp_buckets;
   bool grads_are_bucket_views = false;
+  // DeepSpeed's gradient buckets (deepspeed/runtime/zero): ZeRO-3's, allocated once when the
+  // optimizer is set up and held (stage3.py _setup_for_real_optimizer); ZeRO-1/2's, allocated
+  // when the backward's first gradient hook runs and released at its end (stage_1_and_2.py
+  // setup_buckets, independent_gradient_partition_epilogue -> _release_ipg_buffers)
+  std::vector<uint64_t> reduce_buckets_held;
+  std::vector<uint64_t> reduce_buckets_per_backward;
   // Activation offloading (torchtune OffloadActivations): every tensor saved in the first
   // forward, but those under 1024 B, is copied to pinned CPU memory and freed on the GPU once
   // more than `offload_stash` newer ones exist; the backward brings a layer's back before it

@@ -47,6 +47,7 @@ class Builder {
     // DistributedDataParallel(model): the Reducer allocates one flat buffer per bucket
     // (torch/csrc/distributed/c10d/reducer.cpp initialize_buckets)
     for (uint64_t b : s_.ddp_buckets) alloc(b, Part::ddp_buckets);
+    for (uint64_t b : s_.reduce_buckets_held) alloc(b, Part::reduce_buckets);
     uint64_t batch = 0;
     bool workspace = false;
     for (uint32_t step = 1; step <= s_.steps; ++step) {
@@ -114,7 +115,7 @@ class Builder {
   }
 
   uint64_t bytes_of(uint64_t id) const { return id < bytes_of_.size() ? bytes_of_[id] : 0; }
-  uint64_t alloc(uint64_t bytes, Part part) {
+  uint64_t alloc(uint64_t bytes, Part part, uint32_t stream = 0) {
     if (bytes == 0) return 0;
     const uint64_t id = ++next_id_;
     t_.parts.push_back(part);
@@ -122,7 +123,7 @@ class Builder {
       if (bytes_of_.size() <= id) bytes_of_.resize(id + 1, 0);
       bytes_of_[id] = bytes;
     }
-    t_.events.push_back({Event::kAlloc, 0, id, bytes});
+    t_.events.push_back({Event::kAlloc, stream, id, bytes});
     return id;
   }
   void free(uint64_t& id) {
@@ -162,8 +163,13 @@ class Builder {
   // pre-/post-backward hooks unshard and reshard (torch/distributed/fsdp/_fully_shard/
   // _fsdp_state.py @ 1fd469d0); DeepSpeed's coordinator fetch_sub_module / release_sub_module
   // (deepspeed/runtime/zero/partitioned_param_coordinator.py).
-  void gather(const std::vector<uint64_t>& units, std::vector<uint64_t>* ids) {
-    for (uint64_t b : units) ids->push_back(alloc(b, Part::gathered));
+  // (TraceLayer::gather_stream: a unit's gathers on a stream of their own, after the shared ones)
+  void gather(const std::vector<uint64_t>& units, std::vector<uint64_t>* ids,
+              const TraceLayer* layer = nullptr) {
+    for (size_t k = 0; k < units.size(); ++k) {
+      const bool own = layer && k >= layer->gather_shared;
+      ids->push_back(alloc(units[k], Part::gathered, own ? layer->gather_stream : 0));
+    }
   }
   void free_all(std::vector<uint64_t>* ids) {
     for (auto& id : *ids) free(id);
@@ -198,7 +204,7 @@ class Builder {
     // a kept concatenation becomes the recomputation's first saved tensor
     if (any_skip_) free(sk_.cat[i]);
     std::vector<uint64_t>& gathered = fwd_gathered_;
-    gather(recompute ? L.gather_recompute : L.gather_forward, &gathered);
+    gather(recompute ? L.gather_recompute : L.gather_forward, &gathered, &L);
     cast_weights(i, true);
     std::vector<uint64_t>& live = fwd_live_;
     for (size_t k = 0; k < L.tensors.size(); ++k) {
@@ -231,7 +237,7 @@ class Builder {
       sk_.segment[i] = sk_.seg_first;
     }
     std::vector<uint64_t>& gathered = fwd_gathered_;
-    gather(recompute ? L.gather_recompute : L.gather_forward, &gathered);
+    gather(recompute ? L.gather_recompute : L.gather_forward, &gathered, &L);
     cast_weights(i, false);
     std::vector<uint64_t>& live = fwd_live_;
     uint64_t prev = 0;
@@ -341,6 +347,13 @@ class Builder {
   // it in place, the incoming tensor then being freed (torch/csrc/autograd/functions/
   // accumulate_grad.h accumulateGrad).
   void produce_grad(size_t index, uint64_t bytes) {
+    make_grad(index, bytes);
+    // DeepSpeed ZeRO-1/2: the first gradient hook of the backward allocates the buckets
+    if (ipg_live_.empty())
+      for (uint64_t b : s_.reduce_buckets_per_backward)
+        ipg_live_.push_back(alloc(b, Part::reduce_buckets));
+  }
+  void make_grad(size_t index, uint64_t bytes) {
     if (s_.grads_are_bucket_views) {
       // the incoming gradient is copied into its bucket view and freed
       uint64_t incoming = alloc(bytes, Part::op_transients);
@@ -385,7 +398,7 @@ class Builder {
                  ng = L.grads.size() - std::min<size_t>(L.late_grads, L.grads.size());
     size_t produced = 0;
     std::vector<uint64_t>& gathered = bwd_gathered_;
-    gather(L.gather_backward, &gathered);
+    gather(L.gather_backward, &gathered, &L);
     if (nt == 0)
       for (const auto& g : L.backward_temps)
         for (uint32_t p = 0; p < g.pieces; ++p) live.push_back(alloc(g.bytes, Part::op_transients));
@@ -525,6 +538,7 @@ class Builder {
           break;
       }
     }
+    free_all(&ipg_live_);  // the backward's epilogue releases the gradient buckets
   }
 
   // One parameter's step (its own optimizer): lazy state at its first step, then temporaries.
@@ -596,7 +610,8 @@ class Builder {
   // scratch lists of live ids, reused: the forward's, the backward's (which may step a
   // parameter's optimizer inside it), the optimizer's
   std::vector<uint64_t> fwd_live_, fwd_gathered_, bwd_live_, bwd_gathered_, step_live_;
-  std::vector<uint64_t> held_;  // the ids of StepSpec::held now live
+  std::vector<uint64_t> held_;      // the ids of StepSpec::held now live
+  std::vector<uint64_t> ipg_live_;  // the ids of StepSpec::reduce_buckets_per_backward
   uint64_t next_id_ = 0;
   std::vector<Stashed> stash_;
   std::vector<std::vector<std::pair<size_t, uint64_t>>> offloaded_;

@@ -309,8 +309,36 @@ Gpu gpu_preset(const std::string& id, const std::string& field) {
 
 namespace {
 
+// fsdp.reshardAfterForward: a boolean for every block, or per unit {blocks, lastBlock, root}
+// (FSDP2: fully_shard per module). FSDP1 ShardingStrategy: SHARD_GRAD_OP keeps the gathered
+// parameters from the forward to the backward; FSDP2 (_fully_shard.py) says it with
+// reshard_after_forward=False.
+void parse_fsdp_reshard(const Obj& f, Request::Fsdp* out) {
+  Request::Fsdp& d = *out;
+  const bool strategy_keeps = d.strategy == "SHARD_GRAD_OP";
+  const char* field = "fsdp.reshardAfterForward";
+  const bool per_unit = f.has("reshardAfterForward") && f.raw("reshardAfterForward").is_object();
+  if (per_unit && d.version == 1)
+    fail(code::kInconsistent, field,
+         "FSDP1 reshards every unit as its shardingStrategy says: give a boolean, or version 2 "
+         "for one setting per unit");
+  const Obj o = per_unit ? f.obj("reshardAfterForward") : f;
+  const char* key = per_unit ? "blocks" : "reshardAfterForward";
+  d.reshard_after_forward = o.boolean_or(key, !strategy_keeps);
+  if (o.has(key) && d.reshard_after_forward == strategy_keeps)
+    fail(code::kInconsistent, o.field(key),
+         strategy_keeps ? "SHARD_GRAD_OP does not reshard after the forward"
+                        : "reshardAfterForward false is SHARD_GRAD_OP: set that strategy instead");
+  d.reshard_last_block = d.reshard_after_forward;
+  if (!per_unit) return;
+  d.reshard_last_block = o.boolean_or("lastBlock", d.reshard_after_forward);
+  d.reshard_root = o.boolean_or("root", false);
+  o.finish();
+}
+
 // fsdp: {version, shardingStrategy, shardGroupSize, reshardAfterForward, prefetch,
-// mixedPrecision: {paramDtype, reduceDtype}, cpuOffload}. Defaults and sources: the README row.
+// limitAllGathers, mixedPrecision: {paramDtype, reduceDtype}, cpuOffload}. Defaults and
+// sources: the README row.
 void parse_fsdp(const Obj& req, Request* out) {
   Request& r = *out;
   const Obj f = req.obj("fsdp");
@@ -336,15 +364,13 @@ void parse_fsdp(const Obj& req, Request* out) {
            "shardGroupSize belongs to HYBRID_SHARD only");
     d.shard_degree = d.strategy == "NO_SHARD" ? 1 : r.data_parallel;
   }
-  // FSDP1 ShardingStrategy: SHARD_GRAD_OP keeps the gathered parameters from the forward to the
-  // backward; FSDP2 (_fully_shard.py) says it with reshard_after_forward=False.
-  const bool strategy_keeps = d.strategy == "SHARD_GRAD_OP";
-  d.reshard_after_forward = f.boolean_or("reshardAfterForward", !strategy_keeps);
-  if (f.has("reshardAfterForward") && d.reshard_after_forward == strategy_keeps)
-    fail(code::kInconsistent, "fsdp.reshardAfterForward",
-         strategy_keeps ? "SHARD_GRAD_OP does not reshard after the forward"
-                        : "reshardAfterForward false is SHARD_GRAD_OP: set that strategy instead");
+  parse_fsdp_reshard(f, &d);
   d.prefetch = f.u64_or("prefetch", 1, 0, 64);
+  // FSDP1 FullyShardedDataParallel(limit_all_gathers=True) (fully_sharded_data_parallel.py)
+  if (f.has("limitAllGathers") && d.version != 1)
+    fail(code::kInconsistent, "fsdp.limitAllGathers",
+         "limitAllGathers is FSDP1's rate limiter: fully_shard (FSDP2) has none");
+  d.limit_all_gathers = f.boolean_or("limitAllGathers", true);
   if (f.has("mixedPrecision")) {
     const Obj mp = f.obj("mixedPrecision");
     auto width = [&](const char* key) -> uint64_t {
@@ -760,7 +786,27 @@ void read_zero3(const Obj& req, Request* out) {
   z.finish();
 }
 
-// optimizerInBackward's limits, ddp, zeroMixedPrecision, zero3 and fsdp.
+// zero: DeepSpeed's zero_optimization bucket settings (deepspeed/runtime/zero/config.py).
+void read_zero_buckets(const Obj& req, Request* out) {
+  Request& r = *out;
+  Request::ZeroBuckets& d = r.zero_buckets;
+  // config.py overlap_comm_valid: None means True for stage 3, False otherwise
+  d.overlap_comm = r.zero_stage == 3;
+  if (!req.has("zero")) return;
+  if (r.zero_stage == 0) fail(code::kInconsistent, "zero", "zero options need zeroStage >= 1");
+  const Obj z = req.obj("zero");
+  d.reduce_bucket = z.u64_or("reduceBucketSize", d.reduce_bucket, 1, limits::kMaxParams);
+  if (z.has("allgatherBucketSize") && r.zero_stage == 3)
+    fail(code::kInconsistent, z.field("allgatherBucketSize"),
+         "ZeRO-3 gathers parameters through its prefetch bucket: give "
+         "zero3.prefetchBucketSize instead");
+  d.allgather_bucket = z.u64_or("allgatherBucketSize", d.allgather_bucket, 1, limits::kMaxParams);
+  d.overlap_comm = z.boolean_or("overlapComm", d.overlap_comm);
+  d.contiguous_gradients = z.boolean_or("contiguousGradients", true);
+  z.finish();
+}
+
+// optimizerInBackward's limits, ddp, zeroMixedPrecision, zero, zero3 and fsdp.
 void read_sharding(const Obj& req, Request* out) {
   Request& r = *out;
   if (r.optimizer_in_backward && r.accumulation_steps > 1)
@@ -790,6 +836,7 @@ void read_sharding(const Obj& req, Request* out) {
           "and an amp precision");
     r.zero_model_dtype_16bit = m == "model-dtype";
   }
+  read_zero_buckets(req, &r);
   if (req.has("zero3")) read_zero3(req, &r);
   if (req.has("fsdp")) parse_fsdp(req, &r);
 }

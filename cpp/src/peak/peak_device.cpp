@@ -105,7 +105,7 @@ TimelinePoint Ledger::point(size_t k, const Parts& at,
   pt.name = point_name(m, acts);
   pt.total_bytes = marks_[k].total;
   pt.activation_bytes = of(Part::batch) + of(Part::saved) + of(Part::boundaries);
-  pt.gradient_bytes = of(Part::gradients) + of(Part::ddp_buckets);
+  pt.gradient_bytes = of(Part::gradients) + of(Part::ddp_buckets) + of(Part::reduce_buckets);
   pt.gathered_bytes = of(Part::gathered);
   pt.temporary_bytes = of(Part::activation_grads) + of(Part::op_transients) +
                        of(Part::autocast_copies) + of(Part::gathered) + of(Part::optimizer_temps) +

@@ -9,6 +9,7 @@
 
 #include "peak/peak_device.hpp"
 #include "peak/peak_lora.hpp"
+#include "peak/peak_sharding.hpp"
 #include "peak/peak_stage.hpp"
 #include "peak/peak_step.hpp"
 #include "trainmem/error.hpp"
@@ -355,7 +356,9 @@ void fill_lines(const Request& rq, const Step& s, const device::Figures& f, Resu
                                 : "; DDP: the reducer's buckets hold a second copy of every "
                                   "gradient (gradient_as_bucket_view=False)")
                          : ""),
-      {{"grads", Part::gradients}, {"ddpBuckets", Part::ddp_buckets}});
+      {{"grads", Part::gradients},
+       {"ddpBuckets", Part::ddp_buckets},
+       {"reduceBuckets", Part::reduce_buckets}});
   r->optimizer_state = line_of(f, h.state_src, {{"optimizerState", Part::optimizer_state}});
   r->activations =
       line_of(f,
@@ -461,6 +464,7 @@ void fill_result(const Request& rq, const Step& s, Result* out) {
         "step); gathered units and unsharded gradients live around each op (with the next units "
         "prefetched), not checked against a GPU measurement; FSDP's separate all-gather stream "
         "is not modelled");
+  sharding_assumptions(rq, &r.assumptions);
   if (rq.lora.enabled) {
     r.assumptions.push_back("LoRA: " + std::to_string(s.lora.modules) +
                             " linear layers adapted; activations of the frozen base and the "

@@ -47,13 +47,28 @@ void zero3_gathered(const Request& rq, const UnitSizes& u, OpPhase phase, int32_
   out->push_back(u.bytes_of(next, prefetch) / t);
 }
 
+// Whether FSDP's block unit `i` is gathered while chain layer `L` runs: forward, the unit
+// itself and the next `pf` (prefetched), and every earlier block that does not reshard after
+// its forward; backward (and recomputation), the unit and the previous `pf` (prefetched), and
+// every block not yet through its backward that kept its parameters since the forward.
+bool fsdp_block_gathered(const Request::Fsdp& fs, size_t i, size_t L, size_t last, bool bwd) {
+  const size_t pf = static_cast<size_t>(fs.prefetch);
+  const bool reshards = i == last ? fs.reshard_last_block : fs.reshard_after_forward;
+  if (!bwd) return (i >= L && i <= L + pf) || (i < L && !reshards);
+  return L > 0 && i <= L && (i + pf >= L || !reshards);
+}
+
 // FSDP's unsharded state at one op: the all-gathered units (param_dtype) and, in the backward,
 // the unit's unsharded gradients with the reduce-scatter's input and output. Units: the root
 // (embeddings + head) and one per block; FSDP2 _fully_shard.py (commit 0257dd1c):
-// reshard_after_forward defaults to True except for the root, which stays gathered; FSDP1
-// sets the root's reshard_after_forward to False too. Prefetch (FSDP2 _fsdp_param_group.py
-// implicit forward / backward prefetch, FSDP1 BACKWARD_PRE and forward_prefetch): the next
-// `prefetch` units are gathered while one computes.
+// reshard_after_forward defaults to True except for the root, which stays gathered from its
+// forward to its backward unless given an explicit True (_fsdp_state.py _lazy_init:
+// post_forward_mesh_info = None when _auto_reshard_after_forward); FSDP1 never frees the
+// root's parameters after the forward (_runtime_utils.py _post_forward_reshard). The root's
+// forward is the whole model's, its backward the whole backward: resharded, it is missing at
+// the loss only. Prefetch (FSDP2 _fsdp_param_group.py implicit forward / backward prefetch,
+// FSDP1 BACKWARD_PRE and forward_prefetch): the next `prefetch` units are gathered while one
+// computes.
 void fsdp_unsharded(const Request& rq, const UnitSizes& u, uint64_t grad_bytes, OpPhase phase,
                     int32_t layer, std::vector<uint64_t>* out) {
   const Request::Fsdp& fs = rq.fsdp;
@@ -62,29 +77,17 @@ void fsdp_unsharded(const Request& rq, const UnitSizes& u, uint64_t grad_bytes, 
   if (!fs.enabled || nl < 3) return;
   const uint64_t pb = fs.param_bytes ? fs.param_bytes : grad_bytes;
   const uint64_t rb = fs.reduce_bytes ? fs.reduce_bytes : pb;
-  const uint64_t t = rq.tensor_parallel, S = fs.shard_degree;
-  // NO_SHARD without a cast keeps the full parameters: nothing is gathered
-  const bool copies = S > 1 || pb != grad_bytes;
-  const size_t first = 1, last = nl - 2;                   // block units
-  if (copies) out->push_back((per[0] + per[nl - 1]) / t);  // the root unit
+  const uint64_t t = rq.tensor_parallel;
+  const uint64_t S = fs.shard_degree;
+  const bool copies = fsdp_root_gathered(rq, grad_bytes);
+  const size_t first = 1, last = nl - 2;  // block units
+  if (copies && !(fs.reshard_root && phase == OpPhase::loss))
+    out->push_back((per[0] + per[nl - 1]) / t);  // the root unit
   const bool bwd = phase == OpPhase::backward || phase == OpPhase::recompute;
   const size_t L = layer < 0 ? nl - 1 : static_cast<size_t>(layer);
-  const size_t pf = static_cast<size_t>(fs.prefetch);
-  // the gathered blocks form one interval: forward, this unit and the next pf (and, without
-  // resharding, every block since the first); backward, this unit and the previous pf (and,
-  // without resharding, every block not yet through its backward)
-  size_t lo, hi;
-  if (!bwd) {
-    lo = fs.reshard_after_forward ? std::max(L, first) : first;
-    hi = L >= nl - 1 ? (fs.reshard_after_forward ? 0 : last) : L + pf;
-  } else {
-    lo = fs.reshard_after_forward ? (L > pf ? L - pf : first) : first;
-    hi = L == 0 ? 0 : std::min(L, last);
-  }
-  lo = std::max(lo, first);
-  hi = std::min(hi, last);
   if (copies)
-    for (size_t i = lo; i <= hi; ++i) out->push_back(per[i] / t);
+    for (size_t i = first; i <= last; ++i)
+      if (fsdp_block_gathered(fs, i, L, last, bwd)) out->push_back(per[i] / t);
   if (phase == OpPhase::backward && layer >= 0) {
     // the unit's gradients unsharded in param_dtype, cast to reduce_dtype for the
     // reduce-scatter when they differ, and its 1/S output (FSDP2 _fsdp_collectives.py
@@ -97,6 +100,47 @@ void fsdp_unsharded(const Request& rq, const UnitSizes& u, uint64_t grad_bytes, 
 }
 
 }  // namespace
+
+void sharding_assumptions(const Request& rq, std::vector<std::string>* out) {
+  const Request::ZeroBuckets& z = rq.zero_buckets;
+  const std::string elements = std::to_string(z.reduce_bucket);
+  if (rq.zero_stage == 3 && z.contiguous_gradients)
+    out->push_back("ZeRO-3: DeepSpeed's gradient bucket of reduce_bucket_size = " + elements +
+                   " elements is allocated with the optimizer and held for the whole run");
+  else if (rq.zero_stage > 0 && z.contiguous_gradients)
+    out->push_back(std::string("ZeRO-1/2: DeepSpeed's gradient buckets (") +
+                   (z.overlap_comm ? "2" : "1") +
+                   ", two with overlap_comm) of reduce_bucket_size = " + elements +
+                   " elements live from each backward's first gradient to its end; "
+                   "allgather_bucket_size takes no memory of its own (the updated partitions are "
+                   "all-gathered into the parameters in place)");
+  else if (rq.zero_stage > 0)
+    out->push_back(
+        "DeepSpeed without contiguous_gradients: no gradient bucket; the flattened copy of "
+        "each bucket while it is reduced is not counted");
+  const Request::Fsdp& fs = rq.fsdp;
+  if (!fs.enabled) return;
+  if (fs.reshard_root)
+    out->push_back(
+        "FSDP2 root unit with reshard_after_forward=True: its parameters are freed after the "
+        "forward and all-gathered again for the backward, so they are not held at the loss");
+  if (fs.reshard_last_block != fs.reshard_after_forward)
+    out->push_back(fs.reshard_last_block
+                       ? "FSDP2: the last block reshards after its forward, unlike the others"
+                       : "FSDP2: the last block keeps its parameters gathered from its forward "
+                         "to its backward (reshard_after_forward=False, as torchtitan set it)");
+  if (!fs.limit_all_gathers)
+    out->push_back(
+        "FSDP1 without its rate limiter (limit_all_gathers=False): the same tensors, made and "
+        "freed in program order; the reserve is the bound for a CPU a whole pass ahead of the "
+        "GPU, where no layer reuses another layer's gathered blocks");
+}
+
+bool fsdp_root_gathered(const Request& rq, uint64_t grad_bytes) {
+  const uint64_t pb = rq.fsdp.param_bytes ? rq.fsdp.param_bytes : grad_bytes;
+  // NO_SHARD without a cast keeps the full parameters: nothing is gathered
+  return rq.fsdp.enabled && (rq.fsdp.shard_degree > 1 || pb != grad_bytes);
+}
 
 std::vector<uint64_t> gathered_units(const Request& rq, const UnitSizes& u, uint64_t grad_bytes,
                                      OpPhase phase, int32_t layer) {

@@ -2,6 +2,7 @@
 // step (and FSDP's unsharded gradients in a unit's backward), for the allocation trace.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "trainmem/peak_memory.hpp"
@@ -27,6 +28,14 @@ struct UnitSizes {
 // per unit (FSDP: the root, each block; ZeRO-3: each layer fetched, the prefetch).
 // `grad_bytes`: bytes per element of the parameters as held sharded (FSDP's gradients
 // unshard in param_dtype when one is set, else in this width).
+// Whether FSDP gathers a copy of the root unit around the forward and backward ops (the first
+// allocation of gathered_units then): false for NO_SHARD without a param_dtype cast.
+bool fsdp_root_gathered(const Request& rq, uint64_t grad_bytes);
+
+// The assumptions of the settings that shape the sharded step beyond its units: DeepSpeed's
+// gradient buckets, FSDP's per-unit resharding and FSDP1's rate limiter.
+void sharding_assumptions(const Request& rq, std::vector<std::string>* out);
+
 std::vector<uint64_t> gathered_units(const Request& rq, const UnitSizes& u, uint64_t grad_bytes,
                                      OpPhase phase, int32_t layer);
 

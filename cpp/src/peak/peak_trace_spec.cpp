@@ -321,6 +321,16 @@ class SpecBuilder {
       spec_.layers[i].gather_backward = gathered_units(rq_, units_, gb, OpPhase::backward, L);
     }
     spec_.gather_loss = gathered_units(rq_, units_, gb, OpPhase::loss, -1);
+    // FSDP1 limit_all_gathers=False: the CPU no longer waits in _unshard for the free event of
+    // the all-gather two back (torch/distributed/fsdp/_runtime_utils.py _unshard:
+    // _free_event_queue.dequeue_if_needed, event.synchronize), so it may run a pass ahead: each
+    // layer's gathers on a stream of their own, the root unit's (held all step) on the default
+    // one (step_trace.hpp TraceLayer::gather_stream)
+    if (rq_.fsdp.enabled && !rq_.fsdp.limit_all_gathers)
+      for (size_t i = 0; i < s_.nl; ++i) {
+        spec_.layers[i].gather_stream = static_cast<uint32_t>(i + 1);
+        spec_.layers[i].gather_shared = fsdp_root_gathered(rq_, gb) ? 1 : 0;
+      }
   }
 
   // A tensor of `numel` elements in `bytes` as the model holds it, gathered: FSDP casts floating
@@ -343,6 +353,23 @@ class SpecBuilder {
     spec_.optimizer_in_backward = rq_.optimizer_in_backward;
     spec_.offload_activations = rq_.offload_activations;
     if (rq_.data_parallel > 1 && rq_.zero_stage == 0 && !rq_.fsdp.enabled) ddp_buckets();
+    if (rq_.zero_stage > 0) zero_buckets();
+  }
+
+  // DeepSpeed's gradient (IPG) buckets with contiguous_gradients, in the dtype of the trainable
+  // parameters: ZeRO-1/2 torch.empty(reduce_bucket_size, dtype=self.dtype) per backward, a
+  // second with overlap_comm (deepspeed/runtime/zero/stage_1_and_2.py @ edaa7221 setup_buckets);
+  // ZeRO-3 one per communication dtype, once (stage3.py @ edaa7221 _setup_for_real_optimizer)
+  void zero_buckets() {
+    const Request::ZeroBuckets& z = rq_.zero_buckets;
+    if (!z.contiguous_gradients) return;
+    const uint64_t width = rq_.lora.enabled ? h_.adapter_bytes : h_.weight_bytes;
+    const uint64_t bytes = z.reduce_bucket * width;
+    if (rq_.zero_stage == 3) {
+      spec_.reduce_buckets_held.push_back(bytes);
+      return;
+    }
+    spec_.reduce_buckets_per_backward.assign(z.overlap_comm ? 2 : 1, bytes);
   }
 
   // torch/nn/parallel/distributed.py: buckets of bucket_cap_mb (25 MiB), the first of

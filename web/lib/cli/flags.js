@@ -393,6 +393,20 @@ export const FLAGS = [
     help: 'ZeRO-3 stage3_max_live_parameters (default 1e9)',
   },
   {
+    flag: 'zero-reduce-bucket-size',
+    kind: 'count',
+    path: 'zero.reduceBucketSize',
+    commands: TRAINING,
+    help: 'DeepSpeed reduce_bucket_size in elements (default 5e8)',
+  },
+  {
+    flag: 'zero-overlap-comm',
+    kind: 'boolean',
+    path: 'zero.overlapComm',
+    commands: TRAINING,
+    help: 'DeepSpeed overlap_comm: ZeRO-1/2 keep two gradient buckets',
+  },
+  {
     flag: 'fsdp-sharding',
     kind: 'string',
     path: 'fsdp.shardingStrategy',
@@ -425,6 +439,13 @@ export const FLAGS = [
     kind: 'string',
     path: 'fsdp.mixedPrecision.reduceDtype',
     commands: TRAINING,
+  },
+  {
+    flag: 'fsdp-limit-all-gathers',
+    kind: 'boolean',
+    path: 'fsdp.limitAllGathers',
+    commands: TRAINING,
+    help: "FSDP1's rate limiter (default true; false: the CPU may all-gather ahead)",
   },
   {
     flag: 'fsdp-cpu-offload',
