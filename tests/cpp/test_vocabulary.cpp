@@ -4,6 +4,7 @@
 // checked is that the parsers and the tables agree.
 #include <catch2/catch.hpp>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "io/request.hpp"
@@ -90,6 +91,48 @@ TEST_CASE("vocabulary: peakMemory's names are read from their tables") {
                    "loss.type");
   check_vocabulary(vocab::names(vocab::kMlpActivations), "peakMemory",
                    R"({"mlp":{"sizes":[4,4],"activation":"@"},"microBatch":1})", "mlp.activation");
+  check_vocabulary(vocab::names(vocab::kFsdpStrategies), "peakMemory",
+                   p + R"("dataParallel":8,"fsdp":{"shardingStrategy":"@","shardGroupSize":4}})",
+                   "fsdp.shardingStrategy");
+  check_vocabulary(
+      vocab::names(vocab::kZeroMixedPrecision), "peakMemory",
+      p + R"("zeroStage":2,"dataParallel":2,"precision":"amp-fp16","zeroMixedPrecision":"@"})",
+      "zeroMixedPrecision");
+  check_vocabulary(vocab::names(vocab::kFloat8Recipes), "peakMemory",
+                   p + R"("float8":{"recipe":"@"}})", "float8.recipe");
+}
+
+// A strategy's parameter given with another strategy is refused, naming the strategies that take
+// it (from their sources: Megatron-LM's uniform and block methods and torchtitan's
+// selective_ac_option take a k; checkpoint_sequential segments; revolve snapshots; Rotor its
+// slots; Chen et al. 2016 Alg. 3 and the two optimal solvers a memory budget).
+TEST_CASE("vocabulary: a strategy parameter names the strategies that take it") {
+  const std::string p = kPeak;
+  const std::string c = kChain;
+  // {function, request, what the message says}
+  const std::tuple<const char*, std::string, const char*> cases[] = {
+      {"peakMemory", p + R"("checkpointing":{"strategy":"sqrt","k":2}})",
+       "selective-layer, every-k, block only, not sqrt"},
+      {"placement", c + R"("strategy":"sqrt","k":2})", "every-k, block only, not sqrt"},
+      {"peakMemory", p + R"("checkpointing":{"strategy":"sqrt","budgetBytes":9}})",
+       "chen-greedy, optimal-single-level, optimal only"},
+      {"peakMemory", p + R"("checkpointing":{"strategy":"full","slots":9}})",
+       "optimal only, not full"},
+      {"placement", c + R"("strategy":"sqrt","snapshots":2})", "revolve only, not sqrt"},
+      {"peakMemory", p + R"("checkpointing":{"strategy":"full","everyOtherMm":true}})",
+       "selective-op only, not full"},
+  };
+  for (const auto& [fn, req, says] : cases) {
+    INFO(req);
+    const json e = json::parse(call(fn, req));
+    REQUIRE(e["ok"] == false);
+    CHECK(e["error"]["code"] == "inconsistent");
+    CHECK(e["error"]["message"].get<std::string>().find(says) != std::string::npos);
+  }
+  // chen-greedy plans under a budget in peakMemory as in placement
+  const json ok = json::parse(
+      call("peakMemory", p + R"("checkpointing":{"strategy":"chen-greedy","budgetBytes":4e9}})"));
+  CHECK(ok["ok"] == true);
 }
 
 TEST_CASE("vocabulary: placement's strategies are the table's placement entries") {

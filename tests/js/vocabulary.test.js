@@ -27,7 +27,9 @@ function unionOf(name) {
   const m = dts.match(new RegExp(`export type ${name} =([^;]*);`));
   assert.ok(m, `index.d.ts has no type ${name}`);
   const names = [...m[1].matchAll(/'([^']+)'/g)].map((x) => x[1]);
-  for (const ref of m[1].matchAll(/\b([A-Z]\w+)\b/g)) names.push(...unionOf(ref[1]));
+  // references are the names outside the string literals
+  for (const ref of m[1].replace(/'[^']*'/g, '').matchAll(/\b([A-Z]\w+)\b/g))
+    names.push(...unionOf(ref[1]));
   return names;
 }
 // The string literals of an inline field type `field?: 'a' | 'b'` (up to the first `;` or `{`),
@@ -74,6 +76,76 @@ test('the d.ts unions are the core tables', () => {
   );
   same(fieldUnion('loss'), v.losses, 'PeakMemoryRequest.loss');
   same(fieldUnion('activation', 'interface MlpInput'), v.mlpActivations, 'MlpInput.activation');
+  same(unionOf('SaveOp'), v.saveOps, 'SaveOp');
+  same(unionOf('FsdpShardingStrategy'), v.fsdpStrategies, 'FsdpShardingStrategy');
+  same(unionOf('Float8Recipe'), v.float8Recipes, 'Float8Recipe');
+  same(unionOf('ZeroMixedPrecision'), v.zeroMixedPrecision, 'ZeroMixedPrecision');
+});
+
+test('the generated lists are up to date (node tools/vocabulary.mjs)', () => {
+  const r = run(process.execPath, [join(repoRoot, 'tools/vocabulary.mjs'), '--check']);
+  assert.equal(r.status, 0, r.stderr);
+});
+
+// The budget rule, from the strategies' sources: Chen et al. 2016 Alg. 3 takes a budget B and
+// searches one when none is given; Rotor (Beaumont et al. 2019) and the single-level dynamic
+// programme minimise time under a memory limit, which they cannot do without one; the others
+// place checkpoints by a count (k, segments, snapshots) or a rule (sqrt).
+test('one budget rule: budgetStrategies, peakMemory, placement and the page agree', async () => {
+  const budget = {
+    'chen-greedy': 'optional',
+    'optimal-single-level': 'required',
+    optimal: 'required',
+  };
+  for (const [name, s] of Object.entries(v.strategies)) {
+    assert.equal(s.budget, budget[name] ?? 'none', name);
+    assert.equal(s.placement, v.placementStrategies.includes(name), name);
+  }
+  same(v.budgetStrategies, Object.keys(budget), 'budgetStrategies');
+  same(Object.keys(v.strategies), v.checkpointing, 'strategies');
+  // peakMemory takes budgetBytes with these strategies and refuses it, naming them, with others
+  const model = { preset: 'gpt2' };
+  const base = { model, microBatch: 1, seqLen: 128, precision: 'fp32', optimizer: 'adamw' };
+  const big = 4 * 2 ** 30;
+  for (const strategy of v.budgetStrategies) {
+    const r = tm.peakMemory({ ...base, checkpointing: { strategy, budgetBytes: big } });
+    assert.ok(r.peakBytes > 0, strategy);
+  }
+  assert.throws(
+    () => tm.peakMemory({ ...base, checkpointing: { strategy: 'sqrt', budgetBytes: big } }),
+    (e) =>
+      e.code === 'inconsistent' &&
+      e.field === 'checkpointing.budgetBytes' &&
+      v.budgetStrategies.every((n) => e.message.includes(n)),
+  );
+  // placement: a required budget is missing without it
+  const { uniformChain } = await import('../../web/app/requests.js');
+  const chain = uniformChain(8, 1e6);
+  for (const [name, s] of Object.entries(v.strategies)) {
+    if (s.budget !== 'required') continue;
+    assert.throws(
+      () => tm.placement({ chain, strategy: name }),
+      (e) => e.code === 'missing_field' && e.field === 'budgetBytes',
+      name,
+    );
+  }
+  // the page asks for a budget exactly for these strategies (form.js visible, requests.js)
+  const { visible } = await import('../../web/app/form.js');
+  const { placementRequest, peakMemoryRequest } = await import('../../web/app/requests.js');
+  const { defaults } = await import('../../web/app/state.js');
+  for (const strategy of v.placementStrategies) {
+    const st = { ...defaults(), strategy, checkpointing: strategy, budgetGB: 3 };
+    const wants = v.budgetStrategies.includes(strategy);
+    assert.equal(visible('budgetGB', st, 'place'), wants, `place ${strategy}`);
+    assert.equal(visible('budgetGB', st, 'peak'), wants, `peak ${strategy}`);
+    assert.equal(placementRequest(st).budgetBytes === 3e9, wants, `placement request ${strategy}`);
+    const ck = peakMemoryRequest(st).checkpointing;
+    assert.equal(
+      typeof ck === 'object' && ck.budgetBytes === 3e9,
+      wants,
+      `peak request ${strategy}`,
+    );
+  }
 });
 
 test('the d.ts doc comments quote the limits header', () => {
@@ -125,22 +197,27 @@ function helpList(command, flag) {
 }
 
 test('the CLI help lists every name of the core tables', () => {
-  same(helpList('checkpoint-size', 'optimizer'), v.optimizers, 'CLI --optimizer');
-  same(helpList('peak-memory', 'optimizer'), v.optimizers, 'CLI --optimizer');
-  same(helpList('checkpoint-size', 'weight-dtype'), v.dtypes, 'CLI --weight-dtype');
-  same(helpList('checkpoint-size', 'file-format'), v.checkpointFormats, 'CLI --file-format');
-  same(helpList('peak-memory', 'precision'), v.precisions, 'CLI --precision');
-  same(helpList('peak-memory', 'checkpointing'), v.checkpointing, 'CLI --checkpointing');
-  same(helpList('peak-memory', 'attention'), v.attention, 'CLI --attention');
-  same(helpList('peak-memory', 'runtime'), v.runtimes, 'CLI --runtime');
-  same(
-    helpList('peak-memory', 'optimizer-impl'),
-    v.optimizerImplementations,
-    'CLI --optimizer-impl',
-  );
-  same(helpList('peak-memory', 'loss'), v.losses, 'CLI --loss');
-  same(helpList('peak-memory', 'schedule'), v.pipelineSchedules, 'CLI --schedule');
-  same(helpList('placement', 'strategy'), v.placementStrategies, 'CLI --strategy');
+  // [command, flag, the core's list]
+  const lists = [
+    ['checkpoint-size', 'optimizer', v.optimizers],
+    ['peak-memory', 'optimizer', v.optimizers],
+    ['checkpoint-size', 'weight-dtype', v.dtypes],
+    ['checkpoint-size', 'file-format', v.checkpointFormats],
+    ['peak-memory', 'precision', v.precisions],
+    ['peak-memory', 'checkpointing', v.checkpointing],
+    ['peak-memory', 'attention', v.attention],
+    ['peak-memory', 'runtime', v.runtimes],
+    ['peak-memory', 'optimizer-impl', v.optimizerImplementations],
+    ['peak-memory', 'loss', v.losses],
+    ['peak-memory', 'schedule', v.pipelineSchedules],
+    ['placement', 'strategy', v.placementStrategies],
+    ['peak-memory', 'save-ops', v.saveOps],
+    ['peak-memory', 'fsdp-sharding', v.fsdpStrategies],
+    ['peak-memory', 'float8', v.float8Recipes],
+    ['peak-memory', 'zero-mixed-precision', v.zeroMixedPrecision],
+  ];
+  for (const [command, flag, names] of lists)
+    same(helpList(command, flag), names, `CLI ${command} --${flag}`);
 });
 
 // Names the page leaves out on purpose: each needs an input the page does not have.
@@ -183,6 +260,7 @@ test("the page's option lists are the core tables", () => {
   same(pageList(FIELDS.format.values), v.checkpointFormats, 'page formats');
   same(pageList(FIELDS.precision.values), v.precisions, 'page precisions');
   same(pageList(FIELDS.runtime.values), v.runtimes, 'page runtimes');
+  same(pageList(FIELDS.fsdp.values), v.fsdpStrategies, 'page FSDP strategies');
   same(
     pageList(FIELDS.optImpl.values),
     v.optimizerImplementations,

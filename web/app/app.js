@@ -295,6 +295,7 @@ function tabKeydown(ctx, e, id) {
   const { tabs } = ctx;
   const i = tabs.indexOf(id);
   const dirSign = ctx.t.dir === 'rtl' ? -1 : 1;
+  /** @type {number | null} */
   let j = null;
   if (e.key === 'ArrowRight') j = i + dirSign;
   else if (e.key === 'ArrowLeft') j = i - dirSign;
@@ -410,7 +411,7 @@ async function switchLang(ctx, lang) {
   let strs;
   try {
     strs = await loadStrings(lang);
-  } catch (e) {
+  } catch (/** @type {any} */ e) {
     // e.g. offline before the language file was fetched: stay in the current language
     ctx.rootEl.querySelector('#tm-lang').value = ctx.t.lang;
     put(ctx.statusEl, ctx.t('error.langLoad', { message: e.message }));
@@ -531,7 +532,7 @@ function run(ctx, tab, fn, request, seq, done, fail) {
   } else {
     try {
       done(solver.run(fn, request));
-    } catch (e) {
+    } catch (/** @type {any} */ e) {
       fail(e);
     }
   }
@@ -549,7 +550,7 @@ export function askAdvice(ctx, request, channel, seq, show, fail) {
   let first;
   try {
     first = solver.run('advise', { ...request, changes: false });
-  } catch (e) {
+  } catch (/** @type {any} */ e) {
     return fail(e);
   }
   show(first);
@@ -579,7 +580,7 @@ function compute(ctx) {
   let fn, request;
   try {
     [fn, request] = requestOf(ctx, tab);
-  } catch (e) {
+  } catch (/** @type {any} */ e) {
     showError(ctx, tab, e);
     if (tab !== 'peak') computeVerdict(ctx);
     return markFirst(ctx);
@@ -595,7 +596,7 @@ function compute(ctx) {
     try {
       if (tab === 'peak') renderVerdict(ctx, result);
       RENDER[tab](ctx, ctx.resultsEl, tab === 'peak' ? peakOf(result) : result, request, result);
-    } catch (e) {
+    } catch (/** @type {any} */ e) {
       ctx.resultsEl.append(errorBox(ctx, { code: 'internal', message: `display: ${e.message}` }));
     }
     mark('trainmem:render-end');

@@ -129,7 +129,10 @@ export const NET_CARDS = [
 
 const GB = (t, b) => t.n(`${t.gb(b)} = ${t.gib(b)}`);
 
-/** One run of a card: its peakMemory result, or the error the core gave. */
+/**
+ * One run of a card: its peakMemory result, or the error the core gave.
+ * @returns {{ ok: boolean, result?: any, error?: any }}
+ */
 function run(tm, st, search) {
   const req = { ...peakMemoryRequest(st), timeline: false };
   if (!search) req.searchMaxMicroBatch = false;
@@ -144,6 +147,7 @@ function run(tm, st, search) {
 function explainCard(card, tm, t) {
   const st = (patch) => ({ ...defaults(), ...card.state, ...patch });
   const steps = [h('li', {}, t(`ex.${card.id}.s1`))];
+  /** @type {any} */
   let first = null;
   card.variants.forEach((patch, i) => {
     const r = run(tm, st(patch), i === 0); // (the largest batch: the recipe's own)

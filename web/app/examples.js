@@ -106,6 +106,7 @@ export function findPreset(presets, patterns) {
   return '';
 }
 
+/** @returns {{ ok: boolean, result?: any, error?: any, request: any }} */
 function attempt(tm, fn, req) {
   try {
     return { ok: true, result: tm[fn](req), request: req };
@@ -179,6 +180,7 @@ export const EXAMPLES = [
           ),
         );
       }
+      /** @type {any} */
       let exact = null;
       if (p.llama) {
         exact = sizeOf(tm, { preset: p.llama }, 'adamw', 'fp16', { format: 'torch' });

@@ -7,6 +7,7 @@ import { FIELDS } from './state.js';
 import { parseCount, parseNumber, westernDigits } from '../lib/units.js';
 import { resolve } from './resolve.js';
 import { modelInput, readsImage } from './model-input.js';
+import { BUDGET_STRATEGIES } from './vocabulary.js';
 
 // Inputs of each part of the page, in focus order.
 export const CONTEXT_FIELDS = [
@@ -177,9 +178,7 @@ export function visible(key, st, tab) {
     case 'marginGB':
       return st.marginGB > 0; // from a link made before the margin was a share
     case 'budgetGB':
-      return tab === 'peak'
-        ? st.checkpointing === 'optimal'
-        : ['chen-greedy', 'optimal-single-level', 'optimal'].includes(st.strategy);
+      return BUDGET_STRATEGIES.includes(tab === 'peak' ? st.checkpointing : st.strategy);
     case 'layers':
     case 'layerMB':
       return st.chainSource === 'uniform';

@@ -18,7 +18,7 @@ export function frontierData(points, chosen) {
     ])
     .sort((a, b) => a[0] - b[0]);
   const x = rows.map((r) => r[0]);
-  const y = rows.map((r) => r[1]);
+  const y = /** @type {(number | null)[]} */ (rows.map((r) => r[1]));
   const cx = chosen.peakActivationBytes / 2 ** 30;
   let index = x.findIndex((v) => v === cx);
   if (index < 0) {

@@ -16,11 +16,14 @@ const show = listParam('show', Object.keys(FIELDS));
 const tabs = listParam('tabs', TABS);
 const extra = () => {
   const keep = new URLSearchParams();
-  for (const k of ['embed', 'show', 'tabs']) if (q.get(k)) keep.set(k, q.get(k));
+  for (const k of ['embed', 'show', 'tabs']) {
+    const v = q.get(k);
+    if (v) keep.set(k, v);
+  }
   return keep.toString();
 };
 
-const host = document.getElementById('app');
+const host = /** @type {HTMLElement} */ (document.getElementById('app'));
 host.textContent = '';
 if (embed) document.documentElement.classList.add('embedded');
 // A page loaded once opens again offline: sw.js keeps a copy of its files (dist/files.json).
@@ -29,7 +32,7 @@ function keepOfflineCopy() {
   if (!('serviceWorker' in navigator) || !window.isSecureContext) return;
   const register = () => navigator.serviceWorker.register('sw.js').catch(() => {});
   const idle = () =>
-    window.requestIdleCallback ? requestIdleCallback(register, { timeout: 5000 }) : register();
+    'requestIdleCallback' in window ? requestIdleCallback(register, { timeout: 5000 }) : register();
   if (document.readyState === 'complete') idle();
   else addEventListener('load', idle, { once: true });
 }

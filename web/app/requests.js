@@ -5,6 +5,7 @@ import { TrainmemError } from '../lib/errors.js';
 import { traced } from './trace.js';
 import { resolve, gpuBf16, presetOfHubId } from './resolve.js';
 import { modelInput } from './model-input.js';
+import { BUDGET_STRATEGIES } from './vocabulary.js';
 
 /**
  * A problem the page finds in its own inputs before a core call: a TrainmemError whose words
@@ -120,8 +121,8 @@ export function peakMemoryRequest(st) {
     ...gpuOf(st),
   };
   // the budget belongs to the strategy: checkpointing { strategy, budgetBytes }
-  if (st.checkpointing === 'optimal') {
-    r.checkpointing = { strategy: 'optimal', budgetBytes: Math.round(st.budgetGB * 1e9) };
+  if (BUDGET_STRATEGIES.includes(st.checkpointing)) {
+    r.checkpointing = { strategy: st.checkpointing, budgetBytes: Math.round(st.budgetGB * 1e9) };
   }
   if (st.checkpointing === 'selective-op') r.checkpointing = selectiveOp(st);
   if (st.accumSteps > 1) r.gradientAccumulationSteps = st.accumSteps;
@@ -296,7 +297,7 @@ export function placementRequest(st) {
   if (st.strategy === 'every-k') r.k = st.k;
   if (st.strategy === 'sequential') r.segments = st.segments;
   if (st.strategy === 'revolve') r.snapshots = st.snapshots;
-  if (['chen-greedy', 'optimal-single-level', 'optimal'].includes(st.strategy)) {
+  if (BUDGET_STRATEGIES.includes(st.strategy)) {
     r.budgetBytes = Math.round(st.budgetGB * 1e9);
   }
   if (st.strategy === 'optimal') r.slots = st.slots;
@@ -323,9 +324,8 @@ export function isSlow(tab) {
 
 /** Solves that may take long run in the Web Worker. */
 export function isHeavy(tab, st) {
-  if (tab === 'place')
-    return ['optimal', 'optimal-single-level', 'chen-greedy'].includes(st.strategy) || st.frontier;
-  if (tab === 'peak' || tab === 'accum') return st.checkpointing === 'optimal';
+  if (tab === 'place') return BUDGET_STRATEGIES.includes(st.strategy) || st.frontier;
+  if (tab === 'peak' || tab === 'accum') return BUDGET_STRATEGIES.includes(st.checkpointing);
   return false;
 }
 

@@ -163,8 +163,8 @@ function chart(ctx, r) {
   const xs = [...new Set([...pts.map((p) => p.x), ...pred.map((p) => p.x)])].sort((a, b) => a - b);
   const at = new Map(xs.map((x, i) => [x, i]));
   const col = (list, f) => {
-    const v = xs.map(() => null);
-    for (const p of list) v[at.get(p.x)] = f(p) / GIB;
+    const v = /** @type {(number | null)[]} */ (xs.map(() => null));
+    for (const p of list) v[/** @type {number} */ (at.get(p.x))] = f(p) / GIB;
     return v;
   };
   const measured = col(pts, (p) => p.allocatedBytes);
@@ -253,11 +253,16 @@ function section(t, body, take) {
  * Returns { element(request) } — called on every peak-memory update with its request.
  */
 export function snapshotPanel(ctx) {
-  let file = null; // { name, bytes }
+  /** @type {{ name: string, bytes: Uint8Array } | null} */
+  let file = null;
   let key = '';
+  /** @type {any} */
   let result = null;
+  /** @type {any} */
   let error = null;
+  /** @type {HTMLElement | null} */
   let body = null;
+  /** @type {any} */
   let request = null;
   let seq = 0;
 

@@ -28,10 +28,12 @@ export function markCall(fn) {
 export class Solver {
   constructor(tm) {
     this.tm = tm;
+    /** @type {Worker | null} */
     this.worker = null;
     this.pending = null;
     this.seq = 0;
-    this.quick = null; // runLatest's worker, kept between calls
+    /** @type {Worker | null} runLatest's worker, kept between calls */
+    this.quick = null;
     this.quickReady = false; // it has its core
     this.noQuick = false;
     this.busy = null; // the call it computes: { id, fn, request, resolve, reject, channel }
@@ -83,7 +85,8 @@ export class Solver {
           }
         }, 30),
       );
-    if (!this.worker) return inline();
+    const worker = this.worker;
+    if (!worker) return inline();
     return new Promise((resolve, reject) => {
       this.pending = {
         id,
@@ -91,7 +94,7 @@ export class Solver {
         reject,
         fallback: () => inline().then(resolve, reject),
       };
-      this.worker.postMessage({ id, fn, request });
+      worker.postMessage({ id, fn, request });
     });
   }
 
@@ -170,7 +173,11 @@ export class Solver {
   post(job) {
     this.busy = job;
     markCall(job.fn);
-    this.quick.postMessage({ id: job.id, fn: job.fn, request: job.request });
+    /** @type {Worker} */ (this.quick).postMessage({
+      id: job.id,
+      fn: job.fn,
+      request: job.request,
+    });
   }
 
   /** Cancels the call of a channel waiting for the worker (every channel's without one). */

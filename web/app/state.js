@@ -3,6 +3,8 @@
 // parsed field by field against this schema (numbers must parse and lie in range, choices
 // must be listed); anything else is dropped — URL text never reaches the DOM as markup.
 
+import { FSDP_STRATEGIES, PRECISIONS, RUNTIMES } from './vocabulary.js';
+
 export const TABS = ['size', 'peak', 'accum', 'place'];
 // Every name of the core's optimizer table (tm.vocabulary().optimizers; tests/js/vocabulary.test.js).
 export const OPTIMIZERS = [
@@ -70,7 +72,7 @@ export const FIELDS = {
   // '': mixed bf16 where the GPU computes in bf16, else mixed fp16 (resolve.js)
   precision: {
     kind: 'choice',
-    values: ['', 'fp32', 'amp-fp16', 'amp-bf16', 'bf16', 'fp16'],
+    values: ['', ...PRECISIONS],
     default: '',
     url: 'prec',
   },
@@ -97,16 +99,7 @@ export const FIELDS = {
   attention: { kind: 'choice', values: ['', 'eager', 'sdpa'], default: '', url: 'attn' },
   runtime: {
     kind: 'choice',
-    values: [
-      '',
-      'pytorch-cuda',
-      'pytorch-2.5-cuda',
-      'pytorch-2.1-cuda',
-      'pytorch-2.0-cuda',
-      'pytorch-1.13-cuda',
-      'pytorch-1.10-cuda',
-      'pytorch-cpu',
-    ],
+    values: ['', ...RUNTIMES],
     default: '',
     url: 'rt',
   },
@@ -144,7 +137,7 @@ export const FIELDS = {
   // FSDP over dataParallel ranks; HYBRID_SHARD shards within groups of fsdpGroup ranks
   fsdp: {
     kind: 'choice',
-    values: ['', 'FULL_SHARD', 'SHARD_GRAD_OP', 'HYBRID_SHARD', 'NO_SHARD'],
+    values: ['', ...FSDP_STRATEGIES],
     default: '',
     url: 'fsdp',
   },

@@ -46,8 +46,11 @@ function summary(ctx, d) {
  */
 export function tracePanel(ctx) {
   let reading = '';
+  /** @type {any} */
   let error = null;
+  /** @type {any} */
   let described = null;
+  /** @type {HTMLElement | null} */
   let body = null;
 
   function render() {

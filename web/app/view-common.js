@@ -101,6 +101,7 @@ export function breakdownTable(ctx, breakdown, peakPhase = '', res = null) {
   );
 }
 
+/** @param {{ value: number, label: string } | undefined} [capacity] */
 export function breakdownChart(ctx, el, scenarios, capacity = undefined) {
   const { t } = ctx;
   // scenarios: [{ label, breakdown }]
@@ -173,6 +174,7 @@ function timelineValues(timeline) {
   return key ? timeline.map((e) => (typeof e[key] === 'number' ? e[key] : null)) : null;
 }
 
+/** @param {{ value: number, label: string } | undefined} [capacity] */
 export function timelineChart(ctx, el, timeline, titleKey, capacity = undefined) {
   const { t } = ctx;
   if (!Array.isArray(timeline) || timeline.length < 2) return;

@@ -14,7 +14,7 @@ self.onmessage = async (e) => {
   try {
     const tm = FULL_CORE_ONLY.has(fn) ? await fullCore() : await ready;
     self.postMessage({ id, result: tm[fn](request) });
-  } catch (err) {
+  } catch (/** @type {any} */ err) {
     self.postMessage({
       id,
       error: {

@@ -28,8 +28,8 @@ export type DType =
   | 'float16'
   | 'bfloat16'
   | 'float64'
-  | 'float'
   | 'double'
+  | 'float'
   | 'half'
   | 'float8'
   | 'long'
@@ -58,11 +58,11 @@ export type OptimizerName =
   | 'adagrad'
   | 'rmsprop'
   | 'adafactor'
-  | 'adafactor-hf'
   | 'torch-adafactor'
   | 'lion'
   | 'adam-8bit'
   | 'adamw-8bit'
+  | 'adafactor-hf'
   | 'paged-adamw-8bit'
   | 'torchao-adamw-8bit'
   | 'torchao-adamw-4bit'
@@ -140,8 +140,8 @@ export type PlacementStrategy =
 export type CheckpointingStrategy =
   | 'full'
   | 'attention-recompute'
-  | 'torchtitan-op'
   | 'selective-op'
+  | 'torchtitan-op'
   | 'selective-layer'
   | PlacementStrategy;
 
@@ -153,6 +153,15 @@ export type CheckpointingStrategy =
  * torch 1.13 (tools/measure_sac.py).
  */
 export type SaveOp = 'mm' | 'sdpa' | 'bmm' | 'softmax' | 'silu';
+
+/** FSDP's sharding strategies (torch.distributed.fsdp.ShardingStrategy): `fsdp.shardingStrategy`. */
+export type FsdpShardingStrategy = 'FULL_SHARD' | 'SHARD_GRAD_OP' | 'HYBRID_SHARD' | 'NO_SHARD';
+
+/** torchao float8 training recipes (Float8LinearRecipeName): `float8.recipe`. */
+export type Float8Recipe = 'tensorwise' | 'rowwise' | 'rowwise_with_gw_hp';
+
+/** How DeepSpeed ZeRO runs mixed precision: `zeroMixedPrecision`. */
+export type ZeroMixedPrecision = 'model-dtype' | 'torch-autocast';
 
 /** Checkpoint file containers. */
 export type CheckpointFormat = 'raw' | 'torch' | 'safetensors';
@@ -758,7 +767,7 @@ export interface PeakMemoryRequest {
    * master weights. `torch-autocast`: its `torch_autocast` section keeps every parameter fp32
    * (`deepspeed/runtime/torch_autocast.py`) and computes under torch.autocast.
    */
-  zeroMixedPrecision?: 'model-dtype' | 'torch-autocast';
+  zeroMixedPrecision?: ZeroMixedPrecision;
   /**
    * ZeRO-3 as DeepSpeed's parameter coordinator fetches (needs zeroStage 3; defaults from
    * `deepspeed/runtime/zero/config.py`). Without it, the gathered parameters are DeepSpeed's
@@ -914,7 +923,7 @@ export interface PeakMemoryRequest {
    * GPU of compute capability 8.9 or higher (torch._scaled_mm, aten/src/ATen/native/cuda/Blas.cpp):
    * an error on an A100 or older. `rowwise` recipes are not modelled (an error).
    */
-  float8?: { recipe?: 'tensorwise' | 'rowwise' | 'rowwise_with_gw_hp' };
+  float8?: { recipe?: Float8Recipe };
   /**
    * How the rows are filled. `{ packed: true }`: torchtune's PackedDataset packs samples into
    * rows of exactly seqLen tokens (padding the rest), so memory is that of seqLen; attention
@@ -961,7 +970,7 @@ export interface PeakMemoryRequest {
      * backward), HYBRID_SHARD (sharded within `shardGroupSize` ranks, replicated across groups),
      * NO_SHARD (replicated, like DDP).
      */
-    shardingStrategy?: 'FULL_SHARD' | 'SHARD_GRAD_OP' | 'HYBRID_SHARD' | 'NO_SHARD';
+    shardingStrategy?: FsdpShardingStrategy;
     /** HYBRID_SHARD only (required there): ranks in a shard group; must divide dataParallel. */
     shardGroupSize?: number;
     /**
@@ -2015,6 +2024,24 @@ export interface Vocabulary {
   accumulationCheckpointing: 'auto';
   /** {@link PlacementStrategy} names (placement). */
   placementStrategies: PlacementStrategy[];
+  /**
+   * The strategies that plan under a `budgetBytes` (chen-greedy when given; optimal and
+   * optimal-single-level always): peakMemory accepts a budget with these only, and a form asks
+   * for one exactly when its strategy is listed here.
+   */
+  budgetStrategies: PlacementStrategy[];
+  /** Per strategy: what it takes. */
+  strategies: Record<
+    CheckpointingStrategy,
+    {
+      /** The placement calculator runs it (full and the selective modes are not placements). */
+      placement: boolean;
+      /** `required`: it cannot plan without budgetBytes; `optional`: it plans under one if given. */
+      budget: 'none' | 'optional' | 'required';
+      /** Its own request fields (k, segments, snapshots, slots, checkpointed, saveOps, ...). */
+      parameters: string[];
+    }
+  >;
   /** {@link Precision}s. */
   precisions: Precision[];
   /** peakMemory's `attention` names. */
@@ -2033,6 +2060,14 @@ export interface Vocabulary {
   checkpointFormats: string[];
   /** peakMemory's `mlp.activation` names. */
   mlpActivations: string[];
+  /** {@link SaveOp}s (`checkpointing.saveOps`). */
+  saveOps: SaveOp[];
+  /** {@link FsdpShardingStrategy} names. */
+  fsdpStrategies: FsdpShardingStrategy[];
+  /** {@link Float8Recipe} names. */
+  float8Recipes: Float8Recipe[];
+  /** {@link ZeroMixedPrecision} names. */
+  zeroMixedPrecision: ZeroMixedPrecision[];
   /** {@link ErrorCode}s with their meaning. */
   errorCodes: { code: ErrorCode; meaning: string }[];
   /** Numeric limits of requests (all whole numbers, inclusive). */

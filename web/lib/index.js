@@ -22,7 +22,7 @@ function toBytes(value, field) {
     if (ArrayBuffer.isView(value)) {
       return new Uint8Array(value.buffer, value.byteOffset, value.byteLength);
     }
-  } catch (e) {
+  } catch (/** @type {any} */ e) {
     // a buffer transferred to a worker (detached) cannot be viewed
     throw new TrainmemError(
       'invalid_type',
@@ -36,11 +36,13 @@ function toBytes(value, field) {
 // The first number of a request that JSON cannot carry (NaN, Infinity): JSON.stringify would
 // write null in its place, far from the cause. [path, value] in the core's path notation
 // (`chain.layers[3].savedBytes`), or null. Iterative: a request may be deeply nested.
+/** @returns {[string, number] | null} */
 function nonFinite(request) {
+  /** @type {[any, string][]} */
   const stack = [[request, '']];
   const seen = new Set();
   while (stack.length) {
-    const [v, path] = stack.pop();
+    const [v, path] = /** @type {[any, string]} */ (stack.pop());
     if (typeof v === 'number') {
       if (!Number.isFinite(v)) return [path, v];
       continue;
@@ -72,10 +74,11 @@ function requestText(request, maxBytes) {
     // none and the request is not walked (a 100,000-layer chain: the walk took longer than the
     // core's whole answer); with "null" in it, or when it cannot be written, nonFinite names
     // the first such number.
+    /** @type {any} */
     let failure = null;
     try {
       text = JSON.stringify(request === undefined ? {} : request);
-    } catch (e) {
+    } catch (/** @type {any} */ e) {
       failure = e;
     }
     const walk = failure !== null || (typeof text === 'string' && text.includes('null'));
@@ -181,7 +184,7 @@ function makeApi(module) {
         out = module.callColumns(name, text, columns.names.join(','), columns.values);
       else
         out = bytes === undefined ? module.call(name, text) : module.callBytes(name, text, bytes);
-    } catch (e) {
+    } catch (/** @type {any} */ e) {
       // Embind's own checks (a value it cannot convert) and a heap that cannot grow: never
       // left as a foreign error (the core itself returns every error as data).
       const grow = /memory|allocat/i.test(String(e && e.message));
@@ -231,6 +234,7 @@ function makeApi(module) {
   return Object.freeze(api);
 }
 
+/** @type {Promise<import('./index.js').Trainmem> | null} */
 let loading = null;
 
 /**
@@ -244,7 +248,7 @@ export function load() {
       throw e;
     });
   }
-  return loading;
+  return /** @type {Promise<import('./index.js').Trainmem>} */ (loading);
 }
 
 export default { load, TrainmemError };

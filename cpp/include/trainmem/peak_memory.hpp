@@ -63,13 +63,10 @@ struct Gpu {
 // The presets are read from cpp/data/gpus/<id>.json at the edge (io/device_presets.hpp).
 
 struct Checkpointing {
-  std::string strategy = "none";         // none full attention-recompute selective-op
-                                         // torchtitan-op selective-layer every-k block
-                                         // sequential sqrt chen-greedy revolve
-                                         // optimal-single-level optimal manual
-  placement::StrategyRequest placement;  // for the strategies the placement engine runs
-  activations::SavePolicy save;          // selective-op / torchtitan-op: what each block keeps
-  uint32_t layer_every = 2;              // selective-layer: every k-th block checkpointed
+  vocab::Strategy strategy = vocab::Strategy::none;  // any of vocab::kStrategies
+  placement::StrategyRequest placement;              // for the strategies the placement engine runs
+  activations::SavePolicy save;  // selective-op / torchtitan-op: what each block keeps
+  uint32_t layer_every = 2;      // selective-layer: every k-th block checkpointed
 };
 
 // How the rows of a micro-batch are filled (the samples field).

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "trainmem/vocabulary.hpp"
+
 namespace trainmem {
 namespace placement {
 
@@ -96,7 +98,7 @@ struct StepEvent {
 };
 
 struct PlanResult {
-  std::string strategy;
+  vocab::Strategy strategy = vocab::Strategy::none;
   // Per layer, what the first forward pass does: "store" (runs with autograd, keeps its saved
   // tensors), "checkpoint" (first layer of a checkpointed segment: runs without autograd,
   // its input kept), "drop" (runs without autograd inside a segment).
@@ -127,13 +129,12 @@ struct PlanResult {
 PlanResult evaluate(const Chain& chain, const std::vector<Segment>& checkpointed);
 
 struct StrategyRequest {
-  std::string strategy = "none";  // none manual every-k block sequential sqrt chen-greedy
-                                  // revolve optimal-single-level optimal
-  uint32_t k = 0;                 // every-k: layers per checkpointed chunk; block: N layers
-  uint32_t segments = 0;          // sequential
-  uint32_t snapshots = 0;         // revolve
-  uint64_t budget_bytes = 0;      // chen-greedy, optimal-single-level, optimal (0 = none)
-  uint32_t slots = 500;           // optimal: budget discretisation
+  vocab::Strategy strategy = vocab::Strategy::none;  // a placement strategy (vocab::kStrategies)
+  uint32_t k = 0;             // every-k: layers per checkpointed chunk; block: N layers
+  uint32_t segments = 0;      // sequential
+  uint32_t snapshots = 0;     // revolve
+  uint64_t budget_bytes = 0;  // chen-greedy, optimal-single-level, optimal (0 = none)
+  uint32_t slots = 500;       // optimal: budget discretisation
   std::vector<Segment> manual;
   uint64_t greedy_bytes = 0;  // chen-greedy: Alg. 3's threshold B given directly (0 = search)
 };

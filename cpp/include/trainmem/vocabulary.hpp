@@ -111,27 +111,70 @@ struct PlacementTerm {
   V value;
   bool placement;
 };
-using StrategyTerm = PlacementTerm<Strategy>;
+// What a strategy does with budgetBytes: `none`, it plans without one (peakMemory refuses the
+// field; placement only checks the plan against it); `optional`, it plans under one when given
+// (chen-greedy: Chen et al. 2016 Alg. 3 under the budget, else its own threshold search);
+// `required`, it cannot plan without one (the optimal solvers). The page asks for a budget, and
+// peakMemory accepts one, exactly when it is not `none`.
+enum class Budget { none, optional, required };
+// The parameters a strategy takes besides the budget, a bit each: given with another strategy,
+// a parameter is an error naming the strategies it applies to.
+enum StrategyParam : unsigned {
+  kNoParams = 0,
+  kParamK = 1u << 0,             // every-k, block: layers; selective-layer: every k-th block
+  kParamSegments = 1u << 1,      // sequential
+  kParamSnapshots = 1u << 2,     // revolve
+  kParamSlots = 1u << 3,         // optimal: budget discretisation
+  kParamCheckpointed = 1u << 4,  // manual: the segments
+  kParamSaveOps = 1u << 5,       // selective-op: saveOps and everyOtherMm
+  kParamGreedyBytes = 1u << 6,   // chen-greedy: Alg. 3's threshold (placement)
+};
+struct StrategyTerm {
+  const char* name;
+  Strategy value;
+  bool placement;  // the placement calculator accepts it
+  Budget budget;
+  unsigned params;  // StrategyParam bits
+};
 inline constexpr StrategyTerm kStrategies[] = {
-    {"none", Strategy::none, true},
-    {"full", Strategy::full, false},  // every block (HF gradient_checkpointing)
+    {"none", Strategy::none, true, Budget::none, kNoParams},
+    // every block (HF gradient_checkpointing)
+    {"full", Strategy::full, false, Budget::none, kNoParams},
     // Megatron-LM recompute_granularity="selective": the attention core only
-    {"attention-recompute", Strategy::attention_recompute, false},
+    {"attention-recompute", Strategy::attention_recompute, false, Budget::none, kNoParams},
     // torch.utils.checkpoint.create_selective_checkpoint_contexts with a list of ops to save
-    {"selective-op", Strategy::selective_op, false},
+    {"selective-op", Strategy::selective_op, false, Budget::none, kParamSaveOps},
     // torchtitan activation_checkpoint mode "selective", selective_ac_option "op"
-    {"torchtitan-op", Strategy::torchtitan_op, false},
+    {"torchtitan-op", Strategy::torchtitan_op, false, Budget::none, kNoParams},
     // torchtitan selective_ac_option "<k>": every k-th block
-    {"selective-layer", Strategy::selective_layer, false},
-    {"manual", Strategy::manual, true},
-    {"every-k", Strategy::every_k, true},        // Megatron "uniform"
-    {"block", Strategy::block, true},            // Megatron "block"
-    {"sequential", Strategy::sequential, true},  // torch checkpoint_sequential
-    {"sqrt", Strategy::sqrt, true},              // Chen et al. 2016
-    {"chen-greedy", Strategy::chen_greedy, true},
-    {"revolve", Strategy::revolve, true},  // Griewank & Walther 2000
-    {"optimal-single-level", Strategy::optimal_single_level, true},
-    {"optimal", Strategy::optimal, true},  // Rotor, Beaumont et al. 2019
+    {"selective-layer", Strategy::selective_layer, false, Budget::none, kParamK},
+    {"manual", Strategy::manual, true, Budget::none, kParamCheckpointed},
+    {"every-k", Strategy::every_k, true, Budget::none, kParamK},  // Megatron "uniform"
+    {"block", Strategy::block, true, Budget::none, kParamK},      // Megatron "block"
+    // torch.utils.checkpoint.checkpoint_sequential
+    {"sequential", Strategy::sequential, true, Budget::none, kParamSegments},
+    {"sqrt", Strategy::sqrt, true, Budget::none, kNoParams},  // Chen et al. 2016
+    {"chen-greedy", Strategy::chen_greedy, true, Budget::optional, kParamGreedyBytes},
+    // Griewank & Walther 2000
+    {"revolve", Strategy::revolve, true, Budget::none, kParamSnapshots},
+    {"optimal-single-level", Strategy::optimal_single_level, true, Budget::required, kNoParams},
+    // Rotor, Beaumont et al. 2019
+    {"optimal", Strategy::optimal, true, Budget::required, kParamSlots},
+};
+// The request key of each parameter bit (saveOps' bit also admits everyOtherMm).
+struct StrategyParamTerm {
+  const char* name;
+  StrategyParam value;
+};
+inline constexpr StrategyParamTerm kStrategyParams[] = {
+    {"k", kParamK},
+    {"segments", kParamSegments},
+    {"snapshots", kParamSnapshots},
+    {"slots", kParamSlots},
+    {"checkpointed", kParamCheckpointed},
+    {"saveOps", kParamSaveOps},
+    {"everyOtherMm", kParamSaveOps},
+    {"greedyBytes", kParamGreedyBytes},
 };
 // accumulation's `checkpointing` also takes "auto": the planner tries none and full.
 inline constexpr const char* kAccumulationAutoCheckpointing = "auto";
@@ -221,6 +264,21 @@ inline constexpr CheckpointFormatTerm kCheckpointFormats[] = {
     {"safetensors", CheckpointFormat::safetensors},
 };
 
+// ---- Ops a selective checkpointing policy can save (checkpointing.saveOps; the op outputs the
+// recipes list in activations.cpp).
+inline constexpr const char* kSaveOps[] = {"mm", "sdpa", "bmm", "softmax", "silu"};
+
+// ---- FSDP sharding strategies (torch.distributed.fsdp.ShardingStrategy; fsdp.shardingStrategy).
+inline constexpr const char* kFsdpStrategies[] = {"FULL_SHARD", "SHARD_GRAD_OP", "HYBRID_SHARD",
+                                                  "NO_SHARD"};
+
+// ---- torchao float8 training recipes (Float8LinearRecipeName; float8.recipe).
+inline constexpr const char* kFloat8Recipes[] = {"tensorwise", "rowwise", "rowwise_with_gw_hp"};
+
+// ---- How DeepSpeed ZeRO runs mixed precision (zeroMixedPrecision): its bf16/fp16 config section
+// (the model converted) or its torch_autocast section (fp32 parameters).
+inline constexpr const char* kZeroMixedPrecision[] = {"model-dtype", "torch-autocast"};
+
 // ---- MLP activation (peakMemory's `mlp` form).
 inline constexpr const char* kMlpActivations[] = {"relu", "gelu", "none"};
 
@@ -285,6 +343,18 @@ const char* name_for(const T (&table)[N], V value) {
   return "";
 }
 
+// A strategy's entry (every enumerator has one: see every_strategy_named below).
+inline const StrategyTerm& term(Strategy s) {
+  for (const StrategyTerm& t : kStrategies)
+    if (t.value == s) return t;
+  return kStrategies[0];
+}
+inline const char* name_of(Strategy s) { return term(s).name; }
+// Strategies whose selective checkpointing works on the ops of a block (a SavePolicy).
+inline bool op_level(Strategy s) {
+  return s == Strategy::selective_op || s == Strategy::torchtitan_op;
+}
+
 // Every optimizer layout has a name in kOptimizers (the enum and the table cannot drift apart).
 constexpr bool every_optimizer_named() {
   for (int v = 0; v < kOptimizerLayouts; ++v) {
@@ -295,6 +365,15 @@ constexpr bool every_optimizer_named() {
   return true;
 }
 static_assert(every_optimizer_named(), "an optimizer layout without a name in kOptimizers");
+
+// Every strategy has exactly one entry in kStrategies, in the enum's order.
+constexpr bool every_strategy_named() {
+  int v = 0;
+  for (const StrategyTerm& t : kStrategies)
+    if (static_cast<int>(t.value) != v++) return false;
+  return v == static_cast<int>(Strategy::optimal) + 1;
+}
+static_assert(every_strategy_named(), "kStrategies must list each Strategy once, in order");
 
 }  // namespace vocab
 }  // namespace trainmem

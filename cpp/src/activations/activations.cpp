@@ -934,7 +934,7 @@ void recipe_assumptions(const Architecture& ar, const Settings& s, const std::st
 }  // namespace
 
 const std::vector<std::string>& sac_op_names() {
-  static const std::vector<std::string> n = {"mm", "sdpa", "bmm", "softmax", "silu"};
+  static const std::vector<std::string> n = vocab::names(vocab::kSaveOps);
   return n;
 }
 

@@ -74,9 +74,10 @@ Timing step_time(const peak::Request& run, const peak::Result& result, const pea
   device.memory_bandwidth = gpu.memory_bandwidth;
   // The recomputed share of the forward, as the planner takes it: known for none, full and the
   // attention core; from the placement engine's plan for the others (else an upper bound).
-  const std::string& strategy = run.checkpointing.strategy;
+  const vocab::Strategy strategy = run.checkpointing.strategy;
   bool known = true;
-  double recompute = accumulation::recompute_flops_per_token(w.flops, strategy, &known);
+  double recompute =
+      accumulation::recompute_flops_per_token(w.flops, vocab::name_of(strategy), &known);
   if (!known && result.forward_flops > 0) {
     recompute = w.flops.total * result.recompute_flops / result.forward_flops;
     known = true;
@@ -117,7 +118,7 @@ std::vector<Candidate> candidates(const peak::Request& run, const Options& optio
     if (!base.empty()) p.lora_base_dtype = base;
     return p;
   };
-  if (transformer(run) && run.checkpointing.strategy != "full") {
+  if (transformer(run) && run.checkpointing.strategy != vocab::Strategy::full) {
     Patch p;
     p.checkpointing = "full";
     add({"checkpointing", p});
@@ -138,7 +139,7 @@ std::vector<Candidate> candidates(const peak::Request& run, const Options& optio
     Patch p;
     p.precision = "bf16";
     add({"bf16", p});
-    if (transformer(run) && run.checkpointing.strategy != "full") {
+    if (transformer(run) && run.checkpointing.strategy != vocab::Strategy::full) {
       p.checkpointing = "full";
       add({"bf16-checkpointing", p});
     }

@@ -185,24 +185,25 @@ accumulation::PeakMemoryFn memory_model(const peak::Request& base,
     r.search_max_micro_batch = false;
     r.verdict_only = true;  // the planner reads the verdict, the bytes and the breakdown
     if (!replay) r.simulate_allocator = false;
-    if (strategy == "none") {
+    const vocab::Strategy kind = vocab::find(vocab::kStrategies, strategy)->value;
+    if (kind == vocab::Strategy::none) {
       r.checkpointing = peak::Checkpointing{};
-    } else if (strategy == user_ckpt.strategy) {
+    } else if (kind == user_ckpt.strategy) {
       r.checkpointing = user_ckpt;  // the user's strategy, with its parameters
     } else {
       // The comparison's checkpointed rows when the user asked for none: HF's
       // gradient_checkpointing ("full"). (They were evaluated with the user's "none" while
       // labelled and timed as "full".)
       r.checkpointing = peak::Checkpointing{};
-      r.checkpointing.strategy = strategy;
+      r.checkpointing.strategy = kind;
     }
     const peak::Result res = pipeline::evaluate_any(r);
     accumulation::MemoryEstimate e;
     e.peak_bytes = res.peak_bytes;
     e.fits = res.has_device ? res.fits : false;
     // Placement-engine strategies: the fraction of the forward it recomputes.
-    if (strategy != "none" && strategy != "full" && strategy != "attention-recompute" &&
-        res.forward_flops > 0)
+    if (kind != vocab::Strategy::none && kind != vocab::Strategy::full &&
+        kind != vocab::Strategy::attention_recompute && res.forward_flops > 0)
       e.recompute_flops_per_token = flops.total * res.recompute_flops / res.forward_flops;
     e.breakdown = accumulation::Breakdown{res.weights.bytes,     res.master_weights.bytes,
                                           res.gradients.bytes,   res.optimizer_state.bytes,
@@ -233,9 +234,9 @@ json plan_mode(const Obj& req) {
          "padded length (give seqLen, or samples.packed)");
   in.seq_len = base.is_mlp || base.model().diffusion ? 1 : base.seq_len;
   peak::Checkpointing user_ckpt;
-  user_ckpt.strategy = "full";
+  user_ckpt.strategy = vocab::Strategy::full;
   if (!auto_ckpt) user_ckpt = base.checkpointing;
-  in.checkpointing = {"none", user_ckpt.strategy};
+  in.checkpointing = {"none", vocab::name_of(user_ckpt.strategy)};
 
   const GpuInfo gpu = planner_gpu(base, overrides);
   in.device.peak_flops = gpu.peak_flops;

@@ -159,7 +159,7 @@ json settings_json(const peak::Request& r, const Options& o) {
                  {"runtime", r.runtime.id},
                  {"optimizerImplementation",
                   vocab::name_for(vocab::kOptimizerImpls, r.optimizer_implementation)},
-                 {"checkpointing", r.checkpointing.strategy},
+                 {"checkpointing", vocab::name_of(r.checkpointing.strategy)},
                  {"microBatch", r.micro_batch},
                  {"gradientAccumulationSteps", r.accumulation_steps},
                  {"dataParallel", r.data_parallel},

@@ -50,20 +50,16 @@ Checkpointing parse_checkpointing(const Obj& req) {
   const json& raw = req.raw("checkpointing");
   if (raw.is_string()) {
     refuse_plain_selective(raw, "checkpointing");
-    c.strategy = req.one_of("checkpointing", strategy_names());
+    c.strategy =
+        vocab::find(vocab::kStrategies, req.one_of("checkpointing", strategy_names()))->value;
   } else {
     const Obj o = req.obj("checkpointing");
     if (o.has("strategy")) refuse_plain_selective(o.raw("strategy"), o.field("strategy"));
-    c.strategy = o.one_of("strategy", strategy_names());
-    only_for(o, "k", c.strategy, {"every-k", "block", "selective-layer"});
-    only_for(o, "segments", c.strategy, {"sequential"});
-    only_for(o, "snapshots", c.strategy, {"revolve"});
-    only_for(o, "budgetBytes", c.strategy, {"optimal", "optimal-single-level"});
-    only_for(o, "slots", c.strategy, {"optimal"});
-    only_for(o, "checkpointed", c.strategy, {"manual"});
-    only_for(o, "saveOps", c.strategy, {"selective-op"});
-    only_for(o, "everyOtherMm", c.strategy, {"selective-op"});
-    if (c.strategy == "selective-op") {
+    c.strategy = vocab::find(vocab::kStrategies, o.one_of("strategy", strategy_names()))->value;
+    for (const char* key : {"k", "segments", "snapshots", "budgetBytes", "slots", "checkpointed",
+                            "saveOps", "everyOtherMm"})
+      only_for(o, key, c.strategy, false);
+    if (c.strategy == vocab::Strategy::selective_op) {
       // torch.utils.checkpoint.create_selective_checkpoint_contexts(policy_fn_or_list): the
       // outputs of the listed ops are saved (MUST_SAVE), every other op is recomputed
       const json& ops = o.array("saveOps", 64);
@@ -83,9 +79,9 @@ Checkpointing parse_checkpointing(const Obj& req) {
       }
       c.save.every_other_mm = o.boolean_or("everyOtherMm", false);
     }
-    if (c.strategy == "selective-layer")
+    if (c.strategy == vocab::Strategy::selective_layer)
       c.layer_every = static_cast<uint32_t>(o.u64_or("k", 2, 1, 1u << 20));
-    if (c.strategy != "selective-layer")
+    if (c.strategy != vocab::Strategy::selective_layer)
       c.placement.k = static_cast<uint32_t>(o.u64_or("k", 0, 1, 1u << 20));
     c.placement.segments = static_cast<uint32_t>(o.u64_or("segments", 0, 1, 1u << 20));
     c.placement.snapshots = static_cast<uint32_t>(o.u64_or("snapshots", 0, 1, 1u << 20));
@@ -105,8 +101,8 @@ Checkpointing parse_checkpointing(const Obj& req) {
     }
     o.finish();
   }
-  if (c.strategy == "every-k" && c.placement.k == 0) c.placement.k = 1;
-  if (c.strategy == "torchtitan-op") {
+  if (c.strategy == vocab::Strategy::every_k && c.placement.k == 0) c.placement.k = 1;
+  if (c.strategy == vocab::Strategy::torchtitan_op) {
     // torchtitan/models/llama3/infra/parallelize.py _op_sac_save_list (aten.mm and the SDPA
     // kernels; reduce_scatter and max need tensor parallel / float8) with its every-second-mm
     // rule (torchtitan/distributed/activation_checkpoint.py at cfb93265)
@@ -345,9 +341,7 @@ void parse_fsdp(const Obj& req, Request* out) {
   Request::Fsdp& d = r.fsdp;
   d.enabled = true;
   d.version = static_cast<uint32_t>(f.u64_or("version", 2, 1, 2));
-  d.strategy =
-      f.one_of_or("shardingStrategy", {"FULL_SHARD", "SHARD_GRAD_OP", "HYBRID_SHARD", "NO_SHARD"},
-                  "FULL_SHARD");
+  d.strategy = f.one_of_or("shardingStrategy", vocab::names(vocab::kFsdpStrategies), "FULL_SHARD");
   if (d.strategy == "HYBRID_SHARD") {
     if (!f.has("shardGroupSize"))
       fail(code::kMissingField, "fsdp.shardGroupSize",
@@ -527,10 +521,6 @@ void read_lengths(const Obj& req, Request* out) {
   }
 }
 
-bool op_level_checkpointing(const std::string& strategy) {
-  return strategy == "selective-op" || strategy == "torchtitan-op";
-}
-
 // precision, optimizer and checkpointing.
 void read_training(const Obj& req, Request* out) {
   Request& r = *out;
@@ -538,9 +528,10 @@ void read_training(const Obj& req, Request* out) {
   activations::parse_precision(prec, &r.precision);
   if (req.has("optimizer")) r.optimizer = parse_optimizer(req, "optimizer");
   r.checkpointing = parse_checkpointing(req);
-  const std::string& cs = r.checkpointing.strategy;
-  if (r.is_mlp &&
-      (cs == "attention-recompute" || op_level_checkpointing(cs) || cs == "selective-layer"))
+  const vocab::Strategy kind = r.checkpointing.strategy;
+  const std::string cs = vocab::name_of(kind);
+  if (r.is_mlp && (kind == vocab::Strategy::attention_recompute || vocab::op_level(kind) ||
+                   kind == vocab::Strategy::selective_layer))
     fail(code::kInconsistent, "checkpointing",
          {"checkpointing '", cs, "' needs a transformer model (blocks)"});
 }
@@ -724,7 +715,7 @@ void read_float8(const Obj& req, double gpu_capability, Request* out) {
   // scaling) is the one modelled
   const Obj f = req.obj("float8");
   const std::string recipe =
-      f.one_of_or("recipe", {"tensorwise", "rowwise", "rowwise_with_gw_hp"}, "tensorwise");
+      f.one_of_or("recipe", vocab::names(vocab::kFloat8Recipes), "tensorwise");
   f.finish();
   if (recipe != "tensorwise")
     fail(code::kUnsupported, "float8.recipe",
@@ -826,8 +817,8 @@ void read_sharding(const Obj& req, Request* out) {
       fail(code::kInconsistent, "ddp", "ddp options need dataParallel > 1 without ZeRO");
   }
   if (req.has("zeroMixedPrecision")) {
-    const std::string m =
-        req.one_of_or("zeroMixedPrecision", {"model-dtype", "torch-autocast"}, "model-dtype");
+    const std::string m = req.one_of_or("zeroMixedPrecision",
+                                        vocab::names(vocab::kZeroMixedPrecision), "model-dtype");
     if (r.zero_stage == 0 || (r.precision != activations::Precision::amp_bf16 &&
                               r.precision != activations::Precision::amp_fp16))
       fail(
@@ -862,10 +853,11 @@ void read_allocator_settings(const Obj& req, Request* out) {
 // mixed precision, which the trace would have to be recorded under.
 void check_trace_scope(const Request& r) {
   if (!r.model().trace) return;
-  const std::string& cs = r.checkpointing.strategy;
+  const vocab::Strategy kind = r.checkpointing.strategy;
+  const std::string cs = vocab::name_of(kind);
   const char* field = nullptr;
   std::string why;
-  if (cs == "attention-recompute" || op_level_checkpointing(cs)) {
+  if (kind == vocab::Strategy::attention_recompute || vocab::op_level(kind)) {
     field = "checkpointing";
     why = "checkpointing '" + cs +
           "' needs the attention and op structure of a known "
@@ -907,8 +899,8 @@ void check_scope(const Request& r) {
          {"the ", r.gpu_id,
           " GPU has no bf16 (before Ampere, torch.cuda.is_bf16_supported() is "
           "False): use fp16 mixed precision (amp-fp16) or fp32"});
-  const std::string& cs = r.checkpointing.strategy;
-  if (!op_level_checkpointing(cs)) return;
+  const std::string cs = vocab::name_of(r.checkpointing.strategy);
+  if (!vocab::op_level(r.checkpointing.strategy)) return;
   const std::string why = r.tensor_parallel > 1
                               ? "tensorParallel > 1 (the collectives' outputs are not listed)"
                           : r.lora.enabled ? "lora (the adapters' matmuls would shift the mm count)"

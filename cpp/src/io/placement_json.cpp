@@ -104,7 +104,7 @@ nlohmann::json timeline_json(const std::vector<StepEvent>& events) {
 
 nlohmann::json to_json(const PlanResult& r, bool include_timeline) {
   nlohmann::json j;
-  put(j, "strategy", r.strategy);
+  put(j, "strategy", vocab::name_of(r.strategy));
   put_costs(r, j);
   if (!r.scheduled) {
     // Costs and facts only: the schedule was not built (revolve on a long chain).

@@ -168,38 +168,35 @@ json placement_json(const json& request) {
     chain = parse_chain(root.obj("chain"));
   }
   StrategyRequest sr;
-  sr.strategy = root.one_of_or("strategy", placement_strategy_names(), "none");
-  const std::string& st = sr.strategy;
-  only_for(root, "k", st, {"every-k", "block"});
-  only_for(root, "segments", st, {"sequential"});
-  only_for(root, "snapshots", st, {"revolve"});
-  only_for(root, "slots", st, {"optimal"});
-  only_for(root, "checkpointed", st, {"manual"});
-  only_for(root, "greedyBytes", st, {"chen-greedy"});
+  const std::string st = root.one_of_or("strategy", placement_strategy_names(), "none");
+  sr.strategy = vocab::find(vocab::kStrategies, st)->value;
+  // (budgetBytes goes with every strategy here: the plan is checked against it)
+  for (const char* key : {"k", "segments", "snapshots", "slots", "checkpointed", "greedyBytes"})
+    only_for(root, key, sr.strategy, true);
   sr.k = static_cast<uint32_t>(root.u64_or("k", 0, 0, 100000));
   sr.segments = static_cast<uint32_t>(root.u64_or("segments", 0, 1, 100000));
   sr.snapshots = static_cast<uint32_t>(root.u64_or("snapshots", 0, 1, 100000));
   sr.slots = static_cast<uint32_t>(root.u64_or("slots", 500, 1, 100000));
   sr.budget_bytes = root.u64_or("budgetBytes", 0, 1, kMaxExactJson);
   sr.greedy_bytes = root.u64_or("greedyBytes", 0, 1, kMaxExactJson);
-  if (st == "manual") sr.manual = parse_segments(root);
-  if (st == "block" && !root.has("k"))
+  if (sr.strategy == vocab::Strategy::manual) sr.manual = parse_segments(root);
+  if (sr.strategy == vocab::Strategy::block && !root.has("k"))
     fail(code::kMissingField, "k", "k is required for strategy block");
   const bool want_frontier = root.boolean_or("frontier", false);
   const bool want_timeline = root.boolean_or("timeline", true);
   root.finish();
 
   json out;
-  const bool budgeted = st == "optimal" || st == "optimal-single-level";
+  const bool budgeted = vocab::term(sr.strategy).budget == vocab::Budget::required;
   if (!want_frontier || !budgeted || sr.budget_bytes > 0) {
     // revolve on a chain too long for its schedule: the closed-form costs (plan() refuses it,
     // as peak memory needs the schedule).
-    const bool cost_only = st == "revolve" && sr.snapshots > 0 &&
+    const bool cost_only = sr.strategy == vocab::Strategy::revolve && sr.snapshots > 0 &&
                            !placement::revolve_schedulable(chain.layers.size(), sr.snapshots);
     placement::PlanResult r;
     if (cost_only) {
       r = placement::revolve_plan(chain, sr.snapshots);
-      r.strategy = st;
+      r.strategy = sr.strategy;
     } else {
       r = placement::plan(chain, sr);
     }

@@ -234,15 +234,37 @@ void Obj::finish(std::initializer_list<const char*> also_known) const {
   }
 }
 
-void only_for(const Obj& obj, const char* key, const std::string& strategy,
+void only_for(const Obj& obj, const char* key, const std::string& value,
               std::initializer_list<const char*> allowed) {
   if (!obj.has(key)) return;
   for (const char* a : allowed)
-    if (strategy == a) return;
+    if (value == a) return;
   std::string list;
   for (const char* a : allowed) list += std::string(list.empty() ? "" : ", ") + a;
   fail(code::kInconsistent, obj.field(key),
-       {obj.field(key), " applies to strategy ", list, " only, not ", strategy});
+       {obj.field(key), " applies to strategy ", list, " only, not ", value});
+}
+
+namespace {
+
+// Whether strategy entry t takes the request key (a parameter bit of kStrategyParams, or
+// budgetBytes when its budget is not `none`).
+bool takes(const vocab::StrategyTerm& t, const char* key) {
+  if (std::string(key) == "budgetBytes") return t.budget != vocab::Budget::none;
+  const vocab::StrategyParamTerm* p = vocab::find(vocab::kStrategyParams, key);
+  return p && (t.params & p->value) != 0;
+}
+
+}  // namespace
+
+void only_for(const Obj& obj, const char* key, vocab::Strategy strategy, bool placement) {
+  if (!obj.has(key) || takes(vocab::term(strategy), key)) return;
+  std::string list;
+  for (const vocab::StrategyTerm& t : vocab::kStrategies)
+    if (takes(t, key) && (t.placement || !placement))
+      list += std::string(list.empty() ? "" : ", ") + t.name;
+  fail(code::kInconsistent, obj.field(key),
+       {obj.field(key), " applies to strategy ", list, " only, not ", vocab::name_of(strategy)});
 }
 
 }  // namespace trainmem

@@ -11,6 +11,7 @@
 
 #include "trainmem/error.hpp"
 #include "trainmem/limits.hpp"
+#include "trainmem/vocabulary.hpp"
 #include "util/checked.hpp"  // checked_mul, checked_add, index_path (the core's, re-exported)
 
 namespace trainmem {
@@ -92,8 +93,12 @@ class Obj {
 
 // A parameter that belongs to some strategies only: given with another, it is an error naming
 // the strategies it applies to, rather than silently ignored.
-void only_for(const Obj& obj, const char* key, const std::string& strategy,
+void only_for(const Obj& obj, const char* key, const std::string& value,
               std::initializer_list<const char*> allowed);
+// A checkpointing strategy's parameter: the strategies that take the key are read from
+// vocab::kStrategies (its parameter bits, and for budgetBytes its budget rule); `placement`: list
+// only those the placement calculator runs.
+void only_for(const Obj& obj, const char* key, vocab::Strategy strategy, bool placement);
 
 // Standalone checks on a json value at a given path.
 uint64_t read_u64(const json& v, const std::string& path, uint64_t min = 0,

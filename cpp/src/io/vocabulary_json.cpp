@@ -34,6 +34,23 @@ json limits_json() {
   return l;
 }
 
+// Per strategy: whether placement runs it, its budget rule and the parameters it takes.
+json strategies_json() {
+  static const char* const kBudget[] = {"none", "optional", "required"};
+  json out = json::object();
+  for (const vocab::StrategyTerm& t : vocab::kStrategies) {
+    json params = json::array();
+    for (const vocab::StrategyParamTerm& p : vocab::kStrategyParams)
+      if (t.params & p.value) params.push_back(p.name);
+    json s = json::object();
+    put(s, "placement", t.placement);
+    put(s, "budget", kBudget[static_cast<int>(t.budget)]);
+    put(s, "parameters", std::move(params));
+    put(out, t.name, std::move(s));
+  }
+  return out;
+}
+
 }  // namespace
 
 json vocabulary_json(const json& request) {
@@ -53,6 +70,11 @@ json vocabulary_json(const json& request) {
   put(out, "placementStrategies",
       list(vocab::names_if(vocab::kStrategies,
                            [](const vocab::StrategyTerm& t) { return t.placement; })));
+  put(out, "budgetStrategies",
+      list(vocab::names_if(vocab::kStrategies, [](const vocab::StrategyTerm& t) {
+        return t.budget != vocab::Budget::none;
+      })));
+  put(out, "strategies", strategies_json());
   put(out, "precisions", list(vocab::names(vocab::kPrecisions)));
   put(out, "attention", list(vocab::names(vocab::kAttention)));
   put(out, "placementAttention",
@@ -64,6 +86,10 @@ json vocabulary_json(const json& request) {
   put(out, "pipelineSchedules", list(vocab::names(vocab::kPipelineSchedules)));
   put(out, "checkpointFormats", list(vocab::names(vocab::kCheckpointFormats)));
   put(out, "mlpActivations", list(vocab::names(vocab::kMlpActivations)));
+  put(out, "saveOps", list(vocab::names(vocab::kSaveOps)));
+  put(out, "fsdpStrategies", list(vocab::names(vocab::kFsdpStrategies)));
+  put(out, "float8Recipes", list(vocab::names(vocab::kFloat8Recipes)));
+  put(out, "zeroMixedPrecision", list(vocab::names(vocab::kZeroMixedPrecision)));
   json codes = json::array();
   for (const auto& t : vocab::kErrorCodes) {
     json c = json::object();

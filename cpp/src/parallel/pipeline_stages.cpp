@@ -19,8 +19,8 @@ void check(const peak::Request& rq, uint64_t v, size_t chain_layers) {
     fail(code::kUnsupported, "pipelineParallel", "pipelineParallel needs a transformer model");
   if (rq.lora.enabled)
     fail(code::kUnsupported, "pipelineParallel", "pipelineParallel is not modelled with lora");
-  const std::string& cs = rq.checkpointing.strategy;
-  if (cs == "selective-op" || cs == "torchtitan-op")
+  const std::string cs = vocab::name_of(rq.checkpointing.strategy);
+  if (vocab::op_level(rq.checkpointing.strategy))
     fail(code::kUnsupported, "pipelineParallel",
          {"pipelineParallel is not modelled with checkpointing '", cs, "'"});
   const uint64_t blocks = chain_layers >= 2 ? chain_layers - 2 : 0;

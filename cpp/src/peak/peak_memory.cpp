@@ -78,7 +78,8 @@ void build_activations(const Request& rq, Step* s) {
   // transformers' enable_input_require_grads: PEFT calls it for reentrant gradient
   // checkpointing (peft_model.py) and prepare_model_for_kbit_training (QLoRA)
   l.embeddings_require_grad =
-      rq.lora.qlora || (rq.checkpointing.strategy != "none" && rq.runtime.reentrant_checkpointing);
+      rq.lora.qlora ||
+      (rq.checkpointing.strategy != vocab::Strategy::none && rq.runtime.reentrant_checkpointing);
   s->acts = activations::transformer_activations(rq.model(), st);
 }
 
@@ -95,8 +96,10 @@ void plan_checkpointing(const Request& rq, Step* s, std::vector<std::string>* as
   const size_t nl = s->nl;
   const activations::ModelActivations& acts = s->acts;
   s->chain = activations::to_chain(acts);
-  const std::string& strat = rq.checkpointing.strategy;
-  if (strat == "attention-recompute") {
+  using vocab::Strategy;
+  const Strategy kind = rq.checkpointing.strategy;
+  const std::string strat = vocab::name_of(kind);
+  if (kind == Strategy::attention_recompute) {
     // Megatron-LM recompute_granularity="selective" with its default recompute_modules
     // ["core_attn"] (megatron/core/transformer/transformer_config.py at d2c5e8b4; Korthikanti
     // et al. 2022 section 5): the attention core (s^2 terms) is recomputed.
@@ -106,7 +109,7 @@ void plan_checkpointing(const Request& rq, Step* s, std::vector<std::string>* as
                                 rq.model().arch.hidden / rq.tensor_parallel;  // QK^T and PV again
     }
   }
-  const bool op_level = strat == "selective-op" || strat == "torchtitan-op";
+  const bool op_level = vocab::op_level(kind);
   if (op_level) {
     // create_selective_checkpoint_contexts (torch/utils/checkpoint.py, PyTorch 2.4): each block
     // runs under a non-reentrant checkpoint; the outputs of the policy's ops are cached until
@@ -129,7 +132,7 @@ void plan_checkpointing(const Request& rq, Step* s, std::vector<std::string>* as
     for (const auto& n : rq.checkpointing.save.ops) names += (names.empty() ? "" : ", ") + n;
     assumptions->push_back(
         "op-level selective checkpointing (" +
-        (strat == "torchtitan-op"
+        (kind == Strategy::torchtitan_op
              ? std::string("torchtitan selective_ac_option=\"op\": mm and SDPA outputs kept, every "
                            "second mm recomputed")
              : "outputs of " + (names.empty() ? std::string("no op") : names) + " kept" +
@@ -149,9 +152,9 @@ void plan_checkpointing(const Request& rq, Step* s, std::vector<std::string>* as
           (rq.attention == activations::Attention::sdpa ? "SDPA attention" : "eager attention") +
           "): nothing kept for it");
   }
-  if (strat == "none" || strat == "attention-recompute") {
+  if (kind == Strategy::none || kind == Strategy::attention_recompute) {
     s->plan = placement::evaluate(s->chain, {});
-  } else if (strat == "selective-layer") {
+  } else if (kind == Strategy::selective_layer) {
     // torchtitan selective_ac_option = k (torchtitan/distributed/activation_checkpoint.py
     // _apply_layer_sac): the j-th block (1-based) is checkpointed when j % k == 0; chain
     // layer i is block i (1-based)
@@ -159,7 +162,7 @@ void plan_checkpointing(const Request& rq, Step* s, std::vector<std::string>* as
     for (uint32_t i = 1; i + 1 < nl; ++i)
       if (i % rq.checkpointing.layer_every == 0) segs.push_back({i, i});
     s->plan = placement::evaluate(s->chain, segs);
-  } else if (strat == "full" || op_level) {
+  } else if (kind == Strategy::full || op_level) {
     // HF gradient_checkpointing / Megatron full: every block is its own checkpointed segment;
     // diffusers wraps only its ResnetBlock2D and transformer blocks (checkpointable), not the
     // glue between them (unet_2d_blocks.py: self._gradient_checkpointing_func(resnet, ...))
@@ -364,7 +367,8 @@ void fill_lines(const Request& rq, const Step& s, const device::Figures& f, Resu
       line_of(f,
               "saved-for-backward tensors derived per op (" + s.acts.recipe +
                   " recipe, activations.cpp), planned by the placement engine (" +
-                  rq.checkpointing.strategy + "); the batch and the tensors passed between layers",
+                  vocab::name_of(rq.checkpointing.strategy) +
+                  "); the batch and the tensors passed between layers",
               {{"batch", Part::batch}, {"saved", Part::saved}, {"boundaries", Part::boundaries}});
   r->temporaries =
       line_of(f,

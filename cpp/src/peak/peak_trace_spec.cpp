@@ -158,8 +158,8 @@ class SpecBuilder {
   // embeddings and head excepted, as the chain's).
   bool recomputes_core(size_t i) const {
     const auto& la = s_.acts.layers[i];
-    return rq_.checkpointing.strategy == "attention-recompute" && i > 0 && i + 1 < s_.nl &&
-           la.core_end > la.core_first && la.core_end <= la.tensors.size();
+    return rq_.checkpointing.strategy == vocab::Strategy::attention_recompute && i > 0 &&
+           i + 1 < s_.nl && la.core_end > la.core_first && la.core_end <= la.tensors.size();
   }
 
   // Whether the weight is multiplied in fp32 under torch.autocast, so that it is cast to 16 bit

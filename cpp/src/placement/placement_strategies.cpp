@@ -280,12 +280,12 @@ void check_manual(const Chain& chain, const std::vector<Segment>& segs) {
   }
 }
 
-// The strategy a request names (vocab::kStrategies); full and selective are not placements.
-Strategy placement_kind(const std::string& name) {
-  const vocab::StrategyTerm* t = vocab::find(vocab::kStrategies, name);
-  if (!t || !t->placement)
-    fail(code::kUnknownValue, "strategy", {"unknown strategy \"", name, "\""});
-  return t->value;
+// The strategy a request names, if the placement engine runs it (vocab::kStrategies: full and
+// the selective modes are not placements of a chain).
+Strategy placement_kind(Strategy s) {
+  if (!vocab::term(s).placement)
+    fail(code::kUnknownValue, "strategy", {"unknown strategy \"", vocab::name_of(s), "\""});
+  return s;
 }
 
 // evaluate(), with the strategy's parameters as the plan's details.
@@ -325,10 +325,10 @@ PlanResult plan(const Chain& chain, const StrategyRequest& req) {
   if (placement_kind(req.strategy) == Strategy::revolve ||
       placement_kind(req.strategy) == Strategy::optimal ||
       placement_kind(req.strategy) == Strategy::optimal_single_level)
-    refuse_multi_level_skips(chain, req.strategy);
+    refuse_multi_level_skips(chain, vocab::name_of(req.strategy));
   const uint32_t n = layer_count(chain);
-  const std::string& st = req.strategy;
-  const Strategy kind = placement_kind(st);
+  const std::string st = vocab::name_of(req.strategy);
+  const Strategy kind = placement_kind(req.strategy);
   PlanResult r;
   if (kind == Strategy::none) {
     r = evaluate(chain, {});
@@ -378,10 +378,8 @@ PlanResult plan(const Chain& chain, const StrategyRequest& req) {
     if (req.budget_bytes == 0) missing("budgetBytes", st);
     if (req.slots == 0) fail(code::kOutOfRange, "slots", "slots must be at least 1");
     r = rotor_optimal(chain, req.budget_bytes, req.slots);
-  } else {
-    fail(code::kUnknownValue, "strategy", {"unknown strategy \"", st, "\""});
   }
-  r.strategy = st;
+  r.strategy = kind;
   return r;
 }
 
@@ -416,7 +414,7 @@ std::vector<FrontierPoint> frontier(const Chain& chain, const StrategyRequest& r
   const Strategy kind = placement_kind(req.strategy);
   if (kind == Strategy::revolve || kind == Strategy::optimal ||
       kind == Strategy::optimal_single_level)
-    refuse_multi_level_skips(chain, req.strategy);
+    refuse_multi_level_skips(chain, vocab::name_of(req.strategy));
   if (kind == Strategy::optimal_single_level) return single_level_frontier(chain, req.budget_bytes);
   if (kind == Strategy::optimal) {
     // Without a budget, the slot grid spans up to the peak of storing everything.
@@ -457,7 +455,7 @@ std::vector<FrontierPoint> frontier(const Chain& chain, const StrategyRequest& r
       kind == Strategy::every_k || kind == Strategy::block || kind == Strategy::sequential;
   if (sweep && n > kMaxSweepLayers)
     fail(code::kTooLarge, "frontier",
-         {"the ", req.strategy, " frontier is computed for at most ",
+         {"the ", vocab::name_of(req.strategy), " frontier is computed for at most ",
           std::to_string(kMaxSweepLayers), " layers (each of its plans is a pass over the chain)"});
   if (kind == Strategy::every_k) {
     for (uint32_t k : sweep_values(1, n)) add_plan(every_k_segments(n, k), {count_fact("k", k)});

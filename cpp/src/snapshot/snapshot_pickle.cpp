@@ -814,7 +814,6 @@ class Reader {
     else
       push(m->t(), m->a(), 0);
   }
-  static constexpr uint32_t kUnset = 0xffffffffu;
 
   // ---------------------------------------------------------------- schema
   // The values of the keys read (ids below kKeys: interned first) in one pass over a dict's

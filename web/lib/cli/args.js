@@ -35,6 +35,7 @@ function setPath(obj, path, value) {
 
 // A count (7e9, 6.7B) -> model.params; anything else is a preset id.
 function modelValue(raw, flag, path) {
+  /** @type {number | null} */
   let count = null;
   try {
     count = parseCount(raw, flag);
@@ -172,7 +173,7 @@ function readFlag(argv, i, tokens) {
       `unknown flag --${name}${near ? ` (did you mean --${near}?)` : ''}`,
     );
   }
-  const takesValue = isOption ? ['json', 'set', 'format'].includes(name) : def.kind !== 'boolean';
+  const takesValue = isOption ? ['json', 'set', 'format'].includes(name) : def?.kind !== 'boolean';
   const next = argv[i + 1];
   if (negated) value = 'false';
   else if (value === undefined && takesValue) {
@@ -180,7 +181,7 @@ function readFlag(argv, i, tokens) {
       value = next;
       i++;
     }
-  } else if (value === undefined && !isOption && def.kind === 'boolean') {
+  } else if (value === undefined && !isOption && def?.kind === 'boolean') {
     // A boolean takes an explicit true/false as its next word, nothing else.
     if (next !== undefined && /^(true|false|yes|no|on|off)$/i.test(next)) {
       value = next;
@@ -250,6 +251,7 @@ function readBase(t, groups) {
 // then one after each --vs; --format (and compare-snapshot's bare --json) set on `out`.
 function groupTokens(tokens, out) {
   let base = [{}];
+  /** @type {any[][]} */
   const groups = [[]];
   const once = new Set();
   for (const t of tokens) {
@@ -311,6 +313,7 @@ export function parseArgs(argv) {
     format: 'json',
     help: false,
     version: false,
+    /** @type {any[]} */
     scenarios: [],
     file: null,
   };

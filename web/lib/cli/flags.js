@@ -170,7 +170,8 @@ export const FLAGS = [
     kind: 'list',
     path: 'checkpointing.saveOps',
     commands: TRAINING,
-    help: 'with --checkpointing selective-op: ops whose outputs are kept (mm,sdpa,bmm,softmax,silu)',
+    vocab: 'saveOps',
+    help: '(with --checkpointing selective-op: the ops whose outputs are kept, comma-separated)',
   },
   {
     flag: 'every-other-mm',
@@ -326,7 +327,8 @@ export const FLAGS = [
     kind: 'string',
     path: 'float8.recipe',
     commands: ['peak-memory'],
-    help: 'torchao float8 training recipe: tensorwise (Llama-family models, compute capability 8.9+)',
+    vocab: 'float8Recipes',
+    help: '(torchao float8 training; Llama-family models, compute capability 8.9+)',
   },
   {
     flag: 'packed',
@@ -376,7 +378,8 @@ export const FLAGS = [
     kind: 'string',
     path: 'zeroMixedPrecision',
     commands: TRAINING,
-    help: "ZeRO + amp: model-dtype (DeepSpeed's bf16/fp16 section) or torch-autocast",
+    vocab: 'zeroMixedPrecision',
+    help: "(ZeRO + amp: DeepSpeed's bf16/fp16 section, or its torch_autocast section)",
   },
   {
     flag: 'zero3-prefetch-bucket-size',
@@ -411,7 +414,8 @@ export const FLAGS = [
     kind: 'string',
     path: 'fsdp.shardingStrategy',
     commands: TRAINING,
-    help: 'FSDP: FULL_SHARD, SHARD_GRAD_OP, HYBRID_SHARD or NO_SHARD over --data-parallel',
+    vocab: 'fsdpStrategies',
+    help: '(FSDP over --data-parallel)',
   },
   { flag: 'fsdp-version', kind: 'number', path: 'fsdp.version', commands: TRAINING },
   {

@@ -33,7 +33,7 @@ export async function main(argv, io = processIo) {
     let args;
     try {
       args = parseArgs(argv);
-    } catch (e) {
+    } catch (/** @type {any} */ e) {
       if (!(e instanceof UsageError)) throw e;
       return fail({
         code: e.code,
@@ -56,7 +56,7 @@ export async function main(argv, io = processIo) {
     if (command.readInput && args.file !== null) {
       try {
         input = command.readInput(args.file, tm.vocabulary().limits.snapshotBytes);
-      } catch (e) {
+      } catch (/** @type {any} */ e) {
         if (e instanceof TrainmemError) {
           return fail({ code: e.code, field: 'snapshot', flag: null, message: e.message });
         }
@@ -66,7 +66,7 @@ export async function main(argv, io = processIo) {
     for (const [i, s] of args.scenarios.entries()) {
       try {
         results.push(command.run ? command.run(tm, s.request, input) : tm[command.fn](s.request));
-      } catch (e) {
+      } catch (/** @type {any} */ e) {
         if (!(e instanceof TrainmemError)) throw e;
         const field = command.flagField ? command.flagField(e.field) : e.field;
         const err = {
@@ -87,7 +87,7 @@ export async function main(argv, io = processIo) {
           : renderTable(results, args.format === 'markdown');
     io.out(`${text}\n`);
     return 0;
-  } catch (e) {
+  } catch (/** @type {any} */ e) {
     return fail({ code: 'internal', field: '', flag: null, message: String(e?.stack ?? e) }, 1);
   }
 }

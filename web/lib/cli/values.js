@@ -72,7 +72,7 @@ export function readBounded(file, max) {
       let n;
       try {
         n = readSync(fd, buf, 0, buf.length, null);
-      } catch (e) {
+      } catch (/** @type {any} */ e) {
         if (e.code !== 'EAGAIN') throw e;
         Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 5); // stdin not ready yet
         continue;
@@ -96,6 +96,7 @@ export function readStdinBounded(max) {
 
 // Standard input of the current run (read once, on first use; main() sets the reader).
 let readStdin = () => readStdinBounded(core.maxBytes);
+/** @type {string | null} */
 let stdinText = null;
 /** Sets the reader of standard input for the next run (read once, on first use). */
 export function setStdin(reader) {
@@ -122,7 +123,7 @@ export function readTextArg(file, flag) {
       const b = readBounded(file, core.maxBytes);
       text = b === null ? null : b.toString('utf8');
     }
-  } catch (e) {
+  } catch (/** @type {any} */ e) {
     throw new UsageError(
       'file_not_readable',
       flag,
@@ -139,7 +140,7 @@ export function readJsonArg(file, flag) {
   const text = readTextArg(file, flag);
   try {
     return core.parseJson(text);
-  } catch (e) {
+  } catch (/** @type {any} */ e) {
     if (!(e instanceof TrainmemError)) throw e;
     const at = e.field ? ` at ${e.field}` : '';
     throw new UsageError(e.code, flag, `--${flag}: "${file}"${at}: ${e.message}`, e.field);
