@@ -85,4 +85,3 @@ TEST_CASE("the results' sentences come from codes, not from reading English back
     CHECK(fallback.count(code) == 1);
   }
 }
-
