@@ -27,7 +27,55 @@ json load(const char* file) {
 // Catalog codes whose producers still write an English string (read back by the fallback).
 // Shrink this list as producers are converted; it must never grow.
 const std::set<std::string> kNotYetCoded = {
-#include "message_codes_left.inc"
+    "acc.ck.faster",
+    "acc.ck.fits",
+    "acc.ck.noGain",
+    "acc.ck.notConsidered",
+    "acc.ck.nothingFits",
+    "acc.ck.only",
+    "acc.formula",
+    "acc.tableNote",
+    "acc.tech.acc.actsOn",
+    "acc.tech.acc.cost",
+    "acc.tech.acc.memory",
+    "acc.tech.ck.actsOn",
+    "acc.tech.ck.cost",
+    "acc.tech.ck.memory",
+    "acc.timeFormula",
+    "acc.warn.batchnorm",
+    "acc.warn.batchnormMaybe",
+    "acc.warn.meanLoss",
+    "acc.warn.notDivisible",
+    "error.infeasible.plain",
+    "flops.noHead",
+    "flops.notCounted",
+    "flops.unknown",
+    "model.assume.count.shape",
+    "model.generic",
+    "net.assume.ctc.target",
+    "net.assume.whisper.target",
+    "peak.allocator.source",
+    "peak.assume.oom",
+    "peak.assume.pipeline",
+    "peak.korthikanti",
+    "peak.runtime.nccl",
+    "pipe.assume.derived",
+    "pipe.assume.prior",
+    "pipe.encode",
+    "quant.assume",
+    "runtime.context.cpu",
+    "runtime.context.eager",
+    "runtime.context.gpu",
+    "runtime.context.lazy",
+    "runtime.workspace",
+    "size.formula.safetensors",
+    "size.formula.sum",
+    "size.formula.torch",
+    "size.simple.adafactor",
+    "size.simple.formula",
+    "trace.assume.inexact",
+    "trace.assume.unused",
+    "trace.note",
 };
 
 std::vector<std::pair<std::string, json>> all_requests() {
@@ -81,7 +129,7 @@ TEST_CASE("the results' sentences come from codes, not from reading English back
   }
   // the list only names codes that still come from the fallback
   for (const std::string& code : kNotYetCoded) {
-    INFO(code << " is produced from its code now: remove it from message_codes_left.inc");
+    INFO(code << " is produced from its code now: remove it from kNotYetCoded");
     CHECK(fallback.count(code) == 1);
   }
 }
