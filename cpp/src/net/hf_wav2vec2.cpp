@@ -78,10 +78,19 @@ V positional_conv(Graph& g, const NetSpec& n, const std::string& p, V x) {
   g.param(p + ".conv.bias", {h});
   g.param(p + ".conv.weight_g", {1, 1, k});
   g.param(p + ".conv.weight_v", {h, h / n.groups, k});
+  // weight_norm(dim=2)'s pre-forward hook: torch._weight_norm(weight_v, weight_g, 2) makes the
+  // weight anew each forward (torch/nn/utils/weight_norm.py; ATen WeightNorm.cpp), a tensor of
+  // weight_v's size that the convolution keeps, with the [1, 1, k] norms (measured, torch 1.13)
+  const V wv = g.weight_value({h, h / n.groups, k});
+  g.begin_op({wv});
+  V w = g.make({h, h / n.groups, k}, g.width(wv));
+  g.save(g.make({1, 1, k}, 4), "weight_norm norms", "WeightNormInterfaceBackward0 keeps the norms");
+  if (g.widths().autocast && g.width(w) == 4) w = cast(g, w, 2);  // autocast casts it
   V y = permute(g, x, {0, 2, 1});
-  g.begin_op({y});
+  g.begin_op({y, w});
   V c = g.make({B, h, T + 1 - (k % 2 == 0 ? 0 : 1)}, g.widths().autocast ? 2 : g.width(y));
   g.save(y, "convolution input", "ConvolutionBackward0 keeps its input");
+  g.save(w, "convolution weight (weight-normed)", "ConvolutionBackward0 keeps the weight");
   g.flops(2.0 * static_cast<double>(B * h * T) * static_cast<double>(h / n.groups * k));
   g.module(p + ".padding");
   if (k % 2 == 0) c = slice(g, c, {B, h, T});  // Wav2Vec2SamePadLayer drops the last frame
