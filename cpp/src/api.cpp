@@ -117,19 +117,16 @@ std::string error_envelope(const std::string& c, const std::string& field,
     put(error, "minimumBudgetBytes", detail->minimum_budget());
   // The sentence as codes of the message catalog, when it is one of its sentences: a page
   // shows it in its own language (docs/i18n.md).
-  const std::vector<messages::Part> parts = messages::recognise(text);
-  if (!parts.empty()) {
-    json list = json::array();
-    for (const messages::Part& p : parts) {
-      json m = json::object();
-      put(m, "code", p.code);
-      json params = json::object();
-      for (const auto& kv : p.params) params[kv.first] = kv.second;
-      put(m, "params", std::move(params));
-      list.push_back(std::move(m));
-    }
-    put(error, "messages", std::move(list));
+  // An error thrown with codes carries them; a plain sentence is read against the catalog.
+  std::vector<Message> parts;
+  if (detail && !detail->messages().empty() && text == message) {
+    parts = detail->messages();
+  } else {
+    for (messages::Part& p : messages::recognise(text))
+      parts.push_back({std::move(p.code), std::move(p.params)});
+    if (!parts.empty()) messages::note_fallback(text);
   }
+  if (!parts.empty()) put(error, "messages", messages::list_of(parts));
   put(e, "error", std::move(error));
   return e.dump(-1, ' ', false, json::error_handler_t::replace);
 }
@@ -175,6 +172,7 @@ struct Columns {
 std::string call_any(const std::string& function, const std::string& request_json,
                      const std::string& bytes, const Columns* columns) noexcept {
   try {
+    messages::begin_result();
     Handler handler = nullptr;
     for (const auto& h : kHandlers)
       if (function == h.first) handler = h.second;

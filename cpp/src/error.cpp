@@ -20,4 +20,12 @@ void fail(const char* code, std::string_view field,
   throw RequestError(code, std::string(field), concat(message));
 }
 
+void fail_text(const char* code, std::string_view field, const Text& message) {
+  throw RequestError(code, std::string(field), message.str()).with_messages(message.parts());
+}
+
+void fail(const char* code, std::string_view field, Message message) {
+  fail_text(code, field, Text(std::move(message)));
+}
+
 }  // namespace trainmem

@@ -209,7 +209,7 @@ TEST_CASE("newer decoders take the Llama recipe with their attention width", "[a
   CHECK(swiglu == 4ULL * 2 * 128 * 9 * 2048 * 2);
   bool said = false;
   for (const auto& a : da.assumptions)
-    said = said || a.find("latent attention") != std::string::npos;
+    said = said || a.str().find("latent attention") != std::string::npos;
   CHECK(said);
 }
 
@@ -284,7 +284,7 @@ TEST_CASE("activations: a T5 encoder block, fp32 with dropout 0.1 on CPU, by han
   CHECK(sdpa.layers[1].saved_bytes == 2032640);
   bool stated = false;
   for (const auto& note : sdpa.assumptions)
-    stated = stated || note.find("no SDPA path") != note.npos;
+    stated = stated || note.str().find("no SDPA path") != std::string::npos;
   CHECK(stated);
   s.attention = activations::Attention::eager;
   // targetLen for a decoder-only model is an error naming the field
@@ -307,7 +307,7 @@ std::pair<uint64_t, uint64_t> eager_compiled(const ModelDescription& m, activati
   const uint64_t eager = activations::transformer_activations(m, s).layers.at(i).saved_bytes;
   s.compiled = true;
   const auto c = activations::transformer_activations(m, s);
-  CHECK(c.assumptions.front().find("torch.compile") == 0);
+  CHECK(c.assumptions.front().str().find("torch.compile") == 0);
   return {eager, c.layers.at(i).saved_bytes};
 }
 }  // namespace

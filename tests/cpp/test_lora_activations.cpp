@@ -363,7 +363,8 @@ TEST_CASE("LoRA activations: a Llama 3 8B block by hand", "[activations][lora]")
   // T*V*4 = 525,336,576, the int64 labels 8,192) and the 4-byte loss
   CHECK(a.layers[33].saved_bytes == 8388608 + 4096 + 525336576ULL + 8192 + 4);
   bool stated = false;
-  for (const auto& s : a.assumptions) stated = stated || s.find("LoRA: the base is frozen") == 0;
+  for (const auto& s : a.assumptions)
+    stated = stated || s.str().find("LoRA: the base is frozen") == 0;
   CHECK(stated);
 }
 

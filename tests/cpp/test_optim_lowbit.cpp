@@ -6,6 +6,7 @@
 #include <fstream>
 #include <string>
 
+#include "io/json_fields.hpp"
 #include "io/request.hpp"
 #include "trainmem/activations.hpp"
 #include "trainmem/api.hpp"

@@ -197,7 +197,7 @@ struct ModelActivations {
   std::vector<uint64_t> held;
   uint64_t total_saved_bytes = 0;        // input + sum of saved_bytes (no checkpointing)
   uint64_t korthikanti_layer_bytes = 0;  // sbh(34 + 5as/h) (tensor-parallel forms with t > 1)
-  std::vector<std::string> assumptions;
+  std::vector<Text> assumptions;
 };
 
 // Throws RequestError(unsupported, "model") when the model has no architecture. Diffusion

@@ -68,7 +68,7 @@ struct CheckpointResult {
   std::vector<CheckpointFile> files;  // torch and safetensors
   SimpleCheckpoint simple;
   bool exact = true;
-  std::vector<std::string> notes;
+  std::vector<Text> notes;
 };
 
 // Throws RequestError (too_large) naming the field when a byte count would pass 2^63.

@@ -6,6 +6,9 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include "trainmem/message.hpp"
 
 namespace trainmem {
 
@@ -42,11 +45,18 @@ class RequestError : public std::runtime_error {
     return *this;
   }
   bool has_minimum_budget() const noexcept { return has_minimum_budget_; }
+  // The message as codes of the catalog (empty when it was thrown as a plain sentence).
+  RequestError& with_messages(std::vector<Message> m) {
+    messages_ = std::move(m);
+    return *this;
+  }
+  const std::vector<Message>& messages() const noexcept { return messages_; }
   uint64_t minimum_budget() const noexcept { return minimum_budget_; }
 
  private:
   std::string code_;
   std::string field_;
+  std::vector<Message> messages_;
   uint64_t minimum_budget_ = 0;
   bool has_minimum_budget_ = false;
 };
@@ -57,5 +67,9 @@ class RequestError : public std::runtime_error {
 [[noreturn]] void fail(const char* code, std::string_view field, std::string_view message);
 [[noreturn]] void fail(const char* code, std::string_view field,
                        std::initializer_list<std::string_view> message);
+// The message as a catalog code and its parameters (docs/i18n.md): its English is the
+// catalog's, and the error envelope carries the codes for a page's own language.
+[[noreturn]] void fail_text(const char* code, std::string_view field, const Text& message);
+[[noreturn]] void fail(const char* code, std::string_view field, Message message);
 
 }  // namespace trainmem

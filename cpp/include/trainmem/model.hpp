@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "trainmem/dtype.hpp"
+#include "trainmem/message.hpp"
 
 namespace trainmem {
 
@@ -105,7 +106,7 @@ struct ModelDescription {
   uint64_t published_params = 0;  // presets: the published parameter count (0 = none)
   // What the description assumes (a generic recipe, approximations); every result built on
   // the model repeats these.
-  std::vector<std::string> assumptions;
+  std::vector<Text> assumptions;
   // Modules that Module.state_dict() visits (its `_metadata` keys, root "" included): their
   // number and total name length. Estimated from tensor-name prefixes when not known.
   uint64_t module_count = 0;

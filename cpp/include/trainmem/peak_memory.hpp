@@ -10,6 +10,7 @@
 
 #include "trainmem/activations.hpp"
 #include "trainmem/caching_allocator.hpp"
+#include "trainmem/message.hpp"
 #include "trainmem/model.hpp"
 #include "trainmem/optimizer.hpp"
 #include "trainmem/placement.hpp"
@@ -153,7 +154,7 @@ struct Request {
   bool compiled = false;  // torch.compile of each block (inductor, default mode)
   bool float8 = false;    // torchao float8 training, tensorwise dynamic scaling (float8 field)
   Samples samples;
-  std::string float8_gpu_note;       // set when the GPU's float8 support could not be checked
+  Text float8_gpu_note;              // set when the GPU's float8 support could not be checked
   bool offload_activations = false;  // torchtune enable_activation_offloading
   // DDP (dataParallel > 1 without ZeRO): the reducer's gradient buckets
   uint64_t ddp_bucket_bytes = 25ull << 20;  // bucket_cap_mb
@@ -236,7 +237,7 @@ struct LinePart {
 };
 struct Line {
   uint64_t bytes = 0;
-  std::string source;
+  Text source;
   std::vector<LinePart> parts;
 };
 
@@ -279,7 +280,7 @@ struct Result {
   // (0: the search was exact, max_micro_batch + 1 does not fit).
   uint64_t max_micro_batch_below = 0;
   uint64_t trace_events = 0;  // events of the allocation trace evaluated (the work of one run)
-  std::vector<std::string> assumptions;
+  std::vector<Text> assumptions;
   // The caching-allocator simulation of whole steps (has_device_simulation).
   bool simulated = false;
   uint64_t reserved_peak_bytes = 0;  // torch.cuda.max_memory_reserved()

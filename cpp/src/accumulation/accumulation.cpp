@@ -395,9 +395,9 @@ PlannerResult plan(const PlannerInputs& in, const PeakMemoryFn& model, const Pea
   PlannerResult r;
   if (in.target_global_batch < in.data_parallel)
     fail(code::kInconsistent, "targetGlobalBatch",
-         {"targetGlobalBatch (", std::to_string(in.target_global_batch),
-          ") is smaller than dataParallel (", std::to_string(in.data_parallel),
-          "): every rank needs at least one sample per step"});
+         Message{"error.planner.ranks",
+                 {{"target", std::to_string(in.target_global_batch)},
+                  {"ranks", std::to_string(in.data_parallel)}}});
   std::vector<uint64_t> per_device;
   if (in.target_global_batch % in.data_parallel == 0) {
     per_device.push_back(in.target_global_batch / in.data_parallel);

@@ -281,28 +281,14 @@ std::string family(const Architecture& a) {
 }
 
 // What the Llama recipe leaves out for the newer decoders (their modeling_*.py files).
-void family_assumptions(const Architecture& a, std::vector<std::string>* out) {
+void family_assumptions(const Architecture& a, std::vector<Text>* out) {
   const std::string& t = a.model_type;
-  if (a.mla)
-    out->push_back(
-        "multi-head latent attention: saved tensors as Llama attention with heads x "
-        "qk_head_dim per token; the q/kv low-rank projections and their norms are not counted "
-        "(approximate)");
-  if (a.shared_experts > 0)
-    out->push_back(
-        "shared experts counted as extra experts per token; the first dense layers "
-        "as MoE layers (approximate)");
+  if (a.mla) out->push_back(Text("act.mla", {}));
+  if (a.shared_experts > 0) out->push_back(Text("act.moe.shared", {}));
   if (t == "gemma")  // llm_family() leaves Gemma here for the features only this recipe has
-    out->push_back(
-        "Gemma through the Llama recipe (for tensorParallel, sequenceParallel, float8 or the "
-        "chunked and fused losses): its fp32 norms with 1 + weight and the sqrt(hidden) scaling "
-        "are not counted (approximate)");
-  if (t == "gemma2" || t == "gemma3_text")
-    out->push_back(
-        "Gemma's pre/post feed-forward norms and q/k norms are not counted; GeGLU as "
-        "SwiGLU (approximate)");
-  if (t == "qwen3" || t == "qwen3_moe")
-    out->push_back("q_norm / k_norm are not counted (approximate)");
+    out->push_back(Text("fam.assume.gemmaLlama", {}));
+  if (t == "gemma2" || t == "gemma3_text") out->push_back(Text("act.gemma", {}));
+  if (t == "qwen3" || t == "qwen3_moe") out->push_back(Text("act.qknorm", {}));
 }
 
 // Liger's fused linear cross-entropy (the head's saves and transients after the final norm).
@@ -903,8 +889,8 @@ void check_settings(const ModelDescription& m, const Settings& s, const std::str
   if (s.seq_len == 0) fail(code::kOutOfRange, "seqLen", "seqLen must be >= 1");
   if (ar.heads % s.tensor_parallel != 0)
     fail(code::kInconsistent, "tensorParallel",
-         {"tensorParallel (", std::to_string(s.tensor_parallel),
-          ") must divide the number of attention heads (", std::to_string(ar.heads), ")"});
+         Message{"error.tensorParallel.heads",
+                 {{"tp", std::to_string(s.tensor_parallel)}, {"heads", std::to_string(ar.heads)}}});
   if (s.target_len > 0 && recipe != "t5")
     fail(code::kInconsistent, "targetLen",
          {"targetLen is the decoder length of an encoder-decoder model; '", ar.model_type,
@@ -913,21 +899,11 @@ void check_settings(const ModelDescription& m, const Settings& s, const std::str
 
 // What the result states about its recipe.
 void recipe_assumptions(const Architecture& ar, const Settings& s, const std::string& recipe,
-                        std::vector<std::string>* out) {
-  out->push_back(std::string("recipe '") + recipe +
-                 "' (HF transformers eager modules for model_type '" + ar.model_type + "')");
-  if (recipe == "t5" && s.target_len == 0)
-    out->push_back(
-        "encoder-decoder: the decoder length (targetLen) not given, taken equal to seqLen");
-  if (recipe == "t5")
-    out->push_back(
-        "encoder-decoder: the encoder output is kept once for every decoder layer's "
-        "cross-attention; it and the decoder's embedded input are the last encoder block's "
-        "output");
-  if (ar.num_experts > 0)
-    out->push_back(
-        "mixture of experts: each token's expert MLP counted experts_per_token "
-        "times (not calibrated)");
+                        std::vector<Text>* out) {
+  out->push_back(Text("act.recipe", {{"recipe", recipe}, {"modelType", ar.model_type}}));
+  if (recipe == "t5" && s.target_len == 0) out->push_back(Text("act.encdec.targetLen", {}));
+  if (recipe == "t5") out->push_back(Text("act.encdec.encoderOutput", {}));
+  if (ar.num_experts > 0) out->push_back(Text("act.moe", {}));
   family_assumptions(ar, out);
 }
 
@@ -965,33 +941,22 @@ namespace {
 // What torch.compile and float8 change, stated in the result (float8 outside Llama blocks is an
 // error).
 void setting_assumptions(const Architecture& ar, const Settings& s, const std::string& recipe,
-                         std::vector<std::string>* out) {
+                         std::vector<Text>* out) {
   if (s.compiled && recipe == "llama")
-    out->push_back(
-        "torch.compile (each block): casts, copies and pointwise duplicates are recomputed in "
-        "the backward, matmul, attention and reduction outputs kept (the partitioner's rules; "
-        "checked against torchtune's published Llama 3.2 3B rows, not against a trace)");
+    out->push_back(Text("peak.assume.compile", {}));
   else if (s.compiled)
-    out->push_back(
-        "torch.compile (each block), derived from the min-cut partitioner's rules, not measured "
-        "(torch 1.13 has no torch.compile): matmul and attention outputs and every tensor a "
-        "backward matmul reads stay saved; casts, the RMSNorm's fp32 copy and product, "
-        "gelu_new's pointwise ops and the gated branch's activation are recomputed; dropout "
-        "keeps a 1-byte mask");
+    out->push_back(Text("act.compile.derived", {}));
   if (s.float8 && recipe != "llama")
     fail(code::kUnsupported, "float8",
          {"float8 is modelled for Llama-family blocks; '", ar.model_type,
           "' runs its recipe without it: leave float8 out"});
   if (s.float8)
     out->push_back(
-        "float8 (torchao, tensorwise): each block Linear keeps its high-precision input and "
-        "weight for the backward and makes 1-byte casts as transients: input and weight in the "
-        "forward; grad_output twice, weight and input in the backward (float8_linear.py); the "
-        "output projection stays high precision; the fp32 scales (one value per cast) are not "
-        "counted" +
-        std::string(s.compiled ? "; compiled, the partitioner may keep the 1-byte casts instead "
-                                 "of the 16-bit inputs (not modelled)"
-                               : ""));
+        s.compiled
+            ? Text("peak.assume.float8", {})
+                  .then_all(Text("compiled, the partitioner may keep the 1-byte casts instead "
+                                 "of the 16-bit inputs (not modelled)"))
+            : Text("peak.assume.float8", {}));
 }
 
 // The shapes of one stack of blocks (T5 has two) and what their FLOPs need.
@@ -1090,10 +1055,7 @@ ModelActivations count_only(const Settings& s) {
   out.layers.back().tensors.push_back(4);  // the loss
   out.layers.back().saved_bytes = out.layers.back().output_bytes = 4;
   out.total_saved_bytes = 4;
-  out.assumptions.push_back(
-      "activations unknown: a parameter count has no shapes, so this is a lower bound (weights, "
-      "gradients, optimizer state and the runtime); give a preset or a config.json, or layers, "
-      "hidden and heads with the count, for activations");
+  out.assumptions.push_back(Text("peak.assume.count.lowerBound", {}));
   return out;
 }
 
@@ -1137,10 +1099,7 @@ ModelActivations transformer_activations(const ModelDescription& m, const Settin
   cross.Tk = d.T;
   const Ctx dc{B, dec, w, s, ar, eager};
   setting_assumptions(ar, s, out.recipe, &out.assumptions);
-  if (t5 && s.attention != Attention::eager)
-    out.assumptions.push_back(
-        "T5 computes attention in its own code (no SDPA path in modeling_t5.py): its eager "
-        "saves, the probabilities included, whatever the attention setting");
+  if (t5 && s.attention != Attention::eager) out.assumptions.push_back(Text("act.t5.eager", {}));
   out.input_bytes = B.mul({d.T, 8});  // int64 input_ids
   out.layers.push_back(embeddings(c, out.recipe));
   const double matmul_params = block_matmul_params(out.recipe, d, ar);

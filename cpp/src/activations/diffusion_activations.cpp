@@ -444,30 +444,14 @@ void check_diffusion(const Net& net, const Settings& s, uint64_t* H, uint64_t* W
 
 // What the result states about the recipe.
 void diffusion_assumptions(const Net& net, const Settings& s, const Widths& w, bool eager,
-                           std::vector<std::string>* out) {
-  out->push_back("recipe '" + net.cls +
-                 "' (diffusers modules, op by op; the loss is the MSE of the "
-                 "prediction in fp32, as diffusers' training scripts compute it)");
-  if (w.amp)
-    out->push_back(
-        "autocast (CUDA op lists): convolutions and linears in 16-bit, GroupNorm, LayerNorm and "
-        "softmax in fp32, so each norm keeps an fp32 copy of its input; the text embeddings and "
-        "latents arrive in the 16-bit dtype (diffusers' scripts cast them to weight_dtype); "
-        "derived, not measured");
-  if (s.compiled)
-    out->push_back(
-        "torch.compile: the eager saves are counted (the partitioner's recomputation "
-        "is not derived for diffusion networks; an upper bound)");
+                           std::vector<Text>* out) {
+  out->push_back(Text("dif.assume.recipe", {{"cls", net.cls}}));
+  if (w.amp) out->push_back(Text("dif.assume.autocast", {}));
+  if (s.compiled) out->push_back(Text("dif.assume.compile", {}));
   if (!eager)
-    out->push_back(
-        "attention through scaled_dot_product_attention (flash / memory-efficient "
-        "kernels: q, k, v, output and logsumexp kept), as diffusers' processors run it "
-        "on PyTorch 2");
+    out->push_back(Text("dif.assume.sdpa", {}));
   else if (net.cls != "UNet2DConditionModel")
-    out->push_back(
-        "eager attention: the math path of scaled_dot_product_attention (scores and "
-        "softmax kept); diffusers' transformer processors call SDPA, which on a GPU "
-        "takes a fused kernel");
+    out->push_back(Text("dif.assume.eager", {}));
 }
 
 }  // namespace

@@ -307,10 +307,8 @@ ModelActivations llm_family_activations(const ModelDescription& m, const Setting
   }
   out.layers.push_back(layer("head", 2));
   out.total_saved_bytes = dif::kept_total(out, "microBatch");
-  out.assumptions.push_back("recipe '" + ar.model_type +
-                            "' (HF transformers' eager modules, op by op)");
-  if (s.compiled)
-    out.assumptions.push_back("torch.compile: the eager saves are counted (an upper bound)");
+  out.assumptions.push_back(Text("fam.assume.recipe", {{"type", ar.model_type}}));
+  if (s.compiled) out.assumptions.push_back(Text("fam.assume.compile", {}));
   add_lora_adapters(m, s, checked_mul(s.micro_batch, s.seq_len, "microBatch"), &out);
   return out;
 }

@@ -158,11 +158,7 @@ void add_lora_adapters(const ModelDescription& m, const Settings& s, uint64_t de
         acts->layers[static_cast<size_t>(t.block) + 1].kept_weight_casts.push_back(
             checked_mul(t.shape[0] * t.shape[1], 2, "lora"));
   acts->total_saved_bytes = checked_add(acts->total_saved_bytes, added, "lora");
-  acts->assumptions.push_back(
-      "LoRA on this recipe: each adapter's own saves (its input in the adapter's dtype, dropout "
-      "mask, lora_A's output) at the rows its linear processes; the frozen base's saves are "
-      "those of full fine-tuning (a frozen linear keeps no input of its own: an upper bound "
-      "where no other op keeps it)");
+  acts->assumptions.push_back(Text("lora.assume.recipeBase", {}));
 }
 
 }  // namespace activations

@@ -252,37 +252,16 @@ double block_flops(const std::string& recipe, const Dims& d, uint64_t r, uint32_
 }
 
 void lora_assumptions(const Settings& s, const Dtypes& dt, const std::vector<std::string>& unknown,
-                      bool moe, std::vector<std::string>* out) {
-  out->push_back(
-      "LoRA: the base is frozen: a frozen linear keeps no input, a frozen embedding nothing; "
-      "each adapter keeps its input (cast to the adapter's dtype, after its dropout) and "
-      "lora_A's output (measured on torch 1.13 with PEFT's lora.Linear)");
-  if (!s.lora.embeddings_require_grad)
-    out->push_back(
-        "LoRA: the embeddings' output does not require grad, so the first block keeps nothing "
-        "before its first adapter (with reentrant checkpointing PEFT makes it require grad: "
-        "enable_input_require_grads)");
-  if (dt.qlora)
-    out->push_back(
-        "QLoRA: every block linear is dequantized per call (bitsandbytes MatMul4Bit): the "
-        "16-bit weight is a transient in the forward and again in the backward; the 4-bit "
-        "linear keeps no activation");
-  if (dt.autocast && dt.base == 4)
-    out->push_back(
-        "LoRA under autocast with an fp32 base: the 16-bit copy of each frozen weight is not "
-        "cached, but a linear whose input requires grad keeps it for that gradient until its "
-        "backward");
-  if (s.compiled)
-    out->push_back("LoRA under torch.compile: the eager saves are counted (not measured)");
-  if (moe)
-    out->push_back(
-        "LoRA on a mixture of experts: each token's expert MLP counted experts_per_token times, "
-        "the router's softmax kept (approximate)");
+                      bool moe, std::vector<Text>* out) {
+  out->push_back(Text("act.lora.frozen", {}));
+  if (!s.lora.embeddings_require_grad) out->push_back(Text("act.lora.embeddings", {}));
+  if (dt.qlora) out->push_back(Text("act.lora.qlora", {}));
+  if (dt.autocast && dt.base == 4) out->push_back(Text("act.lora.autocast", {}));
+  if (s.compiled) out->push_back(Text("act.lora.compile", {}));
+  if (moe) out->push_back(Text("act.lora.moe", {}));
   if (!unknown.empty())
-    out->push_back("LoRA: the adapters on " + std::to_string(unknown.size()) +
-                   " modules are not modelled in the activations (modules the recipe does not "
-                   "have, such as '" +
-                   unknown.front() + "')");
+    out->push_back(Text("act.lora.unmodelled",
+                        {{"count", std::to_string(unknown.size())}, {"module", unknown.front()}}));
 }
 
 }  // namespace

@@ -150,10 +150,7 @@ ModelActivations torch_transformer_activations(const ModelDescription& m, const 
   head.forward_flops = 1;
   out.layers.push_back(head);
   out.total_saved_bytes = dif::kept_total(out, "microBatch");
-  out.assumptions.push_back(
-      "torch.nn.Transformer (post-norm layers, multi_head_attention_forward's math path); it has "
-      "no embeddings or head: the batch is src and tgt embeddings, the loss a stand-in (the mean "
-      "square of the output); the encoder's memory is counted once, in its last layer");
+  out.assumptions.push_back(Text("fam.assume.nnTransformer", {}));
   add_lora_adapters(m, s, checked_mul(s.micro_batch, s.seq_len, "microBatch"), &out);
   return out;
 }

@@ -359,31 +359,23 @@ bool has_mask(const Trace& t) {
 }
 
 void trace_assumptions(const Trace& t, const Settings& s, uint32_t traced_width,
-                       std::vector<std::string>* out) {
-  out->push_back("activations from a trace of the model's own training step (torch " + t.torch +
-                 ", " + t.device + " device, traced at batch " + std::to_string(t.batch) +
-                 (t.has_seq ? ", length " + std::to_string(t.seq) : std::string()) +
-                 "): every storage the step allocated, when it was freed, what autograd kept; "
-                 "other sizes from the trace's exact fits");
+                       std::vector<Text>* out) {
+  MessageParams step = {
+      {"torch", t.torch}, {"device", t.device}, {"batch", std::to_string(t.batch)}};
+  if (t.has_seq) step.emplace_back("length", std::to_string(t.seq));
+  out->push_back(Text(t.has_seq ? "trace.assume.stepSeq" : "trace.assume.step", std::move(step)));
   const uint32_t want = s.precision == Precision::bf16 || s.precision == Precision::fp16 ? 2 : 4;
   if (want != traced_width)
-    out->push_back("the trace's floating tensors (" + t.dtype + ") taken at " +
-                   std::to_string(want) + " bytes per element: the model run in " +
-                   activations::precision_name(s.precision) +
-                   " makes the same ops in that dtype (approximate: casts in the model's code "
-                   "are not followed; the tracer records a bfloat16 step when every op has a "
-                   "bfloat16 kernel)");
+    out->push_back(
+        Text("trace.assume.rescaled", {{"dtype", t.dtype},
+                                       {"bytes", std::to_string(want)},
+                                       {"precision", activations::precision_name(s.precision)}}));
   else if (s.precision == Precision::fp16 && t.dtype == "bfloat16")
-    out->push_back("fp16: the trace's bfloat16 step (the same ops and widths)");
+    out->push_back(Text("trace.assume.fp16", {}));
   if (s.runtime.dropout_mask_bytes > 0 && has_mask(t))
-    out->push_back(
-        "dropout: the float noise the trace kept (CPU and meta run _dropout_impl) counted as "
-        "native_dropout's 1-byte mask, as on CUDA");
+    out->push_back(Text("trace.assume.mask", {}));
   if (s.runtime.conv_backward_temp_outputs > 0 && has_op(t, "aten.convolution"))
-    out->push_back(
-        "each convolution's backward holds one more temporary of its output's size and one "
-        "of its input gradient's, batch norm's backward one of its output's size (the CPU "
-        "kernels' own temporaries; measured with torch 1.13)");
+    out->push_back(Text("trace.assume.convTemp", {}));
   if (t.inexact > 0)
     out->push_back(std::to_string(t.inexact) +
                    " sizes of the trace did not follow a polynomial in the batch (or the length) "

@@ -64,7 +64,7 @@ SimpleCheckpoint simple_formula(const CheckpointRequest& r) {
 
 // A count is one flat tensor: per-tensor scalars (Adam `step`, Adafactor factors, the pickle's
 // per-tensor entries) cannot be known without the tensor list.
-void model_from_count(CheckpointRequest* r, std::vector<std::string>* notes) {
+void model_from_count(CheckpointRequest* r, std::vector<Text>* notes) {
   ModelDescription& m = r->model;
   TensorSpec t;
   t.name = "params";
@@ -72,16 +72,14 @@ void model_from_count(CheckpointRequest* r, std::vector<std::string>* notes) {
   t.dtype = r->weight;
   m.tensors.push_back(t);
   m.module_count = 1;
-  notes->push_back(
-      "model given as a count: treated as one flat tensor; per-tensor state "
-      "(e.g. Adam's step scalars) and container entries are approximate");
+  notes->push_back(Text("size.note.count", {}));
 }
 
 // The storages of one checkpoint and the views the container formats read. Holds pointers into
 // the request's model and into `states`: it lives as long as the computation.
 class Layout {
  public:
-  Layout(const CheckpointRequest& r, bool count_only, std::vector<std::string>* notes)
+  Layout(const CheckpointRequest& r, bool count_only, std::vector<Text>* notes)
       : r_(r), m_(r.model), count_only_(count_only), notes_(notes) {}
 
   std::vector<Stored> stored;
@@ -104,7 +102,7 @@ class Layout {
       for (const TensorSpec& t : m_.tensors)
         if (t.tied_to.empty() && t.trainable)
           add_storage(DType::fp32, t.numel(), Category::master_weights, "fp32_master");
-      notes_->push_back("masterWeights without the optimizer: counted as raw fp32 copies");
+      notes_->push_back(Text("size.note.masterOnly", {}));
     }
     in.storages = std::move(storages_);
   }
@@ -113,7 +111,7 @@ class Layout {
   const CheckpointRequest& r_;
   const ModelDescription& m_;
   const bool count_only_;
-  std::vector<std::string>* notes_;
+  std::vector<Text>* notes_;
   std::vector<StorageInfo> storages_;
   std::vector<DType> eff_;  // each tensor's dtype in the file
 
@@ -168,7 +166,7 @@ class Layout {
     if (count_only_ && is_adafactor(r_.opt)) {  // a square-ish matrix estimate
       const uint64_t rows = static_cast<uint64_t>(std::ceil(std::sqrt(double(t.numel()))));
       p->shape = {rows, (t.numel() + rows - 1) / rows};
-      notes_->push_back("Adafactor on a count: factors estimated for one square matrix");
+      notes_->push_back(Text("size.note.adafactorCount", {}));
     }
     std::vector<StateTensor> s = optimizer_state(r_.opt, *p, state_dtype);
     if (count_only_) {  // no per-tensor scalars for a bare count (the rule of thumb's parity)
@@ -293,9 +291,7 @@ void safetensors_files(const CheckpointRequest& r, const std::vector<Safetensors
     }
     out->files.push_back(std::move(file));
   }
-  if (shards.size() > 1)
-    out->notes.push_back(
-        "sharded safetensors: the model.safetensors.index.json file is not counted");
+  if (shards.size() > 1) out->notes.push_back(Text("size.note.shardIndex", {}));
   out->shards = shards.size();
   out->bytes(Category::optimizer_state) = 0;
   out->bytes(Category::master_weights) = 0;
@@ -316,23 +312,13 @@ bool has_subclass_pickle(const CheckpointRequest& r,
 
 // Whether the total is exact, with a note for each reason it is not.
 bool exactness(const CheckpointRequest& r, bool count_only,
-               const std::vector<std::vector<StateTensor>>& states,
-               std::vector<std::string>* notes) {
+               const std::vector<std::vector<StateTensor>>& states, std::vector<Text>* notes) {
   // torch.save pickles state_dict()._metadata, one entry per module (torch/nn/modules/
   // module.py state_dict): modules inferred from tensor names miss the parameterless ones
   const bool modules_guessed = r.format == CheckpointFormat::torch && r.model.modules_inferred;
-  if (modules_guessed)
-    notes->push_back(
-        "not exact: the torch file's pickle lists every module (state_dict._metadata); without "
-        "model.modules the modules are inferred from the tensor names, so those without "
-        "parameters (activations, dropout, containers) are missing, typically 64-768 bytes: "
-        "give model.modules for the exact size");
+  if (modules_guessed) notes->push_back(Text("size.note.modulesInferred", {}));
   const bool subclass_pickle = has_subclass_pickle(r, states);
-  if (subclass_pickle)
-    notes->push_back(
-        "not exact: torchao's quantised states are tensor subclasses; their storages (codes, "
-        "scale, qmap) are counted exactly, the pickle that rebuilds each subclass is approximated "
-        "by plain tensor entries");
+  if (subclass_pickle) notes->push_back(Text("size.note.torchaoSubclass", {}));
   return !count_only && !modules_guessed && !subclass_pickle;
 }
 

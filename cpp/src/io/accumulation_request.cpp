@@ -149,9 +149,7 @@ GpuInfo planner_gpu(const peak::Request& base, const GpuInfo& overrides) {
   if (overrides.peak_flops > 0) gpu.peak_flops = overrides.peak_flops;
   if (overrides.bandwidth > 0) gpu.bandwidth = overrides.bandwidth;
   if (gpu.peak_flops <= 0)
-    fail(code::kMissingField, "gpuPeakTflops",
-         {"the time model needs the GPU's dense peak for ", tkey,
-          ": give a gpu preset that lists it, or gpuPeakTflops"});
+    fail(code::kMissingField, "gpuPeakTflops", Message{"error.planner.tflops", {{"dtype", tkey}}});
   return gpu;
 }
 
@@ -225,9 +223,9 @@ json plan_mode(const Obj& req) {
   in.data_parallel = base.data_parallel;
   if (in.target_global_batch < in.data_parallel)
     fail(code::kInconsistent, "targetGlobalBatch",
-         {"targetGlobalBatch (", std::to_string(in.target_global_batch),
-          ") is smaller than dataParallel (", std::to_string(in.data_parallel),
-          "): every rank needs at least one sample per step"});
+         Message{"error.planner.ranks",
+                 {{"target", std::to_string(in.target_global_batch)},
+                  {"ranks", std::to_string(in.data_parallel)}}});
   if (base.samples.given && !base.samples.packed)
     fail(code::kUnsupported, "samples",
          "samples.lengths is modelled in peakMemory only: the planner's time model takes one "

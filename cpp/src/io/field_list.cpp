@@ -22,6 +22,8 @@ void Field::put_into(nlohmann::json& o) const {
       return d::put_json(o, key_, nlohmann::json(nullptr));
     case Kind::json:
       return d::put_json(o, key_, nlohmann::json(*j_));
+    case Kind::text:
+      return d::put_json(o, key_, nlohmann::json(*t_));
   }
 }
 

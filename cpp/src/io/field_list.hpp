@@ -20,7 +20,7 @@ namespace trainmem {
 
 class Field {
  public:
-  enum class Kind : uint8_t { boolean, u64, i64, f64, str, cstr, null, json };
+  enum class Kind : uint8_t { boolean, u64, i64, f64, str, cstr, null, json, text };
 
   template <class T>
   Field(const char* key, const T& v) : key_(key) {
@@ -46,6 +46,9 @@ class Field {
       c_ = v;
     } else if constexpr (std::is_same_v<V, std::nullptr_t>) {
       kind_ = Kind::null;
+    } else if constexpr (std::is_same_v<V, Text>) {
+      kind_ = Kind::text;  // its English, with its codes kept for result.messages
+      t_ = &v;
     } else {
       static_assert(std::is_same_v<V, nlohmann::json>, "Field: no JSON type for this value");
       kind_ = Kind::json;
@@ -67,6 +70,7 @@ class Field {
     const std::string* s_;
     const char* c_;
     const nlohmann::json* j_;
+    const Text* t_;
   };
 };
 

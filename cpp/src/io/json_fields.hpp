@@ -15,7 +15,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "trainmem/message.hpp"
+
 namespace trainmem {
+
+// A Text in a result is its English string; its codes are kept for result.messages
+// (io/messages.cpp, docs/i18n.md).
+void to_json(nlohmann::json& j, const Text& t);
 
 namespace json_fields_detail {
 void put_json(nlohmann::json& o, const char* key, nlohmann::json&& v);

@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <string_view>
+#include <unordered_map>
 
 #include "io/embedded_data.hpp"
 #include "io/json_fields.hpp"
 
-namespace trainmem::messages {
+namespace trainmem {
+namespace messages {
 namespace {
 
 // A template "a{x}b" as literals {"a", "b"} around holes {"x"}: literals.size() = holes + 1.
@@ -116,23 +118,39 @@ bool parts(std::string_view text, std::vector<Part>* out) {
   return false;
 }
 
+// The Texts of the result being written, by their English (one call at a time per thread).
+struct Written {
+  std::unordered_map<std::string, std::vector<Message>> coded;
+  std::vector<std::string> fallback;
+};
+Written& written() {
+  thread_local Written w;
+  return w;
+}
+
+std::vector<Part> codes_for(const std::string& s) {
+  Written& w = written();
+  const auto it = w.coded.find(s);
+  std::vector<Part> out;
+  if (it != w.coded.end()) {
+    for (const Message& m : it->second) out.push_back({m.code, m.params});
+    return out;
+  }
+  out = recognise(s);
+  if (!out.empty()) w.fallback.push_back(s);
+  return out;
+}
+
 void walk(const nlohmann::json& v, std::string* path, const std::string& key, nlohmann::json* out) {
   const size_t n = path->size();
   if (v.is_string()) {
     const std::string& s = v.get_ref<const std::string&>();
     if (key == "name" || key == "field" || key == "id" || s.find(' ') == std::string::npos) return;
-    const std::vector<Part> found = recognise(s);
+    const std::vector<Part> found = codes_for(s);
     if (found.empty()) return;
-    nlohmann::json list = nlohmann::json::array();
-    for (const Part& p : found) {
-      nlohmann::json e = nlohmann::json::object();
-      put(e, "code", p.code);
-      nlohmann::json params = nlohmann::json::object();
-      for (const auto& kv : p.params) params[kv.first] = kv.second;
-      put(e, "params", std::move(params));
-      list.push_back(std::move(e));
-    }
-    (*out)[*path] = std::move(list);
+    std::vector<Message> parts;
+    for (const Part& p : found) parts.push_back({p.code, p.params});
+    (*out)[*path] = list_of(parts);
   } else if (v.is_object()) {
     for (auto it = v.begin(); it != v.end(); ++it) {
       if (!path->empty()) *path += '.';
@@ -157,6 +175,28 @@ std::vector<Part> recognise(const std::string& text) {
   return out;
 }
 
+nlohmann::json list_of(const std::vector<Message>& parts) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const Message& p : parts) {
+    nlohmann::json e = nlohmann::json::object();
+    put(e, "code", p.code);
+    nlohmann::json params = nlohmann::json::object();
+    for (const auto& kv : p.params) params[kv.first] = kv.second;
+    put(e, "params", std::move(params));
+    list.push_back(std::move(e));
+  }
+  return list;
+}
+
+void begin_result() {
+  written().coded.clear();
+  written().fallback.clear();
+}
+
+const std::vector<std::string>& fallback_strings() { return written().fallback; }
+
+void note_fallback(const std::string& text) { written().fallback.push_back(text); }
+
 nlohmann::json codes_of(const nlohmann::json& result) {
   nlohmann::json out = nlohmann::json::object();
   std::string path;
@@ -164,4 +204,11 @@ nlohmann::json codes_of(const nlohmann::json& result) {
   return out;
 }
 
-}  // namespace trainmem::messages
+}  // namespace messages
+
+void to_json(nlohmann::json& j, const Text& t) {
+  j = t.str();
+  if (t.coded()) messages::written().coded.emplace(t.str(), t.parts());
+}
+
+}  // namespace trainmem

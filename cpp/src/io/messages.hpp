@@ -8,7 +8,12 @@
 
 #include <nlohmann/json.hpp>
 
-namespace trainmem::messages {
+#include "trainmem/message.hpp"
+
+#include "io/json_fields.hpp"
+
+namespace trainmem {
+namespace messages {
 
 struct Part {
   std::string code;
@@ -24,4 +29,16 @@ std::vector<Part> recognise(const std::string& text);
 // "name", "field", "id") are not sentences and are skipped.
 nlohmann::json codes_of(const nlohmann::json& result);
 
-}  // namespace trainmem::messages
+// [{code, params}] of a list of messages.
+nlohmann::json list_of(const std::vector<Message>& parts);
+
+// The Texts written since begin_result() are known by their English: codes_of() takes their
+// codes as the core gave them. A string of the result that no Text wrote is read against the
+// catalog instead (recognise), and listed in fallback_strings() so that a test can list the
+// producers still writing plain sentences.
+void begin_result();
+const std::vector<std::string>& fallback_strings();
+void note_fallback(const std::string& text);  // an error's message read against the catalog
+
+}  // namespace messages
+}  // namespace trainmem

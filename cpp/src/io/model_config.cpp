@@ -798,9 +798,8 @@ void require_generic_fields(const Obj& c, const std::string& type) {
                         "intermediate_size", "vocab_size"})
     if (!c.has(k))
       fail(code::kMissingField, c.field(k),
-           {c.field(k), " is missing: model_type '", type.substr(0, 64),
-            "' has no exact recipe, and the generic Llama-style decoder needs hidden_size, "
-            "num_hidden_layers, num_attention_heads, intermediate_size and vocab_size"});
+           Message{"error.config.generic",
+                   {{"field", c.field(k)}, {"modelType", type.substr(0, 64)}}});
 }
 
 ModelDescription model_from_config(const Obj& c, const std::string& arch_override) {

@@ -239,8 +239,7 @@ nlohmann::json peak_memory_json(const nlohmann::json& request) {
   if (peak::count_only(r)) r.search_max_micro_batch = false;
   if (r.pipeline.stages > 1) {
     if (peak::count_only(r) || (!r.is_mlp && r.model().pipeline))
-      fail(code::kUnsupported, "pipelineParallel",
-           "pipelineParallel needs a model with its layers (a preset, a config or a tensor list)");
+      fail(code::kUnsupported, "pipelineParallel", Message{"error.pipeline.layers", {}});
     return pipeline_parallel_json(r, peak::wants_timeline(request));
   }
   const peak::Result res = pipeline::adjusted(r) ? pipeline::compute(r) : peak::compute(r);

@@ -202,9 +202,11 @@ allocator::Config parse_allocator(const Obj& req) {
       c.roundup_power2_divisions = static_cast<uint32_t>(n);
     } else {
       const std::string near = closest_match(o.key, known);
+      if (near.empty())
+        fail(code::kUnknownKey, field,
+             Message{"error.allocator.option", {{"option", o.key.substr(0, 64)}}});
       fail(code::kUnknownKey, field,
-           {"unknown allocator option '", o.key.substr(0, 64), "'",
-            near.empty() ? "" : "; did you mean '" + near + "'?"});
+           {"unknown allocator option '", o.key.substr(0, 64), "'; did you mean '", near, "'?"});
     }
   }
   return c;
@@ -344,14 +346,13 @@ void parse_fsdp(const Obj& req, Request* out) {
   d.strategy = f.one_of_or("shardingStrategy", vocab::names(vocab::kFsdpStrategies), "FULL_SHARD");
   if (d.strategy == "HYBRID_SHARD") {
     if (!f.has("shardGroupSize"))
-      fail(code::kMissingField, "fsdp.shardGroupSize",
-           "HYBRID_SHARD shards within groups of shardGroupSize ranks and replicates across them: "
-           "give shardGroupSize");
+      fail(code::kMissingField, "fsdp.shardGroupSize", Message{"error.fsdp.group", {}});
     d.shard_degree = f.u64_or("shardGroupSize", 1, 1, kMaxRanks);
     if (r.data_parallel % d.shard_degree != 0)
       fail(code::kInconsistent, "fsdp.shardGroupSize",
-           {"shardGroupSize (", std::to_string(d.shard_degree), ") must divide dataParallel (",
-            std::to_string(r.data_parallel), ")"});
+           Message{"error.fsdp.groupDivides",
+                   {{"group", std::to_string(d.shard_degree)},
+                    {"ranks", std::to_string(r.data_parallel)}}});
   } else {
     if (f.has("shardGroupSize"))
       fail(code::kInconsistent, "fsdp.shardGroupSize",
@@ -379,12 +380,10 @@ void parse_fsdp(const Obj& req, Request* out) {
   }
   d.cpu_offload = f.boolean_or("cpuOffload", false);
   f.finish();
-  if (r.zero_stage > 0)
-    fail(code::kInconsistent, "fsdp", "fsdp and zeroStage are two ways to shard: give one");
+  if (r.zero_stage > 0) fail(code::kInconsistent, "fsdp", Message{"error.fsdp.zero", {}});
   if (req.has("ddp")) fail(code::kInconsistent, "fsdp", "fsdp replaces DDP: leave ddp out");
   if (r.optimizer_in_backward)
-    fail(code::kUnsupported, "optimizerInBackward",
-         "optimizerInBackward with FSDP is not modelled");
+    fail(code::kUnsupported, "optimizerInBackward", Message{"error.inBackward.fsdp", {}});
   if (r.is_mlp) fail(code::kUnsupported, "fsdp", "FSDP is modelled for transformer models");
 }
 
@@ -428,8 +427,8 @@ void read_sample_lengths(const Obj& sm, Request* out) {
   const json& a = sm.array("lengths", 1000000);
   if (a.size() < r.micro_batch)
     fail(code::kOutOfRange, "samples.lengths",
-         {"samples.lengths lists ", std::to_string(a.size()),
-          " samples, fewer than one micro-batch (", std::to_string(r.micro_batch), ")"});
+         Message{"error.samples.few",
+                 {{"count", std::to_string(a.size())}, {"micro", std::to_string(r.micro_batch)}}});
   std::vector<uint64_t> len;
   len.reserve(a.size());
   for (size_t i = 0; i < a.size(); ++i) {
@@ -458,9 +457,7 @@ void read_samples(const Obj& req, Request* out) {
   r.samples.packed = sm.boolean_or("packed", false);
   if (r.is_mlp) fail(code::kUnsupported, "samples", "samples describe token sequences");
   if (r.samples.packed && sm.has("lengths"))
-    fail(code::kInconsistent, "samples.lengths",
-         "samples: packed rows are seqLen tokens each; lengths describe padded batches (give "
-         "one or the other)");
+    fail(code::kInconsistent, "samples.lengths", Message{"error.samples.both", {}});
   if (sm.has("lengths"))
     read_sample_lengths(sm, &r);
   else if (!r.samples.packed)
@@ -506,8 +503,8 @@ void read_lengths(const Obj& req, Request* out) {
     const uint64_t maxpos = r.model().arch.max_positions;
     if (maxpos > 0 && r.seq_len > maxpos)
       fail(code::kOutOfRange, "seqLen",
-           {"seqLen ", std::to_string(r.seq_len), " exceeds the model's maximum positions (",
-            std::to_string(maxpos), ")"});
+           Message{"error.seqLen.positions",
+                   {{"seqLen", std::to_string(r.seq_len)}, {"max", std::to_string(maxpos)}}});
   }
   if (req.has("samples")) read_samples(req, &r);
   if (req.has("targetLen") && !net) {
@@ -515,9 +512,7 @@ void read_lengths(const Obj& req, Request* out) {
     // have their own lengths (modeling_t5.py forward)
     r.target_len = req.u64("targetLen", 1, limits::kMaxSeqLen);
     if (r.is_mlp || r.model().arch.encoder_layers == 0)
-      fail(code::kInconsistent, "targetLen",
-           "targetLen is the decoder length of an encoder-decoder model (T5, mT5); this model "
-           "has one sequence: give seqLen only");
+      fail(code::kInconsistent, "targetLen", Message{"error.targetLen", {}});
   }
 }
 
@@ -549,9 +544,9 @@ void read_parallelism(const Obj& req, Request* out) {
     r.offload_params = o.boolean_or("params", false);
     o.finish();
     if (r.offload_optimizer && r.zero_stage == 0)
-      fail(code::kInconsistent, "offload.optimizer", "optimizer offload needs zeroStage >= 1");
+      fail(code::kInconsistent, "offload.optimizer", Message{"error.offload.optimizer", {}});
     if (r.offload_params && r.zero_stage != 3)
-      fail(code::kInconsistent, "offload.params", "parameter offload needs zeroStage 3");
+      fail(code::kInconsistent, "offload.params", Message{"error.offload.params", {}});
   }
   // torch.distributed.optim.ZeroRedundancyOptimizer under DDP: each rank keeps the state of the
   // parameters assigned to it
@@ -567,9 +562,9 @@ void read_parallelism(const Obj& req, Request* out) {
   if (!r.is_mlp && r.tensor_parallel > 1 && r.model().arch.heads > 0 &&
       r.model().arch.heads % r.tensor_parallel != 0)
     fail(code::kInconsistent, "tensorParallel",
-         {"tensorParallel (", std::to_string(r.tensor_parallel),
-          ") must divide the number of attention heads (", std::to_string(r.model().arch.heads),
-          ")"});
+         Message{"error.tensorParallel.heads",
+                 {{"tp", std::to_string(r.tensor_parallel)},
+                  {"heads", std::to_string(r.model().arch.heads)}}});
 }
 
 // pipelineParallel, schedule, virtualStages, stageBlocks (parallel.hpp).
@@ -588,11 +583,11 @@ void read_pipeline(const Obj& req, Request* out) {
   }
   if (pp.stages == 1 && (req.has("schedule") || req.has("virtualStages") || req.has("stageBlocks")))
     fail(code::kInconsistent, req.has("schedule") ? "schedule" : "virtualStages",
-         "schedule, virtualStages and stageBlocks need pipelineParallel > 1");
+         Message{"error.pipeline.needsStages", {}});
   if (req.has("virtualStages") && !interleaved)
-    fail(code::kInconsistent, "virtualStages", "virtualStages needs schedule 'interleaved-1f1b'");
+    fail(code::kInconsistent, "virtualStages", Message{"error.pipeline.virtualStages", {}});
   if (interleaved && pp.virtual_stages < 2)
-    fail(code::kOutOfRange, "virtualStages", "interleaved-1f1b needs virtualStages >= 2");
+    fail(code::kOutOfRange, "virtualStages", Message{"error.pipeline.virtualStagesMin", {}});
 }
 
 // lora: {rank, qlora, dropout, targetModules, baseDtype, autocastAdapterDtype}.
@@ -628,8 +623,7 @@ void read_lora(const Obj& req, Request* out) {
   }
   l.finish();
   if (r.is_mlp || !(r.model().has_architecture() || r.model().diffusion || r.model().trace))
-    fail(code::kUnsupported, "lora",
-         "LoRA needs a model with an architecture (preset or config) or a trace");
+    fail(code::kUnsupported, "lora", Message{"error.lora.architecture", {}});
   if (r.lora.target_modules.empty()) r.lora.target_modules = diffusion_lora_targets(r.model());
 }
 
@@ -724,18 +718,12 @@ void read_float8(const Obj& req, double gpu_capability, Request* out) {
           "scaling)"});
   if (r.is_mlp || r.model().arch.model_type.empty())
     fail(code::kUnsupported, "float8", "float8 is modelled for transformer models");
-  if (r.lora.enabled) fail(code::kUnsupported, "float8", "float8 with LoRA is not modelled");
+  if (r.lora.enabled) fail(code::kUnsupported, "float8", Message{"error.float8.lora", {}});
   // torch._scaled_mm: "only supported on CUDA devices with compute capability >= 9.0 or 8.9"
   // (aten/src/ATen/native/cuda/Blas.cpp @ 960a6846, _scaled_mm_out_cuda)
   if (!r.gpu_id.empty() && gpu_capability < 8.9)
-    fail(code::kUnsupported, "float8",
-         {"the ", r.gpu_id,
-          " GPU has no float8 matmul (torch._scaled_mm needs compute capability 8.9 or "
-          "higher: Ada or Hopper): leave float8 out"});
-  if (r.gpu_id.empty())
-    r.float8_gpu_note =
-        "float8: the GPU's float8 support is not checked (give a gpu preset; torch._scaled_mm "
-        "needs compute capability 8.9 or higher)";
+    fail(code::kUnsupported, "float8", Message{"error.float8.gpu", {{"gpu", r.gpu_id}}});
+  if (r.gpu_id.empty()) r.float8_gpu_note = Text("peak.assume.float8.unchecked", {});
   r.float8 = true;
 }
 
@@ -765,7 +753,7 @@ void read_loss(const Obj& req, Request* out) {
 // zero3: DeepSpeed's stage-3 bucket and persistence settings.
 void read_zero3(const Obj& req, Request* out) {
   Request& r = *out;
-  if (r.zero_stage != 3) fail(code::kInconsistent, "zero3", "zero3 options need zeroStage 3");
+  if (r.zero_stage != 3) fail(code::kInconsistent, "zero3", Message{"error.zero3.stage", {}});
   const Obj z = req.obj("zero3");
   Request::Zero3& d = r.zero3;
   d.enabled = true;
@@ -801,12 +789,9 @@ void read_zero_buckets(const Obj& req, Request* out) {
 void read_sharding(const Obj& req, Request* out) {
   Request& r = *out;
   if (r.optimizer_in_backward && r.accumulation_steps > 1)
-    fail(code::kInconsistent, "optimizerInBackward",
-         "optimizerInBackward steps each parameter as its gradient is made: it cannot accumulate "
-         "gradients (gradientAccumulationSteps must be 1; torchtune refuses the same)");
+    fail(code::kInconsistent, "optimizerInBackward", Message{"error.inBackward.accumulation", {}});
   if (r.optimizer_in_backward && r.zero_stage > 0)
-    fail(code::kUnsupported, "optimizerInBackward",
-         "optimizerInBackward with ZeRO is not modelled");
+    fail(code::kUnsupported, "optimizerInBackward", Message{"error.inBackward.zero", {}});
   if (req.has("ddp")) {
     const Obj d = req.obj("ddp");
     // torch/nn/parallel/distributed.py: bucket_cap_mb = 25, gradient_as_bucket_view = False
@@ -814,7 +799,7 @@ void read_sharding(const Obj& req, Request* out) {
     r.ddp_gradient_as_bucket_view = d.boolean_or("gradientAsBucketView", false);
     d.finish();
     if (r.data_parallel < 2 || r.zero_stage > 0)
-      fail(code::kInconsistent, "ddp", "ddp options need dataParallel > 1 without ZeRO");
+      fail(code::kInconsistent, "ddp", Message{"error.ddp.ranks", {}});
   }
   if (req.has("zeroMixedPrecision")) {
     const std::string m = req.one_of_or("zeroMixedPrecision",
@@ -837,8 +822,7 @@ void read_allocator_settings(const Obj& req, Request* out) {
   Request& r = *out;
   r.simulate_allocator = req.boolean_or("simulateAllocator", r.runtime.is_cuda());
   if (r.simulate_allocator && !r.runtime.is_cuda())
-    fail(code::kInconsistent, "simulateAllocator",
-         "the caching allocator is CUDA's: simulateAllocator needs a CUDA runtime");
+    fail(code::kInconsistent, "simulateAllocator", Message{"error.allocator.cuda", {}});
   r.allocator = parse_allocator(req);
   if (r.offload_activations && !r.simulate_allocator)
     fail(code::kInconsistent, "activationOffloading",
@@ -895,21 +879,15 @@ void check_scope(const Request& r) {
   if ((r.precision == activations::Precision::bf16 ||
        r.precision == activations::Precision::amp_bf16) &&
       !r.gpu_bf16)
-    fail(code::kUnsupported, "precision",
-         {"the ", r.gpu_id,
-          " GPU has no bf16 (before Ampere, torch.cuda.is_bf16_supported() is "
-          "False): use fp16 mixed precision (amp-fp16) or fp32"});
+    fail(code::kUnsupported, "precision", Message{"error.bf16", {{"gpu", r.gpu_id}}});
   const std::string cs = vocab::name_of(r.checkpointing.strategy);
   if (!vocab::op_level(r.checkpointing.strategy)) return;
-  const std::string why = r.tensor_parallel > 1
-                              ? "tensorParallel > 1 (the collectives' outputs are not listed)"
-                          : r.lora.enabled ? "lora (the adapters' matmuls would shift the mm count)"
-                          : r.model().arch.num_experts > 0 || r.model().arch.shared_experts > 0
-                              ? "mixture-of-experts blocks"
-                              : "";
-  if (!why.empty())
-    fail(code::kUnsupported, "checkpointing",
-         {"checkpointing '", cs, "' is not modelled with ", why});
+  const char* why = r.tensor_parallel > 1 ? "error.selectiveOp.tensorParallel"
+                    : r.lora.enabled      ? "error.selectiveOp.lora"
+                    : r.model().arch.num_experts > 0 || r.model().arch.shared_experts > 0
+                        ? "error.selectiveOp.moe"
+                        : nullptr;
+  if (why) fail(code::kUnsupported, "checkpointing", Message{why, {{"strategy", cs}}});
 }
 
 }  // namespace

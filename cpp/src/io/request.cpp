@@ -3,10 +3,18 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 
 namespace trainmem {
 namespace {
+
+// A number as the range errors print it (printf's %.10g).
+std::string g10(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.10g", v);
+  return buf;
+}
 
 std::string type_name(const json& v) {
   switch (v.type()) {
@@ -77,23 +85,31 @@ uint64_t read_u64(const json& v, const std::string& path, uint64_t min, uint64_t
     const int64_t s = v.get<int64_t>();
     if (s < 0)
       fail(code::kOutOfRange, path,
-           {path, " must be at least ", std::to_string(min), ", got ", std::to_string(s)});
+           Message{"error.field.atLeastGot",
+                   {{"field", path}, {"min", std::to_string(min)}, {"value", std::to_string(s)}}});
     value = static_cast<uint64_t>(s);
   } else if (v.is_number_float()) {
     const double d = v.get<double>();
     if (!std::isfinite(d)) fail(code::kOutOfRange, path, {path, " must be a finite number"});
-    if (d < 0) fail(code::kOutOfRange, path, {path, " must be at least ", std::to_string(min)});
-    if (d != std::floor(d)) fail(code::kNotInteger, path, {path, " must be a whole number"});
+    if (d < 0)
+      fail(code::kOutOfRange, path,
+           Message{"error.field.atLeast", {{"field", path}, {"min", std::to_string(min)}}});
+    if (d != std::floor(d))
+      fail(code::kNotInteger, path, Message{"error.field.whole", {{"field", path}}});
     if (d >= 18446744073709551616.0)
-      fail(code::kOutOfRange, path, {path, " must be at most ", std::to_string(max)});
+      fail(code::kOutOfRange, path,
+           Message{"error.field.atMost", {{"field", path}, {"max", std::to_string(max)}}});
     value = static_cast<uint64_t>(d);
   } else {
     fail(code::kInvalidType, path, {path, " must be a whole number, got ", type_name(v)});
   }
   if (value < min || value > max)
     fail(code::kOutOfRange, path,
-         {path, " must be between ", std::to_string(min), " and ", std::to_string(max), ", got ",
-          std::to_string(value)});
+         Message{"error.field.between",
+                 {{"field", path},
+                  {"min", std::to_string(min)},
+                  {"max", std::to_string(max)},
+                  {"value", std::to_string(value)}}});
   return value;
 }
 
@@ -103,9 +119,9 @@ double read_num(const json& v, const std::string& path, double min, double max) 
   const double d = v.get<double>();
   if (!std::isfinite(d)) fail(code::kOutOfRange, path, {path, " must be a finite number"});
   if (d < min || d > max) {
-    char buf[160];
-    std::snprintf(buf, sizeof buf, " must be between %.10g and %.10g, got %.10g", min, max, d);
-    fail(code::kOutOfRange, path, {path, buf});
+    fail(code::kOutOfRange, path,
+         Message{"error.field.between",
+                 {{"field", path}, {"min", g10(min)}, {"max", g10(max)}, {"value", g10(d)}}});
   }
   return d;
 }
@@ -145,7 +161,7 @@ const json& Obj::raw(const char* key) const {
   used_.insert(key);
   auto it = j_->find(std::string(key));
   if (it == j_->end() || (null_absent_ && it->is_null()))
-    fail(code::kMissingField, field(key), {field(key), " is required"});
+    fail(code::kMissingField, field(key), Message{"error.field.required", {{"field", field(key)}}});
   return *it;
 }
 
@@ -186,12 +202,17 @@ std::string Obj::one_of(const char* key, const std::vector<std::string>& allowed
   const std::string s = str(key);
   if (std::find(allowed.begin(), allowed.end(), s) != allowed.end()) return s;
   if (spellings && std::find(spellings->begin(), spellings->end(), s) != spellings->end()) return s;
-  std::string msg = field(key) + ": unknown value \"" + printable(s) + "\"";
   const std::string near = closest_match(s, spellings ? *spellings : allowed);
-  if (!near.empty()) msg += " (did you mean \"" + near + "\"?)";
-  msg += "; expected one of:";
-  for (size_t i = 0; i < allowed.size(); ++i) msg += (i ? ", " : " ") + allowed[i];
-  fail(code::kUnknownValue, field(key), msg);
+  MessageParams p = {{"field", field(key)}, {"value", printable(s)}};
+  if (!near.empty()) p.emplace_back("near", near);
+  Text msg(near.empty() ? "error.value.unknown" : "error.value.unknownNear", std::move(p));
+  std::string values;
+  for (size_t i = 0; i < allowed.size(); ++i) values += (i ? ", " : "") + allowed[i];
+  if (allowed.empty())
+    msg.then_all(Text("expected one of:"));  // (never: every list names its values)
+  else
+    msg.then(Message{"error.value.expected", {{"values", values}}});
+  fail_text(code::kUnknownValue, field(key), msg);
 }
 std::string Obj::one_of(const char* key, std::initializer_list<const char*> allowed) const {
   return one_of(key, std::vector<std::string>(allowed.begin(), allowed.end()));
@@ -227,10 +248,12 @@ void Obj::finish(std::initializer_list<const char*> also_known) const {
     if (used_.count(it.key())) continue;
     std::vector<std::string> known(used_.begin(), used_.end());
     for (const char* k : also_known) known.emplace_back(k);
-    std::string msg = field(printable(it.key())) + " is not a known input";
+    const std::string name = field(printable(it.key()));
     const std::string near = closest_match(it.key(), known);
-    if (!near.empty()) msg += " (did you mean \"" + near + "\"?)";
-    fail(code::kUnknownKey, field(printable(it.key())), msg);
+    if (near.empty())
+      fail(code::kUnknownKey, name, Message{"error.field.unknown", {{"field", name}}});
+    fail(code::kUnknownKey, name,
+         Message{"error.field.unknownNear", {{"field", name}, {"near", near}}});
   }
 }
 

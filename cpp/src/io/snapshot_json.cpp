@@ -46,8 +46,7 @@ snapshot::Summary summarize_memory_stats(const std::string& text) {
   const bool b = get("reserved_bytes.all.peak", &r.stats_reserved_peak);
   if (!a && !b)
     fail(code::kMissingField, "snapshot.allocated_bytes.all.peak",
-         "memory statistics need allocated_bytes.all.peak or reserved_bytes.all.peak (the keys of "
-         "torch.cuda.memory_stats())");
+         Message{"error.snapshot.stats", {}});
   get("num_alloc_retries", &r.stats_num_alloc_retries);
   get("num_ooms", &r.stats_num_ooms);
   r.peak_allocated_bytes = r.stats_allocated_peak;
@@ -204,7 +203,8 @@ json predicted_point_json(const snapshot::PredictedPoint& p) {
 
 // A request error inside compareSnapshot's `request` names its field below "request".
 [[noreturn]] void rethrow_in_request(const RequestError& e) {
-  throw RequestError(e.code(), e.field().empty() ? "request" : "request." + e.field(), e.what());
+  throw RequestError(e.code(), e.field().empty() ? "request" : "request." + e.field(), e.what())
+      .with_messages(e.messages());
 }
 
 snapshot::Figures read_figures(const Obj& o) {

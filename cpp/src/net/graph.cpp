@@ -62,7 +62,7 @@ void Graph::tokens(uint64_t rows) {
   if (rec_ && !layers_.empty()) layers_.back().tokens = rows;
 }
 
-void Graph::assume(const std::string& a) {
+void Graph::assume(const Text& a) {
   if (std::find(assumptions_.begin(), assumptions_.end(), a) == assumptions_.end())
     assumptions_.push_back(a);
 }

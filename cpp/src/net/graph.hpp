@@ -56,7 +56,7 @@ class Graph {
   // next layer keeps it and its gradient flows back with the output's.
   void carry(V v);
   void tokens(uint64_t rows);  // rows its linear modules process (LayerActivations::tokens)
-  void assume(const std::string& a);
+  void assume(const Text& a);
 
   // ---- parameters, buffers, modules (names as state_dict(); module count for torch.save)
   void module(const std::string& path);
@@ -150,7 +150,7 @@ class Graph {
   std::vector<Storage> st_;
   std::vector<Op> ops_;
   std::vector<Layer> layers_;
-  std::vector<std::string> assumptions_;
+  std::vector<Text> assumptions_;
 };
 
 }  // namespace net

@@ -207,8 +207,7 @@ void hf_clip(Graph& g, const NetSpec& n) {
   if (n.variant == "CLIPTextModelWithProjection")
     pooled = linear(g, "text_projection", pooled, n.projection, false);
   g.assume(
-      "a single " + std::string(n.vision ? "vision" : "text") + " tower (" + n.variant +
-      ") has no loss of its own: a stand-in loss (the mean of its pooled output) ends the step");
+      Text("net.assume.tower", {{"tower", n.vision ? "vision" : "text"}, {"variant", n.variant}}));
   const uint64_t w = g.shape(pooled)[1];
   g.output(mean_dim(g, view(g, pooled, {B * w}), 0));
 }

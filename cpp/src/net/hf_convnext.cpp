@@ -49,9 +49,9 @@ V convnext_head(Graph& g, const NetSpec& n, const std::string& p, V x) {
   x = view(g, mean_dim(g, mean_dim(g, x, 3), 2), {B, c});  // last_hidden_state.mean([-2, -1])
   x = layer_norm(g, p + "layernorm", x);
   if (n.num_classes > 0) return classify(g, "classifier", x, n.num_classes);
-  g.assume(
-      "a bare ConvNextModel has no head: a stand-in loss (the mean of its pooled output) "
-      "ends the step; give architecture ConvNextForImageClassification for a classifier");
+  g.assume(Text("net.assume.bare.pooled", {{"model", "ConvNextModel"}})
+               .then({"net.assume.head.classifier",
+                      {{"architecture", "ConvNextForImageClassification"}}}));
   return mean_dim(g, view(g, x, {B * c}), 0);
 }
 
@@ -174,9 +174,9 @@ void hf_resnet(Graph& g, const NetSpec& n) {
   g.module(p + "pooler");
   x = view(g, global_avg_pool(g, x), {B, c});
   if (n.num_classes == 0) {
-    g.assume(
-        "a bare ResNetModel has no head: a stand-in loss (the mean of its pooled output) "
-        "ends the step; give architecture ResNetForImageClassification for a classifier");
+    g.assume(Text("net.assume.bare.pooled", {{"model", "ResNetModel"}})
+                 .then({"net.assume.head.classifier",
+                        {{"architecture", "ResNetForImageClassification"}}}));
     g.output(mean_dim(g, view(g, x, {B * c}), 0));
     return;
   }

@@ -169,9 +169,9 @@ void hf_segformer(Graph& g, const NetSpec& n) {
     g.output(classify(g, "classifier", pooled, n.num_classes));
     return;
   }
-  g.assume(
-      "a bare SegformerModel has no head: a stand-in loss (the mean of its pooled output) "
-      "ends the step; give architecture SegformerForSemanticSegmentation for the decode head");
+  g.assume(Text("net.assume.bare.pooled", {{"model", "SegformerModel"}})
+               .then({"net.assume.head.decode",
+                      {{"architecture", "SegformerForSemanticSegmentation"}}}));
   g.output(mean_dim(g, view(g, pooled, {B * c}), 0));
 }
 

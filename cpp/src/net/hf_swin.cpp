@@ -149,8 +149,8 @@ void hf_swin(Graph& g, const NetSpec& n) {
     return;
   }
   g.assume(
-      "a bare SwinModel has no head: a stand-in loss (the mean of its pooled output) ends "
-      "the step; give architecture SwinForImageClassification for a classifier");
+      Text("net.assume.bare.pooled", {{"model", "SwinModel"}})
+          .then({"net.assume.head.classifier", {{"architecture", "SwinForImageClassification"}}}));
   g.output(mean_dim(g, view(g, x, {B * c}), 0));
 }
 

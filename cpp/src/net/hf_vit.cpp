@@ -129,9 +129,8 @@ V vit_head(Graph& g, const NetSpec& n, const std::string& p, V x) {
     g.module(p + "pooler.activation");
     pooled = act(g, Act::tanh, pooled);
   }
-  g.assume("a bare " + c +
-           " has no head: a stand-in loss (the mean of its pooled output) ends "
-           "the step; give architecture *ForImageClassification and numClasses for a classifier");
+  g.assume(Text("net.assume.bare.pooled", {{"model", c}})
+               .then({"net.assume.head.classes", {{"architecture", "*ForImageClassification"}}}));
   return mean_dim(g, view(g, pooled, {B * h}), 0);
 }
 
@@ -146,9 +145,7 @@ void hf_vit(Graph& g, const NetSpec& n) {
          {"imageSize (", std::to_string(n.image_size), ") must be a multiple of the patch size (",
           std::to_string(n.patch), ")"});
   if (n.image_size != n.config_image && n.family != "dinov2")
-    g.assume(
-        "imageSize differs from the config's image_size: the position table is interpolated "
-        "(forward(..., interpolate_pos_encoding=True))");
+    g.assume(Text("net.assume.interpolate", {}));
   g.module("");
   if (!p.empty()) g.module(p.substr(0, p.size() - 1));
   g.layer("embeddings", -1);

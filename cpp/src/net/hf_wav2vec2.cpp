@@ -139,9 +139,8 @@ void hf_wav2vec2(Graph& g, const NetSpec& n) {
   g.tokens(B * T);
   if (n.layer_scale) x = layer_norm(g, p + "encoder.layer_norm", x);
   if (!ctc) {
-    g.assume(
-        "a bare Wav2Vec2Model has no head: a stand-in loss (the mean of its output) ends the "
-        "step; give architecture Wav2Vec2ForCTC for the CTC loss");
+    g.assume(Text("net.assume.bare.output", {{"model", "Wav2Vec2Model"}})
+                 .then({"net.assume.head.ctc", {{"architecture", "Wav2Vec2ForCTC"}}}));
     g.output(mean_dim(g, view(g, x, {B * T * n.hidden}), 0));
     return;
   }

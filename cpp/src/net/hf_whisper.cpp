@@ -131,8 +131,8 @@ void hf_whisper(Graph& g, const NetSpec& n) {
     return;
   }
   g.assume(
-      "a bare WhisperModel has no head: a stand-in loss (the mean of the decoder's output) "
-      "ends the step; give architecture WhisperForConditionalGeneration for the LM loss");
+      Text("net.assume.bare.decoder", {{"model", "WhisperModel"}})
+          .then({"net.assume.head.lm", {{"architecture", "WhisperForConditionalGeneration"}}}));
   g.output(mean_dim(g, view(g, x, {B * T * d}), 0));
 }
 

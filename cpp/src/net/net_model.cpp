@@ -107,15 +107,8 @@ activations::ModelActivations activations(const ModelDescription& m,
     const size_t L = t.block < 0 ? 0 : std::min<size_t>(static_cast<size_t>(t.block) + 1, nl - 1);
     out.layers[L].params += t.numel();
   }
-  if (s.lora.enabled)
-    out.assumptions.push_back(
-        "LoRA on this network: frozen linears keep no input for their weights and each adapter "
-        "keeps lora_A's input and output (PEFT lora.Linear); frozen convolutions and norms keep "
-        "what full fine-tuning keeps (an upper bound there); not measured with PEFT");
-  if (s.compiled)
-    out.assumptions.push_back(
-        "torch.compile: this network's activations are those of eager mode (the partitioner's "
-        "recomputation is not modelled for it): an upper bound");
+  if (s.lora.enabled) out.assumptions.push_back(Text("net.assume.lora", {}));
+  if (s.compiled) out.assumptions.push_back(Text("net.assume.compile", {}));
   return out;
 }
 

@@ -16,26 +16,26 @@ uint64_t judged(const peak::Result& r) { return r.simulated ? r.device_used_byte
 void check(const peak::Request& rq, uint64_t v, size_t chain_layers) {
   const auto& pp = rq.pipeline;
   if (rq.is_mlp)
-    fail(code::kUnsupported, "pipelineParallel", "pipelineParallel needs a transformer model");
+    fail(code::kUnsupported, "pipelineParallel", Message{"error.pipeline.transformer", {}});
   if (rq.lora.enabled)
-    fail(code::kUnsupported, "pipelineParallel", "pipelineParallel is not modelled with lora");
+    fail(code::kUnsupported, "pipelineParallel", Message{"error.pipeline.lora", {}});
   const std::string cs = vocab::name_of(rq.checkpointing.strategy);
   if (vocab::op_level(rq.checkpointing.strategy))
     fail(code::kUnsupported, "pipelineParallel",
-         {"pipelineParallel is not modelled with checkpointing '", cs, "'"});
+         Message{"error.pipeline.checkpointing", {{"strategy", cs}}});
   const uint64_t blocks = chain_layers >= 2 ? chain_layers - 2 : 0;
   if (!pp.blocks_per_stage.empty()) {
     uint64_t sum = 0;
     for (uint64_t b : pp.blocks_per_stage) sum += b;
     if (pp.blocks_per_stage.size() != pp.stages * v || sum != blocks)
-      fail(code::kInconsistent, "stageBlocks",
-           {"stageBlocks must give ", std::to_string(pp.stages * v),
-            " counts (one per model chunk) summing to the model's ", std::to_string(blocks),
-            " blocks"});
+      fail(
+          code::kInconsistent, "stageBlocks",
+          Message{"error.pipeline.stageBlocks",
+                  {{"chunks", std::to_string(pp.stages * v)}, {"blocks", std::to_string(blocks)}}});
   } else if (blocks < pp.stages * v) {
     fail(code::kInconsistent, "pipelineParallel",
-         {"pipelineParallel x chunks per stage (", std::to_string(pp.stages * v),
-          ") exceeds the model's ", std::to_string(blocks), " blocks"});
+         Message{"error.pipeline.tooManyStages",
+                 {{"chunks", std::to_string(pp.stages * v)}, {"blocks", std::to_string(blocks)}}});
   }
 }
 

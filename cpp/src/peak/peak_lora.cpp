@@ -111,13 +111,12 @@ void check_unmatched(const ModelDescription& m, const std::vector<std::string>& 
            {"lora.targetModules: '", targets[i].substr(0, 64),
             "' names a module that is not a linear layer (PEFT refuses it); linear layers here: ",
             linear_names(m)});
-    p->assumptions.push_back("LoRA: target '" + targets[i].substr(0, 64) +
-                             "' matches no linear layer of this model (PEFT ignores it)");
+    p->assumptions.push_back(
+        Text("peak.assume.lora.unmatched", {{"target", targets[i].substr(0, 64)}}));
   }
   if (p->modules == 0)
     fail(code::kInconsistent, "lora.targetModules",
-         {"lora.targetModules match no linear layer of this model; linear layers here: ",
-          linear_names(m)});
+         Message{"error.loraTargets.none", {{"layers", linear_names(m)}}});
 }
 
 }  // namespace

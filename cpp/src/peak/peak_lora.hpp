@@ -19,10 +19,10 @@ struct LoraPlan {
   std::vector<std::vector<std::pair<uint64_t, uint64_t>>> per_layer;
   // the adapted linears' module names, per chain layer (the activations recipes match them)
   std::vector<std::vector<std::string>> per_layer_modules;
-  uint64_t params = 0;                   // r x (in + out) summed: PEFT's trainable parameters
-  uint64_t modules = 0;                  // adapted linears
-  std::vector<std::string> targets;      // the names matched (after a default / all-linear)
-  std::vector<std::string> assumptions;  // e.g. targets that match nothing (PEFT ignores them)
+  uint64_t params = 0;               // r x (in + out) summed: PEFT's trainable parameters
+  uint64_t modules = 0;              // adapted linears
+  std::vector<std::string> targets;  // the names matched (after a default / all-linear)
+  std::vector<Text> assumptions;     // e.g. targets that match nothing (PEFT ignores them)
 };
 
 // Throws RequestError naming lora.targetModules for a default PEFT does not have, a target

@@ -92,7 +92,7 @@ void layout_parameters(const Request& rq, Step* s) {
 
 // Checkpointing: the chain and its segments through the placement engine (and the
 // assumptions of the op-level modes).
-void plan_checkpointing(const Request& rq, Step* s, std::vector<std::string>* assumptions) {
+void plan_checkpointing(const Request& rq, Step* s, std::vector<Text>* assumptions) {
   const size_t nl = s->nl;
   const activations::ModelActivations& acts = s->acts;
   s->chain = activations::to_chain(acts);
@@ -130,27 +130,16 @@ void plan_checkpointing(const Request& rq, Step* s, std::vector<std::string>* as
     }
     std::string names;
     for (const auto& n : rq.checkpointing.save.ops) names += (names.empty() ? "" : ", ") + n;
-    assumptions->push_back(
-        "op-level selective checkpointing (" +
-        (kind == Strategy::torchtitan_op
-             ? std::string("torchtitan selective_ac_option=\"op\": mm and SDPA outputs kept, every "
-                           "second mm recomputed")
-             : "outputs of " + (names.empty() ? std::string("no op") : names) + " kept" +
-                   (rq.checkpointing.save.every_other_mm ? ", every second mm recomputed" : "")) +
-        "): each block keeps its input and those outputs; the recomputation re-creates the rest "
-        "(measured with a torch 1.13 emulation of the policy on CPU, eager attention; SDPA "
-        "outputs from the kernel's signature)");
-    if (rq.compiled)
-      assumptions->push_back(
-          "torch.compile with op-level selective checkpointing (torchtitan's default: "
-          "apply_ac then apply_compile per block): AOTAutograd's partitioner honours the policy's "
-          "MUST_SAVE outputs and recomputes the rest, so each block keeps what the eager policy "
-          "keeps; its transients are the compiled block's (not measured on a GPU)");
+    const char* sac = strat == "torchtitan-op"               ? "peak.assume.sac.torchtitan"
+                      : rq.checkpointing.save.every_other_mm ? "peak.assume.sac.opsEveryOther"
+                                                             : "peak.assume.sac.ops";
+    assumptions->push_back(Text(sac, {{"ops", names.empty() ? std::string("no op") : names}}));
+    if (rq.compiled) assumptions->push_back(Text("peak.assume.sac.compile", {}));
     for (const auto& a : absent)
       assumptions->push_back(
-          "saveOps '" + a + "' matches no op of these blocks (" +
-          (rq.attention == activations::Attention::sdpa ? "SDPA attention" : "eager attention") +
-          "): nothing kept for it");
+          Text("peak.assume.sac.absent",
+               {{"op", a},
+                {"attention", rq.attention == activations::Attention::sdpa ? "SDPA" : "eager"}}));
   }
   if (kind == Strategy::none || kind == Strategy::attention_recompute) {
     s->plan = placement::evaluate(s->chain, {});
@@ -214,57 +203,48 @@ void hold_weights(const Request& rq, Step* s) {
   h.offload_optimizer = rq.offload_optimizer || fsdp_offload;
   h.offload_grads = fsdp_offload;
   h.weights_gathered_16bit = (rq.fsdp.enabled && rq.fsdp.param_bytes == 2) || h.deepspeed_mp;
-  if (rq.lora.qlora)
-    h.weights_src =
-        std::string("QLoRA (Dettmers et al. 2023): the blocks' linear weights in 4-bit ") +
-        "NF4 with double-quantised absmax (bitsandbytes Params4bit: 4.127 bits per "
-        "value), the other weights in " +
-        dtype_name(base) + ", adapters in " + dtype_name(h.adapter_dtype) + " (PEFT)";
-  else if (rq.lora.enabled)
-    h.weights_src = std::string("LoRA (Hu et al. 2021): frozen base in ") + dtype_name(base) +
-                    ", adapters in " + dtype_name(h.adapter_dtype) + " (PEFT)";
-  else
-    h.weights_src = h.deepspeed_mp ? "ZeRO (Rajbhandari et al. 2020): 16-bit parameters, 2 B/param"
-                    : half         ? "parameters in 16-bit: 2 B/param"
-                           : (amp ? "torch.autocast keeps fp32 parameters: 4 B/param (its 16-bit "
-                                    "copies are temporaries)"
-                                  : "fp32 parameters: 4 B/param");
-  if (t > 1) h.weights_src += "; tensor parallel splits them over " + std::to_string(t) + " ranks";
+  const std::string ranks = std::to_string(N);
+  const MessageParams dtypes = {{"base", dtype_name(base)},
+                                {"adapter", dtype_name(h.adapter_dtype)}};
+  h.weights_src = rq.lora.qlora     ? Text("peak.weights.qlora", dtypes)
+                  : rq.lora.enabled ? Text("peak.weights.lora", dtypes)
+                  : h.deepspeed_mp  ? Text("peak.weights.zero", {})
+                  : half            ? Text("peak.weights.half", {})
+                  : amp             ? Text("peak.weights.autocast", {})
+                                    : Text("peak.weights.fp32", {});
+  if (t > 1) h.weights_src.then({"peak.weights.tp", {{"ranks", std::to_string(t)}}});
   if (rq.fsdp.enabled)
-    h.weights_src += "; FSDP" + std::to_string(rq.fsdp.version) + " " + rq.fsdp.strategy +
-                     " shards them over " + std::to_string(N) + " ranks";
-  if (rq.zero_stage == 3)
-    h.weights_src += "; ZeRO-3 partitions them over " + std::to_string(N) + " ranks";
-  if (rq.zero3.enabled && rq.zero_stage == 3)
-    h.weights_src += "; tensors of at most stage3_param_persistence_threshold values kept whole";
+    h.weights_src.then({"peak.weights.fsdp",
+                        {{"version", std::to_string(rq.fsdp.version)},
+                         {"strategy", rq.fsdp.strategy},
+                         {"ranks", ranks}}});
+  if (rq.zero_stage == 3) h.weights_src.then({"peak.weights.zero3", {{"ranks", ranks}}});
+  if (rq.zero3.enabled && rq.zero_stage == 3) h.weights_src.then({"peak.weights.zero3.whole", {}});
   if (h.offload_params)
-    h.weights_src += fsdp_offload ? "; on the CPU (CPUOffload / CPUOffloadPolicy)"
-                                  : "; offloaded to CPU (ZeRO-Infinity / ZeRO-Offload)";
+    h.weights_src.then({fsdp_offload ? "peak.weights.fsdp.cpu" : "peak.offloaded.params", {}});
   const uint64_t gb = rq.lora.enabled ? h.adapter_bytes : h.grad_bytes;
-  h.grads_src =
-      std::to_string(gb) + " B per trainable parameter (" + (gb == 4 ? "fp32" : "16-bit") +
-      " .grad, in the parameter's dtype)" +
-      (rq.zero_stage >= 2 ? "; ZeRO-2/3 partitions them over " + std::to_string(N) + " ranks"
-                          : "") +
-      (rq.fsdp.enabled ? "; FSDP reduce-scatters them into shards over " + std::to_string(N) +
-                             " ranks" + (fsdp_offload ? ", copied to the CPU" : "")
-                       : "") +
-      (rq.accumulation_steps > 1 ? "; kept across the " + std::to_string(rq.accumulation_steps) +
-                                       " accumulation micro-steps"
-                                 : "; allocated layer by layer in the backward (set_to_none)");
+  h.grads_src = Text("peak.grads.bytes",
+                     {{"bytes", std::to_string(gb)}, {"dtype", gb == 4 ? "fp32" : "16-bit"}});
+  if (rq.zero_stage >= 2) h.grads_src.then({"peak.grads.zero", {{"ranks", ranks}}});
+  if (rq.fsdp.enabled)
+    h.grads_src.then(
+        {fsdp_offload ? "peak.grads.fsdp.cpu" : "peak.grads.fsdp", {{"ranks", ranks}}});
+  if (rq.accumulation_steps > 1)
+    h.grads_src.then(
+        {"peak.grads.accumulation", {{"steps", std::to_string(rq.accumulation_steps)}}});
+  else
+    h.grads_src.then({"peak.grads.backward", {}});
 }
 
 // Master weights, optimizer state and the step's temporaries: their dtypes and sources.
-void hold_optimizer(const Request& rq, Step* s, std::vector<std::string>* assumptions) {
+void hold_optimizer(const Request& rq, Step* s, std::vector<Text>* assumptions) {
   Holding& h = s->hold;
   const bool amp = is_amp(rq.precision), half = is_half(rq.precision);
   const uint64_t N = h.ranks;
-  if (h.deepspeed_mp)
-    h.master_src = "ZeRO mixed precision: fp32 master copy, 4 B/param, partitioned over " +
-                   std::to_string(N) + " ranks (Rajbhandari et al. 2020, K = 12 incl. states)";
-  else
-    h.master_src = amp ? "none: torch.autocast trains the fp32 parameters directly"
-                       : "none: no separate master copy in this precision";
+  const std::string ranks = std::to_string(N);
+  h.master_src = h.deepspeed_mp ? Text("peak.master.zero", {{"ranks", ranks}})
+                 : amp          ? Text("peak.master.autocast", {})
+                                : Text("peak.master.none", {});
   // torch's optimizers keep state in the parameter's dtype (zeros_like(param)); ZeRO's
   // mixed precision steps the fp32 master partition
   h.state_dtype = (half && !h.deepspeed_mp)
@@ -272,62 +252,40 @@ void hold_optimizer(const Request& rq, Step* s, std::vector<std::string>* assump
                       : DType::fp32;
   const DType state_shown = rq.lora.enabled ? h.adapter_dtype : h.state_dtype;
   h.state_width = width(h.state_dtype);
-  h.state_src = "optimizer '" + optimizer_name(rq.optimizer) +
-                "' state layout per parameter tensor (torch/optim, " + dtype_name(state_shown) +
-                " states)" +
-                (N > 1 ? (rq.fsdp.enabled ? "; FSDP shards" : "; ZeRO partitions") +
-                             std::string(" it over ") + std::to_string(N) + " ranks"
-                       : "") +
-                (rq.optimizer.paged
-                     ? "; bitsandbytes paged: tensors of 100,000 values or more in CUDA managed "
-                       "memory, outside torch.cuda's allocated and reserved bytes (line "
-                       "pagedOptimizerState)"
-                     : "");
+  h.state_src = Text("peak.state.layout", {{"optimizer", optimizer_name(rq.optimizer)},
+                                           {"dtype", dtype_name(state_shown)}});
+  if (N > 1)
+    h.state_src.then({rq.fsdp.enabled ? "peak.state.fsdp" : "peak.state.zero", {{"ranks", ranks}}});
+  if (rq.optimizer.paged) h.state_src.then({"peak.state.paged.outside", {}});
   if (!rq.is_mlp && !rq.model().has_tensors() && !rq.lora.enabled)
-    assumptions->push_back(
-        "optimizer state from the parameter count as one tensor (factored optimizers "
-        "need the tensor shapes: give a preset or config)");
+    assumptions->push_back(Text("peak.assume.state.count", {}));
   const StepFacts f =
       step_facts(rq.optimizer, rq.optimizer_implementation, rq.runtime.foreach_adam_lists);
   const uint32_t temps = f.impl == vocab::OptimizerImpl::foreach ? f.foreach_lists : f.loop_copies;
   h.temp_src =
-      f.own_kernel                            ? (is_torchao_low_bit(rq.optimizer)
-                                                     ? "optimizer step: torchao's torch.compile'd step, one tensor at a time "
-                                                       "(torchao/optim/adam.py)"
-                                                     : "optimizer step: bitsandbytes' fused 8-bit kernels, no temporaries")
-      : f.impl == vocab::OptimizerImpl::fused ? "optimizer step: fused kernel (fused=True), no "
-                                                "temporaries"
-      : temps == 0                            ? "optimizer step: in place, no temporaries"
+      f.own_kernel
+          ? Text(is_torchao_low_bit(rq.optimizer) ? "peak.temp.torchao" : "peak.temp.bnb", {})
+      : f.impl == vocab::OptimizerImpl::fused ? Text("peak.temp.fused", {})
+      : temps == 0                            ? Text("peak.temp.inplace", {})
       : f.impl == vocab::OptimizerImpl::foreach
-          ? "optimizer step: _foreach_* lists over all trainable tensors, " +
-                std::to_string(temps) + " at once (torch/optim, the runtime's PyTorch line)"
-          : "optimizer step: one tensor at a time (for-loop), " + std::to_string(temps) +
-                " temporaries of it at once";
-  if (is_torchao_low_bit(rq.optimizer))
-    assumptions->push_back(
-        "torchao low-bit AdamW: states quantised only for tensors of at least 4096 values that "
-        "divide into blockSize blocks (others keep zeros_like(param)); the compiled step's fp32 "
-        "values are taken as fused into its kernels, with no whole-tensor temporaries (not "
-        "measured)");
-  if (rq.fsdp.enabled && rq.fsdp.cpu_offload)
-    h.state_src += "; on the CPU with the sharded parameters (FSDP CPU offload)";
+          ? Text("peak.temp.foreach.lists", {{"lists", std::to_string(temps)}})
+          : Text("peak.temp.loop", {{"copies", std::to_string(temps)}});
+  if (is_torchao_low_bit(rq.optimizer)) assumptions->push_back(Text("peak.assume.torchao", {}));
+  if (rq.fsdp.enabled && rq.fsdp.cpu_offload) h.state_src.then({"peak.state.fsdp.cpu", {}});
   if (rq.zero_redundancy_optimizer)
-    h.state_src +=
-        "; ZeroRedundancyOptimizer: the state of the parameters assigned to the rank "
-        "holding the most elements (largest first, each to the least loaded of the " +
-        std::to_string(rq.data_parallel) + " ranks)";
+    h.state_src.then({"peak.state.zro", {{"ranks", std::to_string(rq.data_parallel)}}});
   if (rq.offload_optimizer) {
-    h.state_src += "; offloaded to CPU (ZeRO-Offload)";
-    h.master_src += "; offloaded to CPU";
+    h.state_src.then({"peak.state.offloaded", {}});
+    h.master_src.then({"peak.offloaded", {}});
   }
   s->context_bytes = rq.runtime_overhead_set ? rq.runtime_overhead_bytes
                      : rq.runtime.is_cuda()  ? rq.runtime.context_bytes
                                              : 0;
   s->runtime_src =
-      rq.runtime_overhead_set ? "runtimeOverheadBytes (given)" : rq.runtime.context_source;
+      rq.runtime_overhead_set ? Text("peak.runtime.given", {}) : Text(rq.runtime.context_source);
 }
 
-Line line_of(const device::Figures& f, std::string source,
+Line line_of(const device::Figures& f, Text source,
              std::initializer_list<std::pair<const char*, trace::Part>> parts) {
   Line l;
   l.source = std::move(source);
@@ -351,59 +309,42 @@ void fill_lines(const Request& rq, const Step& s, const device::Figures& f, Resu
   r->timeline = f.timeline;
   r->weights = line_of(f, h.weights_src, {{"weights", Part::weights}});
   r->master_weights = line_of(f, h.master_src, {{"masterWeights", Part::master_weights}});
-  r->gradients = line_of(
-      f,
-      h.grads_src + (ddp ? (rq.ddp_gradient_as_bucket_view
-                                ? "; DDP: the .grad tensors are views of the reducer's buckets "
-                                  "(gradient_as_bucket_view)"
-                                : "; DDP: the reducer's buckets hold a second copy of every "
-                                  "gradient (gradient_as_bucket_view=False)")
-                         : ""),
-      {{"grads", Part::gradients},
-       {"ddpBuckets", Part::ddp_buckets},
-       {"reduceBuckets", Part::reduce_buckets}});
+  Text grads = h.grads_src;
+  if (ddp)
+    grads.then(
+        {rq.ddp_gradient_as_bucket_view ? "peak.grads.ddp.view" : "peak.grads.ddp.copy", {}});
+  r->gradients = line_of(f, grads,
+                         {{"grads", Part::gradients},
+                          {"ddpBuckets", Part::ddp_buckets},
+                          {"reduceBuckets", Part::reduce_buckets}});
   r->optimizer_state = line_of(f, h.state_src, {{"optimizerState", Part::optimizer_state}});
   r->activations =
       line_of(f,
-              "saved-for-backward tensors derived per op (" + s.acts.recipe +
-                  " recipe, activations.cpp), planned by the placement engine (" +
-                  vocab::name_of(rq.checkpointing.strategy) +
-                  "); the batch and the tensors passed between layers",
+              Text("peak.activations.source",
+                   {{"recipe", s.acts.recipe},
+                    {"strategy", vocab::name_of(rq.checkpointing.strategy)}})
+                  .then({"peak.activations.more", {}}),
               {{"batch", Part::batch}, {"saved", Part::saved}, {"boundaries", Part::boundaries}});
-  r->temporaries =
-      line_of(f,
-              "at the peak: gradients of activations, the op's transients (activations.cpp), "
-              "autocast's 16-bit weight copies, gathered shards and the optimizer step's "
-              "temporaries; " +
-                  h.temp_src,
-              {{"activationGradients", Part::activation_grads},
-               {"opTransients", Part::op_transients},
-               {"autocastCopies", Part::autocast_copies},
-               {"gatheredParameters", Part::gathered},
-               {"optimizerTemporaries", Part::optimizer_temps},
-               {"gradientPartition", Part::grad_partition}});
+  r->temporaries = line_of(f, Text("peak.temp.line", {}).then_all(h.temp_src),
+                           {{"activationGradients", Part::activation_grads},
+                            {"opTransients", Part::op_transients},
+                            {"autocastCopies", Part::autocast_copies},
+                            {"gatheredParameters", Part::gathered},
+                            {"optimizerTemporaries", Part::optimizer_temps},
+                            {"gradientPartition", Part::grad_partition}});
   r->workspace = line_of(f, rq.runtime.workspace_source, {{"workspace", Part::workspace}});
   r->allocator_rounding = {
       f.rounding_at_peak,
-      rq.runtime.is_cuda()
-          ? "the caching allocator's blocks beyond the tensors' bytes: sizes rounded up to 512 B, "
-            "and blocks not split when less than 1 MiB would remain "
-            "(c10/cuda/CUDACachingAllocator.cpp round_size, should_split)"
-          : "none on the CPU",
+      Text(rq.runtime.is_cuda() ? "peak.rounding.cuda" : "peak.rounding.cpu", {}),
       {}};
   const uint64_t nccl = (rq.data_parallel > 1 || rq.tensor_parallel > 1) &&
                                 !rq.runtime_overhead_set && rq.runtime.is_cuda()
                             ? rq.runtime.nccl_bytes
                             : 0;
-  r->runtime = {
-      s.context_bytes + nccl,
-      (nccl ? "with NCCL's communicator buffers (allocator.ncclBytes); " : "") + s.runtime_src,
-      {}};
-  r->paged_optimizer_state = {f.managed,
-                              "bitsandbytes paged optimizer: state tensors of 100,000 values or "
-                              "more in CUDA managed memory (cudaMallocManaged), outside the "
-                              "caching allocator",
-                              {}};
+  r->runtime = {s.context_bytes + nccl,
+                nccl ? Text("peak.runtime.nccl", {}).then_all(s.runtime_src) : s.runtime_src,
+                {}};
+  r->paged_optimizer_state = {f.managed, Text("peak.paged.source", {}), {}};
   r->peak_bytes = f.allocated_peak + r->runtime.bytes + f.managed;
 }
 
@@ -424,57 +365,28 @@ void fill_result(const Request& rq, const Step& s, Result* out) {
     for (const auto& a : rq.model().assumptions) r.assumptions.push_back(a);
   if (!rq.float8_gpu_note.empty()) r.assumptions.push_back(rq.float8_gpu_note);
   if (rq.samples.packed)
-    r.assumptions.push_back(
-        "packed rows: every row holds seqLen tokens (torchtune PackedDataset pads each pack to "
-        "max_seq_len), so memory is that of seqLen; attention per document (flash varlen or a "
-        "block-causal mask) lowers the attention FLOPs, not the saved bytes: SDPA keeps "
-        "per-token values and eager attention still builds seqLen x seqLen scores; the "
-        "document mask itself (a FlexAttention BlockMask, or without flex a bool b x s x s "
-        "mask) is not counted");
+    r.assumptions.push_back(Text("peak.assume.packed", {}));
   else if (rq.samples.given)
-    r.assumptions.push_back(
-        "padded batches: memory at the longest sample (" + std::to_string(rq.seq_len) +
-        " tokens, the micro-batch that holds it); the mean padded length over random "
-        "micro-batches (samples.expectedPaddedLength) is what the step time follows");
+    r.assumptions.push_back(Text("peak.assume.padded", {{"tokens", std::to_string(rq.seq_len)}}));
   for (const auto& a : s.acts.assumptions) r.assumptions.push_back(a);
   if (rq.zero_stage > 0 && is_amp(rq.precision))
-    r.assumptions.push_back(
-        rq.zero_model_dtype_16bit
-            ? "ZeRO with amp: DeepSpeed's bf16 / fp16 config section (the default): the model runs "
-              "in 16-bit (16-bit activations), fp32 master weights in the optimizer partition; "
-              "zeroMixedPrecision 'torch-autocast' for DeepSpeed's torch_autocast section"
-            : "ZeRO with amp: DeepSpeed's torch_autocast section: fp32 parameters, gradients and "
-              "optimizer partitions, 16-bit compute under torch.autocast");
+    r.assumptions.push_back(Text(
+        rq.zero_model_dtype_16bit ? "peak.assume.zero.modelDtype" : "peak.assume.zero.autocast",
+        {}));
   if (rq.zero_stage == 3)
-    r.assumptions.push_back(
-        rq.zero3.enabled
-            ? "ZeRO-3 gathered parameters per layer from DeepSpeed's prefetch bucket, "
-              "max_live_parameters and max_reuse_distance (fetched per chain layer, not per "
-              "submodule); not checked against a GPU measurement"
-            : "ZeRO-3 gathered parameters: DeepSpeed's estimator, the largest layer twice (give "
-              "zero3 for the prefetch bucket and live-parameter limits)");
+    r.assumptions.push_back(Text(
+        rq.zero3.enabled ? "peak.assume.zero3.coordinator" : "peak.assume.zero3.estimator", {}));
   if (is_amp(rq.precision) && (rq.fsdp.enabled || rq.zero_stage == 3) &&
       !s.hold.weights_gathered_16bit)
-    r.assumptions.push_back(
-        "torch.autocast with gathered parameters: each op casts its unsharded weight to 16 bit "
-        "and the matmul's backward keeps the copy (FSDP1's views are not leaves, so "
-        "autocast_mode.cpp cached_cast does not cache them; FSDP2's and ZeRO-3's unsharded "
-        "parameters are taken as uncached too); FSDP's mixedPrecision param dtype avoids the "
-        "copies");
+    r.assumptions.push_back(Text("peak.assume.autocast.gathered", {}));
   if (rq.fsdp.enabled)
-    r.assumptions.push_back(
-        "FSDP" + std::to_string(rq.fsdp.version) + " " + rq.fsdp.strategy +
-        ": one unit per block, embeddings and head as the root unit (gathered for the whole "
-        "step); gathered units and unsharded gradients live around each op (with the next units "
-        "prefetched), not checked against a GPU measurement; FSDP's separate all-gather stream "
-        "is not modelled");
+    r.assumptions.push_back(Text("peak.assume.fsdp", {{"version", std::to_string(rq.fsdp.version)},
+                                                      {"strategy", rq.fsdp.strategy}}));
   sharding_assumptions(rq, &r.assumptions);
   if (rq.lora.enabled) {
-    r.assumptions.push_back("LoRA: " + std::to_string(s.lora.modules) +
-                            " linear layers adapted; activations of the frozen base and the "
-                            "adapters as the recipe keeps them; the base in " +
-                            dtype_name(h.base_dtype) + " (lora.baseDtype), adapters " +
-                            dtype_name(h.adapter_dtype));
+    r.assumptions.push_back(Text("peak.assume.lora", {{"modules", std::to_string(s.lora.modules)},
+                                                      {"base", dtype_name(h.base_dtype)},
+                                                      {"adapter", dtype_name(h.adapter_dtype)}}));
     for (const auto& a : s.lora.assumptions) r.assumptions.push_back(a);
   }
 }
@@ -497,18 +409,15 @@ Result evaluate(const Request& rq) {
   fill_result(rq, s, &r);
   const device::Figures f = device::run_step(rq, s, &r);
   fill_lines(rq, s, f, &r);
-  if (rq.offload_activations)
-    r.assumptions.push_back(
-        "activation offloading: each saved tensor of 1 KiB or more goes to the CPU once five "
-        "newer ones exist, and a layer's come back before its backward (torchtune "
-        "OffloadActivations)");
+  if (rq.offload_activations) r.assumptions.push_back(Text("peak.assume.offload", {}));
   if (r.simulated)
     r.assumptions.push_back(
-        "device memory: the caching allocator simulated over " + std::to_string(r.steps_simulated) +
-        " steps (" + rq.runtime.name +
-        "; zero_grad(set_to_none=" + (rq.set_to_none ? "True" : "False") + "), optimizer " +
-        vocab::name_for(vocab::kOptimizerImpls, rq.optimizer_implementation) +
-        "); nvidia-smi = reserved + the CUDA context" + (r.nccl_bytes ? " + NCCL buffers" : ""));
+        Text(r.nccl_bytes ? "peak.assume.device.nccl" : "peak.assume.device",
+             {{"steps", std::to_string(r.steps_simulated)},
+              {"runtime", rq.runtime.name},
+              {"setToNone", rq.set_to_none ? "True" : "False"},
+              {"implementation",
+               vocab::name_for(vocab::kOptimizerImpls, rq.optimizer_implementation)}}));
   if (rq.gpu_memory_bytes > 0) {
     r.has_device = true;
     const uint64_t judged = r.simulated ? r.device_used_bytes : r.peak_bytes;
@@ -593,8 +502,8 @@ Result compute(const Request& rq) {
     if (work + r.trace_events > kSearchEvents) {
       r.max_micro_batch_below = hi;
       r.assumptions.push_back(
-          "maxMicroBatch: the search stopped at its work bound: " + std::to_string(lo) + " fits, " +
-          std::to_string(hi) + " does not; the largest that fits lies between them");
+          Text("peak.assume.searchBound",
+               {{"fits", std::to_string(lo)}, {"doesNotFit", std::to_string(hi)}}));
       break;
     }
     uint64_t c = bisect_next ? 0 : secant(last, newest, rq.gpu_memory_bytes);

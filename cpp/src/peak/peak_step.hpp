@@ -32,7 +32,7 @@ struct Holding {
   bool offload_params = false, offload_optimizer = false, offload_grads = false;
   bool weights_gathered_16bit = false;  // FSDP param_dtype 16-bit: autocast has nothing to cast
   uint64_t trainable = 0, params = 0;
-  std::string weights_src, master_src, grads_src, state_src, temp_src;
+  Text weights_src, master_src, grads_src, state_src, temp_src;
 };
 
 struct Step {
@@ -47,7 +47,7 @@ struct Step {
   double selective_recompute = 0;
   Holding hold;
   uint64_t context_bytes = 0;  // the device memory the runtime holds outside the allocator
-  std::string runtime_src;
+  Text runtime_src;
 };
 
 }  // namespace peak

@@ -17,9 +17,7 @@ uint64_t batch_of(const peak::Request& rq) {
   return rq.micro_batch * (p.prior_preservation ? 2 : 1);
 }
 
-void add_source(peak::Line* l, const std::string& what) {
-  l->source += (l->source.empty() ? "" : "; ") + what;
-}
+void add_source(peak::Line* l, const Text& what) { l->source.then_all(what); }
 
 // The encode before the forward: what is held then (weights, frozen parts, the optimizer's
 // state; gradients only between micro-steps of an accumulation or without set_to_none), the
@@ -61,7 +59,7 @@ void apply(const peak::Request& rq, const diffusion::PipelineCost& c, peak::Resu
     t.activation_bytes += c.text_activation_bytes;
   }
   r->weights.bytes += c.resident_bytes + lora_w;
-  add_source(&r->weights, "the pipeline's frozen parts in their dtypes (model.pipeline)");
+  add_source(&r->weights, Text("pipe.weights", {}));
   r->gradients.bytes += lora_w;
   r->optimizer_state.bytes += c.lora_params * 8;
   r->activations.bytes += c.text_activation_bytes;
@@ -102,11 +100,8 @@ void quantized_weights(const peak::Request& rq, peak::Result* r) {
     *v = static_cast<uint64_t>(std::max<int64_t>(0, static_cast<int64_t>(*v) + delta));
   };
   r->weights.bytes = exact;
-  add_source(&r->weights, m.quantization->method == "gptq"
-                              ? "GPTQ: the block linears packed (AutoGPTQ QuantLinear), the rest "
-                                "fp16 (torch_dtype)"
-                              : "AWQ: the block linears packed (AutoAWQ WQLinear_GEMM), the rest "
-                                "fp16 (torch_dtype)");
+  add_source(&r->weights, m.quantization->method == "gptq" ? Text("quant.weights.gptq", {})
+                                                           : Text("quant.weights.awq", {}));
   shift(&r->peak_bytes);
   shift(&r->allocated_peak_bytes);
   if (r->simulated) {

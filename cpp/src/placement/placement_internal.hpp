@@ -13,6 +13,10 @@ namespace placement {
 // budget as "minimum feasible budgetBytes is N" (machine-readable).
 [[noreturn]] void throw_infeasible(const std::string& strategy, uint64_t budget, uint64_t minimum,
                                    const std::string& note = "");
+// The same for the optimal strategy's discretised plan: its minimum with `slots` slots, and the
+// exact minimum without discretisation (message error.infeasible).
+[[noreturn]] void throw_infeasible_slots(const std::string& strategy, uint64_t budget,
+                                         uint64_t minimum, uint64_t slots, uint64_t exact);
 
 // optimal-single-level (placement_single_level.cpp): exact Pareto dynamic programme.
 PlanResult single_level_optimal(const Chain& chain, uint64_t budget);

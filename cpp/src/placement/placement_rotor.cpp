@@ -491,6 +491,9 @@ PlanResult rotor_optimal(const Chain& fine, uint64_t budget, const RotorGrid& rg
   // (an O(n^3) pass) is only computed for the error message.
   auto infeasible = [&]() {
     const uint64_t exact = rotor_min_budget_exact(chain);
+    if (rg.stage_layers <= 1)
+      throw_infeasible_slots("optimal", budget, min_budget_discretised(chain, slots, exact), slots,
+                             exact);
     std::string note = " with " + std::to_string(slots) + " slots";
     if (rg.stage_layers > 1)
       note += " and stages of " + std::to_string(rg.stage_layers) + " layers";

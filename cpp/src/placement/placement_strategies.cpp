@@ -18,9 +18,27 @@ using vocab::Strategy;
 
 void throw_infeasible(const std::string& strategy, uint64_t budget, uint64_t minimum,
                       const std::string& note) {
-  throw RequestError(code::kInfeasible, "budgetBytes",
-                     "no " + strategy + " plan fits budgetBytes " + std::to_string(budget) +
-                         ": minimum feasible budgetBytes is " + std::to_string(minimum) + note)
+  const std::string plain = "no " + strategy + " plan fits budgetBytes " + std::to_string(budget) +
+                            ": minimum feasible budgetBytes is " + std::to_string(minimum);
+  const Text text = note.empty()
+                        ? Text("error.infeasible.plain", {{"strategy", strategy},
+                                                          {"budget", std::to_string(budget)},
+                                                          {"minimum", std::to_string(minimum)}})
+                        : Text(plain + note);
+  throw RequestError(code::kInfeasible, "budgetBytes", text.str())
+      .with_messages(text.parts())
+      .with_minimum_budget(minimum);
+}
+
+void throw_infeasible_slots(const std::string& strategy, uint64_t budget, uint64_t minimum,
+                            uint64_t slots, uint64_t exact) {
+  const Text text("error.infeasible", {{"strategy", strategy},
+                                       {"budget", std::to_string(budget)},
+                                       {"minimum", std::to_string(minimum)},
+                                       {"slots", std::to_string(slots)},
+                                       {"exact", std::to_string(exact)}});
+  throw RequestError(code::kInfeasible, "budgetBytes", text.str())
+      .with_messages(text.parts())
       .with_minimum_budget(minimum);
 }
 

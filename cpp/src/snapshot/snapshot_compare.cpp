@@ -209,9 +209,7 @@ void add_difference_causes(Comparison* c, const Summary& s, const peak::Request&
 Comparison compare(const Summary* s, const Figures& f, const peak::Request& rq) {
   Comparison c;
   if (!s && !f.max_allocated_bytes && !f.max_reserved_bytes && !f.nvidia_smi_used_bytes)
-    fail(code::kMissingField, "snapshot",
-         "give a snapshot, memory statistics, or at least one measured figure "
-         "(measured.maxAllocatedBytes, measured.maxReservedBytes, measured.nvidiaSmiUsedBytes)");
+    fail(code::kMissingField, "snapshot", Message{"error.snapshot.none", {}});
   c.predicted = peak::compute(rq);
   if (s) {
     c.has_summary = true;

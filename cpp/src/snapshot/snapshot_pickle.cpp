@@ -360,9 +360,7 @@ class Reader {
            {"snapshot file is over 1 GiB (", std::to_string(b_.size()), " B)"});
     if (b_.empty()) fail(code::kInvalidJson, kField, "snapshot file is empty: not a valid pickle");
     if (static_cast<uint8_t>(b_[0]) != 0x80)
-      fail(code::kInvalidJson, kField,
-           "snapshot file is not a pickle (it does not start with the PROTO opcode 0x80); "
-           "torch.cuda.memory._dump_snapshot writes one");
+      fail(code::kInvalidJson, kField, Message{"error.snapshot.notPickle", {}});
     for (;;) {
       op_at_ = pos_;
       const uint8_t op = byte();
@@ -384,9 +382,8 @@ class Reader {
   }
   [[noreturn]] void truncated() const {
     fail(code::kInvalidJson, kField,
-         {"snapshot is not a valid pickle: truncated at byte ", std::to_string(b_.size()),
-          " (inside the opcode at byte ", std::to_string(op_at_),
-          "); was the file copied completely?"});
+         Message{"error.snapshot.truncated",
+                 {{"byte", std::to_string(b_.size())}, {"opcode", std::to_string(op_at_)}}});
   }
   [[noreturn]] void limit(const char* what, uint64_t max) const {
     fail(code::kTooLarge, kField,
@@ -701,9 +698,7 @@ class Reader {
     const Opcode* o = find_opcode(op);
     if (o && o->calls)
       fail(code::kUnsupported, kField,
-           {"snapshot contains the pickle opcode ", o->name, " at byte ", std::to_string(op_at_),
-            ": it imports or calls code, which a memory snapshot never needs (only plain "
-            "dicts, lists, tuples, strings, bytes, numbers, booleans and None are read)"});
+           Message{"error.snapshot.code", {{"op", o->name}, {"byte", std::to_string(op_at_)}}});
     if (o)
       fail(code::kUnsupported, kField,
            {"snapshot contains the pickle opcode ", o->name, " at byte ", std::to_string(op_at_),

@@ -1,0 +1,25 @@
+# Writes the message catalog (cpp/data/messages.json: code -> English template) into one C++
+# file as a constant array of (code, template) pairs sorted by code, so that the core renders
+# its sentences from the one English table without reading JSON (docs/i18n.md).
+# Run as: cmake -DIN=.../messages.json -DOUT=... -P message_table.cmake
+file(READ ${IN} content)
+string(JSON count LENGTH "${content}" messages)
+set(codes "")
+math(EXPR last "${count} - 1")
+foreach(i RANGE ${last})
+  string(JSON code MEMBER "${content}" messages ${i})
+  list(APPEND codes "${code}")
+endforeach()
+list(SORT codes)
+set(body "// Generated from cpp/data/messages.json by cpp/message_table.cmake. Do not edit.\n")
+string(APPEND body "#include \"util/message_table.hpp\"\nnamespace trainmem::messages {\n")
+string(APPEND body "namespace {\nconst CatalogEntry kEntries[] = {\n")
+foreach(code ${codes})
+  string(JSON text GET "${content}" messages "${code}")
+  string(APPEND body "    {\"${code}\", R\"TMMSG(${text})TMMSG\"},\n")
+endforeach()
+string(APPEND body "};\n}  // namespace\n\n")
+string(APPEND body "Catalog catalog_entries() { return {kEntries, sizeof kEntries / sizeof kEntries[0]}; }\n")
+string(APPEND body "}  // namespace trainmem::messages\n")
+file(WRITE ${OUT}.tmp "${body}")
+file(COPY_FILE ${OUT}.tmp ${OUT} ONLY_IF_DIFFERENT)
