@@ -214,6 +214,13 @@ reqs.append(['peakMemory', dict(vb, model={'params':7000000000,'layers':32,'hidd
 # pipeline parallelism: each schedule, with a GPU (the binding stage's verdict and search)
 for sch in ['1f1b', 'gpipe', 'interleaved-1f1b', 'zb-h1', 'zb-v']:
   reqs.append(['peakMemory', dict(base, model={'preset':'gpt2'}, optimizer='adamw', precision='amp-bf16', gpu='a100-80gb', pipelineParallel=2, schedule=sch, gradientAccumulationSteps=4)])
+# context and expert parallelism: ring attention (both rotations), experts dropless and capped
+llama = dict(base, model={'preset':'llama-3-8b'}, optimizer='adamw', precision='amp-bf16', gpu='h100-80gb', seqLen=8192)
+reqs.append(['peakMemory', dict(llama, contextParallel=4, dataParallel=2, zeroStage=1)])
+reqs.append(['peakMemory', dict(llama, contextParallel=2, contextParallelism={'rotate':'alltoall','loadBalance':'none'})])
+mix = dict(base, model={'preset':'mixtral-8x7b'}, optimizer='adamw', precision='amp-bf16', gpu='h100-80gb', dataParallel=8)
+reqs.append(['peakMemory', dict(mix, expertParallel=8, expertParallelism={'routingImbalance':1.5})])
+reqs.append(['peakMemory', dict(mix, expertParallel=4, expertTensorParallel=2, expertParallelism={'capacityFactor':1.25}, contextParallel=2, seqLen=1024)])
 out = os.path.join(os.path.dirname(__file__), '..', 'tests', 'fixtures', 'message_requests.json')
 with open(out, 'w') as f:
     json.dump({'about': ABOUT, 'requests': reqs}, f, separators=(',', ':'))

@@ -430,6 +430,67 @@ test('--lora-targets: a comma-separated list or all-linear', async () => {
   assert.equal((await lora('all-linear')).trainableParams, 12 * (24576 + 12288 + 2 * 30720));
 });
 
+test('context- and expert-parallel flags reach their fields', async () => {
+  const cp = await json([
+    'peak-memory',
+    '--model',
+    'llama-3-8b',
+    '--micro-batch',
+    '1',
+    '--seq-len',
+    '8192',
+    '--context-parallel',
+    '4',
+    '--cp-rotate',
+    'alltoall',
+    '--cp-load-balance',
+    'none',
+  ]);
+  assert.deepEqual(
+    [cp.contextParallel.rankSeqLen, cp.contextParallel.rotate, cp.contextParallel.loadBalance],
+    [2048, 'alltoall', 'none'],
+  );
+  const ep = await json([
+    'peak-memory',
+    '--model',
+    'mixtral-8x7b',
+    '--micro-batch',
+    '1',
+    '--seq-len',
+    '256',
+    '--data-parallel',
+    '8',
+    '--expert-parallel',
+    '4',
+    '--expert-tensor-parallel',
+    '2',
+    '--capacity-factor',
+    '1.5',
+  ]);
+  // Mixtral's 8 experts over 4 ranks
+  assert.deepEqual(
+    [ep.expertParallel.expertsPerRank, ep.expertParallel.expertTensorParallel],
+    [2, 2],
+  );
+  assert.equal(ep.expertParallel.capacityFactor, 1.5);
+  const skew = await json([
+    'peak-memory',
+    '--model',
+    'mixtral-8x7b',
+    '--micro-batch',
+    '1',
+    '--seq-len',
+    '256',
+    '--data-parallel',
+    '8',
+    '--expert-parallel',
+    '8',
+    '--routing-imbalance',
+    '1.25',
+  ]);
+  assert.equal(skew.expertParallel.routedTokensFactor, 1.25);
+});
+
 test('--sample-lengths, --packed, --float8 and the torchao optimizers reach their fields', async () => {
   const base = ['peak-memory', '--model', 'llama-2-7b', '--micro-batch', '2', '--seq-len', '512'];
   // lengths 100..400 in micro-batches of 2: padded to the longest (400); the six pairs pad to

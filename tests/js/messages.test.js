@@ -134,6 +134,62 @@ const ERROR_REQUESTS = [
   ['peakMemory', { ...A100, pipelineParallel: 2, stageBlocks: [1, 1] }],
   ['peakMemory', { ...A100, pipelineParallel: 64 }],
   ['peakMemory', { ...A100, model: { params: 7e9 }, pipelineParallel: 2 }],
+  ['peakMemory', { ...A100, model: { preset: 'bert-large-uncased' }, contextParallel: 2 }],
+  ['peakMemory', { ...A100, contextParallel: 2, attention: 'eager' }],
+  ['peakMemory', { ...A100, contextParallel: 2, samples: { packed: true } }],
+  ['peakMemory', { ...A100, contextParallelism: { rotate: 'alltoall' } }],
+  ['peakMemory', { ...A100, seqLen: 510, contextParallel: 4 }],
+  [
+    'peakMemory',
+    { ...A100, seqLen: 510, contextParallel: 4, contextParallelism: { loadBalance: 'none' } },
+  ],
+  ['peakMemory', { ...A100, expertParallel: 2 }],
+  [
+    'peakMemory',
+    { ...A100, model: { preset: 'mixtral-8x7b' }, expertParallelism: { routingImbalance: 2 } },
+  ],
+  [
+    'peakMemory',
+    {
+      ...A100,
+      model: { preset: 'mixtral-8x7b' },
+      dataParallel: 8,
+      expertParallel: 8,
+      expertParallelism: { capacityFactor: 1, routingImbalance: 2 },
+    },
+  ],
+  [
+    'peakMemory',
+    { ...A100, model: { preset: 'mixtral-8x7b' }, dataParallel: 3, expertParallel: 3 },
+  ],
+  [
+    'peakMemory',
+    { ...A100, model: { preset: 'mixtral-8x7b' }, dataParallel: 6, expertTensorParallel: 6 },
+  ],
+  [
+    'peakMemory',
+    { ...A100, model: { preset: 'mixtral-8x7b' }, dataParallel: 2, expertParallel: 4 },
+  ],
+  [
+    'peakMemory',
+    {
+      ...A100,
+      model: { preset: 'mixtral-8x7b' },
+      dataParallel: 8,
+      expertParallel: 8,
+      zeroStage: 1,
+    },
+  ],
+  [
+    'peakMemory',
+    {
+      ...A100,
+      model: { preset: 'mixtral-8x7b' },
+      dataParallel: 8,
+      expertParallel: 8,
+      lora: { rank: 8 },
+    },
+  ],
 ];
 // advise's sentences: why a step is not timed (a custom memory size; tensor parallelism)
 requests.push(

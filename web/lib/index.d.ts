@@ -820,6 +820,48 @@ export interface PeakMemoryRequest {
   virtualStages?: number;
   /** An uneven split: transformer blocks per model chunk, in pipeline order (sums to the blocks). */
   stageBlocks?: number[];
+  /**
+   * Context parallelism: ranks that share each sequence with ring attention (torch
+   * `context_parallel`, Megatron-CP). Default 1. Decoder-only language models with attention
+   * 'sdpa'; `seqLen` is the whole sequence and must be a multiple of 2 × contextParallel
+   * (zig-zag) or of contextParallel. A rank keeps the activations of seqLen / contextParallel
+   * tokens, plus ring attention's exchanged keys and values and fp32 merge and gradient buffers
+   * per block; parameters are replicated over these ranks, and gradients are reduced and
+   * ZeRO / FSDP shards split over dataParallel × contextParallel ranks.
+   */
+  contextParallel?: number;
+  /** How ring attention runs (needs contextParallel > 1). */
+  contextParallelism?: {
+    /** 'zigzag' (default): 2 × cp chunks, rank r holds chunks r and 2cp − 1 − r; 'none'. */
+    loadBalance?: 'zigzag' | 'none';
+    /**
+     * How keys and values travel: 'allgather' (torchtitan's default: every rank's K/V gathered
+     * once per block) or 'alltoall' (one rank's K/V received per ring step).
+     */
+    rotate?: 'allgather' | 'alltoall';
+  };
+  /**
+   * Expert parallelism: ranks that share the routed experts of a mixture-of-experts model
+   * (Megatron-Core `expert_model_parallel_size`). Default 1. Must divide the experts and
+   * dataParallel × contextParallel × tensorParallel. A rank holds experts / expertParallel of
+   * each MoE layer (the router and shared experts whole) and the dispatch and combine
+   * all-to-all buffers; not modelled with zeroStage, fsdp or lora yet.
+   */
+  expertParallel?: number;
+  /** Ranks that split each expert's MLP (Megatron-Core `expert_tensor_parallel_size`). Default 1. */
+  expertTensorParallel?: number;
+  /** The routing assumed for expert parallelism (a stated assumption in the result). */
+  expertParallelism?: {
+    /**
+     * Tokens an expert takes at most, as a multiple of its even share (padded to capacity);
+     * null or absent: dropless routing.
+     */
+    capacityFactor?: number | null;
+    /**
+     * Dropless: the busiest rank's routed tokens over the mean (≥ 1). Default 1 (even routing).
+     */
+    routingImbalance?: number;
+  };
   /** LoRA / QLoRA: frozen base, trainable adapters (needs an architecture). */
   lora?: {
     /** Adapter rank. Default 8. */
@@ -1236,6 +1278,34 @@ export interface PeakMemoryResult {
    * encoder or a text encoder under no_grad, before the forward) and the images' pixels, and
    * the samples a step runs (2 × microBatch with prior preservation).
    */
+  /** contextParallel > 1: the sequence each rank holds and the gradient group. */
+  contextParallel?: {
+    ranks: number;
+    /** The whole sequence (the request's seqLen). */
+    seqLen: number;
+    /** Tokens of the sequence each rank holds (seqLen / ranks). */
+    rankSeqLen: number;
+    loadBalance: 'zigzag' | 'none';
+    rotate: 'allgather' | 'alltoall';
+    /** The request's dataParallel. */
+    dataParallel: number;
+    /** Ranks gradients are reduced over and ZeRO / FSDP shard over: dataParallel × ranks. */
+    gradientGroupRanks: number;
+  };
+  /** expertParallel or expertTensorParallel > 1: the rank's experts and the routing assumed. */
+  expertParallel?: {
+    ranks: number;
+    expertTensorParallel: number;
+    /** Routed experts per MoE layer, and those on each rank. */
+    experts: number;
+    expertsPerRank: number;
+    /** Experts each token is routed to. */
+    topK: number;
+    dropless: boolean;
+    /** Routed token copies the rank's experts run, over the even share (imbalance or capacity). */
+    routedTokensFactor: number;
+    capacityFactor: number | null;
+  };
   /** pipelineParallel > 1: every stage's figures, the schedule's in-flight counts and bubble. */
   pipelineParallel?: {
     schedule: PipelineSchedule;

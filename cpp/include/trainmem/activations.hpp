@@ -99,6 +99,16 @@ struct Settings {
   // weight and input again in the backward (float8_linear.py matmul_with_hp_or_float8_args);
   // the casts are transients, the saved tensors stay high precision. Llama-family blocks.
   bool float8 = false;
+  // Context parallelism: seq_len is one rank's share; ring attention's K/V exchange and its
+  // fp32 merge and gradient buffers are transients of each SDPA block (torch context_parallel,
+  // rotate method all-gather or all-to-all).
+  uint64_t context_parallel = 1;
+  bool cp_all_gather = true;
+  // Expert parallelism: the rank's routed experts run `expert_tokens` x (tokens x top-k) token
+  // copies (the routing imbalance or the capacity factor), each expert's MLP split over
+  // expert_tensor_parallel; the dispatch and combine all-to-all buffers are transients.
+  uint64_t expert_parallel = 1, expert_tensor_parallel = 1;
+  double expert_tokens = 1.0;
   LoraSettings lora;  // off: full fine-tuning
 };
 

@@ -218,6 +218,24 @@ struct Request {
     uint64_t virtual_stages = 1;             // interleaved 1F1B: model chunks per rank
     std::vector<uint64_t> blocks_per_stage;  // uneven split: blocks per model chunk
   } pipeline;
+  // Context parallelism (contextParallel, contextParallelism): ring attention over `size` ranks
+  // as torch's context_parallel runs it (docs/parallelism.md). Applied when the request is read:
+  // seq_len is then one rank's tokens (the full length / size) and data_parallel the group the
+  // gradients are reduced and ZeRO / FSDP shard over (dataParallel x contextParallel).
+  struct Context {
+    uint64_t size = 1;
+    uint64_t full_seq_len = 0;   // the sequence before sharding
+    uint64_t data_parallel = 1;  // the request's dataParallel (replicas of the batch)
+    bool zigzag = true;          // load balancing: 2 x size chunks, rank r holds r and 2size-1-r
+    bool all_gather = true;      // K/V exchange: all-gather (torchtitan's default) or all-to-all
+  } context;
+  // Expert parallelism (expertParallel, expertTensorParallel, expertParallelism): the routed
+  // experts of a MoE model spread over `size` ranks, each expert's MLP split over `tensor`.
+  struct Expert {
+    uint64_t size = 1, tensor = 1;
+    double capacity_factor = 0;  // 0: dropless
+    double imbalance = 1.0;      // the busiest rank's routed tokens / the mean (dropless)
+  } expert;
   // One pipeline rank's evaluation (set by parallel::pipeline, never read from a request): the
   // chain layers of its chunks; the other layers hold nothing. `resident_chunks` chunks of
   // other micro-batches (chunk k % chunks of the rank) keep their activations meanwhile.

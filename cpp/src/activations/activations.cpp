@@ -592,6 +592,23 @@ void swiglu_mlp(const Ctx& c, LayerActivations* l) {
   if (c.ar.num_experts > 0)
     B.add(l, "router logits and routing weights (fp32)", B.mul({d.T, c.ar.num_experts, 4 + 4}),
           "softmax over experts in fp32 (HF MixtralSparseMoeBlock)");
+  if (c.ar.num_experts > 0 && (c.s.expert_parallel > 1 || c.s.expert_tensor_parallel > 1)) {
+    // expert parallelism: the rank's routed experts run expert_tokens x T x top-k token copies,
+    // each expert's intermediate split over expertTensorParallel; the shared experts run the
+    // rank's own tokens, split over tensorParallel (Megatron-Core MoELayer, shared_experts.py)
+    const uint64_t routed = std::max<uint64_t>(1, c.ar.experts_per_token);
+    const uint64_t per_copy = B.mul({4, d.T, routed, d.i, c.w.lin});
+    const uint64_t expert_bytes =
+        static_cast<uint64_t>(std::ceil(static_cast<double>(per_copy) * c.s.expert_tokens)) /
+        c.s.expert_tensor_parallel;
+    B.add(l, "expert MLPs (SwiGLU: gate, SiLU(gate), up, product) on the tokens routed here",
+          expert_bytes, "SiluBackward0 keeps its input; MulBackward0 both factors", 4);
+    if (c.ar.shared_experts > 0)
+      B.add(l, "shared experts (SwiGLU: gate, SiLU(gate), up, product)",
+            B.tp(B.mul({4, d.T, c.ar.shared_experts, d.i, c.w.lin})),
+            "SiluBackward0 keeps its input; MulBackward0 both factors", 4);
+    return;
+  }
   B.add(l, "SwiGLU: gate, SiLU(gate), up, product", B.tp(B.mul({4, d.T, k, d.i, c.w.lin})),
         "SiluBackward0 keeps its input; MulBackward0 both factors; MmBackward0 the product", 4);
 }
@@ -737,6 +754,61 @@ void t5_head(const Ctx& c, const Dims& dec, uint64_t Vt, LayerActivations* head)
   lm_loss(B, dec, w, c.s, Vt, head, false);
 }
 
+// Context parallelism (ring attention, torch/distributed/tensor/experimental/_attention.py at
+// pytorch/pytorch@f2127dbd): per block, with T the rank's tokens and KV = its K and V in one
+// buffer (torch.cat([key.flatten(), value.flatten()]), 2 T q bytes of the matmul dtype).
+// Forward (_templated_ring_attention), while the SDPA output is made: the cat buffer, the
+// exchanged K/V (_AllGatherRotater: all cp ranks' buffers at once; _AllToAllRotater: the one
+// received), and _SDPAMerger's fp32 state: the running output and logsumexp, the step's output
+// converted to fp32 and one intermediate of the merge (3 x T q x 4 B, 2 x b a s x 4 B).
+// Backward (_templated_ring_attention_backward), while the attention's backward runs: fp32
+// accumulators for dq, dk, dv (zeros_like(..., dtype=float32)), the K/V cat buffer and its
+// exchange again, and the dK/dV rotation (always all-to-all): the fp32 cat of grad_key and
+// grad_value and the one received (2 x 2 T q x 4 B).
+void context_parallel_temps(const Ctx& c, const Marks& mk, LayerActivations* l) {
+  const Settings& s = c.s;
+  if (s.context_parallel <= 1 || c.eager) return;
+  const Builder& B = c.B;
+  const Dims& d = c.d;
+  const uint64_t kv = B.tp(B.mul({2, d.Tk, d.q, c.w.lin}));
+  const uint64_t exchanged = s.cp_all_gather ? B.mul({s.context_parallel, kv}) : kv;
+  const uint64_t out32 = B.tp(B.mul({d.T, d.q, 4}));
+  const uint64_t lse32 = B.tp(B.mul({d.b, d.a, d.s, 4}));
+  const size_t sdpa_out = mk.attn_i + 3;  // q, k, v, then the output (sdpa_core)
+  Builder::temps(&l->forward_temps, sdpa_out, 1, kv);
+  Builder::temps(&l->forward_temps, sdpa_out, 1, exchanged);
+  Builder::temps(&l->forward_temps, sdpa_out, 3, out32);
+  Builder::temps(&l->forward_temps, sdpa_out, 2, lse32);
+  const uint64_t kv32 = B.tp(B.mul({2, d.Tk, d.q, 4}));
+  Builder::temps(&l->backward_temps, mk.attn_i, 3, out32);
+  Builder::temps(&l->backward_temps, mk.attn_i, 1, kv);
+  Builder::temps(&l->backward_temps, mk.attn_i, 1, exchanged);
+  Builder::temps(&l->backward_temps, mk.attn_i, 2, kv32);
+  l->forward_temp_bytes += kv + exchanged + 3 * out32 + 2 * lse32;
+  l->backward_temp_bytes += 3 * out32 + kv + exchanged + 2 * kv32;
+}
+
+// Expert parallelism: the token dispatcher's all-to-all buffers around the MoE MLP (Megatron-
+// Core MoEAlltoAllTokenDispatcher, megatron/core/transformer/moe/token_dispatcher.py): the
+// permuted tokens sent (T k rows of h) and those received (T k x expert_tokens rows) at the
+// dispatch, the experts' outputs sent back and received at the combine; the two buffers of one
+// exchange coexist. The same pair again in the backward (the all-to-all's gradient).
+void expert_parallel_temps(const Ctx& c, const Marks& mk, LayerActivations* l) {
+  const Settings& s = c.s;
+  if (s.expert_parallel <= 1 || c.ar.num_experts == 0) return;
+  const Builder& B = c.B;
+  const uint64_t sent =
+      B.mul({c.d.T, std::max<uint64_t>(1, c.ar.experts_per_token), c.d.h, c.w.lin});
+  const uint64_t received =
+      static_cast<uint64_t>(std::ceil(static_cast<double>(sent) * s.expert_tokens));
+  Builder::temps(&l->forward_temps, mk.mlp_i + 1, 1, sent);
+  Builder::temps(&l->forward_temps, mk.mlp_i + 1, 1, received);
+  Builder::temps(&l->backward_temps, mk.mlp_i, 1, sent);
+  Builder::temps(&l->backward_temps, mk.mlp_i, 1, received);
+  l->forward_temp_bytes += sent + received;
+  l->backward_temp_bytes += sent + received;
+}
+
 // Transients, as the excess over what the layer has saved at that moment (the simulator adds
 // them on top of the whole layer's saved bytes): in the forward, the attention scores exist
 // before anything from the attention on is saved, the MLP holds one intermediate; in the
@@ -785,6 +857,8 @@ void block_transients(const Ctx& c, const Marks& mk, LayerActivations* l) {
   Builder::temps(&l->backward_temps, mk.mlp_i, 2, f8_go);
   Builder::temps(&l->backward_temps, mk.mlp_i, 1, f8_w);
   Builder::temps(&l->backward_temps, mk.mlp_i, 1, f8_in);
+  context_parallel_temps(c, mk, l);
+  expert_parallel_temps(c, mk, l);
 }
 
 // Matmul parameters of one block (its forward FLOPs are 2 x tokens x these, plus QK^T and PV).

@@ -154,6 +154,36 @@ json to_json(const Result& r, bool include_timeline) {
   return out;
 }
 
+// contextParallel > 1: the sharded sequence and the group the gradients are reduced over.
+json context_parallel_json(const Request& r) {
+  const Request::Context& c = r.context;
+  json o = json::object();
+  put_fields(o, {{"ranks", c.size},
+                 {"seqLen", c.full_seq_len},
+                 {"rankSeqLen", r.seq_len},
+                 {"loadBalance", c.zigzag ? "zigzag" : "none"},
+                 {"rotate", c.all_gather ? "allgather" : "alltoall"},
+                 {"dataParallel", c.data_parallel},
+                 {"gradientGroupRanks", r.data_parallel}});
+  return o;
+}
+
+// expertParallel / expertTensorParallel: the rank's experts and the routing assumed.
+json expert_parallel_json(const Request& r) {
+  const Request::Expert& e = r.expert;
+  const Architecture& a = r.model().arch;
+  json o = json::object();
+  put_fields(o, {{"ranks", e.size},
+                 {"expertTensorParallel", e.tensor},
+                 {"experts", a.num_experts},
+                 {"expertsPerRank", a.num_experts / e.size},
+                 {"topK", a.experts_per_token},
+                 {"dropless", e.capacity_factor == 0},
+                 {"routedTokensFactor", e.capacity_factor > 0 ? e.capacity_factor : e.imbalance}});
+  put(o, "capacityFactor", e.capacity_factor > 0 ? json(e.capacity_factor) : json(nullptr));
+  return o;
+}
+
 bool count_only(const Request& r) {
   return !r.is_mlp && r.model().source == "params" && !r.model().has_architecture();
 }
@@ -172,6 +202,8 @@ json result_json(const Request& r, const Result& res, bool include_timeline) {
     put(out, "approximate", !count_only(r));
     if (count_only(r)) put(out, "maxMicroBatch", nullptr);
   }
+  if (r.context.size > 1) put(out, "contextParallel", context_parallel_json(r));
+  if (r.expert.size > 1 || r.expert.tensor > 1) put(out, "expertParallel", expert_parallel_json(r));
   if (!r.is_mlp && r.model().trace) {
     activations::Settings s;  // the sizes and dtype the step runs at
     s.micro_batch = r.micro_batch;

@@ -12,6 +12,7 @@
 #include "io/model_json.hpp"
 #include "io/net_request.hpp"
 #include "io/optimizer_json.hpp"
+#include "io/parallel_request.hpp"
 #include "io/peak_json.hpp"
 #include "io/pipeline_request.hpp"
 #include "io/request.hpp"
@@ -914,6 +915,8 @@ Request parse_request(const json& request) {
     fail(code::kUnsupported, "compile", "compile is modelled for transformer models");
   if (req.has("loss")) read_loss(req, &r);
   read_sharding(req, &r);
+  read_context_parallel(req, &r);
+  read_expert_parallel(req, &r);
   read_allocator_settings(req, &r);
   check_scope(r);
   check_trace_scope(r);

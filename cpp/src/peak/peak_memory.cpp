@@ -10,6 +10,7 @@
 #include "peak/peak_device.hpp"
 #include "peak/peak_lora.hpp"
 #include "peak/peak_sharding.hpp"
+#include "peak/peak_parallel.hpp"
 #include "peak/peak_stage.hpp"
 #include "peak/peak_step.hpp"
 #include "trainmem/error.hpp"
@@ -39,6 +40,13 @@ void build_activations(const Request& rq, Step* s) {
   st.attention = rq.attention;
   st.tensor_parallel = rq.tensor_parallel;
   st.sequence_parallel = rq.sequence_parallel;
+  // context and expert parallelism (io reads them; seq_len is already the rank's share)
+  st.context_parallel = rq.context.size;
+  st.cp_all_gather = rq.context.all_gather;
+  st.expert_parallel = rq.expert.size;
+  st.expert_tensor_parallel = rq.expert.tensor;
+  st.expert_tokens =
+      rq.expert.capacity_factor > 0 ? rq.expert.capacity_factor : rq.expert.imbalance;
   st.runtime = rq.runtime.traits;
   st.detail = false;
   st.loss = rq.loss;
@@ -87,7 +95,9 @@ void build_activations(const Request& rq, Step* s) {
 void layout_parameters(const Request& rq, Step* s) {
   s->params = params_by_layer(rq, s->acts);
   s->P = s->params.total;
-  if (!rq.is_mlp && rq.model().params > 0) s->P = rq.model().params;
+  // (expert parallelism: the rank's share of the experts, counted from its tensors)
+  const bool experts_sharded = rq.expert.size > 1 || rq.expert.tensor > 1;
+  if (!rq.is_mlp && rq.model().params > 0 && !experts_sharded) s->P = rq.model().params;
 }
 
 // Checkpointing: the chain and its segments through the placement engine (and the
@@ -401,7 +411,8 @@ Result evaluate(const Request& rq) {
   restrict_to_stage(rq, &s);  // a pipeline rank's layers only (parallel.hpp)
   plan_checkpointing(rq, &s, &r.assumptions);
   hold_weights(rq, &s);
-  if (rq.stage.enabled) {
+  for (auto& a : parallel_assumptions(rq)) r.assumptions.push_back(std::move(a));
+  if (rq.stage.enabled || rq.expert.size > 1 || rq.expert.tensor > 1) {
     s.hold.trainable = stage_trainable(s);
     s.hold.params = s.P;
   }

@@ -4,6 +4,7 @@
 #include "peak/peak_params.hpp"
 
 #include <algorithm>
+#include <string>
 
 namespace trainmem {
 namespace peak {
@@ -99,6 +100,23 @@ void from_mlp(const activations::MlpSpec& mlp, ParamsByLayer* p) {
   }
 }
 
+// Expert parallelism: a rank holds num_experts / expertParallel of each MoE layer's routed
+// experts, each split over expertTensorParallel instead of tensorParallel (Megatron-Core
+// moe/experts.py: expert parameters sharded over the expert-model-parallel group). Every
+// routed expert's tensor keeps that share (the mean over the experts: one expert's tensors
+// are the same size); the router and the shared experts stay whole. The later / t of every
+// parameter is undone for the experts: numel x t / (ep x etp).
+bool routed_expert(const std::string& name) {
+  return name.find(".experts.") != std::string::npos &&
+         name.find("shared_experts") == std::string::npos;
+}
+void shard_experts(const Request& rq, ParamsByLayer* p) {
+  const uint64_t ep = rq.expert.size * rq.expert.tensor, t = rq.tensor_parallel;
+  for (auto& layer : p->layers)
+    for (auto& r : layer)
+      if (r.spec && routed_expert(r.spec->name)) r.numel = r.numel / ep * t;
+}
+
 }  // namespace
 
 ParamsByLayer params_by_layer(const Request& rq, const activations::ModelActivations& acts) {
@@ -111,6 +129,7 @@ ParamsByLayer params_by_layer(const Request& rq, const activations::ModelActivat
     from_tensors(rq.model(), &p);
   else
     from_count(rq.model(), &p);
+  if (rq.expert.size > 1 || rq.expert.tensor > 1) shard_experts(rq, &p);
   p.per_layer.assign(nl, 0);
   for (size_t i = 0; i < nl; ++i)
     for (const auto& r : p.layers[i]) {

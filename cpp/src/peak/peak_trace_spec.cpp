@@ -210,7 +210,15 @@ class SpecBuilder {
     if (h_.offload_optimizer) return tr;
     // torch's `step` is a CPU scalar tensor unless the step is fused or capturable
     // (torch/optim/adamw.py _init_group: device=p.device only then)
-    const StateBytes& sb = state_of(t, state_dtype);
+    // expert parallelism: a rank's share of a routed expert tensor (peak_params.cpp
+    // shard_experts) has its state in proportion: the first dimension scaled
+    TensorSpec share;
+    const bool sharded = numel != t.numel() && !t.shape.empty() && t.numel() > 0;
+    if (sharded) {
+      share = t;
+      share.shape[0] = std::max<uint64_t>(1, t.shape[0] * numel / t.numel());
+    }
+    const StateBytes& sb = state_of(sharded ? share : t, state_dtype);
     managed_ += sb.managed;
     tr.opt.state = sb.device;
     if (h_.deepspeed_mp) tr.opt.master = numel * 4 / h_.state_divisor;
