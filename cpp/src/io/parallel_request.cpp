@@ -17,12 +17,12 @@ void check_context_model(const Request& r) {
                        !m.arch.net && !m.arch.encoder_only && m.arch.encoder_layers == 0;
   if (!decoder)
     fail(code::kUnsupported, "contextParallel",
-         "contextParallel is modelled for decoder-only language models (a preset or a config)");
+         Message{"error.cp.model", {}});
   if (r.attention != activations::Attention::sdpa)
     fail(code::kInconsistent, "contextParallel",
-         "contextParallel needs attention 'sdpa' (ring attention runs the SDPA kernels)");
+         Message{"error.cp.attention", {}});
   if (r.samples.given)
-    fail(code::kUnsupported, "contextParallel", "contextParallel is not modelled with samples");
+    fail(code::kUnsupported, "contextParallel", Message{"error.cp.samples", {}});
 }
 
 }  // namespace
@@ -38,7 +38,7 @@ void read_context_parallel(const Obj& req, Request* out) {
     o.finish();
     if (c.size == 1)
       fail(code::kInconsistent, "contextParallelism",
-           "contextParallelism needs contextParallel > 1");
+           Message{"error.cp.options", {}});
   }
   if (c.size == 1) return;
   check_context_model(r);
@@ -47,9 +47,8 @@ void read_context_parallel(const Obj& req, Request* out) {
   const uint64_t chunks = c.zigzag ? 2 * c.size : c.size;
   if (r.seq_len % chunks != 0)
     fail(code::kInconsistent, "seqLen",
-         {"seqLen (", std::to_string(r.seq_len), ") must be a multiple of ",
-          c.zigzag ? "2 x contextParallel (" : "contextParallel (", std::to_string(chunks),
-          c.zigzag ? ") for zig-zag load balancing" : ")"});
+         Message{c.zigzag ? "error.cp.seqLen.zigzag" : "error.cp.seqLen",
+                 {{"seqLen", std::to_string(r.seq_len)}, {"chunks", std::to_string(chunks)}}});
   c.full_seq_len = r.seq_len;
   r.seq_len /= c.size;
   // the parameters are replicated over the CP ranks: gradients are reduced and ZeRO / FSDP
@@ -73,42 +72,38 @@ void read_expert_parallel(const Obj& req, Request* out) {
     e.imbalance = o.num_or("routingImbalance", 1.0, 1.0, 1024.0);
     if (o.has("capacityFactor") && o.has("routingImbalance"))
       fail(code::kInconsistent, "expertParallelism.routingImbalance",
-           "routingImbalance applies to dropless routing: with a capacityFactor each expert "
-           "takes at most its capacity (give one or the other)");
+           Message{"error.ep.both", {}});
     o.finish();
     if (!on)
       fail(code::kInconsistent, "expertParallelism",
-           "expertParallelism needs expertParallel > 1 or expertTensorParallel > 1");
+           Message{"error.ep.options", {}});
   }
   if (!on) return;
   const char* field = e.size > 1 ? "expertParallel" : "expertTensorParallel";
   const Architecture& a = r.model().arch;
   if (r.is_mlp || a.num_experts == 0 || !r.model().has_tensors())
     fail(code::kInconsistent, field,
-         "expertParallel and expertTensorParallel need a mixture-of-experts model with its "
-         "tensors (a preset or a config)");
+         Message{"error.ep.model", {}});
   if (a.num_experts % e.size != 0)
     fail(code::kInconsistent, "expertParallel",
-         {"expertParallel (", std::to_string(e.size), ") must divide the number of experts (",
-          std::to_string(a.num_experts), ")"});
+         Message{"error.ep.experts",
+                 {{"ep", std::to_string(e.size)}, {"experts", std::to_string(a.num_experts)}}});
   if (a.intermediate % e.tensor != 0)
     fail(code::kInconsistent, "expertTensorParallel",
-         {"expertTensorParallel (", std::to_string(e.tensor),
-          ") must divide the experts' intermediate size (", std::to_string(a.intermediate), ")"});
+         Message{"error.ep.intermediate",
+                 {{"etp", std::to_string(e.tensor)}, {"size", std::to_string(a.intermediate)}}});
   // the expert ranks are carved out of the data x context x tensor parallel ranks
   // (Megatron-Core parallel_state.initialize_model_parallel: expert-data-parallel size =
   // dp x cp x tp / (ep x etp))
   const uint64_t ranks = r.data_parallel * r.tensor_parallel;
   if (ranks % (e.size * e.tensor) != 0)
     fail(code::kInconsistent, field,
-         {"expertParallel x expertTensorParallel (", std::to_string(e.size * e.tensor),
-          ") must divide dataParallel x contextParallel x tensorParallel (", std::to_string(ranks),
-          ")"});
+         Message{"error.ep.ranks", {{"product", std::to_string(e.size * e.tensor)},
+                                    {"ranks", std::to_string(ranks)}}});
   if (r.zero_stage > 0 || r.fsdp.enabled)
     fail(code::kUnsupported, field,
-         "expertParallel with zeroStage or fsdp is not modelled yet (the experts' shards follow "
-         "their own data-parallel group)");
-  if (r.lora.enabled) fail(code::kUnsupported, field, "expertParallel is not modelled with lora");
+         Message{"error.ep.zero", {}});
+  if (r.lora.enabled) fail(code::kUnsupported, field, Message{"error.ep.lora", {}});
 }
 
 }  // namespace peak

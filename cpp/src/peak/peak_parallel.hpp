@@ -10,7 +10,7 @@ namespace trainmem {
 namespace peak {
 
 // The assumptions of context and expert parallelism for this request (none when both are off).
-std::vector<std::string> parallel_assumptions(const Request& rq);
+std::vector<Text> parallel_assumptions(const Request& rq);
 
 }  // namespace peak
 }  // namespace trainmem

@@ -101,39 +101,24 @@ void fsdp_unsharded(const Request& rq, const UnitSizes& u, uint64_t grad_bytes, 
 
 }  // namespace
 
-void sharding_assumptions(const Request& rq, std::vector<std::string>* out) {
+void sharding_assumptions(const Request& rq, std::vector<Text>* out) {
   const Request::ZeroBuckets& z = rq.zero_buckets;
   const std::string elements = std::to_string(z.reduce_bucket);
   if (rq.zero_stage == 3 && z.contiguous_gradients)
-    out->push_back("ZeRO-3: DeepSpeed's gradient bucket of reduce_bucket_size = " + elements +
-                   " elements is allocated with the optimizer and held for the whole run");
+    out->push_back(Text("peak.assume.zero3.buckets", {{"elements", elements}}));
   else if (rq.zero_stage > 0 && z.contiguous_gradients)
-    out->push_back(std::string("ZeRO-1/2: DeepSpeed's gradient buckets (") +
-                   (z.overlap_comm ? "2" : "1") +
-                   ", two with overlap_comm) of reduce_bucket_size = " + elements +
-                   " elements live from each backward's first gradient to its end; "
-                   "allgather_bucket_size takes no memory of its own (the updated partitions are "
-                   "all-gathered into the parameters in place)");
+    out->push_back(Text("peak.assume.zero.buckets",
+                        {{"buffers", z.overlap_comm ? "2" : "1"}, {"elements", elements}}));
   else if (rq.zero_stage > 0)
-    out->push_back(
-        "DeepSpeed without contiguous_gradients: no gradient bucket; the flattened copy of "
-        "each bucket while it is reduced is not counted");
+    out->push_back(Text("peak.assume.zero.noBuckets", {}));
   const Request::Fsdp& fs = rq.fsdp;
   if (!fs.enabled) return;
-  if (fs.reshard_root)
-    out->push_back(
-        "FSDP2 root unit with reshard_after_forward=True: its parameters are freed after the "
-        "forward and all-gathered again for the backward, so they are not held at the loss");
+  if (fs.reshard_root) out->push_back(Text("peak.assume.fsdp.rootReshards", {}));
   if (fs.reshard_last_block != fs.reshard_after_forward)
-    out->push_back(fs.reshard_last_block
-                       ? "FSDP2: the last block reshards after its forward, unlike the others"
-                       : "FSDP2: the last block keeps its parameters gathered from its forward "
-                         "to its backward (reshard_after_forward=False, as torchtitan set it)");
-  if (!fs.limit_all_gathers)
-    out->push_back(
-        "FSDP1 without its rate limiter (limit_all_gathers=False): the same tensors, made and "
-        "freed in program order; the reserve is the bound for a CPU a whole pass ahead of the "
-        "GPU, where no layer reuses another layer's gathered blocks");
+    out->push_back(Text(fs.reshard_last_block ? "peak.assume.fsdp.lastBlockReshards"
+                                              : "peak.assume.fsdp.lastBlockKept",
+                        {}));
+  if (!fs.limit_all_gathers) out->push_back(Text("peak.assume.fsdp.noLimiter", {}));
 }
 
 bool fsdp_root_gathered(const Request& rq, uint64_t grad_bytes) {

@@ -34,7 +34,7 @@ bool fsdp_root_gathered(const Request& rq, uint64_t grad_bytes);
 
 // The assumptions of the settings that shape the sharded step beyond its units: DeepSpeed's
 // gradient buckets, FSDP's per-unit resharding and FSDP1's rate limiter.
-void sharding_assumptions(const Request& rq, std::vector<std::string>* out);
+void sharding_assumptions(const Request& rq, std::vector<Text>* out);
 
 std::vector<uint64_t> gathered_units(const Request& rq, const UnitSizes& u, uint64_t grad_bytes,
                                      OpPhase phase, int32_t layer);
