@@ -2055,6 +2055,15 @@ export interface PlanLayoutRequest extends Omit<
   top?: number;
   /** Layouts whose memory is evaluated at most, 1 to 10,000. Default 400. */
   maxEvaluations?: number;
+  /** A layout to judge beside the plan (the one you run): `compared` in the result. */
+  compare?: {
+    tensorParallel?: number;
+    pipelineParallel?: number;
+    schedule?: '1f1b' | 'interleaved-1f1b' | 'zb-h1' | 'zb-v';
+    sharding?: 'zero1' | 'fsdp';
+    checkpointing?: 'none' | 'attention-recompute' | 'full';
+    microBatch?: number;
+  };
 }
 
 /** The estimated time of one optimizer step of a layout (docs/parallelism.md "Layout planner"). */
@@ -2137,6 +2146,8 @@ export interface PlanLayoutResult {
   seqLen: number;
   gpuMemoryBytes: number;
   assumptions: string[];
+  /** The request's `compare` layout, and how many candidates the time model ranks before it. */
+  compared?: PlannedLayout & { fasterCandidates: number };
 }
 
 // advise
