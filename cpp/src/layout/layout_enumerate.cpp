@@ -95,7 +95,7 @@ void add_checked(std::vector<Layout>* out, const Layout& l) {
   if (out->size() >= kMaxCandidates)
     fail(code::kTooLarge, "gpus",
          {"more than ", std::to_string(kMaxCandidates),
-          " layouts to consider: give fewer gpus, a smaller globalBatch, or fix microBatch"});
+          " layouts to consider: give fewer gpus or a smaller globalBatch"});
   out->push_back(l);
 }
 
