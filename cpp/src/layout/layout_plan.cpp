@@ -131,6 +131,13 @@ Result plan(const Inputs& in) {
     w.visit(all[order[i]], times[order[i]]);
   }
   w.out.not_evaluated = order.size() - i;
+  w.out.assumptions = {
+      "communication does not overlap compute: each step time is an upper bound of what overlap "
+      "hides",
+      "a pipeline's memory is its first and last ranks' (a middle rank holds no more than the "
+      "first)",
+      "tensor parallelism runs with sequence parallelism; GPipe is left out (1F1B holds less for "
+      "the same bubble)"};
   return std::move(w.out);
 }
 
