@@ -2055,6 +2055,12 @@ export interface PlanLayoutRequest extends Omit<
   top?: number;
   /** Layouts whose memory is evaluated at most, 1 to 10,000. Default 400. */
   maxEvaluations?: number;
+  /**
+   * The largest size to try for each parallel dimension beyond TP, PP and DP, by its
+   * peakMemory field (none in this build: context and expert parallelism join when peakMemory
+   * models them). Default 1: not tried.
+   */
+  explore?: Record<string, number>;
   /** A layout to judge beside the plan (the one you run): `compared` in the result. */
   compare?: {
     tensorParallel?: number;

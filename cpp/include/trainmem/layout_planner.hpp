@@ -24,11 +24,15 @@ const char* sharding_name(Sharding s);
 
 // A parallel dimension besides TP, PP and DP (context, expert parallelism): its request field
 // and how a candidate sets it. `splits_tokens`: it divides each rank's tokens (compute and
-// activations), as context parallelism does. Listed in layout_dimensions.cpp, one line each.
+// activations), as context parallelism does. `within_dp`: it takes no GPUs of its own but
+// divides the data-parallel ranks, as expert parallelism does (Megatron-Core carves the expert
+// groups out of DP); otherwise gpus = tp x pp x dp x its size. Listed in
+// layout_dimensions.cpp, one line each.
 struct Dimension {
   const char* field;
   void (*apply)(peak::Request* r, uint64_t size);
   bool splits_tokens;
+  bool within_dp;
 };
 const std::vector<Dimension>& extra_dimensions();
 
@@ -52,7 +56,8 @@ struct Inputs {
   std::vector<std::string> checkpointing = {"none", "attention-recompute", "full"};
   std::vector<vocab::PipelineSchedule> schedules;
   std::vector<Sharding> shardings = {Sharding::zero1, Sharding::fsdp};
-  std::vector<uint64_t> extra_sizes_max;  // per extra dimension: largest size tried (1: off)
+  std::vector<uint64_t> extra_sizes_max;  // per extra dimension: largest size tried (1: off;
+                                          // the request's `explore`)
   uint64_t top = 10;                      // fitting layouts to list
   uint64_t max_evaluations = 400;         // memory evaluations (each 1-2 peak evaluations)
 };

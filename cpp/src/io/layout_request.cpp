@@ -103,6 +103,15 @@ void read_sizes(const Obj& req, layout::Inputs* in) {
   in->global_batch = req.u64("globalBatch", 1, limits::kMaxGlobalBatch);
   in->top = req.u64_or("top", 10, 1, 100);
   in->max_evaluations = req.u64_or("maxEvaluations", 400, 1, 10000);
+  // explore: {<an extra dimension's field>: the largest size to try} (layout_dimensions.cpp)
+  in->extra_sizes_max.assign(layout::extra_dimensions().size(), 1);
+  if (req.has("explore")) {
+    const Obj e = req.obj("explore");
+    for (size_t i = 0; i < layout::extra_dimensions().size(); ++i)
+      in->extra_sizes_max[i] =
+          e.u64_or(layout::extra_dimensions()[i].field, 1, 1, limits::kMaxRanks);
+    e.finish();
+  }
   in->knobs.utilization = req.num_or("utilization", time_model::kDefaultUtilization, 0.01, 1.0);
   in->knobs.overhead_per_layer_s =
       req.num_or("overheadPerLayerSeconds", time_model::kDefaultOverheadPerLayerSeconds, 0, 1);

@@ -39,12 +39,37 @@ void extra_sizes(const Inputs& in, size_t i, uint64_t left, std::vector<uint64_t
     return;
   }
   const uint64_t most = i < in.extra_sizes_max.size() ? in.extra_sizes_max[i] : 1;
+  if (extra_dimensions()[i].within_dp) {  // sized once DP is known (within_dp_sizes)
+    cur->push_back(1);
+    extra_sizes(in, i + 1, left, cur, out);
+    cur->pop_back();
+    return;
+  }
   for (uint64_t d : divisors(left)) {
     if (d > most) break;
     cur->push_back(d);
     extra_sizes(in, i + 1, left / d, cur, out);
     cur->pop_back();
   }
+}
+
+// The dimensions that divide the data-parallel ranks: every size dividing dp up to their maxima.
+void within_dp_sizes(const Inputs& in, size_t i, Layout* l, std::vector<Layout>* out) {
+  if (i == extra_dimensions().size()) {
+    out->push_back(*l);
+    return;
+  }
+  const uint64_t most = i < in.extra_sizes_max.size() ? in.extra_sizes_max[i] : 1;
+  if (!extra_dimensions()[i].within_dp || most <= 1) {
+    within_dp_sizes(in, i + 1, l, out);
+    return;
+  }
+  for (uint64_t d : divisors(l->dp)) {
+    if (d > most) break;
+    l->extra[i] = d;
+    within_dp_sizes(in, i + 1, l, out);
+  }
+  l->extra[i] = 1;
 }
 
 }  // namespace
@@ -67,7 +92,7 @@ std::vector<Layout> factorizations(const Inputs& in, uint64_t blocks) {
         l.dp = left / tp / pp;
         l.extra = sizes;
         l.pipelined = pp > 1;
-        out.push_back(l);
+        within_dp_sizes(in, 0, &l, &out);
       }
     }
   }
