@@ -190,7 +190,11 @@ export const FLAGS = [
   {
     flag: 'accumulation-steps',
     kind: 'number',
-    path: { 'peak-memory': 'gradientAccumulationSteps', accumulation: 'accumulationSteps' },
+    path: {
+      'peak-memory': 'gradientAccumulationSteps',
+      accumulation: 'accumulationSteps',
+      'plan-layout': 'gradientAccumulationSteps',
+    },
     commands: TRAINING,
   },
   { flag: 'data-parallel', kind: 'number', path: 'dataParallel', commands: TRAINING },
