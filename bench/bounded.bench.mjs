@@ -128,6 +128,28 @@ for (const st of ['sqrt', 'chen-greedy']) {
     timeline: false,
   });
 }
+// The same chain as columns of typed arrays (the JS API's fast way in: no JSON text for the
+// layers' numbers).
+const uniformColumns = (n) => ({
+  inputBytes: 10,
+  layers: {
+    forwardCost: new Float64Array(n).fill(1),
+    backwardCost: new Float64Array(n).fill(2),
+    outputBytes: new Float64Array(n).fill(10),
+    savedBytes: new Float64Array(n).fill(20),
+  },
+});
+for (const st of ['sqrt', 'chen-greedy']) {
+  add(`${st}, 100,000 uniform layers as Float64Array columns, timeline: false`, 200, 'placement', {
+    chain: uniformColumns(100000),
+    strategy: st,
+    timeline: false,
+  });
+  add(`${st}, 100,000 uniform layers as Float64Array columns (with timeline)`, 200, 'placement', {
+    chain: uniformColumns(100000),
+    strategy: st,
+  });
+}
 add('chen-greedy frontier, 100,000 uniform layers', 1000, 'placement', {
   chain: uniform(100000),
   strategy: 'chen-greedy',
@@ -222,7 +244,10 @@ if (process.argv[2] === '--dump') {
   const { mkdirSync, writeFileSync } = await import('node:fs');
   mkdirSync(process.argv[3], { recursive: true });
   for (const [i, c] of cases.entries())
-    writeFileSync(`${process.argv[3]}/${i}.json`, JSON.stringify(c.request));
+    writeFileSync(
+      `${process.argv[3]}/${i}.json`,
+      JSON.stringify(c.request, (k, v) => (ArrayBuffer.isView(v) ? Array.from(v) : v)),
+    );
   writeFileSync(
     `${process.argv[3]}/cases.tsv`,
     cases.map((c, i) => `${i}\t${c.fn}\t${c.goalMs}\t${c.name}`).join('\n') + '\n',

@@ -1,10 +1,13 @@
 // The only file that knows Emscripten: exposes trainmem::call (JSON string in, JSON
-// envelope out) and trainmem::call_with_bytes (the same with a file's bytes). Neither ever
+// envelope out), trainmem::call_with_bytes (the same with a file's bytes) and
+// trainmem::call_with_columns (with a placement chain's typed-array columns). None ever
 // throws, so no C++ exception crosses into JavaScript.
 #include <emscripten/bind.h>
 #include <emscripten/val.h>
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "trainmem/api.hpp"
 
@@ -36,6 +39,21 @@ std::string call_bytes(const std::string& function, const emscripten::val& reque
                        const emscripten::val& bytes) {
   return trainmem::call_with_bytes(function, bytes_of(request), bytes_of(bytes));
 }
+// placement with typed-array columns of chain.layers: `names` their keys joined by ",",
+// `values` one Float64Array holding them one after another, copied once into the vector the
+// core reads (no JSON text for 100,000 layers' numbers).
+std::string call_columns(const std::string& function, const emscripten::val& request,
+                         const std::string& names, const emscripten::val& values) {
+  std::vector<std::string> keys;
+  for (size_t at = 0; at <= names.size();) {
+    const size_t comma = std::min(names.find(',', at), names.size());
+    keys.push_back(names.substr(at, comma - at));
+    at = comma + 1;
+  }
+  std::vector<double> v(values["length"].as<size_t>());
+  emscripten::val(emscripten::typed_memory_view(v.size(), v.data())).call<void>("set", values);
+  return trainmem::call_with_columns(function, bytes_of(request), keys, v);
+}
 std::string version_string() { return trainmem::version(); }
 std::string parse_json_text(const emscripten::val& text) {
   return trainmem::parse_json(bytes_of(text));
@@ -45,6 +63,7 @@ std::string parse_json_text(const emscripten::val& text) {
 EMSCRIPTEN_BINDINGS(trainmem) {
   emscripten::function("call", &call_json);
   emscripten::function("callBytes", &call_bytes);
+  emscripten::function("callColumns", &call_columns);
   emscripten::function("version", &version_string);
   emscripten::function("parseJson", &parse_json_text);
 }

@@ -7,6 +7,7 @@
 #include "io/calculators.hpp"
 #include "io/json_fields.hpp"
 #include "io/messages.hpp"
+#include "io/placement_columns.hpp"
 #include "io/request.hpp"
 
 namespace trainmem {
@@ -38,6 +39,12 @@ void append_index(std::string* path, size_t i) {
   *path += ']';
 }
 
+// A string, boolean or null: nothing for the walks below to check (a 100,000-layer placement's
+// plan is 100,000 strings).
+bool is_leaf_without_number(const json& v) {
+  return v.is_string() || v.is_boolean() || v.is_null();
+}
+
 // A result must never carry a silent non-finite number (JSON would print it as null).
 void check_finite(const json& v, std::string* path) {
   if (v.is_number_float() && !std::isfinite(v.get<double>()))
@@ -51,6 +58,7 @@ void check_finite(const json& v, std::string* path) {
     }
   } else if (v.is_array()) {
     for (size_t i = 0; i < v.size(); ++i) {
+      if (is_leaf_without_number(v[i])) continue;  // (no path built for it)
       append_index(path, i);
       check_finite(v[i], path);
       path->resize(n);
@@ -86,6 +94,7 @@ void check_integers(const json& v, std::string* path, json* inexact) {
     }
   } else if (v.is_array()) {
     for (size_t i = 0; i < v.size(); ++i) {
+      if (is_leaf_without_number(v[i])) continue;
       append_index(path, i);
       check_integers(v[i], path, inexact);
       path->resize(n);
@@ -156,8 +165,16 @@ std::string call(const std::string& function, const std::string& request_json) n
   return call_with_bytes(function, request_json, std::string());
 }
 
-std::string call_with_bytes(const std::string& function, const std::string& request_json,
-                            const std::string& bytes) noexcept {
+namespace {
+
+// Numeric columns of chain.layers beside the request (call_with_columns).
+struct Columns {
+  const std::vector<std::string>& names;
+  const std::vector<double>& values;
+};
+
+std::string call_any(const std::string& function, const std::string& request_json,
+                     const std::string& bytes, const Columns* columns) noexcept {
   try {
     Handler handler = nullptr;
     for (const auto& h : kHandlers)
@@ -171,7 +188,12 @@ std::string call_with_bytes(const std::string& function, const std::string& requ
     }
     if (handler && !bytes.empty())
       fail(code::kInconsistent, "", {function, " reads no file: pass its request alone"});
-    const json request = parse_request(request_json, handler == placement_json);
+    json request = parse_request(request_json, handler == placement_json);
+    if (columns) {
+      if (handler != placement_json)
+        fail(code::kInconsistent, "", {function, " takes no columns: pass its request alone"});
+      attach_columns(request, columns->names, columns->values);
+    }
     json result = handler ? handler(request) : bytes_handler(request, bytes);
     if (!result.is_object()) fail(code::kInternal, "", "internal error: result is not an object");
     std::string path = "result";
@@ -204,6 +226,20 @@ std::string call_with_bytes(const std::string& function, const std::string& requ
   } catch (...) {
     return error_envelope(code::kInternal, "", "internal error");
   }
+}
+
+}  // namespace
+
+std::string call_with_bytes(const std::string& function, const std::string& request_json,
+                            const std::string& bytes) noexcept {
+  return call_any(function, request_json, bytes, nullptr);
+}
+
+std::string call_with_columns(const std::string& function, const std::string& request_json,
+                              const std::vector<std::string>& names,
+                              const std::vector<double>& values) noexcept {
+  const Columns columns{names, values};
+  return call_any(function, request_json, std::string(), &columns);
 }
 
 }  // namespace trainmem

@@ -1,7 +1,8 @@
 // @ts-check
 // trainmem: JavaScript wrapper over the WebAssembly core. One JSON string crosses the
-// boundary each way (plus, for the snapshot reader, the file's bytes); errors come back as
-// data and are thrown here as TrainmemError.
+// boundary each way (plus, for the snapshot reader, the file's bytes, and for a placement
+// chain in columnar form, its numbers as one Float64Array); errors come back as data and are
+// thrown here as TrainmemError.
 import createTrainmemModule from './wasm/trainmem_wasm.mjs';
 import { TrainmemError } from './errors.js';
 
@@ -108,6 +109,50 @@ function requestText(request, maxBytes) {
   return text;
 }
 
+// The numeric columns of a placement chain in columnar form (`chain.layers` an object of
+// arrays): each a typed array or an array of numbers, all of one length, they cross into the
+// core as one Float64Array beside a request that holds the rest, so that a 100,000-layer
+// chain's numbers are never written as JSON text nor read back from it.
+const NUMERIC_COLUMNS = [
+  'forwardCost',
+  'backwardCost',
+  'outputBytes',
+  'savedBytes',
+  'forwardTempBytes',
+  'backwardTempBytes',
+];
+
+function isNumbers(v) {
+  if (ArrayBuffer.isView(v))
+    return !(v instanceof DataView || v instanceof BigInt64Array || v instanceof BigUint64Array);
+  if (!Array.isArray(v)) return false;
+  for (let i = 0; i < v.length; i++) if (typeof v[i] !== 'number') return false;
+  return true;
+}
+
+// { request, names, values } for a request with such columns (names null: columns of
+// different lengths, sent as JSON arrays for the core to name the mismatch), else null.
+function layerColumns(request) {
+  const chain = request !== null && typeof request === 'object' ? request.chain : undefined;
+  const layers = chain !== null && typeof chain === 'object' ? chain.layers : undefined;
+  if (layers === null || typeof layers !== 'object' || Array.isArray(layers)) return null;
+  if (ArrayBuffer.isView(layers)) return null;
+  const names = NUMERIC_COLUMNS.filter((k) => Object.hasOwn(layers, k) && isNumbers(layers[k]));
+  if (names.length === 0) return null;
+  const rest = { ...layers };
+  const n = layers[names[0]].length;
+  if (names.some((k) => layers[k].length !== n)) {
+    for (const k of names) rest[k] = Array.from(layers[k]);
+    return { request: { ...request, chain: { ...chain, layers: rest } }, names: null };
+  }
+  const values = new Float64Array(n * names.length);
+  names.forEach((k, j) => {
+    values.set(layers[k], j * n);
+    delete rest[k];
+  });
+  return { request: { ...request, chain: { ...chain, layers: rest } }, names, values };
+}
+
 const encoder = new TextEncoder();
 
 function makeApi(module) {
@@ -120,10 +165,22 @@ function makeApi(module) {
         `the function name must be a string, got ${typeof name}`,
       );
     }
-    const text = encoder.encode(requestText(request, maxBytes)); // UTF-8, natively
+    const columns = name === 'placement' && bytes === undefined ? layerColumns(request) : null;
+    const sent = columns ? columns.request : request;
+    const text = encoder.encode(requestText(sent, maxBytes)); // UTF-8, natively
+    if (columns?.names && text.length + columns.values.byteLength > maxBytes) {
+      throw new TrainmemError(
+        'too_large',
+        'chain.layers',
+        `request is larger than ${maxBytes / 2 ** 20} MiB (chain.layers: ${columns.values.byteLength} bytes of numbers)`,
+      );
+    }
     let out;
     try {
-      out = bytes === undefined ? module.call(name, text) : module.callBytes(name, text, bytes);
+      if (columns?.names)
+        out = module.callColumns(name, text, columns.names.join(','), columns.values);
+      else
+        out = bytes === undefined ? module.call(name, text) : module.callBytes(name, text, bytes);
     } catch (e) {
       // Embind's own checks (a value it cannot convert) and a heap that cannot grow: never
       // left as a foreign error (the core itself returns every error as data).

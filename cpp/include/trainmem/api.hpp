@@ -13,6 +13,14 @@ std::string call(const std::string& function, const std::string& request_json) n
 // Never throws; errors come back as data.
 std::string call_with_bytes(const std::string& function, const std::string& request_json,
                             const std::string& bytes) noexcept;
+// The same with numeric columns of a placement request's chain.layers beside it (the JS
+// wrapper's typed arrays, not written as JSON text): `names` (forwardCost, savedBytes, ...)
+// and `values`, names.size() columns of equal length one after another; the request's
+// chain.layers is an object holding the other columns (README "Placement", columnar layers).
+// Never throws.
+std::string call_with_columns(const std::string& function, const std::string& request_json,
+                              const std::vector<std::string>& names,
+                              const std::vector<double>& values) noexcept;
 const char* version() noexcept;
 // Any JSON text read by the requests' strict reader (a key twice in one object, nesting, size
 // and number limits: README "Errors"), written back as {"ok":true,"result":<the value>} or the

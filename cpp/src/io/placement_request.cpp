@@ -2,7 +2,8 @@
 // the plan measured by the one simulator, and on request the memory-time frontier.
 //
 // Request: { chain: { inputBytes, layers: [{ name?, forwardCost, backwardCost, outputBytes,
-//   savedBytes, forwardTempBytes?, backwardTempBytes? }] }, strategy?, k?, segments?,
+//   savedBytes, forwardTempBytes?, backwardTempBytes? }] or the same as columns, { forwardCost:
+//   [...], ... } (io/placement_columns.hpp) }, strategy?, k?, segments?,
 //   snapshots?, budgetBytes?, slots?, checkpointed?, greedyBytes?, frontier?, timeline? }
 // (docs/placement.md lists defaults and meaning).
 #include "io/calculators.hpp"
@@ -10,6 +11,7 @@
 #include "io/diffusion_request.hpp"
 #include "io/json_fields.hpp"
 #include "io/model_json.hpp"
+#include "io/placement_columns.hpp"
 #include "io/placement_json.hpp"
 #include "io/request.hpp"
 #include "placement/placement_internal.hpp"
@@ -87,6 +89,12 @@ Chain parse_chain(const Obj& c) {
   if (c.has("layers") && c.json_value().at("layers").is_binary()) {
     c.mark_used("layers");
     packed_layers(c.json_value().at("layers"), c.field("layers"), &chain);
+    c.finish();
+    placement::validate_chain(chain, c.path());
+    return chain;
+  }
+  if (c.has("layers") && c.json_value().at("layers").is_object()) {  // columnar form
+    columnar_layers(c.obj("layers"), &chain);
     c.finish();
     placement::validate_chain(chain, c.path());
     return chain;

@@ -66,6 +66,14 @@ std::vector<uint64_t> chen_thresholds(const Chain& chain);
 // The peak of chen_greedy(chain, threshold)'s plan as metrics() gives it, in one pass without
 // the plan (a chain metrics_apply() models); any value >= stop once the peak reaches stop.
 uint64_t chen_peak(const Chain& chain, uint64_t threshold, uint64_t stop);
+// What chen_peak reads of a layer, packed (40 bytes, not a whole Layer with its name: the search
+// runs it over the chain once per threshold, up to 131 times); x is the layer's input.
+struct ChenLayer {
+  uint64_t x, output, saved, forward_temp, backward_temp;
+};
+std::vector<ChenLayer> chen_layers(const Chain& chain);
+uint64_t chen_peak(uint64_t input_bytes, const std::vector<ChenLayer>& layers, uint64_t threshold,
+                   uint64_t stop);
 
 // The figures of a single-level plan computed in O(layers) without the simulator
 // (placement_metrics.cpp): for searches over many plans; the plan returned is simulated.

@@ -98,5 +98,44 @@ PlanMetrics metrics(const Chain& chain, const std::vector<Segment>& checkpointed
   return m;
 }
 
+std::vector<ChenLayer> chen_layers(const Chain& chain) {
+  std::vector<ChenLayer> out(chain.layers.size());
+  for (size_t i = 0; i < out.size(); ++i) {
+    const Layer& L = chain.layers[i];
+    out[i] = {i == 0 ? chain.input_bytes : chain.layers[i - 1].output_bytes, L.output_bytes,
+              L.saved_bytes, L.forward_temp_bytes, L.backward_temp_bytes};
+  }
+  return out;
+}
+
+uint64_t chen_peak(uint64_t input_bytes, const std::vector<ChenLayer>& layers, uint64_t threshold,
+                   uint64_t stop) {
+  // Alg. 3's walk (chen_greedy) with metrics()' figures of each segment as it closes
+  // (segment_g above): P is what the segments before keep (their last outputs), g the
+  // segment's highest point above P.
+  const size_t n = layers.size();
+  uint64_t P = input_bytes, peak = P;
+  uint64_t fwd = 0, xb_sum = 0, rec_max = 0, bwd_max = 0;
+  for (size_t i = 0, first = 0; i < n; ++i) {
+    const ChenLayer& L = layers[i];
+    // F_ck of the segment's first layer; F_n of the others (input and output live)
+    fwd = std::max(fwd, (i > first ? L.x : 0) + L.output + L.forward_temp);
+    xb_sum += L.saved;  // Alg. 3's temp
+    rec_max = std::max(rec_max, xb_sum + L.forward_temp);
+    bwd_max = std::max(bwd_max, xb_sum + L.output + L.backward_temp);
+    if (xb_sum <= threshold && i + 1 < n) continue;
+    peak = std::max(peak, P + std::max({fwd, L.output + rec_max, bwd_max}));
+    if (peak >= stop) return peak;  // not below the best so far
+    P += L.output;
+    fwd = xb_sum = rec_max = bwd_max = 0;
+    first = i + 1;
+  }
+  return peak;
+}
+
+uint64_t chen_peak(const Chain& chain, uint64_t threshold, uint64_t stop) {
+  return chen_peak(chain.input_bytes, chen_layers(chain), threshold, stop);
+}
+
 }  // namespace placement
 }  // namespace trainmem

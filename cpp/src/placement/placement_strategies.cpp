@@ -188,31 +188,6 @@ std::vector<uint64_t> chen_thresholds(const Chain& chain) {
   return ts;
 }
 
-uint64_t chen_peak(const Chain& chain, uint64_t threshold, uint64_t stop) {
-  // Alg. 3's walk (chen_greedy) with metrics()' figures of each segment as it closes
-  // (placement_metrics.cpp, segment_g): P is what the segments before keep (their last
-  // outputs), g the segment's highest point above P.
-  const size_t n = chain.layers.size();
-  uint64_t P = chain.input_bytes, peak = P;
-  uint64_t fwd = 0, xb_sum = 0, rec_max = 0, bwd_max = 0;
-  for (size_t i = 0, first = 0; i < n; ++i) {
-    const Layer& L = chain.layers[i];
-    const uint64_t x = i == 0 ? chain.input_bytes : chain.layers[i - 1].output_bytes;
-    // F_ck of the segment's first layer; F_n of the others (input and output live)
-    fwd = std::max(fwd, (i > first ? x : 0) + L.output_bytes + L.forward_temp_bytes);
-    xb_sum += L.saved_bytes;  // Alg. 3's temp
-    rec_max = std::max(rec_max, xb_sum + L.forward_temp_bytes);
-    bwd_max = std::max(bwd_max, xb_sum + L.output_bytes + L.backward_temp_bytes);
-    if (xb_sum <= threshold && i + 1 < n) continue;
-    peak = std::max(peak, P + std::max({fwd, L.output_bytes + rec_max, bwd_max}));
-    if (peak >= stop) return peak;  // not below the best so far
-    P += L.output_bytes;
-    fwd = xb_sum = rec_max = bwd_max = 0;
-    first = i + 1;
-  }
-  return peak;
-}
-
 namespace {
 
 // Chains metrics() models: every plan of Alg. 3 checkpoints every layer (the splits end
@@ -220,8 +195,9 @@ namespace {
 // lowest peak (the first threshold reaching it), with or without a budget.
 ChenSearch chen_search_fast(const Chain& chain, const StrategyRequest& req) {
   ChenSearch s;
+  const std::vector<ChenLayer> layers = chen_layers(chain);
   for (uint64_t t : chen_thresholds(chain)) {
-    const uint64_t peak = chen_peak(chain, t, s.min_peak);
+    const uint64_t peak = chen_peak(chain.input_bytes, layers, t, s.min_peak);
     if (peak < s.min_peak) {
       s.min_peak = peak;
       s.threshold = t;

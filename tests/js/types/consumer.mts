@@ -73,6 +73,20 @@ tm.placement({
   strategy: 'optimal',
   budgetBytes: 4,
 });
+// A chain as columns: typed arrays or arrays of numbers.
+tm.placement({
+  chain: {
+    inputBytes: 1,
+    layers: {
+      name: ['a', 'b'],
+      forwardCost: new Float64Array([1, 1]),
+      backwardCost: [2, 2],
+      outputBytes: new Uint32Array([1, 1]),
+      savedBytes: new Float64Array([1, 1]),
+    },
+  },
+  strategy: 'chen-greedy',
+});
 tm.call('checkpointSize', request);
 await trainmem.load();
 
