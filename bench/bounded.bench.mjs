@@ -5,6 +5,7 @@
 //     <= 200 ms;
 //   - the accumulation planner on DeepSeek-V3 and Llama 3.1 405B (targetGlobalBatch 4096,
 //     seqLen 4096, h100-80gb, amp-bf16) <= 1 s;
+//   - the layout planner on 1,024 H100s (Llama 3 70B, Llama 3.1 405B, DeepSeek-V3) <= 1 s;
 //   - a crafted 3.8 KB snapshot: refused or read without hundreds of MB of heap.
 // The 665 MB snapshot: node bench/snapshot.bench.mjs 665.
 //   node bench/bounded.bench.mjs [filter]
@@ -170,6 +171,28 @@ add('accumulation planner, Llama 3.1 8B, ZeRO-3 over 64 ranks', 1000, 'accumulat
   zeroStage: 3,
   dataParallel: 64,
 });
+// The layout planner (planLayout) on 1,024 H100s: <= 1 s.
+const cluster = {
+  gpu: 'h100-80gb',
+  gpus: 1024,
+  gpusPerNode: 8,
+  globalBatch: 1024,
+  seqLen: 4096,
+  precision: 'amp-bf16',
+  optimizer: 'adamw',
+};
+add('layout planner, Llama 3 70B, 1,024 GPUs', 1000, 'planLayout', {
+  model: { preset: 'llama-3-70b' },
+  ...cluster,
+});
+add('layout planner, Llama 3.1 405B (config), 1,024 GPUs', 1000, 'planLayout', {
+  model: llama405,
+  ...cluster,
+});
+add('layout planner, DeepSeek-V3, 1,024 GPUs', 1000, 'planLayout', {
+  model: { preset: 'deepseek-v3' },
+  ...cluster,
+});
 
 // One case in a child process: its time (median of up to 3 calls after one untimed warm-up
 // when the first call is short) and the WebAssembly heap after it.
@@ -205,7 +228,9 @@ async function runCase(c) {
     ? o.error
     : c.fn === 'placement'
       ? JSON.stringify({ recompute: o.recomputeCost, details: o.details ?? null }).slice(0, 140)
-      : `recommended ${o.recommended ? `${o.recommended.microBatch}x${o.recommended.accumulationSteps}` : 'none'}, ${o.plans.length} plans`;
+      : c.fn === 'planLayout'
+        ? `top TP${o.layouts[0]?.tensorParallel} PP${o.layouts[0]?.pipelineParallel} DP${o.layouts[0]?.dataParallel} ${o.layouts[0]?.schedule}, ${o.counts.candidates} candidates, ${o.counts.evaluated} evaluated`
+        : `recommended ${o.recommended ? `${o.recommended.microBatch}x${o.recommended.accumulationSteps}` : 'none'}, ${o.plans.length} plans`;
   return {
     first: first.ms,
     median: ts[Math.floor(ts.length / 2)],

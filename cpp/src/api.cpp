@@ -23,6 +23,7 @@ const std::pair<const char*, Handler> kHandlers[] = {
     {"presets", presets_json},
     {"advise", advise_json},
     {"vocabulary", vocabulary_json},
+    {"planLayout", plan_layout_json},
 };
 
 // The walks below extend one path buffer in place (and cut it back after each child) instead

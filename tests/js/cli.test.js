@@ -339,6 +339,13 @@ test('every flag sets a field the core knows (no unknown_key for any flag of any
       { targetGlobalBatch: 4, model: { params: 1e8 }, seqLen: 128, gpu: 'a100-80gb' },
     ],
     placement: { chain },
+    'plan-layout': {
+      model: { params: 1e8 },
+      gpu: 'a100-80gb',
+      gpus: 8,
+      globalBatch: 8,
+      seqLen: 128,
+    },
     'compare-snapshot': {
       request: { model: { params: 1e8 }, microBatch: 1, seqLen: 128 },
       measured: { nvidiaSmiUsedBytes: 1e9 },

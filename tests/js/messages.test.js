@@ -24,6 +24,7 @@ const DATA = [
   /^presets:/,
   /^describeModel:(sourceNote|name)$/,
   /^(peakMemory|describeModel):trace\.notes\[\]$/,
+  /^planLayout:timeModel\.(intra|inter)NodeSource$/,
 ];
 const NAMES = new Set(['name', 'field', 'id']);
 // Catalog entries that no request of the fixture reaches, with the reason.
@@ -32,6 +33,10 @@ const UNREACHED = {
   'acc.warn.recompute': 'every strategy the accumulation planner takes gives a plan',
   'peak.assume.searchBound':
     'reached by tests/cpp/test_peak_bounded.cpp (a 32,768-expert config): too slow for this fixture',
+  'error.layout.links': 'every GPU preset has its links in cpp/data/interconnects.json',
+  'error.layout.noPeak': 'every GPU preset lists its dense fp32 and 16-bit peaks',
+  'error.layout.tooMany':
+    'reached by tests/cpp/test_layout_planner.cpp (720,720 GPUs and 720 heads): no preset has them',
   'advise.time.noTflops':
     'every GPU preset lists its dense fp32 and fp16 peaks, and bf16 where it has bf16 (which a bf16 precision needs)',
 };
@@ -191,6 +196,25 @@ const ERROR_REQUESTS = [
     },
   ],
 ];
+// planLayout's errors and its reasons for the layouts it rules out
+const CLUSTER = {
+  model: { preset: 'llama-3-70b' },
+  gpu: 'a100-80gb',
+  gpus: 64,
+  globalBatch: 64,
+  seqLen: 8192,
+  precision: 'amp-bf16',
+};
+ERROR_REQUESTS.push(
+  ['planLayout', { ...CLUSTER, tensorParallel: 2 }],
+  ['planLayout', { ...CLUSTER, gpusPerNode: 3 }],
+  ['planLayout', { ...CLUSTER, gpu: undefined }],
+  ['planLayout', { ...CLUSTER, model: { params: 7e9 } }],
+  ['planLayout', { ...CLUSTER, lora: { rank: 8 } }],
+  ['planLayout', { ...CLUSTER, compare: { tensorParallel: 3 } }],
+  ['planLayout', { ...CLUSTER, compare: { microBatch: 3 } }],
+);
+requests.push(['planLayout', CLUSTER]);
 // advise's sentences: why a step is not timed (a custom memory size; tensor parallelism)
 requests.push(
   ['advise', { ...LLAMA, gpuMemoryBytes: 80e9, timeline: false, changes: false }],

@@ -2170,6 +2170,155 @@ export interface Vocabulary {
 }
 
 // ---------------------------------------------------------------------------------------
+// planLayout
+
+/**
+ * Request of {@link Trainmem.planLayout}: a cluster of `gpus` GPUs of one preset and a global
+ * batch; every other field is a peakMemory input (model, precision, optimizer, runtime…). The
+ * planner chooses tensorParallel, pipelineParallel (with schedule), dataParallel with its
+ * sharding, microBatch, gradientAccumulationSteps and checkpointing: giving one is an error.
+ */
+export interface PlanLayoutRequest extends Omit<
+  PeakMemoryRequest,
+  | 'microBatch'
+  | 'gradientAccumulationSteps'
+  | 'dataParallel'
+  | 'tensorParallel'
+  | 'sequenceParallel'
+  | 'pipelineParallel'
+  | 'schedule'
+  | 'virtualStages'
+  | 'stageBlocks'
+  | 'zeroStage'
+  | 'fsdp'
+  | 'ddp'
+  | 'checkpointing'
+  | 'timeline'
+  | 'searchMaxMicroBatch'
+> {
+  /** GPUs in all, 1 to 1,048,576 (2^20). */
+  gpus: number;
+  /** GPUs per node (tensor parallelism stays inside one). Default 8 (or `gpus` when fewer). */
+  gpusPerNode?: number;
+  /** Sequences per optimizer step, all GPUs together, 1 to 2^31. */
+  globalBatch: number;
+  /** Tokens per sequence (required). */
+  seqLen: number;
+  /** A GPU preset id (required: its memory, dense peak and links). */
+  gpu: string;
+  /** GB/s per GPU and direction inside a node. Default: cpp/data/interconnects.json. */
+  intraNodeGBps?: number;
+  /** GB/s per GPU and direction across nodes. Default: cpp/data/interconnects.json. */
+  interNodeGBps?: number;
+  /** Share of the dense peak reached. Default 0.5 (docs/accumulation.md). */
+  utilization?: number;
+  /** Fixed cost per block and micro-batch, seconds. Default 0.00089. */
+  overheadPerLayerSeconds?: number;
+  /** Layouts that fit to list, 1 to 100. Default 10. */
+  top?: number;
+  /** Layouts whose memory is evaluated at most, 1 to 10,000. Default 400. */
+  maxEvaluations?: number;
+  /**
+   * The largest size to try for each parallel dimension beyond TP, PP and DP, by its
+   * peakMemory field (none in this build: context and expert parallelism join when peakMemory
+   * models them). Default 1: not tried.
+   */
+  explore?: Record<string, number>;
+  /** A layout to judge beside the plan (the one you run): `compared` in the result. */
+  compare?: {
+    tensorParallel?: number;
+    pipelineParallel?: number;
+    schedule?: '1f1b' | 'interleaved-1f1b' | 'zb-h1' | 'zb-v';
+    sharding?: 'zero1' | 'fsdp';
+    checkpointing?: 'none' | 'attention-recompute' | 'full';
+    microBatch?: number;
+  };
+}
+
+/** The estimated time of one optimizer step of a layout (docs/parallelism.md "Layout planner"). */
+export interface LayoutStepTime {
+  stepSeconds: number;
+  /** FLOPs of the rank's micro-batches over the GPU's peak × utilization. */
+  computeSeconds: number;
+  /** Fixed cost per block and micro-batch. */
+  overheadSeconds: number;
+  /** Tensor-parallel all-reduces (or all-gather + reduce-scatter) inside the node. */
+  tensorParallelSeconds: number;
+  /** Activations and gradients sent between pipeline stages. */
+  pipelineSendSeconds: number;
+  /** Share of the pipeline's time idle in fill and drain. */
+  bubbleFraction: number;
+  bubbleSeconds: number;
+  /** Gradient reduce-scatter / all-reduce (and FSDP's parameter gathers) across the DP ranks. */
+  dataParallelSeconds: number;
+  optimizerSeconds: number;
+  tokensPerSecondPerGpu: number;
+  /** Model FLOPs over the cluster's peak (PaLM's MFU). */
+  modelFlopsUtilization: number;
+}
+
+/** One layout the planner considered. */
+export interface PlannedLayout {
+  tensorParallel: number;
+  pipelineParallel: number;
+  dataParallel: number;
+  /** The pipeline schedule, `none` without a pipeline. */
+  schedule: PipelineSchedule | 'none';
+  /** `zero1` (sharded optimizer state, Megatron's distributed optimizer) or `fsdp` (FSDP2). */
+  sharding: 'zero1' | 'fsdp';
+  checkpointing: 'none' | 'attention-recompute' | 'full';
+  /** Sequences per micro-batch and data-parallel rank. */
+  microBatch: number;
+  /** Micro-batches per step on each data-parallel rank (the pipeline's m). */
+  microBatches: number;
+  /** `fits`, `does_not_fit`, `pruned` (ruled out by one that does not fit) or `error`. */
+  status: 'fits' | 'does_not_fit' | 'pruned' | 'error';
+  /** Device memory of the binding rank (nvidia-smi terms when the allocator is simulated). */
+  peakBytes?: number;
+  /** That rank's pipeline stage. */
+  peakStage?: number;
+  /** Why it does not fit or was not evaluated. */
+  reason?: string;
+  time: LayoutStepTime;
+  /** The peakMemory fields that give this layout's memory when added to the request. */
+  settings: Partial<PeakMemoryRequest>;
+}
+
+/** Result of {@link Trainmem.planLayout}. */
+export interface PlanLayoutResult {
+  /** The layouts that fit, fastest first (at most `top`). */
+  layouts: PlannedLayout[];
+  /** Faster layouts that do not fit or were ruled out, fastest first (at most 100). */
+  fasterButRuledOut: PlannedLayout[];
+  counts: {
+    candidates: number;
+    evaluated: number;
+    peakEvaluations: number;
+    pruned: number;
+    notFitting: number;
+    /** Slower than the listed layouts (or past the evaluation bound): not evaluated. */
+    notEvaluated: number;
+    evaluationBoundReached: boolean;
+  };
+  timeModel: {
+    intraNodeBytesPerSecond: number;
+    interNodeBytesPerSecond: number;
+    intraNodeSource: string;
+    interNodeSource: string;
+    peakFlops: number;
+    utilization: number;
+    overheadPerLayerSeconds: number;
+  };
+  gpus: number;
+  gpusPerNode: number;
+  globalBatch: number;
+  seqLen: number;
+  gpuMemoryBytes: number;
+  assumptions: string[];
+  /** The request's `compare` layout, and how many candidates the time model ranks before it. */
+  compared?: PlannedLayout & { fasterCandidates: number };
+}
+
 // advise
 // ---------------------------------------------------------------------------------------
 
@@ -2287,6 +2436,7 @@ export interface Functions {
   placement: [PlacementRequest, PlacementResult];
   presets: [PresetsRequest, PresetsResult];
   advise: [AdviseRequest, AdviseResult];
+  planLayout: [PlanLayoutRequest, PlanLayoutResult];
   vocabulary: [Record<string, never>, Vocabulary];
 }
 export type FunctionName = keyof Functions;
@@ -2316,6 +2466,15 @@ export interface Trainmem {
    * console.log(a.verdict.status, a.changes.filter((c) => c.fits).map((c) => c.id));
    */
   advise(request: AdviseRequest): AdviseResult;
+  /**
+   * The layouts of a cluster that fit — tensor × pipeline (with its schedule) × data parallel,
+   * micro-batch, checkpointing and sharding — ranked by estimated step time, each with its
+   * binding rank's memory, and the faster ones ruled out with the reason.
+   * @example
+   * const p = tm.planLayout({ model: { preset: 'llama-3-70b' }, gpu: 'h100-80gb', gpus: 64, gpusPerNode: 8, globalBatch: 1024, seqLen: 4096, precision: 'amp-bf16', optimizer: 'adamw' });
+   * console.log(p.layouts[0].settings, p.layouts[0].time.stepSeconds);
+   */
+  planLayout(request: PlanLayoutRequest): PlanLayoutResult;
   /** Presets (models, GPUs, examples) of this build. */
   presets(request?: PresetsRequest): PresetsResult;
   /** Every name each request field accepts, the core's functions and its numeric limits. */

@@ -16,6 +16,7 @@ nlohmann::json placement_json(const nlohmann::json& request);        // placemen
 nlohmann::json presets_json(const nlohmann::json& request);          // presets.cpp
 nlohmann::json advise_json(const nlohmann::json& request);           // advise_json.cpp
 nlohmann::json vocabulary_json(const nlohmann::json& request);       // vocabulary_json.cpp
+nlohmann::json plan_layout_json(const nlohmann::json& request);      // layout_request.cpp
 // The two that read a file's bytes beside their request (snapshot_json.cpp).
 nlohmann::json read_snapshot_json(const nlohmann::json& request, const std::string& bytes);
 nlohmann::json compare_snapshot_json(const nlohmann::json& request, const std::string& bytes);

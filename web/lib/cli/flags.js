@@ -7,8 +7,9 @@ export const MODEL_COMMANDS = [
   'peak-memory',
   'accumulation',
   'placement',
+  'plan-layout',
 ];
-export const TRAINING = ['peak-memory', 'accumulation'];
+export const TRAINING = ['peak-memory', 'accumulation', 'plan-layout'];
 
 // kind: string | number | count (7e9, 6.7B, 100M) | bytes (80GB, 80GiB, 1e9) | boolean |
 // jsonFile (path or '-') | model (preset id or a count). `path` is the request field it sets,
@@ -190,7 +191,11 @@ export const FLAGS = [
   {
     flag: 'accumulation-steps',
     kind: 'number',
-    path: { 'peak-memory': 'gradientAccumulationSteps', accumulation: 'accumulationSteps' },
+    path: {
+      'peak-memory': 'gradientAccumulationSteps',
+      accumulation: 'accumulationSteps',
+      'plan-layout': 'gradientAccumulationSteps',
+    },
     commands: TRAINING,
   },
   { flag: 'data-parallel', kind: 'number', path: 'dataParallel', commands: TRAINING },
@@ -525,7 +530,7 @@ export const FLAGS = [
     flag: 'utilization',
     kind: 'number',
     path: 'utilization',
-    commands: ['accumulation'],
+    commands: ['accumulation', 'plan-layout'],
     help: 'fraction of the GPU peak reached (default 0.5)',
   },
   {
@@ -541,6 +546,42 @@ export const FLAGS = [
     commands: ['accumulation'],
   },
   { flag: 'dataset-size', kind: 'number', path: 'datasetSize', commands: ['accumulation'] },
+  { flag: 'gpus', kind: 'number', path: 'gpus', commands: ['plan-layout'], help: 'GPUs in all' },
+  {
+    flag: 'gpus-per-node',
+    kind: 'number',
+    path: 'gpusPerNode',
+    commands: ['plan-layout'],
+    help: 'GPUs per node (tensor parallelism stays inside one; default 8)',
+  },
+  {
+    flag: 'global-batch',
+    kind: 'number',
+    path: 'globalBatch',
+    commands: ['plan-layout'],
+    help: 'sequences per optimizer step, all GPUs together',
+  },
+  {
+    flag: 'intra-node-gbps',
+    kind: 'number',
+    path: 'intraNodeGBps',
+    commands: ['plan-layout'],
+    help: 'GB/s per GPU and direction inside a node (default: the GPU preset)',
+  },
+  {
+    flag: 'inter-node-gbps',
+    kind: 'number',
+    path: 'interNodeGBps',
+    commands: ['plan-layout'],
+    help: 'GB/s per GPU and direction across nodes (default: the GPU preset)',
+  },
+  {
+    flag: 'top',
+    kind: 'number',
+    path: 'top',
+    commands: ['plan-layout'],
+    help: 'layouts that fit to list (default 10)',
+  },
   {
     flag: 'chain',
     kind: 'jsonFile',

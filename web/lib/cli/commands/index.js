@@ -9,6 +9,7 @@ import placement from './placement.js';
 import compareSnapshot from './compare-snapshot.js';
 import presets from './presets.js';
 import advise from './advise.js';
+import planLayout from './plan-layout.js';
 
 export const COMMANDS = {
   'checkpoint-size': checkpointSize,
@@ -19,5 +20,6 @@ export const COMMANDS = {
   placement: placement,
   'compare-snapshot': compareSnapshot,
   presets: presets,
+  'plan-layout': planLayout,
 };
 export const ALL = Object.keys(COMMANDS);

@@ -1,0 +1,201 @@
+// tm.planLayout(request): reads the planner's own keys, passes the rest to peakMemory's strict
+// parser, reads the GPU's figures (cpp/data/gpus/, cpp/data/interconnects.json) and writes the
+// ranked layouts (layout_planner.hpp; docs/parallelism.md "Layout planner").
+#include <string>
+#include <utility>
+
+#include "io/calculators.hpp"
+#include "io/device_presets.hpp"
+#include "io/embedded_data.hpp"
+#include "io/field_list.hpp"
+#include "io/json_fields.hpp"
+#include "io/layout_json.hpp"
+#include "io/peak_json.hpp"
+#include "io/request.hpp"
+#include "trainmem/layout_planner.hpp"
+#include "trainmem/step_work.hpp"
+
+namespace trainmem {
+namespace {
+
+// Keys of the planner; every other key is a peakMemory input.
+const char* const kPlannerKeys[] = {"gpus",
+                                    "gpusPerNode",
+                                    "globalBatch",
+                                    "intraNodeGBps",
+                                    "interNodeGBps",
+                                    "utilization",
+                                    "overheadPerLayerSeconds",
+                                    "top",
+                                    "maxEvaluations",
+                                    "compare"};
+// peakMemory keys the planner chooses itself.
+const char* const kChosenKeys[] = {"microBatch",        "gradientAccumulationSteps",
+                                   "accumulationSteps", "dataParallel",
+                                   "tensorParallel",    "sequenceParallel",
+                                   "pipelineParallel",  "schedule",
+                                   "virtualStages",     "stageBlocks",
+                                   "zeroStage",         "fsdp",
+                                   "checkpointing",     "ddp",
+                                   "contextParallel",   "expertParallel"};
+
+json peak_part(const Obj& req) {
+  json out = json::object();
+  for (auto it = req.json_value().begin(); it != req.json_value().end(); ++it) {
+    bool mine = false;
+    for (const char* k : kPlannerKeys) mine = mine || it.key() == k;
+    for (const char* k : kChosenKeys)
+      if (it.key() == k)
+        fail(code::kInconsistent, k,
+             {"planLayout chooses ", k, " itself: leave it out of the request"});
+    if (!mine) out[it.key()] = it.value();
+  }
+  if (!json_has(out, "seqLen")) fail(code::kMissingField, "seqLen", "seqLen is required");
+  if (!json_has(out, "gpu"))
+    fail(code::kMissingField, "gpu", "gpu (a preset id) is required by planLayout");
+  put_fields(out, {{"microBatch", 1}, {"searchMaxMicroBatch", false}, {"timeline", false}});
+  return out;
+}
+
+// The model must have the shapes a layout splits: heads, blocks, hidden size.
+void check_model(const peak::Request& base) {
+  const ModelDescription& m = base.model();
+  if (base.is_mlp || count_only(base) || m.trace || m.diffusion || m.pipeline || m.arch.net ||
+      m.arch.heads == 0 || m.arch.layers == 0 || m.arch.hidden == 0)
+    fail(code::kUnsupported, "model",
+         "planLayout needs a transformer with its layers and heads (a preset or a config)");
+  if (base.lora.enabled)
+    fail(code::kUnsupported, "lora", "planLayout plans full training: leave lora out");
+}
+
+// The GPU's links from cpp/data/interconnects.json, or the request's.
+layout::Network network_of(const Obj& req, const std::string& gpu) {
+  layout::Network n;
+  const json* data = embedded_find("interconnects.json");
+  if (data && (*data)["gpus"].contains(gpu)) {
+    const json& g = (*data)["gpus"][gpu];
+    n.intra_node = g["intraNodeGBps"].get<double>() * 1e9;
+    n.inter_node = g["interNodeGBps"].get<double>() * 1e9;
+    n.intra_source = n.inter_source = g["source"].get<std::string>();
+  }
+  if (req.has("intraNodeGBps")) {
+    n.intra_node = req.num("intraNodeGBps", 0.001, 1e6) * 1e9;
+    n.intra_source = "intraNodeGBps";
+  }
+  if (req.has("interNodeGBps")) {
+    n.inter_node = req.num("interNodeGBps", 0.001, 1e6) * 1e9;
+    n.inter_source = "interNodeGBps";
+  }
+  if (n.intra_node <= 0)
+    fail(code::kMissingField, "intraNodeGBps",
+         {"the GPU ", gpu, " has no link figures: give intraNodeGBps and interNodeGBps"});
+  return n;
+}
+
+void read_sizes(const Obj& req, layout::Inputs* in) {
+  in->gpus = req.u64("gpus", 1, limits::kMaxRanks);
+  in->gpus_per_node = req.u64_or("gpusPerNode", in->gpus < 8 ? in->gpus : 8, 1, 1024);
+  if (in->gpus % in->gpus_per_node && in->gpus > in->gpus_per_node)
+    fail(code::kInconsistent, "gpusPerNode",
+         {"gpus (", std::to_string(in->gpus), ") must be whole nodes of gpusPerNode (",
+          std::to_string(in->gpus_per_node), ")"});
+  if (in->gpus < in->gpus_per_node) in->gpus_per_node = in->gpus;
+  in->global_batch = req.u64("globalBatch", 1, limits::kMaxGlobalBatch);
+  in->top = req.u64_or("top", 10, 1, 100);
+  in->max_evaluations = req.u64_or("maxEvaluations", 400, 1, 10000);
+  // explore: {<an extra dimension's field>: the largest size to try} (layout_dimensions.cpp)
+  in->extra_sizes_max.assign(layout::extra_dimensions().size(), 1);
+  if (req.has("explore")) {
+    const Obj e = req.obj("explore");
+    for (size_t i = 0; i < layout::extra_dimensions().size(); ++i)
+      in->extra_sizes_max[i] =
+          e.u64_or(layout::extra_dimensions()[i].field, 1, 1, limits::kMaxRanks);
+    e.finish();
+  }
+  in->knobs.utilization = req.num_or("utilization", time_model::kDefaultUtilization, 0.01, 1.0);
+  in->knobs.overhead_per_layer_s =
+      req.num_or("overheadPerLayerSeconds", time_model::kDefaultOverheadPerLayerSeconds, 0, 1);
+}
+
+// FLOPs, gradient, gather and optimizer bytes, and the GPU's peak (trainmem/step_work.hpp).
+void read_work(layout::Inputs* in) {
+  const peak::Request& b = in->base;
+  peak::Request counts = b;
+  counts.simulate_allocator = false;
+  const peak::Result first = peak::evaluate(counts);
+  const step_work::Work w = step_work::of(b, first);
+  in->flops = w.flops;
+  in->gradient_bytes = w.gradient_bytes;
+  in->optimizer_bytes = w.optimizer_bytes;
+  const bool amp =
+      b.precision == vocab::Precision::amp_bf16 || b.precision == vocab::Precision::amp_fp16;
+  // FSDP gathers 16-bit parameters under autocast (request_for), else the gradients' width
+  in->gather_bytes = amp ? 2.0 * static_cast<double>(first.trainable_params) : w.gradient_bytes;
+  const peak::Gpu g = peak::gpu_preset(b.gpu_id, "gpu");
+  const auto [key, tflops] = step_work::matmul_peak(b.precision, g.tflops);
+  in->peak_flops = tflops * 1e12;
+  in->memory_bandwidth = g.memory_bandwidth;
+  if (in->peak_flops <= 0)
+    fail(code::kUnsupported, "gpu", {"the GPU ", g.id, " lists no dense peak for ", key});
+}
+
+// compare: {tensorParallel, pipelineParallel, schedule, sharding, checkpointing, microBatch}:
+// a layout the user runs, judged beside the plan.
+layout::Layout read_compare(const Obj& c, const layout::Inputs& in) {
+  layout::Layout l;
+  l.tp = c.u64_or("tensorParallel", 1, 1, in.gpus);
+  l.pp = c.u64_or("pipelineParallel", 1, 1, in.gpus);
+  if (in.gpus % (l.tp * l.pp))
+    fail(code::kInconsistent, c.field("pipelineParallel"),
+         "compare: tensorParallel x pipelineParallel must divide gpus");
+  l.dp = in.gpus / (l.tp * l.pp);
+  l.pipelined = l.pp > 1;
+  l.extra.assign(layout::extra_dimensions().size(), 1);
+  if (l.pipelined) {
+    const std::string s =
+        c.one_of_or("schedule", {"1f1b", "interleaved-1f1b", "zb-h1", "zb-v"}, "1f1b");
+    for (const auto& t : vocab::kPipelineSchedules)
+      if (s == t.name) l.schedule = t.value;
+    l.virtual_stages = parallel::chunks_per_rank(l.schedule, 2);
+  }
+  l.sharding = c.one_of_or("sharding", {"zero1", "fsdp"}, "zero1") == "fsdp"
+                   ? layout::Sharding::fsdp
+                   : layout::Sharding::zero1;
+  l.checkpointing = c.one_of_or("checkpointing", {"none", "attention-recompute", "full"}, "none");
+  l.micro_batch = c.u64_or("microBatch", 1, 1, limits::kMaxMicroBatch);
+  if (in.global_batch % (l.dp * l.micro_batch))
+    fail(code::kInconsistent, c.field("microBatch"),
+         "compare: dataParallel x microBatch must divide globalBatch");
+  l.micro_batches = in.global_batch / (l.dp * l.micro_batch);
+  c.finish();
+  return l;
+}
+
+}  // namespace
+
+json plan_layout_json(const json& request) {
+  Obj req(request, "");
+  layout::Inputs in;
+  read_sizes(req, &in);
+  in.base = peak::parse_request(peak_part(req));
+  for (auto it = req.json_value().begin(); it != req.json_value().end(); ++it)
+    req.mark_used(it.key());
+  in.network = network_of(req, in.base.gpu_id);
+  req.finish();
+  check_model(in.base);
+  in.schedules = {vocab::PipelineSchedule::one_f_one_b, vocab::PipelineSchedule::interleaved,
+                  vocab::PipelineSchedule::zb_h1, vocab::PipelineSchedule::zb_v};
+  read_work(&in);
+  const layout::Result res = layout::plan(in);
+  json out = layout_json(in, res);
+  if (req.has("compare")) {
+    uint64_t faster = 0;
+    const layout::Verdict v = layout::judge(in, read_compare(req.obj("compare"), in), &faster);
+    json c = verdict_to_json(v, in.base.precision);
+    put(c, "fasterCandidates", faster);
+    put(out, "compared", std::move(c));
+  }
+  return out;
+}
+
+}  // namespace trainmem

@@ -1,0 +1,102 @@
+// The layout planner's memory model (layout_planner.hpp): one layout as a peakMemory request,
+// evaluated on the pipeline's first and last ranks.
+#include <string>
+
+#include "layout/layout_memory.hpp"
+#include "trainmem/error.hpp"
+
+namespace trainmem {
+namespace layout {
+
+peak::Request request_for(const Inputs& in, const Layout& l) {
+  peak::Request r = in.base;
+  r.micro_batch = l.micro_batch;
+  r.accumulation_steps = l.micro_batches;
+  r.data_parallel = l.dp;
+  r.tensor_parallel = l.tp;
+  // Megatron's recipes run sequence parallelism with every TP > 1 (Korthikanti et al. 2022)
+  r.sequence_parallel = l.tp > 1;
+  r.pipeline = peak::Request::Pipeline{};
+  r.pipeline.stages = l.pp;
+  r.pipeline.schedule = l.schedule;
+  r.pipeline.virtual_stages = l.virtual_stages;
+  r.checkpointing = peak::Checkpointing{};
+  r.checkpointing.strategy = l.checkpointing;
+  r.zero_stage = 0;
+  r.fsdp = peak::Request::Fsdp{};
+  if (l.sharding == Sharding::zero1) {
+    r.zero_stage = l.dp > 1 ? 1 : 0;
+  } else if (l.dp > 1) {
+    r.fsdp.enabled = true;
+    r.fsdp.shard_degree = l.dp;
+    // torchtitan's FSDP2 mixed precision under autocast-style training: bf16 parameters for
+    // compute, fp32 reductions (torchtitan config: mixed_precision_param / _reduce)
+    if (r.precision == vocab::Precision::amp_bf16 || r.precision == vocab::Precision::amp_fp16) {
+      r.fsdp.param_bytes = 2;
+      r.fsdp.param_dtype = r.precision == vocab::Precision::amp_bf16 ? DType::bf16 : DType::fp16;
+      r.fsdp.reduce_bytes = 4;
+    }
+  }
+  for (size_t i = 0; i < l.extra.size() && i < extra_dimensions().size(); ++i)
+    extra_dimensions()[i].apply(&r, l.extra[i]);
+  r.search_max_micro_batch = false;
+  r.verdict_only = true;
+  r.want_timeline = false;
+  return r;
+}
+
+namespace {
+
+uint64_t judged(const peak::Result& r) { return r.simulated ? r.device_used_bytes : r.peak_bytes; }
+
+// One rank of the pipeline (parallel::pipeline's loop for one rank).
+peak::Result stage_result(const peak::Request& rq, uint64_t rank,
+                          const std::vector<std::vector<std::vector<uint32_t>>>& layers) {
+  const auto& pp = rq.pipeline;
+  const uint64_t v = parallel::chunks_per_rank(pp.schedule, pp.virtual_stages);
+  const uint64_t in_flight =
+      parallel::in_flight_chunks(pp.schedule, pp.stages, rank, rq.accumulation_steps, v);
+  peak::Request q = rq;
+  q.stage.enabled = true;
+  q.stage.chunks = layers[rank];
+  q.stage.resident_chunks = in_flight > v ? in_flight - v : 0;
+  return peak::evaluate(q);
+}
+
+}  // namespace
+
+Memory memory_of(const peak::Request& rq, bool replay) {
+  peak::Request r = rq;
+  if (!replay) r.simulate_allocator = false;
+  Memory out;
+  if (r.pipeline.stages <= 1) {
+    const peak::Result res = peak::evaluate(r);
+    out.bytes = judged(res);
+    out.fits = res.has_device && res.fits;
+    out.evaluations = 1;
+    return out;
+  }
+  const uint64_t p = r.pipeline.stages;
+  const uint64_t v = parallel::chunks_per_rank(r.pipeline.schedule, r.pipeline.virtual_stages);
+  const size_t nl = r.model().arch.layers + 2;
+  const auto layers = parallel::split_layers(r.pipeline.schedule, p, v, nl, {});
+  // The first rank holds the embeddings, the most blocks (earlier chunks take the remainder)
+  // and the most in-flight micro-batches; the last holds the head and the loss. A middle rank
+  // holds no more than the first (docs/parallelism.md "Layout planner").
+  const uint64_t ranks[2] = {0, p - 1};
+  out.fits = true;
+  for (uint64_t rank : ranks) {
+    const peak::Result res = stage_result(r, rank, layers);
+    ++out.evaluations;
+    if (rank == 0 || judged(res) > out.bytes) {
+      out.bytes = judged(res);
+      out.stage = static_cast<uint32_t>(rank);
+    }
+    out.fits = out.fits && res.has_device && res.fits;
+    if (!out.fits) break;  // (the verdict is settled)
+  }
+  return out;
+}
+
+}  // namespace layout
+}  // namespace trainmem
