@@ -163,7 +163,7 @@ TEST_CASE("bounded: optimal-single-level answers at every budget, saying when it
   }
   const uint64_t all = evaluate(c, {}).peak_bytes;
   StrategyRequest q;
-  q.strategy = "optimal-single-level";
+  q.strategy = trainmem::vocab::Strategy::optimal_single_level;
   for (const uint64_t budget : {saved / 20, saved / 10, saved * 3 / 10, saved, all}) {
     q.budget_bytes = budget;
     INFO("budget " << budget);
@@ -192,7 +192,7 @@ TEST_CASE("bounded: chen-greedy ranks thresholds by metrics and returns the simu
   for (int trial = 0; trial < 30; ++trial) {
     const Chain c = random_chain(rng, 30 + trial, 30);
     StrategyRequest q;
-    q.strategy = "chen-greedy";
+    q.strategy = trainmem::vocab::Strategy::chen_greedy;
     q.budget_bytes = trial % 2 ? 0 : evaluate(c, {}).peak_bytes * 2 / 3;
     uint64_t lowest = std::numeric_limits<uint64_t>::max();
     double cost = 0;

@@ -56,7 +56,7 @@ P segments_of(const Chain& c, const StrategyRequest& req) {
 
 P sequential(size_t n, uint32_t s) {
   StrategyRequest q;
-  q.strategy = "sequential";
+  q.strategy = trainmem::vocab::Strategy::sequential;
   q.segments = s;
   return segments_of(uniform(n, 1), q);
 }
@@ -119,13 +119,16 @@ TEST_CASE("sequential: PyTorch checkpoint_sequential segments", "[placement]") {
 
 TEST_CASE("every-k, block, sqrt: Megatron and Chen segment rules", "[placement]") {
   StrategyRequest q;
-  q.strategy = "every-k";  // Megatron uniform: chunks of k from the first, all checkpointed
+  q.strategy = trainmem::vocab::Strategy::every_k;  // Megatron uniform: chunks of k from the first,
+                                                    // all checkpointed
   q.k = 4;
   CHECK(segments_of(uniform(10, 1), q) == P{{0, 3}, {4, 7}, {8, 9}});
-  q.strategy = "block";  // Megatron block: the first k layers, each on its own
+  q.strategy =
+      trainmem::vocab::Strategy::block;  // Megatron block: the first k layers, each on its own
   q.k = 3;
   CHECK(segments_of(uniform(10, 1), q) == P{{0, 0}, {1, 1}, {2, 2}});
-  q.strategy = "sqrt";  // Chen: floor(sqrt(n)) segments, first n mod k one longer
+  q.strategy =
+      trainmem::vocab::Strategy::sqrt;  // Chen: floor(sqrt(n)) segments, first n mod k one longer
   CHECK(segments_of(uniform(10, 1), q) == P{{0, 3}, {4, 6}, {7, 9}});
   CHECK(segments_of(uniform(16, 1), q) == P{{0, 3}, {4, 7}, {8, 11}, {12, 15}});
   // Chen's claim: sqrt costs one extra forward pass.
@@ -142,7 +145,7 @@ TEST_CASE("chen-greedy: Alg. 3 by hand", "[placement]") {
   const uint64_t saved[] = {4, 4, 4, 4, 5, 6};
   for (uint64_t i = 0; i < 6; ++i) c.layers.push_back(layer(1, 2, i + 1, saved[i]));
   StrategyRequest q;
-  q.strategy = "chen-greedy";
+  q.strategy = trainmem::vocab::Strategy::chen_greedy;
   q.greedy_bytes = 8;
   PlanResult r = plan(c, q);
   CHECK(pairs(r.checkpointed) == P{{0, 2}, {3, 4}, {5, 5}});
@@ -166,7 +169,7 @@ TEST_CASE("optimal: Rotor check on a uniform 4-layer chain", "[placement]") {
   // memory 4 -> 13, 5 -> 10, >= 6 -> 8, 3 -> infeasible (issue 5; Beaumont et al. 2019).
   for (uint64_t unit : {uint64_t{1}, uint64_t{1} << 30}) {
     StrategyRequest q;
-    q.strategy = "optimal";
+    q.strategy = trainmem::vocab::Strategy::optimal;
     const std::pair<uint64_t, double> want[] = {{4, 13}, {5, 10}, {6, 8}, {7, 8}, {40, 8}};
     for (const auto& w : want) {
       q.budget_bytes = w.first * unit;

@@ -74,7 +74,7 @@ TEST_CASE("optimal-single-level equals exhaustive search over all single-level p
     INFO("trial " << trial << " n " << n);
     // Frontier: the same staircase.
     StrategyRequest q;
-    q.strategy = "optimal-single-level";
+    q.strategy = trainmem::vocab::Strategy::optimal_single_level;
     const auto front = frontier(chain, q);
     REQUIRE(front.size() == stair.size());
     for (size_t k = 0; k < stair.size(); ++k) {
@@ -104,7 +104,7 @@ TEST_CASE("optimal-single-level equals exhaustive search over all single-level p
       // Rotor's schedules include every single-level plan: with an exact grid (sizes are
       // whole bytes, budget <= slots) it can only be cheaper or equal.
       StrategyRequest m = q;
-      m.strategy = "optimal";
+      m.strategy = trainmem::vocab::Strategy::optimal;
       const PlanResult o = plan(chain, m);
       CHECK(o.total_cost <= r.total_cost + 1e-9);
       CHECK(o.peak_bytes <= b);
@@ -124,7 +124,7 @@ TEST_CASE("optimal-single-level: budgeted search equals the unpruned frontier on
   for (int trial = 0; trial < 12; ++trial) {
     const Chain chain = random_chain(rng, 20 + 5 * (trial % 5));
     StrategyRequest q;
-    q.strategy = "optimal-single-level";
+    q.strategy = trainmem::vocab::Strategy::optimal_single_level;
     const auto front = frontier(chain, q);
     REQUIRE(!front.empty());
     for (size_t k = 0; k < front.size(); ++k) {
@@ -202,7 +202,7 @@ TEST_CASE("optimal-single-level equals a straightforward Pareto DP on long chain
     const auto ref = single_level_reference(chain);
     INFO("trial " << trial << " n " << n);
     StrategyRequest q;
-    q.strategy = "optimal-single-level";
+    q.strategy = trainmem::vocab::Strategy::optimal_single_level;
     // The frontier point for point where costs are whole numbers (with real costs, frontier()
     // re-evaluates each plan and may sum a near-tie differently from the DP).
     if (trial % 3 != 2) {
@@ -240,7 +240,7 @@ TEST_CASE("optimal: discretised budgets stay within the budget in bytes", "[plac
     c.input_bytes = c.input_bytes * 1000003 + 5;
     const uint64_t all = evaluate(c, {}).peak_bytes;
     StrategyRequest q;
-    q.strategy = "optimal";
+    q.strategy = trainmem::vocab::Strategy::optimal;
     q.slots = 100;
     q.budget_bytes = all / 2 + 1;
     try {
@@ -289,7 +289,7 @@ TEST_CASE("revolve: closed form = recursion = the simulated schedule", "[placeme
         chain.layers.push_back(L);
       }
       StrategyRequest q;
-      q.strategy = "revolve";
+      q.strategy = trainmem::vocab::Strategy::revolve;
       q.snapshots = c;
       const PlanResult r = plan(chain, q);
       INFO("l " << l << " c " << c);
@@ -336,7 +336,7 @@ TEST_CASE("revolve on chains too long for a schedule: the closed-form costs",
     CHECK(fact_value(r.details, "scheduleLayerLimit") == 4096);
     // plan() (which peak memory uses) still needs the schedule: a clear error, not a number.
     StrategyRequest q;
-    q.strategy = "revolve";
+    q.strategy = trainmem::vocab::Strategy::revolve;
     q.snapshots = k.snapshots;
     CHECK_THROWS_AS(plan(chain, q), trainmem::RequestError);
   }
@@ -435,7 +435,7 @@ TEST_CASE("optimal: the pruned Rotor table equals the straightforward recurrence
     for (uint64_t budget = chain.input_bytes + 1; budget <= all + 2; budget += 3) {
       const double want = rotor_reference(chain, budget - chain.input_bytes);
       StrategyRequest q;
-      q.strategy = "optimal";
+      q.strategy = trainmem::vocab::Strategy::optimal;
       q.budget_bytes = budget;
       q.slots = 1000;  // budget <= slots: one byte per slot, the grid is exact
       INFO("trial " << trial << " budget " << budget);

@@ -58,7 +58,7 @@ TEST_CASE("placement: stored bytes equal PyTorch's under checkpoint_sequential",
         chain.layers.push_back(layer(out, gelu ? 2 * out : out));
       }
       StrategyRequest q;
-      q.strategy = "sequential";
+      q.strategy = trainmem::vocab::Strategy::sequential;
       q.segments = c["segments"];
       const PlanResult r = plan(chain, q);
       INFO(c.dump());
@@ -74,7 +74,7 @@ TEST_CASE("placement: stored bytes equal PyTorch's under checkpoint_sequential",
       for (uint64_t i = 0; i < n; ++i) chain.layers.push_back(layer(h, 3 * h));         // blocks
       chain.layers.push_back(layer(b * s * V * 4, 2 * b * s * 4 + h + b * s * V * 4));  // head
       StrategyRequest q;
-      q.strategy = "manual";
+      q.strategy = trainmem::vocab::Strategy::manual;
       q.manual = {};
       for (uint32_t i = 1; i <= n; ++i) q.manual.push_back({i, i});  // every block
       const PlanResult r = plan(chain, q);

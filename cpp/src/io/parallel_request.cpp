@@ -15,14 +15,10 @@ void check_context_model(const Request& r) {
   const ModelDescription& m = r.model();
   const bool decoder = !r.is_mlp && m.has_architecture() && !m.trace && !m.diffusion &&
                        !m.arch.net && !m.arch.encoder_only && m.arch.encoder_layers == 0;
-  if (!decoder)
-    fail(code::kUnsupported, "contextParallel",
-         Message{"error.cp.model", {}});
+  if (!decoder) fail(code::kUnsupported, "contextParallel", Message{"error.cp.model", {}});
   if (r.attention != activations::Attention::sdpa)
-    fail(code::kInconsistent, "contextParallel",
-         Message{"error.cp.attention", {}});
-  if (r.samples.given)
-    fail(code::kUnsupported, "contextParallel", Message{"error.cp.samples", {}});
+    fail(code::kInconsistent, "contextParallel", Message{"error.cp.attention", {}});
+  if (r.samples.given) fail(code::kUnsupported, "contextParallel", Message{"error.cp.samples", {}});
 }
 
 }  // namespace
@@ -37,8 +33,7 @@ void read_context_parallel(const Obj& req, Request* out) {
     c.all_gather = o.one_of_or("rotate", {"allgather", "alltoall"}, "allgather") == "allgather";
     o.finish();
     if (c.size == 1)
-      fail(code::kInconsistent, "contextParallelism",
-           Message{"error.cp.options", {}});
+      fail(code::kInconsistent, "contextParallelism", Message{"error.cp.options", {}});
   }
   if (c.size == 1) return;
   check_context_model(r);
@@ -71,19 +66,15 @@ void read_expert_parallel(const Obj& req, Request* out) {
     if (o.has("capacityFactor")) e.capacity_factor = o.num("capacityFactor", 0.01, 1024.0);
     e.imbalance = o.num_or("routingImbalance", 1.0, 1.0, 1024.0);
     if (o.has("capacityFactor") && o.has("routingImbalance"))
-      fail(code::kInconsistent, "expertParallelism.routingImbalance",
-           Message{"error.ep.both", {}});
+      fail(code::kInconsistent, "expertParallelism.routingImbalance", Message{"error.ep.both", {}});
     o.finish();
-    if (!on)
-      fail(code::kInconsistent, "expertParallelism",
-           Message{"error.ep.options", {}});
+    if (!on) fail(code::kInconsistent, "expertParallelism", Message{"error.ep.options", {}});
   }
   if (!on) return;
   const char* field = e.size > 1 ? "expertParallel" : "expertTensorParallel";
   const Architecture& a = r.model().arch;
   if (r.is_mlp || a.num_experts == 0 || !r.model().has_tensors())
-    fail(code::kInconsistent, field,
-         Message{"error.ep.model", {}});
+    fail(code::kInconsistent, field, Message{"error.ep.model", {}});
   if (a.num_experts % e.size != 0)
     fail(code::kInconsistent, "expertParallel",
          Message{"error.ep.experts",
@@ -98,11 +89,11 @@ void read_expert_parallel(const Obj& req, Request* out) {
   const uint64_t ranks = r.data_parallel * r.tensor_parallel;
   if (ranks % (e.size * e.tensor) != 0)
     fail(code::kInconsistent, field,
-         Message{"error.ep.ranks", {{"product", std::to_string(e.size * e.tensor)},
-                                    {"ranks", std::to_string(ranks)}}});
+         Message{
+             "error.ep.ranks",
+             {{"product", std::to_string(e.size * e.tensor)}, {"ranks", std::to_string(ranks)}}});
   if (r.zero_stage > 0 || r.fsdp.enabled)
-    fail(code::kUnsupported, field,
-         Message{"error.ep.zero", {}});
+    fail(code::kUnsupported, field, Message{"error.ep.zero", {}});
   if (r.lora.enabled) fail(code::kUnsupported, field, Message{"error.ep.lora", {}});
 }
 

@@ -7,6 +7,16 @@
 
 namespace trainmem {
 namespace layout {
+namespace {
+
+// The planner's checkpointing choices are names of the one strategy table (vocabulary.hpp).
+vocab::Strategy strategy_named(const std::string& name) {
+  for (const vocab::StrategyTerm& t : vocab::kStrategies)
+    if (name == t.name) return t.value;
+  return vocab::Strategy::none;
+}
+
+}  // namespace
 
 peak::Request request_for(const Inputs& in, const Layout& l) {
   peak::Request r = in.base;
@@ -21,7 +31,7 @@ peak::Request request_for(const Inputs& in, const Layout& l) {
   r.pipeline.schedule = l.schedule;
   r.pipeline.virtual_stages = l.virtual_stages;
   r.checkpointing = peak::Checkpointing{};
-  r.checkpointing.strategy = l.checkpointing;
+  r.checkpointing.strategy = strategy_named(l.checkpointing);
   r.zero_stage = 0;
   r.fsdp = peak::Request::Fsdp{};
   if (l.sharding == Sharding::zero1) {

@@ -9,8 +9,8 @@
 
 #include "peak/peak_device.hpp"
 #include "peak/peak_lora.hpp"
-#include "peak/peak_sharding.hpp"
 #include "peak/peak_parallel.hpp"
+#include "peak/peak_sharding.hpp"
 #include "peak/peak_stage.hpp"
 #include "peak/peak_step.hpp"
 #include "trainmem/error.hpp"
@@ -328,13 +328,12 @@ void fill_lines(const Request& rq, const Step& s, const device::Figures& f, Resu
                           {"ddpBuckets", Part::ddp_buckets},
                           {"reduceBuckets", Part::reduce_buckets}});
   r->optimizer_state = line_of(f, h.state_src, {{"optimizerState", Part::optimizer_state}});
-  r->activations =
-      line_of(f,
-              Text("peak.activations.source",
-                   {{"recipe", s.acts.recipe},
-                    {"strategy", vocab::name_of(rq.checkpointing.strategy)}})
-                  .then({"peak.activations.more", {}}),
-              {{"batch", Part::batch}, {"saved", Part::saved}, {"boundaries", Part::boundaries}});
+  r->activations = line_of(
+      f,
+      Text("peak.activations.source",
+           {{"recipe", s.acts.recipe}, {"strategy", vocab::name_of(rq.checkpointing.strategy)}})
+          .then({"peak.activations.more", {}}),
+      {{"batch", Part::batch}, {"saved", Part::saved}, {"boundaries", Part::boundaries}});
   r->temporaries = line_of(f, Text("peak.temp.line", {}).then_all(h.temp_src),
                            {{"activationGradients", Part::activation_grads},
                             {"opTransients", Part::op_transients},
