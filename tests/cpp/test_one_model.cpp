@@ -273,3 +273,21 @@ TEST_CASE("one model: attention recompute drops the s^2 tensors from the trace a
   CHECK(drop <= 12 * core + 64.0 * 1024 * 1024);
   CHECK(none["peakBytes"].get<double>() - ar["peakBytes"].get<double>() == drop);
 }
+
+TEST_CASE("one model: attention recompute with SDPA recomputes nothing and says so",
+          "[peak][one-model]") {
+  // PyTorch's SDPA (flash / memory-efficient kernels) saves q, k, v, the output and the
+  // logsumexp, never the b a s^2 scores (torch/_meta_registrations.py, the SDPA backward's
+  // inputs): Megatron's core-attention recompute has nothing to drop, so the figures equal no
+  // checkpointing, and the result says why instead of answering silently.
+  const json base = {
+      {"model", {{"preset", "gpt2"}}}, {"attention", "sdpa"}, {"microBatch", 8},  {"seqLen", 1024},
+      {"precision", "amp-bf16"},       {"gpu", "a100-80gb"},  {"timeline", false}};
+  const json none = run(base);
+  const json ar = run(with(base, {{"checkpointing", "attention-recompute"}}));
+  CHECK(ar["storedActivationBytes"] == none["storedActivationBytes"]);
+  CHECK(ar["allocatedPeakBytes"] == none["allocatedPeakBytes"]);
+  CHECK(ar["messages"].dump().find("peak.assume.attnRecompute.none") != std::string::npos);
+  CHECK(ar["assumptions"].dump().find("nothing is recomputed") != std::string::npos);
+  CHECK(none["assumptions"].dump().find("nothing is recomputed") == std::string::npos);
+}

@@ -113,6 +113,10 @@ void plan_checkpointing(const Request& rq, Step* s, std::vector<Text>* assumptio
     // Megatron-LM recompute_granularity="selective" with its default recompute_modules
     // ["core_attn"] (megatron/core/transformer/transformer_config.py at d2c5e8b4; Korthikanti
     // et al. 2022 section 5): the attention core (s^2 terms) is recomputed.
+    uint64_t core = 0;
+    for (size_t i = 1; i + 1 < nl; ++i) core += s->acts.layers[i].attention_core_bytes;
+    // nothing to drop (SDPA/flash keep no s^2 tensor, or a recipe without them): said, not silent
+    if (core == 0) assumptions->push_back(Text("peak.assume.attnRecompute.none", {}));
     for (size_t i = 1; i + 1 < nl; ++i) {
       s->chain.layers[i].saved_bytes -= s->acts.layers[i].attention_core_bytes;
       s->selective_recompute += 4.0 * rq.micro_batch * rq.seq_len * rq.seq_len *
