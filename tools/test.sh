@@ -3,7 +3,9 @@
 # suite. Stops at the first failing step and says which.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-step() { printf '\n==== %s\n' "$*"; }
+# Each step prints the seconds spent so far, so a slow suite shows where the time goes.
+step() { printf '\n==== [%ds] %s\n' "$SECONDS" "$*"; }
+trap 'printf "\n==== [%ds] done\n" "$SECONDS"' EXIT
 
 step "setup (Debian packages and npm dependencies, only when missing)"
 bash tools/setup.sh
