@@ -44,6 +44,17 @@ const bad = async (args, input) => {
   return JSON.parse(r.stderr).error;
 };
 
+// peak-memory for a preset at a micro-batch and sequence length, more flags after it
+const peak = (model, microBatch, seqLen) => [
+  'peak-memory',
+  '--model',
+  model,
+  '--micro-batch',
+  String(microBatch),
+  '--seq-len',
+  String(seqLen),
+];
+
 // Seed 003 worked examples, one command each.
 test('seed 003 example 1: LLaMA-2 7B, AdamW, fp16 weights (preset)', async () => {
   const r = await json([
@@ -418,19 +429,7 @@ test('placement from a chain file: the Rotor check and checkpoint_sequential, by
 
 test('--lora-targets: a comma-separated list or all-linear', async () => {
   const lora = (targets) =>
-    json([
-      'peak-memory',
-      '--model',
-      'gpt2',
-      '--micro-batch',
-      '1',
-      '--seq-len',
-      '64',
-      '--lora-rank',
-      '8',
-      '--lora-targets',
-      targets,
-    ]);
+    json([...peak('gpt2', 1, 64), '--lora-rank', '8', '--lora-targets', targets]);
   // GPT-2 r = 8 (Conv1D weights [in, out]), per block: c_attn 8 x (768 + 2304) = 24,576;
   // attn.c_proj 8 x (768 + 768) = 12,288; c_fc and mlp.c_proj 8 x (768 + 3072) = 30,720 each.
   assert.equal((await lora('c_attn,c_fc')).trainableParams, 12 * (24576 + 30720));
@@ -439,13 +438,7 @@ test('--lora-targets: a comma-separated list or all-linear', async () => {
 
 test('context- and expert-parallel flags reach their fields', async () => {
   const cp = await json([
-    'peak-memory',
-    '--model',
-    'llama-3-8b',
-    '--micro-batch',
-    '1',
-    '--seq-len',
-    '8192',
+    ...peak('llama-3-8b', 1, 8192),
     '--context-parallel',
     '4',
     '--cp-rotate',
@@ -458,13 +451,7 @@ test('context- and expert-parallel flags reach their fields', async () => {
     [2048, 'alltoall', 'none'],
   );
   const ep = await json([
-    'peak-memory',
-    '--model',
-    'mixtral-8x7b',
-    '--micro-batch',
-    '1',
-    '--seq-len',
-    '256',
+    ...peak('mixtral-8x7b', 1, 256),
     '--data-parallel',
     '8',
     '--expert-parallel',
@@ -481,13 +468,7 @@ test('context- and expert-parallel flags reach their fields', async () => {
   );
   assert.equal(ep.expertParallel.capacityFactor, 1.5);
   const skew = await json([
-    'peak-memory',
-    '--model',
-    'mixtral-8x7b',
-    '--micro-batch',
-    '1',
-    '--seq-len',
-    '256',
+    ...peak('mixtral-8x7b', 1, 256),
     '--data-parallel',
     '8',
     '--expert-parallel',
@@ -572,27 +553,11 @@ test('accumulation and peak-memory flags reach their fields', async () => {
   );
   // --gpu-memory 80GB is 80e9 bytes: the headroom is what the device-used memory (nvidia-smi,
   // what `fits` judges) leaves of it.
-  const peak = await json([
-    'peak-memory',
-    '--model',
-    'gpt2',
-    '--micro-batch',
-    '2',
-    '--seq-len',
-    '128',
-    '--gpu-memory',
-    '80GB',
-  ]);
+  const peak = await json([...peak('gpt2', 2, 128), '--gpu-memory', '80GB']);
   assert.equal(peak.headroomBytes + peak.deviceUsedBytes, 80e9);
   // the allocator flags reach their fields (expandable segments cannot reserve more)
   const expandable = await json([
-    'peak-memory',
-    '--model',
-    'gpt2',
-    '--micro-batch',
-    '2',
-    '--seq-len',
-    '128',
+    ...peak('gpt2', 2, 128),
     '--allocator',
     'expandable_segments:True',
     '--runtime',
@@ -604,16 +569,7 @@ test('accumulation and peak-memory flags reach their fields', async () => {
   ]);
   assert.ok(expandable.assumptions.some((a) => a.includes('set_to_none=True')));
   assert.ok(expandable.assumptions.some((a) => a.includes('optimizer transformers')));
-  const off = await json([
-    'peak-memory',
-    '--model',
-    'gpt2',
-    '--micro-batch',
-    '2',
-    '--seq-len',
-    '128',
-    '--no-simulate-allocator',
-  ]);
+  const off = await json([...peak('gpt2', 2, 128), '--no-simulate-allocator']);
   assert.equal(off.deviceUsedBytes, null);
   const e = await bad(['peak-memory', '--model', 'gpt2', '--micro-batch', '0', '--seq-len', '128']);
   assert.deepEqual([e.field, e.flag], ['microBatch', '--micro-batch']);

@@ -43,6 +43,16 @@ struct B {
     if (weight) param(n + ".weight", {d});
     if (bias) param(n + ".bias", {d});
   }
+  // `<l>.self_attn` with its q, k, v and output projections, in the registration order of HF's
+  // *Attention.__init__ (modeling_phi.py, modeling_olmo.py, modeling_starcoder2.py)
+  void attention(const std::string& l, uint64_t h, uint64_t q, uint64_t kvd, const char* out,
+                 bool bias) {
+    mod(l + ".self_attn");
+    linear(l + ".self_attn.q_proj", h, q, bias);
+    linear(l + ".self_attn.k_proj", h, kvd, bias);
+    linear(l + ".self_attn.v_proj", h, kvd, bias);
+    linear(l + ".self_attn." + out, q, h, bias);
+  }
   void embedding(const std::string& n, uint64_t rows, uint64_t d) {
     mod(n);
     param(n + ".weight", {rows, d});
@@ -179,11 +189,7 @@ void build_phi(const Obj& c, const std::string& ov, ModelDescription& m) {
   for (uint64_t i = 0; i < a.layers; ++i) {
     const std::string l = layer("model.layers.", i);
     b.mod(l);
-    b.mod(l + ".self_attn");
-    b.linear(l + ".self_attn.q_proj", h, q, true);
-    b.linear(l + ".self_attn.k_proj", h, kvd, true);
-    b.linear(l + ".self_attn.v_proj", h, kvd, true);
-    b.linear(l + ".self_attn.dense", q, h, true);
+    b.attention(l, h, q, kvd, "dense", true);
     if (qk_ln) {
       b.norm(l + ".self_attn.q_layernorm", a.head_dim, true, true);
       b.norm(l + ".self_attn.k_layernorm", a.head_dim, true, true);
@@ -282,11 +288,7 @@ void build_llama_like(const Obj& c, const std::string& type, const std::string& 
   for (uint64_t i = 0; i < a.layers; ++i) {
     const std::string l = layer("model.layers.", i);
     b.mod(l);
-    b.mod(l + ".self_attn");
-    b.linear(l + ".self_attn.q_proj", h, q, bias);
-    b.linear(l + ".self_attn.k_proj", h, kvd, bias);
-    b.linear(l + ".self_attn.v_proj", h, kvd, bias);
-    b.linear(l + ".self_attn.o_proj", q, h, bias);
+    b.attention(l, h, q, kvd, "o_proj", bias);
     if (olmo2) {
       b.norm(l + ".self_attn.q_norm", q, true, false);
       b.norm(l + ".self_attn.k_norm", kvd, true, false);
