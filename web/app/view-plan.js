@@ -12,26 +12,28 @@ import { stateOfLayout } from './requests.js';
 /** The layout's size of a parallel dimension (1 where the planner did not set it). */
 const sizeOf = (l, key) => (typeof l[key] === 'number' ? l[key] : (l.settings?.[key] ?? 1));
 
-/** "FSDP" or "ZeRO-1" after the data-parallel size, when it shards over more than one rank. */
+/** The data-parallel size, with its sharding ("ZeRO-1" or "FSDP") over more than one rank. */
 function dataParallelText(ctx, l) {
   const n = ctx.t.int(l.dataParallel);
-  return l.dataParallel > 1 ? `${n} ${optionLabel(ctx, 'sharding', l.sharding)}` : n;
+  return l.dataParallel > 1 ? `${n} · ${optionLabel(ctx, 'sharding', l.sharding)}` : n;
 }
 
-// The columns: a header key and the cell of a layout.
-/** @type {Array<[string, (ctx: any, l: any) => any]>} */
+// The columns: a header key (its short name, and the long one as the header's title) and the
+// cell of a layout. The parallel sizes take their usual short names (DP, TP, PP, CP, EP) so that
+// the memory and the step time fit beside them.
+/** @type {Array<[string, (ctx: any, l: any) => any, boolean?]>} */
 const COLUMNS = [
-  ['plan.col.dp', (ctx, l) => ctx.t.n(dataParallelText(ctx, l))],
-  ['plan.col.tp', (ctx, l) => ctx.t.n(ctx.t.int(l.tensorParallel))],
+  ['plan.col.dp', (ctx, l) => ctx.t.n(dataParallelText(ctx, l)), true],
+  ['plan.col.tp', (ctx, l) => ctx.t.n(ctx.t.int(l.tensorParallel)), true],
   [
     'plan.col.pp',
+    // (the schedule by its API name: 1f1b, interleaved-1f1b, zb-h1, zb-v)
     (ctx, l) =>
-      l.pipelineParallel > 1
-        ? [ctx.t.n(ctx.t.int(l.pipelineParallel)), ' ', optionLabel(ctx, 'schedule', l.schedule)]
-        : ctx.t.n('1'),
+      ctx.t.n(l.pipelineParallel > 1 ? `${ctx.t.int(l.pipelineParallel)} · ${l.schedule}` : '1'),
+    true,
   ],
-  ['plan.col.cp', (ctx, l) => ctx.t.n(ctx.t.int(sizeOf(l, 'contextParallel')))],
-  ['plan.col.ep', (ctx, l) => ctx.t.n(ctx.t.int(sizeOf(l, 'expertParallel')))],
+  ['plan.col.cp', (ctx, l) => ctx.t.n(ctx.t.int(sizeOf(l, 'contextParallel'))), true],
+  ['plan.col.ep', (ctx, l) => ctx.t.n(ctx.t.int(sizeOf(l, 'expertParallel'))), true],
   [
     'plan.col.micro',
     (ctx, l) => ctx.t.n(`${ctx.t.int(l.microBatch)} × ${ctx.t.int(l.microBatches)}`),
@@ -44,6 +46,12 @@ const COLUMNS = [
   ['plan.col.step', (ctx, l) => ctx.t.n(`${ctx.t.num(l.time.stepSeconds)} ${ctx.t('unit.s')}`)],
   ['plan.col.mfu', (ctx, l) => ctx.t.n(`${ctx.t.num(100 * l.time.modelFlopsUtilization)} %`)],
 ];
+
+/** A column's header: a parallel size by its short name, its long name as the abbreviation's. */
+function header(ctx, key, short) {
+  if (!short) return h('th', { scope: 'col' }, ctx.t(key));
+  return h('th', { scope: 'col' }, h('abbr', { title: ctx.t(key) }, ctx.t(`${key}.short`)));
+}
 
 /** Loads a layout into the peak-memory calculator (its settings, the tab switched). */
 function loadButton(ctx, l, i) {
@@ -84,7 +92,7 @@ function layoutTable(ctx, res, list, caption, reasons = false) {
           'tr',
           {},
           h('th', { scope: 'col' }, t('plan.col.rank')),
-          COLUMNS.map(([key]) => h('th', { scope: 'col' }, t(key))),
+          COLUMNS.map(([key, , short]) => header(ctx, key, short)),
           h('th', { scope: 'col' }, last),
         ),
       ),
@@ -165,7 +173,8 @@ export function renderPlan(ctx, el, res) {
         nodes: t.int(Math.ceil(res.gpus / res.gpusPerNode)),
         candidates: t.int(c.candidates),
         evaluated: t.int(c.evaluated),
-        memory: t.gib(res.gpuMemoryBytes),
+        // (a value and its unit on one line)
+        memory: t.gib(res.gpuMemoryBytes).replace(' ', '\u00a0'),
       }),
     ),
   );

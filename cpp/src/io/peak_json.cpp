@@ -278,7 +278,8 @@ nlohmann::json peak_memory_json(const nlohmann::json& request) {
   peak::Request r = peak::parse_request(request);
   // a bare parameter count has no activations, so no largest micro-batch to search for
   if (peak::count_only(r)) r.search_max_micro_batch = false;
-  if (r.pipeline.stages > 1) return peak::pipeline_answer(r, peak::wants_timeline(request), nullptr);
+  if (r.pipeline.stages > 1)
+    return peak::pipeline_answer(r, peak::wants_timeline(request), nullptr);
   const peak::Result res = pipeline::adjusted(r) ? pipeline::compute(r) : peak::compute(r);
   nlohmann::json out = peak::result_json(r, res, peak::wants_timeline(request));
   if (!r.is_mlp && r.model().pipeline) put(out, "pipeline", pipeline_json(r));
