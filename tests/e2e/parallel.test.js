@@ -5,7 +5,8 @@
 // load into the peak-memory calculator.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { setup, openPage, ready } from './helpers.js';
+import { readFileSync } from 'node:fs';
+import { setup, openPage, ready, repo } from './helpers.js';
 
 let env;
 before(async () => {
@@ -193,4 +194,32 @@ describe('parallelism', () => {
       await context.close();
     });
   }
+
+  it('axe-core finds no violation in the stages view and the plan view (English and Arabic, light and dark)', async () => {
+    for (const [query, drawn] of [
+      ['v=2&gas=8&pp=4&ps=interleaved-1f1b', '#tm-stages svg.chart-svg'],
+      ['v=2&tab=plan&m=llama-3-8b&gpus=16&gbs=64&seq=4096', 'table.layouts'],
+    ]) {
+      const { page, context } = await openPage(env.browser, `${env.base}/app/?lang=en&${query}`);
+      await ready(page);
+      await page.waitForSelector(drawn);
+      await page.evaluate(readFileSync(`${repo}node_modules/axe-core/axe.min.js`, 'utf8'));
+      for (const scheme of ['light', 'dark']) {
+        await page.emulateMedia({ colorScheme: scheme });
+        for (const lang of ['en', 'ar']) {
+          await page.selectOption('#tm-lang', lang);
+          await page.waitForFunction((l) => document.documentElement.lang === l, lang);
+          await page.waitForSelector(drawn);
+          const v = await page.evaluate(async () => {
+            const r = await window.axe.run(document, { resultTypes: ['violations'] });
+            return r.violations.map(
+              (x) => `${x.id}: ${x.nodes.map((n) => n.target.join(' ')).join(', ')}`,
+            );
+          });
+          assert.deepEqual(v, [], `${query} ${lang} ${scheme}`);
+        }
+      }
+      await context.close();
+    }
+  });
 });

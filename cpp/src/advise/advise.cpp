@@ -62,8 +62,7 @@ Timing step_time(const peak::Request& run, const peak::Result& result, const pea
     return t;
   }
   if (run.pipeline.stages > 1) {
-    t.not_timed =
-        "the time model does not split the model over pipeline stages (planLayout times them)";
+    t.not_timed = Text("advise.time.pipeline", {});
     return t;
   }
   const peak::Gpu& gpu = *preset;
