@@ -195,6 +195,23 @@ describe('parallelism', () => {
     });
   }
 
+  for (const lang of ['en', 'ar'])
+    it(`360 px ${lang}: the stages view with its inputs open does not scroll sideways`, async () => {
+      const { page, context, problems } = await openPage(
+        env.browser,
+        `${env.base}/app/?lang=${lang}&v=2&gas=8&pp=4&ps=interleaved-1f1b&m=mixtral-8x7b&dp=8&ep=8`,
+        { viewport: { width: 360, height: 780 } },
+      );
+      await ready(page);
+      await page.waitForSelector('#tm-stages svg.chart-svg');
+      assert.ok(await page.$eval('#tm-advanced', (d) => d.open));
+      assert.equal(await isShown(page, '#tm-virtualStages'), true);
+      const over = await page.evaluate(() => document.documentElement.scrollWidth - innerWidth);
+      assert.equal(over, 0);
+      assert.deepEqual(problems, []);
+      await context.close();
+    });
+
   it('axe-core finds no violation in the stages view and the plan view (English and Arabic, light and dark)', async () => {
     for (const [query, drawn] of [
       ['v=2&gas=8&pp=4&ps=interleaved-1f1b', '#tm-stages svg.chart-svg'],
