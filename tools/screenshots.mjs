@@ -24,6 +24,12 @@ const wanted = (set) => !only || only === set;
 const PARALLEL = [
   ['stages', 'v=2&gas=8&pp=4', '#tm-advanced', '#tm-stages svg.chart-svg'],
   ['stages-chart', 'v=2&gas=8&pp=4', '#tm-stages', '#tm-stages svg.chart-svg'],
+  [
+    'plan-inputs',
+    'v=2&tab=plan&m=llama-3-8b&gpus=16&gbs=64&seq=4096',
+    '#tm-panel',
+    'table.layouts',
+  ],
   ['plan', 'v=2&tab=plan&m=llama-3-8b&gpus=16&gbs=64&seq=4096', '#tm-results', 'table.layouts'],
 ];
 
