@@ -214,6 +214,8 @@ reqs.append(['peakMemory', dict(vb, model={'params':7000000000,'layers':32,'hidd
 # pipeline parallelism: each schedule, with a GPU (the binding stage's verdict and search)
 for sch in ['1f1b', 'gpipe', 'interleaved-1f1b', 'zb-h1', 'zb-v']:
   reqs.append(['peakMemory', dict(base, model={'preset':'gpt2'}, optimizer='adamw', precision='amp-bf16', gpu='a100-80gb', pipelineParallel=2, schedule=sch, gradientAccumulationSteps=4)])
+# advise on a pipeline: the verdict on the binding stage, the step's time not split over stages
+reqs.append(['advise', dict(base, model={'preset':'gpt2'}, optimizer='adamw', precision='amp-bf16', gpu='a100-80gb', pipelineParallel=2, gradientAccumulationSteps=4)])
 # context and expert parallelism: ring attention (both rotations), experts dropless and capped
 llama = dict(base, model={'preset':'llama-3-8b'}, optimizer='adamw', precision='amp-bf16', gpu='h100-80gb', seqLen=8192)
 reqs.append(['peakMemory', dict(llama, contextParallel=4, dataParallel=2, zeroStage=1)])

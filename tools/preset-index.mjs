@@ -32,10 +32,14 @@ const DIFFUSERS_TYPES = {
 };
 const modelType = (p) => p.config?.model_type ?? DIFFUSERS_TYPES[p.config?._class_name] ?? '';
 
+// A mixture of experts: its config routes to experts (the keys cpp/src/io/model_config.cpp reads).
+const moe = (p) =>
+  ['num_local_experts', 'num_experts', 'n_routed_experts'].some((k) => p.config?.[k] > 1);
+
 const hubId = (p) => /huggingface\.co\/([\w.-]+\/[\w.-]+)/.exec(String(p.source || ''))?.[1];
 
 /**
- * { models: [{id, name, modelType, hub?}], gpus: [{id, name, memoryBytes, bf16}] }, in the core's order
+ * { models: [{id, name, modelType, moe?, hub?}], gpus: [{id, name, memoryBytes, bf16}] }, in the core's order
  * (sorted by file name). A GPU's bf16: whether it lists a bf16 dense peak (Ampere and later),
  * which the page's automatic precision follows.
  */
@@ -43,6 +47,7 @@ export function presetIndex() {
   return {
     models: list('models', (p) => ({
       modelType: modelType(p),
+      ...(moe(p) ? { moe: true } : {}),
       ...(hubId(p) ? { hub: hubId(p) } : {}),
     })),
     gpus: list('gpus', (p) => ({

@@ -69,6 +69,9 @@ export const FSDP_STRATEGIES = ${list(v.fsdpStrategies)};
 
 /** The strategies that plan under a budget: the form asks for one with these (budgetStrategies). */
 export const BUDGET_STRATEGIES = ${list(v.budgetStrategies)};
+
+/** peakMemory's pipeline schedules (vocabulary().pipelineSchedules). */
+export const PIPELINE_SCHEDULES = ${list(v.pipelineSchedules)};
 `;
 }
 

@@ -211,3 +211,36 @@ TEST_CASE("advise: one call answers the verdict, the changes and the time", "[ad
   const json bad = json::parse(call("advise", R"({"marginFractoin": 0.1})"));
   CHECK(bad["ok"] == false);
 }
+
+TEST_CASE("advise: with pipeline stages the verdict judges the stage that needs the most memory",
+          "[advise][pipeline]") {
+  // LLaMA-2 7B (32 blocks) over 4 stages of 1F1B, 8 micro-batches per step, on an A100 80 GB.
+  json req{{"model", {{"preset", "llama-2-7b"}}},
+           {"microBatch", 1},
+           {"seqLen", 512},
+           {"optimizer", "adamw"},
+           {"precision", "amp-bf16"},
+           {"gpu", "a100-80gb"},
+           {"timeline", false},
+           {"gradientAccumulationSteps", 8},
+           {"pipelineParallel", 4}};
+  const json env = json::parse(call("advise", req.dump()));
+  REQUIRE(env["ok"] == true);
+  const json& a = env["result"];
+  const json& pp = a["peak"]["pipelineParallel"];
+  REQUIRE(pp["perStage"].size() == 4);
+  // stage 0: the embeddings (32000 x 4096 = 131,072,000) and 8 blocks of 202,383,360 parameters
+  // (4 x 4096^2 attention, 3 x 4096 x 11008 MLP, 2 x 4096 norms: LLaMA-2's config.json), fp32
+  // under autocast: 4 x 1,750,138,880 = 7,000,555,520 bytes, not the whole model's 26.95 GB
+  CHECK(pp["perStage"][0]["weightsBytes"] == 7000555520ull);
+  const json& top = pp["perStage"][pp["peakStage"].get<size_t>()];
+  CHECK(a["verdict"]["usedBytes"] == top["deviceUsedBytes"]);
+  CHECK(a["peak"]["deviceUsedBytes"] == top["deviceUsedBytes"]);
+  // the same figures as peakMemory's
+  const json peak = json::parse(call("peakMemory", req.dump()));
+  REQUIRE(peak["ok"] == true);
+  CHECK(peak["result"]["deviceUsedBytes"] == a["peak"]["deviceUsedBytes"]);
+  // the step's time is not split over stages: said, not a number for one GPU
+  CHECK(a["stepTime"]["note"].get<std::string>().find("pipeline") != std::string::npos);
+  CHECK(!a["stepTime"].contains("stepSeconds"));
+}

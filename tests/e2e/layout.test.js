@@ -118,7 +118,7 @@ describe('layout', () => {
         );
         await ready(page);
         const over = () => page.evaluate(() => document.documentElement.scrollWidth - innerWidth);
-        for (const tab of ['size', 'peak', 'accum', 'place']) {
+        for (const tab of ['size', 'peak', 'accum', 'place', 'plan']) {
           await page.click(`#tm-tab-${tab}`);
           await page.waitForSelector(`#tm-tab-${tab}[aria-selected="true"]`);
           await page.waitForFunction(

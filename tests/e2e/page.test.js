@@ -105,7 +105,7 @@ describe('page', () => {
 
   it('each calculator tab answers with a result or a readable message, never a crash', async () => {
     const { page, problems } = A;
-    for (const tab of ['size', 'peak', 'accum', 'place']) {
+    for (const tab of ['size', 'peak', 'accum', 'place', 'plan']) {
       await page.click(`#tm-tab-${tab}`);
       await page.waitForSelector(`#tm-tab-${tab}[aria-selected="true"]`);
       await page.waitForFunction(() => {

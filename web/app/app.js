@@ -24,7 +24,7 @@ import { EXAMPLES, findPreset } from './examples.js';
 import { examplesEl, exampleState, renderExample } from './examples-view.js';
 import { errorBox } from './errors-view.js';
 import { usePresets } from './resolve.js';
-import { modelInput } from './model-input.js';
+import { modelInput, isMoE } from './model-input.js';
 import { exportersOf, exportBar, embedCodes, embedDialog } from './export.js';
 import {
   CONTEXT_FIELDS,
@@ -34,6 +34,7 @@ import {
   USES,
   STRUCTURAL,
   fields,
+  toggled,
 } from './form.js';
 import { RENDER } from './views.js';
 import {
@@ -183,15 +184,19 @@ function publishState(ctx, { typing = false } = {}) {
 
 function update(ctx, patch, { rebuild = false, fromExample = false, typing = false } = {}) {
   const input = modelInput(ctx.st);
+  const moe = isMoE(ctx.st);
   ctx.st = { ...ctx.st, ...patch };
-  // (a model that reads other inputs, images or tokens, shows other fields)
+  // (a model that reads other inputs, images or tokens, or has experts, shows other fields)
   const structural =
-    Object.keys(patch).some((k) => STRUCTURAL.has(k)) || modelInput(ctx.st) !== input;
+    Object.keys(patch).some((k) => STRUCTURAL.has(k)) ||
+    modelInput(ctx.st) !== input ||
+    isMoE(ctx.st) !== moe;
   if (!fromExample && !('ex' in patch) && Object.keys(patch).some((k) => k !== 'tab'))
     ctx.st.ex = '';
   publishState(ctx, { typing: typing && !rebuild && !structural });
-  if (rebuild || structural) build(ctx);
-  else compute(ctx);
+  if (rebuild || structural) return build(ctx);
+  toggled(ctx.rootEl, ctx.st, ctx.st.tab);
+  compute(ctx);
 }
 
 // ---- layout -------------------------------------------------------------------------------

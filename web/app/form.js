@@ -6,7 +6,7 @@ import { h } from './dom.js';
 import { FIELDS } from './state.js';
 import { parseCount, parseNumber, westernDigits } from '../lib/units.js';
 import { resolve } from './resolve.js';
-import { modelInput, readsImage } from './model-input.js';
+import { modelInput, readsImage, isMoE } from './model-input.js';
 import { BUDGET_STRATEGIES } from './vocabulary.js';
 
 // Inputs of each part of the page, in focus order.
@@ -64,6 +64,9 @@ export const TAB_FIELDS = {
     'slots',
     'frontier',
   ],
+  // the layout planner: the cluster and its global batch (the model, GPU, precision, optimizer
+  // and sequence length are the shared context's)
+  plan: ['gpus', 'gpusPerNode', 'targetGlobalBatch'],
 };
 // The question line at the top of the page: what people decide — the model, the GPU, what is
 // trained (the method, with LoRA's rank), the precision (with the base's dtype for adapters),
@@ -96,6 +99,13 @@ export const ADVANCED_FIELDS = [
   'offloadOptimizer',
   'offloadParams',
   'tensorParallel',
+  'sequenceParallel',
+  'pipelineParallel',
+  'schedule',
+  'virtualStages',
+  'contextParallel',
+  'expertParallel',
+  'expertTensorParallel',
   'compile',
   'activationOffloading',
   'optimizerInBackward',
@@ -124,6 +134,16 @@ export const USES = {
   size: new Set(['modelSource', 'params', 'preset', 'config', 'optimizer']),
   peak: new Set(CONTEXT_FIELDS),
   accum: new Set(CONTEXT_FIELDS),
+  plan: new Set([
+    'modelSource',
+    'params',
+    'preset',
+    'config',
+    'optimizer',
+    'gpu',
+    'gpuGiB',
+    'seqLen',
+  ]),
   place: new Set([
     'modelSource',
     'params',
@@ -175,6 +195,15 @@ export function visible(key, st, tab) {
     case 'loraTargets':
     case 'baseDtype':
       return st.method === 'lora' || st.method === 'qlora';
+    // the pipeline's schedule with stages; interleaved 1F1B's chunks per stage (shown and hidden
+    // in place as the stages are typed: toggled())
+    case 'schedule':
+      return st.pipelineParallel > 1;
+    case 'virtualStages':
+      return st.pipelineParallel > 1 && st.schedule === 'interleaved-1f1b';
+    case 'expertParallel':
+    case 'expertTensorParallel':
+      return isMoE(st) || st[key] > 1;
     case 'marginGB':
       return st.marginGB > 0; // from a link made before the margin was a share
     case 'budgetGB':
@@ -435,9 +464,25 @@ export function field(ctx, key) {
   return numberField(ctx, key, f, ids);
 }
 
+// Inputs shown or hidden in place when a number they follow is typed (a rebuild would move the
+// caret of the input being typed in).
+const TOGGLED = new Set(['schedule', 'virtualStages']);
+
 export function fields(ctx, keys, tab) {
   const { st, show } = ctx;
   return keys
-    .filter((k) => visible(k, st, tab) && (!show || show.has(k)))
-    .map((k) => field(ctx, k));
+    .filter((k) => (TOGGLED.has(k) || visible(k, st, tab)) && (!show || show.has(k)))
+    .map((k) => {
+      const el = field(ctx, k);
+      if (TOGGLED.has(k)) el.hidden = !visible(k, st, tab);
+      return el;
+    });
+}
+
+/** Shows or hides the inputs of TOGGLED for the state, where they are. */
+export function toggled(rootEl, st, tab) {
+  for (const k of TOGGLED) {
+    const el = rootEl.querySelector(`.tm-f-${k}`);
+    if (el) el.hidden = !visible(k, st, tab);
+  }
 }

@@ -73,3 +73,31 @@ export function modelInput(st) {
 
 /** Whether the model reads imageSize (a vision or a diffusion network). */
 export const readsImage = (st) => ['image', 'diffusion'].includes(modelInput(st));
+
+// A config's routed experts (Mixtral num_local_experts, Qwen-MoE num_experts, DeepSeek
+// n_routed_experts: cpp/src/io/model_config.cpp).
+const EXPERT_KEYS = ['num_local_experts', 'num_experts', 'n_routed_experts'];
+let moeText = '';
+let moeConfig = false;
+
+/**
+ * Whether the state's model is a mixture of experts (a preset the index marks, or a pasted
+ * config with routed experts): expert parallelism's inputs are shown for it.
+ * @param {Record<string, any>} st
+ */
+export function isMoE(st) {
+  if (st.modelSource === 'preset')
+    return !!knownPresets().models?.find((m) => m.id === st.preset)?.moe;
+  if (st.modelSource !== 'config') return false;
+  const text = String(st.config || '');
+  if (text !== moeText) {
+    moeText = text;
+    try {
+      const c = JSON.parse(text);
+      moeConfig = EXPERT_KEYS.some((k) => Number(c?.[k]) > 1);
+    } catch {
+      moeConfig = false;
+    }
+  }
+  return moeConfig;
+}

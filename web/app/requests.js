@@ -128,7 +128,77 @@ export function peakMemoryRequest(st) {
   if (st.accumSteps > 1) r.gradientAccumulationSteps = st.accumSteps;
   if (st.dataParallel > 1) r.dataParallel = st.dataParallel;
   if (st.zeroStage !== '0') r.zeroStage = /** @type {0 | 1 | 2 | 3} */ (Number(st.zeroStage));
-  return withRuntime(r, st);
+  return withParallel(withRuntime(r, st), st);
+}
+
+// Pipeline, context and expert parallelism (peak memory's alone: the accumulation planner
+// takes none of them), each sent only when set.
+function withParallel(r, st) {
+  if (st.pipelineParallel > 1) {
+    r.pipelineParallel = st.pipelineParallel;
+    r.schedule = st.schedule;
+    if (st.schedule === 'interleaved-1f1b') r.virtualStages = st.virtualStages;
+  }
+  if (st.contextParallel > 1) r.contextParallel = st.contextParallel;
+  if (st.expertParallel > 1) r.expertParallel = st.expertParallel;
+  if (st.expertTensorParallel > 1) r.expertTensorParallel = st.expertTensorParallel;
+  return r;
+}
+
+/**
+ * The layout planner's request: the cluster (gpus of the GPU preset, gpusPerNode), the global
+ * batch and the model's context. It chooses the parallel sizes, micro-batch, sharding and
+ * checkpointing itself; the attention, runtime and optimizer implementation are sent when set.
+ */
+export function planLayoutRequest(st) {
+  st = resolve(st).st;
+  /** @type {import('../lib/index.js').PlanLayoutRequest} */
+  const r = {
+    model: modelOf(st),
+    gpu: st.gpu,
+    gpus: st.gpus,
+    gpusPerNode: Math.min(st.gpusPerNode, st.gpus),
+    globalBatch: st.targetGlobalBatch,
+    seqLen: st.seqLen,
+    precision: st.precision,
+    optimizer: st.optimizer,
+  };
+  if (st.attention) r.attention = st.attention;
+  if (st.runtime) r.runtime = st.runtime;
+  if (st.optImpl) r.optimizerImplementation = st.optImpl;
+  return r;
+}
+
+/**
+ * The inputs of the peak-memory calculator that run one of the planner's layouts: its peakMemory
+ * settings (PlannedLayout.settings) as a state patch, every parallel input set (those it does not
+ * name back to one).
+ * @param {Record<string, any>} s
+ */
+export function stateOfLayout(s) {
+  const fsdp = s.fsdp || null;
+  return {
+    tab: 'peak',
+    microBatch: s.microBatch ?? 1,
+    accumSteps: s.gradientAccumulationSteps ?? 1,
+    dataParallel: s.dataParallel ?? 1,
+    tensorParallel: s.tensorParallel ?? 1,
+    sequenceParallel: !!s.sequenceParallel,
+    pipelineParallel: s.pipelineParallel ?? 1,
+    schedule: s.schedule ?? '1f1b',
+    virtualStages: s.virtualStages ?? 2,
+    contextParallel: s.contextParallel ?? 1,
+    expertParallel: s.expertParallel ?? 1,
+    expertTensorParallel: s.expertTensorParallel ?? 1,
+    checkpointing: s.checkpointing ?? 'none',
+    zeroStage: String(s.zeroStage ?? 0),
+    fsdp: fsdp ? fsdp.shardingStrategy || 'FULL_SHARD' : '',
+    fsdpGroup: 0,
+    fsdpParamDtype: fsdp?.mixedPrecision?.paramDtype ?? '',
+    fsdpReduceDtype: fsdp?.mixedPrecision?.reduceDtype ?? '',
+    ddpBucketMb: 0,
+    ddpBucketView: false,
+  };
 }
 
 // A list typed as words or numbers separated by commas or spaces.
@@ -208,6 +278,7 @@ function withRuntime(r, st, planner = false) {
     if (st.offloadParams) r.offload.params = true;
   }
   if (st.tensorParallel > 1) r.tensorParallel = st.tensorParallel;
+  if (st.sequenceParallel) r.sequenceParallel = true;
   if (st.compile) r.compile = true;
   if (st.activationOffloading) r.activationOffloading = true;
   if (st.optimizerInBackward) r.optimizerInBackward = true;
@@ -310,6 +381,7 @@ export const BUILDERS = {
   peak: ['peakMemory', peakMemoryRequest],
   accum: ['accumulation', accumulationRequest],
   place: ['placement', placementRequest],
+  plan: ['planLayout', planLayoutRequest],
 };
 
 /**
@@ -324,6 +396,8 @@ export function isSlow(tab) {
 
 /** Solves that may take long run in the Web Worker. */
 export function isHeavy(tab, st) {
+  // the planner evaluates up to hundreds of layouts' memory: seconds for a large cluster
+  if (tab === 'plan') return true;
   if (tab === 'place') return BUDGET_STRATEGIES.includes(st.strategy) || st.frontier;
   if (tab === 'peak' || tab === 'accum') return BUDGET_STRATEGIES.includes(st.checkpointing);
   return false;
@@ -368,6 +442,12 @@ export function stateOfChange(set, st) {
     gradientAccumulationSteps: 'accumSteps',
     dataParallel: 'dataParallel',
     tensorParallel: 'tensorParallel',
+    sequenceParallel: 'sequenceParallel',
+    pipelineParallel: 'pipelineParallel',
+    schedule: 'schedule',
+    virtualStages: 'virtualStages',
+    contextParallel: 'contextParallel',
+    expertParallel: 'expertParallel',
     optimizer: 'optimizer',
     optimizerImplementation: 'optImpl',
     precision: 'precision',

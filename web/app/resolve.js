@@ -7,7 +7,7 @@
 
 /** @typedef {{ id: string, name?: string, memoryBytes?: number, bf16?: boolean }} GpuPreset */
 
-/** @type {{ gpus: GpuPreset[], models?: Array<{ id: string, name?: string, hub?: string, modelType?: string }> }} */
+/** @type {{ gpus: GpuPreset[], models?: Array<{ id: string, name?: string, hub?: string, modelType?: string, moe?: boolean }> }} */
 let known = { gpus: [] };
 /** The presets of this build (app.js, at start). */
 export function usePresets(presets) {

@@ -3,9 +3,9 @@
 // parsed field by field against this schema (numbers must parse and lie in range, choices
 // must be listed); anything else is dropped — URL text never reaches the DOM as markup.
 
-import { FSDP_STRATEGIES, PRECISIONS, RUNTIMES } from './vocabulary.js';
+import { FSDP_STRATEGIES, PIPELINE_SCHEDULES, PRECISIONS, RUNTIMES } from './vocabulary.js';
 
-export const TABS = ['size', 'peak', 'accum', 'place'];
+export const TABS = ['size', 'peak', 'accum', 'place', 'plan'];
 // Every name of the core's optimizer table (tm.vocabulary().optimizers; tests/js/vocabulary.test.js).
 export const OPTIMIZERS = [
   'sgd',
@@ -118,6 +118,15 @@ export const FIELDS = {
   offloadOptimizer: { kind: 'bool', default: false, url: 'oo' },
   offloadParams: { kind: 'bool', default: false, url: 'op' },
   tensorParallel: { kind: 'int', min: 1, max: 4096, default: 1, url: 'tp' },
+  sequenceParallel: { kind: 'bool', default: false, url: 'sp' },
+  // pipeline parallelism: stages, the schedule, and interleaved 1F1B's model chunks per stage
+  pipelineParallel: { kind: 'int', min: 1, max: 4096, default: 1, url: 'pp' },
+  schedule: { kind: 'choice', values: PIPELINE_SCHEDULES, default: '1f1b', url: 'ps' },
+  virtualStages: { kind: 'int', min: 2, max: 1024, default: 2, url: 'vs' },
+  // context parallelism (ring attention); expert parallelism and its tensor split (MoE models)
+  contextParallel: { kind: 'int', min: 1, max: 4096, default: 1, url: 'cp' },
+  expertParallel: { kind: 'int', min: 1, max: 4096, default: 1, url: 'ep' },
+  expertTensorParallel: { kind: 'int', min: 1, max: 4096, default: 1, url: 'etp' },
   compile: { kind: 'bool', default: false, url: 'cmp' },
   activationOffloading: { kind: 'bool', default: false, url: 'ao' },
   optimizerInBackward: { kind: 'bool', default: false, url: 'oib' },
@@ -169,6 +178,10 @@ export const FIELDS = {
   accMode: { kind: 'choice', values: ['plan', 'forward'], default: 'plan', url: 'am' },
   targetGlobalBatch: { kind: 'int', min: 1, max: 2 ** 31, default: 32, url: 'gbs' },
   datasetSize: { kind: 'int', min: 0, max: 1e12, default: 0, url: 'ds' },
+  // the layout planner: the cluster (its GPU is the gpu preset, its global batch
+  // targetGlobalBatch)
+  gpus: { kind: 'int', min: 1, max: 2 ** 20, default: 16, url: 'gpus' },
+  gpusPerNode: { kind: 'int', min: 1, max: 4096, default: 8, url: 'gpn' },
   // placement
   chainSource: { kind: 'choice', values: ['uniform', 'model'], default: 'uniform', url: 'cs' },
   layers: { kind: 'int', min: 1, max: 100000, default: 32, url: 'n' },

@@ -12,6 +12,7 @@ import {
 } from './view-common.js';
 import { optionLabel } from './form.js';
 import { statusBadge, changeList } from './verdict.js';
+import { stageView } from './view-stages.js';
 
 /** The three numbers users compare with, and which tool reports which. */
 export function deviceNumbers(ctx, res) {
@@ -100,6 +101,8 @@ export function renderPeak(ctx, el, res, req, advice) {
       : undefined;
   breakdownChart(ctx, el, [{ label: t('size.thisConfig'), breakdown: res.breakdown }], capacity);
   el.append(breakdownTable(ctx, res.breakdown, res.peakPhase, res) || '');
+  // with pipeline stages: each stage's memory (the figures above are the binding stage's)
+  stageView(ctx, el, res, capacity);
   el.append(assumptionList(ctx, res));
   timelineChart(ctx, el, res.timeline, 'peak.timeline', capacity);
   el.append(details(ctx, res));

@@ -21,3 +21,6 @@ export const FSDP_STRATEGIES = ['FULL_SHARD', 'SHARD_GRAD_OP', 'HYBRID_SHARD', '
 
 /** The strategies that plan under a budget: the form asks for one with these (budgetStrategies). */
 export const BUDGET_STRATEGIES = ['chen-greedy', 'optimal-single-level', 'optimal'];
+
+/** peakMemory's pipeline schedules (vocabulary().pipelineSchedules). */
+export const PIPELINE_SCHEDULES = ['1f1b', 'gpipe', 'interleaved-1f1b', 'zb-h1', 'zb-v'];

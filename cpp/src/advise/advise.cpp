@@ -61,6 +61,10 @@ Timing step_time(const peak::Request& run, const peak::Result& result, const pea
     t.not_timed = "the time model does not split a layer's work over tensor-parallel GPUs";
     return t;
   }
+  if (run.pipeline.stages > 1) {
+    t.not_timed = Text("advise.time.pipeline", {});
+    return t;
+  }
   const peak::Gpu& gpu = *preset;
   const auto [dtype, tflops] = step_work::matmul_peak(run.precision, gpu.tflops);
   t.throughput_precision = dtype;

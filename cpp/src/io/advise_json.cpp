@@ -183,13 +183,14 @@ std::vector<advise::Change> changes_of(const json& request, const peak::Request&
       if (r.simulate_allocator && r.gpu_memory_bytes > 0) {
         peak::Request quick = r;
         quick.simulate_allocator = false;
-        const peak::Result coarse = peak::evaluate(quick);
+        const peak::Result coarse = peak::judged_result(quick);
         if (coarse.peak_bytes / 2 > r.gpu_memory_bytes) {
           out.push_back({std::move(c), advise::judge(quick, coarse, margin), {}});
           continue;
         }
       }
-      const peak::Result res = peak::evaluate(r);
+      // (with pipeline stages: the stage that needs the most memory, as the run's verdict)
+      const peak::Result res = peak::judged_result(r);
       advise::Change change{std::move(c), advise::judge(r, res, margin), {}};
       if (change.verdict.status != advise::Status::does_not_fit) change.timing = timing_of(r, res);
       out.push_back(std::move(change));
@@ -224,12 +225,20 @@ json advise_json(const json& request) {
   const peak::Request run = peak::parse_request(peak_json);
   for (auto it = request.begin(); it != request.end(); ++it) req.mark_used(it.key());
   req.finish();
-  const peak::Result res = peak::compute(run);
+  // the run as peakMemory answers it: with pipeline stages, every stage, and the verdict on the
+  // stage that needs the most memory
+  const bool timeline = peak::wants_timeline(peak_json);
+  peak::Result res;
+  json peak_out = run.pipeline.stages > 1 ? peak::pipeline_answer(run, timeline, &res) : json();
+  if (run.pipeline.stages <= 1) {
+    res = peak::compute(run);
+    peak_out = peak::result_json(run, res, timeline);
+  }
   const uint64_t margin =
       advise::margin_bytes(run.gpu_memory_bytes, o.margin_fraction, o.margin_bytes);
   const advise::Verdict verdict = advise::judge(run, res, margin);
   json out = json::object();
-  put(out, "peak", peak::result_json(run, res, peak::wants_timeline(peak_json)));
+  put(out, "peak", std::move(peak_out));
   put(out, "verdict", verdict_json(verdict));
   put(out, "settings", settings_json(run, o));
   put(out, "stepTime", timing_json(timing_of(run, res)));

@@ -223,13 +223,16 @@ bool wants_timeline(const json& request) {
 
 }  // namespace peak
 
-namespace {
+namespace peak {
 
 // pipelineParallel > 1: the binding rank's figures at the top, every rank in `pipelineParallel`.
-nlohmann::json pipeline_parallel_json(const peak::Request& r, bool timeline) {
+nlohmann::json pipeline_answer(const Request& r, bool timeline, Result* judged) {
+  if (count_only(r) || (!r.is_mlp && r.model().pipeline))
+    fail(code::kUnsupported, "pipelineParallel", Message{"error.pipeline.layers", {}});
   const parallel::PipelineResult pr = parallel::pipeline(r);
   const auto& top = pr.stages_figures[pr.peak_stage];
-  nlohmann::json out = peak::result_json(r, top.result, timeline);
+  if (judged) *judged = top.result;
+  nlohmann::json out = result_json(r, top.result, timeline);
   nlohmann::json stages = nlohmann::json::array();
   for (const auto& f : pr.stages_figures) {
     nlohmann::json st = nlohmann::json::object();
@@ -263,17 +266,20 @@ nlohmann::json pipeline_parallel_json(const peak::Request& r, bool timeline) {
   return out;
 }
 
-}  // namespace
+Result judged_result(const Request& r) {
+  if (r.pipeline.stages <= 1) return evaluate(r);
+  const parallel::PipelineResult pr = parallel::pipeline(r);
+  return pr.stages_figures[pr.peak_stage].result;
+}
+
+}  // namespace peak
 
 nlohmann::json peak_memory_json(const nlohmann::json& request) {
   peak::Request r = peak::parse_request(request);
   // a bare parameter count has no activations, so no largest micro-batch to search for
   if (peak::count_only(r)) r.search_max_micro_batch = false;
-  if (r.pipeline.stages > 1) {
-    if (peak::count_only(r) || (!r.is_mlp && r.model().pipeline))
-      fail(code::kUnsupported, "pipelineParallel", Message{"error.pipeline.layers", {}});
-    return pipeline_parallel_json(r, peak::wants_timeline(request));
-  }
+  if (r.pipeline.stages > 1)
+    return peak::pipeline_answer(r, peak::wants_timeline(request), nullptr);
   const peak::Result res = pipeline::adjusted(r) ? pipeline::compute(r) : peak::compute(r);
   nlohmann::json out = peak::result_json(r, res, peak::wants_timeline(request));
   if (!r.is_mlp && r.model().pipeline) put(out, "pipeline", pipeline_json(r));

@@ -17,6 +17,12 @@ nlohmann::json result_json(const Request& r, const Result& res, bool include_tim
 bool count_only(const Request& r);
 // The request's "timeline" flag (absent or null: true), as peakMemory reads it.
 bool wants_timeline(const nlohmann::json& request);
+// peakMemory's result for a parsed request with pipeline stages (r.pipeline.stages > 1): the
+// binding stage's figures with every stage in `pipelineParallel`; *judged gets the binding
+// stage's Result (what a verdict judges). Throws RequestError.
+nlohmann::json pipeline_answer(const Request& r, bool include_timeline, Result* judged);
+// The figures a verdict judges: the binding stage's with pipeline stages, else evaluate(r).
+Result judged_result(const Request& r);
 
 }  // namespace peak
 }  // namespace trainmem
