@@ -30,7 +30,8 @@ const char* const kPlannerKeys[] = {"gpus",
                                     "overheadPerLayerSeconds",
                                     "top",
                                     "maxEvaluations",
-                                    "compare"};
+                                    "compare",
+                                    "explore"};
 // peakMemory keys the planner chooses itself.
 const char* const kChosenKeys[] = {"microBatch",        "gradientAccumulationSteps",
                                    "accumulationSteps", "dataParallel",
