@@ -186,7 +186,7 @@ layout::Layout read_compare(const Obj& c, const layout::Inputs& in) {
   const uint64_t cp = layout::token_split(l);
   if (in.gpus % (l.tp * l.pp * cp))
     fail(code::kInconsistent, c.field("contextParallel"),
-         "compare: tensorParallel x pipelineParallel x contextParallel must divide gpus");
+         Message{"error.layout.compareGpusCp", {}});
   l.dp = in.gpus / (l.tp * l.pp * cp);
   l.pipelined = l.pp > 1;
   if (l.pipelined) {

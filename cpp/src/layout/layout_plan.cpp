@@ -55,14 +55,15 @@ bool ruled_out_by(const Layout& l, const Layout& failed) {
          keeps(l.checkpointing) >= keeps(failed.checkpointing);
 }
 
+// (catalog layout.reason.ruledOut, and .split with the extra dimensions when one is above 1)
 std::string describe(const Layout& l) {
-  std::string s = "tensorParallel " + std::to_string(l.tp) + ", pipelineParallel " +
-                  std::to_string(l.pp) + ", microBatch " + std::to_string(l.micro_batch) +
-                  ", checkpointing " + l.checkpointing;
-  for (size_t i = 0; i < l.extra.size() && i < extra_dimensions().size(); ++i)
-    if (l.extra[i] > 1)
-      s += std::string(", ") + extra_dimensions()[i].field + " " + std::to_string(l.extra[i]);
-  return s;
+  std::string s =
+      "tensorParallel " + std::to_string(l.tp) + ", pipelineParallel " + std::to_string(l.pp);
+  bool split = false;
+  for (uint64_t x : l.extra) split = split || x > 1;
+  for (size_t i = 0; split && i < l.extra.size() && i < extra_dimensions().size(); ++i)
+    s += std::string(", ") + extra_dimensions()[i].field + " " + std::to_string(l.extra[i]);
+  return s + ", microBatch " + std::to_string(l.micro_batch) + ", checkpointing " + l.checkpointing;
 }
 
 struct Walk {
