@@ -240,7 +240,7 @@ async function runCase(c) {
     : c.fn === 'placement'
       ? JSON.stringify({ recompute: o.recomputeCost, details: o.details ?? null }).slice(0, 140)
       : c.fn === 'planLayout'
-        ? `top TP${o.layouts[0]?.tensorParallel} PP${o.layouts[0]?.pipelineParallel} DP${o.layouts[0]?.dataParallel} ${o.layouts[0]?.schedule}, ${o.counts.candidates} candidates, ${o.counts.evaluated} evaluated`
+        ? `top TP${o.layouts[0]?.tensorParallel} PP${o.layouts[0]?.pipelineParallel} DP${o.layouts[0]?.dataParallel} CP${o.layouts[0]?.contextParallel} EP${o.layouts[0]?.expertParallel} ${o.layouts[0]?.schedule}, ${o.counts.candidates} candidates, ${o.counts.evaluated} evaluated`
         : `recommended ${o.recommended ? `${o.recommended.microBatch}x${o.recommended.accumulationSteps}` : 'none'}, ${o.plans.length} plans`;
   return {
     first: first.ms,
