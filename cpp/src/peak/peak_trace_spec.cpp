@@ -326,8 +326,9 @@ class SpecBuilder {
     spec_.temp_copies = h_.offload_optimizer ? 0 : f.loop_copies;
     spec_.foreach_lists = h_.offload_optimizer ? 0 : f.foreach_lists;
     if (h_.deepspeed_mp && !h_.offload_optimizer)
-      spec_.step_grad_partition = (h_.trainable - expert_trainable_) * 4 / h_.state_divisor +
-                                  expert_trainable_ * 4 / h_.expert_state_divisor;
+      spec_.step_grad_partition =
+          (h_.trainable - std::min(h_.trainable, expert_trainable_)) * 4 / h_.state_divisor +
+          expert_trainable_ * 4 / h_.expert_state_divisor;
   }
 
   // ZeRO-3 / FSDP: what is gathered around each layer's forward, recomputation and backward.
