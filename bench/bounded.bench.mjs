@@ -193,6 +193,17 @@ add('layout planner, DeepSeek-V3, 1,024 GPUs', 1000, 'planLayout', {
   model: { preset: 'deepseek-v3' },
   ...cluster,
 });
+// context and expert parallelism enumerated as well (explore)
+add('layout planner, DeepSeek-V3, cp <= 8 and ep <= 64, 1,024 GPUs', 1000, 'planLayout', {
+  model: { preset: 'deepseek-v3' },
+  ...cluster,
+  explore: { contextParallel: 8, expertParallel: 64 },
+});
+add('layout planner, Mixtral 8x7B, cp <= 8 and ep <= 8, 1,024 GPUs', 1000, 'planLayout', {
+  model: { preset: 'mixtral-8x7b' },
+  ...cluster,
+  explore: { contextParallel: 8, expertParallel: 8 },
+});
 
 // One case in a child process: its time (median of up to 3 calls after one untimed warm-up
 // when the first call is short) and the WebAssembly heap after it.
@@ -229,7 +240,7 @@ async function runCase(c) {
     : c.fn === 'placement'
       ? JSON.stringify({ recompute: o.recomputeCost, details: o.details ?? null }).slice(0, 140)
       : c.fn === 'planLayout'
-        ? `top TP${o.layouts[0]?.tensorParallel} PP${o.layouts[0]?.pipelineParallel} DP${o.layouts[0]?.dataParallel} ${o.layouts[0]?.schedule}, ${o.counts.candidates} candidates, ${o.counts.evaluated} evaluated`
+        ? `top TP${o.layouts[0]?.tensorParallel} PP${o.layouts[0]?.pipelineParallel} DP${o.layouts[0]?.dataParallel} CP${o.layouts[0]?.contextParallel} EP${o.layouts[0]?.expertParallel} ${o.layouts[0]?.schedule}, ${o.counts.candidates} candidates, ${o.counts.evaluated} evaluated`
         : `recommended ${o.recommended ? `${o.recommended.microBatch}x${o.recommended.accumulationSteps}` : 'none'}, ${o.plans.length} plans`;
   return {
     first: first.ms,

@@ -237,8 +237,72 @@ TEST_CASE("expert parallelism: request errors name the field", "[parallel][exper
   json both = mixtral(8, 8);
   both["expertParallelism"] = {{"capacityFactor", 1.0}, {"routingImbalance", 1.2}};
   CHECK(error_of(both).second == "expertParallelism.routingImbalance");
-  json zero = mixtral(8, 8);
-  zero["zeroStage"] = 1;
-  CHECK(error_of(zero) ==
+  // DeepSpeed refuses MoE under ZeRO-3 (runtime/engine.py: "MoE not supported with Stage 3")
+  json zero3 = mixtral(8, 8);
+  zero3["zeroStage"] = 3;
+  CHECK(error_of(zero3) ==
         std::make_pair(std::string("unsupported"), std::string("expertParallel")));
+  // FSDP's shard group of 4 (HSDP over dp 8) x tp 1 leaves no whole expert group for ep 8
+  json hsdp = mixtral(8, 8);
+  hsdp["fsdp"] = {{"shardingStrategy", "HYBRID_SHARD"}, {"shardGroupSize", 4}};
+  CHECK(error_of(hsdp) ==
+        std::make_pair(std::string("inconsistent"), std::string("expertParallel")));
+  json lora = mixtral(8, 8);
+  lora["lora"] = {{"rank", 8}};
+  CHECK(error_of(lora).first == "unsupported");
+}
+
+namespace {
+
+// Mixtral 8x7B's parameters (the test above): a rank's resident share at ep 8 is the dense
+// part D (attention, norms, routers, embeddings, head) and one of the 8 experts of each layer,
+// R = 32 x 3 x 4096 x 14336; the whole model D + 8R is Mixtral's published 46.7 B.
+constexpr double kRoutedLocal = 32.0 * 3 * 4096 * 14336;  // 5,637,144,576
+constexpr double kDense = 7242780672.0 - kRoutedLocal;    // 1,605,636,096
+constexpr double kWhole = kDense + 8 * kRoutedLocal;      // 46,702,792,704
+
+double line(const json& r, const char* name) { return r["breakdown"][name]["bytes"].get<double>(); }
+
+}  // namespace
+
+TEST_CASE("expert parallelism with ZeRO: experts shard over the expert-data-parallel group",
+          "[parallel][expert]") {
+  // Megatron-Core (NVIDIA/Megatron-LM@934c8260 megatron/core/parallel_state.py):
+  // expert_data_parallel_size = world / (etp x ep x pp); dp 8, ep 8, tp = etp = pp = 1:
+  // 8 / 8 = 1, so the experts' optimizer state is not sharded at all while the dense part's
+  // is split over 8. Adam's two fp32 moments, 8 B per element:
+  //   8 x D / 8 + 8 x R / 1 = 1,605,636,096 + 45,097,156,608 = 46,702,792,704 B.
+  CHECK(kWhole == 46702792704.0);
+  json z = mixtral(8, 8);
+  z["zeroStage"] = 1;
+  const json r8 = run(z);
+  CHECK(line(r8, "optimizerState") == Approx(8 * kDense / 8 + 8 * kRoutedLocal).epsilon(1e-6));
+  // dp 16: the expert group is 16 / 8 = 2: 8 x D / 16 + 8 x R / 2 = 23,351,396,352 B, which is
+  // 8 B x the whole model / 16 (a dense model's distributed optimizer over 16 ranks)
+  z["dataParallel"] = 16;
+  const json r16 = run(z);
+  CHECK(line(r16, "optimizerState") == Approx(8 * kWhole / 16).epsilon(1e-6));
+  CHECK(line(r16, "optimizerState") ==
+        Approx(8 * kDense / 16 + 8 * kRoutedLocal / 2).epsilon(1e-6));
+  // ZeRO-1 keeps the rank's weights whole: DeepSpeed's 16-bit model under amp (2 B x (D + R)),
+  // and shards its fp32 master copy like the moments: 4 B x (D / 16 + R / 2)
+  CHECK(line(r16, "weights") == 2 * (kDense + kRoutedLocal));
+  CHECK(line(r16, "masterWeights") == Approx(4 * kWhole / 16).epsilon(1e-6));
+  // ZeRO-2 shards the 16-bit gradients the same way: 2 B x (D / 16 + R / 2)
+  z["zeroStage"] = 2;
+  CHECK(line(run(z), "gradients") == Approx(2 * kWhole / 16).epsilon(1e-6));
+  CHECK(r16["messages"].dump().find("peak.assume.ep.shard") != std::string::npos);
+}
+
+TEST_CASE("expert parallelism with FSDP: the experts' shard group over dp x cp x tp / ep",
+          "[parallel][expert]") {
+  // torchtitan (pytorch/torchtitan@0119de15 torchtitan/distributed/parallel_dims.py) shards
+  // the experts over dp_shard x cp x tp / ep ranks (etp 1), the rest over dp_shard x cp.
+  // FSDP over dp 16, ep 8: the dense part over 16, the experts over 16 / 8 = 2; fp32 weights:
+  //   4 x (D / 16 + R / 2) = 4 x 2,918,924,544 = 11,675,698,176 B = 4 B x the whole model / 16.
+  json f = mixtral(8, 16);
+  f["fsdp"] = json::object();
+  const json r = run(f);
+  CHECK(line(r, "weights") == Approx(4 * kWhole / 16).epsilon(1e-6));
+  CHECK(line(r, "optimizerState") == Approx(8 * kWhole / 16).epsilon(1e-6));
 }

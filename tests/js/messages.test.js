@@ -182,7 +182,17 @@ const ERROR_REQUESTS = [
       model: { preset: 'mixtral-8x7b' },
       dataParallel: 8,
       expertParallel: 8,
-      zeroStage: 1,
+      zeroStage: 3,
+    },
+  ],
+  [
+    'peakMemory',
+    {
+      ...A100,
+      model: { preset: 'mixtral-8x7b' },
+      dataParallel: 8,
+      expertParallel: 8,
+      fsdp: { shardingStrategy: 'HYBRID_SHARD', shardGroupSize: 4 },
     },
   ],
   [
@@ -213,8 +223,28 @@ ERROR_REQUESTS.push(
   ['planLayout', { ...CLUSTER, lora: { rank: 8 } }],
   ['planLayout', { ...CLUSTER, compare: { tensorParallel: 3 } }],
   ['planLayout', { ...CLUSTER, compare: { microBatch: 3 } }],
+  ['planLayout', { ...CLUSTER, compare: { contextParallel: 3 } }],
+  ['planLayout', { ...CLUSTER, explore: { expertParallel: 8 } }],
 );
 requests.push(['planLayout', CLUSTER]);
+// expert parallelism with ZeRO (the experts' shard group) and the planner with CP and EP
+const MIXTRAL = { ...CLUSTER, model: { preset: 'mixtral-8x7b' }, seqLen: 4096, globalBatch: 256 };
+requests.push(
+  [
+    'peakMemory',
+    {
+      ...A100,
+      model: { preset: 'mixtral-8x7b' },
+      dataParallel: 16,
+      expertParallel: 8,
+      zeroStage: 1,
+    },
+  ],
+  [
+    'planLayout',
+    { ...MIXTRAL, gpu: 'h100-80gb', explore: { contextParallel: 4, expertParallel: 8 } },
+  ],
+);
 // advise's sentences: why a step is not timed (a custom memory size; tensor parallelism)
 requests.push(
   ['advise', { ...LLAMA, gpuMemoryBytes: 80e9, timeline: false, changes: false }],

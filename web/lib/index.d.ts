@@ -2220,14 +2220,17 @@ export interface PlanLayoutRequest extends Omit<
   maxEvaluations?: number;
   /**
    * The largest size to try for each parallel dimension beyond TP, PP and DP, by its
-   * peakMemory field (none in this build: context and expert parallelism join when peakMemory
-   * models them). Default 1: not tried.
+   * peakMemory field: `contextParallel` (GPUs of its own: gpus = tp × pp × dp × cp; sizes whose
+   * 2 × cp divides seqLen) and `expertParallel` (carved out of dp × cp × tp, sizes dividing the
+   * experts; expertTensorParallel 1). Default 1: not tried.
    */
-  explore?: Record<string, number>;
+  explore?: { contextParallel?: number; expertParallel?: number };
   /** A layout to judge beside the plan (the one you run): `compared` in the result. */
   compare?: {
     tensorParallel?: number;
     pipelineParallel?: number;
+    contextParallel?: number;
+    expertParallel?: number;
     schedule?: '1f1b' | 'interleaved-1f1b' | 'zb-h1' | 'zb-v';
     sharding?: 'zero1' | 'fsdp';
     checkpointing?: 'none' | 'attention-recompute' | 'full';
@@ -2249,7 +2252,14 @@ export interface LayoutStepTime {
   /** Share of the pipeline's time idle in fill and drain. */
   bubbleFraction: number;
   bubbleSeconds: number;
-  /** Gradient reduce-scatter / all-reduce (and FSDP's parameter gathers) across the DP ranks. */
+  /** Context parallelism's all-gather of keys and values and reduce-scatter of their gradients. */
+  contextParallelSeconds: number;
+  /** Expert parallelism's dispatch and combine all-to-alls, forward and backward. */
+  expertParallelSeconds: number;
+  /**
+   * Gradient reduce-scatter / all-reduce (and FSDP's parameter gathers) across the DP × CP
+   * ranks; the routed experts' across their expert-data-parallel group.
+   */
   dataParallelSeconds: number;
   optimizerSeconds: number;
   tokensPerSecondPerGpu: number;
@@ -2262,6 +2272,10 @@ export interface PlannedLayout {
   tensorParallel: number;
   pipelineParallel: number;
   dataParallel: number;
+  /** Context-parallel ranks (1 unless `explore` allows more): gpus = tp × pp × dp × cp. */
+  contextParallel: number;
+  /** Expert-parallel ranks (1 unless `explore` allows more), out of dp × cp × tp. */
+  expertParallel: number;
   /** The pipeline schedule, `none` without a pipeline. */
   schedule: PipelineSchedule | 'none';
   /** `zero1` (sharded optimizer state, Megatron's distributed optimizer) or `fsdp` (FSDP2). */

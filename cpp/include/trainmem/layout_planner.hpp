@@ -22,15 +22,18 @@ namespace layout {
 enum class Sharding { zero1, fsdp };
 const char* sharding_name(Sharding s);
 
-// A parallel dimension besides TP, PP and DP (context, expert parallelism): its request field
-// and how a candidate sets it. `splits_tokens`: it divides each rank's tokens (compute and
-// activations), as context parallelism does. `within_dp`: it takes no GPUs of its own but
-// divides the data-parallel ranks, as expert parallelism does (Megatron-Core carves the expert
-// groups out of DP); otherwise gpus = tp x pp x dp x its size. Listed in
-// layout_dimensions.cpp, one line each.
+// A parallel dimension besides TP, PP and DP (context, expert parallelism): its request field,
+// how a candidate sets it (throws RequestError when peakMemory refuses it) and which sizes the
+// model admits. `splits_tokens`: it divides each rank's tokens (compute and activations), as
+// context parallelism does. `within_dp`: it takes no GPUs of its own but divides the data x
+// token-splitting x tensor-parallel ranks, as expert parallelism does (Megatron-Core carves the
+// expert groups out of dp x cp x tp); otherwise gpus = tp x pp x dp x its size. Memory per GPU
+// does not grow with any of them at a fixed GPU count (the pruning's premise,
+// docs/parallelism.md "Layout planner"). Listed in layout_dimensions.cpp, one line each.
 struct Dimension {
   const char* field;
   void (*apply)(peak::Request* r, uint64_t size);
+  bool (*admits)(const peak::Request& base, uint64_t size);
   bool splits_tokens;
   bool within_dp;
 };
@@ -49,6 +52,10 @@ struct Inputs {
   double gradient_bytes = 0;       // the whole model's gradients (trainable params x width)
   double optimizer_bytes = 0;      // read and written by one unsharded optimizer step
   double gather_bytes = 0;         // the whole model's parameters as FSDP gathers them
+  // MoE: the routed experts' share of the trainable parameters, the blocks holding them, and the
+  // bytes of one token's hidden state and of its keys and values in one block
+  double expert_fraction = 0;
+  uint64_t moe_layers = 0;
   double peak_flops = 0, memory_bandwidth = 0;
   Network network;
   time_model::Knobs knobs;
@@ -61,6 +68,14 @@ struct Inputs {
   uint64_t top = 10;                      // fitting layouts to list
   uint64_t max_evaluations = 400;         // memory evaluations (each 1-2 peak evaluations)
 };
+
+struct Layout;
+// The extra dimensions that split each rank's tokens (context parallelism): their product.
+uint64_t token_split(const Layout& l);
+// The ranks that hold the same parameters and shard them (ZeRO-1, FSDP): dp x token_split.
+uint64_t shard_ranks(const Layout& l);
+// The extra dimension carved out of the ranks (expert parallelism): its size, 1 when off.
+uint64_t expert_ranks(const Layout& l);
 
 struct Layout {
   uint64_t tp = 1, pp = 1, dp = 1, virtual_stages = 1;
@@ -79,6 +94,8 @@ struct StepEstimate {
   double pp_comm_s = 0;   // stage-to-stage sends
   double bubble_fraction = 0;
   double bubble_s = 0;   // the pipeline's fill and drain
+  double cp_comm_s = 0;  // context parallelism's key / value exchange
+  double ep_comm_s = 0;  // expert parallelism's dispatch and combine all-to-alls
   double dp_comm_s = 0;  // gradient reduce (and FSDP's gathers)
   double optimizer_s = 0;
   double step_s = 0;

@@ -28,8 +28,9 @@ json settings_json(const layout::Layout& l, vocab::Precision precision) {
   }
   for (size_t i = 0; i < l.extra.size() && i < layout::extra_dimensions().size(); ++i)
     put(s, layout::extra_dimensions()[i].field, l.extra[i]);
-  if (l.dp > 1 && l.sharding == layout::Sharding::zero1) put(s, "zeroStage", 1);
-  if (l.dp > 1 && l.sharding == layout::Sharding::fsdp) {
+  const bool shards = layout::shard_ranks(l) > 1;
+  if (shards && l.sharding == layout::Sharding::zero1) put(s, "zeroStage", 1);
+  if (shards && l.sharding == layout::Sharding::fsdp) {
     json f = json::object();
     put(f, "version", 2);
     // (the mixed precision layout_memory.cpp request_for sets under autocast)
@@ -53,6 +54,8 @@ json time_json(const layout::StepEstimate& t) {
                  {"pipelineSendSeconds", t.pp_comm_s},
                  {"bubbleFraction", t.bubble_fraction},
                  {"bubbleSeconds", t.bubble_s},
+                 {"contextParallelSeconds", t.cp_comm_s},
+                 {"expertParallelSeconds", t.ep_comm_s},
                  {"dataParallelSeconds", t.dp_comm_s},
                  {"optimizerSeconds", t.optimizer_s},
                  {"tokensPerSecondPerGpu", t.tokens_per_second_per_gpu},

@@ -12,6 +12,8 @@
 #include "io/layout_json.hpp"
 #include "io/peak_json.hpp"
 #include "io/request.hpp"
+#include "peak/peak_parallel.hpp"
+#include "peak/peak_params.hpp"
 #include "trainmem/layout_planner.hpp"
 #include "trainmem/step_work.hpp"
 
@@ -28,7 +30,8 @@ const char* const kPlannerKeys[] = {"gpus",
                                     "overheadPerLayerSeconds",
                                     "top",
                                     "maxEvaluations",
-                                    "compare"};
+                                    "compare",
+                                    "explore"};
 // peakMemory keys the planner chooses itself.
 const char* const kChosenKeys[] = {"microBatch",        "gradientAccumulationSteps",
                                    "accumulationSteps", "dataParallel",
@@ -66,6 +69,23 @@ void check_model(const peak::Request& base) {
          "planLayout needs a transformer with its layers and heads (a preset or a config)");
   if (base.lora.enabled)
     fail(code::kUnsupported, "lora", "planLayout plans full training: leave lora out");
+}
+
+// explore: each dimension asked for must suit the model (errors name explore.<field>).
+void check_explore(const layout::Inputs& in) {
+  for (size_t i = 0; i < layout::extra_dimensions().size(); ++i) {
+    if (in.extra_sizes_max[i] <= 1) continue;
+    const std::string field = std::string("explore.") + layout::extra_dimensions()[i].field;
+    if (layout::extra_dimensions()[i].splits_tokens) {
+      try {
+        peak::check_context_model(in.base);
+      } catch (const RequestError& e) {
+        throw RequestError(e.code(), field, e.what()).with_messages(e.messages());
+      }
+    } else if (in.base.model().arch.num_experts == 0 || !in.base.model().has_tensors()) {
+      fail(code::kInconsistent, field, Message{"error.ep.model", {}});
+    }
+  }
 }
 
 // The GPU's links from cpp/data/interconnects.json, or the request's.
@@ -131,6 +151,17 @@ void read_work(layout::Inputs* in) {
       b.precision == vocab::Precision::amp_bf16 || b.precision == vocab::Precision::amp_fp16;
   // FSDP gathers 16-bit parameters under autocast (request_for), else the gradients' width
   in->gather_bytes = amp ? 2.0 * static_cast<double>(first.trainable_params) : w.gradient_bytes;
+  // MoE: the routed experts' share of the parameters and the blocks holding them
+  uint64_t routed = 0, total = 0;
+  int64_t last_block = -1;
+  for (const TensorSpec& t : b.model().tensors) {
+    total += t.numel();
+    if (!peak::routed_expert(t.name)) continue;
+    routed += t.numel();
+    if (t.block != last_block) ++in->moe_layers;
+    last_block = t.block;
+  }
+  in->expert_fraction = total ? static_cast<double>(routed) / static_cast<double>(total) : 0.0;
   const peak::Gpu g = peak::gpu_preset(b.gpu_id, "gpu");
   const auto [key, tflops] = step_work::matmul_peak(b.precision, g.tflops);
   in->peak_flops = tflops * 1e12;
@@ -139,7 +170,8 @@ void read_work(layout::Inputs* in) {
     fail(code::kUnsupported, "gpu", {"the GPU ", g.id, " lists no dense peak for ", key});
 }
 
-// compare: {tensorParallel, pipelineParallel, schedule, sharding, checkpointing, microBatch}:
+// compare: {tensorParallel, pipelineParallel, contextParallel, expertParallel, schedule, sharding,
+// checkpointing, microBatch}:
 // a layout the user runs, judged beside the plan.
 layout::Layout read_compare(const Obj& c, const layout::Inputs& in) {
   layout::Layout l;
@@ -148,9 +180,15 @@ layout::Layout read_compare(const Obj& c, const layout::Inputs& in) {
   if (in.gpus % (l.tp * l.pp))
     fail(code::kInconsistent, c.field("pipelineParallel"),
          "compare: tensorParallel x pipelineParallel must divide gpus");
-  l.dp = in.gpus / (l.tp * l.pp);
-  l.pipelined = l.pp > 1;
   l.extra.assign(layout::extra_dimensions().size(), 1);
+  for (size_t i = 0; i < l.extra.size(); ++i)
+    l.extra[i] = c.u64_or(layout::extra_dimensions()[i].field, 1, 1, in.gpus);
+  const uint64_t cp = layout::token_split(l);
+  if (in.gpus % (l.tp * l.pp * cp))
+    fail(code::kInconsistent, c.field("contextParallel"),
+         Message{"error.layout.compareGpusCp", {}});
+  l.dp = in.gpus / (l.tp * l.pp * cp);
+  l.pipelined = l.pp > 1;
   if (l.pipelined) {
     const std::string s =
         c.one_of_or("schedule", {"1f1b", "interleaved-1f1b", "zb-h1", "zb-v"}, "1f1b");
@@ -183,6 +221,7 @@ json plan_layout_json(const json& request) {
   in.network = network_of(req, in.base.gpu_id);
   req.finish();
   check_model(in.base);
+  check_explore(in);
   in.schedules = {vocab::PipelineSchedule::one_f_one_b, vocab::PipelineSchedule::interleaved,
                   vocab::PipelineSchedule::zb_h1, vocab::PipelineSchedule::zb_v};
   read_work(&in);

@@ -47,13 +47,15 @@ void extra_sizes(const Inputs& in, size_t i, uint64_t left, std::vector<uint64_t
   }
   for (uint64_t d : divisors(left)) {
     if (d > most) break;
+    if (d > 1 && !extra_dimensions()[i].admits(in.base, d)) continue;
     cur->push_back(d);
     extra_sizes(in, i + 1, left / d, cur, out);
     cur->pop_back();
   }
 }
 
-// The dimensions that divide the data-parallel ranks: every size dividing dp up to their maxima.
+// The dimensions carved out of the data x token-splitting x tensor-parallel ranks: every size
+// dividing them up to their maxima.
 void within_dp_sizes(const Inputs& in, size_t i, Layout* l, std::vector<Layout>* out) {
   if (i == extra_dimensions().size()) {
     out->push_back(*l);
@@ -64,8 +66,9 @@ void within_dp_sizes(const Inputs& in, size_t i, Layout* l, std::vector<Layout>*
     within_dp_sizes(in, i + 1, l, out);
     return;
   }
-  for (uint64_t d : divisors(l->dp)) {
+  for (uint64_t d : divisors(l->dp * token_split(*l) * l->tp)) {
     if (d > most) break;
+    if (d > 1 && !extra_dimensions()[i].admits(in.base, d)) continue;
     l->extra[i] = d;
     within_dp_sizes(in, i + 1, l, out);
   }
@@ -75,6 +78,22 @@ void within_dp_sizes(const Inputs& in, size_t i, Layout* l, std::vector<Layout>*
 }  // namespace
 
 const char* sharding_name(Sharding s) { return s == Sharding::fsdp ? "fsdp" : "zero1"; }
+
+uint64_t token_split(const Layout& l) {
+  uint64_t s = 1;
+  for (size_t i = 0; i < l.extra.size() && i < extra_dimensions().size(); ++i)
+    if (extra_dimensions()[i].splits_tokens) s *= l.extra[i];
+  return s;
+}
+
+uint64_t shard_ranks(const Layout& l) { return l.dp * token_split(l); }
+
+uint64_t expert_ranks(const Layout& l) {
+  uint64_t s = 1;
+  for (size_t i = 0; i < l.extra.size() && i < extra_dimensions().size(); ++i)
+    if (extra_dimensions()[i].within_dp) s *= l.extra[i];
+  return s;
+}
 
 std::vector<Layout> factorizations(const Inputs& in, uint64_t blocks) {
   std::vector<std::pair<std::vector<uint64_t>, uint64_t>> extras;
@@ -145,7 +164,7 @@ std::vector<Layout> candidates(const Inputs& in) {
         for (const std::string& ck : in.checkpointing) {
           l.checkpointing = ck;
           // (one data-parallel rank shards nothing: one sharding stands for all)
-          for (size_t k = 0; k < (f.dp > 1 ? in.shardings.size() : 1); ++k) {
+          for (size_t k = 0; k < (shard_ranks(f) > 1 ? in.shardings.size() : 1); ++k) {
             l.sharding = in.shardings[k];
             add_checked(&out, l);
           }

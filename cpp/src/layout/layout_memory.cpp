@@ -34,9 +34,11 @@ peak::Request request_for(const Inputs& in, const Layout& l) {
   r.checkpointing.strategy = strategy_named(l.checkpointing);
   r.zero_stage = 0;
   r.fsdp = peak::Request::Fsdp{};
+  // (the shard group is dp x cp: context parallelism's apply multiplies both by cp)
+  const bool shards = shard_ranks(l) > 1;
   if (l.sharding == Sharding::zero1) {
-    r.zero_stage = l.dp > 1 ? 1 : 0;
-  } else if (l.dp > 1) {
+    r.zero_stage = shards ? 1 : 0;
+  } else if (shards) {
     r.fsdp.enabled = true;
     r.fsdp.shard_degree = l.dp;
     // torchtitan's FSDP2 mixed precision under autocast-style training: bf16 parameters for

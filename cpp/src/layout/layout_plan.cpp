@@ -32,7 +32,17 @@ vocab::PipelineSchedule memory_schedule(const Layout& l) {
 bool same_class(const Layout& a, const Layout& b) {
   return a.sharding == b.sharding && a.pipelined == b.pipelined &&
          memory_schedule(a) == memory_schedule(b) && a.virtual_stages == b.virtual_stages &&
-         a.extra == b.extra;
+         a.extra.size() == b.extra.size();
+}
+
+// Every extra dimension no larger than the failed layout's: context parallelism keeps 1/cp of
+// each micro-batch's tokens with the ZeRO / FSDP group dp x cp unchanged at a fixed GPU count;
+// expert parallelism keeps 1/ep of the routed experts and the same routed tokens
+// (docs/parallelism.md "Layout planner").
+bool extras_within(const Layout& l, const Layout& failed) {
+  for (size_t i = 0; i < l.extra.size(); ++i)
+    if (l.extra[i] > failed.extra[i]) return false;
+  return true;
 }
 
 // Memory per GPU does not fall with the micro-batch nor with keeping more, and does not grow
@@ -41,15 +51,19 @@ bool same_class(const Layout& a, const Layout& b) {
 // docs/parallelism.md "Layout planner"): `failed` not fitting rules `l` out.
 bool ruled_out_by(const Layout& l, const Layout& failed) {
   return same_class(l, failed) && l.tp <= failed.tp && l.pp <= failed.pp &&
-         l.micro_batch >= failed.micro_batch &&
+         extras_within(l, failed) && l.micro_batch >= failed.micro_batch &&
          keeps(l.checkpointing) >= keeps(failed.checkpointing);
 }
 
+// (catalog layout.reason.ruledOut, and .split with the extra dimensions when one is above 1)
 std::string describe(const Layout& l) {
-  std::string s = "tensorParallel " + std::to_string(l.tp) + ", pipelineParallel " +
-                  std::to_string(l.pp) + ", microBatch " + std::to_string(l.micro_batch) +
-                  ", checkpointing " + l.checkpointing;
-  return s;
+  std::string s =
+      "tensorParallel " + std::to_string(l.tp) + ", pipelineParallel " + std::to_string(l.pp);
+  bool split = false;
+  for (uint64_t x : l.extra) split = split || x > 1;
+  for (size_t i = 0; split && i < l.extra.size() && i < extra_dimensions().size(); ++i)
+    s += std::string(", ") + extra_dimensions()[i].field + " " + std::to_string(l.extra[i]);
+  return s + ", microBatch " + std::to_string(l.micro_batch) + ", checkpointing " + l.checkpointing;
 }
 
 struct Walk {
@@ -138,6 +152,15 @@ Result plan(const Inputs& in) {
       "first)",
       "tensor parallelism runs with sequence parallelism; GPipe is left out (1F1B holds less for "
       "the same bubble)"};
+  for (size_t k = 0; k < in.extra_sizes_max.size(); ++k)
+    if (in.extra_sizes_max[k] > 1 && extra_dimensions()[k].splits_tokens)
+      w.out.assumptions.push_back(
+          "context parallelism exchanges keys and values by all-gather with zig-zag load "
+          "balancing (torchtitan's default)");
+    else if (in.extra_sizes_max[k] > 1)
+      w.out.assumptions.push_back(
+          "expert parallelism with expertTensorParallel 1, dropless routing at even load; the "
+          "experts shard over the expert-data-parallel group");
   return std::move(w.out);
 }
 

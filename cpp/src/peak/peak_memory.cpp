@@ -212,6 +212,12 @@ void hold_weights(const Request& rq, Step* s) {
   h.weight_divisor = t * (sharded_weights ? N : 1);
   h.grad_divisor = t * (rq.zero_stage >= 2 || rq.fsdp.enabled ? N : 1);
   h.state_divisor = t * N;
+  // the routed experts' shares shard over the expert-data-parallel group (peak_parallel.hpp)
+  h.expert_ranks = expert_shard_ranks(rq, N);
+  const uint64_t Ne = h.expert_ranks;
+  h.expert_weight_divisor = t * (sharded_weights ? Ne : 1);
+  h.expert_grad_divisor = t * (rq.zero_stage >= 2 || rq.fsdp.enabled ? Ne : 1);
+  h.expert_state_divisor = t * Ne;
   const bool fsdp_offload = rq.fsdp.enabled && rq.fsdp.cpu_offload;
   h.offload_params = rq.offload_params || fsdp_offload;
   h.offload_optimizer = rq.offload_optimizer || fsdp_offload;

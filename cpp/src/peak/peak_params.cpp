@@ -106,18 +106,22 @@ void from_mlp(const activations::MlpSpec& mlp, ParamsByLayer* p) {
 // routed expert's tensor keeps that share (the mean over the experts: one expert's tensors
 // are the same size); the router and the shared experts stay whole. The later / t of every
 // parameter is undone for the experts: numel x t / (ep x etp).
-bool routed_expert(const std::string& name) {
-  return name.find(".experts.") != std::string::npos &&
-         name.find("shared_experts") == std::string::npos;
-}
 void shard_experts(const Request& rq, ParamsByLayer* p) {
   const uint64_t ep = rq.expert.size * rq.expert.tensor, t = rq.tensor_parallel;
   for (auto& layer : p->layers)
     for (auto& r : layer)
-      if (r.spec && routed_expert(r.spec->name)) r.numel = r.numel / ep * t;
+      if (r.spec && routed_expert(r.spec->name)) {
+        r.numel = r.numel / ep * t;
+        r.expert = true;
+      }
 }
 
 }  // namespace
+
+bool routed_expert(const std::string& name) {
+  return name.find(".experts.") != std::string::npos &&
+         name.find("shared_experts") == std::string::npos;
+}
 
 ParamsByLayer params_by_layer(const Request& rq, const activations::ModelActivations& acts) {
   ParamsByLayer p;

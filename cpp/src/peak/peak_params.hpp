@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <deque>
+#include <string>
 #include <vector>
 
 #include "trainmem/activations.hpp"
@@ -18,6 +19,7 @@ struct ParamRef {
   uint64_t numel = 0;
   bool matrix = false;    // a 2-D (or conv) weight outside the embeddings: a matmul's operand
   bool in_block = false;  // inside a block (QLoRA quantises the blocks' linear weights)
+  bool expert = false;    // a routed expert's share under expert parallelism (own shard group)
 };
 
 // A weight shared by two layers (tie_word_embeddings): the owner is listed in its own layer;
@@ -38,6 +40,10 @@ struct ParamsByLayer {
   uint64_t total = 0;
   std::deque<TensorSpec> owned;  // tensors made up for an MLP or a parameter count
 };
+
+// Whether a tensor is a routed expert's (Megatron-Core moe/experts.py; HF's `.experts.N.`
+// modules), not a shared expert's.
+bool routed_expert(const std::string& name);
 
 // The assignment for a request (its model, or its MLP) over `chain_layers` layers.
 ParamsByLayer params_by_layer(const Request& rq, const activations::ModelActivations& acts);

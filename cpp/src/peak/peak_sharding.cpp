@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "peak/peak_parallel.hpp"
+
 namespace trainmem {
 namespace peak {
 namespace {
@@ -95,7 +97,10 @@ void fsdp_unsharded(const Request& rq, const UnitSizes& u, uint64_t grad_bytes, 
     const uint64_t g = u.trainable[L] / t;
     out->push_back(g * pb);
     if (rb != pb) out->push_back(g * rb);
-    if (S > 1) out->push_back(g * rb / S);
+    // a routed expert's share reduce-scatters over the expert-data-parallel group
+    // (peak_parallel.hpp expert_shard_ranks)
+    const uint64_t ge = L < u.expert_trainable.size() ? u.expert_trainable[L] / t : 0;
+    if (S > 1) out->push_back((g - ge) * rb / S + ge * rb / expert_shard_ranks(rq, S));
   }
 }
 

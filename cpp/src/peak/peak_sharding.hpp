@@ -17,6 +17,7 @@ enum class OpPhase { forward, recompute, backward, loss };
 // elements (whose gradients FSDP unshards in the backward).
 struct UnitSizes {
   std::vector<uint64_t> numel, bytes, trainable;
+  std::vector<uint64_t> expert_trainable;  // of `trainable`, routed experts' (own shard group)
   uint64_t bytes_of(size_t layer, uint64_t elements) const {
     return numel[layer]
                ? static_cast<uint64_t>(static_cast<double>(elements) * bytes[layer] / numel[layer])

@@ -25,6 +25,10 @@ struct Holding {
   bool deepspeed_mp = false;  // ZeRO with DeepSpeed's bf16/fp16 section: 16-bit model, fp32 master
   uint64_t ranks = 1;         // ranks ZeRO / FSDP shard the optimizer state over
   uint64_t weight_divisor = 1, grad_divisor = 1, state_divisor = 1;
+  // expert parallelism: the routed experts' shares shard over their own group (expert_ranks,
+  // peak_parallel.hpp expert_shard_ranks) instead of `ranks`
+  uint64_t expert_ranks = 1;
+  uint64_t expert_weight_divisor = 1, expert_grad_divisor = 1, expert_state_divisor = 1;
   // LoRA: bytes per element of the frozen base and of the adapters
   DType base_dtype = DType::fp32;
   uint64_t base_bytes = 4, adapter_bytes = 4;

@@ -85,6 +85,7 @@ class SpecBuilder {
     units_.numel.assign(s.nl, 0);
     units_.bytes.assign(s.nl, 0);
     units_.trainable.assign(s.nl, 0);
+    units_.expert_trainable.assign(s.nl, 0);
   }
 
   trace::StepSpec build() {
@@ -179,12 +180,14 @@ class SpecBuilder {
     // (partition_parameters.py ds_persist); each rank holds them whole
     const bool persistent_whole =
         rq_.zero3.enabled && rq_.zero_stage == 3 && p.numel <= rq_.zero3.persistence_threshold;
-    const uint64_t wdiv = persistent_whole ? rq_.tensor_parallel : h_.weight_divisor;
+    const uint64_t wdiv = persistent_whole ? rq_.tensor_parallel
+                          : p.expert       ? h_.expert_weight_divisor
+                                           : h_.weight_divisor;
     const uint64_t wb = rq_.lora.enabled ? h_.base_bytes : h_.weight_bytes;
     uint64_t whole = 0;
     for (uint64_t b : quantised ? nf4_pieces(p.numel, 1) : std::vector<uint64_t>{p.numel * wb})
       whole += b;
-    add_unit(i, p.numel, whole, quantised, !frozen);
+    add_unit(i, p.numel, whole, quantised, !frozen, p.expert);
     if (!h_.offload_params) {
       if (quantised) {
         for (uint64_t b : nf4_pieces(p.numel, wdiv)) spec_.weights.push_back(b);
@@ -200,13 +203,18 @@ class SpecBuilder {
       if (frozen || gathered_) spec_.layers[i].casts_cached = false;
     }
     if (frozen) return;
-    trainables_[i].push_back(trainable(t, p.numel, h_.grad_bytes, h_.state_dtype));
+    trainables_[i].push_back(trainable(t, p.numel, h_.grad_bytes, h_.state_dtype, p.expert));
   }
 
-  Trainable trainable(const TensorSpec& t, uint64_t numel, uint64_t grad_bytes, DType state_dtype) {
+  // `expert`: a routed expert's share, sharded over the expert-data-parallel group.
+  Trainable trainable(const TensorSpec& t, uint64_t numel, uint64_t grad_bytes, DType state_dtype,
+                      bool expert = false) {
     Trainable tr;
     tr.numel = numel;
-    tr.grad = h_.offload_grads ? 0 : numel * grad_bytes / h_.grad_divisor;
+    const uint64_t gdiv = expert ? h_.expert_grad_divisor : h_.grad_divisor;
+    const uint64_t sdiv = expert ? h_.expert_state_divisor : h_.state_divisor;
+    if (expert) expert_trainable_ += numel;
+    tr.grad = h_.offload_grads ? 0 : numel * grad_bytes / gdiv;
     if (h_.offload_optimizer) return tr;
     // torch's `step` is a CPU scalar tensor unless the step is fused or capturable
     // (torch/optim/adamw.py _init_group: device=p.device only then)
@@ -218,27 +226,30 @@ class SpecBuilder {
       share = t;
       share.shape[0] = std::max<uint64_t>(1, t.shape[0] * numel / t.numel());
     }
-    const StateBytes& sb = state_of(sharded ? share : t, state_dtype);
+    const StateBytes& sb = state_of(sharded ? share : t, state_dtype, sdiv);
     managed_ += sb.managed;
     tr.opt.state = sb.device;
-    if (h_.deepspeed_mp) tr.opt.master = numel * 4 / h_.state_divisor;
-    tr.opt.temp_bytes = numel * dtype_bytes_for(state_dtype, 1) / h_.state_divisor;
+    if (h_.deepspeed_mp) tr.opt.master = numel * 4 / sdiv;
+    tr.opt.temp_bytes = numel * dtype_bytes_for(state_dtype, 1) / sdiv;
     tr.opt.group = state_dtype == DType::fp32 ? 0 : 1;
     return tr;
   }
 
   // The state tensors of one parameter on the device (and in managed memory), computed once per
-  // (shape, dtype): a model repeats a few shapes many times.
+  // (shape, dtype, shard divisor): a model repeats a few shapes many times.
   struct StateBytes {
     std::vector<uint64_t> shape;
     DType param = DType::fp32, state = DType::fp32;
+    uint64_t divisor = 1;
     std::vector<uint64_t> device;
     uint64_t managed = 0;
   };
-  const StateBytes& state_of(const TensorSpec& t, DType state_dtype) {
+  const StateBytes& state_of(const TensorSpec& t, DType state_dtype, uint64_t divisor) {
     for (const StateBytes& c : state_cache_)
-      if (c.shape == t.shape && c.param == t.dtype && c.state == state_dtype) return c;
-    StateBytes c{t.shape, t.dtype, state_dtype, {}, 0};
+      if (c.shape == t.shape && c.param == t.dtype && c.state == state_dtype &&
+          c.divisor == divisor)
+        return c;
+    StateBytes c{t.shape, t.dtype, state_dtype, divisor, {}, 0};
     // torch's `step` is a CPU scalar tensor unless the step is fused or capturable
     // (torch/optim/adamw.py _init_group: device=p.device only then)
     const bool step_on_device = facts_.impl == vocab::OptimizerImpl::fused && !facts_.own_kernel;
@@ -246,9 +257,9 @@ class SpecBuilder {
       if (st.kind != StateKind::tensor || (st.shape.empty() && !step_on_device)) continue;
       // paged (bitsandbytes get_state_buffer): >= 100,000 values go to managed memory
       if (rq_.optimizer.paged && st.numel() >= 100000)
-        c.managed += st.bytes() / h_.state_divisor;
+        c.managed += st.bytes() / divisor;
       else
-        c.device.push_back(st.bytes() / h_.state_divisor);
+        c.device.push_back(st.bytes() / divisor);
     }
     if (state_cache_.size() >= 64) state_cache_.erase(state_cache_.begin());
     state_cache_.push_back(std::move(c));
@@ -315,7 +326,9 @@ class SpecBuilder {
     spec_.temp_copies = h_.offload_optimizer ? 0 : f.loop_copies;
     spec_.foreach_lists = h_.offload_optimizer ? 0 : f.foreach_lists;
     if (h_.deepspeed_mp && !h_.offload_optimizer)
-      spec_.step_grad_partition = h_.trainable * 4 / h_.state_divisor;
+      spec_.step_grad_partition =
+          (h_.trainable - std::min(h_.trainable, expert_trainable_)) * 4 / h_.state_divisor +
+          expert_trainable_ * 4 / h_.expert_state_divisor;
   }
 
   // ZeRO-3 / FSDP: what is gathered around each layer's forward, recomputation and backward.
@@ -343,10 +356,12 @@ class SpecBuilder {
 
   // A tensor of `numel` elements in `bytes` as the model holds it, gathered: FSDP casts floating
   // parameters to its param_dtype (a packed 4-bit base stays packed).
-  void add_unit(size_t i, uint64_t numel, uint64_t bytes, bool packed, bool trainable) {
+  void add_unit(size_t i, uint64_t numel, uint64_t bytes, bool packed, bool trainable,
+                bool expert = false) {
     units_.numel[i] += numel;
     units_.bytes[i] += rq_.fsdp.param_bytes && !packed ? numel * rq_.fsdp.param_bytes : bytes;
     if (trainable) units_.trainable[i] += numel;
+    if (trainable && expert) units_.expert_trainable[i] += numel;
   }
 
   void runtime_and_parallel() {
@@ -408,6 +423,7 @@ class SpecBuilder {
   std::vector<std::vector<Trainable>> trainables_, late_;
   UnitSizes units_;
   std::vector<StateBytes> state_cache_;
+  uint64_t expert_trainable_ = 0;  // routed experts' trainable elements (their own shard group)
 };
 
 }  // namespace

@@ -225,9 +225,9 @@ export const FLAGS = [
   {
     flag: 'context-parallel',
     kind: 'number',
-    path: 'contextParallel',
-    commands: ['peak-memory'],
-    help: 'ring-attention ranks sharing each sequence (--seq-len is the whole sequence)',
+    path: { 'peak-memory': 'contextParallel', 'plan-layout': 'explore.contextParallel' },
+    commands: ['peak-memory', 'plan-layout'],
+    help: 'ring-attention ranks sharing each sequence (--seq-len is the whole sequence); plan-layout: the most to try',
   },
   {
     flag: 'cp-load-balance',
@@ -246,9 +246,9 @@ export const FLAGS = [
   {
     flag: 'expert-parallel',
     kind: 'number',
-    path: 'expertParallel',
-    commands: ['peak-memory'],
-    help: 'ranks sharing the routed experts of a mixture-of-experts model',
+    path: { 'peak-memory': 'expertParallel', 'plan-layout': 'explore.expertParallel' },
+    commands: ['peak-memory', 'plan-layout'],
+    help: 'ranks sharing the routed experts of a mixture-of-experts model; plan-layout: the most to try',
   },
   {
     flag: 'expert-tensor-parallel',
