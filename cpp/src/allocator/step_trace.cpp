@@ -617,7 +617,7 @@ class Builder {
   // scratch lists of live ids, reused: the forward's, the backward's (which may step a
   // parameter's optimizer inside it), the optimizer's
   std::vector<uint64_t> fwd_live_, fwd_gathered_, bwd_live_, bwd_gathered_, step_live_;
-  std::vector<size_t> bwd_entry_;  // backward(): each temporary group's region entry
+  std::vector<size_t> bwd_entry_;   // backward(): each temporary group's region entry
   std::vector<uint64_t> held_;      // the ids of StepSpec::held now live
   std::vector<uint64_t> ipg_live_;  // the ids of StepSpec::reduce_buckets_per_backward
   uint64_t next_id_ = 0;
