@@ -87,6 +87,8 @@ class CachingAllocator {
 
   const Stats& stats() const;
   std::vector<SegmentInfo> segments() const;
+  // segments().size() without listing them (peak memory's replays read only the count).
+  uint64_t segment_count() const;
 
   // The allocator's size rules, exposed for tests and for callers that need the same numbers.
   static uint64_t round_size(uint64_t size, uint32_t roundup_power2_divisions = 0);

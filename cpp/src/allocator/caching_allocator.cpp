@@ -1129,6 +1129,15 @@ struct CachingAllocator::Impl {
 
   // CUDACachingAllocator.cpp snapshot (001074d): one segment per head block; an expandable
   // segment shows one segment per contiguous mapped range.
+  // A segment's first block: no mapped block before it (segments() starts a segment there).
+  static bool segment_head(const Block* b) { return b->prev == nullptr || !b->prev->mapped; }
+  uint64_t segment_count() const {
+    uint64_t n = 0;
+    const auto count = [&n](const Block* b) { n += segment_head(b) ? 1 : 0; };
+    for (const Pool* p : {&small, &large}) p->for_each(count);
+    live.for_each(count);
+    return n;
+  }
   std::vector<SegmentInfo> segments() const {
     std::vector<const Block*> all;
     for (const Pool* p : {&small, &large})
@@ -1136,7 +1145,7 @@ struct CachingAllocator::Impl {
     live.for_each([&all](const Block* b) { all.push_back(b); });
     std::vector<SegmentInfo> out;
     for (const Block* head : all) {
-      if (head->prev != nullptr && head->prev->mapped) continue;
+      if (!segment_head(head)) continue;
       SegmentInfo s;
       s.address = head->addr;
       s.stream = head->stream;
@@ -1171,6 +1180,7 @@ void CachingAllocator::empty_cache() { impl_->release_cached_blocks(); }
 void CachingAllocator::reset_peak_stats() { impl_->reset_peak_stats(); }
 const Stats& CachingAllocator::stats() const { return impl_->st; }
 std::vector<SegmentInfo> CachingAllocator::segments() const { return impl_->segments(); }
+uint64_t CachingAllocator::segment_count() const { return impl_->segment_count(); }
 
 // CUDACachingAllocator.cpp roundup_power2_next_division (001074d): the next of `divisions` equal
 // steps between the two powers of two around size; powers of two stay as they are.

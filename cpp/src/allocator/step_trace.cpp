@@ -402,13 +402,20 @@ class Builder {
     if (nt == 0)
       for (const auto& g : L.backward_temps)
         for (uint32_t p = 0; p < g.pieces; ++p) live.push_back(alloc(g.bytes, Part::op_transients));
+    // each group's region entry, worked out once per backward (not per saved tensor)
+    std::vector<size_t>& entry = bwd_entry_;
+    entry.clear();
+    for (const auto& g : L.backward_temps) {
+      const size_t e = region_entry(L.backward_temps, g.at, nt);
+      entry.push_back(nt == 0 || std::min<size_t>(g.at, nt - 1) > e ? SIZE_MAX : e);
+    }
     for (size_t w = 0; w < nt; ++w) {
       const size_t k = nt - 1 - w;
       // entering a region: its transients replace the last region's
       bool entered = false;
-      for (const auto& g : L.backward_temps) {
-        if (std::min<size_t>(g.at, nt - 1) > k || region_entry(L.backward_temps, g.at, nt) != k)
-          continue;
+      for (size_t q = 0; q < L.backward_temps.size(); ++q) {
+        const auto& g = L.backward_temps[q];
+        if (entry[q] != k) continue;
         if (!entered) free_all(&live);
         entered = true;
         for (uint32_t p = 0; p < g.pieces; ++p) live.push_back(alloc(g.bytes, Part::op_transients));
@@ -610,6 +617,7 @@ class Builder {
   // scratch lists of live ids, reused: the forward's, the backward's (which may step a
   // parameter's optimizer inside it), the optimizer's
   std::vector<uint64_t> fwd_live_, fwd_gathered_, bwd_live_, bwd_gathered_, step_live_;
+  std::vector<size_t> bwd_entry_;   // backward(): each temporary group's region entry
   std::vector<uint64_t> held_;      // the ids of StepSpec::held now live
   std::vector<uint64_t> ipg_live_;  // the ids of StepSpec::reduce_buckets_per_backward
   uint64_t next_id_ = 0;

@@ -247,7 +247,7 @@ Replay replay(const Request& rq, const Step& s, const trace::Trace& t, bool limi
   r->first_step_reserved_bytes = step1_reserved;
   r->steady_allocated_bytes = steady_alloc;
   r->alloc_retries = st.num_alloc_retries;
-  r->segments = alloc.segments().size();
+  r->segments = alloc.segment_count();
   r->nccl_bytes = nccl;
   if (!t.marks.empty()) {
     const trace::Mark& m = t.marks[best_mark];
