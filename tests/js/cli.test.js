@@ -553,8 +553,8 @@ test('accumulation and peak-memory flags reach their fields', async () => {
   );
   // --gpu-memory 80GB is 80e9 bytes: the headroom is what the device-used memory (nvidia-smi,
   // what `fits` judges) leaves of it.
-  const peak = await json([...peak('gpt2', 2, 128), '--gpu-memory', '80GB']);
-  assert.equal(peak.headroomBytes + peak.deviceUsedBytes, 80e9);
+  const on80 = await json([...peak('gpt2', 2, 128), '--gpu-memory', '80GB']);
+  assert.equal(on80.headroomBytes + on80.deviceUsedBytes, 80e9);
   // the allocator flags reach their fields (expandable segments cannot reserve more)
   const expandable = await json([
     ...peak('gpt2', 2, 128),
