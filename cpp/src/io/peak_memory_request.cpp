@@ -256,6 +256,8 @@ Runtime runtime_profile(const std::string& id, const std::string& field) {
   r.foreach_optimizers = r.optimizer_implementation == vocab::OptimizerImpl::foreach;
   r.foreach_adam_lists = json_at(j, "foreachAdamLists").get<uint32_t>();
   r.foreach_adam_source = json_at(j, "foreachAdamSource").get<std::string>();
+  r.input_buffer_in_place = json_at(j, "inputBufferInPlace").get<bool>();
+  r.input_buffer_source = json_at(j, "inputBufferSource").get<std::string>();
   r.source = json_at(j, "source").get<std::string>();
   r.torch_versions = json_at(j, "torchVersions").get<std::string>();
   r.set_to_none = json_at(j, "zeroGradSetToNone").get<bool>();
