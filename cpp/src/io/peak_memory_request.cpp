@@ -276,6 +276,13 @@ Runtime runtime_profile(const std::string& id, const std::string& field) {
   r.traits.norm_stats_fp32 = json_at(j, "normStatsFp32").get<bool>();
   r.traits.conv_backward_temp_outputs =
       static_cast<uint32_t>(json_value_or(j, "convolutionBackwardTemporaryOutputs", uint64_t(0)));
+  if (json_has(j, "convolutionWeightGradScratch")) {
+    const json& g = json_at(j, "convolutionWeightGradScratch");
+    r.traits.conv_scratch_threads = json_at(g, "threads").get<uint32_t>();
+    r.traits.conv_scratch_min_kernel = json_at(g, "minKernel").get<uint32_t>();
+    r.traits.conv_scratch_weight_copies = json_at(g, "weightCopies").get<uint32_t>();
+    r.traits.conv_scratch_align_bytes = json_at(g, "alignBytes").get<uint32_t>();
+  }
   return r;
 }
 
