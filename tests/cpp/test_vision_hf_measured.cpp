@@ -9,17 +9,14 @@
 #include <fstream>
 
 #include "io/request.hpp"
+#include "test_support.hpp"
 #include "trainmem/api.hpp"
 
 using trainmem::json;
 
-namespace {
+using tm_test::load_fixture;
 
-json load_fixture(const std::string& name) {
-  std::ifstream in(std::string(TM_SOURCE_DIR) + "/tests/fixtures/" + name);
-  REQUIRE(in.good());
-  return json::parse(in);
-}
+namespace {
 
 // The peakMemory request of a fixture case: the Hub config, eager attention on the CPU runtime
 // (HF's eager_attention_forward), fp32, zero_grad(set_to_none=True) as the script's steps.
