@@ -4,32 +4,21 @@
 #include <catch2/catch.hpp>
 
 #include "io/request.hpp"
+#include "test_support.hpp"
 #include "trainmem/api.hpp"
 
 using trainmem::json;
 
+using tm_test::peak_envelope;
+using tm_test::peak_result;
+using tm_test::timeline_point;
+using tm_test::with;
+
 namespace {
-json call(const json& req) { return json::parse(trainmem::call("peakMemory", req.dump())); }
-json run(const json& req) {
-  const json env = call(req);
-  INFO(env.dump().substr(0, 1500));
-  REQUIRE(env["ok"] == true);
-  return env["result"];
-}
 double part(const json& r, const char* line, const char* name) {
   return r["breakdown"][line]["parts"][name].get<double>();
 }
 double line(const json& r, const char* name) { return r["breakdown"][name]["bytes"].get<double>(); }
-const json& point(const json& r, const char* phase, int layer) {
-  for (const auto& p : r["timeline"])
-    if (p["phase"] == phase && p["layer"] == layer) return p;
-  FAIL("no timeline point " << phase << " " << layer);
-  return r;
-}
-json with(json base, const json& extra) {
-  for (auto it = extra.begin(); it != extra.end(); ++it) base[it.key()] = it.value();
-  return base;
-}
 // Linear(4096, 4096) layers: a 64 MiB fp32 weight and a 16 KiB bias each.
 json linears(size_t n, const json& extra) {
   json sizes = json::array();
@@ -61,13 +50,13 @@ TEST_CASE("one model: a tied embedding's gradient is made by the head's backward
   // GPT-2 ties lm_head to wte (50,257 x 768 fp32 = 154,389,504 B). The head's backward runs first
   // and makes wte's .grad (AccumulateGrad steals the incoming gradient): when the last block's
   // backward runs it is there; the embeddings' backward later adds into it in place.
-  const json r = run({{"model", {{"preset", "gpt2"}}},
-                      {"microBatch", 1},
-                      {"seqLen", 128},
-                      {"simulateAllocator", false},
-                      {"searchMaxMicroBatch", false}});
-  CHECK(point(r, "backward", 12)["gradientBytes"].get<double>() >= 154389504.0);
-  CHECK(point(r, "backward", 12)["gradientBytes"].get<double>() < 154389504.0 + 30 * MiB);
+  const json r = peak_result({{"model", {{"preset", "gpt2"}}},
+                              {"microBatch", 1},
+                              {"seqLen", 128},
+                              {"simulateAllocator", false},
+                              {"searchMaxMicroBatch", false}});
+  CHECK(timeline_point(r, "backward", 12)["gradientBytes"].get<double>() >= 154389504.0);
+  CHECK(timeline_point(r, "backward", 12)["gradientBytes"].get<double>() < 154389504.0 + 30 * MiB);
 }
 
 TEST_CASE("one model: LoRA's fp32 adapters keep fp32 gradients and state under bf16",
@@ -75,18 +64,19 @@ TEST_CASE("one model: LoRA's fp32 adapters keep fp32 gradients and state under b
   // torch keeps .grad and Adam's moments in the parameter's dtype; PEFT's adapters are fp32
   // (autocast_adapter_dtype=True): 4,194,304 x 4 B of gradients, 2 x that of moments (the `step`
   // scalars stay on the CPU for the for-each / for-loop step: torch/optim/adamw.py _init_group).
-  const json r = run(llama7b({{"precision", "bf16"},
-                              {"optimizer", "adamw"},
-                              {"lora", {{"rank", 8}, {"targetModules", {"q_proj", "v_proj"}}}}}));
-  CHECK(point(r, "optimizer", -1)["gradientBytes"].get<double>() == kLoraQV * 4);
+  const json r =
+      peak_result(llama7b({{"precision", "bf16"},
+                           {"optimizer", "adamw"},
+                           {"lora", {{"rank", 8}, {"targetModules", {"q_proj", "v_proj"}}}}}));
+  CHECK(timeline_point(r, "optimizer", -1)["gradientBytes"].get<double>() == kLoraQV * 4);
   CHECK(line(r, "optimizerState") == kLoraQV * 8);
   // torchtune's adapters follow the model's dtype instead (autocastAdapterDtype false)
-  const json tt = run(llama7b(
+  const json tt = peak_result(llama7b(
       {{"precision", "bf16"},
        {"optimizer", "adamw"},
        {"lora",
         {{"rank", 8}, {"autocastAdapterDtype", false}, {"targetModules", {"q_proj", "v_proj"}}}}}));
-  CHECK(point(tt, "optimizer", -1)["gradientBytes"].get<double>() == kLoraQV * 2);
+  CHECK(timeline_point(tt, "optimizer", -1)["gradientBytes"].get<double>() == kLoraQV * 2);
   CHECK(line(tt, "optimizerState") == kLoraQV * 4);
 }
 
@@ -95,15 +85,15 @@ TEST_CASE("one model: autocast caches casts of trainable leaves only", "[peak][o
   // checkpointed, the copies the graph keeps are one block's (recomputed: 202,375,168 matrix
   // parameters x 2 B) and the head's (32,000 x 4,096 x 2 B), plus the adapters' cached copies
   // (4,194,304 x 2 B). Cached like trainable weights, all 32 blocks' would be live (12.9 GB).
-  const json r = run(llama7b({{"precision", "amp-bf16"},
-                              {"checkpointing", "full"},
-                              {"lora", {{"rank", 8}, {"baseDtype", "fp32"}}}}));
+  const json r = peak_result(llama7b({{"precision", "amp-bf16"},
+                                      {"checkpointing", "full"},
+                                      {"lora", {{"rank", 8}, {"baseDtype", "fp32"}}}}));
   const double bound = 202375168.0 * 2 + 32000.0 * 4096 * 2 + kLoraQV * 2;
   CHECK(part(r, "temporaries", "autocastCopies") <= bound);
   // a base loaded in bf16 needs no copies at all: only the adapters'
-  const json bf16 = run(llama7b({{"precision", "amp-bf16"},
-                                 {"checkpointing", "full"},
-                                 {"lora", {{"rank", 8}, {"baseDtype", "bf16"}}}}));
+  const json bf16 = peak_result(llama7b({{"precision", "amp-bf16"},
+                                         {"checkpointing", "full"},
+                                         {"lora", {{"rank", 8}, {"baseDtype", "bf16"}}}}));
   CHECK(part(bf16, "temporaries", "autocastCopies") <= kLoraQV * 2);
 }
 
@@ -111,22 +101,23 @@ TEST_CASE("one model: transformers' Adafactor and lion have a loop only", "[peak
   // One Linear(4096, 4096): at the step the weight (64 MiB), its .grad (64 MiB) and Adafactor's
   // two per-tensor temporaries (grad**2 + eps, the update: 2 x 64 MiB) are live at once
   // (transformers optimization.py Adafactor.step), whatever the runtime's foreach default.
-  const json r = run(linears(1, {{"optimizer", "adafactor"}}));
+  const json r = peak_result(linears(1, {{"optimizer", "adafactor"}}));
   CHECK(r["peakPhase"] == "optimizer");
   CHECK(part(r, "temporaries", "optimizerTemporaries") == 2 * 64 * MiB);
   // asking for a list or fused implementation names the one it has
   for (const char* impl : {"foreach", "fused"}) {
     const json e =
-        call(linears(1, {{"optimizer", "adafactor"}, {"optimizerImplementation", impl}}));
+        peak_envelope(linears(1, {{"optimizer", "adafactor"}, {"optimizerImplementation", impl}}));
     REQUIRE(e["ok"] == false);
     CHECK(e["error"]["field"] == "optimizerImplementation");
     CHECK(e["error"]["message"].get<std::string>().find("for-loop") != std::string::npos);
   }
-  const json lion = call(linears(1, {{"optimizer", "lion"}, {"optimizerImplementation", "fused"}}));
+  const json lion =
+      peak_envelope(linears(1, {{"optimizer", "lion"}, {"optimizerImplementation", "fused"}}));
   CHECK(lion["error"]["field"] == "optimizerImplementation");
   // fused AdamW: one kernel, no temporaries
   const json fused =
-      run(linears(1, {{"optimizer", "adamw"}, {"optimizerImplementation", "fused"}}));
+      peak_result(linears(1, {{"optimizer", "adamw"}, {"optimizerImplementation", "fused"}}));
   CHECK(part(fused, "temporaries", "optimizerTemporaries") == 0);
 }
 
@@ -136,7 +127,7 @@ TEST_CASE("one model: foreach AdamW keeps two lists in torch 2.0, one from 2.1",
   // beside exp_avg_sq_sqrt; 2.1 adds eps in place. Two Linear(4096, 4096): a list is 2 x
   // (64 MiB + 16 KiB).
   auto temps = [](const char* runtime) {
-    const json r = run(linears(
+    const json r = peak_result(linears(
         2, {{"optimizer", "adamw"}, {"runtime", runtime}, {"optimizerImplementation", "foreach"}}));
     return part(r, "temporaries", "optimizerTemporaries");
   };
@@ -152,11 +143,11 @@ TEST_CASE("one model: ZeRO mixed precision makes an fp32 gradient partition at t
   // ranks: (16,777,216 + 4,096) x 4 B / 2 = 33,562,624 B.
   // (contiguous_gradients off: no 1 GB gradient bucket in the backward, which would hold the
   // peak of so small a model; test_sharding_settings.cpp checks the bucket)
-  const json r = run(linears(1, {{"precision", "amp-bf16"},
-                                 {"optimizer", "adamw"},
-                                 {"zeroStage", 2},
-                                 {"dataParallel", 2},
-                                 {"zero", {{"contiguousGradients", false}}}}));
+  const json r = peak_result(linears(1, {{"precision", "amp-bf16"},
+                                         {"optimizer", "adamw"},
+                                         {"zeroStage", 2},
+                                         {"dataParallel", 2},
+                                         {"zero", {{"contiguousGradients", false}}}}));
   CHECK(r["peakPhase"] == "optimizer");
   CHECK(part(r, "temporaries", "gradientPartition") == 33562624.0);
   // its fp32 master partition: the same bytes, made when the engine wraps the optimizer
@@ -170,11 +161,12 @@ TEST_CASE("one model: ZeroRedundancyOptimizer holds the binding rank's state",
   // 0 (a tie goes to the first), b2 -> rank 1; both hold 16,781,312 elements, rank 0 binds: W1's
   // and b1's AdamW moments, 2 x 4 B x 16,781,312 = 134,250,496 B (DDP itself keeps everything
   // else: both weights, both gradients, the reducer's buckets).
-  const json r = run(
+  const json r = peak_result(
       linears(2, {{"optimizer", "adamw"}, {"dataParallel", 2}, {"zeroRedundancyOptimizer", true}}));
   CHECK(line(r, "optimizerState") == 134250496.0);
   CHECK(line(r, "weights") == 2 * (64 * MiB + 16384));
-  const json e = call(linears(2, {{"optimizer", "adamw"}, {"zeroRedundancyOptimizer", true}}));
+  const json e =
+      peak_envelope(linears(2, {{"optimizer", "adamw"}, {"zeroRedundancyOptimizer", true}}));
   CHECK(e["error"]["field"] == "zeroRedundancyOptimizer");
 }
 
@@ -183,23 +175,23 @@ TEST_CASE("one model: FSDP with LoRA and QLoRA (the PEFT / Accelerate recipe)",
   // FSDP2 FULL_SHARD over 8 ranks shards the frozen base and the adapters alike; only the
   // adapters have gradients and state. bf16 base (2 B), fp32 adapters (4 B).
   const json lora = {{"rank", 8}, {"baseDtype", "bf16"}, {"targetModules", {"q_proj", "v_proj"}}};
-  const json r = run(llama7b({{"precision", "bf16"},
-                              {"optimizer", "adamw"},
-                              {"dataParallel", 8},
-                              {"fsdp", {{"version", 2}}},
-                              {"lora", lora}}));
+  const json r = peak_result(llama7b({{"precision", "bf16"},
+                                      {"optimizer", "adamw"},
+                                      {"dataParallel", 8},
+                                      {"fsdp", {{"version", 2}}},
+                                      {"lora", lora}}));
   CHECK(line(r, "weights") == Approx((kP7 * 2 + kLoraQV * 4) / 8).epsilon(kRounding));
   CHECK(line(r, "optimizerState") == Approx(kLoraQV * 8 / 8).epsilon(kRounding));
-  CHECK(point(r, "optimizer", -1)["gradientBytes"].get<double>() ==
+  CHECK(timeline_point(r, "optimizer", -1)["gradientBytes"].get<double>() ==
         Approx(kLoraQV * 4 / 8).epsilon(kRounding));
   // QLoRA: the block linears (6,476,005,376 values) packed 4-bit + absmax, the rest bf16
   json q = lora;
   q["qlora"] = true;
-  const json qr = run(llama7b({{"precision", "bf16"},
-                               {"optimizer", "adamw"},
-                               {"dataParallel", 8},
-                               {"fsdp", {{"version", 2}}},
-                               {"lora", q}}));
+  const json qr = peak_result(llama7b({{"precision", "bf16"},
+                                       {"optimizer", "adamw"},
+                                       {"dataParallel", 8},
+                                       {"fsdp", {{"version", 2}}},
+                                       {"lora", q}}));
   const double lin = 6476005376.0;
   const double nf4 = lin * (0.5 + 1.0 / 64 + 4.0 / (64 * 256));
   CHECK(line(qr, "weights") ==
@@ -209,10 +201,10 @@ TEST_CASE("one model: FSDP with LoRA and QLoRA (the PEFT / Accelerate recipe)",
 TEST_CASE("one model: FSDP's param dtype without autocast computes in it", "[peak][one-model]") {
   // MixedPrecisionPolicy(param_dtype=bf16) with fp32 sharded parameters and no autocast: the
   // unsharded parameters are bf16, so the blocks compute and save in bf16
-  const json mp = run(llama7b({{"precision", "fp32"},
-                               {"dataParallel", 8},
-                               {"fsdp", {{"mixedPrecision", {{"paramDtype", "bf16"}}}}}}));
-  const json pure = run(llama7b({{"precision", "bf16"}}));
+  const json mp = peak_result(llama7b({{"precision", "fp32"},
+                                       {"dataParallel", 8},
+                                       {"fsdp", {{"mixedPrecision", {{"paramDtype", "bf16"}}}}}}));
+  const json pure = peak_result(llama7b({{"precision", "bf16"}}));
   CHECK(mp["activationsPerLayer"]["derivedBytes"] == pure["activationsPerLayer"]["derivedBytes"]);
   // the sharded parameters stay fp32
   CHECK(line(mp, "weights") == Approx(kP7 * 4 / 8).epsilon(kRounding));
@@ -224,12 +216,13 @@ TEST_CASE("one model: torch.compile with op-level selective checkpointing",
   // keeps the policy's MUST_SAVE outputs, so each block stores what the eager policy stores
   // (the blocks' part: what the activations hold from block 2's forward to block 32's; the head
   // outside the blocks differs under compile)
-  const json eager = run(llama7b({{"precision", "bf16"}, {"checkpointing", "torchtitan-op"}}));
-  const json compiled =
-      run(llama7b({{"precision", "bf16"}, {"checkpointing", "torchtitan-op"}, {"compile", true}}));
+  const json eager =
+      peak_result(llama7b({{"precision", "bf16"}, {"checkpointing", "torchtitan-op"}}));
+  const json compiled = peak_result(
+      llama7b({{"precision", "bf16"}, {"checkpointing", "torchtitan-op"}, {"compile", true}}));
   auto blocks = [](const json& r) {
-    return point(r, "forward", 32)["activationBytes"].get<double>() -
-           point(r, "forward", 2)["activationBytes"].get<double>();
+    return timeline_point(r, "forward", 32)["activationBytes"].get<double>() -
+           timeline_point(r, "forward", 2)["activationBytes"].get<double>();
   };
   CHECK(blocks(compiled) == blocks(eager));
   CHECK(blocks(eager) > 0);
@@ -241,7 +234,7 @@ TEST_CASE("one model: torch.compile with op-level selective checkpointing",
 // targetLen x seqLen x 4 B = 672,052 x 6 x 237,743 x 64 x 4 B = 2.45e17 B per layer, saved
 // and recomputed in every layer and both steps (found by the stress test).
 TEST_CASE("a step past 2^62 bytes in all is too_large, naming microBatch", "[peak][one-model]") {
-  const json r = call(json::parse(R"({"model":{"config":{"model_type":"t5","d_model":128,
+  const json r = peak_envelope(json::parse(R"({"model":{"config":{"model_type":"t5","d_model":128,
       "d_kv":16,"d_ff":384,"num_heads":6,"num_layers":2,"num_decoder_layers":3,
       "vocab_size":1000,"feed_forward_proj":"relu","tie_word_embeddings":true}},
       "microBatch":672052,"seqLen":64,"targetLen":237743,"runtime":"pytorch-cpu"})"));
@@ -260,8 +253,8 @@ TEST_CASE("one model: attention recompute drops the s^2 tensors from the trace a
   const json base = {
       {"model", {{"preset", "gpt2"}}}, {"attention", "eager"}, {"microBatch", 8},  {"seqLen", 1024},
       {"precision", "amp-bf16"},       {"gpu", "a100-80gb"},   {"timeline", false}};
-  const json none = run(base);
-  const json ar = run(with(base, {{"checkpointing", "attention-recompute"}}));
+  const json none = peak_result(base);
+  const json ar = peak_result(with(base, {{"checkpointing", "attention-recompute"}}));
   const double core = 704643072.0;
   CHECK(none["storedActivationBytes"].get<double>() - ar["storedActivationBytes"].get<double>() ==
         12 * core);
@@ -283,8 +276,8 @@ TEST_CASE("one model: attention recompute with SDPA recomputes nothing and says 
   const json base = {
       {"model", {{"preset", "gpt2"}}}, {"attention", "sdpa"}, {"microBatch", 8},  {"seqLen", 1024},
       {"precision", "amp-bf16"},       {"gpu", "a100-80gb"},  {"timeline", false}};
-  const json none = run(base);
-  const json ar = run(with(base, {{"checkpointing", "attention-recompute"}}));
+  const json none = peak_result(base);
+  const json ar = peak_result(with(base, {{"checkpointing", "attention-recompute"}}));
   CHECK(ar["storedActivationBytes"] == none["storedActivationBytes"]);
   CHECK(ar["allocatedPeakBytes"] == none["allocatedPeakBytes"]);
   CHECK(ar["messages"].dump().find("peak.assume.attnRecompute.none") != std::string::npos);

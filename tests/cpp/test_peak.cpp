@@ -7,31 +7,17 @@
 #include <fstream>
 
 #include "io/request.hpp"
+#include "test_support.hpp"
 #include "trainmem/api.hpp"
 #include "trainmem/peak_memory.hpp"
 
 using trainmem::json;
 
+using tm_test::error_of;
+using tm_test::load_fixture;
+using tm_test::peak_result;
+
 namespace {
-
-json load_fixture(const std::string& name) {
-  std::ifstream in(std::string(TM_SOURCE_DIR) + "/tests/fixtures/" + name);
-  REQUIRE(in.good());
-  return json::parse(in);
-}
-
-json call(const json& req) {
-  const json env = json::parse(trainmem::call("peakMemory", req.dump()));
-  INFO(env.dump().substr(0, 1500));
-  REQUIRE(env["ok"] == true);
-  return env["result"];
-}
-
-json error_of(const json& req) {
-  const json env = json::parse(trainmem::call("peakMemory", req.dump()));
-  REQUIRE(env["ok"] == false);
-  return env["error"];
-}
 
 // The request a fixture case describes (tools/measure_peak.py CASES).
 json request_for(const json& c) {
@@ -73,7 +59,7 @@ TEST_CASE("peak: whole-step peaks match torch 1.13 (CPU) within 5 %", "[peak]") 
   REQUIRE(fx["cases"].size() >= 10);
   for (const auto& c : fx["cases"]) {
     INFO(c["name"].get<std::string>());
-    const json res = call(request_for(c));
+    const json res = peak_result(request_for(c));
     const double measured = c["peakBytes"].get<double>();
     const double predicted = res["allocatedPeakBytes"].get<double>();
     INFO("measured " << measured << " predicted " << predicted << " phase " << res["peakPhase"]

@@ -10,9 +10,15 @@
 #include <vector>
 
 #include "io/request.hpp"
+#include "test_support.hpp"
 #include "trainmem/api.hpp"
 
 using trainmem::json;
+
+using tm_test::peak_envelope;
+using tm_test::peak_result;
+using tm_test::timeline_point;
+using tm_test::with;
 
 namespace {
 constexpr double MiB = 1048576.0;
@@ -21,13 +27,6 @@ constexpr double MiB = 1048576.0;
 // README.md @ a4549bc6) less the allocator's own 2 MiB segment
 constexpr double kContext = 502267904.0;
 
-json call(const json& req) { return json::parse(trainmem::call("peakMemory", req.dump())); }
-json run(const json& req) {
-  const json env = call(req);
-  INFO(env.dump().substr(0, 1500));
-  REQUIRE(env["ok"] == true);
-  return env["result"];
-}
 // One Linear(4096, 4096) + ReLU at batch 1, fp32: the weight is 4096 x 4096 x 4 B = 64 MiB
 // (its own segment), the bias 16 KiB and every activation 16 KiB (small pool), the cuBLAS
 // workspace 8,519,680 B (a 20 MiB large-pool segment).
@@ -47,7 +46,7 @@ TEST_CASE("allocator simulation: SGD reserves weight + gradient + workspace + on
   // large (the workspace segment has 20 - 8.125 MiB left) -> a second 64 MiB segment; zero_grad
   // (set_to_none) caches it and step 2 reuses it. Small pool: every other tensor, far below
   // 2 MiB in all three steps together -> one 2 MiB segment.
-  const json r = run(big_linear({{"optimizer", "sgd"}}));
+  const json r = peak_result(big_linear({{"optimizer", "sgd"}}));
   CHECK(r["reservedPeakBytes"].get<double>() == (64 + 64 + 20 + 2) * MiB);
   CHECK(r["deviceUsedBytes"].get<double>() == (64 + 64 + 20 + 2) * MiB + kContext);
   // allocated: weight and .grad (128 MiB) + workspace + a few 16 KiB tensors
@@ -62,20 +61,20 @@ TEST_CASE("allocator simulation: the optimizer implementation decides the tempor
   // `step` is a CPU scalar). foreach: one _foreach_sqrt result per tensor (64 MiB, new segment),
   // freed after addcdiv_: 64 + 64 + 128 + 64 + 20 + 2 = 342 MiB. Step 2: the .grad and the
   // temporary reuse the two cached 64 MiB blocks.
-  const json foreach = run(big_linear({{"optimizer", "adamw"}}));
+  const json foreach = peak_result(big_linear({{"optimizer", "adamw"}}));
   CHECK(foreach["reservedPeakBytes"].get<double>() == 342 * MiB);
   // torch's for-loop (_single_tensor_adamw): sqrt and its quotient coexist: two 64 MiB
   // temporaries -> 406 MiB.
   const json loop =
-      run(big_linear({{"optimizer", "adamw"}, {"optimizerImplementation", "for-loop"}}));
+      peak_result(big_linear({{"optimizer", "adamw"}, {"optimizerImplementation", "for-loop"}}));
   CHECK(loop["reservedPeakBytes"].get<double>() == 406 * MiB);
   // transformers.AdamW: denom = exp_avg_sq.sqrt().add_(eps), one temporary -> 342 MiB.
-  const json hf =
-      run(big_linear({{"optimizer", "adamw"}, {"optimizerImplementation", "transformers"}}));
+  const json hf = peak_result(
+      big_linear({{"optimizer", "adamw"}, {"optimizerImplementation", "transformers"}}));
   CHECK(hf["reservedPeakBytes"].get<double>() == 342 * MiB);
   // fused: no temporary -> 278 MiB.
   const json fused =
-      run(big_linear({{"optimizer", "adamw"}, {"optimizerImplementation", "fused"}}));
+      peak_result(big_linear({{"optimizer", "adamw"}, {"optimizerImplementation", "fused"}}));
   CHECK(fused["reservedPeakBytes"].get<double>() == 278 * MiB);
   // step 1 creates the state: its allocated peak is the optimizer step's
   CHECK(foreach["allocator"]["firstStepAllocatedBytes"].get<double>() >= 256 * MiB + 8519680);
@@ -86,9 +85,10 @@ TEST_CASE("allocator simulation: set_to_none=False keeps every .grad between ste
   // torch 1.13's zero_grad zeroes in place: step 2's forward starts with the 64 MiB .grad
   // allocated, so the steady allocated peak is not lower than weight + grad + state; the
   // same blocks are reserved either way (406 MiB for the for-loop, as above).
-  const json old = run(big_linear({{"optimizer", "adamw"}, {"runtime", "pytorch-1.13-cuda"}}));
+  const json old =
+      peak_result(big_linear({{"optimizer", "adamw"}, {"runtime", "pytorch-1.13-cuda"}}));
   CHECK(old["reservedPeakBytes"].get<double>() == 406 * MiB);
-  const json none = run(big_linear(
+  const json none = peak_result(big_linear(
       {{"optimizer", "adamw"}, {"runtime", "pytorch-1.13-cuda"}, {"zeroGradSetToNone", true}}));
   CHECK(none["reservedPeakBytes"].get<double>() == 406 * MiB);
   CHECK(old["assumptions"].dump().find("set_to_none=False") != std::string::npos);
@@ -97,18 +97,20 @@ TEST_CASE("allocator simulation: set_to_none=False keeps every .grad between ste
 TEST_CASE("allocator simulation: fits judges what nvidia-smi shows", "[peak][allocator]") {
   // 150 MiB reserved + the 479 MiB context = 629 MiB: a 625 MiB device does not fit it,
   // although allocated + context + workspace (128 + 479 + 8.1 = 615 MiB) would.
-  const json small = run(big_linear({{"optimizer", "sgd"}, {"gpuMemoryBytes", 625 * 1048576}}));
+  const json small =
+      peak_result(big_linear({{"optimizer", "sgd"}, {"gpuMemoryBytes", 625 * 1048576}}));
   CHECK(small["peakBytes"].get<double>() < 625 * MiB);
   CHECK(small["fits"] == false);
   CHECK(small["headroomBytes"].get<double>() == 625 * MiB - (150 * MiB + kContext));
-  const json room = run(big_linear({{"optimizer", "sgd"}, {"gpuMemoryBytes", 640 * 1048576}}));
+  const json room =
+      peak_result(big_linear({{"optimizer", "sgd"}, {"gpuMemoryBytes", 640 * 1048576}}));
   CHECK(room["fits"] == true);
 }
 
 TEST_CASE("allocator options and runtime profiles: bad input names its field",
           "[peak][allocator][errors]") {
   const auto error_of = [](const json& extra) {
-    const json env = call(big_linear(extra));
+    const json env = peak_envelope(big_linear(extra));
     REQUIRE(env["ok"] == false);
     return env["error"];
   };
@@ -134,9 +136,9 @@ TEST_CASE("allocator options and runtime profiles: bad input names its field",
   CHECK(e["code"] == "unsupported");
   CHECK(e["field"] == "precision");
   // the same option as an object, and the text form, are accepted
-  CHECK(call(big_linear({{"allocator", "expandable_segments:True,max_split_size_mb:128"}}))["ok"] ==
-        true);
-  CHECK(call(big_linear({{"allocator", {{"max_split_size_mb", nullptr}}}}))["ok"] == true);
+  CHECK(peak_envelope(big_linear(
+            {{"allocator", "expandable_segments:True,max_split_size_mb:128"}}))["ok"] == true);
+  CHECK(peak_envelope(big_linear({{"allocator", {{"max_split_size_mb", nullptr}}}}))["ok"] == true);
 }
 
 TEST_CASE("allocator simulation: values above 4 GiB stay exact", "[peak][allocator]") {
@@ -144,7 +146,7 @@ TEST_CASE("allocator simulation: values above 4 GiB stay exact", "[peak][allocat
   // 20 MiB workspace segment and one 2 MiB small segment (bias 128 KiB, activations 128 KiB).
   json rq = big_linear({{"optimizer", "sgd"}});
   rq["mlp"]["sizes"] = {32768, 32768};
-  const json r = run(rq);
+  const json r = peak_result(rq);
   CHECK(r["reservedPeakBytes"].get<double>() == 2 * 4294967296.0 + 22 * MiB);
 }
 
@@ -187,7 +189,7 @@ TEST_CASE("allocator simulation: HF bert-large on a V100, nvidia-smi per publish
                {"timeline", false},
                {"searchMaxMicroBatch", false}};
     if (opt == "adamw") rq["optimizerImplementation"] = "transformers";
-    const json r = run(rq);
+    const json r = peak_result(rq);
     const double measured = row["memoryMB"].get<double>() * MiB;
     const double predicted = r["deviceUsedBytes"].get<double>();
     INFO(row["id"].get<std::string>()
@@ -207,12 +209,12 @@ TEST_CASE("runtime profiles: torch <= 1.10 keeps the softmax input for the backw
   // = 384 MiB more saved at the end of the forward than under 1.13.
   const json model = bert_large_config();
   auto stored = [&](const char* runtime) {
-    return run({{"model", model},
-                {"microBatch", 1},
-                {"seqLen", 512},
-                {"attention", "eager"},
-                {"runtime", runtime},
-                {"timeline", false}})["storedActivationBytes"]
+    return peak_result({{"model", model},
+                        {"microBatch", 1},
+                        {"seqLen", 512},
+                        {"attention", "eager"},
+                        {"runtime", runtime},
+                        {"timeline", false}})["storedActivationBytes"]
         .get<double>();
   };
   CHECK(stored("pytorch-1.10-cuda") - stored("pytorch-1.13-cuda") == 24 * 16 * MiB + 2 * 4);
@@ -224,19 +226,19 @@ TEST_CASE("allocator simulation: optimizer in backward never holds every gradien
   // .grad 2, exp_avg + exp_avg_sq 4, _foreach_sqrt results 2 = 10 x 64 MiB + 22 = 662 MiB.
   json rq = big_linear({{"optimizer", "adamw"}});
   rq["mlp"]["sizes"] = {4096, 4096, 4096};
-  CHECK(run(rq)["reservedPeakBytes"].get<double>() == 662 * MiB);
+  CHECK(peak_result(rq)["reservedPeakBytes"].get<double>() == 662 * MiB);
   // In backward (torchtune optimizer_in_bwd; one optimizer per parameter): the last layer's
   // .grad, its two states and its temporary take 4 new segments; the .grad and the temporary
   // are freed and cached; the first layer's .grad and exp_avg reuse them, its exp_avg_sq and
   // temporary take 2 more: weights 2 + 4 + 2 = 8 x 64 MiB + 22 = 534 MiB.
   rq["optimizerInBackward"] = true;
-  const json in_bwd = run(rq);
+  const json in_bwd = peak_result(rq);
   CHECK(in_bwd["reservedPeakBytes"].get<double>() == 534 * MiB);
   // at its peak one parameter's .grad exists, while that parameter steps (64 MiB)
   CHECK(in_bwd["breakdown"]["gradients"]["bytes"].get<double>() <= 64 * MiB);
   // it cannot accumulate gradients
   rq["gradientAccumulationSteps"] = 2;
-  const json e = call(rq);
+  const json e = peak_envelope(rq);
   REQUIRE(e["ok"] == false);
   CHECK(e["error"]["field"] == "optimizerInBackward");
 }
@@ -248,17 +250,17 @@ TEST_CASE("allocator simulation: DDP's reducer buckets copy the gradients", "[pe
   // Reserved: weights 128 + buckets 132 + .grad 128 + 22 = 410 MiB.
   json rq = big_linear({{"optimizer", "sgd"}, {"dataParallel", 2}});
   rq["mlp"]["sizes"] = {4096, 4096, 4096};
-  const json ddp = run(rq);
+  const json ddp = peak_result(rq);
   CHECK(ddp["reservedPeakBytes"].get<double>() == 410 * MiB);
   // nvidia-smi adds the context and NCCL's buffers (runtime profile: 256 MiB)
   CHECK(ddp["deviceUsedBytes"].get<double>() == 410 * MiB + kContext + 256 * MiB);
   // gradient_as_bucket_view: the .grad tensors are the buckets; what remains is one incoming
   // 64 MiB gradient at a time before it is copied in: 128 + 132 + 64 + 22 = 346 MiB.
   rq["ddp"] = {{"gradientAsBucketView", true}};
-  CHECK(run(rq)["reservedPeakBytes"].get<double>() == 346 * MiB);
+  CHECK(peak_result(rq)["reservedPeakBytes"].get<double>() == 346 * MiB);
   // without data parallelism there is no reducer
   rq["dataParallel"] = 1;
-  const json e = call(rq);
+  const json e = peak_envelope(rq);
   REQUIRE(e["ok"] == false);
   CHECK(e["error"]["field"] == "ddp");
 }
@@ -331,7 +333,7 @@ TEST_CASE("torchtune's Llama 3.2 3B memory table on an A100, row by row",
                {"timeline", false},
                {"searchMaxMicroBatch", false}};
     for (auto it = row.second.begin(); it != row.second.end(); ++it) rq[it.key()] = it.value();
-    const json r = run(rq);
+    const json r = peak_result(rq);
     const double predicted = r["allocatedPeakBytes"].get<double>() / (1024.0 * 1024 * 1024);
     const double published = reported(row.first);
     INFO(row.first << ": predicted " << predicted << " GiB against " << published);
@@ -345,11 +347,11 @@ TEST_CASE("allocator simulation: bitsandbytes paged 8-bit states live outside th
   // Linear(4096, 4096): 16,777,216 values -> uint8 state1 and state2 of 16 MiB each (own
   // segments, > 10 MiB) and fp32 absmax of 8,192 blocks (small pool); fused kernel, no
   // temporaries: 150 + 32 = 182 MiB reserved.
-  const json plain = run(big_linear({{"optimizer", "adamw-8bit"}}));
+  const json plain = peak_result(big_linear({{"optimizer", "adamw-8bit"}}));
   CHECK(plain["reservedPeakBytes"].get<double>() == 182 * MiB);
   // PagedAdamW8bit: tensors of >= 100,000 values via cudaMallocManaged (get_state_buffer), so
   // torch.cuda sees 150 MiB and nvidia-smi 150 + 32 MiB + the context.
-  const json paged = run(big_linear({{"optimizer", "paged-adamw-8bit"}}));
+  const json paged = peak_result(big_linear({{"optimizer", "paged-adamw-8bit"}}));
   CHECK(paged["reservedPeakBytes"].get<double>() == 150 * MiB);
   CHECK(paged["allocator"]["managedBytes"].get<double>() == 32 * MiB);
   CHECK(paged["deviceUsedBytes"].get<double>() == 182 * MiB + kContext);
@@ -362,14 +364,15 @@ TEST_CASE("runtime profiles: the CUDA context per GPU and PyTorch line", "[peak]
   // with torch 2.1.1 (PyTorch's lazy module loading, set at CUDA init since 1.13).
   auto runtime_line = [](const char* runtime, const char* gpu) {
     json rq = big_linear({{"optimizer", "sgd"}, {"runtime", runtime}, {"gpu", gpu}});
-    return run(rq)["breakdown"]["runtime"]["bytes"].get<double>();
+    return peak_result(rq)["breakdown"]["runtime"]["bytes"].get<double>();
   };
   CHECK(runtime_line("pytorch-1.10-cuda", "v100-16gb") == 1343 * MiB - 2 * MiB);
   CHECK(runtime_line("pytorch-1.10-cuda", "a100-80gb") == 1823 * MiB - 2 * MiB);
   CHECK(runtime_line("pytorch-2.1-cuda", "a100-80gb") == 481 * MiB - 2 * MiB);
   CHECK(runtime_line("pytorch-cuda", "a100-80gb") == 481 * MiB - 2 * MiB);
   // torch 1.10 / 1.13 wheels carry no Hopper kernels: refused, naming the way out
-  const json e = call(big_linear({{"runtime", "pytorch-1.13-cuda"}, {"gpu", "h100-80gb"}}));
+  const json e =
+      peak_envelope(big_linear({{"runtime", "pytorch-1.13-cuda"}, {"gpu", "h100-80gb"}}));
   REQUIRE(e["ok"] == false);
   CHECK(e["error"]["field"] == "runtime");
   CHECK(e["error"]["message"].get<std::string>().find("pytorch-2.0-cuda") != std::string::npos);

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "io/request.hpp"
+#include "test_support.hpp"
 #include "trainmem/api.hpp"
 #include "trainmem/caching_allocator.hpp"
 #include "trainmem/step_trace.hpp"
@@ -14,35 +15,23 @@
 using trainmem::json;
 using namespace trainmem;
 
+using tm_test::peak_envelope;
+using tm_test::peak_result;
+using tm_test::timeline_point;
+using tm_test::with;
+
 namespace {
-json call(const json& req) { return json::parse(trainmem::call("peakMemory", req.dump())); }
-json run(const json& req) {
-  const json env = call(req);
-  INFO(env.dump().substr(0, 1500));
-  REQUIRE(env["ok"] == true);
-  return env["result"];
-}
 std::string error_field(const json& req) {
-  const json env = call(req);
+  const json env = peak_envelope(req);
   return env["ok"] == true ? std::string("ok") : env["error"]["field"].get<std::string>();
 }
-const json& point(const json& r, const char* phase, int layer) {
-  for (const auto& p : r["timeline"])
-    if (p["phase"] == phase && p["layer"] == layer) return p;
-  FAIL("no timeline point " << phase << " " << layer);
-  return r;
-}
 double gathered(const json& r, const char* phase, int layer) {
-  return point(r, phase, layer)["gatheredBytes"].get<double>();
+  return timeline_point(r, phase, layer)["gatheredBytes"].get<double>();
 }
 bool has_assumption(const json& r, const std::string& start) {
   for (const auto& a : r["assumptions"])
     if (a.get<std::string>().rfind(start, 0) == 0) return true;
   return false;
-}
-json with(json base, const json& extra) {
-  for (auto it = extra.begin(); it != extra.end(); ++it) base[it.key()] = it.value();
-  return base;
 }
 
 // Llama-2-7b by hand (config.json: hidden 4096, intermediate 11008, 32 layers, vocab 32000,
@@ -67,12 +56,12 @@ TEST_CASE("FSDP2 root: kept gathered after the forward unless given reshard_afte
           "[peak][fsdp][sharding-settings]") {
   // _fsdp_state.py _lazy_init (@ 1fd469d0): the root's post_forward_mesh_info = None, so its
   // parameters (bf16, 2 B) stay gathered from the forward through the loss to the backward
-  const json d = run(fsdp7b({{"mixedPrecision", kBf16}}));
+  const json d = peak_result(fsdp7b({{"mixedPrecision", kBf16}}));
   CHECK(gathered(d, "loss", -1) == Approx(2 * kRoot));
   // an explicit True on the root (newer torch: _auto_reshard_after_forward is False): freed in
   // the root's post-forward, after the head; the pre-backward hook on the output gathers it
   // again for the head's backward. At the loss nothing is gathered.
-  const json r = run(fsdp7b(
+  const json r = peak_result(fsdp7b(
       {{"mixedPrecision", kBf16}, {"reshardAfterForward", {{"blocks", true}, {"root", true}}}}));
   CHECK(gathered(r, "loss", -1) == 0);
   // the forward and backward ops hold it as before: block 1's forward = root + block 1 + the
@@ -84,9 +73,9 @@ TEST_CASE("FSDP2 root: kept gathered after the forward unless given reshard_afte
 
 TEST_CASE("FSDP2 last block kept gathered (torchtitan's reshard_after_forward=False)",
           "[peak][fsdp][sharding-settings]") {
-  const json d = run(fsdp7b({{"mixedPrecision", kBf16}}));
-  const json t =
-      run(fsdp7b({{"mixedPrecision", kBf16}, {"reshardAfterForward", {{"lastBlock", false}}}}));
+  const json d = peak_result(fsdp7b({{"mixedPrecision", kBf16}}));
+  const json t = peak_result(
+      fsdp7b({{"mixedPrecision", kBf16}, {"reshardAfterForward", {{"lastBlock", false}}}}));
   // the head's forward: every block resharded, nothing left to prefetch: the root alone
   CHECK(gathered(d, "forward", 33) == Approx(2 * kRoot));
   // block 32 (the last) keeps its bf16 parameters from its forward to its backward: at the
@@ -96,7 +85,7 @@ TEST_CASE("FSDP2 last block kept gathered (torchtitan's reshard_after_forward=Fa
   // a block before it still reshards: block 10's forward = root + block 10 + prefetched 11
   CHECK(gathered(t, "forward", 10) == Approx(2 * (kRoot + 2 * kBlock)));
   // the boolean form is the per-unit form with every block alike
-  const json b = run(fsdp7b({{"mixedPrecision", kBf16}, {"reshardAfterForward", true}}));
+  const json b = peak_result(fsdp7b({{"mixedPrecision", kBf16}, {"reshardAfterForward", true}}));
   CHECK(b["allocatedPeakBytes"] == d["allocatedPeakBytes"]);
   CHECK(has_assumption(t, "FSDP2: the last block keeps its parameters gathered"));
 }
@@ -154,8 +143,8 @@ TEST_CASE("FSDP1 without the rate limiter: a layer's gathered block serves no ot
 TEST_CASE("FSDP1 limitAllGathers false: the same allocated peak, a larger reserve",
           "[peak][fsdp][sharding-settings]") {
   const json v1 = {{"version", 1}, {"mixedPrecision", kBf16}};
-  const json on = run(fsdp7b(v1, true));
-  const json off = run(fsdp7b(with(v1, {{"limitAllGathers", false}}), true));
+  const json on = peak_result(fsdp7b(v1, true));
+  const json off = peak_result(fsdp7b(with(v1, {{"limitAllGathers", false}}), true));
   // the same tensors in the same program order: the allocated peak moves only with how the
   // blocks of separate pools split (memory_allocated counts whole blocks), under 0.5 %
   CHECK(off["allocatedPeakBytes"].get<double>() ==
@@ -193,25 +182,25 @@ TEST_CASE("DeepSpeed ZeRO-1/2: the gradient bucket lives through each backward",
   // stage_1_and_2.py @ edaa7221 setup_buckets: torch.empty(reduce_bucket_size = 5e8, bf16) at
   // the first gradient hook = 1,000,000,000 B (a multiple of 512: no rounding); it dwarfs the
   // 64 MiB layer, so the peak is in the backward and holds it
-  const json d = run(zero_linear(2, nullptr));
+  const json d = peak_result(zero_linear(2, nullptr));
   CHECK(d["peakPhase"] == "backward");
   CHECK(buckets(d) == 1e9);
   // overlap_comm: a second buffer of the same size
-  CHECK(buckets(run(zero_linear(2, {{"overlapComm", true}}))) == 2e9);
+  CHECK(buckets(peak_result(zero_linear(2, {{"overlapComm", true}}))) == 2e9);
   // ZeRO-1 allocates it too (the hooks exist with contiguous_gradients)
-  CHECK(buckets(run(zero_linear(1, nullptr))) == 1e9);
+  CHECK(buckets(peak_result(zero_linear(1, nullptr))) == 1e9);
   // a 1,048,576-element bucket (2 MiB): released by the backward's epilogue
   // (_release_ipg_buffers), so the optimizer step, the peak, does not hold it
-  const json s = run(zero_linear(2, {{"reduceBucketSize", 1048576}}));
+  const json s = peak_result(zero_linear(2, {{"reduceBucketSize", 1048576}}));
   CHECK(s["peakPhase"] == "optimizer");
   CHECK(buckets(s) == 0);
   // contiguous_gradients False: no bucket
-  const json c = run(zero_linear(2, {{"contiguousGradients", false}}));
+  const json c = peak_result(zero_linear(2, {{"contiguousGradients", false}}));
   CHECK(buckets(c) == 0);
   // allgather_bucket_size: runtime/utils.py all_gather_dp_groups gathers into the parameters
   // (all_gather_into_tensor, or narrow() views per shard): no memory of its own
-  const json a =
-      run(zero_linear(2, {{"reduceBucketSize", 1048576}, {"allgatherBucketSize", 1000000}}));
+  const json a = peak_result(
+      zero_linear(2, {{"reduceBucketSize", 1048576}, {"allgatherBucketSize", 1000000}}));
   CHECK(a["allocatedPeakBytes"] == s["allocatedPeakBytes"]);
   CHECK(has_assumption(d, "ZeRO-1/2: DeepSpeed's gradient bucket"));
 }
@@ -220,12 +209,12 @@ TEST_CASE("DeepSpeed ZeRO-3: the gradient bucket is held for the whole run",
           "[peak][zero][sharding-settings]") {
   // stage3.py @ edaa7221 _setup_for_real_optimizer: torch.empty(reduce_bucket_size) once per
   // communication dtype; 1,048,576 bf16 elements = 2,097,152 B, live at any peak
-  const json r = run(zero_linear(3, {{"reduceBucketSize", 1048576}}));
+  const json r = peak_result(zero_linear(3, {{"reduceBucketSize", 1048576}}));
   CHECK(buckets(r) == 2097152.0);
-  CHECK(point(r, "optimizer", -1)["gradientBytes"].get<double>() >= 2097152.0);
+  CHECK(timeline_point(r, "optimizer", -1)["gradientBytes"].get<double>() >= 2097152.0);
   // overlap_comm (the stage-3 default) does not double it
-  CHECK(buckets(run(zero_linear(3, {{"reduceBucketSize", 1048576}, {"overlapComm", true}}))) ==
-        2097152.0);
+  CHECK(buckets(peak_result(
+            zero_linear(3, {{"reduceBucketSize", 1048576}, {"overlapComm", true}}))) == 2097152.0);
   CHECK(has_assumption(r, "ZeRO-3: DeepSpeed's gradient bucket"));
 }
 

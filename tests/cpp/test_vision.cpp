@@ -9,32 +9,18 @@
 #include <fstream>
 
 #include "io/request.hpp"
+#include "test_support.hpp"
 #include "trainmem/api.hpp"
 #include "trainmem/dtype.hpp"
 #include "trainmem/model.hpp"
 
 using trainmem::json;
 
+using tm_test::error_of;
+using tm_test::load_fixture;
+using tm_test::result_of;
+
 namespace {
-
-json load_fixture(const std::string& name) {
-  std::ifstream in(std::string(TM_SOURCE_DIR) + "/tests/fixtures/" + name);
-  REQUIRE(in.good());
-  return json::parse(in);
-}
-
-json call(const char* fn, const json& req) {
-  const json env = json::parse(trainmem::call(fn, req.dump()));
-  INFO(env.dump().substr(0, 1500));
-  REQUIRE(env["ok"] == true);
-  return env["result"];
-}
-
-json error_of(const char* fn, const json& req) {
-  const json env = json::parse(trainmem::call(fn, req.dump()));
-  REQUIRE(env["ok"] == false);
-  return env["error"];
-}
 
 // The preset id of a torchvision builder (cpp/data/models/torchvision-*.json).
 std::string preset_of(const std::string& arch) { return "torchvision/" + arch; }
@@ -87,7 +73,7 @@ TEST_CASE("torchvision presets: saved bytes within 1 %, step peaks within 5 % of
   REQUIRE(fx["cases"].size() >= 12);
   for (const auto& c : fx["cases"]) {
     INFO(c["name"].get<std::string>());
-    const json res = call("peakMemory", request_for(c));
+    const json res = result_of("peakMemory", request_for(c));
     const double saved = c["savedBytes"].get<double>();
     const double stored = res["storedActivationBytes"].get<double>();
     INFO("saved: measured " << saved << " predicted " << stored);
@@ -125,8 +111,8 @@ TEST_CASE("vision request fields are checked by name", "[vision]") {
   r["imageSize"] = {160, 160};  // [height, width] as one side
   json side = base;
   side["imageSize"] = 160;
-  CHECK(call("peakMemory", r)["storedActivationBytes"] ==
-        call("peakMemory", side)["storedActivationBytes"]);
+  CHECK(result_of("peakMemory", r)["storedActivationBytes"] ==
+        result_of("peakMemory", side)["storedActivationBytes"]);
   r = base;
   r["numClasses"] = "ten";
   CHECK(error_of("peakMemory", r)["field"] == "numClasses");
@@ -151,17 +137,17 @@ TEST_CASE("numClasses changes the head: ResNet-50's fc is 2048 x classes + class
                      {"precision", "fp32"}};
   json r = base;
   r["numClasses"] = 10;
-  const double ten = call("peakMemory", r)["params"];
-  const double thousand = call("peakMemory", base)["params"];
+  const double ten = result_of("peakMemory", r)["params"];
+  const double thousand = result_of("peakMemory", base)["params"];
   CHECK(thousand - ten == 2049.0 * 990.0);
 }
 
 TEST_CASE("the planner takes a vision network without seqLen", "[vision]") {
-  const json res = call("accumulation", {{"model", {{"preset", "torchvision/resnet50"}}},
-                                         {"targetGlobalBatch", 256},
-                                         {"optimizer", "sgd"},
-                                         {"precision", "amp-bf16"},
-                                         {"gpu", "a100-40gb"}});
+  const json res = result_of("accumulation", {{"model", {{"preset", "torchvision/resnet50"}}},
+                                              {"targetGlobalBatch", 256},
+                                              {"optimizer", "sgd"},
+                                              {"precision", "amp-bf16"},
+                                              {"gpu", "a100-40gb"}});
   REQUIRE(res["plans"].size() >= 1);
   CHECK(res["recommended"]["microBatch"].get<double>() >= 1);
   CHECK_FALSE(res.contains("lowerBound"));
@@ -185,7 +171,7 @@ TEST_CASE("LoRA on a vision network's linears", "[vision]") {
                      {"runtime", "pytorch-cpu"}};
   json lora = base;
   lora["lora"] = {{"rank", 8}, {"dropout", 0}, {"targetModules", {"mlp.0", "mlp.3"}}};
-  const json full = call("peakMemory", base), adapted = call("peakMemory", lora);
+  const json full = result_of("peakMemory", base), adapted = result_of("peakMemory", lora);
   CHECK(adapted["trainableParams"] == 737280);
   CHECK(adapted["params"] == full["params"].get<double>() + 737280);  // the base + the adapters
   // With a frozen base no linear keeps its input for its weight. Inputs no other op keeps, per
@@ -223,7 +209,7 @@ TEST_CASE("every sentence of these networks' results is in the message catalog",
        {"optimizer", "adamw"},
        {"imageSize", 64}}};
   for (const json& r : requests) {
-    const json res = call("peakMemory", r);
+    const json res = result_of("peakMemory", r);
     for (size_t i = 0; i < res["assumptions"].size(); ++i) {
       INFO(res["assumptions"][i].get<std::string>());
       CHECK(res["messages"].contains("assumptions[" + std::to_string(i) + "]"));

@@ -39,6 +39,14 @@ struct RuntimeTraits {
   // Traced models: a convolution's backward holds a temporary of its output's size besides its
   // outputs (CPU: oneDNN reorders grad_output into the kernel's blocked layout); 0 = none.
   uint32_t conv_backward_temp_outputs = 0;
+  // The weight gradient of an fp32 convolution with a kernel at least `conv_scratch_min_kernel`
+  // wide (2-D, or 1-D with groups) allocates a scratch buffer of threads x (weight copies x the
+  // weight's bytes + the per-group column buffer) + alignment (CPU oneDNN, measured:
+  // cpp/data/runtime-pytorch-cpu.json convolutionWeightGradScratch); threads 0 = none.
+  uint32_t conv_scratch_threads = 0;
+  uint32_t conv_scratch_min_kernel = 0;
+  uint32_t conv_scratch_weight_copies = 0;
+  uint32_t conv_scratch_align_bytes = 0;
 };
 
 // LoRA / QLoRA (PEFT): the base frozen, low-rank adapters on some linears. Autograd then keeps

@@ -37,6 +37,10 @@ struct Runtime {
   // foreach Adam / AdamW: whole-list temporaries alive at once in this PyTorch line
   uint32_t foreach_adam_lists = 1;
   std::string foreach_adam_source;
+  // The autograd engine sums two dense gradients of one input in place (after torch 1.13) or
+  // out of place (torch <= 1.13): trace::StepSpec::input_buffer_in_place
+  bool input_buffer_in_place = true;
+  std::string input_buffer_source;
   std::string trainer_adamw, trainer_source;  // the HF Trainer's AdamW of the era
   bool reentrant_checkpointing = true;
   bool lazy_module_loading = true;

@@ -53,10 +53,17 @@ struct TraceLayer {
   // The last `late_grads` of `grads` are made after the layer's saved tensors are read (a
   // tied output projection's weight gradient: MmBackward0 runs after the loss's nodes)
   uint32_t late_grads = 0;
-  // Incoming gradients added in place into a .grad that an earlier backward created (a tied
-  // embedding: its .grad is made by the head's backward, which runs first; the embedding's own
-  // backward then adds to it: accumulate_grad.h accumulateGrad)
-  std::vector<uint64_t> accumulate_grads;
+  // A tied weight's second gradient, made by this layer's backward (a tied embedding). The
+  // weight has one AccumulateGrad node with two producers: the engine holds the first gradient
+  // (the head's, the late grad `slot` of layer `user`) in the node's input buffer until this
+  // one arrives, sums the two there, then runs AccumulateGrad once (torch/csrc/autograd/
+  // engine.cpp evaluate_function -> InputBuffer::add; functions/accumulate_grad.h).
+  struct TiedGrad {
+    uint32_t user = 0;  // the layer whose late grads hold the first gradient
+    uint32_t slot = 0;  // its index in that layer's grads
+    uint64_t bytes = 0;
+  };
+  std::vector<TiedGrad> tied_grads;
   // torch.autocast: the 16-bit copies of the layer's fp32 matmul weights. Cached when the
   // weight is a leaf that requires grad (aten/src/ATen/autocast_mode.cpp cached_cast:
   // can_try_cache), until the autocast region exits; otherwise made per op and freed after it
@@ -125,7 +132,11 @@ struct StepSpec {
   uint32_t foreach_lists = 0;
   OptimizerImpl impl = OptimizerImpl::foreach;
   uint64_t accumulation_steps = 1;
-  bool set_to_none = true;            // zero_grad(set_to_none=True): .grad freed between steps
+  bool set_to_none = true;  // zero_grad(set_to_none=True): .grad freed between steps
+  // How the engine sums two dense gradients of one input (InputBuffer accumulate): in place
+  // into the first when it holds that tensor's last reference (after torch 1.13:
+  // can_accumulate_inplace), or out of place, a third tensor (torch <= 1.13: old_var + var)
+  bool input_buffer_in_place = true;
   uint64_t workspace_bytes = 0;       // cuBLAS workspace, allocated at the first matmul
   std::vector<uint64_t> gather_loss;  // ZeRO-3 / FSDP: gathered while the loss is computed
   // ZeRO mixed precision: the fp32 gradient partition made for optimizer.step() and dropped

@@ -30,6 +30,16 @@ class Builder {
     size_t grads = 0;
     for (const auto& l : s.layers) grads += l.grads.size();
     grad_ids_.assign(grads, 0);
+    buffered_.assign(grads, 0);
+    tied_.assign(grads, 0);
+    grad_base_.assign(n, 0);
+    for (size_t i = 1; i < n; ++i) grad_base_[i] = grad_base_[i - 1] + s.layers[i - 1].grads.size();
+    // a tied weight's first gradient waits in the input buffer when its second comes from a
+    // backward that runs later (an earlier layer's)
+    for (size_t i = 0; i < n; ++i)
+      for (const auto& t : s.layers[i].tied_grads)
+        if (t.user > i && t.user < n && t.slot < s.layers[t.user].grads.size())
+          tied_[grad_base_[t.user] + t.slot] = 1;
     state_ids_.assign(s.params.size(), {});
     for (const auto& l : s.layers) any_skip_ = any_skip_ || !l.skips.empty();
   }
@@ -347,31 +357,63 @@ class Builder {
   // it in place, the incoming tensor then being freed (torch/csrc/autograd/functions/
   // accumulate_grad.h accumulateGrad).
   void produce_grad(size_t index, uint64_t bytes) {
+    if (tied_[index]) {  // the first of a tied weight's two: held in the input buffer
+      buffered_[index] = alloc(bytes, Part::gradients);
+      return;
+    }
     make_grad(index, bytes);
+    produce_grad_hook();
+  }
+  void produce_grad_hook() {
     // DeepSpeed ZeRO-1/2: the first gradient hook of the backward allocates the buckets
     if (ipg_live_.empty())
       for (uint64_t b : s_.reduce_buckets_per_backward)
         ipg_live_.push_back(alloc(b, Part::reduce_buckets));
   }
   void make_grad(size_t index, uint64_t bytes) {
+    const bool added =
+        s_.grads_are_bucket_views || (!s_.optimizer_in_backward && grad_ids_[index] != 0);
+    accumulate_grad(index, alloc(bytes, added ? Part::op_transients : Part::gradients));
+  }
+  // AccumulateGrad on the incoming gradient `id`: stolen as the .grad when there is none, else
+  // added into it in place and freed
+  void accumulate_grad(size_t index, uint64_t id) {
     if (s_.grads_are_bucket_views) {
-      // the incoming gradient is copied into its bucket view and freed
-      uint64_t incoming = alloc(bytes, Part::op_transients);
-      free(incoming);
+      free(id);  // copied into its bucket view
       return;
     }
     if (s_.optimizer_in_backward) {
-      uint64_t grad = alloc(bytes, Part::gradients);
       step_one(index, current_step_ == 1);
-      free(grad);  // optimizer.zero_grad(set_to_none=True) inside the hook
+      free(id);  // optimizer.zero_grad(set_to_none=True) inside the hook
       return;
     }
-    if (grad_ids_[index] == 0) {
-      grad_ids_[index] = alloc(bytes, Part::gradients);
-    } else {
-      uint64_t incoming = alloc(bytes, Part::op_transients);
+    if (grad_ids_[index] == 0)
+      grad_ids_[index] = id;
+    else
+      free(id);
+  }
+
+  // A tied weight's second gradient arrives (tied_grads): the engine sums it with the first,
+  // which waited in the input buffer (torch/csrc/autograd/input_buffer.cpp accumulate: torch
+  // 1.13's `old_var + var` for two dense tensors, a third tensor; later `old_var.add_(var)`
+  // when the buffer holds the last reference, can_accumulate_inplace), then AccumulateGrad
+  // takes the sum.
+  void sum_tied(size_t index, uint64_t bytes) {
+    uint64_t incoming = alloc(bytes, Part::op_transients);
+    uint64_t first = buffered_[index];
+    buffered_[index] = 0;
+    if (!first) {  // no first gradient waited: added to the .grad as it comes
       free(incoming);
+      return;
     }
+    if (!s_.input_buffer_in_place) {
+      const uint64_t sum = alloc(bytes, Part::gradients);
+      free(first);
+      first = sum;
+    }
+    free(incoming);
+    produce_grad_hook();
+    accumulate_grad(index, first);
   }
 
   // B(i): the input gradient, then the saved tensors freed in reverse creation order as the
@@ -430,10 +472,8 @@ class Builder {
     for (; produced < ng; ++produced)
       produce_grad(grad_base + ng - 1 - produced, L.grads[ng - 1 - produced]);
     for (size_t j = ng; j < L.grads.size(); ++j) produce_grad(grad_base + j, L.grads[j]);
-    for (uint64_t b : L.accumulate_grads) {
-      uint64_t incoming = alloc(b, Part::op_transients);
-      free(incoming);
-    }
+    for (const auto& t : L.tied_grads)
+      if (t.user < s_.layers.size()) sum_tied(grad_base_[t.user] + t.slot, t.bytes);
     free_all(&live);
     free_all(&gathered);
     saved_[i].clear();
@@ -512,9 +552,7 @@ class Builder {
   void micro_step(uint32_t step, uint32_t micro) {
     stash_.clear();
     if (any_skip_) reset_skips();
-    std::vector<size_t> grad_base(s_.layers.size(), 0);
-    for (size_t i = 1; i < s_.layers.size(); ++i)
-      grad_base[i] = grad_base[i - 1] + s_.layers[i - 1].grads.size();
+    const std::vector<size_t>& grad_base = grad_base_;
     bool backward_started = false;
     for (const Op& op : s_.ops) {
       const int32_t layer = op.kind == OpKind::kLoss ? -1 : static_cast<int32_t>(op.layer);
@@ -645,6 +683,11 @@ class Builder {
   bool any_skip_ = false;
   SkipState sk_;
   std::vector<uint64_t> standalone_, grad_of_, grad_ids_;
+  // per trainable tensor: the id of a tied weight's first gradient waiting in the engine's
+  // input buffer (0: none), and whether it is tied; per layer: its first grad's index
+  std::vector<uint64_t> buffered_;
+  std::vector<uint8_t> tied_;
+  std::vector<size_t> grad_base_;
 };
 
 }  // namespace

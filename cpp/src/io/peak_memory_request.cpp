@@ -256,6 +256,8 @@ Runtime runtime_profile(const std::string& id, const std::string& field) {
   r.foreach_optimizers = r.optimizer_implementation == vocab::OptimizerImpl::foreach;
   r.foreach_adam_lists = json_at(j, "foreachAdamLists").get<uint32_t>();
   r.foreach_adam_source = json_at(j, "foreachAdamSource").get<std::string>();
+  r.input_buffer_in_place = json_at(j, "inputBufferInPlace").get<bool>();
+  r.input_buffer_source = json_at(j, "inputBufferSource").get<std::string>();
   r.source = json_at(j, "source").get<std::string>();
   r.torch_versions = json_at(j, "torchVersions").get<std::string>();
   r.set_to_none = json_at(j, "zeroGradSetToNone").get<bool>();
@@ -274,6 +276,13 @@ Runtime runtime_profile(const std::string& id, const std::string& field) {
   r.traits.norm_stats_fp32 = json_at(j, "normStatsFp32").get<bool>();
   r.traits.conv_backward_temp_outputs =
       static_cast<uint32_t>(json_value_or(j, "convolutionBackwardTemporaryOutputs", uint64_t(0)));
+  if (json_has(j, "convolutionWeightGradScratch")) {
+    const json& g = json_at(j, "convolutionWeightGradScratch");
+    r.traits.conv_scratch_threads = json_at(g, "threads").get<uint32_t>();
+    r.traits.conv_scratch_min_kernel = json_at(g, "minKernel").get<uint32_t>();
+    r.traits.conv_scratch_weight_copies = json_at(g, "weightCopies").get<uint32_t>();
+    r.traits.conv_scratch_align_bytes = json_at(g, "alignBytes").get<uint32_t>();
+  }
   return r;
 }
 

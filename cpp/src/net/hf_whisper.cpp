@@ -70,6 +70,9 @@ void hf_whisper(Graph& g, const NetSpec& n) {
     fail(code::kOutOfRange, "targetLen",
          {"targetLen ", std::to_string(T), " exceeds the decoder's max_target_positions (",
           std::to_string(n.target_positions), ")"});
+  // tests/fixtures/hf_speech.json: step peaks measured with torch 1.13 on CPU, none on a GPU
+  if (g.settings().runtime.id != "pytorch-cpu")
+    g.assume(Text("net.assume.speech.gpu", {{"model", "Whisper"}}));
   if (g.settings().target_len == 0)
     g.assume("targetLen not given: the decoder reads max_target_positions (" +
              std::to_string(n.target_positions) + ") tokens");

@@ -30,6 +30,25 @@ V cast(Graph& g, V x, uint32_t width) {
                 g.contiguous(x));  // .to() keeps the strides  // ToCopyBackward0 keeps nothing
 }
 
+// Measured with torch 1.13 on CPU (tests/fixtures/torch_conv_scratch.json, tools/
+// measure_conv_scratch.py): threads x (copies x weight bytes + (cin / groups) x kernel
+// elements x output elements x 4) + alignment, the same at any batch; none for a kernel
+// narrower than the minimum or a 1-D convolution without groups.
+uint64_t conv_weight_grad_scratch(const activations::RuntimeTraits& rt, uint64_t cin, uint64_t cout,
+                                  uint64_t groups, const Shape& kernel, const Shape& out,
+                                  uint32_t width) {
+  if (rt.conv_scratch_threads == 0 || width != 4 || kernel.empty() || groups == 0 ||
+      kernel.back() < rt.conv_scratch_min_kernel || (kernel.size() == 1 && groups < 2))
+    return 0;
+  const uint64_t k = prod(kernel), cg = cin / groups;
+  const uint64_t weight =
+      checked_mul(checked_mul(cout, cg, "model"), checked_mul(k, 4, "model"), "model");
+  const uint64_t columns =
+      checked_mul(checked_mul(cg, k, "model"), checked_mul(prod(out), 4, "model"), "model");
+  const uint64_t per_thread = checked_mul(weight, rt.conv_scratch_weight_copies, "model") + columns;
+  return checked_mul(per_thread, rt.conv_scratch_threads, "model") + rt.conv_scratch_align_bytes;
+}
+
 V conv(Graph& g, const std::string& mod, V x, const ConvSpec& c) {
   const Shape in = g.shape(x);  // a copy: new values below may move the graph's storage
   const size_t nd = c.kernel.size();
@@ -63,6 +82,11 @@ V conv(Graph& g, const std::string& mod, V x, const ConvSpec& c) {
     const uint64_t w_b = checked_mul(prod(w), g.width(x), "microBatch");
     g.forward_extra(std::max(in_b, out_b) + w_b);
     g.backward_extra(in_b + out_b + w_b);
+    // LoRA: a frozen convolution computes no weight gradient
+    if (!g.settings().lora.enabled)
+      g.backward_extra(conv_weight_grad_scratch(g.settings().runtime, cin, c.out, c.groups,
+                                                c.kernel, Shape(out.begin() + 2, out.end()),
+                                                g.width(x)));
   }
   // 2 x output elements x (cin / groups) x kernel elements
   g.flops(2.0 * static_cast<double>(prod(out)) * static_cast<double>(cin / c.groups) *

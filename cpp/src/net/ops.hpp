@@ -24,6 +24,13 @@ struct ConvSpec {
   uint64_t dilation = 1;
 };
 V conv(Graph& g, const std::string& mod, V x, const ConvSpec& c);
+// The scratch the runtime's weight gradient of a convolution with a long kernel allocates (CPU
+// oneDNN; RuntimeTraits::conv_scratch_*): weight [cout, cin / groups, kernel...], input of
+// `width` bytes per element, output spatial sizes `out`; 0 where the runtime has none or the
+// rule does not apply.
+uint64_t conv_weight_grad_scratch(const activations::RuntimeTraits& rt, uint64_t cin, uint64_t cout,
+                                  uint64_t groups, const Shape& kernel, const Shape& out,
+                                  uint32_t width);
 // A square 2-D convolution: kernel k, stride s, padding p.
 V conv2d(Graph& g, const std::string& mod, V x, uint64_t out, uint64_t k, uint64_t s, uint64_t p,
          uint64_t groups = 1, bool bias = false);

@@ -430,6 +430,10 @@ Result evaluate(const Request& rq) {
   const device::Figures f = device::run_step(rq, s, &r);
   fill_lines(rq, s, f, &r);
   if (rq.offload_activations) r.assumptions.push_back(Text("peak.assume.offload", {}));
+  // a tied weight's two gradients summed in place (runtime inputBufferInPlace): from the
+  // source (torch/csrc/autograd/input_buffer.cpp after 1.13), not measured
+  if (!s.params.tied.empty() && !rq.lora.enabled && rq.runtime.input_buffer_in_place)
+    r.assumptions.push_back(Text("peak.assume.tied.inPlace", {{"runtime", rq.runtime.name}}));
   if (r.simulated)
     r.assumptions.push_back(
         Text(r.nccl_bytes ? "peak.assume.device.nccl" : "peak.assume.device",

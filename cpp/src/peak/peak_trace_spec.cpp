@@ -110,6 +110,10 @@ class SpecBuilder {
         ++spec_.layers[i].late_grads;
       }
     }
+    for (const TiedGrad& t : tied_grads_) {
+      const auto slot = static_cast<uint32_t>(trainables_[t.user].size() + t.late);
+      spec_.layers[t.owner].tied_grads.push_back({static_cast<uint32_t>(t.user), slot, t.bytes});
+    }
     spec_.ops = schedule_of(s_.chain, s_.plan);
     optimizer();
     gathers();
@@ -297,8 +301,9 @@ class SpecBuilder {
       if (!owned[k]) all[k]->opt = trace::OptimizerParam{};
   }
 
-  // tie_word_embeddings: the head multiplies by the embedding's weight. Its .grad is made by
-  // the head's backward (which runs first); the embedding's backward adds into it in place.
+  // tie_word_embeddings: the head multiplies by the embedding's weight. The head's backward
+  // (which runs first) makes the first gradient, the embedding's the second; the engine sums
+  // them before AccumulateGrad (step_trace.hpp TraceLayer::tied_grads).
   void tied(const TiedUse& u) {
     auto& owner = trainables_[u.owner_layer];
     const TensorSpec* spec = u.owner.spec;
@@ -314,7 +319,7 @@ class SpecBuilder {
     if (k >= owner.size()) return;
     Trainable moved = owner[k];
     owner.erase(owner.begin() + static_cast<long>(k));
-    spec_.layers[u.owner_layer].accumulate_grads.push_back(moved.grad);
+    tied_grads_.push_back({u.owner_layer, u.user_layer, late_[u.user_layer].size(), moved.grad});
     late_[u.user_layer].push_back(std::move(moved));
   }
 
@@ -369,6 +374,7 @@ class SpecBuilder {
     // the first on): three per optimizer step reach the allocator's steady state.
     spec_.accumulation_steps = std::min<uint64_t>(rq_.accumulation_steps, 3);
     spec_.set_to_none = rq_.set_to_none;
+    spec_.input_buffer_in_place = rq_.runtime.input_buffer_in_place;
     spec_.workspace_bytes = rq_.runtime.is_cuda() ? rq_.runtime.workspace_bytes : 0;
     // three optimizer steps reach the caching allocator's steady state; counted without it,
     // the second step already repeats every later one (the state exists from the first)
@@ -421,6 +427,13 @@ class SpecBuilder {
   StepFacts facts_;
   trace::StepSpec spec_;
   std::vector<std::vector<Trainable>> trainables_, late_;
+  // a tied weight: its owner (embedding) layer, the user (head) layer, its index in the user's
+  // late_ and its gradient's bytes
+  struct TiedGrad {
+    size_t owner = 0, user = 0, late = 0;
+    uint64_t bytes = 0;
+  };
+  std::vector<TiedGrad> tied_grads_;
   UnitSizes units_;
   std::vector<StateBytes> state_cache_;
   uint64_t expert_trainable_ = 0;  // routed experts' trainable elements (their own shard group)
