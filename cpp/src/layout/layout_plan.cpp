@@ -45,11 +45,11 @@ bool ruled_out_by(const Layout& l, const Layout& failed) {
          keeps(l.checkpointing) >= keeps(failed.checkpointing);
 }
 
-std::string describe(const Layout& l) {
-  std::string s = "tensorParallel " + std::to_string(l.tp) + ", pipelineParallel " +
-                  std::to_string(l.pp) + ", microBatch " + std::to_string(l.micro_batch) +
-                  ", checkpointing " + l.checkpointing;
-  return s;
+Text ruled_out_by(const Layout& l) {
+  return Text("layout.reason.ruledOut", {{"tp", std::to_string(l.tp)},
+                                         {"pp", std::to_string(l.pp)},
+                                         {"mb", std::to_string(l.micro_batch)},
+                                         {"ck", l.checkpointing}});
 }
 
 struct Walk {
@@ -75,7 +75,7 @@ void Walk::visit(const Layout& l, const StepEstimate& t) {
   if (const Layout* f = dominating(l)) {
     ++out.pruned;
     v.status = "pruned";
-    v.reason = "needs no less memory than a layout that does not fit (" + describe(*f) + ")";
+    v.reason = ruled_out_by(*f);
     keep_faster(v);
     return;
   }
@@ -93,7 +93,9 @@ void Walk::visit(const Layout& l, const StepEstimate& t) {
     v.status = m.fits ? "fits" : "does_not_fit";
   } catch (const RequestError& e) {
     v.status = "error";
-    v.reason = e.what();
+    // the error's sentence as its codes (a plain sentence when it was thrown as one)
+    v.reason = e.messages().empty() ? Text(e.what()) : Text();
+    for (const Message& part : e.messages()) v.reason.then(part);
     ++out.not_fitting;
     keep_faster(v);
     return;
@@ -104,8 +106,8 @@ void Walk::visit(const Layout& l, const StepEstimate& t) {
   }
   ++out.not_fitting;
   failures.push_back(l);
-  v.reason = "needs " + std::to_string(v.peak_bytes) + " bytes on rank " +
-             std::to_string(v.peak_stage) + " of its pipeline";
+  v.reason = Text("layout.reason.needs", {{"bytes", std::to_string(v.peak_bytes)},
+                                          {"rank", std::to_string(v.peak_stage)}});
   keep_faster(v);
 }
 
@@ -131,13 +133,8 @@ Result plan(const Inputs& in) {
     w.visit(all[order[i]], times[order[i]]);
   }
   w.out.not_evaluated = order.size() - i;
-  w.out.assumptions = {
-      "communication does not overlap compute: each step time is an upper bound of what overlap "
-      "hides",
-      "a pipeline's memory is its first and last ranks' (a middle rank holds no more than the "
-      "first)",
-      "tensor parallelism runs with sequence parallelism; GPipe is left out (1F1B holds less for "
-      "the same bubble)"};
+  w.out.assumptions = {Text("layout.assume.noOverlap", {}), Text("layout.assume.ranks", {}),
+                       Text("layout.assume.sequenceParallel", {})};
   return std::move(w.out);
 }
 
