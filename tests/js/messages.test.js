@@ -237,12 +237,12 @@ for (const snapshot of SNAPSHOT_ERRORS)
   ERROR_REQUESTS.push(['compareSnapshot', { request: GPT2, snapshot }]);
 
 const holes = (s) => [...String(s).matchAll(/\{(\w+)\}/g)].map((m) => m[1]).sort();
-// The codes of one sentence: each in the catalog, with the template's parameters.
+// The codes of one sentence: each in the catalog, with a value for each of its parameters.
 function checkCodes(parts, where, used) {
   for (const p of parts) {
     assert.equal(typeof catalog[p.code], 'string', `${where}: ${p.code} is not in the catalog`);
-    const wanted = [...new Set(holes(catalog[p.code]))].sort();
-    assert.deepEqual(Object.keys(p.params).sort(), wanted, `${where}: ${p.code}`);
+    for (const hole of holes(catalog[p.code]))
+      assert.equal(typeof p.params[hole], 'string', `${where}: ${p.code} lacks {${hole}}`);
     used.add(p.code);
   }
 }

@@ -35,7 +35,7 @@ Verdict judge(const peak::Request& run, const peak::Result& result, uint64_t mar
 // ranks and checkpointing), as the accumulation planner times each of its plans.
 struct Timing {
   bool timed = false;
-  std::string not_timed;  // why not, when !timed (a sentence of the catalog)
+  Text not_timed;  // why not, when !timed (a sentence of the catalog)
   time_model::StepTime time;
   uint64_t global_batch = 0;           // micro-batch x steps x data-parallel ranks
   std::string throughput_precision;    // the dtype whose dense peak the matmuls run at

@@ -93,9 +93,7 @@ void Walk::visit(const Layout& l, const StepEstimate& t) {
     v.status = m.fits ? "fits" : "does_not_fit";
   } catch (const RequestError& e) {
     v.status = "error";
-    // the error's sentence as its codes (a plain sentence when it was thrown as one)
-    v.reason = e.messages().empty() ? Text(e.what()) : Text();
-    for (const Message& part : e.messages()) v.reason.then(part);
+    v.reason = e.text();
     ++out.not_fitting;
     keep_faster(v);
     return;
