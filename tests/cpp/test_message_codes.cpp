@@ -33,6 +33,8 @@ std::vector<std::pair<std::string, json>> all_requests() {
   // the page's layout planner and advice (tests/js/messages.test.js has them too)
   out.emplace_back("planLayout", json::parse(R"({"model":{"preset":"llama-3-70b"},
       "gpu":"a100-80gb","gpus":64,"globalBatch":64,"seqLen":8192,"precision":"amp-bf16"})"));
+  out.emplace_back("accumulation", json::parse(R"({"model":{"preset":"t5-small"},
+      "gpu":"a100-80gb","targetGlobalBatch":32,"seqLen":512,"optimizer":"adamw"})"));
   out.emplace_back("advise", json::parse(R"({"model":{"preset":"llama-2-7b"},"microBatch":1,
       "seqLen":512,"optimizer":"adamw","gpuMemoryBytes":80e9,"timeline":false,"changes":false})"));
   out.emplace_back("advise", json::parse(R"({"model":{"preset":"llama-2-7b"},"microBatch":1,

@@ -39,6 +39,10 @@ const UNREACHED = {
   'error.layout.noPeak': 'every GPU preset lists its dense fp32 and 16-bit peaks',
   'error.layout.tooMany':
     'reached by tests/cpp/test_layout_planner.cpp (720,720 GPUs and 720 heads): no preset has them',
+  'runtime.context.noGpu':
+    'every CUDA runtime profile has a context measurement or derivation for every GPU preset',
+  'error.infeasible.stages':
+    'the optimal strategy groups layers into stages only on chains longer than any request here',
   'advise.time.noTflops':
     'every GPU preset lists its dense fp32 and fp16 peaks, and bf16 where it has bf16 (which a bf16 precision needs)',
 };
@@ -113,6 +117,17 @@ const ERROR_REQUESTS = [
         layers: [{ forwardCost: 1, backwardCost: 2, outputBytes: 10, savedBytes: 10 }],
       },
       strategy: 'chen-greedy',
+      budgetBytes: 1,
+    },
+  ],
+  [
+    'placement',
+    {
+      chain: {
+        inputBytes: 1,
+        layers: [{ forwardCost: 1, backwardCost: 2, outputBytes: 10, savedBytes: 10 }],
+      },
+      strategy: 'optimal-single-level',
       budgetBytes: 1,
     },
   ],
@@ -217,6 +232,11 @@ ERROR_REQUESTS.push(
   ['planLayout', { ...CLUSTER, compare: { microBatch: 3 } }],
 );
 requests.push(['planLayout', CLUSTER]);
+// an encoder-decoder's FLOPs (the time model of T5)
+requests.push([
+  'accumulation',
+  { ...A100, model: { preset: 't5-small' }, microBatch: undefined, targetGlobalBatch: 32 },
+]);
 // advise's sentences: why a step is not timed (a custom memory size; tensor parallelism)
 requests.push(
   ['advise', { ...LLAMA, gpuMemoryBytes: 80e9, timeline: false, changes: false }],
