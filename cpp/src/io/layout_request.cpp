@@ -49,7 +49,8 @@ json peak_part(const Obj& req) {
         fail(code::kInconsistent, k, Message{"error.layout.chosen", {{"field", k}}});
     if (!mine) out[it.key()] = it.value();
   }
-  if (!json_has(out, "seqLen")) fail(code::kMissingField, "seqLen", "seqLen is required");
+  if (!json_has(out, "seqLen"))
+    fail(code::kMissingField, "seqLen", Message{"error.field.required", {{"field", "seqLen"}}});
   if (!json_has(out, "gpu")) fail(code::kMissingField, "gpu", Message{"error.layout.gpu", {}});
   put_fields(out, {{"microBatch", 1}, {"searchMaxMicroBatch", false}, {"timeline", false}});
   return out;
