@@ -1,9 +1,11 @@
-# Writes every cpp/data/**/*.json into one C++ file as a constant array of (path, contents)
-# pairs: plain string literals, so nothing runs at start-up and the data is stored once.
-# Whitespace outside JSON strings is dropped (it means nothing to the parser; the page
+# Writes every cpp/data/**/*.json but the message catalog into one C++ file as a constant array
+# of (path, contents) pairs: plain string literals, so nothing runs at start-up and the data is
+# stored once. Whitespace outside JSON strings is dropped (it means nothing to the parser; the page
 # downloads every byte of it).
 # Run as: cmake -DDATA_DIR=... -DOUT=... -P embed_data.cmake
 file(GLOB_RECURSE files RELATIVE ${DATA_DIR} ${DATA_DIR}/*.json)
+# The message catalog is not read as JSON: message_table.cmake writes it as a C++ table.
+list(REMOVE_ITEM files messages.json)
 list(SORT files)
 string(ASCII 1 open)
 string(ASCII 2 close)

@@ -116,18 +116,10 @@ std::string error_envelope(const std::string& c, const std::string& field,
   put(error, "message", text);
   if (detail && detail->has_minimum_budget())
     put(error, "minimumBudgetBytes", detail->minimum_budget());
-  // The sentence as codes of the message catalog, when it is one of its sentences: a page
-  // shows it in its own language (docs/i18n.md).
-  // An error thrown with codes carries them; a plain sentence is read against the catalog.
-  std::vector<Message> parts;
-  if (detail && !detail->messages().empty() && text == message) {
-    parts = detail->messages();
-  } else {
-    for (messages::Part& p : messages::recognise(text))
-      parts.push_back({std::move(p.code), std::move(p.params)});
-    if (!parts.empty()) messages::note_fallback(text);
-  }
-  if (!parts.empty()) put(error, "messages", messages::list_of(parts));
+  // An error thrown with codes of the message catalog carries them: a page shows it in its own
+  // language (docs/i18n.md). A plain sentence (or one cut short above) has none.
+  if (detail && !detail->messages().empty() && text == message)
+    put(error, "messages", messages::list_of(detail->messages()));
   put(e, "error", std::move(error));
   return e.dump(-1, ' ', false, json::error_handler_t::replace);
 }

@@ -11,6 +11,13 @@ std::string concat(std::initializer_list<std::string_view> pieces) {
 
 }  // namespace
 
+Text RequestError::text() const {
+  if (messages_.empty()) return Text(std::string(what()));
+  Text t;
+  for (const Message& m : messages_) t.then(m);
+  return t;
+}
+
 void fail(const char* code, std::string_view field, std::string_view message) {
   throw RequestError(code, std::string(field), std::string(message));
 }

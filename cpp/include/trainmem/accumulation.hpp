@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "trainmem/message.hpp"
 #include "trainmem/time_model.hpp"
 
 namespace trainmem {
@@ -101,7 +102,7 @@ struct Verdict {
   std::optional<bool> checkpointing_required;         // unset: no plan fits, or not considered
   std::optional<bool> faster_than_more_accumulation;  // set when both kinds of plan fit
   std::optional<double> speedup_over_best_without;    // (with them)
-  std::string message;
+  Text message;
 };
 
 // One row of the comparison: a plan and its time relative to the baseline and to accumulation.
@@ -115,7 +116,7 @@ struct ComparisonRow {
 struct Technique {
   std::string technique;  // gradientAccumulation | gradientCheckpointing
   std::string strategy;   // the checkpointing strategy (empty for accumulation)
-  std::string acts_on, memory_acts_on, cost;
+  Text acts_on, memory_acts_on, cost;
   double memory_saved_bytes = 0, extra_seconds = 0, extra_time_fraction = 0, extra_flops = 0;
 };
 
@@ -130,7 +131,8 @@ struct Comparison {
 };
 
 struct Warning {
-  std::string code, message;
+  std::string code;
+  Text message;
 };
 
 // Plans listed per strategy and per-device batch: every split when there are at most this many;

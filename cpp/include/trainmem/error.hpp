@@ -51,6 +51,8 @@ class RequestError : public std::runtime_error {
     return *this;
   }
   const std::vector<Message>& messages() const noexcept { return messages_; }
+  // The message as a Text: its codes, or the plain sentence when it was thrown as one.
+  Text text() const;
   uint64_t minimum_budget() const noexcept { return minimum_budget_; }
 
  private:

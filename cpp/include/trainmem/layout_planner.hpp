@@ -110,7 +110,7 @@ struct Verdict {
   std::string status;
   uint64_t peak_bytes = 0;  // the binding rank's device memory (0: not evaluated)
   uint32_t peak_stage = 0;
-  std::string reason;  // why it does not fit or was not evaluated
+  Text reason;  // why it does not fit or was not evaluated
 };
 
 struct Result {
@@ -119,7 +119,7 @@ struct Result {
   uint64_t candidates = 0, evaluations = 0, peak_evaluations = 0, pruned = 0, not_fitting = 0;
   uint64_t not_evaluated = 0;  // left once `top` fitted or the evaluation bound was reached
   bool evaluation_bound_reached = false;
-  std::vector<std::string> assumptions;
+  std::vector<Text> assumptions;
 };
 
 // Every valid factorisation of `gpus` as tp x pp x dp x extras (tp dividing gpus_per_node,

@@ -21,8 +21,8 @@ struct Message {
 std::string english(const Message& m);
 
 // One sentence of a result: clauses (each a Message) joined by "; " in English. A Text made
-// from a plain string has no clauses (a sentence not yet given a code: the io edge reads it
-// against the catalog instead).
+// from a plain string has no clauses and gets no codes in result.messages (the messages tests
+// fail on such a sentence in a result).
 class Text {
  public:
   Text() = default;

@@ -24,9 +24,9 @@ struct Runtime {
   std::string name;
   activations::RuntimeTraits traits;
   uint64_t context_bytes = 0;  // CUDA context + kernels (nvidia-smi terms), not in memory_allocated
-  std::string context_source;
+  Text context_source;
   uint64_t workspace_bytes = 0;  // cuBLAS workspace (allocated through the caching allocator)
-  std::string workspace_source;
+  Text workspace_source;
   bool foreach_optimizers = true;  // torch 2.x on CUDA: _foreach_* optimizer implementations
   std::string source;
   // A runtime profile per PyTorch line (cpp/data/runtime-*.json): its defaults.

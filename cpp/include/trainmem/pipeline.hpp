@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "trainmem/diffusion.hpp"
+#include "trainmem/message.hpp"
 
 namespace trainmem {
 namespace diffusion {
@@ -42,7 +43,7 @@ struct FrozenPart {
 struct Pipeline {
   std::vector<FrozenPart> parts;
   bool prior_preservation = false;  // instance and class images in one batch: 2 x microBatch
-  std::vector<std::string> assumptions;
+  std::vector<Text> assumptions;
 };
 
 // A built-in text encoder by id (clip-vit-large-patch14, clip-vit-h-14, clip-vit-bigG-14,
@@ -60,7 +61,7 @@ struct PipelineCost {
   uint64_t encode_peak_bytes = 0;      // beyond the resident: the largest encode's working set
   std::string encode_peak_part;        // which part's encode that is
   uint64_t pixel_bytes = 0;            // the images the VAE reads (when latents are not cached)
-  std::vector<std::string> assumptions;
+  std::vector<Text> assumptions;
 };
 struct CostSettings {
   uint64_t batch = 1;

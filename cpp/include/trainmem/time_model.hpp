@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "trainmem/message.hpp"
 #include "trainmem/model.hpp"
 
 namespace trainmem {
@@ -23,7 +24,7 @@ struct ForwardFlops {
   double attention_core = 0;  // what Megatron's selective recompute repeats (= attention)
   uint64_t layers = 0;        // blocks (encoder + decoder), 0 when unknown
   std::string method;         // "architecture" | "parameters"
-  std::vector<std::string> assumptions;
+  std::vector<Text> assumptions;
 };
 
 // Throws RequestError(unsupported, "model") when neither an architecture nor a parameter count

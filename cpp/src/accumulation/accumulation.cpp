@@ -83,9 +83,7 @@ Plan evaluate(const PlannerInputs& in, const MemoryEstimate& memory, uint64_t mi
                                     ? p.memory.recompute_flops_per_token
                                     : recompute_flops_per_token(in.flops, ckpt, &known);
   if (!known && warnings) {
-    const std::string msg = "checkpointing \"" + ckpt +
-                            "\": recompute time taken as one extra forward of every block "
-                            "(upper bound) because the memory model gave no plan";
+    const Text msg("acc.warn.recompute", {{"strategy", ckpt}});
     bool seen = false;
     for (const auto& w : *warnings) seen = seen || w.message == msg;
     if (!seen) warnings->push_back({"recompute-upper-bound", msg});
@@ -155,24 +153,24 @@ Verdict make_verdict(const std::vector<Plan>& plans) {
   bool any_ckpt_plan = false;
   for (const auto& p : plans) any_ckpt_plan = any_ckpt_plan || p.checkpointing != "none";
   if (!any_ckpt_plan) {
-    v.message = "checkpointing was not considered";
+    v.message = Text("acc.ck.notConsidered", {});
     return v;
   }
   if (best_ckpt < 0 && best_none < 0) {
-    v.message = "no plan fits, with or without checkpointing";
+    v.message = Text("acc.ck.nothingFits", {});
     return v;
   }
   if (best_ckpt >= 0 && best_none < 0) {
     const Plan& c = plans[static_cast<size_t>(best_ckpt)];
     v.checkpointing_required = true;
-    v.message = "only checkpointing makes the target fit: micro-batch " +
-                std::to_string(c.micro_batch) + " x " + std::to_string(c.accumulation_steps) +
-                " steps with \"" + c.checkpointing + "\"";
+    v.message = Text("acc.ck.only", {{"micro", std::to_string(c.micro_batch)},
+                                     {"steps", std::to_string(c.accumulation_steps)},
+                                     {"strategy", c.checkpointing}});
     return v;
   }
   v.checkpointing_required = false;
   if (best_ckpt < 0) {
-    v.message = "checkpointing does not help: no checkpointed plan fits";
+    v.message = Text("acc.ck.noHelp", {});
     return v;
   }
   const Plan& n = plans[static_cast<size_t>(best_none)];
@@ -181,23 +179,23 @@ Verdict make_verdict(const std::vector<Plan>& plans) {
       n.time.step_seconds > 0 ? (c.time.samples_per_second / n.time.samples_per_second) - 1.0 : 0.0;
   v.faster_than_more_accumulation = enables && ratio > 0;
   v.speedup_over_best_without = ratio;
-  std::string msg;
-  if (!enables) {
-    msg =
-        "checkpointing lets no larger micro-batch fit (largest without: " + std::to_string(m_none) +
-        "); it only adds recompute time";
-  } else if (ratio > 0) {
-    msg = "checkpointing lets micro-batch " + std::to_string(c.micro_batch) +
-          " fit (largest without: " + std::to_string(m_none) + ") and is " + pct(ratio) +
-          " faster than " + std::to_string(n.micro_batch) + " x " +
-          std::to_string(n.accumulation_steps) + " accumulation";
-  } else {
-    msg = "checkpointing lets micro-batch " + std::to_string(m_ckpt) +
-          " fit (largest without: " + std::to_string(m_none) + ") but is " + pct(-ratio) +
-          " slower than " + std::to_string(n.micro_batch) + " x " +
-          std::to_string(n.accumulation_steps) + " accumulation without it";
-  }
-  v.message = msg;
+  const std::string without = std::to_string(m_none);
+  const std::string micro = std::to_string(n.micro_batch);
+  const std::string steps = std::to_string(n.accumulation_steps);
+  if (!enables)
+    v.message = Text("acc.ck.noGain", {{"without", without}});
+  else if (ratio > 0)
+    v.message = Text("acc.ck.faster", {{"with", std::to_string(c.micro_batch)},
+                                       {"without", without},
+                                       {"faster", pct(ratio)},
+                                       {"micro", micro},
+                                       {"steps", steps}});
+  else
+    v.message = Text("acc.ck.fits", {{"with", std::to_string(m_ckpt)},
+                                     {"without", without},
+                                     {"slower", pct(-ratio)},
+                                     {"micro", micro},
+                                     {"steps", steps}});
   return v;
 }
 
@@ -240,27 +238,25 @@ Comparison make_comparison(const PlannerInputs& in, const PeakMemoryFn& peak_mem
   const double fwd_tokens = static_cast<double>(per_device) * static_cast<double>(in.seq_len);
   Technique acc;
   acc.technique = "gradientAccumulation";
-  acc.acts_on = "forward and backward passes: each pass sees a micro-batch of " +
-                std::to_string(c) + " instead of " + std::to_string(per_device) +
-                "; the optimizer steps once per " + std::to_string(steps) + " micro-steps";
-  acc.memory_acts_on =
-      "activations (they follow the micro-batch); gradients, weights and optimizer state are "
-      "unchanged";
+  acc.acts_on = Text("acc.tech.acc.actsOn", {{"micro", std::to_string(c)},
+                                             {"batch", std::to_string(per_device)},
+                                             {"steps", std::to_string(steps)}});
+  acc.memory_acts_on = Text("acc.tech.acc.memory", {});
   acc.memory_saved_bytes = saved(0, 1);
   acc.extra_seconds = seconds(1) - seconds(0);
   acc.extra_time_fraction = seconds(1) / base_t - 1.0;
   acc.extra_flops = 0.0;
-  acc.cost = "more, smaller passes: per-micro-step fixed costs repeat and utilisation falls";
+  acc.cost = Text("acc.tech.acc.cost", {});
   Technique ck;
   ck.technique = "gradientCheckpointing";
   ck.strategy = ckpt;
-  ck.acts_on = "backward pass: dropped activations are recomputed from the kept ones";
-  ck.memory_acts_on = "activations only";
+  ck.acts_on = Text("acc.tech.ck.actsOn", {});
+  ck.memory_acts_on = Text("acc.tech.ck.memory", {});
   ck.memory_saved_bytes = saved(0, 2);
   ck.extra_seconds = seconds(2) - seconds(0);
   ck.extra_time_fraction = seconds(2) / base_t - 1.0;
   ck.extra_flops = out.rows[2].plan.recompute_flops_per_token * fwd_tokens;
-  ck.cost = "compute: one extra forward of the recomputed layers per micro-step";
+  ck.cost = Text("acc.tech.ck.cost", {});
   out.techniques = {acc, ck};
   return out;
 }
@@ -406,10 +402,10 @@ PlannerResult plan(const PlannerInputs& in, const PeakMemoryFn& model, const Pea
     per_device = {lo, lo + 1};
     r.warnings.push_back(
         {"target-not-divisible",
-         "targetGlobalBatch " + std::to_string(in.target_global_batch) +
-             " is not a multiple of dataParallel " + std::to_string(in.data_parallel) +
-             ": plans use the nearest global batches " + std::to_string(lo * in.data_parallel) +
-             " and " + std::to_string((lo + 1) * in.data_parallel) + " (exact: false)"});
+         Text("acc.warn.notDivisible", {{"target", std::to_string(in.target_global_batch)},
+                                        {"dataParallel", std::to_string(in.data_parallel)},
+                                        {"lower", std::to_string(lo * in.data_parallel)},
+                                        {"upper", std::to_string((lo + 1) * in.data_parallel)}})});
   }
   std::vector<std::string> strategies = {"none"};
   for (const auto& s : in.checkpointing)
@@ -433,18 +429,8 @@ PlannerResult plan(const PlannerInputs& in, const PeakMemoryFn& model, const Pea
     if (in.model_has_batchnorm || in.model_may_have_batchnorm)
       r.warnings.push_back(
           {"batchnorm-per-micro-batch",
-           std::string(in.model_has_batchnorm ? "the model has BatchNorm: "
-                                              : "if the model has BatchNorm: ") +
-               "its batch statistics (and running-stat updates) are computed per "
-               "micro-batch of each rank, not over the global batch, so accumulation "
-               "is not equivalent to the large batch (use SyncBatchNorm across ranks, "
-               "GroupNorm/LayerNorm, or a larger micro-batch)"});
-    r.warnings.push_back(
-        {"loss-averaging",
-         "averaging each micro-batch's mean loss weights tokens unequally when sequences differ "
-         "in length (padding, -100 labels): divide the summed token loss by the token count of "
-         "the whole global batch instead (transformers >= 4.46 passes num_items_in_batch for "
-         "this; older Trainers and hand-written loops averaged per micro-batch)"});
+           Text(in.model_has_batchnorm ? "acc.warn.batchnorm" : "acc.warn.batchnormMaybe", {})});
+    r.warnings.push_back({"loss-averaging", Text("acc.warn.meanLoss", {})});
   }
   return r;
 }

@@ -11,9 +11,7 @@ namespace time_model {
 namespace {
 
 // What the architecture count leaves out (Kaplan et al. 2020 Table 1).
-constexpr const char* kUncountedOps =
-    "embedding lookups, norms, softmax and element-wise ops are not counted (< 1 % of FLOPs; "
-    "Kaplan et al. 2020 Table 1)";
+constexpr const char* kUncountedOps = "flops.notCounted";
 
 // T5 (modeling_t5.py, transformers 6b8b757): encoder blocks run self-attention (q, k, v, o of
 // width heads x d_kv) and the MLP on the seqLen input tokens; decoder blocks run self-attention,
@@ -36,9 +34,7 @@ void encoder_decoder_flops(const Architecture& a, double s, double t, ForwardFlo
   f->head = r * 2.0 * h * static_cast<double>(a.vocab);
   f->layers = a.layers + a.encoder_layers;
   f->method = "architecture";
-  f->assumptions.push_back(
-      "encoder-decoder: the encoder's FLOPs over seqLen tokens, the decoder's over targetLen "
-      "(seqLen when not given), counted per input token");
+  f->assumptions.push_back(Text("flops.encdec", {}));
 }
 
 }  // namespace
@@ -51,7 +47,7 @@ ForwardFlops forward_flops_per_token(const ModelDescription& m, uint64_t seq_len
   if (m.has_architecture() && a.heads > 0 && a.intermediate > 0 && a.encoder_layers > 0 &&
       (a.model_type == "t5" || a.model_type == "mt5")) {
     encoder_decoder_flops(a, s, static_cast<double>(target_len ? target_len : seq_len), &f);
-    f.assumptions.push_back(kUncountedOps);
+    f.assumptions.push_back(Text(kUncountedOps, {}));
   } else if (m.has_architecture() && a.heads > 0 && a.intermediate > 0 && a.model_type != "t5") {
     f.method = "architecture";
     const double h = static_cast<double>(a.hidden);
@@ -84,18 +80,15 @@ ForwardFlops forward_flops_per_token(const ModelDescription& m, uint64_t seq_len
       // per sequence, spread over its s tokens.
       f.head = (2.0 * h * h + 2.0 * h * static_cast<double>(a.num_labels)) / s;
     } else {
-      f.assumptions.push_back(
-          "encoder without a classification head: no output-layer FLOPs counted");
+      f.assumptions.push_back(Text("flops.noHead", {}));
     }
-    f.assumptions.push_back(kUncountedOps);
+    f.assumptions.push_back(Text(kUncountedOps, {}));
   } else if (m.params > 0) {
     f.method = "parameters";
     // Kaplan et al. 2020 eq. 2.2: C_forward ~ 2N per token (training ~ 6N).
     f.block_matmul = 2.0 * static_cast<double>(m.params);
     f.layers = a.layers;
-    f.assumptions.push_back(
-        "architecture unknown: forward = 2 x parameters per token (Kaplan et al. 2020); "
-        "attention score FLOPs (4 x seqLen x hidden per layer) are not included");
+    f.assumptions.push_back(Text("flops.unknown", {}));
   } else {
     fail(code::kUnsupported, "model", "the time model needs a parameter count or an architecture");
   }

@@ -377,10 +377,8 @@ void trace_assumptions(const Trace& t, const Settings& s, uint32_t traced_width,
   if (s.runtime.conv_backward_temp_outputs > 0 && has_op(t, "aten.convolution"))
     out->push_back(Text("trace.assume.convTemp", {}));
   if (t.inexact > 0)
-    out->push_back(std::to_string(t.inexact) +
-                   " sizes of the trace did not follow a polynomial in the batch (or the length) "
-                   "at the tracer's check point: they are the fit's values (approximate)");
-  for (const auto& n : t.notes) out->push_back("trace: " + n);
+    out->push_back(Text("trace.assume.inexact", {{"count", std::to_string(t.inexact)}}));
+  for (const auto& n : t.notes) out->push_back(Text("trace.note", {{"note", n}}));
 }
 
 }  // namespace

@@ -53,12 +53,11 @@ Timing step_time(const peak::Request& run, const peak::Result& result, const pea
   Timing t;
   t.global_batch = run.micro_batch * run.accumulation_steps * run.data_parallel;
   if (run.gpu_id.empty() || !preset) {
-    t.not_timed =
-        "the time per step needs a GPU preset's dense TFLOP/s (a custom memory size has none)";
+    t.not_timed = Text("advise.time.customGpu", {});
     return t;
   }
   if (run.tensor_parallel > 1) {
-    t.not_timed = "the time model does not split a layer's work over tensor-parallel GPUs";
+    t.not_timed = Text("advise.time.tensorParallel", {});
     return t;
   }
   if (run.pipeline.stages > 1) {
@@ -69,7 +68,7 @@ Timing step_time(const peak::Request& run, const peak::Result& result, const pea
   const auto [dtype, tflops] = step_work::matmul_peak(run.precision, gpu.tflops);
   t.throughput_precision = dtype;
   if (!(tflops > 0)) {
-    t.not_timed = "the GPU preset lists no dense TFLOP/s for the precision's matmuls";
+    t.not_timed = Text("advise.time.noTflops", {});
     return t;
   }
   const step_work::Work w = step_work::of(run, result);

@@ -19,9 +19,7 @@ json to_json(const ForwardResult& r, const ForwardInputs& in) {
                    {"effectiveBatch", r.effective_batch},
                    {"perDeviceBatch", r.per_device_batch},
                    {"microStepsPerOptimizerStep", in.accumulation_steps},
-                   {"formula",
-                    "effectiveBatch = microBatch x accumulationSteps x dataParallel "
-                    "(HF Trainer total train batch size; PyTorch DDP)"}});
+                   {"formula", Text("acc.formula", {})}});
   if (in.seq_len) put(out, "tokensPerStep", r.tokens_per_step);
   if (in.dataset_size)
     put_fields(out, {{"samplesPerRank", r.samples_per_rank},
@@ -107,10 +105,7 @@ json comparison_json(const Comparison& c) {
                  {"checkpointing", c.checkpointing},
                  {"rows", array_of(c.rows, row_json)},
                  {"techniques", array_of(c.techniques, technique_json)},
-                 {"tableNote",
-                  "comparison tables often list 'gradient memory' as what accumulation saves; "
-                  "these rows show it saves activation memory: gradients stay allocated across "
-                  "micro-steps"}});
+                 {"tableNote", Text("acc.tableNote", {})}});
   return j;
 }
 

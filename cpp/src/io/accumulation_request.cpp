@@ -255,14 +255,10 @@ json plan_mode(const Obj& req) {
                         {"memoryBandwidthBytesPerSecond", gpu.bandwidth}});
   put(out, "gpu", std::move(gpu_json));
   json time_json = json::object();
-  put_fields(time_json,
-             {{"utilization", in.knobs.utilization},
-              {"overheadPerLayerSeconds", in.knobs.overhead_per_layer_s},
-              {"optimizerBytesPerStep", in.optimizer_bytes},
-              {"formula",
-               "microStep = (3 x forwardFLOPs + recomputeFLOPs) / (peak x utilization) + "
-               "overheadPerLayer x layers; step = steps x microStep + optimizer traffic / "
-               "bandwidth (+ ring all-reduce when interconnectGBps is given)"}});
+  put_fields(time_json, {{"utilization", in.knobs.utilization},
+                         {"overheadPerLayerSeconds", in.knobs.overhead_per_layer_s},
+                         {"optimizerBytesPerStep", in.optimizer_bytes},
+                         {"formula", Text("acc.timeFormula", {})}});
   put(out, "timeModel", std::move(time_json));
   // a bare parameter count: every plan's memory is the model states alone (activations
   // unknown), so a plan that fits may not; one that does not fit cannot

@@ -142,7 +142,7 @@ advise::Timing timing_of(const peak::Request& r, const peak::Result& res) {
   } catch (const RequestError& e) {
     advise::Timing t;
     t.global_batch = r.micro_batch * r.accumulation_steps * r.data_parallel;
-    t.not_timed = e.what();
+    t.not_timed = e.text();
     return t;
   }
 }

@@ -85,10 +85,8 @@ json simple_json(const SimpleCheckpoint& s) {
   put(out, "breakdown", std::move(breakdown));
   put(out, "copies", s.copies);
   put(out, "bytesPerParam", s.bytes_per_param);
-  put(out, "formula", "params x copies x bytes per copy (the usual rule of thumb)");
-  if (s.factored)
-    put(out, "note",
-        "the rule of thumb gives Adafactor only as O(sqrt(N)); the exact value uses the shapes");
+  put(out, "formula", Text("size.simple.formula", {}));
+  if (s.factored) put(out, "note", Text("size.simple.adafactor", {}));
   return out;
 }
 
@@ -135,17 +133,16 @@ json per_state_json(const std::map<std::string, uint64_t>& m) {
   return o;
 }
 
-const char* formula(CheckpointFormat f) {
+Text formula(CheckpointFormat f) {
   switch (f) {
     case CheckpointFormat::raw:
-      return "sum of tensor storages: weights + buffers + optimizer state";
+      return Text("size.formula.sum", {});
     case CheckpointFormat::torch:
-      return "torch.save zip: records aligned to 64 bytes + pickle + zip directory (torch 1.13 "
-             "layout)";
+      return Text("size.formula.torch", {});
     case CheckpointFormat::safetensors:
       break;
   }
-  return "safetensors: 8 + header (padded to 8) + data";
+  return Text("size.formula.safetensors", {});
 }
 
 json result_json(const CheckpointResult& r) {

@@ -125,7 +125,7 @@ json layout_json(const layout::Inputs& in, const layout::Result& r) {
                    {"seqLen", in.base.seq_len},
                    {"gpuMemoryBytes", in.base.gpu_memory_bytes}});
   json a = json::array();
-  for (const std::string& s : r.assumptions) a.push_back(s);
+  for (const Text& s : r.assumptions) a.push_back(s);
   put(out, "assumptions", std::move(a));
   return out;
 }

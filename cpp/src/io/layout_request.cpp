@@ -49,13 +49,12 @@ json peak_part(const Obj& req) {
     for (const char* k : kPlannerKeys) mine = mine || it.key() == k;
     for (const char* k : kChosenKeys)
       if (it.key() == k)
-        fail(code::kInconsistent, k,
-             {"planLayout chooses ", k, " itself: leave it out of the request"});
+        fail(code::kInconsistent, k, Message{"error.layout.chosen", {{"field", k}}});
     if (!mine) out[it.key()] = it.value();
   }
-  if (!json_has(out, "seqLen")) fail(code::kMissingField, "seqLen", "seqLen is required");
-  if (!json_has(out, "gpu"))
-    fail(code::kMissingField, "gpu", "gpu (a preset id) is required by planLayout");
+  if (!json_has(out, "seqLen"))
+    fail(code::kMissingField, "seqLen", Message{"error.field.required", {{"field", "seqLen"}}});
+  if (!json_has(out, "gpu")) fail(code::kMissingField, "gpu", Message{"error.layout.gpu", {}});
   put_fields(out, {{"microBatch", 1}, {"searchMaxMicroBatch", false}, {"timeline", false}});
   return out;
 }
@@ -65,10 +64,8 @@ void check_model(const peak::Request& base) {
   const ModelDescription& m = base.model();
   if (base.is_mlp || count_only(base) || m.trace || m.diffusion || m.pipeline || m.arch.net ||
       m.arch.heads == 0 || m.arch.layers == 0 || m.arch.hidden == 0)
-    fail(code::kUnsupported, "model",
-         "planLayout needs a transformer with its layers and heads (a preset or a config)");
-  if (base.lora.enabled)
-    fail(code::kUnsupported, "lora", "planLayout plans full training: leave lora out");
+    fail(code::kUnsupported, "model", Message{"error.layout.model", {}});
+  if (base.lora.enabled) fail(code::kUnsupported, "lora", Message{"error.layout.lora", {}});
 }
 
 // explore: each dimension asked for must suit the model (errors name explore.<field>).
@@ -107,8 +104,7 @@ layout::Network network_of(const Obj& req, const std::string& gpu) {
     n.inter_source = "interNodeGBps";
   }
   if (n.intra_node <= 0)
-    fail(code::kMissingField, "intraNodeGBps",
-         {"the GPU ", gpu, " has no link figures: give intraNodeGBps and interNodeGBps"});
+    fail(code::kMissingField, "intraNodeGBps", Message{"error.layout.links", {{"gpu", gpu}}});
   return n;
 }
 
@@ -117,8 +113,9 @@ void read_sizes(const Obj& req, layout::Inputs* in) {
   in->gpus_per_node = req.u64_or("gpusPerNode", in->gpus < 8 ? in->gpus : 8, 1, 1024);
   if (in->gpus % in->gpus_per_node && in->gpus > in->gpus_per_node)
     fail(code::kInconsistent, "gpusPerNode",
-         {"gpus (", std::to_string(in->gpus), ") must be whole nodes of gpusPerNode (",
-          std::to_string(in->gpus_per_node), ")"});
+         Message{
+             "error.layout.nodes",
+             {{"gpus", std::to_string(in->gpus)}, {"perNode", std::to_string(in->gpus_per_node)}}});
   if (in->gpus < in->gpus_per_node) in->gpus_per_node = in->gpus;
   in->global_batch = req.u64("globalBatch", 1, limits::kMaxGlobalBatch);
   in->top = req.u64_or("top", 10, 1, 100);
@@ -167,7 +164,8 @@ void read_work(layout::Inputs* in) {
   in->peak_flops = tflops * 1e12;
   in->memory_bandwidth = g.memory_bandwidth;
   if (in->peak_flops <= 0)
-    fail(code::kUnsupported, "gpu", {"the GPU ", g.id, " lists no dense peak for ", key});
+    fail(code::kUnsupported, "gpu",
+         Message{"error.layout.noPeak", {{"gpu", g.id}, {"dtype", key}}});
 }
 
 // compare: {tensorParallel, pipelineParallel, contextParallel, expertParallel, schedule, sharding,
@@ -178,8 +176,7 @@ layout::Layout read_compare(const Obj& c, const layout::Inputs& in) {
   l.tp = c.u64_or("tensorParallel", 1, 1, in.gpus);
   l.pp = c.u64_or("pipelineParallel", 1, 1, in.gpus);
   if (in.gpus % (l.tp * l.pp))
-    fail(code::kInconsistent, c.field("pipelineParallel"),
-         "compare: tensorParallel x pipelineParallel must divide gpus");
+    fail(code::kInconsistent, c.field("pipelineParallel"), Message{"error.layout.compareGpus", {}});
   l.extra.assign(layout::extra_dimensions().size(), 1);
   for (size_t i = 0; i < l.extra.size(); ++i)
     l.extra[i] = c.u64_or(layout::extra_dimensions()[i].field, 1, 1, in.gpus);
@@ -202,8 +199,7 @@ layout::Layout read_compare(const Obj& c, const layout::Inputs& in) {
   l.checkpointing = c.one_of_or("checkpointing", {"none", "attention-recompute", "full"}, "none");
   l.micro_batch = c.u64_or("microBatch", 1, 1, limits::kMaxMicroBatch);
   if (in.global_batch % (l.dp * l.micro_batch))
-    fail(code::kInconsistent, c.field("microBatch"),
-         "compare: dataParallel x microBatch must divide globalBatch");
+    fail(code::kInconsistent, c.field("microBatch"), Message{"error.layout.compareBatch", {}});
   l.micro_batches = in.global_batch / (l.dp * l.micro_batch);
   c.finish();
   return l;

@@ -661,9 +661,7 @@ void build_llama_family(const Obj& c, const std::string& type, const std::string
   }
   if (head) output_head(b, "lm_head", a, a.hidden, b.join(p, "embed_tokens.weight"));
   if (a.generic)
-    m.assumptions.push_back("model_type '" + type.substr(0, 64) +
-                            "' has no exact recipe: parameters and activations from a generic "
-                            "Llama-style decoder; approximate");
+    m.assumptions.push_back(Text("model.generic", {{"modelType", type.substr(0, 64)}}));
 }
 
 // ---------------------------------------------------------------- gpt_neox

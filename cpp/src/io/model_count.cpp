@@ -53,10 +53,7 @@ void read_count_hints(const Obj& model, ModelDescription* m) {
   a.norm = "rmsnorm";
   a.gated_mlp = true;
   a.activation = "silu";
-  m->assumptions.push_back(
-      "a parameter count with layers, hidden and heads: a Llama-style decoder of that size "
-      "stands in (12 h^2 parameters per block, the rest an embedding and an output head); "
-      "activations approximate");
+  m->assumptions.push_back(Text("model.assume.count.shape", {}));
 }
 
 }  // namespace trainmem

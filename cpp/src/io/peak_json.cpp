@@ -46,9 +46,7 @@ json activations_per_layer_json(const Result& r) {
   json a = json::object();
   put_fields(a, {{"derivedBytes", r.derived_layer_bytes},
                  {"korthikantiBytes", r.korthikanti_layer_bytes},
-                 {"korthikantiSource",
-                  "Korthikanti et al. 2022 (arXiv 2205.05198): sbh(34 + 5as/h), 16-bit, 1-byte "
-                  "masks"}});
+                 {"korthikantiSource", Text("peak.korthikanti", {})}});
   return a;
 }
 
@@ -69,10 +67,7 @@ json allocator_json(const Result& r) {
                  {"outOfMemory", r.ooms > 0},
                  {"ncclBytes", r.nccl_bytes},
                  {"managedBytes", r.managed_bytes},
-                 {"source",
-                  "allocatedPeakBytes = torch.cuda.max_memory_allocated(); reservedPeakBytes = "
-                  "torch.cuda.max_memory_reserved(); deviceUsedBytes = nvidia-smi / NVML used "
-                  "memory (reserved + CUDA context + NCCL buffers when distributed)"}});
+                 {"source", Text("peak.allocator.source", {})}});
   return a;
 }
 

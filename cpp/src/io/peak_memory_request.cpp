@@ -244,10 +244,11 @@ Runtime runtime_profile(const std::string& id, const std::string& field) {
   r.id = id;
   r.name = json_at(j, "name").get<std::string>();
   r.context_bytes = json_at(j, "contextBytes").get<uint64_t>();
-  r.context_source = json_at(j, "contextSource").get<std::string>();
+  // the data names the catalog's sentence (cpp/data/messages.json) by its code
+  r.context_source = Text(json_at(j, "contextMessage").get<std::string>(), {});
   r.workspace_bytes = json_at(j, "workspaceBytes").get<uint64_t>();
-  if (j.contains("workspaceSource"))
-    r.workspace_source = json_at(j, "workspaceSource").get<std::string>();
+  if (j.contains("workspaceMessage"))
+    r.workspace_source = Text(json_at(j, "workspaceMessage").get<std::string>(), {});
   const std::string impl = json_at(j, "optimizerImplementation").get<std::string>();
   const vocab::OptimizerImplTerm* impl_term = vocab::find(vocab::kOptimizerImpls, impl);
   if (!impl_term)
@@ -654,15 +655,15 @@ void context_for_gpu(const Gpu& g, Request* out) {
           "later"});
   const auto by = j.find("contextBytesByGpu");
   if (by == j.end() || !by->contains(g.id)) {
-    r.runtime.context_source +=
-        "; no measurement or derivation for the " + g.id + ": the profile's default is charged";
+    r.runtime.context_source.then({"runtime.context.noGpu", {{"gpu", g.id}}});
     return;
   }
   const json& e = (*by)[g.id];
   r.runtime.context_bytes = e.at("bytes").get<uint64_t>();
-  r.runtime.context_source = "CUDA context on the " + g.id + " (" +
-                             e.at("kind").get<std::string>() +
-                             "): " + e.at("source").get<std::string>();
+  r.runtime.context_source =
+      Text("runtime.context.gpu", {{"gpu", g.id},
+                                   {"kind", e.at("kind").get<std::string>()},
+                                   {"source", e.at("source").get<std::string>()}});
 }
 
 // attention, runtimeOverheadBytes, gpu or gpuMemoryBytes, optimizerImplementation and

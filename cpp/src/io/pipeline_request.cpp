@@ -183,10 +183,7 @@ std::shared_ptr<const ModelDescription> read_pipeline(const Obj& model) {
   }
   read_encoders(p, net, d, precompute, pipe.get());
   p.finish();
-  pipe->assumptions.push_back(
-      "pipeline: the text encoders' encode and their LoRA activations are derived from their "
-      "layer sizes, not measured (approximate); the VAE encoder's working set follows diffusers' "
-      "ops (tools/measure_pipeline.py)");
+  pipe->assumptions.push_back(Text("pipe.assume.derived", {}));
   auto m = std::make_shared<ModelDescription>(*den);
   m->pipeline = pipe;
   return m;

@@ -46,7 +46,8 @@ struct PackedLayer {
   std::string field(int s) const { return index_path(path, i) + "." + compact::kKeys[s]; }
   bool has(int s) const { return r.present >> s & 1; }
   void require(int s) const {
-    if (!has(s)) fail(code::kMissingField, field(s), {field(s), " is required"});
+    if (!has(s))
+      fail(code::kMissingField, field(s), Message{"error.field.required", {{"field", field(s)}}});
   }
   uint64_t u64(int s) const {
     require(s);

@@ -160,13 +160,9 @@ void apply_quantization(const Obj& config, ModelDescription* m) {
     fail(code::kInconsistent, config.field("quantization_config"),
          {config.field("quantization_config"), ": no linear layer of the blocks to quantize"});
   m->quantization = z;
-  m->assumptions.push_back(
-      std::string(f.method == "gptq" ? "GPTQ" : "AWQ") + " " + std::to_string(f.bits) +
-      "-bit base: the decoder blocks' linears packed with per-group scales and zeros (" +
-      std::to_string(z->packed_bytes) +
-      " bytes), the rest in 16 bits; the tensor list keeps "
-      "them as logical [out, in] weights for LoRA's targets; the backward's dequantized weight "
-      "(one module's 16-bit copy at a time) is not counted");
+  m->assumptions.push_back(Text("quant.assume", {{"method", f.method == "gptq" ? "GPTQ" : "AWQ"},
+                                                 {"bits", std::to_string(f.bits)},
+                                                 {"bytes", std::to_string(z->packed_bytes)}}));
 }
 
 }  // namespace trainmem

@@ -397,9 +397,7 @@ void read_parameters(const Obj& o, const Trace& t, size_t modules, ModelDescript
     m->tensors.push_back(std::move(r.second));
   }
   if (unused > 0)
-    m->assumptions.push_back(std::to_string(unused) +
-                             " parameters got no gradient in the traced step (the forward does "
-                             "not reach them): no gradient and no optimizer state for them");
+    m->assumptions.push_back(Text("trace.assume.unused", {{"count", std::to_string(unused)}}));
 }
 
 void read_buffers(const Obj& o, ModelDescription* m) {

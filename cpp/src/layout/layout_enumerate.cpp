@@ -138,8 +138,7 @@ std::vector<Layout> scheduled(const Inputs& in, const Layout& f, uint64_t blocks
 void add_checked(std::vector<Layout>* out, const Layout& l) {
   if (out->size() >= kMaxCandidates)
     fail(code::kTooLarge, "gpus",
-         {"more than ", std::to_string(kMaxCandidates),
-          " layouts to consider: give fewer gpus or a smaller globalBatch"});
+         Message{"error.layout.tooMany", {{"n", std::to_string(kMaxCandidates)}}});
   out->push_back(l);
 }
 

@@ -56,14 +56,16 @@ bool ruled_out_by(const Layout& l, const Layout& failed) {
 }
 
 // (catalog layout.reason.ruledOut, and .split with the extra dimensions when one is above 1)
-std::string describe(const Layout& l) {
-  std::string s =
-      "tensorParallel " + std::to_string(l.tp) + ", pipelineParallel " + std::to_string(l.pp);
+Text ruled_out_by(const Layout& l) {
+  std::vector<std::pair<std::string, std::string>> p = {
+      {"tp", std::to_string(l.tp)}, {"pp", std::to_string(l.pp)},
+      {"mb", std::to_string(l.micro_batch)}, {"ck", l.checkpointing}};
   bool split = false;
   for (uint64_t x : l.extra) split = split || x > 1;
-  for (size_t i = 0; split && i < l.extra.size() && i < extra_dimensions().size(); ++i)
-    s += std::string(", ") + extra_dimensions()[i].field + " " + std::to_string(l.extra[i]);
-  return s + ", microBatch " + std::to_string(l.micro_batch) + ", checkpointing " + l.checkpointing;
+  if (!split) return Text("layout.reason.ruledOut", p);
+  for (size_t i = 0; i < l.extra.size() && i < extra_dimensions().size(); ++i)
+    p.emplace_back(extra_dimensions()[i].splits_tokens ? "cp" : "ep", std::to_string(l.extra[i]));
+  return Text("layout.reason.ruledOut.split", p);
 }
 
 struct Walk {
@@ -89,7 +91,7 @@ void Walk::visit(const Layout& l, const StepEstimate& t) {
   if (const Layout* f = dominating(l)) {
     ++out.pruned;
     v.status = "pruned";
-    v.reason = "needs no less memory than a layout that does not fit (" + describe(*f) + ")";
+    v.reason = ruled_out_by(*f);
     keep_faster(v);
     return;
   }
@@ -107,7 +109,7 @@ void Walk::visit(const Layout& l, const StepEstimate& t) {
     v.status = m.fits ? "fits" : "does_not_fit";
   } catch (const RequestError& e) {
     v.status = "error";
-    v.reason = e.what();
+    v.reason = e.text();
     ++out.not_fitting;
     keep_faster(v);
     return;
@@ -118,8 +120,8 @@ void Walk::visit(const Layout& l, const StepEstimate& t) {
   }
   ++out.not_fitting;
   failures.push_back(l);
-  v.reason = "needs " + std::to_string(v.peak_bytes) + " bytes on rank " +
-             std::to_string(v.peak_stage) + " of its pipeline";
+  v.reason = Text("layout.reason.needs", {{"bytes", std::to_string(v.peak_bytes)},
+                                          {"rank", std::to_string(v.peak_stage)}});
   keep_faster(v);
 }
 
@@ -145,22 +147,12 @@ Result plan(const Inputs& in) {
     w.visit(all[order[i]], times[order[i]]);
   }
   w.out.not_evaluated = order.size() - i;
-  w.out.assumptions = {
-      "communication does not overlap compute: each step time is an upper bound of what overlap "
-      "hides",
-      "a pipeline's memory is its first and last ranks' (a middle rank holds no more than the "
-      "first)",
-      "tensor parallelism runs with sequence parallelism; GPipe is left out (1F1B holds less for "
-      "the same bubble)"};
+  w.out.assumptions = {Text("layout.assume.noOverlap", {}), Text("layout.assume.ranks", {}),
+                       Text("layout.assume.sequenceParallel", {})};
   for (size_t k = 0; k < in.extra_sizes_max.size(); ++k)
-    if (in.extra_sizes_max[k] > 1 && extra_dimensions()[k].splits_tokens)
+    if (in.extra_sizes_max[k] > 1)
       w.out.assumptions.push_back(
-          "context parallelism exchanges keys and values by all-gather with zig-zag load "
-          "balancing (torchtitan's default)");
-    else if (in.extra_sizes_max[k] > 1)
-      w.out.assumptions.push_back(
-          "expert parallelism with expertTensorParallel 1, dropless routing at even load; the "
-          "experts shard over the expert-data-parallel group");
+          Text(extra_dimensions()[k].splits_tokens ? "layout.assume.cp" : "layout.assume.ep", {}));
   return std::move(w.out);
 }
 

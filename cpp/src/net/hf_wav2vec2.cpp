@@ -161,10 +161,7 @@ void hf_wav2vec2(Graph& g, const NetSpec& n) {
   const uint64_t L =
       g.settings().target_len ? g.settings().target_len : std::max<uint64_t>(1, T / 4);
   if (g.settings().target_len == 0)
-    g.assume(
-        "targetLen (the transcript's length in labels) not given: taken as a quarter of the "
-        "encoder's frames (" +
-        std::to_string(L) + ")");
+    g.assume(Text("net.assume.ctc.target", {{"labels", std::to_string(L)}}));
   g.begin_op({logp});
   const V alpha = g.make({B, T, 2 * L + 1}, 4);
   const V targets = g.make({B * L}, 8);

@@ -74,8 +74,7 @@ void hf_whisper(Graph& g, const NetSpec& n) {
   if (g.settings().runtime.id != "pytorch-cpu")
     g.assume(Text("net.assume.speech.gpu", {{"model", "Whisper"}}));
   if (g.settings().target_len == 0)
-    g.assume("targetLen not given: the decoder reads max_target_positions (" +
-             std::to_string(n.target_positions) + ") tokens");
+    g.assume(Text("net.assume.whisper.target", {{"tokens", std::to_string(n.target_positions)}}));
   const bool lm = n.variant == "WhisperForConditionalGeneration";
   const std::string p = lm ? "model." : "";
   const std::string e = p + "encoder", dc = p + "decoder";

@@ -90,13 +90,11 @@ PipelineResult pipeline(const peak::Request& rq) {
   char in_flight[32];
   std::snprintf(in_flight, sizeof in_flight, "%g", top.in_flight_micro_batches);
   top.result.assumptions.push_back(
-      "pipeline parallelism (" + out.schedule + ", " + std::to_string(p) + " stages, " +
-      std::to_string(m) + " micro-batches): the figures are those of stage " +
-      std::to_string(top.rank) +
-      ", the one that needs the most memory; each stage keeps the activations of its in-flight "
-      "micro-batches (" +
-      in_flight +
-      " here) until their backward, and the activation it receives from the stage before");
+      Text("peak.assume.pipeline", {{"schedule", out.schedule},
+                                    {"stages", std::to_string(p)},
+                                    {"microBatches", std::to_string(m)},
+                                    {"stage", std::to_string(top.rank)},
+                                    {"inFlight", in_flight}}));
   return out;
 }
 

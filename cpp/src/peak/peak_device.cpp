@@ -209,8 +209,8 @@ Replay replay(const Request& rq, const Step& s, const trace::Trace& t, bool limi
       if (!alloc.malloc(ev.id, ev.size, ev.stream)) {
         const trace::Mark& m = t.marks[mark];
         if (r->ooms == 0)
-          r->assumptions.push_back("the simulated allocator ran out of memory in step " +
-                                   std::to_string(m.step) + " (" + m.phase + ")");
+          r->assumptions.push_back(
+              Text("peak.assume.oom", {{"step", std::to_string(m.step)}, {"phase", m.phase}}));
         ++r->ooms;
         oom = true;
         break;

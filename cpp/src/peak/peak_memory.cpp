@@ -302,7 +302,7 @@ void hold_optimizer(const Request& rq, Step* s, std::vector<Text>* assumptions) 
                      : rq.runtime.is_cuda()  ? rq.runtime.context_bytes
                                              : 0;
   s->runtime_src =
-      rq.runtime_overhead_set ? Text("peak.runtime.given", {}) : Text(rq.runtime.context_source);
+      rq.runtime_overhead_set ? Text("peak.runtime.given", {}) : rq.runtime.context_source;
 }
 
 Line line_of(const device::Figures& f, Text source,

@@ -41,8 +41,7 @@ void encode_peak(const peak::Request& rq, const diffusion::PipelineCost& c, peak
   if (!grads_held) r->gradients.bytes = 0;
   r->activations.bytes = 0;
   r->temporaries.bytes = c.pixel_bytes + c.encode_peak_bytes;
-  r->temporaries.source = "the pipeline's encode under no_grad (" + c.encode_peak_part +
-                          "): its largest working set and the batch's pixels";
+  r->temporaries.source = Text("pipe.encode", {{"part", c.encode_peak_part}});
 }
 
 void apply(const peak::Request& rq, const diffusion::PipelineCost& c, peak::Result* r) {
@@ -139,10 +138,7 @@ diffusion::PipelineCost cost(const peak::Request& rq) {
   s.lora_dropout = rq.lora.enabled ? rq.lora.dropout : 0.0;
   diffusion::PipelineCost c = diffusion::pipeline_cost(p, s);
   if (p.prior_preservation)
-    c.assumptions.push_back(
-        "DreamBooth prior preservation: each step runs microBatch instance "
-        "and microBatch class images (" +
-        std::to_string(s.batch) + " samples)");
+    c.assumptions.push_back(Text("pipe.assume.prior", {{"samples", std::to_string(s.batch)}}));
   return c;
 }
 

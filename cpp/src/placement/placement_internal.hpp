@@ -10,9 +10,11 @@ namespace trainmem {
 namespace placement {
 
 // Throws code "infeasible" on field budgetBytes; the message states the minimum feasible
-// budget as "minimum feasible budgetBytes is N" (machine-readable).
+// budget as "minimum feasible budgetBytes is N" (machine-readable). `message`: the catalog code
+// (error.infeasible.plain, or one that says more with the `more` parameters).
 [[noreturn]] void throw_infeasible(const std::string& strategy, uint64_t budget, uint64_t minimum,
-                                   const std::string& note = "");
+                                   const char* message = "error.infeasible.plain",
+                                   MessageParams more = {});
 // The same for the optimal strategy's discretised plan: its minimum with `slots` slots, and the
 // exact minimum without discretisation (message error.infeasible).
 [[noreturn]] void throw_infeasible_slots(const std::string& strategy, uint64_t budget,

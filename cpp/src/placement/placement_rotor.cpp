@@ -494,12 +494,11 @@ PlanResult rotor_optimal(const Chain& fine, uint64_t budget, const RotorGrid& rg
     if (rg.stage_layers <= 1)
       throw_infeasible_slots("optimal", budget, min_budget_discretised(chain, slots, exact), slots,
                              exact);
-    std::string note = " with " + std::to_string(slots) + " slots";
-    if (rg.stage_layers > 1)
-      note += " and stages of " + std::to_string(rg.stage_layers) + " layers";
-    throw_infeasible(
-        "optimal", budget, min_budget_discretised(chain, slots, exact),
-        note + " (exact minimum without discretisation: " + std::to_string(exact) + ")");
+    throw_infeasible("optimal", budget, min_budget_discretised(chain, slots, exact),
+                     "error.infeasible.stages",
+                     {{"slots", std::to_string(slots)},
+                      {"layers", std::to_string(rg.stage_layers)},
+                      {"exact", std::to_string(exact)}});
   };
   if (s.x[0] > grid.total) infeasible();
   const MinMemory mm = min_memory(s, n);

@@ -17,14 +17,11 @@ namespace placement {
 using vocab::Strategy;
 
 void throw_infeasible(const std::string& strategy, uint64_t budget, uint64_t minimum,
-                      const std::string& note) {
-  const std::string plain = "no " + strategy + " plan fits budgetBytes " + std::to_string(budget) +
-                            ": minimum feasible budgetBytes is " + std::to_string(minimum);
-  const Text text = note.empty()
-                        ? Text("error.infeasible.plain", {{"strategy", strategy},
-                                                          {"budget", std::to_string(budget)},
-                                                          {"minimum", std::to_string(minimum)}})
-                        : Text(plain + note);
+                      const char* message, MessageParams more) {
+  more.insert(more.begin(), {{"strategy", strategy},
+                             {"budget", std::to_string(budget)},
+                             {"minimum", std::to_string(minimum)}});
+  const Text text(message, std::move(more));
   throw RequestError(code::kInfeasible, "budgetBytes", text.str())
       .with_messages(text.parts())
       .with_minimum_budget(minimum);
@@ -270,9 +267,7 @@ PlanResult chen_plan(const Chain& chain, const StrategyRequest& req) {
     // chain took 16 s); the chosen one is simulated below.
     s = metrics_apply(chain) ? chen_search_fast(chain, req) : chen_search_simulated(chain, req);
     if (!s.found)
-      throw_infeasible(
-          "chen-greedy", req.budget_bytes, s.min_peak,
-          " among the thresholds searched (strategy optimal-single-level may fit less)");
+      throw_infeasible("chen-greedy", req.budget_bytes, s.min_peak, "error.infeasible.searched");
   }
   const ChenResult c = chen_greedy(chain, s.threshold);
   PlanResult r = evaluate(chain, c.segments);
