@@ -37,7 +37,10 @@ else
 fi
 
 step "Node tests (WASM core, npm package, CLI)"
-node --test --test-concurrency=1 tests/js/
+# Two files at a time: most are one Node process on one core, and CI has two.
+node --test --test-concurrency=2 tests/js/
 
 step "browser tests (Debian Chromium + playwright-core)"
-node --test --test-concurrency=1 tests/e2e/
+# The page bundle is built once here, so that the suites running side by side never build it.
+bash tools/build-page.sh
+node --test --test-concurrency=2 tests/e2e/
