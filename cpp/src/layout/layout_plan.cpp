@@ -57,9 +57,10 @@ bool ruled_out_by(const Layout& l, const Layout& failed) {
 
 // (catalog layout.reason.ruledOut, and .split with the extra dimensions when one is above 1)
 Text ruled_out_by(const Layout& l) {
-  std::vector<std::pair<std::string, std::string>> p = {
-      {"tp", std::to_string(l.tp)}, {"pp", std::to_string(l.pp)},
-      {"mb", std::to_string(l.micro_batch)}, {"ck", l.checkpointing}};
+  std::vector<std::pair<std::string, std::string>> p = {{"tp", std::to_string(l.tp)},
+                                                        {"pp", std::to_string(l.pp)},
+                                                        {"mb", std::to_string(l.micro_batch)},
+                                                        {"ck", l.checkpointing}};
   bool split = false;
   for (uint64_t x : l.extra) split = split || x > 1;
   if (!split) return Text("layout.reason.ruledOut", p);
