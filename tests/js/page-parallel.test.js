@@ -185,3 +185,28 @@ test('a planned layout loaded into the peak-memory calculator needs the memory t
   // GPUs per node above the cluster's GPUs: the cluster is one node
   assert.equal(planLayoutRequest({ ...st, gpus: 4 }).gpusPerNode, 4);
 });
+
+test("the plan tab's largest context- and expert-parallel sizes reach planLayout's explore", () => {
+  // Mixtral 8x7B (8 experts) on 16 H100s, 8 per node, 64 sequences of 8192 tokens per step
+  const st = {
+    ...base,
+    preset: 'mixtral-8x7b',
+    gpu: 'h100-80gb',
+    gpus: 16,
+    gpusPerNode: 8,
+    targetGlobalBatch: 64,
+    seqLen: 8192,
+  };
+  assert.equal(planLayoutRequest(st).explore, undefined);
+  const r = planLayoutRequest({ ...st, planCp: 2, planEp: 8 });
+  assert.deepEqual(r.explore, { contextParallel: 2, expertParallel: 8 });
+  const plan = tm.planLayout(r);
+  // every listed layout uses the 16 GPUs: tp x pp x dp x cp, with EP carved out of dp x cp x tp
+  for (const l of plan.layouts) {
+    assert.equal(l.tensorParallel * l.pipelineParallel * l.dataParallel * l.contextParallel, 16);
+    assert.ok(l.contextParallel <= 2 && 8 % l.expertParallel === 0);
+  }
+  // the planner's error on a dimension the model lacks leads to the plan tab's input
+  assert.equal(inputOf('explore.expertParallel'), 'planEp');
+  assert.equal(inputOf('explore.contextParallel'), 'planCp');
+});

@@ -50,6 +50,8 @@ const FIELD_INPUTS = {
   expertParallelism: 'expertParallel',
   gpus: 'gpus',
   gpusPerNode: 'gpusPerNode',
+  'explore.contextParallel': 'planCp',
+  'explore.expertParallel': 'planEp',
   globalBatch: 'targetGlobalBatch',
   compile: 'compile',
   activationOffloading: 'activationOffloading',

@@ -66,7 +66,7 @@ export const TAB_FIELDS = {
   ],
   // the layout planner: the cluster and its global batch (the model, GPU, precision, optimizer
   // and sequence length are the shared context's)
-  plan: ['gpus', 'gpusPerNode', 'targetGlobalBatch'],
+  plan: ['gpus', 'gpusPerNode', 'targetGlobalBatch', 'planCp', 'planEp'],
 };
 // The question line at the top of the page: what people decide — the model, the GPU, what is
 // trained (the method, with LoRA's rank), the precision (with the base's dtype for adapters),
@@ -203,6 +203,7 @@ export function visible(key, st, tab) {
       return st.pipelineParallel > 1 && st.schedule === 'interleaved-1f1b';
     case 'expertParallel':
     case 'expertTensorParallel':
+    case 'planEp':
       return isMoE(st) || st[key] > 1;
     case 'marginGB':
       return st.marginGB > 0; // from a link made before the margin was a share

@@ -166,6 +166,11 @@ export function planLayoutRequest(st) {
   if (st.attention) r.attention = st.attention;
   if (st.runtime) r.runtime = st.runtime;
   if (st.optImpl) r.optimizerImplementation = st.optImpl;
+  if (st.planCp > 1 || st.planEp > 1) {
+    r.explore = {};
+    if (st.planCp > 1) r.explore.contextParallel = st.planCp;
+    if (st.planEp > 1) r.explore.expertParallel = st.planEp;
+  }
   return r;
 }
 

@@ -182,6 +182,9 @@ export const FIELDS = {
   // targetGlobalBatch)
   gpus: { kind: 'int', min: 1, max: 2 ** 20, default: 16, url: 'gpus' },
   gpusPerNode: { kind: 'int', min: 1, max: 4096, default: 8, url: 'gpn' },
+  // the largest context- and expert-parallel sizes the planner tries (planLayout's explore)
+  planCp: { kind: 'int', min: 1, max: 4096, default: 1, url: 'pcp' },
+  planEp: { kind: 'int', min: 1, max: 4096, default: 1, url: 'pep' },
   // placement
   chainSource: { kind: 'choice', values: ['uniform', 'model'], default: 'uniform', url: 'cs' },
   layers: { kind: 'int', min: 1, max: 100000, default: 32, url: 'n' },
