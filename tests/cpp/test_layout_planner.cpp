@@ -48,6 +48,16 @@ json call_ok(const char* fn, const json& req) {
   return env["result"];
 }
 
+// peakMemory for a planned layout: the plan's model context plus the layout's settings.
+json peak_of_layout(const char* preset, const char* gpu, const json& layout) {
+  json pm = {{"model", {{"preset", preset}}}, {"gpu", gpu},     {"precision", "amp-bf16"},
+             {"optimizer", "adamw"},          {"seqLen", 4096}, {"timeline", false},
+             {"searchMaxMicroBatch", false}};
+  for (auto it = layout["settings"].begin(); it != layout["settings"].end(); ++it)
+    pm[it.key()] = *it;
+  return call_ok("peakMemory", pm);
+}
+
 }  // namespace
 
 TEST_CASE("layout: the factorisations of 8 GPUs as tp x pp x dp", "[layout]") {
@@ -158,15 +168,7 @@ TEST_CASE("layout: planLayout's top layout is peakMemory's figure for the same s
     CHECK(l["time"]["stepSeconds"].get<double>() >= last);  // fastest first
     last = l["time"]["stepSeconds"].get<double>();
     CHECK(l["peakBytes"].get<uint64_t>() <= r["gpuMemoryBytes"].get<uint64_t>());
-    json pm = {{"model", {{"preset", "llama-3-8b"}}},
-               {"gpu", "a100-80gb"},
-               {"precision", "amp-bf16"},
-               {"optimizer", "adamw"},
-               {"seqLen", 4096},
-               {"timeline", false},
-               {"searchMaxMicroBatch", false}};
-    for (auto it = l["settings"].begin(); it != l["settings"].end(); ++it) pm[it.key()] = *it;
-    const json p = call_ok("peakMemory", pm);
+    const json p = peak_of_layout("llama-3-8b", "a100-80gb", l);
     const uint64_t used = p.contains("deviceUsedBytes") ? p["deviceUsedBytes"].get<uint64_t>() : 0;
     CHECK(l["peakBytes"].get<uint64_t>() == used);
     CHECK(p["fits"] == true);
@@ -338,15 +340,7 @@ TEST_CASE("layout: a plan with context and expert parallelism is peakMemory's fi
   bool split = false;
   for (const json& l : r["layouts"]) {
     split = split || l["contextParallel"] > 1 || l["expertParallel"] > 1;
-    json pm = {{"model", {{"preset", "mixtral-8x7b"}}},
-               {"gpu", "h100-80gb"},
-               {"precision", "amp-bf16"},
-               {"optimizer", "adamw"},
-               {"seqLen", 4096},
-               {"timeline", false},
-               {"searchMaxMicroBatch", false}};
-    for (auto it = l["settings"].begin(); it != l["settings"].end(); ++it) pm[it.key()] = *it;
-    const json p = call_ok("peakMemory", pm);
+    const json p = peak_of_layout("mixtral-8x7b", "h100-80gb", l);
     CHECK(l["peakBytes"] == p["deviceUsedBytes"]);
     CHECK(p["fits"] == true);
   }
