@@ -90,6 +90,97 @@ TEST_CASE("FSDP2 last block kept gathered (torchtitan's reshard_after_forward=Fa
   CHECK(has_assumption(t, "FSDP2: the last block keeps its parameters gathered"));
 }
 
+// torchtitan's apply_fsdp (torchtitan/models/llama3/infra/parallelize.py @ 018740b7):
+// fully_shard(tok_embeddings, reshard_after_forward=True), each block (True), [norm, output]
+// (reshard_after_forward=False unless the policy is "always"), then the root, which holds no
+// parameter of its own. Llama-2-7b's embed_tokens 32000 x 4096; norm + lm_head 4096 + 32000 x 4096.
+constexpr double kEmbed = 131072000.0, kHead = 131076096.0;
+
+TEST_CASE("FSDP2 units of their own for the embeddings and the head (torchtitan's layout)",
+          "[peak][fsdp][sharding-settings]") {
+  REQUIRE(kEmbed + kHead == kRoot);
+  const json t = peak_result(
+      fsdp7b({{"mixedPrecision", kBf16},
+              {"reshardAfterForward", {{"blocks", true}, {"embedding", true}, {"head", false}}}}));
+  // the embeddings' forward: their unit and the prefetched block 1; no root copy
+  CHECK(gathered(t, "forward", 0) == Approx(2 * (kEmbed + kBlock)));
+  // a block's forward: it and the next; the embeddings resharded after their forward
+  CHECK(gathered(t, "forward", 5) == Approx(2 * 2 * kBlock));
+  // the last block's forward prefetches the head's unit, which then stays for the loss
+  CHECK(gathered(t, "forward", 32) == Approx(2 * (kBlock + kHead)));
+  CHECK(gathered(t, "forward", 33) == Approx(2 * kHead));
+  CHECK(gathered(t, "loss", -1) == Approx(2 * kHead));
+  CHECK(has_assumption(t, "FSDP2: the embeddings and the final norm + head are units"));
+  // the head resharded too (policy "always"): nothing gathered at the loss
+  const json a = peak_result(fsdp7b(
+      {{"mixedPrecision", kBf16}, {"reshardAfterForward", {{"embedding", true}, {"head", true}}}}));
+  CHECK(gathered(a, "loss", -1) == 0);
+  // the embeddings alone: the root holds the head from the forward to the backward
+  const json e = peak_result(
+      fsdp7b({{"mixedPrecision", kBf16}, {"reshardAfterForward", {{"embedding", true}}}}));
+  CHECK(gathered(e, "forward", 5) == Approx(2 * (kHead + 2 * kBlock)));
+  CHECK(gathered(e, "forward", 0) == Approx(2 * (kHead + kEmbed + kBlock)));
+  CHECK(has_assumption(e, "FSDP2: the embeddings are a unit of their own"));
+  // against the one root unit: 2 x 262,148,096 B less at a block's forward
+  const json d = peak_result(fsdp7b({{"mixedPrecision", kBf16}}));
+  CHECK(gathered(d, "forward", 5) - gathered(t, "forward", 5) == Approx(2 * kRoot));
+}
+
+TEST_CASE("FSDP2 reshard_after_forward set block by block", "[peak][fsdp][sharding-settings]") {
+  // block 4 (chain layer 4, the list's fourth item) keeps its parameters; the others reshard
+  json list = json::array();
+  for (int b = 1; b <= 32; ++b) list.push_back(b != 4);
+  const json k =
+      peak_result(fsdp7b({{"mixedPrecision", kBf16}, {"reshardAfterForward", {{"blocks", list}}}}));
+  CHECK(gathered(k, "forward", 3) == Approx(2 * (kRoot + 2 * kBlock)));
+  // after block 4's forward: root + block 10 + prefetched 11 + the kept block 4
+  CHECK(gathered(k, "forward", 10) == Approx(2 * (kRoot + 3 * kBlock)));
+  CHECK(gathered(k, "loss", -1) == Approx(2 * (kRoot + kBlock)));
+  CHECK(has_assumption(k, "FSDP2: reshard_after_forward set per block: 1 of the 32 blocks"));
+  // the list with only the last block kept is lastBlock false; every block true is the boolean
+  json last = json::array();
+  for (int b = 1; b <= 32; ++b) last.push_back(b != 32);
+  const json l = peak_result(
+      fsdp7b({{"mixedPrecision", kBf16}, {"reshardAfterForward", {{"blocks", last}}}}, true));
+  const json lb = peak_result(
+      fsdp7b({{"mixedPrecision", kBf16}, {"reshardAfterForward", {{"lastBlock", false}}}}, true));
+  CHECK(l["allocatedPeakBytes"] == lb["allocatedPeakBytes"]);
+  CHECK(l["reservedPeakBytes"] == lb["reservedPeakBytes"]);
+  json all = json::array();
+  for (int b = 1; b <= 32; ++b) all.push_back(true);
+  const json al = peak_result(
+      fsdp7b({{"mixedPrecision", kBf16}, {"reshardAfterForward", {{"blocks", all}}}}, true));
+  const json bo = peak_result(fsdp7b({{"mixedPrecision", kBf16}}, true));
+  CHECK(al["allocatedPeakBytes"] == bo["allocatedPeakBytes"]);
+}
+
+TEST_CASE("FSDP2 per-block and per-module settings the model cannot take are errors",
+          "[peak][fsdp][sharding-settings]") {
+  const auto unit = [](const json& r) { return fsdp7b({{"reshardAfterForward", r}}); };
+  CHECK(error_field(unit({{"blocks", json::array({true, false})}})) ==
+        "fsdp.reshardAfterForward.blocks");
+  CHECK(error_field(unit({{"blocks", json::array()}})) == "fsdp.reshardAfterForward.blocks");
+  CHECK(error_field(unit({{"blocks", json::array({true, 1})}})) ==
+        "fsdp.reshardAfterForward.blocks[1]");
+  json list = json::array();
+  for (int b = 1; b <= 32; ++b) list.push_back(true);
+  CHECK(error_field(unit({{"blocks", list}, {"lastBlock", false}})) ==
+        "fsdp.reshardAfterForward.lastBlock");
+  // every block kept is SHARD_GRAD_OP, as the boolean false is
+  json none = json::array();
+  for (int b = 1; b <= 32; ++b) none.push_back(false);
+  CHECK(error_field(unit({{"blocks", none}})) == "fsdp.reshardAfterForward.blocks");
+  // GPT-2 ties its head to the embeddings: one weight cannot be in two units
+  json gpt2 = fsdp7b({{"reshardAfterForward", {{"embedding", true}}}});
+  gpt2["model"] = {{"preset", "gpt2"}};
+  CHECK(error_field(gpt2) == "fsdp.reshardAfterForward.embedding");
+  // a pipeline stage's chain starts and ends with blocks: the settings are one stage's
+  json staged = fsdp7b({{"reshardAfterForward", {{"head", false}}}});
+  staged["pipelineParallel"] = 2;
+  staged["gradientAccumulationSteps"] = 4;
+  CHECK(error_field(staged) == "fsdp.reshardAfterForward.head");
+}
+
 TEST_CASE("FSDP per-unit settings that cannot be expressed are errors naming the field",
           "[peak][fsdp][sharding-settings]") {
   // FSDP1 reshards per shardingStrategy: the per-unit form is FSDP2's

@@ -273,6 +273,28 @@ requests.push(
   ['advise', { ...A100, tensorParallel: 2, timeline: false, changes: false }],
 );
 
+// FSDP2's units of their own and a per-block reshard list, and their refusals
+const FSDP7B = { ...A100, model: { preset: 'llama-2-7b' }, dataParallel: 8 };
+const perBlock = (n, kept) => Array.from({ length: n }, (_, i) => i !== kept);
+const fsdpUnits = (reshardAfterForward) => ({ ...FSDP7B, fsdp: { reshardAfterForward } });
+requests.push(
+  ['peakMemory', fsdpUnits({ embedding: true, head: false })],
+  ['peakMemory', fsdpUnits({ embedding: true })],
+  ['peakMemory', fsdpUnits({ head: false })],
+  ['peakMemory', fsdpUnits({ blocks: perBlock(32, 3) })],
+);
+ERROR_REQUESTS.push(
+  ['peakMemory', { ...fsdpUnits({ embedding: true }), model: { preset: 'gpt2' } }],
+  [
+    'peakMemory',
+    { ...fsdpUnits({ head: false }), pipelineParallel: 2, gradientAccumulationSteps: 4 },
+  ],
+  ['peakMemory', fsdpUnits({ blocks: perBlock(3, 0) })],
+  ['peakMemory', fsdpUnits({ blocks: [] })],
+  ['peakMemory', fsdpUnits({ blocks: [true, 1] })],
+  ['peakMemory', fsdpUnits({ blocks: perBlock(32, -1), lastBlock: false })],
+);
+
 // The snapshot comparison's files that are not snapshots (compareSnapshot's errors).
 const GPT2 = { model: { preset: 'gpt2' }, microBatch: 1, seqLen: 128 };
 const SNAPSHOT_ERRORS = [

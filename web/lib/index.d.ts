@@ -1018,13 +1018,25 @@ export interface PeakMemoryRequest {
     /**
      * FSDP2's name for the strategy: true for FULL_SHARD / HYBRID_SHARD, false for SHARD_GRAD_OP.
      * Or, FSDP2 only, one setting per unit (`fully_shard(module, reshard_after_forward=...)`):
-     * `blocks` (every block, as the boolean), `lastBlock` (default: `blocks`; torchtitan passed
-     * false for it, since FSDP would prefetch it again at once) and `root` (the embeddings +
-     * head unit; default false: the root stays gathered from its forward to its backward, as
-     * `fully_shard` does when the root's setting is left at None; true: an explicit True on the
-     * root frees it after the forward, so it is not held at the loss).
+     * `blocks` (every block, as the boolean, or a list of one boolean per block in order),
+     * `lastBlock` (default: `blocks`; not with a list; older torchtitan passed false for it,
+     * since FSDP would prefetch it again at once), `root` (the embeddings + head unit; default
+     * false: the root stays gathered from its forward to its backward, as `fully_shard` does
+     * when the root's setting is left at None; true: an explicit True on the root frees it
+     * after the forward, so it is not held at the loss), and `embedding` / `head`: given, that
+     * module (the embeddings; the final norm + head) is a unit of its own with this setting,
+     * as torchtitan's `apply_fsdp` makes them (`{ embedding: true, head: false }`); untied
+     * weights and one pipeline stage only.
      */
-    reshardAfterForward?: boolean | { blocks?: boolean; lastBlock?: boolean; root?: boolean };
+    reshardAfterForward?:
+      | boolean
+      | {
+          blocks?: boolean | boolean[];
+          lastBlock?: boolean;
+          root?: boolean;
+          embedding?: boolean;
+          head?: boolean;
+        };
     /**
      * FSDP1 only: `limit_all_gathers` (the rate limiter, default true: at most two all-gathers
      * in flight). False lets the CPU issue all-gathers ahead of the GPU: the same tensors in the

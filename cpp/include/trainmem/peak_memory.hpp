@@ -204,6 +204,14 @@ struct Request {
     // unless the root was given an explicit True (_fsdp_state.py _lazy_init,
     // _auto_reshard_after_forward); FSDP1 never reshards the root (_post_forward_reshard)
     bool reshard_root = false;
+    // FSDP2 per block (fsdp.reshardAfterForward.blocks as a list): one flag per block unit in
+    // order; empty: reshard_after_forward, the last block reshard_last_block
+    std::vector<uint8_t> reshard_blocks;
+    // FSDP2 units of their own for the embeddings and for the final norm + head (fully_shard
+    // called on them before the root, as torchtitan's apply_fsdp does; fsdp.reshardAfterForward
+    // .embedding / .head): the root then holds what is left of them
+    bool embedding_unit = false, reshard_embedding = true;
+    bool head_unit = false, reshard_head = true;
     // FSDP1's rate limiter (limit_all_gathers, default True): at most two all-gathers in
     // flight; False lets the CPU issue them ahead of the GPU (the reserve's bound: no unit
     // reuses another's gathered block)

@@ -318,10 +318,29 @@ Gpu gpu_preset(const std::string& id, const std::string& field) {
 
 namespace {
 
-// fsdp.reshardAfterForward: a boolean for every block, or per unit {blocks, lastBlock, root}
-// (FSDP2: fully_shard per module). FSDP1 ShardingStrategy: SHARD_GRAD_OP keeps the gathered
-// parameters from the forward to the backward; FSDP2 (_fully_shard.py) says it with
-// reshard_after_forward=False.
+// fsdp.reshardAfterForward.blocks given as a list: one boolean per block unit, in order (FSDP2:
+// fully_shard(block, reshard_after_forward=...) for each block). Its length is checked against
+// the model's blocks where the units are built (peak_sharding.cpp check_fsdp_units).
+void parse_fsdp_block_list(const Obj& o, Request::Fsdp* d) {
+  const json& a = o.array("blocks", 100000);
+  const std::string field = o.field("blocks");
+  if (a.empty()) fail(code::kOutOfRange, field, Message{"error.fsdp.blockList.empty", {}});
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!a[i].is_boolean())
+      fail(code::kInvalidType, index_path(field, i),
+           Message{"error.field.boolean", {{"field", index_path(field, i)}}});
+    d->reshard_blocks.push_back(a[i].get<bool>() ? 1 : 0);
+  }
+  if (o.has("lastBlock"))
+    fail(code::kInconsistent, o.field("lastBlock"), Message{"error.fsdp.lastBlockInList", {}});
+  o.mark_used("lastBlock");
+}
+
+// fsdp.reshardAfterForward: a boolean for every block, or per unit {blocks (a boolean or one per
+// block), lastBlock, root, embedding, head} (FSDP2: fully_shard per module; `embedding` / `head`
+// given: those modules are units of their own, as torchtitan's apply_fsdp makes them). FSDP1
+// ShardingStrategy: SHARD_GRAD_OP keeps the gathered parameters from the forward to the
+// backward; FSDP2 (_fully_shard.py) says it with reshard_after_forward=False.
 void parse_fsdp_reshard(const Obj& f, Request::Fsdp* out) {
   Request::Fsdp& d = *out;
   const bool strategy_keeps = d.strategy == "SHARD_GRAD_OP";
@@ -333,15 +352,26 @@ void parse_fsdp_reshard(const Obj& f, Request::Fsdp* out) {
          "for one setting per unit");
   const Obj o = per_unit ? f.obj("reshardAfterForward") : f;
   const char* key = per_unit ? "blocks" : "reshardAfterForward";
-  d.reshard_after_forward = o.boolean_or(key, !strategy_keeps);
+  const bool listed = per_unit && o.has("blocks") && o.raw("blocks").is_array();
+  if (listed) parse_fsdp_block_list(o, &d);
+  const auto any_reshards = [&] {
+    for (uint8_t b : d.reshard_blocks)
+      if (b) return true;
+    return false;
+  };
+  d.reshard_after_forward = listed ? any_reshards() : o.boolean_or(key, !strategy_keeps);
   if (o.has(key) && d.reshard_after_forward == strategy_keeps)
     fail(code::kInconsistent, o.field(key),
          strategy_keeps ? "SHARD_GRAD_OP does not reshard after the forward"
                         : "reshardAfterForward false is SHARD_GRAD_OP: set that strategy instead");
   d.reshard_last_block = d.reshard_after_forward;
   if (!per_unit) return;
-  d.reshard_last_block = o.boolean_or("lastBlock", d.reshard_after_forward);
+  if (!listed) d.reshard_last_block = o.boolean_or("lastBlock", d.reshard_after_forward);
   d.reshard_root = o.boolean_or("root", false);
+  d.embedding_unit = o.has("embedding");
+  d.reshard_embedding = o.boolean_or("embedding", true);
+  d.head_unit = o.has("head");
+  d.reshard_head = o.boolean_or("head", true);
   o.finish();
 }
 

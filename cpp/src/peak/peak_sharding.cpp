@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "peak/peak_parallel.hpp"
+#include "trainmem/error.hpp"
 
 namespace trainmem {
 namespace peak {
@@ -49,15 +50,23 @@ void zero3_gathered(const Request& rq, const UnitSizes& u, OpPhase phase, int32_
   out->push_back(u.bytes_of(next, prefetch) / t);
 }
 
-// Whether FSDP's block unit `i` is gathered while chain layer `L` runs: forward, the unit
-// itself and the next `pf` (prefetched), and every earlier block that does not reshard after
-// its forward; backward (and recomputation), the unit and the previous `pf` (prefetched), and
-// every block not yet through its backward that kept its parameters since the forward.
-bool fsdp_block_gathered(const Request::Fsdp& fs, size_t i, size_t L, size_t last, bool bwd) {
-  const size_t pf = static_cast<size_t>(fs.prefetch);
-  const bool reshards = i == last ? fs.reshard_last_block : fs.reshard_after_forward;
+// Whether FSDP's unit of chain layer `i` (0 the embeddings, nl - 1 the head, the blocks between;
+// the two ends only when they are units of their own) reshards after its forward.
+bool unit_reshards(const Request::Fsdp& fs, size_t i, size_t nl) {
+  if (i == 0) return fs.reshard_embedding;
+  if (i == nl - 1) return fs.reshard_head;
+  if (!fs.reshard_blocks.empty()) return fs.reshard_blocks[i - 1] != 0;
+  return i == nl - 2 ? fs.reshard_last_block : fs.reshard_after_forward;
+}
+
+// Whether FSDP's unit `i` is gathered while chain layer `L` runs (L = nl: the loss, after the
+// whole forward): forward, the unit itself and the next `pf` (prefetched), and every earlier
+// unit that does not reshard after its forward; backward (and recomputation), the unit and the
+// previous `pf` (prefetched), and every unit not yet through its backward that kept its
+// parameters since the forward.
+bool fsdp_unit_gathered(bool reshards, size_t pf, size_t i, size_t L, bool bwd) {
   if (!bwd) return (i >= L && i <= L + pf) || (i < L && !reshards);
-  return L > 0 && i <= L && (i + pf >= L || !reshards);
+  return i <= L && (i + pf >= L || !reshards);
 }
 
 // FSDP's unsharded state at one op: the all-gathered units (param_dtype) and, in the backward,
@@ -82,14 +91,18 @@ void fsdp_unsharded(const Request& rq, const UnitSizes& u, uint64_t grad_bytes, 
   const uint64_t t = rq.tensor_parallel;
   const uint64_t S = fs.shard_degree;
   const bool copies = fsdp_root_gathered(rq, grad_bytes);
-  const size_t first = 1, last = nl - 2;  // block units
-  if (copies && !(fs.reshard_root && phase == OpPhase::loss))
-    out->push_back((per[0] + per[nl - 1]) / t);  // the root unit
+  // the units of the blocks, and of the embeddings and the head when they have their own
+  const size_t first = fs.embedding_unit ? 0 : 1, last = fs.head_unit ? nl - 1 : nl - 2;
+  const bool root_holds = !(fs.embedding_unit && fs.head_unit);
+  const uint64_t root = (fs.embedding_unit ? 0 : per[0]) + (fs.head_unit ? 0 : per[nl - 1]);
+  if (copies && root_holds && !(fs.reshard_root && phase == OpPhase::loss))
+    out->push_back(root / t);  // the root unit
   const bool bwd = phase == OpPhase::backward || phase == OpPhase::recompute;
-  const size_t L = layer < 0 ? nl - 1 : static_cast<size_t>(layer);
+  const size_t L = layer < 0 ? nl : static_cast<size_t>(layer);
+  const auto pf = static_cast<size_t>(fs.prefetch);
   if (copies)
     for (size_t i = first; i <= last; ++i)
-      if (fsdp_block_gathered(fs, i, L, last, bwd)) out->push_back(per[i] / t);
+      if (fsdp_unit_gathered(unit_reshards(fs, i, nl), pf, i, L, bwd)) out->push_back(per[i] / t);
   if (phase == OpPhase::backward && layer >= 0) {
     // the unit's gradients unsharded in param_dtype, cast to reduce_dtype for the
     // reduce-scatter when they differ, and its 1/S output (FSDP2 _fsdp_collectives.py
@@ -106,6 +119,24 @@ void fsdp_unsharded(const Request& rq, const UnitSizes& u, uint64_t grad_bytes, 
 
 }  // namespace
 
+void check_fsdp_units(const Request& rq, size_t chain_layers, bool tied) {
+  const Request::Fsdp& fs = rq.fsdp;
+  if (!fs.enabled) return;
+  const char* units =
+      fs.embedding_unit ? "fsdp.reshardAfterForward.embedding" : "fsdp.reshardAfterForward.head";
+  const bool own_units = fs.embedding_unit || fs.head_unit;
+  if (own_units && tied) fail(code::kUnsupported, units, Message{"error.fsdp.tiedUnits", {}});
+  const char* blocks = "fsdp.reshardAfterForward.blocks";
+  if ((own_units || !fs.reshard_blocks.empty()) && rq.pipeline.stages > 1)
+    fail(code::kUnsupported, own_units ? units : blocks, Message{"error.fsdp.unitsPipeline", {}});
+  const size_t n = chain_layers >= 2 ? chain_layers - 2 : 0;
+  if (!fs.reshard_blocks.empty() && fs.reshard_blocks.size() != n)
+    fail(code::kInconsistent, blocks,
+         Message{
+             "error.fsdp.blockList",
+             {{"given", std::to_string(fs.reshard_blocks.size())}, {"blocks", std::to_string(n)}}});
+}
+
 void sharding_assumptions(const Request& rq, std::vector<Text>* out) {
   const Request::ZeroBuckets& z = rq.zero_buckets;
   const std::string elements = std::to_string(z.reduce_bucket);
@@ -119,7 +150,18 @@ void sharding_assumptions(const Request& rq, std::vector<Text>* out) {
   const Request::Fsdp& fs = rq.fsdp;
   if (!fs.enabled) return;
   if (fs.reshard_root) out->push_back(Text("peak.assume.fsdp.rootReshards", {}));
-  if (fs.reshard_last_block != fs.reshard_after_forward)
+  if (fs.embedding_unit || fs.head_unit)
+    out->push_back(Text(fs.embedding_unit && fs.head_unit ? "peak.assume.fsdp.ownUnits"
+                        : fs.embedding_unit               ? "peak.assume.fsdp.embeddingUnit"
+                                                          : "peak.assume.fsdp.headUnit",
+                        {}));
+  if (!fs.reshard_blocks.empty()) {
+    uint64_t kept = 0;
+    for (uint8_t b : fs.reshard_blocks) kept += b ? 0 : 1;
+    out->push_back(Text(
+        "peak.assume.fsdp.blockList",
+        {{"kept", std::to_string(kept)}, {"blocks", std::to_string(fs.reshard_blocks.size())}}));
+  } else if (fs.reshard_last_block != fs.reshard_after_forward)
     out->push_back(Text(fs.reshard_last_block ? "peak.assume.fsdp.lastBlockReshards"
                                               : "peak.assume.fsdp.lastBlockKept",
                         {}));

@@ -33,6 +33,11 @@ struct UnitSizes {
 // allocation of gathered_units then): false for NO_SHARD without a param_dtype cast.
 bool fsdp_root_gathered(const Request& rq, uint64_t grad_bytes);
 
+// FSDP2's per-unit settings against the model: a list of block settings has one per block
+// (`chain_layers` - 2), and units of their own for the embeddings or the head need untied
+// weights and one pipeline stage. Throws a RequestError naming the field.
+void check_fsdp_units(const Request& rq, size_t chain_layers, bool tied);
+
 // The assumptions of the settings that shape the sharded step beyond its units: DeepSpeed's
 // gradient buckets, FSDP's per-unit resharding and FSDP1's rate limiter.
 void sharding_assumptions(const Request& rq, std::vector<Text>* out);

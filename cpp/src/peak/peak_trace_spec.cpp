@@ -339,6 +339,7 @@ class SpecBuilder {
   // ZeRO-3 / FSDP: what is gathered around each layer's forward, recomputation and backward.
   void gathers() {
     if (rq_.zero_stage != 3 && !rq_.fsdp.enabled) return;
+    check_fsdp_units(rq_, s_.nl, !s_.params.tied.empty());
     const uint64_t gb = rq_.lora.enabled ? h_.adapter_bytes : h_.weight_bytes;
     for (size_t i = 0; i < s_.nl; ++i) {
       const auto L = static_cast<int32_t>(i);
