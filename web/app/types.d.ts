@@ -1,0 +1,136 @@
+// Types the page's JavaScript names in its JSDoc (tests/js/checkjs.test.js): the state, the
+// translator and the controller's context that app.js builds and every view takes first.
+// Types only: nothing imports this file at run time.
+import type {
+  AdviseResult,
+  FunctionName,
+  Functions,
+  GpuPreset,
+  ModelPreset,
+  Trainmem,
+  TrainmemError,
+} from '../lib/index.js';
+import type { FIELDS } from './state.js';
+import type { makeTranslator } from './i18n.js';
+import type { Solver } from './solver.js';
+import type { snapshotPanel } from './snapshot.js';
+import type { tracePanel } from './trace.js';
+import type { embedDialog } from './export.js';
+
+/** The page's inputs (state.js FIELDS), by key. */
+export type Fields = typeof FIELDS;
+export type FieldKey = keyof Fields;
+/** One input's schema: kind ('int' | 'num' | 'choice' | 'bool' | 'text'), limits, default. */
+export interface FieldSpec {
+  kind: string;
+  default: string | number | boolean;
+  values?: string[];
+  min?: number;
+  max?: number;
+  url?: string;
+}
+/** A calculator (state.js TABS). */
+export type Tab = 'size' | 'peak' | 'accum' | 'place' | 'plan';
+/** The page state: each input's value, of its default's type. */
+export type State = { -readonly [K in FieldKey]: Fields[K]['default'] } & { tab: Tab };
+/** The labels of one language (i18n/<lang>.json), by key. */
+export type Strings = Record<string, string>;
+/** The translator of one language (i18n.js makeTranslator): t(key, vars) and its formatters. */
+export type Translator = ReturnType<typeof makeTranslator>;
+
+/** The presets the pickers offer (app.js loadPresets): ids and names, the GPUs' memory. */
+export interface PickerPresets {
+  models: Array<Partial<ModelPreset> & { id: string; name?: string }>;
+  gpus: Array<Partial<GpuPreset> & { id: string; name?: string }>;
+}
+
+/** What mountApp takes (the page, the iframe mode, <trainmem-calculator>). */
+export interface MountOptions {
+  state?: Partial<State>;
+  embed?: boolean;
+  bare?: boolean;
+  ownsDocument?: boolean;
+  show?: Set<string> | null;
+  tabs?: Tab[];
+  lang?: string;
+  showExamples?: boolean;
+  onState?: (st: State) => void;
+}
+
+/** The shown result: the tab, the core call, its request and its result. */
+export interface LastResult {
+  tab: Tab;
+  fn: FunctionName;
+  request: object;
+  result: unknown;
+}
+
+/** The verdict's elements before a rebuild, kept until the new verdict comes. */
+export interface PreviousVerdict {
+  verdict: HTMLElement;
+  suggest: HTMLElement;
+  lang: string;
+}
+
+/**
+ * The controller's context (app.js startContext): the live state and the functions that act on
+ * it, shared by the form, the verdict, the result views and the exports.
+ */
+export interface Ctx {
+  root: HTMLElement | ShadowRoot;
+  options: MountOptions;
+  embed: boolean;
+  /** The input keys to show (embeds), or null for all. */
+  show: Set<string> | null;
+  tabs: Tab[];
+  st: State;
+  /** English, every language's fallback. */
+  en: Strings;
+  t: Translator;
+  tm: Trainmem;
+  solver: Solver;
+  rootEl: HTMLElement;
+  /** key -> message, for inputs that do not parse. */
+  invalid: Map<string, string>;
+  resultsWidth: number;
+  computeSeq: number;
+  snapPanel: ReturnType<typeof snapshotPanel>;
+  tracePanel: ReturnType<typeof tracePanel>;
+  presets: PickerPresets;
+  /** The presets the worked examples use, where this build has them ('' where not). */
+  known: { llama: string; gpt2: string; v100: string };
+  update: (
+    patch: Partial<State>,
+    opts?: { rebuild?: boolean; fromExample?: boolean; typing?: boolean },
+  ) => void;
+  compute: () => void;
+  errorBox: (e: unknown) => HTMLElement;
+  runExample: (id: string) => void;
+  publish: () => void;
+  rebuild: () => void;
+  askAdvice: (
+    request: Functions['advise'][0],
+    channel: string,
+    seq: number,
+    show: (advice: AdviseResult) => void,
+    fail: (e: TrainmemError) => void,
+  ) => Promise<void> | void;
+  resultsSize?: ResizeObserver;
+  stateTimer?: ReturnType<typeof setTimeout>;
+  liveTimer?: ReturnType<typeof setTimeout>;
+  last?: LastResult | null;
+  firstDone?: boolean;
+  advancedOpen?: boolean;
+  parsedFor?: string;
+  verdictKey?: string;
+  verdictLang?: string;
+  heading?: HTMLElement;
+  // the current layout's elements (app.js build)
+  verdictEl?: HTMLElement | null;
+  suggestEl?: HTMLElement;
+  liveEl?: HTMLElement | null;
+  statusEl?: HTMLElement;
+  resultsEl?: HTMLElement;
+  exampleEl?: HTMLElement;
+  dialogEl?: ReturnType<typeof embedDialog> | null;
+}
