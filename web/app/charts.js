@@ -6,6 +6,7 @@
 // summary in the page's language, its legend an HTML list under it (it wraps, and follows the
 // page's direction); the table beside every chart holds each number. A chart is a few dozen
 // elements, built afresh on every update (bench/page-update.mjs).
+/** @import { Translator } from './types.js' */
 import { h, s } from './dom.js';
 import { niceTicks, labelsFit, wrapLabel } from './chart-scale.js';
 
@@ -60,6 +61,7 @@ const r1 = (v) => Math.round(v * 10) / 10;
  * A text whose `side` edge ('left' | 'right'; 'middle' centres it) sits at x. The chart itself
  * is left-to-right in both languages (style.css .chart); a right-to-left language's words get
  * direction rtl (class rtl), where text-anchor counts from the right.
+ * @param {Translator} t
  */
 function label(t, x, y, text, side, cls) {
   const rtl = t.dir === 'rtl';
@@ -76,6 +78,7 @@ function label(t, x, y, text, side, cls) {
  * ResizeObserver. Before it has one (the first result), reading the width would force a layout
  * of the results just built, before they are on screen, and the canvas that measures text is
  * created on first use: the chart is then drawn after the next frame, at el's own width.
+ * @param {HTMLElement} el
  */
 function sized(el, available, draw) {
   const width = (w) => Math.round(Math.max(280, Math.min(760, (w || 600) - 8)));
@@ -101,6 +104,7 @@ function yTop(max, capacity) {
 /**
  * The y axis: ticks as many as the plot's height takes (two text heights apart), grid lines,
  * labels right-aligned left of the plot, the unit above them. Returns the left margin.
+ * @param {Translator} t
  */
 function yAxis(t, yHi, plotH) {
   const ticks = niceTicks(0, yHi, Math.max(2, Math.floor(plotH / (FONT * 2.5))));
@@ -108,6 +112,10 @@ function yAxis(t, yHi, plotH) {
   return { ticks, texts, left: Math.ceil(Math.max(...texts.map(textWidth), 10)) + 10 };
 }
 
+/**
+ * @param {SVGElement} svg
+ * @param {Translator} t
+ */
 function drawYAxis(svg, t, axis, f, x0, x1, title) {
   axis.ticks.forEach((v, i) => {
     const y = r1(f.y(v));
@@ -127,6 +135,8 @@ function drawYAxis(svg, t, axis, f, x0, x1, title) {
  * The GPU's memory: a dashed line across the plot, its label above it at the right end — or,
  * where a bar rising past the line would be drawn over it (`bars`: the bars' [x0, x1, top] in
  * the chart's pixels), at the left end, cut to its value if the whole label does not fit there.
+ * @param {SVGElement} svg
+ * @param {Translator} t
  */
 function drawCapacity(svg, t, capacity, f, x0, x1, bars = []) {
   if (!capacity || !(capacity.value > 0)) return;
@@ -158,6 +168,10 @@ function legend(items) {
   );
 }
 
+/**
+ * @param {HTMLElement} el
+ * @param {Translator} t
+ */
 function mount(el, t, width, summary, items) {
   const svg = s('svg', {
     class: 'chart-svg',
@@ -171,6 +185,7 @@ function mount(el, t, width, summary, items) {
   return svg;
 }
 
+/** @param {Translator} t */
 const joined = (t, list) => list.join(t.lang === 'ar' ? '؛ ' : '; ');
 
 /**
@@ -203,7 +218,11 @@ function categoryLabels(names, slot) {
   };
 }
 
-/** A scenario's name under its bar: its lines, or slanted 30° down to the left of the bar. */
+/**
+ * A scenario's name under its bar: its lines, or slanted 30° down to the left of the bar.
+ * @param {SVGElement} svg
+ * @param {Translator} t
+ */
 function drawCategory(svg, t, cats, i, name, cx, bottom) {
   if (!cats.slant) {
     cats.lines[i].forEach((line, j) =>
@@ -224,12 +243,14 @@ function drawCategory(svg, t, cats, i, name, cx, bottom) {
 /**
  * Stacked bars: one bar per scenario, its parts stacked from the first (bottom) to the last.
  * parts[].values are bytes; the axis is in GiB.
+ * @param {HTMLElement} el
  */
 export function stackedBars(el, opts) {
   if (opts.scenarios.length && opts.parts.length)
     sized(el, opts.available, (w) => drawBars(el, opts, w));
 }
 
+/** @param {HTMLElement} el */
 function drawBars(el, { label: title, scenarios, parts, t, capacity }, W) {
   const gib = parts.map((p) => scenarios.map((_, i) => (p.values[i] || 0) / 2 ** 30));
   const totals = scenarios.map((_, i) => gib.reduce((a, v) => a + v[i], 0));
@@ -289,7 +310,10 @@ function drawBars(el, { label: title, scenarios, parts, t, capacity }, W) {
   drawCapacity(svg, t, capacity, f, left, left + plotW, rects);
 }
 
-/** The x ticks: as many as fit, their labels two GAPs apart and inside the chart. */
+/**
+ * The x ticks: as many as fit, their labels two GAPs apart and inside the chart.
+ * @param {Translator} t
+ */
 function xTicks(t, xLo, xHi, fx, plotW, W) {
   let xt = [];
   for (let most = Math.max(2, Math.floor(plotW / 40)); most >= 1; most--) {
@@ -327,7 +351,10 @@ function thinRun(pxs, pys) {
   return out;
 }
 
-/** One series as a path (a null lifts the pen unless spanGaps), with its points under 60. */
+/**
+ * One series as a path (a null lifts the pen unless spanGaps), with its points under 60.
+ * @param {SVGElement} svg
+ */
 function drawSeries(svg, sr, x, fx, f, stepped) {
   let d = '';
   let dots = '';
@@ -366,6 +393,8 @@ function drawSeries(svg, sr, x, fx, f, stepped) {
 /**
  * Under the pointer: a line at the nearest x with a point, and that x's values above the plot
  * (beside the y axis' unit, cut to the room left of it).
+ * @param {SVGElement} svg
+ * @param {Translator} t
  */
 function hoverReadout(svg, t, { x, series, fx, top, bottom, left, right, room }) {
   /** @type {Element[]} */
@@ -401,11 +430,13 @@ function hoverReadout(svg, t, { x, series, fx, top, bottom, left, right, room })
 /**
  * Lines (or steps) over a numeric x: one or more series, nulls leaving a gap (or spanned, with
  * spanGaps), an optional marked point (the peak, the chosen plan) and the GPU's memory.
+ * @param {HTMLElement} el
  */
 export function lines(el, opts) {
   if (opts.x.some(Number.isFinite)) sized(el, opts.available, (w) => drawLines(el, opts, w));
 }
 
+/** @param {HTMLElement} el */
 function drawLines(el, { label: title, x, xLabel, yLabel, series, mark, t, stepped, capacity }, W) {
   // (a loop, not Math.min(...xs): 100,000 arguments overflow the call stack)
   let xLo = Infinity;

@@ -6,6 +6,7 @@
 //  - seed 000 figure 2: the global batch split into micro-batches, gradients summed over time,
 //    one optimizer update.
 // The pictures only illustrate the plan the core returned; every number comes from the core.
+/** @import { Translator } from './types.js' */
 import { h, s, put } from './dom.js';
 
 const MAX_ITEMS = 48;
@@ -87,6 +88,10 @@ function figureSvg(width, height, cls, captionId) {
 }
 
 // The plan at step k: every node in its state, the current one marked, and the caption.
+/**
+ * @param {SVGElement} svg
+ * @param {Translator} t
+ */
 function drawPlan(svg, caption, items, steps, k, t) {
   const w = 36; // a node's width
   const gap = 8;
@@ -143,6 +148,7 @@ function drawPlan(svg, caption, items, steps, k, t) {
   });
 }
 
+/** @param {Translator} t */
 function planLegend(t) {
   return h(
     'ul',

@@ -4,6 +4,7 @@
 // to do, and a way out: a button to the input at fault (opening its section), the precision the
 // GPU supports, the smallest feasible budget. The core's own English text follows, folded away,
 // on a page in another language. Each function takes the controller's live state ctx first.
+/** @import { Ctx } from './types.js' */
 import { h } from './dom.js';
 import { traced, tracedLine } from './trace.js';
 
@@ -87,6 +88,7 @@ export function inputOf(field) {
 
 // An infeasible placement budget: the core's minimum, and one click to use it (rounded up to
 // whole MB so that it is not below the minimum).
+/** @param {Ctx} ctx */
 function minimumBudget(ctx, e) {
   const { t } = ctx;
   return h(
@@ -109,6 +111,7 @@ function minimumBudget(ctx, e) {
   );
 }
 
+/** @param {Ctx} ctx */
 const wayOutLine = (ctx, label, onclick, cls = '') =>
   h(
     'p',
@@ -120,6 +123,7 @@ const wayOutLine = (ctx, label, onclick, cls = '') =>
 
 // Every error offers a way out: the precision the GPU supports, the GPU picker for TFLOP/s, or
 // the input that is at fault (opened and focused).
+/** @param {Ctx} ctx */
 function wayOut(ctx, e, input) {
   const { t, rootEl } = ctx;
   if (e.field === 'precision' && /amp-fp16/.test(String(e.message)))
@@ -146,6 +150,7 @@ function wayOut(ctx, e, input) {
  * What is wrong, in the page's language: the core's sentence from its catalog's codes, a
  * sentence of the page's own (InputError with a key), or the error code's sentence naming the
  * input.
+ * @param {Ctx} ctx
  */
 function whatIsWrong(ctx, e, key) {
   const { t } = ctx;
@@ -158,6 +163,7 @@ function whatIsWrong(ctx, e, key) {
   return key ? t('error.inInput', { input: t(`field.${key}`), what: code }) : code;
 }
 
+/** @param {Ctx} ctx */
 export function errorBox(ctx, e) {
   const { t } = ctx;
   const unsupported = e.code === 'unsupported';

@@ -5,6 +5,8 @@
 // then the largest micro-batch that fits as the recipe runs. Every number is the core's, from
 // the same request the page sends (requests.js). Strings: ex.<id>.title / .question / .short /
 // .s1 / .r<i>, and the shared ex.nets.*.
+/** @import { Trainmem } from '../lib/index.js' */
+/** @import { State, Translator } from './types.js' */
 import { h } from './dom.js';
 import { defaults } from './state.js';
 import { peakMemoryRequest } from './requests.js';
@@ -127,11 +129,14 @@ export const NET_CARDS = [
   },
 ];
 
+/** @param {Translator} t */
 const GB = (t, b) => t.n(`${t.gb(b)} = ${t.gib(b)}`);
 
 /**
  * One run of a card: its peakMemory result, or the error the core gave.
  * @returns {{ ok: boolean, result?: any, error?: any }}
+ * @param {Trainmem} tm
+ * @param {State} st
  */
 function run(tm, st, search) {
   const req = { ...peakMemoryRequest(st), timeline: false };
@@ -143,7 +148,11 @@ function run(tm, st, search) {
   }
 }
 
-/** The explanation of a card: each variant's peak and verdict, then the largest batch. */
+/**
+ * The explanation of a card: each variant's peak and verdict, then the largest batch.
+ * @param {Trainmem} tm
+ * @param {Translator} t
+ */
 function explainCard(card, tm, t) {
   const st = (patch) => ({ ...defaults(), ...card.state, ...patch });
   const steps = [h('li', {}, t(`ex.${card.id}.s1`))];
@@ -182,5 +191,9 @@ export const NET_EXAMPLES = NET_CARDS.map((card) => ({
   tab: 'peak',
   sources: card.sources,
   state: () => ({ ...card.state }),
+  /**
+   * @param {Trainmem} tm
+   * @param {Translator} t
+   */
   explain: (tm, t) => explainCard(card, tm, t),
 }));

@@ -4,11 +4,15 @@
 // result, the article and the sources. A card sets the example's whole state (every other input
 // back to its default: nothing carried over from before) and scrolls to the explanation.
 // Each function takes the controller's live state ctx first (app.js).
+/** @import { Ctx, Translator } from './types.js' */
 import { h, put } from './dom.js';
 import { defaults } from './state.js';
 import { EXAMPLES, ARTICLES } from './examples.js';
 
-/** The state of an example: the defaults, the page's language and tab, and the example's own. */
+/**
+ * The state of an example: the defaults, the page's language and tab, and the example's own.
+ * @param {Ctx} ctx
+ */
 export function exampleState(ctx, ex) {
   return {
     ...defaults(),
@@ -19,11 +23,13 @@ export function exampleState(ctx, ex) {
   };
 }
 
+/** @param {Translator} t */
 const cardTitle = (t, ex) => {
   const short = t(`ex.${ex.id}.short`);
   return short === `ex.${ex.id}.short` ? t(`ex.${ex.id}.title`) : short;
 };
 
+/** @param {Ctx} ctx */
 function card(ctx, ex) {
   const { t, st } = ctx;
   const on = st.ex === ex.id;
@@ -53,7 +59,10 @@ function card(ctx, ex) {
   );
 }
 
-/** The strip of example cards. */
+/**
+ * The strip of example cards.
+ * @param {Ctx} ctx
+ */
 export function examplesEl(ctx) {
   const { t } = ctx;
   return h(
@@ -68,7 +77,10 @@ export function examplesEl(ctx) {
   );
 }
 
-/** Where an example comes from: its article (the Arabic original) and the sources it cites. */
+/**
+ * Where an example comes from: its article (the Arabic original) and the sources it cites.
+ * @param {Ctx} ctx
+ */
 function provenance(ctx, ex) {
   const { t } = ctx;
   const a = ARTICLES[ex.article];
@@ -92,6 +104,7 @@ function provenance(ctx, ex) {
   );
 }
 
+/** @param {Translator} t */
 function sourcesLine(t, sources) {
   return h(
     'p',
@@ -105,7 +118,10 @@ function sourcesLine(t, sources) {
   );
 }
 
-/** The chosen example's explanation (steps, result, article, sources), or nothing. */
+/**
+ * The chosen example's explanation (steps, result, article, sources), or nothing.
+ * @param {Ctx} ctx
+ */
 export function renderExample(ctx) {
   const { t, exampleEl } = ctx;
   if (!exampleEl) return;

@@ -10,6 +10,8 @@
 //   state(p)  the inputs it sets, over the page's defaults (p: preset ids found in this build);
 //   explain(tm, t, p)  → { steps: Node[], result: Node, patch? }: its explanation, computed.
 // Its strings are i18n keys ex.<id>.title and ex.<id>.question, in both languages.
+/** @import { Trainmem } from '../lib/index.js' */
+/** @import { Translator } from './types.js' */
 import { h } from './dom.js';
 import { uniformChain } from './requests.js';
 import { NET_EXAMPLES } from './examples-nets.js';
@@ -106,7 +108,10 @@ export function findPreset(presets, patterns) {
   return '';
 }
 
-/** @returns {{ ok: boolean, result?: any, error?: any, request: any }} */
+/**
+ * @returns {{ ok: boolean, result?: any, error?: any, request: any }}
+ * @param {Trainmem} tm
+ */
 function attempt(tm, fn, req) {
   try {
     return { ok: true, result: tm[fn](req), request: req };
@@ -115,12 +120,17 @@ function attempt(tm, fn, req) {
   }
 }
 
-/** A checkpoint-size request of the examples: a model, its optimizer and its weights' dtype. */
+/**
+ * A checkpoint-size request of the examples: a model, its optimizer and its weights' dtype.
+ * @param {Trainmem} tm
+ */
 const sizeOf = (tm, model, optimizer, weightDtype, more = {}) =>
   attempt(tm, 'checkpointSize', { model, optimizer, weightDtype, ...more });
 
+/** @param {Translator} t */
 const GB = (t, b) => t.n(`${t.gb(b)} = ${t.gib(b)}`);
 
+/** @param {Translator} t */
 function errorNote(t, e) {
   return h(
     'span',
@@ -146,6 +156,10 @@ export const EXAMPLES = [
       // The calculator shows the file the example's exact answer is about: torch.save's.
       format: p.llama ? 'torch' : '',
     }),
+    /**
+     * @param {Trainmem} tm
+     * @param {Translator} t
+     */
     explain(tm, t, p) {
       const N = LLAMA2_7B_PARAMS;
       const simple = sizeOf(tm, { params: N }, 'adamw', 'fp16');
@@ -226,6 +240,10 @@ export const EXAMPLES = [
       masterWeights: false,
       format: '',
     }),
+    /**
+     * @param {Trainmem} tm
+     * @param {Translator} t
+     */
     explain(tm, t) {
       const N = 1e8;
       const a = sizeOf(tm, { params: N }, 'sgd', 'fp32');
@@ -287,6 +305,10 @@ export const EXAMPLES = [
       runtime: 'pytorch-1.10-cuda',
       optImpl: 'transformers',
     }),
+    /**
+     * @param {Trainmem} tm
+     * @param {Translator} t
+     */
     explain(tm, t, p) {
       const model = { config: BERT_LARGE_SEQ_CLS };
       const gpu = p.v100 ? { gpu: p.v100 } : { gpuMemoryBytes: 16e9 };
@@ -361,6 +383,10 @@ export const EXAMPLES = [
       strategy: 'sqrt',
       frontier: false,
     }),
+    /**
+     * @param {Trainmem} tm
+     * @param {Translator} t
+     */
     explain(tm, t) {
       const chain = uniformChain(1000, 10e6);
       const none = attempt(tm, 'placement', { chain, strategy: 'none' });
@@ -414,6 +440,10 @@ export const EXAMPLES = [
       checkpointing: 'full',
       gpu: 'rtx-4090',
     }),
+    /**
+     * @param {Trainmem} tm
+     * @param {Translator} t
+     */
     explain(tm, t) {
       // diffusers examples/dreambooth/train_dreambooth_lora_sdxl.py at 1024 x 1024, batch 1,
       // rank 4, bf16 mixed precision, gradient checkpointing: the UNet trains, the VAE (fp32) and
@@ -495,6 +525,10 @@ export const EXAMPLES = [
       budgetGB: 2,
       frontier: true,
     }),
+    /**
+     * @param {Trainmem} tm
+     * @param {Translator} t
+     */
     explain(tm, t, p) {
       const model = p.gpt2 ? { preset: p.gpt2 } : { params: GPT2_PARAMS };
       const base = { model, microBatch: 8, seqLen: 1024, precision: 'fp32' };

@@ -1,10 +1,12 @@
 // @ts-check
 // Exports of the shown result (JSON, CSV, Markdown, clipboard, link) and the embed codes of the
 // current view. Each takes the controller's live state ctx first: { last, t, st, tm, rootEl, embed }.
+/** @import { Ctx } from './types.js' */
 import { h } from './dom.js';
 import { toQuery } from './state.js';
 import { flatten, isBytesKey, toCSV, toMarkdown } from './format.js';
 
+/** @param {Ctx} ctx */
 function exportRows(ctx) {
   if (!ctx.last) return [];
   const rows = [['calculator', ctx.last.fn, '', '']];
@@ -17,6 +19,7 @@ function exportRows(ctx) {
   return rows;
 }
 
+/** @param {Ctx} ctx */
 function download(ctx, name, type, text) {
   const url = URL.createObjectURL(new Blob([text], { type }));
   const a = h('a', { href: url, download: name, class: 'sr-only' });
@@ -26,6 +29,7 @@ function download(ctx, name, type, text) {
   setTimeout(() => URL.revokeObjectURL(url), 1000);
 }
 
+/** @param {Ctx} ctx */
 async function copy(ctx, text, btn) {
   let ok = false;
   try {
@@ -41,6 +45,7 @@ async function copy(ctx, text, btn) {
 }
 
 const header4 = ['field', 'value', 'GB', 'GiB'];
+/** @param {Ctx} ctx */
 export function exportersOf(ctx) {
   return {
     json: () =>
@@ -66,6 +71,7 @@ const DOWNLOADS = [
   ['md', 'text/markdown', 'Markdown'],
 ];
 
+/** @param {Ctx} ctx */
 export function exportBar(ctx) {
   const exporters = exportersOf(ctx);
   const name = () => `trainmem-${ctx.last?.fn || 'result'}`;
@@ -92,6 +98,7 @@ export function exportBar(ctx) {
   );
 }
 
+/** @param {Ctx} ctx */
 export function embedCodes(ctx) {
   const base = new URL('./', import.meta.url).href;
   const q = toQuery({ ...ctx.st, lang: ctx.st.lang || '', ex: '' }).slice(1);
@@ -101,6 +108,7 @@ export function embedCodes(ctx) {
   return { elementCode, iframeCode };
 }
 
+/** @param {Ctx} ctx */
 export function embedDialog(ctx) {
   const a = h('textarea', { id: 'tm-embed-element', rows: 4, readonly: true });
   const b = h('textarea', { id: 'tm-embed-iframe', rows: 3, readonly: true });

@@ -2,6 +2,7 @@
 // The form: which inputs each part of the page shows, in focus order, and the controls
 // themselves. Each control takes the controller's live state ctx first:
 // { t, st, presets, show, invalid, update, compute }.
+/** @import { Ctx, State, Tab } from './types.js' */
 import { h } from './dom.js';
 import { FIELDS } from './state.js';
 import { parseCount, parseNumber, westernDigits } from '../lib/units.js';
@@ -178,6 +179,10 @@ const STRATEGY_OF = {
   slots: 'optimal',
 };
 
+/**
+ * @param {State} st
+ * @param {Tab} tab
+ */
 export function visible(key, st, tab) {
   if (SOURCE_FIELDS.includes(key)) return st.modelSource === key;
   if (Object.hasOwn(STRATEGY_OF, key)) return st.strategy === STRATEGY_OF[key];
@@ -230,19 +235,24 @@ export function visible(key, st, tab) {
 
 // ---- inputs ---------------------------------------------------------------------------
 // Each takes the controller's live state ctx: { t, st, presets, show, invalid, update, compute }.
+/** @param {Ctx} ctx */
 export function optionLabel(ctx, key, v) {
   const k = `opt.${key}.${v}`;
   const s = ctx.t(k);
   return s === k ? v : s;
 }
 
+/** @param {Ctx} ctx */
 export function helpFor(ctx, key) {
   const k = `help.${key}`;
   const s = ctx.t(k);
   return s === k ? '' : s;
 }
 
-/** An input's element ids and help text. */
+/**
+ * An input's element ids and help text.
+ * @param {Ctx} ctx
+ */
 function idsOf(ctx, key) {
   const id = `tm-${key}`;
   const help = helpFor(ctx, key);
@@ -256,7 +266,10 @@ const helpLine = (ids) =>
 const errorLine = (ids) =>
   h('small', { id: ids.errId, class: 'field-error', 'aria-live': 'polite' });
 
-/** An input with its label above it, its help and (for typed inputs) its error line. */
+/**
+ * An input with its label above it, its help and (for typed inputs) its error line.
+ * @param {Ctx} ctx
+ */
 function labelled(ctx, key, ids, control, err = null) {
   return h(
     'div',
@@ -268,6 +281,7 @@ function labelled(ctx, key, ids, control, err = null) {
   );
 }
 
+/** @param {Ctx} ctx */
 function modelSourceField(ctx, f, ids) {
   const { t, st, presets } = ctx;
   const radios = f.values.map((v) =>
@@ -298,6 +312,7 @@ function modelSourceField(ctx, f, ids) {
 
 // A preset picker (Latin names: left to right in both languages, so that RTL does not clip
 // their start).
+/** @param {Ctx} ctx */
 function presetControl(ctx, key, ids) {
   const { t, st, presets } = ctx;
   const list = key === 'preset' ? presets.models : presets.gpus;
@@ -314,6 +329,7 @@ function presetControl(ctx, key, ids) {
   );
 }
 
+/** @param {Ctx} ctx */
 function configField(ctx, ids) {
   const { t, st } = ctx;
   const { id } = ids;
@@ -352,6 +368,7 @@ function configField(ctx, ids) {
 }
 
 // Free text sent to the core as it is (the core names the field when it cannot read it).
+/** @param {Ctx} ctx */
 function textControl(ctx, key, f, ids) {
   return h('input', {
     id: ids.id,
@@ -369,6 +386,7 @@ function textControl(ctx, key, f, ids) {
 // Choices whose '' the page resolves for this run (resolve.js): their label says to what.
 const AUTOMATIC = new Set(['precision', 'baseDtype', 'weightDtype']);
 
+/** @param {Ctx} ctx */
 function choiceLabel(ctx, key, v) {
   if (v !== '' || !AUTOMATIC.has(key)) return optionLabel(ctx, key, v);
   const value = resolve({ ...ctx.st, method: 'lora' }).st[key];
@@ -378,6 +396,7 @@ function choiceLabel(ctx, key, v) {
   return ctx.t(`opt.${key}.`, { auto });
 }
 
+/** @param {Ctx} ctx */
 function choiceControl(ctx, key, f, ids) {
   return h(
     'select',
@@ -392,6 +411,7 @@ function choiceControl(ctx, key, f, ids) {
   );
 }
 
+/** @param {Ctx} ctx */
 function boolField(ctx, key, ids) {
   const control = h('input', {
     id: ids.id,
@@ -411,6 +431,7 @@ function boolField(ctx, key, ids) {
 
 // A number typed in: checked against the field's range as it is typed; a value out of range
 // is held back (ctx.invalid) with its message under the input.
+/** @param {Ctx} ctx */
 function numberField(ctx, key, f, ids) {
   const { t, st, invalid } = ctx;
   const err = errorLine(ids);
@@ -451,6 +472,7 @@ function numberField(ctx, key, f, ids) {
   return labelled(ctx, key, ids, control, err);
 }
 
+/** @param {Ctx} ctx */
 export function field(ctx, key) {
   const f = FIELDS[key];
   const ids = idsOf(ctx, key);
@@ -469,6 +491,10 @@ export function field(ctx, key) {
 // caret of the input being typed in).
 const TOGGLED = new Set(['schedule', 'virtualStages']);
 
+/**
+ * @param {Ctx} ctx
+ * @param {Tab} tab
+ */
 export function fields(ctx, keys, tab) {
   const { st, show } = ctx;
   return keys
@@ -480,7 +506,11 @@ export function fields(ctx, keys, tab) {
     });
 }
 
-/** Shows or hides the inputs of TOGGLED for the state, where they are. */
+/**
+ * Shows or hides the inputs of TOGGLED for the state, where they are.
+ * @param {State} st
+ * @param {Tab} tab
+ */
 export function toggled(rootEl, st, tab) {
   for (const k of TOGGLED) {
     const el = rootEl.querySelector(`.tm-f-${k}`);

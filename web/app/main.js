@@ -1,6 +1,7 @@
 // @ts-check
 // Page entry (index.html): the state lives in the URL; ?embed=1 is the iframe mode
 // (no header chrome), ?show=a,b limits the inputs shown, ?tabs=size,peak the calculators.
+/** @import { State } from './types.js' */
 import { mountApp } from './app.js';
 import { fromQuery, toQuery, FIELDS, TABS } from './state.js';
 import { startErrorText } from './start-error.js';
@@ -44,6 +45,7 @@ mountApp(host, {
   ownsDocument: true,
   show: show.length ? new Set(show) : null,
   tabs,
+  /** @param {State} st */
   onState: (st) => {
     const own = toQuery(st);
     const more = extra();

@@ -5,6 +5,8 @@
 // wav2vec2's samples: the core's defaults). A preset is known by its model type (the page's
 // preset index, tools/preset-index.mjs, or the core's presets() unbundled); a pasted
 // config.json by its model_type or diffusers' _class_name.
+/** @import { ModelInput } from '../lib/index.js' */
+/** @import { State } from './types.js' */
 import { knownPresets } from './resolve.js';
 
 // The model types the core builds as vision and speech networks (cpp/src/io/net_config.cpp,
@@ -71,7 +73,10 @@ export function modelInput(st) {
   return p?.modelType ? inputOfType(p.modelType) : 'tokens';
 }
 
-/** Whether the model reads imageSize (a vision or a diffusion network). */
+/**
+ * Whether the model reads imageSize (a vision or a diffusion network).
+ * @param {State} st
+ */
 export const readsImage = (st) => ['image', 'diffusion'].includes(modelInput(st));
 
 // A config's routed experts (Mixtral num_local_experts, Qwen-MoE num_experts, DeepSeek

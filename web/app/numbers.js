@@ -63,7 +63,7 @@ function layout({ digits, point }, minFrac, maxFrac) {
  * A formatter like `new Intl.NumberFormat(lang === 'ar' ? 'ar-u-nu-latn' : 'en', options)`
  * for the options the page uses: { maximumFractionDigits: 0 }, { minimumFractionDigits: 2,
  * maximumFractionDigits: 2 } and { maximumSignificantDigits: 4 }.
- * @param {'en' | 'ar'} lang
+ * @param {string} lang 'ar', else English
  * @param {{ fractionDigits?: number, significantDigits?: number }} how
  */
 export function numberFormat(lang, how) {

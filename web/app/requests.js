@@ -1,6 +1,8 @@
 // @ts-check
 // Requests for the core, built from the page state. Only documented request keys are sent;
 // optional ones only when the user set them, so the core's documented defaults apply.
+/** @import { PlacementRequest } from '../lib/index.js' */
+/** @import { State, Tab } from './types.js' */
 import { TrainmemError } from '../lib/errors.js';
 import { traced } from './trace.js';
 import { resolve, gpuBf16, presetOfHubId } from './resolve.js';
@@ -51,6 +53,7 @@ function configError(text, e) {
   );
 }
 
+/** @param {State} st */
 export function modelOf(st) {
   // a dropped trace of the user's own model replaces the form's model until it is removed
   if (traced.text) return { trace: traced.text };
@@ -83,6 +86,7 @@ export function modelOf(st) {
 // sequence length (the core refuses it). An image network refuses seqLen; a diffusion network's
 // text tokens, Whisper's frames and wav2vec2's samples are the core's defaults.
 // imageSize and numClasses (vision networks; imageSize for diffusion) only when set.
+/** @param {State} st */
 function seqLenOf(st) {
   if (traced.text) return traced.hasSeq ? { seqLen: st.seqLen } : {};
   const input = modelInput(st);
@@ -95,10 +99,12 @@ function seqLenOf(st) {
 }
 
 // A preset, or a custom size in GiB (the presets' "80 GB" are 80 GiB, as nvidia-smi counts).
+/** @param {State} st */
 function gpuOf(st) {
   return st.gpu ? { gpu: st.gpu } : { gpuMemoryBytes: Math.round(st.gpuGiB * 2 ** 30) };
 }
 
+/** @param {State} st */
 export function checkpointSizeRequest(st) {
   st = resolve(st).st;
   const r = { model: modelOf(st), optimizer: st.optimizer, weightDtype: st.weightDtype };
@@ -108,6 +114,7 @@ export function checkpointSizeRequest(st) {
   return r;
 }
 
+/** @param {State} st */
 export function peakMemoryRequest(st) {
   st = resolve(st).st;
   /** @type {import('../lib/index.js').PeakMemoryRequest} */
@@ -133,6 +140,7 @@ export function peakMemoryRequest(st) {
 
 // Pipeline, context and expert parallelism (peak memory's alone: the accumulation planner
 // takes none of them), each sent only when set.
+/** @param {State} st */
 function withParallel(r, st) {
   if (st.pipelineParallel > 1) {
     r.pipelineParallel = st.pipelineParallel;
@@ -149,6 +157,7 @@ function withParallel(r, st) {
  * The layout planner's request: the cluster (gpus of the GPU preset, gpusPerNode), the global
  * batch and the model's context. It chooses the parallel sizes, micro-batch, sharding and
  * checkpointing itself; the attention, runtime and optimizer implementation are sent when set.
+ * @param {State} st
  */
 export function planLayoutRequest(st) {
   st = resolve(st).st;
@@ -213,6 +222,7 @@ const listOf = (text) =>
     .filter(Boolean);
 
 // selective-op checkpointing: the ops to keep, as typed (the core names an unknown one).
+/** @param {State} st */
 function selectiveOp(st) {
   /** @type {import('../lib/index.js').CheckpointingOptions} */
   const c = {
@@ -223,6 +233,7 @@ function selectiveOp(st) {
   return c;
 }
 
+/** @param {State} st */
 function fsdpOf(st) {
   /** @type {NonNullable<import('../lib/index.js').PeakMemoryRequest['fsdp']>} */
   const f = { shardingStrategy: st.fsdp };
@@ -261,6 +272,7 @@ export const BASE_DTYPE_PROBE = {
 // the runtime (CUDA context) and the optimizer's implementation (its step temporaries), and the
 // advanced inputs (LoRA / QLoRA, offload, tensor parallelism, the recipe options, the caching
 // allocator). Each is sent only when set, so that the core's documented defaults apply.
+/** @param {State} st */
 function withRuntime(r, st, planner = false) {
   if (st.attention) r.attention = st.attention;
   if (st.runtime) r.runtime = st.runtime;
@@ -310,6 +322,7 @@ function withRuntime(r, st, planner = false) {
   return r;
 }
 
+/** @param {State} st */
 export function accumulationRequest(st) {
   st = resolve(st).st;
   if (st.accMode === 'forward') {
@@ -357,6 +370,7 @@ export function uniformChain(n, layerBytes) {
   return { inputBytes: layerBytes, layers: Array.from({ length: n }, () => ({ ...layer })) };
 }
 
+/** @param {State} st */
 export function placementRequest(st) {
   st = resolve(st).st;
   /** @type {Record<string, unknown>} the chain form or the model form (PlacementRequest / the model's) */
@@ -393,13 +407,18 @@ export const BUILDERS = {
  * Calls of tens of milliseconds: the accumulation planner replays the caching allocator over
  * three training steps for each of its plans, advise for the run and each change that makes it
  * fit (bench/RESULTS.md). They run in a worker that stays alive, so that typing is not held up.
+ * @param {Tab} tab
  */
 export function isSlow(tab) {
   // the planner; and advise, the peak tab's call: the run, its changes and their times
   return tab === 'accum' || tab === 'peak';
 }
 
-/** Solves that may take long run in the Web Worker. */
+/**
+ * Solves that may take long run in the Web Worker.
+ * @param {Tab} tab
+ * @param {State} st
+ */
 export function isHeavy(tab, st) {
   // the planner evaluates up to hundreds of layouts' memory: seconds for a large cluster
   if (tab === 'plan') return true;

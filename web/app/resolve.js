@@ -4,6 +4,8 @@
 // refused a precision nobody chose), LoRA's frozen base is loaded in 16 bits as PEFT users load
 // it, and the checkpoint file's dtype follows the training precision. The request builders
 // (requests.js) take the resolved state; the verdict states what was resolved.
+/** @import { GpuPreset } from '../lib/index.js' */
+/** @import { State } from './types.js' */
 
 /** @typedef {{ id: string, name?: string, memoryBytes?: number, bf16?: boolean }} GpuPreset */
 
@@ -33,7 +35,10 @@ export function gpuOf(st, presets = known) {
   return (st.gpu && presets?.gpus?.find((g) => g.id === st.gpu)) || null;
 }
 
-/** Whether the run's GPU computes in bf16 (a custom size: assumed, as every GPU since Ampere). */
+/**
+ * Whether the run's GPU computes in bf16 (a custom size: assumed, as every GPU since Ampere).
+ * @param {State} st
+ */
 export function gpuBf16(st, presets = known) {
   const g = gpuOf(st, presets);
   return !g || g.bf16 !== false;

@@ -4,6 +4,7 @@
 // core's compareSnapshot, then the measured and predicted curves on the same axes, the
 // difference per category and the likely causes (translated by code). The file stays in the
 // browser: it is read from the drop or the file input and handed to the worker, nothing else.
+/** @import { Ctx, Translator } from './types.js' */
 import { h, put } from './dom.js';
 import { dropZone } from './drop-zone.js';
 import { errorBox } from './errors-view.js';
@@ -14,6 +15,7 @@ import { chartOpts, partLabel } from './view-common.js';
 const GIB = 2 ** 30;
 
 // Bytes in the unit that suits them (GiB, MiB, KiB), for the sentences of the causes.
+/** @param {Translator} t */
 function human(t, b) {
   const a = Math.abs(b);
   if (a >= GIB) return t.gib(b);
@@ -21,10 +23,12 @@ function human(t, b) {
   return `${t.num(Math.round((b / d) * 10) / 10)} ${u}`;
 }
 
+/** @param {Translator} t */
 function bytesText(t, b) {
   return b === null || b === undefined ? '—' : t.both(b);
 }
 
+/** @param {Translator} t */
 function causeText(t, c) {
   const vars = {};
   for (const [k, v] of Object.entries(c.params)) {
@@ -35,7 +39,10 @@ function causeText(t, c) {
   return s === key ? c.message : s;
 }
 
-/** The measured peak and steps of a snapshot, and its chart. */
+/**
+ * The measured peak and steps of a snapshot, and its chart.
+ * @param {Ctx} ctx
+ */
 function measuredLines(ctx, r) {
   const { t } = ctx;
   const m = r.measured;
@@ -61,7 +68,10 @@ function measuredLines(ctx, r) {
   ];
 }
 
-/** Measured, predicted and their difference: the totals, then per category. */
+/**
+ * Measured, predicted and their difference: the totals, then per category.
+ * @param {Ctx} ctx
+ */
 function totalsTable(ctx, r) {
   const { t } = ctx;
   const row = (attrs, label, x) =>
@@ -97,7 +107,10 @@ function totalsTable(ctx, r) {
   );
 }
 
-/** Where the measured peak was allocated: its five largest frames. */
+/**
+ * Where the measured peak was allocated: its five largest frames.
+ * @param {Ctx} ctx
+ */
 function topFrames(ctx, frames) {
   const { t } = ctx;
   return [
@@ -122,6 +135,7 @@ function topFrames(ctx, frames) {
   ];
 }
 
+/** @param {Ctx} ctx */
 function view(ctx, r) {
   const { t } = ctx;
   const out = [];
@@ -156,6 +170,7 @@ function view(ctx, r) {
 
 // Measured allocated and reserved, and the predicted step, on one x axis (the union of both
 // series' x; a series is null where it has no point, and its line spans the gaps).
+/** @param {Ctx} ctx */
 function chart(ctx, r) {
   const { t } = ctx;
   const pts = r.measured.series.points;
@@ -211,6 +226,7 @@ function chart(ctx, r) {
 
 // The body's content: the file's name (and a button that clears it), then the error, the
 // "reading" line or the comparison.
+/** @param {Ctx} ctx */
 function answer(ctx, file, clear, error, result) {
   const { t } = ctx;
   const head = h(
@@ -227,6 +243,7 @@ function answer(ctx, file, clear, error, result) {
 }
 
 // The drop zone, the file input and the body the answer is drawn in; take(file) reads a file.
+/** @param {Translator} t */
 function section(t, body, take) {
   return h(
     'section',
@@ -251,6 +268,7 @@ function section(t, body, take) {
 /**
  * One comparison panel per page. `ctx` is the page's (app.js), with a solver of its own.
  * Returns { element(request) } — called on every peak-memory update with its request.
+ * @param {Ctx} ctx
  */
 export function snapshotPanel(ctx) {
   /** @type {{ name: string, bytes: Uint8Array } | null} */

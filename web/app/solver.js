@@ -3,6 +3,7 @@
 // module Web Worker, so the page stays responsive and shows progress. A newer request
 // cancels an older one (the worker is terminated and started afresh). Calls of tens of
 // milliseconds (runLatest) have a second worker that stays alive between them.
+/** @import { Trainmem } from '../lib/index.js' */
 import { TrainmemError } from '../lib/errors.js';
 import { FULL_CORE_ONLY, fullCore } from './full-core.js';
 
@@ -26,6 +27,7 @@ export function markCall(fn) {
 }
 
 export class Solver {
+  /** @param {Trainmem} tm */
   constructor(tm) {
     this.tm = tm;
     /** @type {Worker | null} */

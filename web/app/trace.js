@@ -4,6 +4,7 @@
 // core's describeModel checks it, naming the field of any fault), then every calculator uses it
 // as the model until it is removed. The trace stays in memory (it is not in the page's address,
 // which a reload or a shared link keeps) and is sent nowhere.
+/** @import { Ctx } from './types.js' */
 import { h, put } from './dom.js';
 import { dropZone } from './drop-zone.js';
 
@@ -13,7 +14,10 @@ import { dropZone } from './drop-zone.js';
  */
 export const traced = { text: /** @type {string|null} */ (null), name: '', hasSeq: false };
 
-/** The line a panel and the error box show while a trace is in use. */
+/**
+ * The line a panel and the error box show while a trace is in use.
+ * @param {Ctx} ctx
+ */
 export function tracedLine(ctx, clear) {
   const { t } = ctx;
   return h(
@@ -25,6 +29,7 @@ export function tracedLine(ctx, clear) {
   );
 }
 
+/** @param {Ctx} ctx */
 function summary(ctx, d) {
   const { t } = ctx;
   const tr = d.trace;
@@ -43,6 +48,7 @@ function summary(ctx, d) {
 /**
  * One panel per page; `ctx` is the page's (app.js) with a solver of its own. Returns
  * { element(), clear() }: element() is drawn under the peak-memory results.
+ * @param {Ctx} ctx
  */
 export function tracePanel(ctx) {
   let reading = '';

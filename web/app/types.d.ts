@@ -20,15 +20,12 @@ import type { embedDialog } from './export.js';
 /** The page's inputs (state.js FIELDS), by key. */
 export type Fields = typeof FIELDS;
 export type FieldKey = keyof Fields;
-/** One input's schema: kind ('int' | 'num' | 'choice' | 'bool' | 'text'), limits, default. */
-export interface FieldSpec {
-  kind: string;
-  default: string | number | boolean;
-  values?: string[];
-  min?: number;
-  max?: number;
-  url?: string;
-}
+/** One input's schema (state.js FIELDS): its kind, limits or values, default and URL key. */
+export type FieldSpec =
+  | { kind: 'int' | 'num'; min: number; max: number; default: number; url?: string }
+  | { kind: 'choice'; values: readonly string[]; default: string; url?: string }
+  | { kind: 'bool'; default: boolean; url?: string }
+  | { kind: 'text'; max: number; default: string; url?: string };
 /** A calculator (state.js TABS). */
 export type Tab = 'size' | 'peak' | 'accum' | 'place' | 'plan';
 /** The page state: each input's value, of its default's type. */
@@ -125,12 +122,13 @@ export interface Ctx {
   verdictKey?: string;
   verdictLang?: string;
   heading?: HTMLElement;
-  // the current layout's elements (app.js build)
-  verdictEl?: HTMLElement | null;
-  suggestEl?: HTMLElement;
-  liveEl?: HTMLElement | null;
-  statusEl?: HTMLElement;
-  resultsEl?: HTMLElement;
-  exampleEl?: HTMLElement;
-  dialogEl?: ReturnType<typeof embedDialog> | null;
+  // The current layout's elements: set by app.js build() before anything reads them (the
+  // verdict's and the embed dialog are null where the layout has none: the embeds).
+  verdictEl: HTMLElement | null;
+  suggestEl: HTMLElement;
+  liveEl: HTMLElement | null;
+  statusEl: HTMLElement;
+  resultsEl: HTMLElement;
+  exampleEl: HTMLElement;
+  dialogEl: ReturnType<typeof embedDialog> | null;
 }

@@ -4,6 +4,7 @@
 // what was assumed (each assumption one click from its input), and the changes that make it
 // fit. Each function takes the controller's live state ctx first (app.js):
 // { t, st, tm, solver, invalid, verdictEl, suggestEl, liveEl, computeSeq, update, errorBox }.
+/** @import { Ctx, Translator } from './types.js' */
 import { h, put } from './dom.js';
 import { optionLabel } from './form.js';
 import { adviseRequest, stateOfChange, isHeavy, knowsBaseDtype } from './requests.js';
@@ -27,17 +28,26 @@ const STATUS = {
   doesNotFit: ['bad', 'peak.noFit'],
 };
 
-/** The verdict's badge: fits, tight, does not fit. */
+/**
+ * The verdict's badge: fits, tight, does not fit.
+ * @param {Ctx} ctx
+ */
 export function statusBadge(ctx, status, extra = '') {
   const s = STATUS[status];
   if (!s) return null;
   return h('span', { class: `badge ${s[0]}${extra ? ` ${extra}` : ''}` }, ctx.t(s[1]));
 }
 
-/** Seconds in the page's language ("0.25 s", "0.25 ث"). */
+/**
+ * Seconds in the page's language ("0.25 s", "0.25 ث").
+ * @param {Translator} t
+ */
 const seconds = (t, s) => t.n(`${t.num(s)} ${t('unit.s')}`);
 
-/** The time of a step: seconds, samples per second, and what it is the time of. */
+/**
+ * The time of a step: seconds, samples per second, and what it is the time of.
+ * @param {Ctx} ctx
+ */
 function stepLine(ctx, advice) {
   const { t } = ctx;
   const st = advice.stepTime || {};
@@ -75,7 +85,10 @@ function stepLine(ctx, advice) {
   );
 }
 
-/** How much is left, against the margin kept free. */
+/**
+ * How much is left, against the margin kept free.
+ * @param {Ctx} ctx
+ */
 function roomLine(ctx, v) {
   const { t } = ctx;
   if (v.status === 'noDevice') return null;
@@ -94,10 +107,14 @@ function roomLine(ctx, v) {
   );
 }
 
+/** @param {Ctx} ctx */
 const marginPct = (ctx) =>
   ctx.st.marginGB > 0 ? `${ctx.t.num(ctx.st.marginGB)} GB` : `${ctx.t.num(ctx.st.marginPct)} %`;
 
-/** What the verdict assumed, each a button that goes to its input. */
+/**
+ * What the verdict assumed, each a button that goes to its input.
+ * @param {Ctx} ctx
+ */
 function assumptions(ctx, advice) {
   const { t, st } = ctx;
   const set = advice.settings || {};
@@ -152,6 +169,7 @@ function assumptions(ctx, advice) {
 
 // LoRA's frozen base: in the dtype the page resolved (bf16 as PEFT users load it), or, with a
 // core that loads no other, in the precision's parameter dtype — said as it is computed.
+/** @param {Ctx} ctx */
 function baseItem(ctx, item, set) {
   const { t, st } = ctx;
   const { auto } = resolve(st);
@@ -170,7 +188,10 @@ function baseItem(ctx, item, set) {
   return it;
 }
 
-/** Moves to an input (on the peak tab, in the advanced section if it is there) and focuses it. */
+/**
+ * Moves to an input (on the peak tab, in the advanced section if it is there) and focuses it.
+ * @param {Ctx} ctx
+ */
 export function goTo(ctx, key) {
   let el = ctx.rootEl.querySelector(`#tm-${key}`);
   if (!el && ctx.tabs.includes('peak') && ctx.st.tab !== 'peak') {
@@ -184,7 +205,10 @@ export function goTo(ctx, key) {
   /** @type {HTMLElement} */ (el).focus();
 }
 
-/** One change: its badge, what it is, what nvidia-smi would show, its time; a click applies it. */
+/**
+ * One change: its badge, what it is, what nvidia-smi would show, its time; a click applies it.
+ * @param {Ctx} ctx
+ */
 function changeItem(ctx, advice, c) {
   const { t } = ctx;
   const base = advice.stepTime?.stepSeconds;
@@ -233,7 +257,10 @@ function changeItem(ctx, advice, c) {
 
 const SHOWN = 4; // changes listed before "show all"
 
-/** The changes of an advise result (those that fit first), or '' when there are none. */
+/**
+ * The changes of an advise result (those that fit first), or '' when there are none.
+ * @param {Ctx} ctx
+ */
 export function changeList(ctx, advice) {
   const { t } = ctx;
   const changes = Array.isArray(advice?.changes) ? advice.changes : [];
@@ -258,6 +285,7 @@ export function changeList(ctx, advice) {
 }
 
 // ---- the answer: does it fit, and how fast ------------------------------------------
+/** @param {Ctx} ctx */
 export function verdictError(ctx, e) {
   if (!ctx.verdictEl) return;
   ctx.verdictEl.removeAttribute('aria-busy');
@@ -268,6 +296,7 @@ export function verdictError(ctx, e) {
   announce(ctx, box.querySelector('.error-what')?.textContent || ctx.t('error.title'));
 }
 
+/** @param {Ctx} ctx */
 export function verdictInvalid(ctx) {
   if (!ctx.verdictEl) return;
   ctx.verdictEl.removeAttribute('aria-busy');
@@ -280,6 +309,7 @@ export function verdictInvalid(ctx) {
 /**
  * Says the verdict through the live region once typing has settled (800 ms without a newer
  * one), so that a screen reader hears the answer, not every keystroke's.
+ * @param {Ctx} ctx
  */
 export function announce(ctx, text) {
   if (!ctx.liveEl) return;
@@ -289,7 +319,10 @@ export function announce(ctx, text) {
   }, 800);
 }
 
-/** The verdict of an advise result: fits or not, what nvidia-smi shows, what was assumed. */
+/**
+ * The verdict of an advise result: fits or not, what nvidia-smi shows, what was assumed.
+ * @param {Ctx} ctx
+ */
 export function renderVerdict(ctx, advice) {
   const { t } = ctx;
   if (!ctx.verdictEl) return;
@@ -365,7 +398,10 @@ export function renderVerdict(ctx, advice) {
   announce(ctx, line.textContent || '');
 }
 
-/** The verdict for the current inputs on a tab other than peak (whose own call answers it). */
+/**
+ * The verdict for the current inputs on a tab other than peak (whose own call answers it).
+ * @param {Ctx} ctx
+ */
 export function computeVerdict(ctx) {
   const { t, st, invalid } = ctx;
   if (!ctx.verdictEl || st.tab === 'peak') return;
@@ -409,7 +445,10 @@ export function computeVerdict(ctx) {
   );
 }
 
-/** The changes of an advise result that came after its verdict (the page's first result). */
+/**
+ * The changes of an advise result that came after its verdict (the page's first result).
+ * @param {Ctx} ctx
+ */
 export function showChanges(ctx, advice) {
   const slot = ctx.suggestEl || ctx.rootEl.querySelector('#tm-changes');
   if (slot) put(slot, changeList(ctx, advice));

@@ -1,6 +1,7 @@
 // @ts-check
 // The accumulation result: the effective batch, or the plans (the recommended one, the
 // comparison of accumulation and checkpointing) and the accumulation figure.
+/** @import { Ctx } from './types.js' */
 import { h } from './dom.js';
 import { accumulationDiagram } from './diagrams.js';
 import { breakdownChart, details, planTable } from './view-common.js';
@@ -8,6 +9,10 @@ import { optionLabel } from './form.js';
 import { changeList } from './verdict.js';
 import { adviseRequest } from './requests.js';
 
+/**
+ * @param {Ctx} ctx
+ * @param {HTMLElement} el
+ */
 export function renderAccum(ctx, el, res, req) {
   const { t } = ctx;
   const plans = Array.isArray(res.plans) ? res.plans : null;
@@ -110,6 +115,7 @@ export function renderAccum(ctx, el, res, req) {
 
 // When no split fits: on the full page the verdict above lists the changes; an embed asks for
 // the changes that make micro-batch 1 fit (one advise call, in the worker).
+/** @param {Ctx} ctx */
 function noneFitsChanges(ctx) {
   const { t } = ctx;
   if (ctx.verdictEl)

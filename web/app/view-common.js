@@ -2,6 +2,7 @@
 // The parts the result views share: the headline, the breakdown table and chart, the timeline,
 // the plans table and the details table. Each takes the controller's live state ctx (see
 // views.js) first.
+/** @import { Ctx } from './types.js' */
 import { h } from './dom.js';
 import { flatten, isBytesKey, breakdownParts, partBytes } from './format.js';
 import { stackedBars, lines } from './charts.js';
@@ -10,6 +11,7 @@ import { optionLabel } from './form.js';
 /**
  * A chart's width: the results', kept by app.js.
  * @returns {any}
+ * @param {Ctx} ctx
  */
 export function chartOpts(ctx) {
   return { available: ctx.resultsWidth };
@@ -18,6 +20,7 @@ export function chartOpts(ctx) {
 /** A small label beside a headline. */
 export const chip = (/** @type {any[]} */ ...children) => h('span', { class: 'chip' }, ...children);
 
+/** @param {Ctx} ctx */
 export function headline(ctx, labelKey, bytes, extra) {
   const { t } = ctx;
   return h(
@@ -30,6 +33,7 @@ export function headline(ctx, labelKey, bytes, extra) {
   );
 }
 
+/** @param {Ctx} ctx */
 export function partLabel(ctx, k) {
   const { t } = ctx;
   const key = `part.${k}`;
@@ -37,6 +41,7 @@ export function partLabel(ctx, k) {
   return s === key ? k : s;
 }
 
+/** @param {Ctx} ctx */
 export function breakdownTable(ctx, breakdown, peakPhase = '', res = null) {
   const { t } = ctx;
   const parts = breakdownParts(breakdown);
@@ -101,7 +106,11 @@ export function breakdownTable(ctx, breakdown, peakPhase = '', res = null) {
   );
 }
 
-/** @param {{ value: number, label: string } | undefined} [capacity] */
+/**
+ * @param {{ value: number, label: string } | undefined} [capacity]
+ * @param {Ctx} ctx
+ * @param {HTMLElement} el
+ */
 export function breakdownChart(ctx, el, scenarios, capacity = undefined) {
   const { t } = ctx;
   // scenarios: [{ label, breakdown }]
@@ -126,6 +135,7 @@ export function breakdownChart(ctx, el, scenarios, capacity = undefined) {
   });
 }
 
+/** @param {Ctx} ctx */
 export function details(ctx, result) {
   const { t } = ctx;
   // Collapsed at first: its table (every field of the result) is built when it is opened,
@@ -139,6 +149,7 @@ export function details(ctx, result) {
   return box;
 }
 
+/** @param {Ctx} ctx */
 export function detailsTable(ctx, result) {
   const { t } = ctx;
   const rows = flatten(result).filter(([, v]) => v !== null && v !== undefined && v !== '');
@@ -174,7 +185,11 @@ function timelineValues(timeline) {
   return key ? timeline.map((e) => (typeof e[key] === 'number' ? e[key] : null)) : null;
 }
 
-/** @param {{ value: number, label: string } | undefined} [capacity] */
+/**
+ * @param {{ value: number, label: string } | undefined} [capacity]
+ * @param {Ctx} ctx
+ * @param {HTMLElement} el
+ */
 export function timelineChart(ctx, el, timeline, titleKey, capacity = undefined) {
   const { t } = ctx;
   if (!Array.isArray(timeline) || timeline.length < 2) return;
@@ -217,7 +232,10 @@ export function timelineChart(ctx, el, timeline, titleKey, capacity = undefined)
   });
 }
 
-/** A table of plans / comparison rows: the scalar fields, bytes in GB, times in seconds. */
+/**
+ * A table of plans / comparison rows: the scalar fields, bytes in GB, times in seconds.
+ * @param {Ctx} ctx
+ */
 export function planTable(ctx, list, caption, rec, lead = []) {
   const { t } = ctx;
   const cols = [...lead];

@@ -1,6 +1,7 @@
 // @ts-check
 // The peak-memory result: the peak (what nvidia-smi shows), the numbers each tool reports, the
 // breakdown, the assumptions, memory over the step, and the comparison with a measurement.
+/** @import { Ctx } from './types.js' */
 import { h } from './dom.js';
 import {
   chip,
@@ -14,7 +15,10 @@ import { optionLabel } from './form.js';
 import { statusBadge, changeList } from './verdict.js';
 import { stageView } from './view-stages.js';
 
-/** The three numbers users compare with, and which tool reports which. */
+/**
+ * The three numbers users compare with, and which tool reports which.
+ * @param {Ctx} ctx
+ */
 export function deviceNumbers(ctx, res) {
   const { t } = ctx;
   const a = res.allocator;
@@ -39,7 +43,10 @@ export function deviceNumbers(ctx, res) {
   );
 }
 
-/** The result's assumptions, in the page's language where the core gave their codes. */
+/**
+ * The result's assumptions, in the page's language where the core gave their codes.
+ * @param {Ctx} ctx
+ */
 export function assumptionList(ctx, res) {
   const { t } = ctx;
   const list = Array.isArray(res.assumptions) ? res.assumptions : [];
@@ -59,6 +66,8 @@ export function assumptionList(ctx, res) {
  * @param {any} res the run's peakMemory result
  * @param {any} req the request (advise's: a peakMemory request with the verdict's keys)
  * @param {any} [advice] the advise result holding res: its verdict (with the safety margin)
+ * @param {Ctx} ctx
+ * @param {HTMLElement} el
  */
 export function renderPeak(ctx, el, res, req, advice) {
   const { t, snapPanel } = ctx;

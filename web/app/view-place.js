@@ -1,6 +1,7 @@
 // @ts-check
 // The placement result: the peak of the activations, which layers are checkpointed (by module
 // name), the placement diagram, memory over the step and the memory–time frontier.
+/** @import { Ctx } from './types.js' */
 import { h } from './dom.js';
 import { frontierData } from './frontier.js';
 import { lines } from './charts.js';
@@ -14,6 +15,7 @@ import { chartOpts, chip, headline, details, timelineChart } from './view-common
  * from the model's tensor names (`transformer.h.0.ln_1.weight` → `transformer.h.`).
  * @param {any} req
  * @returns {(i: number) => string}
+ * @param {Ctx} ctx
  */
 export function chainNames(ctx, req) {
   const num = (/** @type {number} */ i) => String(i);
@@ -44,6 +46,10 @@ function shortName(/** @type {string} */ a, /** @type {string} */ b) {
   return pb.slice(Math.max(0, k - 1)).join('.');
 }
 
+/**
+ * @param {Ctx} ctx
+ * @param {HTMLElement} el
+ */
 export function renderPlace(ctx, el, res, req) {
   const { t, st } = ctx;
   el.append(
@@ -85,7 +91,11 @@ export function renderPlace(ctx, el, res, req) {
   el.append(details(ctx, res));
 }
 
-/** The memory–time frontier of the plan's chain, with the chosen plan marked (in the worker). */
+/**
+ * The memory–time frontier of the plan's chain, with the chosen plan marked (in the worker).
+ * @param {Ctx} ctx
+ * @param {HTMLElement} el
+ */
 function frontierChart(ctx, el, res, req) {
   const { t, solver } = ctx;
   const holder = h('div', { class: 'chart-holder' }, h('h3', {}, t('place.frontier')));

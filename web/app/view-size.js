@@ -1,8 +1,13 @@
 // @ts-check
 // The checkpoint-size result: the file's size, the rule of thumb beside it, the breakdown.
+/** @import { Ctx } from './types.js' */
 import { h } from './dom.js';
 import { chip, headline, breakdownChart, breakdownTable, details } from './view-common.js';
 
+/**
+ * @param {Ctx} ctx
+ * @param {HTMLElement} el
+ */
 export function renderSize(ctx, el, res, req) {
   const { t } = ctx;
   el.append(

@@ -3,6 +3,7 @@
 // weights, gradients, optimizer state, activations and the rest of its device memory stacked,
 // the GPU's memory as the dashed line, the stage that binds named; and a table of each stage's
 // numbers beside it.
+/** @import { Ctx } from './types.js' */
 import { h } from './dom.js';
 import { stackedBars } from './charts.js';
 import { chartOpts, partLabel } from './view-common.js';
@@ -18,12 +19,16 @@ const PARTS = [
 /** A stage's memory: what nvidia-smi shows where the allocator is simulated, else the peak. */
 const stageBytes = (s) => (typeof s.deviceUsedBytes === 'number' ? s.deviceUsedBytes : s.peakBytes);
 
-/** The stage's name under its bar and in the table (stages count from 1, as people say them). */
+/**
+ * The stage's name under its bar and in the table (stages count from 1, as people say them).
+ * @param {Ctx} ctx
+ */
 const stageName = (ctx, s) => ctx.t('stage.name', { n: ctx.t.int(s.stage + 1) });
 
 /**
  * Bars of the stages' memory: the four parts, and the rest (temporaries, buffers, the runtime,
  * the allocator's cache) up to the stage's total.
+ * @param {Ctx} ctx
  */
 function stageParts(ctx, stages) {
   const parts = PARTS.map(([key, field]) => ({
@@ -39,6 +44,7 @@ function stageParts(ctx, stages) {
   return parts;
 }
 
+/** @param {Ctx} ctx */
 function stageTable(ctx, pp, stages) {
   const { t } = ctx;
   const cols = ['stage.col.blocks', 'stage.col.inFlight', 'stage.col.memory', 'stage.col.fits'];
@@ -85,6 +91,8 @@ function stageTable(ctx, pp, stages) {
 /**
  * The stages' chart and table, when the result has more than one stage.
  * @param {{ value: number, label: string } | undefined} capacity the GPU's memory (GiB)
+ * @param {Ctx} ctx
+ * @param {HTMLElement} el
  */
 export function stageView(ctx, el, res, capacity) {
   const { t } = ctx;
