@@ -27,12 +27,16 @@ const COLOR_CLASS = {
   buffers: 'c-buf',
   runtime: 'c-runtime',
 };
+/** @param {string} key */
 const colorClass = (key) => COLOR_CLASS[key] || 'c-other';
 
 /** @type {CanvasRenderingContext2D | null | undefined} */
 let measurer;
 const widths = new Map();
-/** A label's width in px at the charts' size (a little generous, so that labels never touch). */
+/**
+ * A label's width in px at the charts' size (a little generous, so that labels never touch).
+ * @param {string} text
+ */
 function textWidth(text) {
   let w = widths.get(text);
   if (w === undefined) {
@@ -47,7 +51,11 @@ function textWidth(text) {
   return w;
 }
 
-/** `text` cut to `width` px, with an ellipsis when cut. */
+/**
+ * `text` cut to `width` px, with an ellipsis when cut.
+ * @param {string} text
+ * @param {number} width
+ */
 function fitText(text, width) {
   if (textWidth(text) <= width) return text;
   let n = text.length;
@@ -55,6 +63,7 @@ function fitText(text, width) {
   return `${text.slice(0, n)}…`;
 }
 
+/** @param {number} v */
 const r1 = (v) => Math.round(v * 10) / 10;
 
 /**
@@ -62,6 +71,11 @@ const r1 = (v) => Math.round(v * 10) / 10;
  * is left-to-right in both languages (style.css .chart); a right-to-left language's words get
  * direction rtl (class rtl), where text-anchor counts from the right.
  * @param {Translator} t
+ * @param {number} x
+ * @param {number} y
+ * @param {string} text
+ * @param {string} side
+ * @param {string} cls
  */
 function label(t, x, y, text, side, cls) {
   const rtl = t.dir === 'rtl';
@@ -79,8 +93,11 @@ function label(t, x, y, text, side, cls) {
  * of the results just built, before they are on screen, and the canvas that measures text is
  * created on first use: the chart is then drawn after the next frame, at el's own width.
  * @param {HTMLElement} el
+ * @param {number} available
+ * @param {(width: number) => void} draw
  */
 function sized(el, available, draw) {
+  /** @param {number} w */
   const width = (w) => Math.round(Math.max(280, Math.min(760, (w || 600) - 8)));
   if (available > 0) return draw(width(available));
   // its place is kept meanwhile, so that what follows does not move when it comes
@@ -95,7 +112,11 @@ function sized(el, available, draw) {
   );
 }
 
-/** The y range, from 0: the data with a margin, or the GPU's memory when it is higher. */
+/**
+ * The y range, from 0: the data with a margin, or the GPU's memory when it is higher.
+ * @param {number} max
+ * @param {Capacity | null | undefined} capacity
+ */
 function yTop(max, capacity) {
   const cap = capacity && capacity.value > 0 ? capacity.value : 0;
   return cap ? Math.max(max, cap) * 1.1 : max * 1.08 || 1;
@@ -105,6 +126,8 @@ function yTop(max, capacity) {
  * The y axis: ticks as many as the plot's height takes (two text heights apart), grid lines,
  * labels right-aligned left of the plot, the unit above them. Returns the left margin.
  * @param {Translator} t
+ * @param {number} yHi
+ * @param {number} plotH
  */
 function yAxis(t, yHi, plotH) {
   const ticks = niceTicks(0, yHi, Math.max(2, Math.floor(plotH / (FONT * 2.5))));
@@ -115,9 +138,14 @@ function yAxis(t, yHi, plotH) {
 /**
  * @param {SVGElement} svg
  * @param {Translator} t
+ * @param {YAxis} axis
+ * @param {YScale} f
+ * @param {number} x0
+ * @param {number} x1
+ * @param {string} title
  */
 function drawYAxis(svg, t, axis, f, x0, x1, title) {
-  axis.ticks.forEach((v, i) => {
+  axis.ticks.forEach((v, /** @type {number} */ i) => {
     const y = r1(f.y(v));
     svg.append(
       s(
@@ -137,6 +165,11 @@ function drawYAxis(svg, t, axis, f, x0, x1, title) {
  * the chart's pixels), at the left end, cut to its value if the whole label does not fit there.
  * @param {SVGElement} svg
  * @param {Translator} t
+ * @param {Capacity | null | undefined} capacity
+ * @param {YScale} f
+ * @param {number} x0
+ * @param {number} x1
+ * @param {Array<[number, number, number]>} [bars]
  */
 function drawCapacity(svg, t, capacity, f, x0, x1, bars = []) {
   if (!capacity || !(capacity.value > 0)) return;
@@ -146,6 +179,10 @@ function drawCapacity(svg, t, capacity, f, x0, x1, bars = []) {
   const above = y - 5 - FONT >= 0;
   const ly = above ? y - 5 : y + FONT + 3;
   // a bar covers a label's box when it spans its x range and rises above the label's foot
+  /**
+   * @param {number} a
+   * @param {number} b
+   */
   const covered = (a, b) => bars.some(([bx0, bx1, top]) => bx1 > a && bx0 < b && top < ly + 2);
   let place = { x: x1 - 4, text: full, anchor: 'right' };
   if (covered(x1 - 4 - textWidth(full), x1 - 4)) {
@@ -158,6 +195,7 @@ function drawCapacity(svg, t, capacity, f, x0, x1, bars = []) {
   );
 }
 
+/** @param {Array<[string, string]>} items */
 function legend(items) {
   return h(
     'ul',
@@ -171,6 +209,9 @@ function legend(items) {
 /**
  * @param {HTMLElement} el
  * @param {Translator} t
+ * @param {number} width
+ * @param {string} summary
+ * @param {Array<[string, string]>} items
  */
 function mount(el, t, width, summary, items) {
   const svg = s('svg', {
@@ -185,13 +226,18 @@ function mount(el, t, width, summary, items) {
   return svg;
 }
 
-/** @param {Translator} t */
+/**
+ * @param {Translator} t
+ * @param {string[]} list
+ */
 const joined = (t, list) => list.join(t.lang === 'ar' ? '؛ ' : '; ');
 
 /**
  * The scenarios' labels under their bars: on one line when they fit their slot, else wrapped
  * onto up to three lines, else slanted and cut; when slots are narrower than a line of text,
  * every k-th. Returns the lines of each label, how to set them and the height they take.
+ * @param {string[]} names
+ * @param {number} slot
  */
 function categoryLabels(names, slot) {
   const room = slot - GAP;
@@ -222,6 +268,11 @@ function categoryLabels(names, slot) {
  * A scenario's name under its bar: its lines, or slanted 30° down to the left of the bar.
  * @param {SVGElement} svg
  * @param {Translator} t
+ * @param {CategoryLabels} cats
+ * @param {number} i
+ * @param {string} name
+ * @param {number} cx
+ * @param {number} bottom
  */
 function drawCategory(svg, t, cats, i, name, cx, bottom) {
   if (!cats.slant) {
@@ -244,16 +295,20 @@ function drawCategory(svg, t, cats, i, name, cx, bottom) {
  * Stacked bars: one bar per scenario, its parts stacked from the first (bottom) to the last.
  * parts[].values are bytes; the axis is in GiB.
  * @param {HTMLElement} el
+ * @param {BarsOptions} opts
  */
 export function stackedBars(el, opts) {
   if (opts.scenarios.length && opts.parts.length)
     sized(el, opts.available, (w) => drawBars(el, opts, w));
 }
 
-/** @param {HTMLElement} el */
+/**
+ * @param {HTMLElement} el
+ * @param {number} W
+ */
 function drawBars(el, { label: title, scenarios, parts, t, capacity }, W) {
-  const gib = parts.map((p) => scenarios.map((_, i) => (p.values[i] || 0) / 2 ** 30));
-  const totals = scenarios.map((_, i) => gib.reduce((a, v) => a + v[i], 0));
+  const gib = parts.map((p) => scenarios.map((_, /** @type {number} */ i) => (p.values[i] || 0) / 2 ** 30));
+  const totals = scenarios.map((_, /** @type {number} */ i) => gib.reduce((a, v) => a + v[i], 0));
   const yHi = yTop(Math.max(...totals), capacity);
   const top = FONT + 14; // room for the y axis' unit above the plot
   // The left margin depends on the y labels, whose count depends on the plot's height, which
@@ -266,11 +321,12 @@ function drawBars(el, { label: title, scenarios, parts, t, capacity }, W) {
   const slot = plotW / scenarios.length;
   cats = categoryLabels(scenarios, slot);
   const bottom = HEIGHT - cats.height;
-  const f = { y: (v) => bottom - (v / yHi) * (bottom - top) };
+  const f = { /** @param {number} v */
+  y: (v) => bottom - (v / yHi) * (bottom - top) };
   const summary = t('chart.summary', {
     title,
     items: joined(t, [
-      ...scenarios.map((n, i) =>
+      ...scenarios.map((n, /** @type {number} */ i) =>
         t('chart.summaryItem', { name: n, value: `${t.num(totals[i])} GiB` }),
       ),
       ...(capacity?.value > 0
@@ -287,11 +343,11 @@ function drawBars(el, { label: title, scenarios, parts, t, capacity }, W) {
   );
   drawYAxis(svg, t, axis, f, left, left + plotW, 'GiB');
   const barW = Math.min(90, slot * 0.5);
-  const rects = scenarios.map((_, i) => {
+  const rects = scenarios.map((_, /** @type {number} */ i) => {
     const cx = left + slot * (i + 0.5);
     return [cx - barW / 2, cx + barW / 2, f.y(totals[i])];
   });
-  scenarios.forEach((name, i) => {
+  scenarios.forEach((/** @type {string} */ name, /** @type {number} */ i) => {
     const cx = left + slot * (i + 0.5);
     let acc = 0;
     parts.forEach((p, k) => {
@@ -313,6 +369,11 @@ function drawBars(el, { label: title, scenarios, parts, t, capacity }, W) {
 /**
  * The x ticks: as many as fit, their labels two GAPs apart and inside the chart.
  * @param {Translator} t
+ * @param {number} xLo
+ * @param {number} xHi
+ * @param {(v: number) => number} fx
+ * @param {number} plotW
+ * @param {number} W
  */
 function xTicks(t, xLo, xHi, fx, plotW, W) {
   let xt = [];
@@ -354,6 +415,11 @@ function thinRun(pxs, pys) {
 /**
  * One series as a path (a null lifts the pen unless spanGaps), with its points under 60.
  * @param {SVGElement} svg
+ * @param {Series} sr
+ * @param {number[]} x
+ * @param {(v: number) => number} fx
+ * @param {YScale} f
+ * @param {boolean | undefined} stepped
  */
 function drawSeries(svg, sr, x, fx, f, stepped) {
   let d = '';
@@ -373,7 +439,7 @@ function drawSeries(svg, sr, x, fx, f, stepped) {
     pxs = [];
     pys = [];
   };
-  sr.values.forEach((v, i) => {
+  sr.values.forEach((v, /** @type {number} */ i) => {
     if (!Number.isFinite(v) || !Number.isFinite(x[i])) {
       if (!sr.spanGaps) flush();
       return;
@@ -407,16 +473,16 @@ function hoverReadout(svg, t, { x, series, fx, top, bottom, left, right, room })
     const box = svg.getBoundingClientRect();
     const px = ((e.clientX - box.left) * svg.viewBox.baseVal.width) / box.width;
     let best = -1;
-    x.forEach((v, i) => {
-      if (!Number.isFinite(v) || !series.some((sr) => Number.isFinite(sr.values[i]))) return;
+    x.forEach((v, /** @type {number} */ i) => {
+      if (!Number.isFinite(v) || !series.some((/** @type {Series} */ sr) => Number.isFinite(sr.values[i]))) return;
       if (best < 0 || Math.abs(fx(v) - px) < Math.abs(fx(x[best]) - px)) best = i;
     });
     hide();
     if (best < 0 || px < left - 8 || px > right + 8) return;
     const cx = r1(fx(x[best]));
     const values = series
-      .filter((sr) => Number.isFinite(sr.values[best]))
-      .map((sr) => `${sr.label} \u2068${t.num(sr.values[best])}\u2069`);
+      .filter((/** @type {Series} */ sr) => Number.isFinite(sr.values[best]))
+      .map((/** @type {Series} */ sr) => `${sr.label} \u2068${t.num(sr.values[best])}\u2069`);
     const text = `\u2068${t.num(x[best])}\u2069: ${joined(t, values)}`;
     shown = [
       s('line', { class: 'cursor', x1: cx, x2: cx, y1: top, y2: bottom }),
@@ -431,12 +497,16 @@ function hoverReadout(svg, t, { x, series, fx, top, bottom, left, right, room })
  * Lines (or steps) over a numeric x: one or more series, nulls leaving a gap (or spanned, with
  * spanGaps), an optional marked point (the peak, the chosen plan) and the GPU's memory.
  * @param {HTMLElement} el
+ * @param {LinesOptions} opts
  */
 export function lines(el, opts) {
   if (opts.x.some(Number.isFinite)) sized(el, opts.available, (w) => drawLines(el, opts, w));
 }
 
-/** @param {HTMLElement} el */
+/**
+ * @param {HTMLElement} el
+ * @param {number} W
+ */
 function drawLines(el, { label: title, x, xLabel, yLabel, series, mark, t, stepped, capacity }, W) {
   // (a loop, not Math.min(...xs): 100,000 arguments overflow the call stack)
   let xLo = Infinity;
@@ -456,11 +526,13 @@ function drawLines(el, { label: title, x, xLabel, yLabel, series, mark, t, stepp
   const left = axis.left;
   // room on the right for half the label of a tick at the end of the x range
   const right = W - Math.max(12, Math.ceil(textWidth(t.num(xHi)) / 2) + 2);
+  /** @param {number} v */
   const fx = (v) => left + ((v - xLo) / (xHi - xLo)) * (right - left);
-  const f = { y: (v) => bottom - (v / yHi) * (bottom - top) };
+  const f = { /** @param {number} v */
+  y: (v) => bottom - (v / yHi) * (bottom - top) };
   const xt = xTicks(t, xLo, xHi, fx, right - left, W);
   // the x values with a point (phases of a timeline share the points where they meet)
-  const points = x.filter((_, i) => series.some((sr) => Number.isFinite(sr.values[i]))).length;
+  const points = x.filter((_, /** @type {number} */ i) => series.some((/** @type {Series} */ sr) => Number.isFinite(sr.values[i]))).length;
   const summary = t('chart.summaryLines', {
     title,
     y: yLabel,
@@ -468,7 +540,7 @@ function drawLines(el, { label: title, x, xLabel, yLabel, series, mark, t, stepp
     n: t.int(points),
     max: t.num(yMax),
   });
-  const items = series.map((sr) => [`line ${colorClass(sr.key)}`, sr.label]);
+  const items = series.map((/** @type {Series} */ sr) => [`line ${colorClass(sr.key)}`, sr.label]);
   if (mark) items.push(['dot', mark.label]);
   const svg = mount(el, t, W, summary, items);
   drawYAxis(svg, t, axis, f, left, right, yLabel);

@@ -11,9 +11,18 @@ import { h, s, put } from './dom.js';
 
 const MAX_ITEMS = 48;
 
-/** Items to draw for n layers with checkpointed segments [[first, last], ...]. */
+/**
+ * Items to draw for n layers with checkpointed segments [[first, last], ...].
+ * @param {number} n
+ * @param {number} segments
+ */
 export function planItems(n, segments) {
   const items = [];
+  /**
+   * @param {string} kind
+   * @param {number} first
+   * @param {number} last
+   */
   const push = (kind, first, last) => {
     if (last >= first) items.push({ kind, first, last });
   };
@@ -46,7 +55,10 @@ export function planItems(n, segments) {
   return out;
 }
 
-/** The steps of one training step over the items: forward, then backward with recompute. */
+/**
+ * The steps of one training step over the items: forward, then backward with recompute.
+ * @param {PlanItem[]} items
+ */
 export function planSteps(items) {
   const steps = [];
   items.forEach((_, i) => steps.push({ phase: 'forward', item: i }));
@@ -60,6 +72,9 @@ export function planSteps(items) {
 /**
  * Node states at step k: 'pending' | 'stored' | 'checkpoint' | 'discarded' | 'recomputed' |
  * 'done'.
+ * @param {PlanItem[]} items
+ * @param {PlanStep[]} steps
+ * @param {number} k
  */
 export function statesAt(items, steps, k) {
   const st = items.map(() => 'pending');
@@ -73,9 +88,16 @@ export function statesAt(items, steps, k) {
 }
 
 // Layers numbered from 0, as the API's `checkpointed` ranges and the page's text.
+/** @param {PlanItem} it */
 const label = (it) => (it.first === it.last ? `${it.first}` : `${it.first}–${it.last}`);
 
 // An SVG picture described by the caption with that id (drawn left to right in both languages).
+/**
+ * @param {number} width
+ * @param {number} height
+ * @param {string} cls
+ * @param {string} captionId
+ */
 function figureSvg(width, height, cls, captionId) {
   return s('svg', {
     viewBox: `0 0 ${width} ${height}`,
@@ -91,6 +113,10 @@ function figureSvg(width, height, cls, captionId) {
 /**
  * @param {SVGElement} svg
  * @param {Translator} t
+ * @param {HTMLElement} caption
+ * @param {PlanItem[]} items
+ * @param {PlanStep[]} steps
+ * @param {number} k
  */
 function drawPlan(svg, caption, items, steps, k, t) {
   const w = 36; // a node's width
@@ -105,7 +131,7 @@ function drawPlan(svg, caption, items, steps, k, t) {
   // the input of the chain is always kept
   svg.append(s('rect', { x: 4, y: 50, width: 20, height: 36, rx: 4, class: 'node node-stored' }));
   svg.append(s('text', { x: 14, y: 104, class: 'svg-small', 'text-anchor': 'middle' }, 'x'));
-  items.forEach((it, i) => {
+  items.forEach((/** @type {PlanItem} */ it, i) => {
     const state = states[i];
     const cls = `node node-${state}${cur && cur.item === i ? ' node-current' : ''}`;
     const x = 32 + i * (w + gap);
@@ -167,6 +193,7 @@ function planLegend(t) {
   );
 }
 
+/** @param {HTMLElement} container */
 export function placementDiagram(container, { n, segments, t }) {
   const items = planItems(n, segments);
   const steps = planSteps(items);
@@ -182,11 +209,16 @@ export function placementDiagram(container, { n, segments, t }) {
     'aria-label': t('plan.step'),
     class: 'plan-slider',
   });
+  /** @param {number} to */
   const go = (to) => {
     k = to;
     drawPlan(svg, caption, items, steps, k, t);
     slider.value = String(k);
   };
+  /**
+   * @param {string} labelKey
+   * @param {number} to
+   */
   const stepButton = (labelKey, to) =>
     h('button', { type: 'button', class: 'small', onclick: () => go(to()) }, t(labelKey));
   const prev = stepButton('plan.prev', () => Math.max(0, k - 1));
@@ -205,6 +237,7 @@ export function placementDiagram(container, { n, segments, t }) {
   );
 }
 
+/** @param {HTMLElement} container */
 export function accumulationDiagram(container, { micro, steps, dp, t }) {
   const shown = Math.min(steps, 8);
   // Boxes as wide as their longest label (≈ 6.3 px a character at the 11 px label size), so

@@ -32,11 +32,13 @@ export function dropZone(o, take) {
           input.click();
         }
       },
+      /** @param {DragEvent} e */
       ondragover: (e) => {
         e.preventDefault();
         zone.classList.add('over');
       },
       ondragleave: () => zone.classList.remove('over'),
+      /** @param {DragEvent} e */
       ondrop: (e) => {
         e.preventDefault();
         zone.classList.remove('over');

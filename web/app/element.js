@@ -30,6 +30,10 @@ class TrainmemCalculator extends HTMLElement {
         }),
       );
     }
+    /**
+     * @param {string} name
+     * @param {readonly string[]} allowed
+     */
     const list = (name, allowed) =>
       (this.getAttribute(name) || '')
         .split(',')

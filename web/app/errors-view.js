@@ -79,7 +79,10 @@ const FIELD_INPUTS = {
   'checkpointing.budgetBytes': 'budgetGB',
 };
 
-/** The page input behind an error's field, or ''. */
+/**
+ * The page input behind an error's field, or ''.
+ * @param {string} field
+ */
 export function inputOf(field) {
   const parts = String(field || '').split('.');
   const two = parts.slice(0, 2).join('.');
@@ -88,7 +91,10 @@ export function inputOf(field) {
 
 // An infeasible placement budget: the core's minimum, and one click to use it (rounded up to
 // whole MB so that it is not below the minimum).
-/** @param {Ctx} ctx */
+/**
+ * @param {Ctx} ctx
+ * @param {PageError} e
+ */
 function minimumBudget(ctx, e) {
   const { t } = ctx;
   return h(
@@ -111,7 +117,11 @@ function minimumBudget(ctx, e) {
   );
 }
 
-/** @param {Ctx} ctx */
+/**
+ * @param {Ctx} ctx
+ * @param {string} label
+ * @param {() => void} onclick
+ */
 const wayOutLine = (ctx, label, onclick, cls = '') =>
   h(
     'p',
@@ -123,7 +133,11 @@ const wayOutLine = (ctx, label, onclick, cls = '') =>
 
 // Every error offers a way out: the precision the GPU supports, the GPU picker for TFLOP/s, or
 // the input that is at fault (opened and focused).
-/** @param {Ctx} ctx */
+/**
+ * @param {Ctx} ctx
+ * @param {PageError} e
+ * @param {string | null} input
+ */
 function wayOut(ctx, e, input) {
   const { t, rootEl } = ctx;
   if (e.field === 'precision' && /amp-fp16/.test(String(e.message)))
@@ -151,6 +165,8 @@ function wayOut(ctx, e, input) {
  * sentence of the page's own (InputError with a key), or the error code's sentence naming the
  * input.
  * @param {Ctx} ctx
+ * @param {PageError} e
+ * @param {string | null} key
  */
 function whatIsWrong(ctx, e, key) {
   const { t } = ctx;
@@ -163,7 +179,10 @@ function whatIsWrong(ctx, e, key) {
   return key ? t('error.inInput', { input: t(`field.${key}`), what: code }) : code;
 }
 
-/** @param {Ctx} ctx */
+/**
+ * @param {Ctx} ctx
+ * @param {PageError} e
+ */
 export function errorBox(ctx, e) {
   const { t } = ctx;
   const unsupported = e.code === 'unsupported';

@@ -129,7 +129,10 @@ export const NET_CARDS = [
   },
 ];
 
-/** @param {Translator} t */
+/**
+ * @param {Translator} t
+ * @param {number} b
+ */
 const GB = (t, b) => t.n(`${t.gb(b)} = ${t.gib(b)}`);
 
 /**
@@ -137,6 +140,7 @@ const GB = (t, b) => t.n(`${t.gb(b)} = ${t.gib(b)}`);
  * @returns {{ ok: boolean, result?: any, error?: any }}
  * @param {Trainmem} tm
  * @param {State} st
+ * @param {string} search
  */
 function run(tm, st, search) {
   const req = { ...peakMemoryRequest(st), timeline: false };
@@ -152,13 +156,15 @@ function run(tm, st, search) {
  * The explanation of a card: each variant's peak and verdict, then the largest batch.
  * @param {Trainmem} tm
  * @param {Translator} t
+ * @param {NetCard} card
  */
 function explainCard(card, tm, t) {
+  /** @param {Partial<State>} patch */
   const st = (patch) => ({ ...defaults(), ...card.state, ...patch });
   const steps = [h('li', {}, t(`ex.${card.id}.s1`))];
   /** @type {any} */
   let first = null;
-  card.variants.forEach((patch, i) => {
+  card.variants.forEach((/** @type {Partial<State>} */ patch, i) => {
     const r = run(tm, st(patch), i === 0); // (the largest batch: the recipe's own)
     if (i === 0) first = r;
     const used = r.ok ? (r.result.deviceUsedBytes ?? r.result.peakBytes) : 0;

@@ -12,6 +12,7 @@ import { EXAMPLES, ARTICLES } from './examples.js';
 /**
  * The state of an example: the defaults, the page's language and tab, and the example's own.
  * @param {Ctx} ctx
+ * @param {Example} ex
  */
 export function exampleState(ctx, ex) {
   return {
@@ -23,13 +24,19 @@ export function exampleState(ctx, ex) {
   };
 }
 
-/** @param {Translator} t */
+/**
+ * @param {Translator} t
+ * @param {Example} ex
+ */
 const cardTitle = (t, ex) => {
   const short = t(`ex.${ex.id}.short`);
   return short === `ex.${ex.id}.short` ? t(`ex.${ex.id}.title`) : short;
 };
 
-/** @param {Ctx} ctx */
+/**
+ * @param {Ctx} ctx
+ * @param {Example} ex
+ */
 function card(ctx, ex) {
   const { t, st } = ctx;
   const on = st.ex === ex.id;
@@ -80,6 +87,7 @@ export function examplesEl(ctx) {
 /**
  * Where an example comes from: its article (the Arabic original) and the sources it cites.
  * @param {Ctx} ctx
+ * @param {Example} ex
  */
 function provenance(ctx, ex) {
   const { t } = ctx;
@@ -104,7 +112,10 @@ function provenance(ctx, ex) {
   );
 }
 
-/** @param {Translator} t */
+/**
+ * @param {Translator} t
+ * @param {string[]} sources
+ */
 function sourcesLine(t, sources) {
   return h(
     'p',

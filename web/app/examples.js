@@ -10,8 +10,8 @@
 //   state(p)  the inputs it sets, over the page's defaults (p: preset ids found in this build);
 //   explain(tm, t, p)  → { steps: Node[], result: Node, patch? }: its explanation, computed.
 // Its strings are i18n keys ex.<id>.title and ex.<id>.question, in both languages.
-/** @import { Trainmem } from '../lib/index.js' */
-/** @import { Translator } from './types.js' */
+/** @import { CheckpointSizeResult, DType, FunctionName, ModelInput, Optimizer, Trainmem } from '../lib/index.js' */
+/** @import { PickerPresets, Translator } from './types.js' */
 import { h } from './dom.js';
 import { uniformChain } from './requests.js';
 import { NET_EXAMPLES } from './examples-nets.js';
@@ -89,7 +89,11 @@ const SOURCES = {
   gpt2: { label: 'openai-community/gpt2', url: 'https://huggingface.co/openai-community/gpt2' },
 };
 
-/** The preset id whose id matches one of the patterns (presets come from the core's data). */
+/**
+ * The preset id whose id matches one of the patterns (presets come from the core's data).
+ * @param {PickerPresets} presets
+ * @param {string[]} patterns
+ */
 export function findPreset(presets, patterns) {
   const ids = (presets?.models || []).map((m) => m.id);
   for (const p of patterns) {
@@ -111,6 +115,8 @@ export function findPreset(presets, patterns) {
 /**
  * @returns {{ ok: boolean, result?: any, error?: any, request: any }}
  * @param {Trainmem} tm
+ * @param {FunctionName} fn
+ * @param {object} req
  */
 function attempt(tm, fn, req) {
   try {
@@ -123,14 +129,23 @@ function attempt(tm, fn, req) {
 /**
  * A checkpoint-size request of the examples: a model, its optimizer and its weights' dtype.
  * @param {Trainmem} tm
+ * @param {ModelInput} model
+ * @param {Optimizer} optimizer
+ * @param {DType} weightDtype
  */
 const sizeOf = (tm, model, optimizer, weightDtype, more = {}) =>
   attempt(tm, 'checkpointSize', { model, optimizer, weightDtype, ...more });
 
-/** @param {Translator} t */
+/**
+ * @param {Translator} t
+ * @param {number} b
+ */
 const GB = (t, b) => t.n(`${t.gb(b)} = ${t.gib(b)}`);
 
-/** @param {Translator} t */
+/**
+ * @param {Translator} t
+ * @param {unknown} e
+ */
 function errorNote(t, e) {
   return h(
     'span',
@@ -145,6 +160,7 @@ export const EXAMPLES = [
     tab: 'size',
     article: 'size',
     sources: [SOURCES.llama2, SOURCES.adamw],
+    /** @param {ExampleParams} p */
     state: (p) => ({
       modelSource: p.llama ? 'preset' : 'params',
       preset: p.llama || '',
@@ -159,6 +175,7 @@ export const EXAMPLES = [
     /**
      * @param {Trainmem} tm
      * @param {Translator} t
+     * @param {ExampleParams} p
      */
     explain(tm, t, p) {
       const N = LLAMA2_7B_PARAMS;
@@ -249,6 +266,11 @@ export const EXAMPLES = [
       const a = sizeOf(tm, { params: N }, 'sgd', 'fp32');
       const b = sizeOf(tm, { params: N }, 'adam', 'bf16');
       // "N × copies × bytes = total bytes = GB", or why the core could not say
+      /**
+       * @param {string} key
+       * @param {CheckpointSizeResult} r
+       * @param {string} formula
+       */
       const line = (key, r, formula) =>
         h(
           'li',
@@ -285,6 +307,7 @@ export const EXAMPLES = [
     tab: 'accum',
     article: 'accumulation',
     sources: [SOURCES.hfOne, SOURCES.anatomy, SOURCES.bert],
+    /** @param {ExampleParams} p */
     state: (p) => ({
       modelSource: 'config',
       config: JSON.stringify(BERT_LARGE_SEQ_CLS, null, 2),
@@ -308,6 +331,7 @@ export const EXAMPLES = [
     /**
      * @param {Trainmem} tm
      * @param {Translator} t
+     * @param {ExampleParams} p
      */
     explain(tm, t, p) {
       const model = { config: BERT_LARGE_SEQ_CLS };
@@ -321,6 +345,7 @@ export const EXAMPLES = [
       };
       const base = { model, seqLen: 512, precision: 'fp32', optimizer: 'adamw', ...gpu };
       const acc = { microBatch: 1, gradientAccumulationSteps: 4 };
+      /** @param {object} req */
       const peak = (req) => attempt(tm, 'peakMemory', { ...base, ...req, timeline: false });
       /** @type {Array<[string, any]>} */
       const runs = [
@@ -329,9 +354,12 @@ export const EXAMPLES = [
         ['ex.bert.accCkpt', peak({ ...then, ...acc, checkpointing: 'full' })],
       ];
       // nvidia-smi prints MiB (2^20 bytes) and labels them "MB": the prediction in the same unit.
+      /** @param {number} b */
       const mibs = (b) => t.int(Math.round(b / 2 ** 20));
+      /** @param {number} b */
       const mib = (b) => t.n(`${mibs(b)} MiB`);
       // what nvidia-smi shows (the caching allocator's reserve + the context), when simulated
+      /** @param {CheckpointSizeResult} r */
       const smi = (r) => (typeof r.deviceUsedBytes === 'number' ? r.deviceUsedBytes : r.peakBytes);
       const steps = [h('li', {}, t('ex.bert.s1')), h('li', {}, t('ex.bert.s2'))];
       for (const [key, r] of runs) {
@@ -458,9 +486,11 @@ export const EXAMPLES = [
         gpu: 'rtx-4090',
         timeline: false,
       };
+      /** @param {object} more */
       const pipe = (more) => ({ pipeline: { denoiser: { preset: 'sdxl-base-unet' }, ...more } });
       // The script casts the frozen UNet to weight_dtype (bf16): lora.baseDtype where the core
       // takes it, else the core's default for the base.
+      /** @param {ModelInput} model */
       const peak = (model, more = {}) => {
         const r = attempt(tm, 'peakMemory', {
           ...base,
@@ -471,6 +501,7 @@ export const EXAMPLES = [
         if (r.ok || !String(r.error?.field || '').startsWith('lora')) return r;
         return attempt(tm, 'peakMemory', { ...base, ...more, model });
       };
+      /** @param {CheckpointSizeResult} r */
       const smi = (r) => (typeof r.deviceUsedBytes === 'number' ? r.deviceUsedBytes : r.peakBytes);
       /** @type {Array<[string, any]>} */
       const runs = [
@@ -513,6 +544,7 @@ export const EXAMPLES = [
     tab: 'place',
     article: 'accumulation',
     sources: [SOURCES.gpt2, SOURCES.chen, SOURCES.checkpoint],
+    /** @param {ExampleParams} p */
     state: (p) => ({
       chainSource: 'model',
       modelSource: p.gpt2 ? 'preset' : 'params',
@@ -528,6 +560,7 @@ export const EXAMPLES = [
     /**
      * @param {Trainmem} tm
      * @param {Translator} t
+     * @param {ExampleParams} p
      */
     explain(tm, t, p) {
       const model = p.gpt2 ? { preset: p.gpt2 } : { params: GPT2_PARAMS };

@@ -19,7 +19,12 @@ function exportRows(ctx) {
   return rows;
 }
 
-/** @param {Ctx} ctx */
+/**
+ * @param {Ctx} ctx
+ * @param {string} name
+ * @param {string} type
+ * @param {string} text
+ */
 function download(ctx, name, type, text) {
   const url = URL.createObjectURL(new Blob([text], { type }));
   const a = h('a', { href: url, download: name, class: 'sr-only' });
@@ -29,7 +34,11 @@ function download(ctx, name, type, text) {
   setTimeout(() => URL.revokeObjectURL(url), 1000);
 }
 
-/** @param {Ctx} ctx */
+/**
+ * @param {Ctx} ctx
+ * @param {string} text
+ * @param {HTMLElement} btn
+ */
 async function copy(ctx, text, btn) {
   let ok = false;
   try {
@@ -75,6 +84,11 @@ const DOWNLOADS = [
 export function exportBar(ctx) {
   const exporters = exportersOf(ctx);
   const name = () => `trainmem-${ctx.last?.fn || 'result'}`;
+  /**
+   * @param {string} kind
+   * @param {() => void} onclick
+   * @param {string} label
+   */
   const button = (kind, onclick, label) =>
     h('button', { type: 'button', class: 'small', 'data-export': kind, onclick }, label);
   return h(
@@ -112,6 +126,7 @@ export function embedCodes(ctx) {
 export function embedDialog(ctx) {
   const a = h('textarea', { id: 'tm-embed-element', rows: 4, readonly: true });
   const b = h('textarea', { id: 'tm-embed-iframe', rows: 3, readonly: true });
+  /** @param {HTMLTextAreaElement} area */
   const copyOf = (area) =>
     h(
       'button',

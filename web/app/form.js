@@ -2,7 +2,7 @@
 // The form: which inputs each part of the page shows, in focus order, and the controls
 // themselves. Each control takes the controller's live state ctx first:
 // { t, st, presets, show, invalid, update, compute }.
-/** @import { Ctx, State, Tab } from './types.js' */
+/** @import { Ctx, FieldKey, State, Tab } from './types.js' */
 import { h } from './dom.js';
 import { FIELDS } from './state.js';
 import { parseCount, parseNumber, westernDigits } from '../lib/units.js';
@@ -182,6 +182,7 @@ const STRATEGY_OF = {
 /**
  * @param {State} st
  * @param {Tab} tab
+ * @param {string} key
  */
 export function visible(key, st, tab) {
   if (SOURCE_FIELDS.includes(key)) return st.modelSource === key;
@@ -235,14 +236,21 @@ export function visible(key, st, tab) {
 
 // ---- inputs ---------------------------------------------------------------------------
 // Each takes the controller's live state ctx: { t, st, presets, show, invalid, update, compute }.
-/** @param {Ctx} ctx */
+/**
+ * @param {Ctx} ctx
+ * @param {FieldKey} key
+ * @param {string} v
+ */
 export function optionLabel(ctx, key, v) {
   const k = `opt.${key}.${v}`;
   const s = ctx.t(k);
   return s === k ? v : s;
 }
 
-/** @param {Ctx} ctx */
+/**
+ * @param {Ctx} ctx
+ * @param {FieldKey} key
+ */
 export function helpFor(ctx, key) {
   const k = `help.${key}`;
   const s = ctx.t(k);
@@ -252,6 +260,7 @@ export function helpFor(ctx, key) {
 /**
  * An input's element ids and help text.
  * @param {Ctx} ctx
+ * @param {FieldKey} key
  */
 function idsOf(ctx, key) {
   const id = `tm-${key}`;
@@ -261,14 +270,19 @@ function idsOf(ctx, key) {
   return { id, help, helpId, errId, describedBy: [helpId, errId].filter(Boolean).join(' ') };
 }
 
+/** @param {Ids} ids */
 const helpLine = (ids) =>
   ids.help ? h('small', { id: ids.helpId, class: 'help' }, ids.help) : null;
+/** @param {Ids} ids */
 const errorLine = (ids) =>
   h('small', { id: ids.errId, class: 'field-error', 'aria-live': 'polite' });
 
 /**
  * An input with its label above it, its help and (for typed inputs) its error line.
  * @param {Ctx} ctx
+ * @param {FieldKey} key
+ * @param {Ids} ids
+ * @param {HTMLElement} control
  */
 function labelled(ctx, key, ids, control, err = null) {
   return h(
@@ -281,10 +295,14 @@ function labelled(ctx, key, ids, control, err = null) {
   );
 }
 
-/** @param {Ctx} ctx */
+/**
+ * @param {Ctx} ctx
+ * @param {ChoiceSpec} f
+ * @param {Ids} ids
+ */
 function modelSourceField(ctx, f, ids) {
   const { t, st, presets } = ctx;
-  const radios = f.values.map((v) =>
+  const radios = f.values.map((/** @type {string} */ v) =>
     h(
       'label',
       { class: 'radio' },
@@ -312,7 +330,11 @@ function modelSourceField(ctx, f, ids) {
 
 // A preset picker (Latin names: left to right in both languages, so that RTL does not clip
 // their start).
-/** @param {Ctx} ctx */
+/**
+ * @param {Ctx} ctx
+ * @param {FieldKey} key
+ * @param {Ids} ids
+ */
 function presetControl(ctx, key, ids) {
   const { t, st, presets } = ctx;
   const list = key === 'preset' ? presets.models : presets.gpus;
@@ -329,7 +351,10 @@ function presetControl(ctx, key, ids) {
   );
 }
 
-/** @param {Ctx} ctx */
+/**
+ * @param {Ctx} ctx
+ * @param {Ids} ids
+ */
 function configField(ctx, ids) {
   const { t, st } = ctx;
   const { id } = ids;
@@ -368,7 +393,12 @@ function configField(ctx, ids) {
 }
 
 // Free text sent to the core as it is (the core names the field when it cannot read it).
-/** @param {Ctx} ctx */
+/**
+ * @param {Ctx} ctx
+ * @param {FieldKey} key
+ * @param {TextSpec} f
+ * @param {Ids} ids
+ */
 function textControl(ctx, key, f, ids) {
   return h('input', {
     id: ids.id,
@@ -386,7 +416,11 @@ function textControl(ctx, key, f, ids) {
 // Choices whose '' the page resolves for this run (resolve.js): their label says to what.
 const AUTOMATIC = new Set(['precision', 'baseDtype', 'weightDtype']);
 
-/** @param {Ctx} ctx */
+/**
+ * @param {Ctx} ctx
+ * @param {FieldKey} key
+ * @param {string} v
+ */
 function choiceLabel(ctx, key, v) {
   if (v !== '' || !AUTOMATIC.has(key)) return optionLabel(ctx, key, v);
   const value = resolve({ ...ctx.st, method: 'lora' }).st[key];
@@ -396,7 +430,12 @@ function choiceLabel(ctx, key, v) {
   return ctx.t(`opt.${key}.`, { auto });
 }
 
-/** @param {Ctx} ctx */
+/**
+ * @param {Ctx} ctx
+ * @param {FieldKey} key
+ * @param {ChoiceSpec} f
+ * @param {Ids} ids
+ */
 function choiceControl(ctx, key, f, ids) {
   return h(
     'select',
@@ -405,13 +444,17 @@ function choiceControl(ctx, key, f, ids) {
       'aria-describedby': ids.helpId,
       onchange: (e) => ctx.update({ [key]: e.target.value }),
     },
-    f.values.map((v) =>
+    f.values.map((/** @type {string} */ v) =>
       h('option', { value: v, selected: ctx.st[key] === v }, choiceLabel(ctx, key, v)),
     ),
   );
 }
 
-/** @param {Ctx} ctx */
+/**
+ * @param {Ctx} ctx
+ * @param {FieldKey} key
+ * @param {Ids} ids
+ */
 function boolField(ctx, key, ids) {
   const control = h('input', {
     id: ids.id,
@@ -431,7 +474,12 @@ function boolField(ctx, key, ids) {
 
 // A number typed in: checked against the field's range as it is typed; a value out of range
 // is held back (ctx.invalid) with its message under the input.
-/** @param {Ctx} ctx */
+/**
+ * @param {Ctx} ctx
+ * @param {FieldKey} key
+ * @param {NumberSpec} f
+ * @param {Ids} ids
+ */
 function numberField(ctx, key, f, ids) {
   const { t, st, invalid } = ctx;
   const err = errorLine(ids);
@@ -472,7 +520,10 @@ function numberField(ctx, key, f, ids) {
   return labelled(ctx, key, ids, control, err);
 }
 
-/** @param {Ctx} ctx */
+/**
+ * @param {Ctx} ctx
+ * @param {FieldKey} key
+ */
 export function field(ctx, key) {
   const f = FIELDS[key];
   const ids = idsOf(ctx, key);
@@ -494,6 +545,7 @@ const TOGGLED = new Set(['schedule', 'virtualStages']);
 /**
  * @param {Ctx} ctx
  * @param {Tab} tab
+ * @param {readonly FieldKey[]} keys
  */
 export function fields(ctx, keys, tab) {
   const { st, show } = ctx;
@@ -510,6 +562,7 @@ export function fields(ctx, keys, tab) {
  * Shows or hides the inputs of TOGGLED for the state, where they are.
  * @param {State} st
  * @param {Tab} tab
+ * @param {HTMLElement} rootEl
  */
 export function toggled(rootEl, st, tab) {
   for (const k of TOGGLED) {

@@ -38,19 +38,25 @@ export const PART_ORDER = [
   'container',
 ];
 
-/** Bytes of a breakdown entry: a number, or { bytes, source }. */
+/**
+ * Bytes of a breakdown entry: a number, or { bytes, source }.
+ * @param {unknown} v
+ */
 export const partBytes = (v) =>
   typeof v === 'number' ? v : typeof v?.bytes === 'number' ? v.bytes : NaN;
 
+/** @param {Record<string, unknown> | null | undefined} breakdown */
 export function breakdownParts(breakdown) {
   if (!breakdown || typeof breakdown !== 'object') return [];
   const entries = Object.entries(breakdown)
     .map(([k, v]) => [k, partBytes(v), typeof v?.source === 'string' ? v.source : ''])
     .filter(([, b]) => b > 0);
+  /** @param {string} k */
   const rank = (k) => (PART_ORDER.includes(k) ? PART_ORDER.indexOf(k) : PART_ORDER.length);
   return entries.sort((a, b) => rank(a[0]) - rank(b[0]));
 }
 
+/** @param {unknown} v */
 function csvCell(v) {
   const s = String(v ?? '');
   // A leading = + - @ would be a formula in a spreadsheet: prefix a quote (CSV injection).
@@ -58,11 +64,14 @@ function csvCell(v) {
   return /[",\n\r]/.test(safe) ? `"${safe.replace(/"/g, '""')}"` : safe;
 }
 
+/** @param {unknown[][]} rows */
 export function toCSV(rows) {
   return rows.map((r) => r.map(csvCell).join(',')).join('\n') + '\n';
 }
 
+/** @param {unknown[][]} rows */
 export function toMarkdown(rows, header = ['field', 'value']) {
+  /** @param {unknown} v */
   const esc = (v) =>
     String(v ?? '')
       .replace(/\|/g, '\\|')

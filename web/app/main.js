@@ -8,6 +8,10 @@ import { startErrorText } from './start-error.js';
 
 const q = new URLSearchParams(location.search);
 const embed = q.get('embed') === '1';
+/**
+ * @param {string} name
+ * @param {readonly string[]} allowed
+ */
 const listParam = (name, allowed) =>
   (q.get(name) || '')
     .split(',')

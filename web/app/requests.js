@@ -32,7 +32,11 @@ export class InputError extends TrainmemError {
 // config.json's text goes.
 const HUB_ID = /^\s*(?:https?:\/\/huggingface\.co\/)?([A-Za-z0-9][\w.-]*\/[\w.-]+?)\/?\s*$/;
 
-/** The error for text that is not JSON: a Hub id (the known model it names), or where it broke. */
+/**
+ * The error for text that is not JSON: a Hub id (the known model it names), or where it broke.
+ * @param {string} text
+ * @param {unknown} e
+ */
 function configError(text, e) {
   const hub = HUB_ID.exec(text);
   if (hub) {
@@ -140,7 +144,10 @@ export function peakMemoryRequest(st) {
 
 // Pipeline, context and expert parallelism (peak memory's alone: the accumulation planner
 // takes none of them), each sent only when set.
-/** @param {State} st */
+/**
+ * @param {State} st
+ * @param {Record<string, unknown>} r
+ */
 function withParallel(r, st) {
   if (st.pipelineParallel > 1) {
     r.pipelineParallel = st.pipelineParallel;
@@ -216,6 +223,7 @@ export function stateOfLayout(s) {
 }
 
 // A list typed as words or numbers separated by commas or spaces.
+/** @param {string} text */
 const listOf = (text) =>
   String(text || '')
     .split(/[\s,]+/)
@@ -249,7 +257,10 @@ function fsdpOf(st) {
 // Whether the core reads lora.baseDtype (a core built before it refuses the key): asked once,
 // after the first result (app.js), and left out of the requests until then.
 let baseDtypeKnown = false;
-/** Whether the core refused (false) or took (true) lora.baseDtype. */
+/**
+ * Whether the core refused (false) or took (true) lora.baseDtype.
+ * @param {boolean} known
+ */
 export function knowBaseDtype(known) {
   baseDtypeKnown = known;
 }
@@ -272,7 +283,10 @@ export const BASE_DTYPE_PROBE = {
 // the runtime (CUDA context) and the optimizer's implementation (its step temporaries), and the
 // advanced inputs (LoRA / QLoRA, offload, tensor parallelism, the recipe options, the caching
 // allocator). Each is sent only when set, so that the core's documented defaults apply.
-/** @param {State} st */
+/**
+ * @param {State} st
+ * @param {Record<string, unknown>} r
+ */
 function withRuntime(r, st, planner = false) {
   if (st.attention) r.attention = st.attention;
   if (st.runtime) r.runtime = st.runtime;
@@ -359,7 +373,11 @@ export function accumulationRequest(st) {
   );
 }
 
-/** A uniform chain: n equal layers (Chen et al.'s setting), costs forward 1, backward 2. */
+/**
+ * A uniform chain: n equal layers (Chen et al.'s setting), costs forward 1, backward 2.
+ * @param {number} n
+ * @param {number} layerBytes
+ */
 export function uniformChain(n, layerBytes) {
   const layer = {
     forwardCost: 1,

@@ -5,13 +5,16 @@
 // it, and the checkpoint file's dtype follows the training precision. The request builders
 // (requests.js) take the resolved state; the verdict states what was resolved.
 /** @import { GpuPreset } from '../lib/index.js' */
-/** @import { State } from './types.js' */
+/** @import { PickerPresets, State } from './types.js' */
 
 /** @typedef {{ id: string, name?: string, memoryBytes?: number, bf16?: boolean }} GpuPreset */
 
 /** @type {{ gpus: GpuPreset[], models?: Array<{ id: string, name?: string, hub?: string, modelType?: string, moe?: boolean }> }} */
 let known = { gpus: [] };
-/** The presets of this build (app.js, at start). */
+/**
+ * The presets of this build (app.js, at start).
+ * @param {PickerPresets} presets
+ */
 export function usePresets(presets) {
   known = presets || { gpus: [] };
 }
@@ -19,7 +22,10 @@ export function usePresets(presets) {
 /** The presets of this build. */
 export const knownPresets = () => known;
 
-/** The known model whose Hugging Face id this is (case-insensitive), or null. */
+/**
+ * The known model whose Hugging Face id this is (case-insensitive), or null.
+ * @param {string} id
+ */
 export function presetOfHubId(id) {
   const want = String(id).toLowerCase();
   return known.models?.find((m) => m.hub && m.hub.toLowerCase() === want) || null;
@@ -62,6 +68,10 @@ export function resolve(st, presets = known) {
   const bf16 = gpuBf16(st, presets);
   /** @type {Record<string, string>} */
   const auto = {};
+  /**
+   * @param {string} key
+   * @param {string} value
+   */
   const pick = (key, value) => {
     if (st[key]) return st[key];
     auto[key] = value;

@@ -4,6 +4,7 @@
 // core's compareSnapshot, then the measured and predicted curves on the same axes, the
 // difference per category and the likely causes (translated by code). The file stays in the
 // browser: it is read from the drop or the file input and handed to the worker, nothing else.
+/** @import { CompareSnapshotResult, PeakMemoryRequest, SnapshotCause, SnapshotTopFrame } from '../lib/index.js' */
 /** @import { Ctx, Translator } from './types.js' */
 import { h, put } from './dom.js';
 import { dropZone } from './drop-zone.js';
@@ -15,7 +16,10 @@ import { chartOpts, partLabel } from './view-common.js';
 const GIB = 2 ** 30;
 
 // Bytes in the unit that suits them (GiB, MiB, KiB), for the sentences of the causes.
-/** @param {Translator} t */
+/**
+ * @param {Translator} t
+ * @param {number} b
+ */
 function human(t, b) {
   const a = Math.abs(b);
   if (a >= GIB) return t.gib(b);
@@ -23,12 +27,18 @@ function human(t, b) {
   return `${t.num(Math.round((b / d) * 10) / 10)} ${u}`;
 }
 
-/** @param {Translator} t */
+/**
+ * @param {Translator} t
+ * @param {number} b
+ */
 function bytesText(t, b) {
   return b === null || b === undefined ? '—' : t.both(b);
 }
 
-/** @param {Translator} t */
+/**
+ * @param {Translator} t
+ * @param {SnapshotCause} c
+ */
 function causeText(t, c) {
   const vars = {};
   for (const [k, v] of Object.entries(c.params)) {
@@ -42,6 +52,7 @@ function causeText(t, c) {
 /**
  * The measured peak and steps of a snapshot, and its chart.
  * @param {Ctx} ctx
+ * @param {CompareSnapshotResult} r
  */
 function measuredLines(ctx, r) {
   const { t } = ctx;
@@ -71,9 +82,15 @@ function measuredLines(ctx, r) {
 /**
  * Measured, predicted and their difference: the totals, then per category.
  * @param {Ctx} ctx
+ * @param {CompareSnapshotResult} r
  */
 function totalsTable(ctx, r) {
   const { t } = ctx;
+  /**
+   * @param {Attrs} attrs
+   * @param {string} label
+   * @param {Child} x
+   */
   const row = (attrs, label, x) =>
     h(
       'tr',
@@ -101,8 +118,8 @@ function totalsTable(ctx, r) {
     h(
       'tbody',
       {},
-      r.totals.map((x) => row({ 'data-total': x.what }, t(`snap.total.${x.what}`), x)),
-      r.categories.map((x) => row({ 'data-category': x.category }, partLabel(ctx, x.category), x)),
+      r.totals.map((/** @type {Child} */ x) => row({ 'data-total': x.what }, t(`snap.total.${x.what}`), x)),
+      r.categories.map((/** @type {Child} */ x) => row({ 'data-category': x.category }, partLabel(ctx, x.category), x)),
     ),
   );
 }
@@ -110,6 +127,7 @@ function totalsTable(ctx, r) {
 /**
  * Where the measured peak was allocated: its five largest frames.
  * @param {Ctx} ctx
+ * @param {SnapshotTopFrame[]} frames
  */
 function topFrames(ctx, frames) {
   const { t } = ctx;
@@ -120,7 +138,7 @@ function topFrames(ctx, frames) {
       { class: 'snap-frames' },
       frames
         .slice(0, 5)
-        .map((f) =>
+        .map((/** @type {File} */ f) =>
           h(
             'li',
             {},
@@ -135,7 +153,10 @@ function topFrames(ctx, frames) {
   ];
 }
 
-/** @param {Ctx} ctx */
+/**
+ * @param {Ctx} ctx
+ * @param {CompareSnapshotResult} r
+ */
 function view(ctx, r) {
   const { t } = ctx;
   const out = [];
@@ -148,7 +169,7 @@ function view(ctx, r) {
       ? h(
           'ul',
           { class: 'snap-causes' },
-          r.causes.map((c) => h('li', { 'data-cause': c.code }, causeText(t, c))),
+          r.causes.map((/** @type {SnapshotCause} */ c) => h('li', { 'data-cause': c.code }, causeText(t, c))),
         )
       : h('p', { class: 'muted' }, t('snap.noCauses')),
   );
@@ -170,13 +191,17 @@ function view(ctx, r) {
 
 // Measured allocated and reserved, and the predicted step, on one x axis (the union of both
 // series' x; a series is null where it has no point, and its line spans the gaps).
-/** @param {Ctx} ctx */
+/**
+ * @param {Ctx} ctx
+ * @param {CompareSnapshotResult} r
+ */
 function chart(ctx, r) {
   const { t } = ctx;
   const pts = r.measured.series.points;
   const pred = r.predictedSeries;
   const xs = [...new Set([...pts.map((p) => p.x), ...pred.map((p) => p.x)])].sort((a, b) => a - b);
   const at = new Map(xs.map((x, i) => [x, i]));
+  /** @param {File} f */
   const col = (list, f) => {
     const v = /** @type {(number | null)[]} */ (xs.map(() => null));
     for (const p of list) v[/** @type {number} */ (at.get(p.x))] = f(p) / GIB;
@@ -226,7 +251,13 @@ function chart(ctx, r) {
 
 // The body's content: the file's name (and a button that clears it), then the error, the
 // "reading" line or the comparison.
-/** @param {Ctx} ctx */
+/**
+ * @param {Ctx} ctx
+ * @param {File | null} file
+ * @param {() => void} clear
+ * @param {PageError | null} error
+ * @param {CompareSnapshotResult | null} result
+ */
 function answer(ctx, file, clear, error, result) {
   const { t } = ctx;
   const head = h(
@@ -243,7 +274,11 @@ function answer(ctx, file, clear, error, result) {
 }
 
 // The drop zone, the file input and the body the answer is drawn in; take(file) reads a file.
-/** @param {Translator} t */
+/**
+ * @param {Translator} t
+ * @param {HTMLElement} body
+ * @param {(f: File) => void} take
+ */
 function section(t, body, take) {
   return h(
     'section',
@@ -307,6 +342,7 @@ export function snapshotPanel(ctx) {
     );
   }
 
+  /** @param {File} f */
   async function take(f) {
     if (!f) return;
     const bytes = new Uint8Array(await f.arrayBuffer());
@@ -331,6 +367,7 @@ export function snapshotPanel(ctx) {
   }
 
   return {
+    /** @param {PeakMemoryRequest} req */
     element(req) {
       request = req;
       body = h('div', { class: 'snap-body', 'aria-live': 'polite' });

@@ -3,7 +3,7 @@
 // module Web Worker, so the page stays responsive and shows progress. A newer request
 // cancels an older one (the worker is terminated and started afresh). Calls of tens of
 // milliseconds (runLatest) have a second worker that stays alive between them.
-/** @import { Trainmem } from '../lib/index.js' */
+/** @import { FunctionName, Trainmem } from '../lib/index.js' */
 import { TrainmemError } from '../lib/errors.js';
 import { FULL_CORE_ONLY, fullCore } from './full-core.js';
 
@@ -17,6 +17,7 @@ const cancelled = () => new TrainmemError('cancelled', '', 'cancelled');
 /**
  * Every core call the page makes leaves a User Timing mark ("trainmem:call <fn>"), where it is
  * made: bench/page-update.mjs counts a keystroke's calls with them.
+ * @param {FunctionName} fn
  */
 export function markCall(fn) {
   try {
@@ -42,6 +43,10 @@ export class Solver {
     this.queued = new Map(); // channel -> the newest call of that channel waiting for it
   }
 
+  /**
+   * @param {FunctionName} fn
+   * @param {object} request
+   */
   run(fn, request) {
     markCall(fn);
     return this.tm[fn](request);
@@ -70,7 +75,11 @@ export class Solver {
     }
   }
 
-  /** Heavy call in the worker; resolves with the result, rejects with the core's error. */
+  /**
+   * Heavy call in the worker; resolves with the result, rejects with the core's error.
+   * @param {FunctionName} fn
+   * @param {object} request
+   */
   runHeavy(fn, request) {
     this.cancel();
     if (!this.worker && !this.noWorker) this.startWorker();
@@ -106,6 +115,8 @@ export class Solver {
    * same channel waits in line and an older waiting one of that channel is cancelled: the page
    * gets the answer to its latest request of each kind (the verdict's does not cancel a tab's).
    * Until that worker has its core (and where workers are unavailable), the call runs here.
+   * @param {FunctionName} fn
+   * @param {object} request
    */
   runLatest(fn, request, channel = 'tab', { waitForWorker = false } = {}) {
     this.dropQueued(channel);
@@ -172,6 +183,7 @@ export class Solver {
     }
   }
 
+  /** @param {Job} job */
   post(job) {
     this.busy = job;
     markCall(job.fn);
@@ -182,7 +194,10 @@ export class Solver {
     });
   }
 
-  /** Cancels the call of a channel waiting for the worker (every channel's without one). */
+  /**
+   * Cancels the call of a channel waiting for the worker (every channel's without one).
+   * @param {string} channel
+   */
   dropQueued(channel) {
     for (const [c, job] of [...this.queued]) {
       if (channel !== undefined && c !== channel) continue;

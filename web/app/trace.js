@@ -4,6 +4,7 @@
 // core's describeModel checks it, naming the field of any fault), then every calculator uses it
 // as the model until it is removed. The trace stays in memory (it is not in the page's address,
 // which a reload or a shared link keeps) and is sent nowhere.
+/** @import { DescribeModelResult } from '../lib/index.js' */
 /** @import { Ctx } from './types.js' */
 import { h, put } from './dom.js';
 import { dropZone } from './drop-zone.js';
@@ -17,6 +18,7 @@ export const traced = { text: /** @type {string|null} */ (null), name: '', hasSe
 /**
  * The line a panel and the error box show while a trace is in use.
  * @param {Ctx} ctx
+ * @param {() => void} clear
  */
 export function tracedLine(ctx, clear) {
   const { t } = ctx;
@@ -29,7 +31,10 @@ export function tracedLine(ctx, clear) {
   );
 }
 
-/** @param {Ctx} ctx */
+/**
+ * @param {Ctx} ctx
+ * @param {DescribeModelResult} d
+ */
 function summary(ctx, d) {
   const { t } = ctx;
   const tr = d.trace;
@@ -79,6 +84,7 @@ export function tracePanel(ctx) {
     put(body);
   }
 
+  /** @param {File} f */
   async function take(f) {
     if (!f) return;
     reading = f.name || 'trace';

@@ -6,7 +6,9 @@ import type {
   FunctionName,
   Functions,
   GpuPreset,
+  MessagePart,
   ModelPreset,
+  PeakMemoryResult,
   Trainmem,
   TrainmemError,
 } from '../lib/index.js';
@@ -101,7 +103,7 @@ export interface Ctx {
     opts?: { rebuild?: boolean; fromExample?: boolean; typing?: boolean },
   ) => void;
   compute: () => void;
-  errorBox: (e: unknown) => HTMLElement;
+  errorBox: (e: PageError) => HTMLElement;
   runExample: (id: string) => void;
   publish: () => void;
   rebuild: () => void;
@@ -132,3 +134,26 @@ export interface Ctx {
   exampleEl: HTMLElement;
   dialogEl: ReturnType<typeof embedDialog> | null;
 }
+
+/** The schema of a choice, of a number, of a text input. */
+export type ChoiceSpec = Extract<FieldSpec, { kind: 'choice' }>;
+export type NumberSpec = Extract<FieldSpec, { kind: 'int' | 'num' }>;
+export type TextSpec = Extract<FieldSpec, { kind: 'text' }>;
+
+/** An error the page shows: the core's (TrainmemError) or one of its own with a code. */
+export interface PageError {
+  code?: string;
+  field?: string;
+  message?: string;
+  minimumBudgetBytes?: number;
+  messages?: MessagePart[];
+}
+
+/** A chart's line at the GPU's memory (GiB). */
+export interface Capacity {
+  value: number;
+  label: string;
+}
+
+/** One pipeline stage's figures (peakMemory's pipelineParallel.perStage). */
+export type Stage = NonNullable<PeakMemoryResult['pipelineParallel']>['perStage'][number];

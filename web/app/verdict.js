@@ -4,6 +4,7 @@
 // what was assumed (each assumption one click from its input), and the changes that make it
 // fit. Each function takes the controller's live state ctx first (app.js):
 // { t, st, tm, solver, invalid, verdictEl, suggestEl, liveEl, computeSeq, update, errorBox }.
+/** @import { AdviseChange, AdviseResult, AdviseSettings, AdviseStatus, AdviseVerdict } from '../lib/index.js' */
 /** @import { Ctx, Translator } from './types.js' */
 import { h, put } from './dom.js';
 import { optionLabel } from './form.js';
@@ -31,6 +32,7 @@ const STATUS = {
 /**
  * The verdict's badge: fits, tight, does not fit.
  * @param {Ctx} ctx
+ * @param {AdviseStatus} status
  */
 export function statusBadge(ctx, status, extra = '') {
   const s = STATUS[status];
@@ -41,12 +43,14 @@ export function statusBadge(ctx, status, extra = '') {
 /**
  * Seconds in the page's language ("0.25 s", "0.25 ث").
  * @param {Translator} t
+ * @param {number} s
  */
 const seconds = (t, s) => t.n(`${t.num(s)} ${t('unit.s')}`);
 
 /**
  * The time of a step: seconds, samples per second, and what it is the time of.
  * @param {Ctx} ctx
+ * @param {AdviseResult} advice
  */
 function stepLine(ctx, advice) {
   const { t } = ctx;
@@ -88,6 +92,7 @@ function stepLine(ctx, advice) {
 /**
  * How much is left, against the margin kept free.
  * @param {Ctx} ctx
+ * @param {AdviseVerdict} v
  */
 function roomLine(ctx, v) {
   const { t } = ctx;
@@ -114,11 +119,16 @@ const marginPct = (ctx) =>
 /**
  * What the verdict assumed, each a button that goes to its input.
  * @param {Ctx} ctx
+ * @param {AdviseResult} advice
  */
 function assumptions(ctx, advice) {
   const { t, st } = ctx;
   const set = advice.settings || {};
   const { auto } = resolve(st);
+  /**
+   * @param {string} key
+   * @param {string} text
+   */
   const item = (key, text, note = '') =>
     h(
       'li',
@@ -169,7 +179,11 @@ function assumptions(ctx, advice) {
 
 // LoRA's frozen base: in the dtype the page resolved (bf16 as PEFT users load it), or, with a
 // core that loads no other, in the precision's parameter dtype — said as it is computed.
-/** @param {Ctx} ctx */
+/**
+ * @param {Ctx} ctx
+ * @param {Assumption} item
+ * @param {AdviseSettings} set
+ */
 function baseItem(ctx, item, set) {
   const { t, st } = ctx;
   const { auto } = resolve(st);
@@ -191,6 +205,7 @@ function baseItem(ctx, item, set) {
 /**
  * Moves to an input (on the peak tab, in the advanced section if it is there) and focuses it.
  * @param {Ctx} ctx
+ * @param {string} key
  */
 export function goTo(ctx, key) {
   let el = ctx.rootEl.querySelector(`#tm-${key}`);
@@ -208,6 +223,8 @@ export function goTo(ctx, key) {
 /**
  * One change: its badge, what it is, what nvidia-smi would show, its time; a click applies it.
  * @param {Ctx} ctx
+ * @param {AdviseResult} advice
+ * @param {AdviseChange} c
  */
 function changeItem(ctx, advice, c) {
   const { t } = ctx;
@@ -260,12 +277,13 @@ const SHOWN = 4; // changes listed before "show all"
 /**
  * The changes of an advise result (those that fit first), or '' when there are none.
  * @param {Ctx} ctx
+ * @param {AdviseResult} advice
  */
 export function changeList(ctx, advice) {
   const { t } = ctx;
   const changes = Array.isArray(advice?.changes) ? advice.changes : [];
   if (!changes.length) return '';
-  const items = changes.map((c) => changeItem(ctx, advice, c));
+  const items = changes.map((/** @type {AdviseChange} */ c) => changeItem(ctx, advice, c));
   const more = items.slice(SHOWN);
   return h(
     'div',
@@ -285,7 +303,10 @@ export function changeList(ctx, advice) {
 }
 
 // ---- the answer: does it fit, and how fast ------------------------------------------
-/** @param {Ctx} ctx */
+/**
+ * @param {Ctx} ctx
+ * @param {PageError} e
+ */
 export function verdictError(ctx, e) {
   if (!ctx.verdictEl) return;
   ctx.verdictEl.removeAttribute('aria-busy');
@@ -310,6 +331,7 @@ export function verdictInvalid(ctx) {
  * Says the verdict through the live region once typing has settled (800 ms without a newer
  * one), so that a screen reader hears the answer, not every keystroke's.
  * @param {Ctx} ctx
+ * @param {string} text
  */
 export function announce(ctx, text) {
   if (!ctx.liveEl) return;
@@ -322,6 +344,7 @@ export function announce(ctx, text) {
 /**
  * The verdict of an advise result: fits or not, what nvidia-smi shows, what was assumed.
  * @param {Ctx} ctx
+ * @param {AdviseResult} advice
  */
 export function renderVerdict(ctx, advice) {
   const { t } = ctx;
@@ -448,6 +471,7 @@ export function computeVerdict(ctx) {
 /**
  * The changes of an advise result that came after its verdict (the page's first result).
  * @param {Ctx} ctx
+ * @param {AdviseResult} advice
  */
 export function showChanges(ctx, advice) {
   const slot = ctx.suggestEl || ctx.rootEl.querySelector('#tm-changes');

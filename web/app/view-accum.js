@@ -1,6 +1,7 @@
 // @ts-check
 // The accumulation result: the effective batch, or the plans (the recommended one, the
 // comparison of accumulation and checkpointing) and the accumulation figure.
+/** @import { AccumulationPlanRequest, AccumulationRequest, AccumulationResult } from '../lib/index.js' */
 /** @import { Ctx } from './types.js' */
 import { h } from './dom.js';
 import { accumulationDiagram } from './diagrams.js';
@@ -12,6 +13,8 @@ import { adviseRequest } from './requests.js';
 /**
  * @param {Ctx} ctx
  * @param {HTMLElement} el
+ * @param {AccumulationResult} res
+ * @param {AccumulationRequest | AccumulationPlanRequest} req
  */
 export function renderAccum(ctx, el, res, req) {
   const { t } = ctx;

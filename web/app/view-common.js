@@ -20,7 +20,12 @@ export function chartOpts(ctx) {
 /** A small label beside a headline. */
 export const chip = (/** @type {any[]} */ ...children) => h('span', { class: 'chip' }, ...children);
 
-/** @param {Ctx} ctx */
+/**
+ * @param {Ctx} ctx
+ * @param {string} labelKey
+ * @param {number} bytes
+ * @param {Child} extra
+ */
 export function headline(ctx, labelKey, bytes, extra) {
   const { t } = ctx;
   return h(
@@ -33,7 +38,10 @@ export function headline(ctx, labelKey, bytes, extra) {
   );
 }
 
-/** @param {Ctx} ctx */
+/**
+ * @param {Ctx} ctx
+ * @param {string} k
+ */
 export function partLabel(ctx, k) {
   const { t } = ctx;
   const key = `part.${k}`;
@@ -41,7 +49,10 @@ export function partLabel(ctx, k) {
   return s === key ? k : s;
 }
 
-/** @param {Ctx} ctx */
+/**
+ * @param {Ctx} ctx
+ * @param {Record<string, unknown>} breakdown
+ */
 export function breakdownTable(ctx, breakdown, peakPhase = '', res = null) {
   const { t } = ctx;
   const parts = breakdownParts(breakdown);
@@ -110,6 +121,7 @@ export function breakdownTable(ctx, breakdown, peakPhase = '', res = null) {
  * @param {{ value: number, label: string } | undefined} [capacity]
  * @param {Ctx} ctx
  * @param {HTMLElement} el
+ * @param {Array<{ label: string, breakdown: Record<string, unknown> }>} scenarios
  */
 export function breakdownChart(ctx, el, scenarios, capacity = undefined) {
   const { t } = ctx;
@@ -135,7 +147,10 @@ export function breakdownChart(ctx, el, scenarios, capacity = undefined) {
   });
 }
 
-/** @param {Ctx} ctx */
+/**
+ * @param {Ctx} ctx
+ * @param {object} result
+ */
 export function details(ctx, result) {
   const { t } = ctx;
   // Collapsed at first: its table (every field of the result) is built when it is opened,
@@ -149,7 +164,10 @@ export function details(ctx, result) {
   return box;
 }
 
-/** @param {Ctx} ctx */
+/**
+ * @param {Ctx} ctx
+ * @param {object} result
+ */
 export function detailsTable(ctx, result) {
   const { t } = ctx;
   const rows = flatten(result).filter(([, v]) => v !== null && v !== undefined && v !== '');
@@ -179,6 +197,7 @@ export function detailsTable(ctx, result) {
   );
 }
 
+/** @param {unknown} timeline */
 function timelineValues(timeline) {
   const keys = ['totalBytes', 'bytes', 'allocatedBytes', 'liveBytes', 'memoryBytes', 'peakBytes'];
   const key = keys.find((k) => timeline.some((e) => typeof e?.[k] === 'number'));
@@ -189,6 +208,8 @@ function timelineValues(timeline) {
  * @param {{ value: number, label: string } | undefined} [capacity]
  * @param {Ctx} ctx
  * @param {HTMLElement} el
+ * @param {unknown} timeline
+ * @param {string} titleKey
  */
 export function timelineChart(ctx, el, timeline, titleKey, capacity = undefined) {
   const { t } = ctx;
@@ -235,6 +256,10 @@ export function timelineChart(ctx, el, timeline, titleKey, capacity = undefined)
 /**
  * A table of plans / comparison rows: the scalar fields, bytes in GB, times in seconds.
  * @param {Ctx} ctx
+ * @param {Array<Record<string, unknown>>} list
+ * @param {string} caption
+ * @param {number} rec
+ * @param {string[]} [lead]
  */
 export function planTable(ctx, list, caption, rec, lead = []) {
   const { t } = ctx;

@@ -1,6 +1,7 @@
 // @ts-check
 // The peak-memory result: the peak (what nvidia-smi shows), the numbers each tool reports, the
 // breakdown, the assumptions, memory over the step, and the comparison with a measurement.
+/** @import { PeakMemoryResult } from '../lib/index.js' */
 /** @import { Ctx } from './types.js' */
 import { h } from './dom.js';
 import {
@@ -18,11 +19,16 @@ import { stageView } from './view-stages.js';
 /**
  * The three numbers users compare with, and which tool reports which.
  * @param {Ctx} ctx
+ * @param {PeakMemoryResult} res
  */
 export function deviceNumbers(ctx, res) {
   const { t } = ctx;
   const a = res.allocator;
   if (!a || typeof res.deviceUsedBytes !== 'number') return '';
+  /**
+   * @param {string} key
+   * @param {number} bytes
+   */
   const row = (key, bytes) => h('li', {}, t(key), ' ', t.both(bytes));
   return h(
     'div',
@@ -46,6 +52,7 @@ export function deviceNumbers(ctx, res) {
 /**
  * The result's assumptions, in the page's language where the core gave their codes.
  * @param {Ctx} ctx
+ * @param {PeakMemoryResult} res
  */
 export function assumptionList(ctx, res) {
   const { t } = ctx;

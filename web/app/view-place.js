@@ -1,6 +1,7 @@
 // @ts-check
 // The placement result: the peak of the activations, which layers are checkpointed (by module
 // name), the placement diagram, memory over the step and the memory–time frontier.
+/** @import { PlacementRequest, PlacementResult } from '../lib/index.js' */
 /** @import { Ctx } from './types.js' */
 import { h } from './dom.js';
 import { frontierData } from './frontier.js';
@@ -49,6 +50,8 @@ function shortName(/** @type {string} */ a, /** @type {string} */ b) {
 /**
  * @param {Ctx} ctx
  * @param {HTMLElement} el
+ * @param {PlacementResult} res
+ * @param {PlacementRequest} req
  */
 export function renderPlace(ctx, el, res, req) {
   const { t, st } = ctx;
@@ -95,6 +98,8 @@ export function renderPlace(ctx, el, res, req) {
  * The memory–time frontier of the plan's chain, with the chosen plan marked (in the worker).
  * @param {Ctx} ctx
  * @param {HTMLElement} el
+ * @param {PlacementResult} res
+ * @param {PlacementRequest} req
  */
 function frontierChart(ctx, el, res, req) {
   const { t, solver } = ctx;

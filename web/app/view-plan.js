@@ -3,6 +3,7 @@
 // table (data × tensor × pipeline × context × expert parallelism, the micro-batch, checkpointing,
 // the memory of the binding GPU and the estimated step time), each with a button that loads it
 // into the peak-memory calculator; the faster layouts that were ruled out, and the counts.
+/** @import { PlanLayoutResult, PlannedLayout } from '../lib/index.js' */
 /** @import { Ctx } from './types.js' */
 import { h } from './dom.js';
 import { details } from './view-common.js';
@@ -10,12 +11,17 @@ import { optionLabel } from './form.js';
 import { assumptionList } from './view-peak.js';
 import { stateOfLayout } from './requests.js';
 
-/** The layout's size of a parallel dimension (1 where the planner did not set it). */
+/**
+ * The layout's size of a parallel dimension (1 where the planner did not set it).
+ * @param {PlannedLayout} l
+ * @param {string} key
+ */
 const sizeOf = (l, key) => (typeof l[key] === 'number' ? l[key] : (l.settings?.[key] ?? 1));
 
 /**
  * The data-parallel size, with its sharding ("ZeRO-1" or "FSDP") over more than one rank.
  * @param {Ctx} ctx
+ * @param {PlannedLayout} l
  */
 function dataParallelText(ctx, l) {
   const n = ctx.t.int(l.dataParallel);
@@ -54,6 +60,8 @@ const COLUMNS = [
 /**
  * A column's header: a parallel size by its short name, its long name as the abbreviation's.
  * @param {Ctx} ctx
+ * @param {string} key
+ * @param {boolean} short
  */
 function header(ctx, key, short) {
   if (!short) return h('th', { scope: 'col' }, ctx.t(key));
@@ -63,6 +71,8 @@ function header(ctx, key, short) {
 /**
  * Loads a layout into the peak-memory calculator (its settings, the tab switched).
  * @param {Ctx} ctx
+ * @param {PlannedLayout} l
+ * @param {number} i
  */
 function loadButton(ctx, l, i) {
   return h(
@@ -84,6 +94,9 @@ function loadButton(ctx, l, i) {
  * A table of layouts. `reasons`: the ruled-out list, whose last column says why (the core's
  * sentence) instead of a load button.
  * @param {Ctx} ctx
+ * @param {PlanLayoutResult} res
+ * @param {PlannedLayout[]} list
+ * @param {string} caption
  */
 function layoutTable(ctx, res, list, caption, reasons = false) {
   const { t } = ctx;
@@ -110,7 +123,7 @@ function layoutTable(ctx, res, list, caption, reasons = false) {
       h(
         'tbody',
         {},
-        list.map((l, i) =>
+        list.map((/** @type {PlannedLayout} */ l, /** @type {number} */ i) =>
           h(
             'tr',
             { class: !reasons && i === 0 ? 'rec' : '' },
@@ -133,6 +146,8 @@ function layoutTable(ctx, res, list, caption, reasons = false) {
 /**
  * The fastest layout that fits, as a headline: its sizes and its step time.
  * @param {Ctx} ctx
+ * @param {PlanLayoutResult} res
+ * @param {PlannedLayout} best
  */
 function bestLine(ctx, res, best) {
   const { t } = ctx;
@@ -165,6 +180,7 @@ function bestLine(ctx, res, best) {
 /**
  * @param {Ctx} ctx
  * @param {HTMLElement} el
+ * @param {PlanLayoutResult} res
  */
 export function renderPlan(ctx, el, res) {
   const { t } = ctx;

@@ -1,5 +1,6 @@
 // @ts-check
 // The checkpoint-size result: the file's size, the rule of thumb beside it, the breakdown.
+/** @import { CheckpointSizeRequest, CheckpointSizeResult } from '../lib/index.js' */
 /** @import { Ctx } from './types.js' */
 import { h } from './dom.js';
 import { chip, headline, breakdownChart, breakdownTable, details } from './view-common.js';
@@ -7,6 +8,8 @@ import { chip, headline, breakdownChart, breakdownTable, details } from './view-
 /**
  * @param {Ctx} ctx
  * @param {HTMLElement} el
+ * @param {CheckpointSizeResult} res
+ * @param {CheckpointSizeRequest} req
  */
 export function renderSize(ctx, el, res, req) {
   const { t } = ctx;

@@ -3,6 +3,7 @@
 // weights, gradients, optimizer state, activations and the rest of its device memory stacked,
 // the GPU's memory as the dashed line, the stage that binds named; and a table of each stage's
 // numbers beside it.
+/** @import { PeakMemoryResult } from '../lib/index.js' */
 /** @import { Ctx } from './types.js' */
 import { h } from './dom.js';
 import { stackedBars } from './charts.js';
@@ -16,12 +17,16 @@ const PARTS = [
   ['activations', 'activationsBytes'],
 ];
 
-/** A stage's memory: what nvidia-smi shows where the allocator is simulated, else the peak. */
+/**
+ * A stage's memory: what nvidia-smi shows where the allocator is simulated, else the peak.
+ * @param {Stage} s
+ */
 const stageBytes = (s) => (typeof s.deviceUsedBytes === 'number' ? s.deviceUsedBytes : s.peakBytes);
 
 /**
  * The stage's name under its bar and in the table (stages count from 1, as people say them).
  * @param {Ctx} ctx
+ * @param {Stage} s
  */
 const stageName = (ctx, s) => ctx.t('stage.name', { n: ctx.t.int(s.stage + 1) });
 
@@ -29,14 +34,15 @@ const stageName = (ctx, s) => ctx.t('stage.name', { n: ctx.t.int(s.stage + 1) })
  * Bars of the stages' memory: the four parts, and the rest (temporaries, buffers, the runtime,
  * the allocator's cache) up to the stage's total.
  * @param {Ctx} ctx
+ * @param {Stage[]} stages
  */
 function stageParts(ctx, stages) {
   const parts = PARTS.map(([key, field]) => ({
     key,
     label: partLabel(ctx, key),
-    values: stages.map((s) => (typeof s[field] === 'number' ? s[field] : 0)),
+    values: stages.map((/** @type {Stage} */ s) => (typeof s[field] === 'number' ? s[field] : 0)),
   }));
-  const rest = stages.map((s, i) =>
+  const rest = stages.map((/** @type {Stage} */ s, i) =>
     Math.max(0, stageBytes(s) - parts.reduce((a, p) => a + p.values[i], 0)),
   );
   if (rest.some((v) => v > 0))
@@ -44,10 +50,18 @@ function stageParts(ctx, stages) {
   return parts;
 }
 
-/** @param {Ctx} ctx */
+/**
+ * @param {Ctx} ctx
+ * @param {NonNullable<PeakMemoryResult['pipelineParallel']>} pp
+ * @param {Stage[]} stages
+ */
 function stageTable(ctx, pp, stages) {
   const { t } = ctx;
   const cols = ['stage.col.blocks', 'stage.col.inFlight', 'stage.col.memory', 'stage.col.fits'];
+  /**
+   * @param {string} key
+   * @param {Child} value
+   */
   const cell = (key, value) => h('td', { 'data-label': t(key) }, value);
   return h(
     'div',
@@ -69,7 +83,7 @@ function stageTable(ctx, pp, stages) {
       h(
         'tbody',
         {},
-        stages.map((s) =>
+        stages.map((/** @type {Stage} */ s) =>
           h(
             'tr',
             { class: s.stage === pp.peakStage ? 'rec' : '' },
@@ -93,13 +107,14 @@ function stageTable(ctx, pp, stages) {
  * @param {{ value: number, label: string } | undefined} capacity the GPU's memory (GiB)
  * @param {Ctx} ctx
  * @param {HTMLElement} el
+ * @param {PeakMemoryResult} res
  */
 export function stageView(ctx, el, res, capacity) {
   const { t } = ctx;
   const pp = res.pipelineParallel;
   const stages = Array.isArray(pp?.perStage) ? pp.perStage : [];
   if (stages.length < 2) return;
-  const binding = stages.find((s) => s.stage === pp.peakStage);
+  const binding = stages.find((/** @type {Stage} */ s) => s.stage === pp.peakStage);
   const box = h(
     'section',
     { class: 'stages', id: 'tm-stages', 'aria-labelledby': 'tm-stages-h' },
@@ -128,7 +143,7 @@ export function stageView(ctx, el, res, capacity) {
   el.append(box);
   stackedBars(holder, {
     label: t('stage.chart'),
-    scenarios: stages.map((s) => stageName(ctx, s)),
+    scenarios: stages.map((/** @type {Stage} */ s) => stageName(ctx, s)),
     parts: stageParts(ctx, stages),
     t,
     capacity,
