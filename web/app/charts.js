@@ -6,9 +6,56 @@
 // summary in the page's language, its legend an HTML list under it (it wraps, and follows the
 // page's direction); the table beside every chart holds each number. A chart is a few dozen
 // elements, built afresh on every update (bench/page-update.mjs).
-/** @import { Translator } from './types.js' */
+/** @import { Capacity, Translator } from './types.js' */
 import { h, s } from './dom.js';
 import { niceTicks, labelsFit, wrapLabel } from './chart-scale.js';
+
+/**
+ * A chart's y scale: bytes in GiB -> the y of the plot.
+ * @typedef {{ y: (v: number) => number }} YScale
+ */
+/**
+ * The y axis: its ticks, their labels and the left margin they take.
+ * @typedef {{ ticks: number[], texts: string[], left: number }} YAxis
+ */
+/**
+ * The scenarios' labels under their bars (categoryLabels).
+ * @typedef {{ lines: string[][], slant: boolean, every: number, height: number, longest?: number }} CategoryLabels
+ */
+/**
+ * One part of the stacked bars: its colour's key, its label and its bytes in each scenario.
+ * @typedef {{ key: string, label: string, values: number[] }} BarPart
+ */
+/**
+ * Stacked bars (stackedBars): the scenarios' names, the parts, the GPU's memory, and the width
+ * the results have (0 before it is known).
+ * @typedef {object} BarsOptions
+ * @property {string} label
+ * @property {string[]} scenarios
+ * @property {BarPart[]} parts
+ * @property {Translator} t
+ * @property {Capacity | null} [capacity]
+ * @property {number} available
+ */
+/**
+ * One line of a chart: its colour's key, its label, its values (null: no point there), and
+ * whether the line spans the gaps.
+ * @typedef {{ key: string, label: string, values: (number | null)[], spanGaps?: boolean }} Series
+ */
+/**
+ * Lines over a numeric x (lines): the x values, the series, a marked point, the GPU's memory.
+ * @typedef {object} LinesOptions
+ * @property {string} label
+ * @property {number[]} x
+ * @property {string} [xLabel]
+ * @property {string} yLabel
+ * @property {Series[]} series
+ * @property {{ index: number, value: number, label: string } | null} [mark]
+ * @property {Translator} t
+ * @property {boolean} [stepped]
+ * @property {Capacity | null} [capacity]
+ * @property {number} available
+ */
 
 const FONT = 12; // px: the charts' text (style.css .chart-svg)
 // The page's font (style.css, .tm): text is measured with it on a canvas, which needs no layout.
@@ -17,6 +64,7 @@ const HEIGHT = 240;
 const GAP = 8; // px between neighbouring labels
 const LINE = FONT + 4; // px from one line of a wrapped label to the next (Arabic's boxes are 15)
 
+/** @type {Record<string, string>} */
 const COLOR_CLASS = {
   weights: 'c-weights',
   masterWeights: 'c-master',
@@ -70,7 +118,7 @@ const r1 = (v) => Math.round(v * 10) / 10;
  * A text whose `side` edge ('left' | 'right'; 'middle' centres it) sits at x. The chart itself
  * is left-to-right in both languages (style.css .chart); a right-to-left language's words get
  * direction rtl (class rtl), where text-anchor counts from the right.
- * @param {Translator} t
+ * @param {{ dir: string }} t the translator (its direction)
  * @param {number} x
  * @param {number} y
  * @param {string} text
@@ -145,7 +193,7 @@ function yAxis(t, yHi, plotH) {
  * @param {string} title
  */
 function drawYAxis(svg, t, axis, f, x0, x1, title) {
-  axis.ticks.forEach((v, /** @type {number} */ i) => {
+  axis.ticks.forEach((v, i) => {
     const y = r1(f.y(v));
     svg.append(
       s(
@@ -304,11 +352,12 @@ export function stackedBars(el, opts) {
 
 /**
  * @param {HTMLElement} el
+ * @param {BarsOptions} opts
  * @param {number} W
  */
 function drawBars(el, { label: title, scenarios, parts, t, capacity }, W) {
-  const gib = parts.map((p) => scenarios.map((_, /** @type {number} */ i) => (p.values[i] || 0) / 2 ** 30));
-  const totals = scenarios.map((_, /** @type {number} */ i) => gib.reduce((a, v) => a + v[i], 0));
+  const gib = parts.map((p) => scenarios.map((_, i) => (p.values[i] || 0) / 2 ** 30));
+  const totals = scenarios.map((_, i) => gib.reduce((a, v) => a + v[i], 0));
   const yHi = yTop(Math.max(...totals), capacity);
   const top = FONT + 14; // room for the y axis' unit above the plot
   // The left margin depends on the y labels, whose count depends on the plot's height, which
@@ -322,14 +371,14 @@ function drawBars(el, { label: title, scenarios, parts, t, capacity }, W) {
   cats = categoryLabels(scenarios, slot);
   const bottom = HEIGHT - cats.height;
   const f = { /** @param {number} v */
-  y: (v) => bottom - (v / yHi) * (bottom - top) };
+  y: (/** @type {number} */ v) => bottom - (v / yHi) * (bottom - top) };
   const summary = t('chart.summary', {
     title,
     items: joined(t, [
-      ...scenarios.map((n, /** @type {number} */ i) =>
+      ...scenarios.map((n, i) =>
         t('chart.summaryItem', { name: n, value: `${t.num(totals[i])} GiB` }),
       ),
-      ...(capacity?.value > 0
+      ...(capacity && capacity.value > 0
         ? [t('chart.summaryItem', { name: capacity.label, value: `${t.num(capacity.value)} GiB` })]
         : []),
     ]),
@@ -343,11 +392,12 @@ function drawBars(el, { label: title, scenarios, parts, t, capacity }, W) {
   );
   drawYAxis(svg, t, axis, f, left, left + plotW, 'GiB');
   const barW = Math.min(90, slot * 0.5);
-  const rects = scenarios.map((_, /** @type {number} */ i) => {
+  /** @type {Array<[number, number, number]>} */
+  const rects = scenarios.map((_, i) => {
     const cx = left + slot * (i + 0.5);
     return [cx - barW / 2, cx + barW / 2, f.y(totals[i])];
   });
-  scenarios.forEach((/** @type {string} */ name, /** @type {number} */ i) => {
+  scenarios.forEach((name, i) => {
     const cx = left + slot * (i + 0.5);
     let acc = 0;
     parts.forEach((p, k) => {
@@ -376,6 +426,7 @@ function drawBars(el, { label: title, scenarios, parts, t, capacity }, W) {
  * @param {number} W
  */
 function xTicks(t, xLo, xHi, fx, plotW, W) {
+  /** @type {number[]} */
   let xt = [];
   for (let most = Math.max(2, Math.floor(plotW / 40)); most >= 1; most--) {
     xt = niceTicks(xLo, xHi, most);
@@ -439,13 +490,13 @@ function drawSeries(svg, sr, x, fx, f, stepped) {
     pxs = [];
     pys = [];
   };
-  sr.values.forEach((v, /** @type {number} */ i) => {
+  sr.values.forEach((v, i) => {
     if (!Number.isFinite(v) || !Number.isFinite(x[i])) {
       if (!sr.spanGaps) flush();
       return;
     }
     const px = fx(x[i]);
-    const py = f.y(v);
+    const py = f.y(/** @type {number} */ (v)); // (finite: checked above)
     pxs.push(px);
     pys.push(py);
     if (x.length < 60) dots += `M${r1(px - 2.5)} ${r1(py)}a2.5 2.5 0 1 0 5 0a2.5 2.5 0 1 0-5 0`;
@@ -459,8 +510,9 @@ function drawSeries(svg, sr, x, fx, f, stepped) {
 /**
  * Under the pointer: a line at the nearest x with a point, and that x's values above the plot
  * (beside the y axis' unit, cut to the room left of it).
- * @param {SVGElement} svg
+ * @param {SVGSVGElement} svg
  * @param {Translator} t
+ * @param {{ x: number[], series: Series[], fx: (v: number) => number, top: number, bottom: number, left: number, right: number, room: number }} plot
  */
 function hoverReadout(svg, t, { x, series, fx, top, bottom, left, right, room }) {
   /** @type {Element[]} */
@@ -473,16 +525,16 @@ function hoverReadout(svg, t, { x, series, fx, top, bottom, left, right, room })
     const box = svg.getBoundingClientRect();
     const px = ((e.clientX - box.left) * svg.viewBox.baseVal.width) / box.width;
     let best = -1;
-    x.forEach((v, /** @type {number} */ i) => {
-      if (!Number.isFinite(v) || !series.some((/** @type {Series} */ sr) => Number.isFinite(sr.values[i]))) return;
+    x.forEach((v, i) => {
+      if (!Number.isFinite(v) || !series.some((sr) => Number.isFinite(sr.values[i]))) return;
       if (best < 0 || Math.abs(fx(v) - px) < Math.abs(fx(x[best]) - px)) best = i;
     });
     hide();
     if (best < 0 || px < left - 8 || px > right + 8) return;
     const cx = r1(fx(x[best]));
     const values = series
-      .filter((/** @type {Series} */ sr) => Number.isFinite(sr.values[best]))
-      .map((/** @type {Series} */ sr) => `${sr.label} \u2068${t.num(sr.values[best])}\u2069`);
+      .filter((sr) => Number.isFinite(sr.values[best]))
+      .map((sr) => `${sr.label} \u2068${t.num(/** @type {number} */ (sr.values[best]))}\u2069`);
     const text = `\u2068${t.num(x[best])}\u2069: ${joined(t, values)}`;
     shown = [
       s('line', { class: 'cursor', x1: cx, x2: cx, y1: top, y2: bottom }),
@@ -505,6 +557,7 @@ export function lines(el, opts) {
 
 /**
  * @param {HTMLElement} el
+ * @param {LinesOptions} opts
  * @param {number} W
  */
 function drawLines(el, { label: title, x, xLabel, yLabel, series, mark, t, stepped, capacity }, W) {
@@ -518,7 +571,8 @@ function drawLines(el, { label: title, x, xLabel, yLabel, series, mark, t, stepp
   }
   if (xHi === xLo) [xLo, xHi] = [xLo - 1, xHi + 1];
   let yMax = mark && Number.isFinite(mark.value) ? mark.value : 0;
-  for (const sr of series) for (const v of sr.values) if (Number.isFinite(v) && v > yMax) yMax = v;
+  for (const sr of series)
+    for (const v of sr.values) if (v !== null && Number.isFinite(v) && v > yMax) yMax = v;
   const yHi = yTop(yMax, capacity);
   const top = FONT + 14; // room for the y axis' unit above the plot
   const bottom = HEIGHT - (FONT + 8) - (xLabel ? FONT + 6 : 0);
@@ -529,10 +583,10 @@ function drawLines(el, { label: title, x, xLabel, yLabel, series, mark, t, stepp
   /** @param {number} v */
   const fx = (v) => left + ((v - xLo) / (xHi - xLo)) * (right - left);
   const f = { /** @param {number} v */
-  y: (v) => bottom - (v / yHi) * (bottom - top) };
+  y: (/** @type {number} */ v) => bottom - (v / yHi) * (bottom - top) };
   const xt = xTicks(t, xLo, xHi, fx, right - left, W);
   // the x values with a point (phases of a timeline share the points where they meet)
-  const points = x.filter((_, /** @type {number} */ i) => series.some((/** @type {Series} */ sr) => Number.isFinite(sr.values[i]))).length;
+  const points = x.filter((_, i) => series.some((sr) => Number.isFinite(sr.values[i]))).length;
   const summary = t('chart.summaryLines', {
     title,
     y: yLabel,
@@ -540,7 +594,8 @@ function drawLines(el, { label: title, x, xLabel, yLabel, series, mark, t, stepp
     n: t.int(points),
     max: t.num(yMax),
   });
-  const items = series.map((/** @type {Series} */ sr) => [`line ${colorClass(sr.key)}`, sr.label]);
+  /** @type {Array<[string, string]>} */
+  const items = series.map((sr) => [`line ${colorClass(sr.key)}`, sr.label]);
   if (mark) items.push(['dot', mark.label]);
   const svg = mount(el, t, W, summary, items);
   drawYAxis(svg, t, axis, f, left, right, yLabel);

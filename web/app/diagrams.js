@@ -131,7 +131,7 @@ function drawPlan(svg, caption, items, steps, k, t) {
   // the input of the chain is always kept
   svg.append(s('rect', { x: 4, y: 50, width: 20, height: 36, rx: 4, class: 'node node-stored' }));
   svg.append(s('text', { x: 14, y: 104, class: 'svg-small', 'text-anchor': 'middle' }, 'x'));
-  items.forEach((/** @type {PlanItem} */ it, i) => {
+  items.forEach((it, i) => {
     const state = states[i];
     const cls = `node node-${state}${cur && cur.item === i ? ' node-current' : ''}`;
     const x = 32 + i * (w + gap);

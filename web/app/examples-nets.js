@@ -164,7 +164,7 @@ function explainCard(card, tm, t) {
   const steps = [h('li', {}, t(`ex.${card.id}.s1`))];
   /** @type {any} */
   let first = null;
-  card.variants.forEach((/** @type {Partial<State>} */ patch, i) => {
+  card.variants.forEach((patch, i) => {
     const r = run(tm, st(patch), i === 0); // (the largest batch: the recipe's own)
     if (i === 0) first = r;
     const used = r.ok ? (r.result.deviceUsedBytes ?? r.result.peakBytes) : 0;

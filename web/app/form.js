@@ -302,7 +302,7 @@ function labelled(ctx, key, ids, control, err = null) {
  */
 function modelSourceField(ctx, f, ids) {
   const { t, st, presets } = ctx;
-  const radios = f.values.map((/** @type {string} */ v) =>
+  const radios = f.values.map((v) =>
     h(
       'label',
       { class: 'radio' },
@@ -444,7 +444,7 @@ function choiceControl(ctx, key, f, ids) {
       'aria-describedby': ids.helpId,
       onchange: (e) => ctx.update({ [key]: e.target.value }),
     },
-    f.values.map((/** @type {string} */ v) =>
+    f.values.map((v) =>
       h('option', { value: v, selected: ctx.st[key] === v }, choiceLabel(ctx, key, v)),
     ),
   );

@@ -83,7 +83,7 @@ export function numberFormat(lang, how) {
   // Arabic puts a left-to-right mark before the minus sign.
   const minus = lang === 'ar' ? '\u200e-' : '-';
   const nan = lang === 'ar' ? '\u0644\u064a\u0633\u00a0\u0631\u0642\u0645\u064b\u0627' : 'NaN'; // CLDR
-  return (/** @type {number} */ n) => {
+  return (n) => {
     if (Number.isNaN(n)) return nan;
     const sign = n < 0 || Object.is(n, -0) ? minus : '';
     if (!Number.isFinite(n)) return `${sign}∞`;

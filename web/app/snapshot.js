@@ -118,8 +118,8 @@ function totalsTable(ctx, r) {
     h(
       'tbody',
       {},
-      r.totals.map((/** @type {Child} */ x) => row({ 'data-total': x.what }, t(`snap.total.${x.what}`), x)),
-      r.categories.map((/** @type {Child} */ x) => row({ 'data-category': x.category }, partLabel(ctx, x.category), x)),
+      r.totals.map((x) => row({ 'data-total': x.what }, t(`snap.total.${x.what}`), x)),
+      r.categories.map((x) => row({ 'data-category': x.category }, partLabel(ctx, x.category), x)),
     ),
   );
 }
@@ -138,7 +138,7 @@ function topFrames(ctx, frames) {
       { class: 'snap-frames' },
       frames
         .slice(0, 5)
-        .map((/** @type {File} */ f) =>
+        .map((f) =>
           h(
             'li',
             {},
@@ -169,7 +169,7 @@ function view(ctx, r) {
       ? h(
           'ul',
           { class: 'snap-causes' },
-          r.causes.map((/** @type {SnapshotCause} */ c) => h('li', { 'data-cause': c.code }, causeText(t, c))),
+          r.causes.map((c) => h('li', { 'data-cause': c.code }, causeText(t, c))),
         )
       : h('p', { class: 'muted' }, t('snap.noCauses')),
   );

@@ -283,7 +283,7 @@ export function changeList(ctx, advice) {
   const { t } = ctx;
   const changes = Array.isArray(advice?.changes) ? advice.changes : [];
   if (!changes.length) return '';
-  const items = changes.map((/** @type {AdviseChange} */ c) => changeItem(ctx, advice, c));
+  const items = changes.map((c) => changeItem(ctx, advice, c));
   const more = items.slice(SHOWN);
   return h(
     'div',

@@ -123,7 +123,7 @@ function layoutTable(ctx, res, list, caption, reasons = false) {
       h(
         'tbody',
         {},
-        list.map((/** @type {PlannedLayout} */ l, /** @type {number} */ i) =>
+        list.map((l, i) =>
           h(
             'tr',
             { class: !reasons && i === 0 ? 'rec' : '' },

@@ -40,9 +40,9 @@ function stageParts(ctx, stages) {
   const parts = PARTS.map(([key, field]) => ({
     key,
     label: partLabel(ctx, key),
-    values: stages.map((/** @type {Stage} */ s) => (typeof s[field] === 'number' ? s[field] : 0)),
+    values: stages.map((s) => (typeof s[field] === 'number' ? s[field] : 0)),
   }));
-  const rest = stages.map((/** @type {Stage} */ s, i) =>
+  const rest = stages.map((s, i) =>
     Math.max(0, stageBytes(s) - parts.reduce((a, p) => a + p.values[i], 0)),
   );
   if (rest.some((v) => v > 0))
@@ -83,7 +83,7 @@ function stageTable(ctx, pp, stages) {
       h(
         'tbody',
         {},
-        stages.map((/** @type {Stage} */ s) =>
+        stages.map((s) =>
           h(
             'tr',
             { class: s.stage === pp.peakStage ? 'rec' : '' },
@@ -114,7 +114,7 @@ export function stageView(ctx, el, res, capacity) {
   const pp = res.pipelineParallel;
   const stages = Array.isArray(pp?.perStage) ? pp.perStage : [];
   if (stages.length < 2) return;
-  const binding = stages.find((/** @type {Stage} */ s) => s.stage === pp.peakStage);
+  const binding = stages.find((s) => s.stage === pp.peakStage);
   const box = h(
     'section',
     { class: 'stages', id: 'tm-stages', 'aria-labelledby': 'tm-stages-h' },
@@ -143,7 +143,7 @@ export function stageView(ctx, el, res, capacity) {
   el.append(box);
   stackedBars(holder, {
     label: t('stage.chart'),
-    scenarios: stages.map((/** @type {Stage} */ s) => stageName(ctx, s)),
+    scenarios: stages.map((s) => stageName(ctx, s)),
     parts: stageParts(ctx, stages),
     t,
     capacity,
