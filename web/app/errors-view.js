@@ -4,7 +4,7 @@
 // to do, and a way out: a button to the input at fault (opening its section), the precision the
 // GPU supports, the smallest feasible budget. The core's own English text follows, folded away,
 // on a page in another language. Each function takes the controller's live state ctx first.
-/** @import { Ctx } from './types.js' */
+/** @import { Ctx, PageError } from './types.js' */
 import { h } from './dom.js';
 import { traced, tracedLine } from './trace.js';
 

@@ -2,7 +2,7 @@
 // The form: which inputs each part of the page shows, in focus order, and the controls
 // themselves. Each control takes the controller's live state ctx first:
 // { t, st, presets, show, invalid, update, compute }.
-/** @import { Ctx, FieldKey, State, Tab } from './types.js' */
+/** @import { ChoiceSpec, Ctx, FieldKey, NumberSpec, State, Tab, TextSpec } from './types.js' */
 import { h } from './dom.js';
 import { FIELDS } from './state.js';
 import { parseCount, parseNumber, westernDigits } from '../lib/units.js';

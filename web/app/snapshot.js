@@ -5,7 +5,7 @@
 // difference per category and the likely causes (translated by code). The file stays in the
 // browser: it is read from the drop or the file input and handed to the worker, nothing else.
 /** @import { CompareSnapshotResult, PeakMemoryRequest, SnapshotCause, SnapshotTopFrame } from '../lib/index.js' */
-/** @import { Ctx, Translator } from './types.js' */
+/** @import { Ctx, PageError, Translator } from './types.js' */
 import { h, put } from './dom.js';
 import { dropZone } from './drop-zone.js';
 import { errorBox } from './errors-view.js';

@@ -3,6 +3,16 @@
 // Types only: nothing imports this file at run time.
 import type {
   AdviseResult,
+  CheckpointFormat,
+  CheckpointingStrategy,
+  DType,
+  FsdpShardingStrategy,
+  OptimizerName,
+  PeakMemoryRequest,
+  PipelineSchedule,
+  PlacementStrategy,
+  Precision,
+  Runtime,
   FunctionName,
   Functions,
   GpuPreset,
@@ -30,8 +40,41 @@ export type FieldSpec =
   | { kind: 'text'; max: number; default: string; url?: string };
 /** A calculator (state.js TABS). */
 export type Tab = 'size' | 'peak' | 'accum' | 'place' | 'plan';
-/** The page state: each input's value, of its default's type. */
-export type State = { -readonly [K in FieldKey]: Fields[K]['default'] } & { tab: Tab };
+/** A dtype an input may leave to the page (''). */
+type AutoDtype = '' | 'bf16' | 'fp16' | 'fp32';
+/**
+ * The page state: each input's value, of its default's type; a choice, one of its values
+ * (state.js FIELDS lists them: the core's names, '' where the page picks).
+ */
+export type State = { -readonly [K in FieldKey]: Fields[K]['default'] } & {
+  tab: Tab;
+  modelSource: 'params' | 'preset' | 'config';
+  optimizer: OptimizerName;
+  method: 'full' | 'lora' | 'qlora' | 'scratch';
+  weightDtype: '' | DType;
+  stateDtype: '' | DType;
+  format: '' | CheckpointFormat;
+  precision: '' | Precision;
+  checkpointing: CheckpointingStrategy;
+  zeroStage: '0' | '1' | '2' | '3';
+  attention: '' | 'eager' | 'sdpa';
+  runtime: '' | Runtime;
+  optImpl: '' | NonNullable<PeakMemoryRequest['optimizerImplementation']>;
+  baseDtype: AutoDtype;
+  schedule: PipelineSchedule;
+  loss: '' | NonNullable<PeakMemoryRequest['loss']>;
+  fsdp: '' | FsdpShardingStrategy;
+  fsdpParamDtype: AutoDtype;
+  fsdpReduceDtype: AutoDtype;
+  accMode: 'plan' | 'forward';
+  chainSource: 'uniform' | 'model';
+  strategy: PlacementStrategy;
+};
+/** The state with the page's automatic choices made (resolve.js resolve). */
+export type ResolvedState = Omit<State, 'precision' | 'weightDtype'> & {
+  precision: Precision;
+  weightDtype: DType;
+};
 /** The labels of one language (i18n/<lang>.json), by key. */
 export type Strings = Record<string, string>;
 /** The translator of one language (i18n.js makeTranslator): t(key, vars) and its formatters. */
@@ -157,3 +200,6 @@ export interface Capacity {
 
 /** One pipeline stage's figures (peakMemory's pipelineParallel.perStage). */
 export type Stage = NonNullable<PeakMemoryResult['pipelineParallel']>['perStage'][number];
+
+/** A function of the core the page calls by name (solver.js). */
+export type CoreCall = Exclude<keyof Trainmem, 'version' | 'call' | 'parseJson'>;

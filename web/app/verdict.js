@@ -5,7 +5,7 @@
 // fit. Each function takes the controller's live state ctx first (app.js):
 // { t, st, tm, solver, invalid, verdictEl, suggestEl, liveEl, computeSeq, update, errorBox }.
 /** @import { AdviseChange, AdviseResult, AdviseSettings, AdviseStatus, AdviseVerdict } from '../lib/index.js' */
-/** @import { Ctx, Translator } from './types.js' */
+/** @import { Ctx, PageError, Translator } from './types.js' */
 import { h, put } from './dom.js';
 import { optionLabel } from './form.js';
 import { adviseRequest, stateOfChange, isHeavy, knowsBaseDtype } from './requests.js';

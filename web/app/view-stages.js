@@ -4,7 +4,7 @@
 // the GPU's memory as the dashed line, the stage that binds named; and a table of each stage's
 // numbers beside it.
 /** @import { PeakMemoryResult } from '../lib/index.js' */
-/** @import { Ctx } from './types.js' */
+/** @import { Ctx, Stage } from './types.js' */
 import { h } from './dom.js';
 import { stackedBars } from './charts.js';
 import { chartOpts, partLabel } from './view-common.js';
