@@ -2,7 +2,7 @@
 // The form: which inputs each part of the page shows, in focus order, and the controls
 // themselves. Each control takes the controller's live state ctx first:
 // { t, st, presets, show, invalid, update, compute }.
-/** @import { ChoiceSpec, Ctx, FieldKey, NumberSpec, State, Tab, TextSpec } from './types.js' */
+/** @import { ChoiceSpec, Ctx, FieldKey, FieldSpec, NumberSpec, State, Tab, TextSpec } from './types.js' */
 import { h } from './dom.js';
 import { FIELDS } from './state.js';
 import { parseCount, parseNumber, westernDigits } from '../lib/units.js';
@@ -172,6 +172,7 @@ export const STRUCTURAL = new Set([
 
 // Inputs shown for one model source, and for one placement strategy.
 const SOURCE_FIELDS = ['params', 'preset', 'config'];
+/** @type {Record<string, string>} */
 const STRATEGY_OF = {
   k: 'every-k',
   segments: 'sequential',
@@ -269,6 +270,7 @@ function idsOf(ctx, key) {
   const errId = `${id}-err`;
   return { id, help, helpId, errId, describedBy: [helpId, errId].filter(Boolean).join(' ') };
 }
+/** @typedef {ReturnType<typeof idsOf>} Ids */
 
 /** @param {Ids} ids */
 const helpLine = (ids) =>
@@ -283,6 +285,7 @@ const errorLine = (ids) =>
  * @param {FieldKey} key
  * @param {Ids} ids
  * @param {HTMLElement} control
+ * @param {HTMLElement | null} [err]
  */
 function labelled(ctx, key, ids, control, err = null) {
   return h(
@@ -313,7 +316,7 @@ function modelSourceField(ctx, f, ids) {
         value: v,
         checked: st.modelSource === v,
         disabled: v === 'preset' && !presets.models.length,
-        onchange: () => ctx.update({ modelSource: v }),
+        onchange: () => ctx.update({ modelSource: /** @type {State['modelSource']} */ (v) }),
       }),
       ' ',
       t(`opt.modelSource.${v}`),
@@ -343,7 +346,7 @@ function presetControl(ctx, key, ids) {
     {
       id: ids.id,
       dir: 'ltr',
-      onchange: (e) => ctx.update({ [key]: e.target.value }),
+      onchange: (e) => ctx.update({ [key]: /** @type {HTMLSelectElement} */ (e.target).value }),
       'aria-describedby': ids.helpId,
     },
     h('option', { value: '' }, t(key === 'preset' ? 'opt.preset.none' : 'opt.gpu.custom')),
@@ -364,7 +367,7 @@ function configField(ctx, ids) {
     spellcheck: false,
     'aria-describedby': ids.describedBy,
     placeholder: '{ "model_type": "llama", "hidden_size": 4096, … }',
-    oninput: (e) => ctx.update({ config: e.target.value }),
+    oninput: (e) => ctx.update({ config: /** @type {HTMLInputElement} */ (e.target).value }),
   });
   area.value = st.config;
   const file = h('input', {
@@ -372,7 +375,7 @@ function configField(ctx, ids) {
     id: `${id}-file`,
     accept: '.json,application/json',
     onchange: async (e) => {
-      const text = await e.target.files?.[0]?.text();
+      const text = await /** @type {HTMLInputElement} */ (e.target).files?.[0]?.text();
       if (typeof text === 'string') {
         area.value = text.slice(0, FIELDS.config.max);
         ctx.update({ config: area.value });
@@ -409,7 +412,7 @@ function textControl(ctx, key, f, ids) {
     value: String(ctx.st[key] ?? ''),
     placeholder: ctx.t(`placeholder.${key}`),
     'aria-describedby': ids.describedBy,
-    oninput: (e) => ctx.update({ [key]: e.target.value.slice(0, f.max) }, { typing: true }),
+    oninput: (e) => ctx.update({ [key]: /** @type {HTMLInputElement} */ (e.target).value.slice(0, f.max) }, { typing: true }),
   });
 }
 
@@ -423,7 +426,7 @@ const AUTOMATIC = new Set(['precision', 'baseDtype', 'weightDtype']);
  */
 function choiceLabel(ctx, key, v) {
   if (v !== '' || !AUTOMATIC.has(key)) return optionLabel(ctx, key, v);
-  const value = resolve({ ...ctx.st, method: 'lora' }).st[key];
+  const value = String(resolve({ ...ctx.st, method: 'lora' }).st[key]);
   // (the precision by its short name: the picker shows it whole on a phone)
   const auto =
     key === 'precision' ? ctx.t(`opt.precision.short.${value}`) : optionLabel(ctx, key, value);
@@ -442,7 +445,7 @@ function choiceControl(ctx, key, f, ids) {
     {
       id: ids.id,
       'aria-describedby': ids.helpId,
-      onchange: (e) => ctx.update({ [key]: e.target.value }),
+      onchange: (e) => ctx.update({ [key]: /** @type {HTMLSelectElement} */ (e.target).value }),
     },
     f.values.map((v) =>
       h('option', { value: v, selected: ctx.st[key] === v }, choiceLabel(ctx, key, v)),
@@ -461,7 +464,7 @@ function boolField(ctx, key, ids) {
     type: 'checkbox',
     checked: !!ctx.st[key],
     'aria-describedby': ids.helpId,
-    onchange: (e) => ctx.update({ [key]: e.target.checked }),
+    onchange: (e) => ctx.update({ [key]: /** @type {HTMLInputElement} */ (e.target).checked }),
   });
   return h(
     'div',
@@ -491,7 +494,7 @@ function numberField(ctx, key, f, ids) {
     value: key === 'params' ? t.int(st[key]) : String(st[key]),
     'aria-describedby': ids.describedBy,
     oninput: (e) => {
-      const raw = westernDigits(e.target.value); // ١٦ is 16
+      const raw = westernDigits(/** @type {HTMLInputElement} */ (e.target).value); // ١٦ is 16
       const n = f.kind === 'int' ? parseCount(raw) : parseNumber(raw);
       const ok =
         raw.trim() !== '' &&
@@ -499,7 +502,7 @@ function numberField(ctx, key, f, ids) {
         n >= f.min &&
         n <= f.max &&
         (f.kind !== 'int' || Number.isInteger(n));
-      e.target.setAttribute('aria-invalid', ok ? 'false' : 'true');
+      /** @type {HTMLInputElement} */ (e.target).setAttribute('aria-invalid', ok ? 'false' : 'true');
       if (ok) {
         invalid.delete(key);
         err.textContent = '';
@@ -525,9 +528,9 @@ function numberField(ctx, key, f, ids) {
  * @param {FieldKey} key
  */
 export function field(ctx, key) {
-  const f = FIELDS[key];
+  const f = /** @type {FieldSpec} */ (FIELDS[key]);
   const ids = idsOf(ctx, key);
-  if (key === 'modelSource') return modelSourceField(ctx, f, ids);
+  if (key === 'modelSource') return modelSourceField(ctx, FIELDS.modelSource, ids);
   if (key === 'preset' || key === 'gpu')
     return labelled(ctx, key, ids, presetControl(ctx, key, ids));
   if (key === 'config') return configField(ctx, ids);
@@ -566,7 +569,7 @@ export function fields(ctx, keys, tab) {
  */
 export function toggled(rootEl, st, tab) {
   for (const k of TOGGLED) {
-    const el = rootEl.querySelector(`.tm-f-${k}`);
+    const el = rootEl.querySelector(/** @type {'div'} */ (`.tm-f-${k}`));
     if (el) el.hidden = !visible(k, st, tab);
   }
 }

@@ -5,7 +5,6 @@
 // wav2vec2's samples: the core's defaults). A preset is known by its model type (the page's
 // preset index, tools/preset-index.mjs, or the core's presets() unbundled); a pasted
 // config.json by its model_type or diffusers' _class_name.
-/** @import { ModelInput } from '../lib/index.js' */
 /** @import { State } from './types.js' */
 import { knownPresets } from './resolve.js';
 

@@ -1,7 +1,7 @@
 // @ts-check
 // Requests for the core, built from the page state. Only documented request keys are sent;
 // optional ones only when the user set them, so the core's documented defaults apply.
-/** @import { PlacementRequest } from '../lib/index.js' */
+/** @import { AccumulationPlanRequest, DType, FsdpShardingStrategy, FunctionName, PeakMemoryRequest, PlacementRequest, Precision } from '../lib/index.js' */
 /** @import { State, Tab } from './types.js' */
 import { TrainmemError } from '../lib/errors.js';
 import { traced } from './trace.js';
@@ -35,7 +35,7 @@ const HUB_ID = /^\s*(?:https?:\/\/huggingface\.co\/)?([A-Za-z0-9][\w.-]*\/[\w.-]
 /**
  * The error for text that is not JSON: a Hub id (the known model it names), or where it broke.
  * @param {string} text
- * @param {unknown} e
+ * @param {{ message: string }} e JSON.parse's error
  */
 function configError(text, e) {
   const hub = HUB_ID.exec(text);
@@ -67,7 +67,7 @@ export function modelOf(st) {
     try {
       config = JSON.parse(st.config);
     } catch (e) {
-      throw configError(st.config, e);
+      throw configError(st.config, /** @type {SyntaxError} */ (e));
     }
     if (!config || typeof config !== 'object' || Array.isArray(config)) {
       throw new InputError(
@@ -111,7 +111,12 @@ function gpuOf(st) {
 /** @param {State} st */
 export function checkpointSizeRequest(st) {
   st = resolve(st).st;
-  const r = { model: modelOf(st), optimizer: st.optimizer, weightDtype: st.weightDtype };
+  /** @type {import('../lib/index.js').CheckpointSizeRequest} */
+  const r = {
+    model: modelOf(st),
+    optimizer: st.optimizer,
+    weightDtype: /** @type {DType} */ (st.weightDtype), // (resolved)
+  };
   if (st.stateDtype) r.stateDtype = st.stateDtype;
   if (st.masterWeights) r.masterWeights = true;
   if (st.format) r.format = st.format;
@@ -126,7 +131,7 @@ export function peakMemoryRequest(st) {
     model: modelOf(st),
     microBatch: st.microBatch,
     ...seqLenOf(st),
-    precision: st.precision,
+    precision: /** @type {Precision} */ (st.precision), // (resolved)
     optimizer: st.optimizer,
     checkpointing: st.checkpointing,
     ...gpuOf(st),
@@ -139,14 +144,15 @@ export function peakMemoryRequest(st) {
   if (st.accumSteps > 1) r.gradientAccumulationSteps = st.accumSteps;
   if (st.dataParallel > 1) r.dataParallel = st.dataParallel;
   if (st.zeroStage !== '0') r.zeroStage = /** @type {0 | 1 | 2 | 3} */ (Number(st.zeroStage));
-  return withParallel(withRuntime(r, st), st);
+  const withOptions = /** @type {PeakMemoryRequest} */ (withRuntime(r, st));
+  return /** @type {PeakMemoryRequest} */ (withParallel(withOptions, st));
 }
 
 // Pipeline, context and expert parallelism (peak memory's alone: the accumulation planner
 // takes none of them), each sent only when set.
 /**
+ * @param {Partial<PeakMemoryRequest>} r
  * @param {State} st
- * @param {Record<string, unknown>} r
  */
 function withParallel(r, st) {
   if (st.pipelineParallel > 1) {
@@ -176,7 +182,7 @@ export function planLayoutRequest(st) {
     gpusPerNode: Math.min(st.gpusPerNode, st.gpus),
     globalBatch: st.targetGlobalBatch,
     seqLen: st.seqLen,
-    precision: st.precision,
+    precision: /** @type {Precision} */ (st.precision), // (resolved)
     optimizer: st.optimizer,
   };
   if (st.attention) r.attention = st.attention;
@@ -244,7 +250,7 @@ function selectiveOp(st) {
 /** @param {State} st */
 function fsdpOf(st) {
   /** @type {NonNullable<import('../lib/index.js').PeakMemoryRequest['fsdp']>} */
-  const f = { shardingStrategy: st.fsdp };
+  const f = { shardingStrategy: /** @type {FsdpShardingStrategy} */ (st.fsdp) }; // (set)
   if (st.fsdpGroup > 0) f.shardGroupSize = st.fsdpGroup;
   if (st.fsdpParamDtype || st.fsdpReduceDtype) {
     f.mixedPrecision = {};
@@ -265,7 +271,10 @@ export function knowBaseDtype(known) {
   baseDtypeKnown = known;
 }
 export const knowsBaseDtype = () => baseDtypeKnown;
-/** The smallest request that tells whether the core reads lora.baseDtype. */
+/**
+ * The smallest request that tells whether the core reads lora.baseDtype.
+ * @type {PeakMemoryRequest}
+ */
 export const BASE_DTYPE_PROBE = {
   model: {
     config:
@@ -284,8 +293,9 @@ export const BASE_DTYPE_PROBE = {
 // advanced inputs (LoRA / QLoRA, offload, tensor parallelism, the recipe options, the caching
 // allocator). Each is sent only when set, so that the core's documented defaults apply.
 /**
+ * @param {Partial<PeakMemoryRequest> | Partial<AccumulationPlanRequest>} r
  * @param {State} st
- * @param {Record<string, unknown>} r
+ * @param {boolean} [planner] the layout planner's request (no padded lengths)
  */
 function withRuntime(r, st, planner = false) {
   if (st.attention) r.attention = st.attention;
@@ -340,6 +350,7 @@ function withRuntime(r, st, planner = false) {
 export function accumulationRequest(st) {
   st = resolve(st).st;
   if (st.accMode === 'forward') {
+    /** @type {import('../lib/index.js').AccumulationRequest} */
     const r = {
       microBatch: st.microBatch,
       accumulationSteps: st.accumSteps,
@@ -349,12 +360,12 @@ export function accumulationRequest(st) {
     if (st.datasetSize > 0) r.datasetSize = st.datasetSize;
     return r;
   }
-  return withRuntime(
-    {
+  /** @type {Partial<AccumulationPlanRequest>} */
+  const plan = {
       targetGlobalBatch: st.targetGlobalBatch,
       model: modelOf(st),
       ...seqLenOf(st),
-      precision: st.precision,
+      precision: /** @type {Precision} */ (st.precision), // (resolved)
       optimizer: st.optimizer,
       // "whether checkpointing pays": without a strategy chosen, the planner compares none with
       // full (the core's "auto")
@@ -365,12 +376,12 @@ export function accumulationRequest(st) {
             ? selectiveOp(st)
             : st.checkpointing,
       dataParallel: st.dataParallel,
-      ...(st.zeroStage !== '0' ? { zeroStage: Number(st.zeroStage) } : {}),
+      ...(st.zeroStage !== '0'
+        ? { zeroStage: /** @type {0 | 1 | 2 | 3} */ (Number(st.zeroStage)) }
+        : {}),
       ...gpuOf(st),
-    },
-    st,
-    true,
-  );
+    };
+  return /** @type {AccumulationPlanRequest} */ (withRuntime(plan, st, true));
 }
 
 /**
@@ -398,7 +409,7 @@ export function placementRequest(st) {
           model: modelOf(st),
           microBatch: st.microBatch,
           ...seqLenOf(st),
-          precision: st.precision,
+          precision: /** @type {Precision} */ (st.precision), // (resolved)
         }
       : { chain: uniformChain(st.layers, Math.round(st.layerMB * 1e6)) };
   r.strategy = st.strategy;
@@ -412,7 +423,7 @@ export function placementRequest(st) {
   return r;
 }
 
-/** @type {Record<string, [string, (st: any) => any]>} */
+/** @type {Record<Tab, [FunctionName, (st: State) => object]>} */
 export const BUILDERS = {
   size: ['checkpointSize', checkpointSizeRequest],
   peak: ['peakMemory', peakMemoryRequest],
@@ -449,7 +460,7 @@ export function isHeavy(tab, st) {
  * The advise request of a state: its peakMemory request, the safety margin (a share of the GPU's
  * memory, or GB from an older link), whether it trains from scratch (adapters are then no way
  * out), and the dtype LoRA changes load the base in.
- * @param {Record<string, any>} st
+ * @param {State} st
  * @param {{ timeline?: boolean }} [options]
  */
 export function adviseRequest(st, { timeline = true } = {}) {
@@ -465,11 +476,12 @@ export function adviseRequest(st, { timeline = true } = {}) {
 
 /**
  * The inputs a change of advise sets (its request fields, AdviseChange.set), as a state patch.
- * @param {Record<string, any>} set
- * @param {Record<string, any>} st the state it changes
+ * @param {Partial<PeakMemoryRequest>} set
+ * @param {State} st the state it changes
+ * @returns {Partial<State>}
  */
 export function stateOfChange(set, st) {
-  /** @type {Record<string, any>} */
+  /** @type {Record<string, unknown>} */
   const p = {};
   if (set.lora) {
     p.method = set.lora.qlora ? 'qlora' : 'lora';
@@ -494,8 +506,9 @@ export function stateOfChange(set, st) {
     optimizerImplementation: 'optImpl',
     precision: 'precision',
   };
-  for (const [k, key] of Object.entries(direct)) if (k in set) p[key] = set[k];
+  for (const [k, key] of Object.entries(direct))
+    if (k in set) p[key] = /** @type {Record<string, unknown>} */ (set)[k];
   if ('zeroStage' in set) p.zeroStage = String(set.zeroStage);
   if (set.offload?.optimizer) p.offloadOptimizer = true;
-  return p;
+  return /** @type {Partial<State>} */ (p);
 }
