@@ -239,7 +239,7 @@ export function visible(key, st, tab) {
 // Each takes the controller's live state ctx: { t, st, presets, show, invalid, update, compute }.
 /**
  * @param {Ctx} ctx
- * @param {FieldKey} key
+ * @param {string} key a field, or another namespace of labels (col, row, phase)
  * @param {string} v
  */
 export function optionLabel(ctx, key, v) {

@@ -144,8 +144,9 @@ export function peakMemoryRequest(st) {
   if (st.accumSteps > 1) r.gradientAccumulationSteps = st.accumSteps;
   if (st.dataParallel > 1) r.dataParallel = st.dataParallel;
   if (st.zeroStage !== '0') r.zeroStage = /** @type {0 | 1 | 2 | 3} */ (Number(st.zeroStage));
-  const withOptions = /** @type {PeakMemoryRequest} */ (withRuntime(r, st));
-  return /** @type {PeakMemoryRequest} */ (withParallel(withOptions, st));
+  return /** @type {PeakMemoryRequest} */ (
+    withParallel(/** @type {PeakMemoryRequest} */ (withRuntime(r, st)), st)
+  );
 }
 
 // Pipeline, context and expert parallelism (peak memory's alone: the accumulation planner
