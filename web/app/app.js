@@ -5,7 +5,7 @@
 // codes export.js's. mountApp() serves the full page, the iframe mode and the
 // <trainmem-calculator> element alike.
 /** @import { AdviseRequest, AdviseResult, FunctionName, Trainmem, TrainmemError } from '../lib/index.js' */
-/** @import { Ctx, MountOptions, PickerPresets, PreviousVerdict, State, Tab } from './types.js' */
+/** @import { Ctx, MountOptions, PageError, PickerPresets, PreviousVerdict, State, Tab } from './types.js' */
 import { load } from '../lib/index.js';
 import { h, put } from './dom.js';
 import { loadStrings, makeTranslator, browserLang, prefetchStrings } from './i18n.js';
@@ -119,6 +119,7 @@ function checkedState(st, presets) {
 async function startContext(root, options) {
   const embed = !!options.embed;
   const tabs = options.tabs?.length ? options.tabs : TABS;
+  /** @type {State} */
   let st = { ...defaults(), ...options.state };
   if (!tabs.includes(st.tab)) st.tab = tabs[0];
   const lang0 = st.lang || options.lang || browserLang();
@@ -433,8 +434,9 @@ function build(ctx) {
   const examples = embed && !options.showExamples ? null : examplesEl(ctx);
   ctx.exampleEl = h('section', { class: 'example-out', id: 'tm-example' });
   const context = contextEl(ctx, tab);
+  /** @type {PreviousVerdict | null} */
   const previous = ctx.verdictEl
-    ? { verdict: ctx.verdictEl, suggest: ctx.suggestEl, lang: ctx.verdictLang }
+    ? { verdict: ctx.verdictEl, suggest: ctx.suggestEl, lang: ctx.verdictLang || '' }
     : null;
   ctx.verdictEl = ctx.liveEl = null;
   ctx.verdictLang = ctx.t.lang;
@@ -549,7 +551,7 @@ function showInvalid(ctx) {
 /**
  * @param {Ctx} ctx
  * @param {Tab} tab
- * @param {unknown} e the core's error (TrainmemError) or another
+ * @param {PageError} e the core's error (TrainmemError) or the page's
  */
 function showError(ctx, tab, e) {
   put(ctx.statusEl);
@@ -577,6 +579,7 @@ function askBaseDtype(ctx) {
 /**
  * @param {Ctx} ctx
  * @param {Tab} tab
+ * @returns {[FunctionName, object]}
  */
 function requestOf(ctx, tab) {
   if (tab === 'peak') {
@@ -607,7 +610,7 @@ function run(ctx, tab, fn, request, seq, done, fail) {
       .then(done, fail)
       .finally(() => clearInterval(tick));
   } else if (fn === 'advise') {
-    askAdvice(ctx, request, 'tab', seq, done, fail);
+    askAdvice(ctx, /** @type {AdviseRequest} */ (request), 'tab', seq, done, fail);
   } else if (isSlow(tab)) {
     // A planner run that takes long (a large model) shows the heavy solve's progress line.
     /** @type {ReturnType<typeof setInterval> | undefined} */
@@ -645,10 +648,14 @@ function run(ctx, tab, fn, request, seq, done, fail) {
 export function askAdvice(ctx, request, channel, seq, show, fail) {
   const { solver } = ctx;
   if (solver.quickReady || solver.noQuick || request.changes === false)
-    return solver.runLatest('advise', request, channel).then(show, fail);
+    return /** @type {Promise<AdviseResult>} */ (solver.runLatest('advise', request, channel)).then(
+      show,
+      fail,
+    );
+  /** @type {AdviseResult} */
   let first;
   try {
-    first = solver.run('advise', { ...request, changes: false });
+    first = /** @type {AdviseResult} */ (solver.run('advise', { ...request, changes: false }));
   } catch (/** @type {any} */ e) {
     return fail(e);
   }
@@ -659,7 +666,7 @@ export function askAdvice(ctx, request, channel, seq, show, fail) {
       waitForWorker: true,
     })
     .then(
-      (full) => seq === ctx.computeSeq && showChanges(ctx, full),
+      (full) => seq === ctx.computeSeq && showChanges(ctx, /** @type {AdviseResult} */ (full)),
       () => {},
     );
 }

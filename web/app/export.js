@@ -133,6 +133,7 @@ export function embedDialog(ctx) {
       { type: 'button', class: 'small', onclick: (e) => copy(ctx, area.value, e.currentTarget) },
       ctx.t('export.copy'),
     );
+  /** @type {HTMLDialogElement & { fill?: () => void }} */
   const dlg = h(
     'dialog',
     { class: 'embed-dialog', 'aria-labelledby': 'tm-embed-h' },
@@ -150,5 +151,5 @@ export function embedDialog(ctx) {
     a.value = c.elementCode;
     b.value = c.iframeCode;
   };
-  return dlg;
+  return /** @type {HTMLDialogElement & { fill: () => void }} */ (dlg);
 }

@@ -11,6 +11,7 @@ import { modelInput, readsImage, isMoE } from './model-input.js';
 import { BUDGET_STRATEGIES } from './vocabulary.js';
 
 // Inputs of each part of the page, in focus order.
+/** @type {FieldKey[]} */
 export const CONTEXT_FIELDS = [
   'modelSource',
   'params',
@@ -27,6 +28,7 @@ export const CONTEXT_FIELDS = [
   'loraRank',
   'baseDtype',
 ];
+/** @type {Record<Tab, FieldKey[]>} */
 export const TAB_FIELDS = {
   size: ['weightDtype', 'stateDtype', 'masterWeights', 'format'],
   peak: [
@@ -72,6 +74,7 @@ export const TAB_FIELDS = {
 // The question line at the top of the page: what people decide — the model, the GPU, what is
 // trained (the method, with LoRA's rank), the precision (with the base's dtype for adapters),
 // checkpointing, the optimizer, the micro-batch and the sequence length.
+/** @type {FieldKey[]} */
 export const ASK_FIELDS = [
   'modelSource',
   'params',
@@ -93,6 +96,7 @@ export const ASK_FIELDS = [
 // The advanced inputs of peak memory and the accumulation plans, behind one disclosure: what a
 // one-GPU user changes to make a run fit (LoRA / QLoRA, offload), parallelism, the step's
 // recipe options, the caching allocator, and a safety margin for the verdict.
+/** @type {FieldKey[]} */
 export const ADVANCED_FIELDS = [
   'loraTargets',
   'zeroStage',
@@ -131,6 +135,7 @@ export const ADVANCED_FIELDS = [
   'marginGB',
 ];
 // Which context inputs each calculator reads.
+/** @type {Record<Tab, Set<string>>} */
 export const USES = {
   size: new Set(['modelSource', 'params', 'preset', 'config', 'optimizer']),
   peak: new Set(CONTEXT_FIELDS),

@@ -132,7 +132,7 @@ export interface Ctx {
   t: Translator;
   tm: Trainmem;
   solver: Solver;
-  rootEl: HTMLElement;
+  rootEl: HTMLDivElement;
   /** key -> message, for inputs that do not parse. */
   invalid: Map<string, string>;
   resultsWidth: number;
