@@ -9,6 +9,7 @@ import { flatten, isBytesKey, toCSV, toMarkdown } from './format.js';
 /** @param {Ctx} ctx */
 function exportRows(ctx) {
   if (!ctx.last) return [];
+  /** @type {unknown[][]} */
   const rows = [['calculator', ctx.last.fn, '', '']];
   for (const [k, v] of flatten(ctx.last.request)) rows.push([`request.${k}`, v, '', '']);
   for (const [k, v] of flatten(ctx.last.result)) {
@@ -74,6 +75,7 @@ export function exportersOf(ctx) {
 }
 
 // The download buttons: [exporter, file type, label].
+/** @type {Array<['json' | 'csv' | 'md', string, string]>} */
 const DOWNLOADS = [
   ['json', 'application/json', 'JSON'],
   ['csv', 'text/csv', 'CSV'],
@@ -86,7 +88,7 @@ export function exportBar(ctx) {
   const name = () => `trainmem-${ctx.last?.fn || 'result'}`;
   /**
    * @param {string} kind
-   * @param {() => void} onclick
+   * @param {(e: MouseEvent) => unknown} onclick
    * @param {string} label
    */
   const button = (kind, onclick, label) =>
@@ -103,12 +105,12 @@ export function exportBar(ctx) {
     ),
     button(
       'copy',
-      (e) => ctx.last && copy(ctx, exporters.md(), e.currentTarget),
+      (e) => ctx.last && copy(ctx, exporters.md(), /** @type {HTMLElement} */ (e.currentTarget)),
       ctx.t('export.copy'),
     ),
     ctx.embed
       ? null
-      : button('link', (e) => copy(ctx, location.href, e.currentTarget), ctx.t('export.link')),
+      : button('link', (e) => copy(ctx, location.href, /** @type {HTMLElement} */ (e.currentTarget)), ctx.t('export.link')),
   );
 }
 
@@ -130,7 +132,7 @@ export function embedDialog(ctx) {
   const copyOf = (area) =>
     h(
       'button',
-      { type: 'button', class: 'small', onclick: (e) => copy(ctx, area.value, e.currentTarget) },
+      { type: 'button', class: 'small', onclick: (e) => copy(ctx, area.value, /** @type {HTMLElement} */ (e.currentTarget)) },
       ctx.t('export.copy'),
     );
   /** @type {HTMLDialogElement & { fill?: () => void }} */

@@ -39,17 +39,30 @@ export const PART_ORDER = [
 ];
 
 /**
+ * A breakdown entry: a number of bytes, or the bytes with the source of their formula.
+ * @typedef {number | { bytes?: number, source?: string } | null | undefined} BreakdownEntry
+ */
+
+/**
  * Bytes of a breakdown entry: a number, or { bytes, source }.
- * @param {unknown} v
+ * @param {BreakdownEntry} v
  */
 export const partBytes = (v) =>
   typeof v === 'number' ? v : typeof v?.bytes === 'number' ? v.bytes : NaN;
 
-/** @param {Record<string, unknown> | null | undefined} breakdown */
+/**
+ * A breakdown's parts as [key, bytes, source], in the page's order, those of 0 bytes left out.
+ * @param {object | null | undefined} breakdown a result's breakdown: key -> BreakdownEntry
+ * @returns {Array<[string, number, string]>}
+ */
 export function breakdownParts(breakdown) {
   if (!breakdown || typeof breakdown !== 'object') return [];
-  const entries = Object.entries(breakdown)
-    .map(([k, v]) => [k, partBytes(v), typeof v?.source === 'string' ? v.source : ''])
+  // (read as objects: a number's `source` is undefined)
+  const values = /** @type {Array<[string, { bytes?: number, source?: string }]>} */ (
+    Object.entries(breakdown)
+  );
+  const entries = values
+    .map(([k, v]) => /** @type {[string, number, string]} */ ([k, partBytes(v), typeof v?.source === 'string' ? v.source : '']))
     .filter(([, b]) => b > 0);
   /** @param {string} k */
   const rank = (k) => (PART_ORDER.includes(k) ? PART_ORDER.indexOf(k) : PART_ORDER.length);

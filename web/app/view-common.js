@@ -5,6 +5,7 @@
 /** @import { AccumulationPlan } from '../lib/index.js' */
 /** @import { Ctx } from './types.js' */
 /** @import { Child } from './dom.js' */
+/** @import { BreakdownEntry } from './format.js' */
 import { h } from './dom.js';
 import { flatten, isBytesKey, breakdownParts, partBytes } from './format.js';
 import { stackedBars, lines } from './charts.js';
@@ -53,7 +54,7 @@ export function partLabel(ctx, k) {
 
 /**
  * @param {Ctx} ctx
- * @param {Record<string, unknown>} breakdown
+ * @param {object} breakdown
  */
 export function breakdownTable(ctx, breakdown, peakPhase = '', res = null) {
   const { t } = ctx;
@@ -123,7 +124,7 @@ export function breakdownTable(ctx, breakdown, peakPhase = '', res = null) {
  * @param {{ value: number, label: string } | undefined} [capacity]
  * @param {Ctx} ctx
  * @param {HTMLElement} el
- * @param {Array<{ label: string, breakdown: Record<string, unknown> }>} scenarios
+ * @param {Array<{ label: string, breakdown?: object }>} scenarios each with its breakdown
  */
 export function breakdownChart(ctx, el, scenarios, capacity = undefined) {
   const { t } = ctx;
@@ -136,7 +137,9 @@ export function breakdownChart(ctx, el, scenarios, capacity = undefined) {
   const parts = keys.map((k) => ({
     key: k,
     label: partLabel(ctx, k),
-    values: scenarios.map((sc) => partBytes(sc.breakdown?.[k]) || 0),
+    values: scenarios.map(
+      (sc) => partBytes(/** @type {Record<string, BreakdownEntry> | undefined} */ (sc.breakdown)?.[k]) || 0,
+    ),
   }));
   const holder = h('div', { class: 'chart-holder' });
   el.append(holder);
