@@ -4,8 +4,9 @@
 // core's compareSnapshot, then the measured and predicted curves on the same axes, the
 // difference per category and the likely causes (translated by code). The file stays in the
 // browser: it is read from the drop or the file input and handed to the worker, nothing else.
-/** @import { CompareSnapshotResult, PeakMemoryRequest, SnapshotCause, SnapshotTopFrame } from '../lib/index.js' */
+/** @import { CompareSnapshotResult, PeakMemoryRequest, SnapshotCause, SnapshotSummary, SnapshotTopFrame } from '../lib/index.js' */
 /** @import { Ctx, PageError, Translator } from './types.js' */
+/** @import { Attrs } from './dom.js' */
 import { h, put } from './dom.js';
 import { dropZone } from './drop-zone.js';
 import { errorBox } from './errors-view.js';
@@ -29,7 +30,7 @@ function human(t, b) {
 
 /**
  * @param {Translator} t
- * @param {number} b
+ * @param {number | null | undefined} b
  */
 function bytesText(t, b) {
   return b === null || b === undefined ? '—' : t.both(b);
@@ -40,6 +41,7 @@ function bytesText(t, b) {
  * @param {SnapshotCause} c
  */
 function causeText(t, c) {
+  /** @type {Record<string, string>} */
   const vars = {};
   for (const [k, v] of Object.entries(c.params)) {
     vars[k] = /Bytes$|^bytes$/.test(k) ? human(t, v) : k === 'ratio' ? v.toFixed(1) : String(v);
@@ -52,7 +54,7 @@ function causeText(t, c) {
 /**
  * The measured peak and steps of a snapshot, and its chart.
  * @param {Ctx} ctx
- * @param {CompareSnapshotResult} r
+ * @param {CompareSnapshotResult & { measured: SnapshotSummary }} r a comparison with a snapshot
  */
 function measuredLines(ctx, r) {
   const { t } = ctx;
@@ -89,7 +91,7 @@ function totalsTable(ctx, r) {
   /**
    * @param {Attrs} attrs
    * @param {string} label
-   * @param {Child} x
+   * @param {{ measuredBytes: number | null, predictedBytes: number | null, differenceBytes: number | null }} x
    */
   const row = (attrs, label, x) =>
     h(
@@ -159,9 +161,11 @@ function topFrames(ctx, frames) {
  */
 function view(ctx, r) {
   const { t } = ctx;
+  /** @type {HTMLElement[]} */
   const out = [];
   const m = r.measured;
-  if (m && m.source === 'snapshot') out.push(...measuredLines(ctx, r));
+  if (m && m.source === 'snapshot')
+    out.push(...measuredLines(ctx, /** @type {CompareSnapshotResult & { measured: SnapshotSummary }} */ (r)));
   out.push(totalsTable(ctx, r));
   out.push(
     h('h4', {}, t('snap.causes')),
@@ -193,7 +197,7 @@ function view(ctx, r) {
 // series' x; a series is null where it has no point, and its line spans the gaps).
 /**
  * @param {Ctx} ctx
- * @param {CompareSnapshotResult} r
+ * @param {CompareSnapshotResult & { measured: SnapshotSummary }} r a comparison with a snapshot
  */
 function chart(ctx, r) {
   const { t } = ctx;
@@ -201,7 +205,11 @@ function chart(ctx, r) {
   const pred = r.predictedSeries;
   const xs = [...new Set([...pts.map((p) => p.x), ...pred.map((p) => p.x)])].sort((a, b) => a - b);
   const at = new Map(xs.map((x, i) => [x, i]));
-  /** @param {File} f */
+  /**
+   * @template {{ x: number }} P
+   * @param {P[]} list
+   * @param {(p: P) => number} f
+   */
   const col = (list, f) => {
     const v = /** @type {(number | null)[]} */ (xs.map(() => null));
     for (const p of list) v[/** @type {number} */ (at.get(p.x))] = f(p) / GIB;
@@ -253,7 +261,7 @@ function chart(ctx, r) {
 // "reading" line or the comparison.
 /**
  * @param {Ctx} ctx
- * @param {File | null} file
+ * @param {{ name: string }} file
  * @param {() => void} clear
  * @param {PageError | null} error
  * @param {CompareSnapshotResult | null} result
@@ -277,7 +285,7 @@ function answer(ctx, file, clear, error, result) {
 /**
  * @param {Translator} t
  * @param {HTMLElement} body
- * @param {(f: File) => void} take
+ * @param {(f: File | undefined) => void} take
  */
 function section(t, body, take) {
   return h(
@@ -309,13 +317,13 @@ export function snapshotPanel(ctx) {
   /** @type {{ name: string, bytes: Uint8Array } | null} */
   let file = null;
   let key = '';
-  /** @type {any} */
+  /** @type {CompareSnapshotResult | null} */
   let result = null;
-  /** @type {any} */
+  /** @type {PageError | null} */
   let error = null;
   /** @type {HTMLElement | null} */
   let body = null;
-  /** @type {any} */
+  /** @type {PeakMemoryRequest | null} */
   let request = null;
   let seq = 0;
 
@@ -331,7 +339,7 @@ export function snapshotPanel(ctx) {
     ctx.solver.runHeavy('compareSnapshot', { snapshot: file.bytes, request }).then(
       (r) => {
         if (mine !== seq) return;
-        result = r;
+        result = /** @type {CompareSnapshotResult} */ (r);
         render();
       },
       (e) => {
@@ -342,7 +350,7 @@ export function snapshotPanel(ctx) {
     );
   }
 
-  /** @param {File} f */
+  /** @param {File | undefined} f */
   async function take(f) {
     if (!f) return;
     const bytes = new Uint8Array(await f.arrayBuffer());
