@@ -191,6 +191,10 @@ export interface PageError {
   message?: string;
   minimumBudgetBytes?: number;
   messages?: MessagePart[];
+  /** The page's own sentence (requests.js InputError): its key, values and a preset to offer. */
+  key?: string;
+  params?: Record<string, string>;
+  preset?: string;
 }
 
 /** A chart's line at the GPU's memory (GiB). */
