@@ -12,11 +12,22 @@ import { h, s, put } from './dom.js';
 const MAX_ITEMS = 48;
 
 /**
+ * One node of the plan's figure: a kind and the layers it stands for.
+ * @typedef {{ kind: string, first: number, last: number }} PlanItem
+ */
+/**
+ * One step of the figure: the pass and the item it is at.
+ * @typedef {{ phase: 'forward' | 'recompute' | 'backward', item: number }} PlanStep
+ */
+
+/**
  * Items to draw for n layers with checkpointed segments [[first, last], ...].
  * @param {number} n
- * @param {number} segments
+ * @param {Array<[number, number]>} segments
+ * @returns {PlanItem[]}
  */
 export function planItems(n, segments) {
+  /** @type {PlanItem[]} */
   const items = [];
   /**
    * @param {string} kind
@@ -38,6 +49,7 @@ export function planItems(n, segments) {
   for (let i = next; i < n; i++) push('stored', i, i);
   if (items.length <= MAX_ITEMS) return items;
   // Too many to draw: merge neighbours of the same kind, then chunk evenly.
+  /** @type {PlanItem[]} */
   const merged = [];
   for (const it of items) {
     const last = merged[merged.length - 1];
@@ -46,6 +58,7 @@ export function planItems(n, segments) {
   }
   if (merged.length <= MAX_ITEMS) return merged;
   const size = Math.ceil(merged.length / MAX_ITEMS);
+  /** @type {PlanItem[]} */
   const out = [];
   for (let i = 0; i < merged.length; i += size) {
     const group = merged.slice(i, i + size);
@@ -60,6 +73,7 @@ export function planItems(n, segments) {
  * @param {PlanItem[]} items
  */
 export function planSteps(items) {
+  /** @type {PlanStep[]} */
   const steps = [];
   items.forEach((_, i) => steps.push({ phase: 'forward', item: i }));
   for (let i = items.length - 1; i >= 0; i--) {
@@ -193,7 +207,11 @@ function planLegend(t) {
   );
 }
 
-/** @param {HTMLElement} container */
+/**
+ * @param {HTMLElement} container
+ * @param {{ n: number, segments: Array<[number, number]>, t: Translator }} plan the layers, the
+ *   plan's checkpointed segments
+ */
 export function placementDiagram(container, { n, segments, t }) {
   const items = planItems(n, segments);
   const steps = planSteps(items);
@@ -217,7 +235,7 @@ export function placementDiagram(container, { n, segments, t }) {
   };
   /**
    * @param {string} labelKey
-   * @param {number} to
+   * @param {() => number} to the step it goes to
    */
   const stepButton = (labelKey, to) =>
     h('button', { type: 'button', class: 'small', onclick: () => go(to()) }, t(labelKey));
@@ -237,7 +255,11 @@ export function placementDiagram(container, { n, segments, t }) {
   );
 }
 
-/** @param {HTMLElement} container */
+/**
+ * @param {HTMLElement} container
+ * @param {{ micro: number, steps: number, dp: number, t: Translator }} split the micro-batch, the
+ *   accumulation steps, the data-parallel ranks
+ */
 export function accumulationDiagram(container, { micro, steps, dp, t }) {
   const shown = Math.min(steps, 8);
   // Boxes as wide as their longest label (≈ 6.3 px a character at the 11 px label size), so
