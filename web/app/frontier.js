@@ -5,8 +5,8 @@
 // frontier, or off it (a √n plan above the best single-level plans, a Rotor plan below them).
 /** @import { FrontierPoint } from '../lib/index.js' */
 /**
- * @param {FrontierPoint[]} points
- * @param {number} chosen
+ * @param {FrontierPoint[] | undefined} points
+ * @param {{ peakActivationBytes: number, overheadFraction: number }} chosen the plan shown
  */
 export function frontierData(points, chosen) {
   const rows = (Array.isArray(points) ? points : [])
