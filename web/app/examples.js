@@ -10,8 +10,8 @@
 //   state(p)  the inputs it sets, over the page's defaults (p: preset ids found in this build);
 //   explain(tm, t, p)  → { steps: Node[], result: Node, patch? }: its explanation, computed.
 // Its strings are i18n keys ex.<id>.title and ex.<id>.question, in both languages.
-/** @import { CheckpointSizeResult, DType, FunctionName, ModelInput, Optimizer, Trainmem } from '../lib/index.js' */
-/** @import { PickerPresets, Translator } from './types.js' */
+/** @import { CheckpointSizeResult, DType, DiffusionPipeline, FunctionName, Functions, ModelByPipeline, ModelInput, Optimizer, PeakMemoryRequest, PeakMemoryResult, PlacementPlanResult, PlacementRequest, Trainmem } from '../lib/index.js' */
+/** @import { Ctx, PageError, PickerPresets, Translator } from './types.js' */
 import { h } from './dom.js';
 import { uniformChain } from './requests.js';
 import { NET_EXAMPLES } from './examples-nets.js';
@@ -113,16 +113,28 @@ export function findPreset(presets, patterns) {
 }
 
 /**
- * @returns {{ ok: boolean, result?: any, error?: any, request: any }}
+ * A core call's outcome: its result, or the error it threw.
+ * @template R
+ * @typedef {{ ok: true, result: R, error?: undefined, request: object }
+ *   | { ok: false, result?: undefined, error: PageError, request: object }} Attempt
+ */
+
+/**
+ * @template {FunctionName} K
  * @param {Trainmem} tm
- * @param {FunctionName} fn
- * @param {object} req
+ * @param {K} fn
+ * @param {Functions[K][0]} req
+ * @returns {Attempt<Functions[K][1]>}
  */
 function attempt(tm, fn, req) {
   try {
-    return { ok: true, result: tm[fn](req), request: req };
+    return {
+      ok: true,
+      result: /** @type {(r: Functions[K][0]) => Functions[K][1]} */ (tm[fn])(req),
+      request: req,
+    };
   } catch (e) {
-    return { ok: false, error: e, request: req };
+    return { ok: false, error: /** @type {PageError} */ (e), request: req };
   }
 }
 
@@ -144,7 +156,7 @@ const GB = (t, b) => t.n(`${t.gb(b)} = ${t.gib(b)}`);
 
 /**
  * @param {Translator} t
- * @param {unknown} e
+ * @param {PageError} e
  */
 function errorNote(t, e) {
   return h(
@@ -160,7 +172,7 @@ export const EXAMPLES = [
     tab: 'size',
     article: 'size',
     sources: [SOURCES.llama2, SOURCES.adamw],
-    /** @param {ExampleParams} p */
+    /** @param {Ctx['known']} p */
     state: (p) => ({
       modelSource: p.llama ? 'preset' : 'params',
       preset: p.llama || '',
@@ -175,7 +187,7 @@ export const EXAMPLES = [
     /**
      * @param {Trainmem} tm
      * @param {Translator} t
-     * @param {ExampleParams} p
+     * @param {Ctx['known']} p
      */
     explain(tm, t, p) {
       const N = LLAMA2_7B_PARAMS;
@@ -268,7 +280,7 @@ export const EXAMPLES = [
       // "N × copies × bytes = total bytes = GB", or why the core could not say
       /**
        * @param {string} key
-       * @param {CheckpointSizeResult} r
+       * @param {Attempt<CheckpointSizeResult>} r
        * @param {string} formula
        */
       const line = (key, r, formula) =>
@@ -307,7 +319,7 @@ export const EXAMPLES = [
     tab: 'accum',
     article: 'accumulation',
     sources: [SOURCES.hfOne, SOURCES.anatomy, SOURCES.bert],
-    /** @param {ExampleParams} p */
+    /** @param {Ctx['known']} p */
     state: (p) => ({
       modelSource: 'config',
       config: JSON.stringify(BERT_LARGE_SEQ_CLS, null, 2),
@@ -331,23 +343,26 @@ export const EXAMPLES = [
     /**
      * @param {Trainmem} tm
      * @param {Translator} t
-     * @param {ExampleParams} p
+     * @param {Ctx['known']} p
      */
     explain(tm, t, p) {
       const model = { config: BERT_LARGE_SEQ_CLS };
       const gpu = p.v100 ? { gpu: p.v100 } : { gpuMemoryBytes: 16e9 };
       // the CUDA context measured in the same guide: 1343 MiB (model_memory_anatomy)
+      /** @type {Partial<PeakMemoryRequest>} */
       const then = {
         attention: 'eager',
         runtime: 'pytorch-1.10-cuda',
         optimizerImplementation: 'transformers',
         runtimeOverheadBytes: 1343 * 2 ** 20,
       };
+      /** @type {Partial<PeakMemoryRequest>} */
       const base = { model, seqLen: 512, precision: 'fp32', optimizer: 'adamw', ...gpu };
       const acc = { microBatch: 1, gradientAccumulationSteps: 4 };
-      /** @param {object} req */
-      const peak = (req) => attempt(tm, 'peakMemory', { ...base, ...req, timeline: false });
-      /** @type {Array<[string, any]>} */
+      /** @param {Partial<PeakMemoryRequest>} req with its microBatch */
+      const peak = (req) =>
+        attempt(tm, 'peakMemory', /** @type {PeakMemoryRequest} */ ({ ...base, ...req, timeline: false }));
+      /** @type {Array<[string, Attempt<PeakMemoryResult>]>} */
       const runs = [
         ['ex.bert.b4', peak({ ...then, microBatch: 4, checkpointing: 'none' })],
         ['ex.bert.acc', peak({ ...then, ...acc, checkpointing: 'none' })],
@@ -359,7 +374,7 @@ export const EXAMPLES = [
       /** @param {number} b */
       const mib = (b) => t.n(`${mibs(b)} MiB`);
       // what nvidia-smi shows (the caching allocator's reserve + the context), when simulated
-      /** @param {CheckpointSizeResult} r */
+      /** @param {PeakMemoryResult} r */
       const smi = (r) => (typeof r.deviceUsedBytes === 'number' ? r.deviceUsedBytes : r.peakBytes);
       const steps = [h('li', {}, t('ex.bert.s1')), h('li', {}, t('ex.bert.s2'))];
       for (const [key, r] of runs) {
@@ -374,6 +389,7 @@ export const EXAMPLES = [
         );
       }
       // The same two runs with today's defaults (SDPA attention, foreach AdamW).
+      /** @type {Partial<PeakMemoryRequest>} */
       const now = {
         attention: 'sdpa',
         optimizerImplementation: 'foreach',
@@ -417,8 +433,13 @@ export const EXAMPLES = [
      */
     explain(tm, t) {
       const chain = uniformChain(1000, 10e6);
-      const none = attempt(tm, 'placement', { chain, strategy: 'none' });
-      const sq = attempt(tm, 'placement', { chain, strategy: 'sqrt' });
+      // (single-level strategies: plans)
+      const none = /** @type {Attempt<PlacementPlanResult>} */ (
+        attempt(tm, 'placement', { chain, strategy: 'none' })
+      );
+      const sq = /** @type {Attempt<PlacementPlanResult>} */ (
+        attempt(tm, 'placement', { chain, strategy: 'sqrt' })
+      );
       const steps = [
         h('li', {}, t('ex.chain.s1')),
         h('li', {}, t('ex.chain.s2', { k: Math.floor(Math.sqrt(1000)) })),
@@ -449,7 +470,7 @@ export const EXAMPLES = [
                 ratio: t.num(none.result.peakActivationBytes / sq.result.peakActivationBytes),
               }),
             )
-          : h('p', {}, errorNote(t, (none.ok ? sq : none).error));
+          : h('p', {}, errorNote(t, /** @type {PageError} */ ((none.ok ? sq : none).error)));
       return { steps, result };
     },
   },
@@ -487,23 +508,34 @@ export const EXAMPLES = [
         timeline: false,
       };
       /** @param {object} more */
+      /**
+       * @param {Partial<DiffusionPipeline>} more
+       * @returns {ModelByPipeline}
+       */
       const pipe = (more) => ({ pipeline: { denoiser: { preset: 'sdxl-base-unet' }, ...more } });
       // The script casts the frozen UNet to weight_dtype (bf16): lora.baseDtype where the core
       // takes it, else the core's default for the base.
-      /** @param {ModelInput} model */
+      /**
+       * @param {ModelInput | ModelByPipeline} model
+       * @param {Partial<PeakMemoryRequest>} [more]
+       */
       const peak = (model, more = {}) => {
-        const r = attempt(tm, 'peakMemory', {
-          ...base,
-          lora: { rank: 4, baseDtype: 'bf16' },
-          ...more,
-          model,
-        });
+        const r = attempt(
+          tm,
+          'peakMemory',
+          /** @type {PeakMemoryRequest} */ ({
+            ...base,
+            lora: { rank: 4, baseDtype: 'bf16' },
+            ...more,
+            model,
+          }),
+        );
         if (r.ok || !String(r.error?.field || '').startsWith('lora')) return r;
-        return attempt(tm, 'peakMemory', { ...base, ...more, model });
+        return attempt(tm, 'peakMemory', /** @type {PeakMemoryRequest} */ ({ ...base, ...more, model }));
       };
-      /** @param {CheckpointSizeResult} r */
+      /** @param {PeakMemoryResult} r */
       const smi = (r) => (typeof r.deviceUsedBytes === 'number' ? r.deviceUsedBytes : r.peakBytes);
-      /** @type {Array<[string, any]>} */
+      /** @type {Array<[string, Attempt<PeakMemoryResult>]>} */
       const runs = [
         ['ex.sdxl.unet', peak({ preset: 'sdxl-base-unet' })],
         ['ex.sdxl.pipeline', peak(pipe({}))],
@@ -530,8 +562,9 @@ export const EXAMPLES = [
             'p',
             {},
             t('ex.sdxl.result', {
-              frozen: t.gb(full.result.pipeline.residentBytes),
-              encode: t.gb(full.result.pipeline.encodeBytes),
+              // (a pipeline's result has its pipeline figures)
+              frozen: t.gb(/** @type {Pipe} */ (full.result.pipeline).residentBytes),
+              encode: t.gb(/** @type {Pipe} */ (full.result.pipeline).encodeBytes),
               batch: t.int(full.result.maxMicroBatch ?? 0),
             }),
           )
@@ -544,7 +577,7 @@ export const EXAMPLES = [
     tab: 'place',
     article: 'accumulation',
     sources: [SOURCES.gpt2, SOURCES.chen, SOURCES.checkpoint],
-    /** @param {ExampleParams} p */
+    /** @param {Ctx['known']} p */
     state: (p) => ({
       chainSource: 'model',
       modelSource: p.gpt2 ? 'preset' : 'params',
@@ -560,22 +593,33 @@ export const EXAMPLES = [
     /**
      * @param {Trainmem} tm
      * @param {Translator} t
-     * @param {ExampleParams} p
+     * @param {Ctx['known']} p
      */
     explain(tm, t, p) {
       const model = p.gpt2 ? { preset: p.gpt2 } : { params: GPT2_PARAMS };
       const base = { model, microBatch: 8, seqLen: 1024, precision: 'fp32' };
-      const none = attempt(tm, 'placement', { ...base, strategy: 'none' });
+      // (the model form, which index.d.ts's PlacementRequest does not describe: a plan)
+      const none = /** @type {Attempt<PlacementPlanResult>} */ (
+        attempt(
+          tm,
+          'placement',
+          /** @type {PlacementRequest} */ (/** @type {unknown} */ ({ ...base, strategy: 'none' })),
+        )
+      );
       const steps = [h('li', {}, t('ex.gpt2.s1'))];
       if (!none.ok) return { steps, result: h('p', {}, errorNote(t, none.error)) };
       const budget = Math.round(none.result.peakActivationBytes / 2);
       steps.push(h('li', {}, t('ex.chain.none'), ' ', GB(t, none.result.peakActivationBytes)));
       steps.push(h('li', {}, t('ex.gpt2.s3'), ' ', GB(t, budget)));
-      const plan = attempt(tm, 'placement', {
-        ...base,
-        strategy: 'optimal-single-level',
-        budgetBytes: budget,
-      });
+      const plan = /** @type {Attempt<PlacementPlanResult>} */ (
+        attempt(
+          tm,
+          'placement',
+          /** @type {PlacementRequest} */ (
+            /** @type {unknown} */ ({ ...base, strategy: 'optimal-single-level', budgetBytes: budget })
+          ),
+        )
+      );
       const result = plan.ok
         ? h(
             'p',
@@ -591,3 +635,14 @@ export const EXAMPLES = [
   },
   ...NET_EXAMPLES,
 ];
+
+/**
+ * A worked example: its calculator and article, the state it sets (from the presets this build
+ * has) and its explanation, computed by the core.
+ * @typedef {(typeof EXAMPLES)[number]} Example
+ */
+
+/**
+ * A diffusion pipeline's figures (peakMemory's `pipeline`).
+ * @typedef {NonNullable<PeakMemoryResult['pipeline']>} Pipe
+ */
