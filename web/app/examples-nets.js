@@ -5,8 +5,8 @@
 // then the largest micro-batch that fits as the recipe runs. Every number is the core's, from
 // the same request the page sends (requests.js). Strings: ex.<id>.title / .question / .short /
 // .s1 / .r<i>, and the shared ex.nets.*.
-/** @import { Trainmem } from '../lib/index.js' */
-/** @import { State, Translator } from './types.js' */
+/** @import { PeakMemoryResult, Trainmem } from '../lib/index.js' */
+/** @import { PageError, State, Translator } from './types.js' */
 import { h } from './dom.js';
 import { defaults } from './state.js';
 import { peakMemoryRequest } from './requests.js';
@@ -58,6 +58,10 @@ export const WHISPER_SMALL = {
 /**
  * The cards: id, the page state of the recipe, the variants run beside it (state patches),
  * the sources of the recipe.
+ */
+/**
+ * @type {Array<{ id: string, state: Partial<State>, variants: Partial<State>[],
+ *   sources: Array<{ label: string, url: string }> }>}
  */
 export const NET_CARDS = [
   {
@@ -137,10 +141,11 @@ const GB = (t, b) => t.n(`${t.gb(b)} = ${t.gib(b)}`);
 
 /**
  * One run of a card: its peakMemory result, or the error the core gave.
- * @returns {{ ok: boolean, result?: any, error?: any }}
  * @param {Trainmem} tm
  * @param {State} st
- * @param {string} search
+ * @param {boolean} search whether to search the largest micro-batch
+ * @returns {{ ok: true, result: PeakMemoryResult, error?: undefined }
+ *   | { ok: false, result?: undefined, error: PageError }}
  */
 function run(tm, st, search) {
   const req = { ...peakMemoryRequest(st), timeline: false };
@@ -148,7 +153,7 @@ function run(tm, st, search) {
   try {
     return { ok: true, result: tm.peakMemory(req) };
   } catch (e) {
-    return { ok: false, error: e };
+    return { ok: false, error: /** @type {PageError} */ (e) };
   }
 }
 
@@ -160,9 +165,9 @@ function run(tm, st, search) {
  */
 function explainCard(card, tm, t) {
   /** @param {Partial<State>} patch */
-  const st = (patch) => ({ ...defaults(), ...card.state, ...patch });
+  const st = (patch) => /** @type {State} */ ({ ...defaults(), ...card.state, ...patch });
   const steps = [h('li', {}, t(`ex.${card.id}.s1`))];
-  /** @type {any} */
+  /** @type {ReturnType<typeof run> | null} */
   let first = null;
   card.variants.forEach((patch, i) => {
     const r = run(tm, st(patch), i === 0); // (the largest batch: the recipe's own)
@@ -180,7 +185,9 @@ function explainCard(card, tm, t) {
       ),
     );
   });
-  const most = first?.ok ? first.result.maxMicroBatch : undefined;
+  // (set in the loop above, which the checker does not follow)
+  const firstRun = /** @type {ReturnType<typeof run> | null} */ (first);
+  const most = firstRun?.ok ? firstRun.result.maxMicroBatch : undefined;
   const result = h(
     'p',
     {},
@@ -191,7 +198,13 @@ function explainCard(card, tm, t) {
   return { steps, result };
 }
 
+/**
+ * One card: its network, the state it sets and the variants it compares.
+ * @typedef {(typeof NET_CARDS)[number]} NetCard
+ */
+
 /** The cards as entries of EXAMPLES (examples.js). */
+/** @type {import('./examples.js').Example[]} */
 export const NET_EXAMPLES = NET_CARDS.map((card) => ({
   id: card.id,
   tab: 'peak',

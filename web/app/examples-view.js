@@ -4,10 +4,12 @@
 // result, the article and the sources. A card sets the example's whole state (every other input
 // back to its default: nothing carried over from before) and scrolls to the explanation.
 // Each function takes the controller's live state ctx first (app.js).
-/** @import { Ctx, Translator } from './types.js' */
+/** @import { Ctx, PageError, State, Translator } from './types.js' */
 import { h, put } from './dom.js';
 import { defaults } from './state.js';
 import { EXAMPLES, ARTICLES } from './examples.js';
+/** @import { Example } from './examples.js' */
+/** @import { Child } from './dom.js' */
 
 /**
  * The state of an example: the defaults, the page's language and tab, and the example's own.
@@ -91,7 +93,7 @@ export function examplesEl(ctx) {
  */
 function provenance(ctx, ex) {
   const { t } = ctx;
-  const a = ARTICLES[ex.article];
+  const a = ex.article ? /** @type {Record<string, (typeof ARTICLES)['size']>} */ (ARTICLES)[ex.article] : undefined;
   const sources = ex.sources || [];
   if (!a && !sources.length) return null;
   if (!a) return h('div', { class: 'ex-sources' }, sourcesLine(t, sources));
@@ -114,7 +116,7 @@ function provenance(ctx, ex) {
 
 /**
  * @param {Translator} t
- * @param {string[]} sources
+ * @param {Array<{ label: string, url: string }>} sources
  */
 function sourcesLine(t, sources) {
   return h(
@@ -138,13 +140,15 @@ export function renderExample(ctx) {
   if (!exampleEl) return;
   const ex = EXAMPLES.find((e) => e.id === ctx.st.ex);
   if (!ex) return put(exampleEl);
+  /** @type {{ steps: Child[], result: Child, patch?: Partial<State> }} */
   let out;
   try {
     out = ex.explain(ctx.tm, t, ctx.known);
   } catch (e) {
-    out = { steps: [], result: ctx.errorBox(e) };
+    out = { steps: [], result: ctx.errorBox(/** @type {PageError} */ (e)) };
   }
-  if (out.patch && Object.entries(out.patch).some(([k, v]) => ctx.st[k] !== v)) {
+  const st = /** @type {Record<string, unknown>} */ (/** @type {unknown} */ (ctx.st));
+  if (out.patch && Object.entries(out.patch).some(([k, v]) => st[k] !== v)) {
     ctx.st = { ...ctx.st, ...out.patch };
     ctx.publish();
     queueMicrotask(() => ctx.rebuild());

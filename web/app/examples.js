@@ -11,7 +11,8 @@
 //   explain(tm, t, p)  → { steps: Node[], result: Node, patch? }: its explanation, computed.
 // Its strings are i18n keys ex.<id>.title and ex.<id>.question, in both languages.
 /** @import { CheckpointSizeResult, DType, DiffusionPipeline, FunctionName, Functions, ModelByPipeline, ModelInput, Optimizer, PeakMemoryRequest, PeakMemoryResult, PlacementPlanResult, PlacementRequest, Trainmem } from '../lib/index.js' */
-/** @import { Ctx, PageError, PickerPresets, Translator } from './types.js' */
+/** @import { Ctx, PageError, PickerPresets, State, Tab, Translator } from './types.js' */
+/** @import { Child } from './dom.js' */
 import { h } from './dom.js';
 import { uniformChain } from './requests.js';
 import { NET_EXAMPLES } from './examples-nets.js';
@@ -166,6 +167,7 @@ function errorNote(t, e) {
   );
 }
 
+/** @type {Example[]} */
 export const EXAMPLES = [
   {
     id: 'llama2-7b',
@@ -639,7 +641,13 @@ export const EXAMPLES = [
 /**
  * A worked example: its calculator and article, the state it sets (from the presets this build
  * has) and its explanation, computed by the core.
- * @typedef {(typeof EXAMPLES)[number]} Example
+ * @typedef {object} Example
+ * @property {string} id
+ * @property {Tab} tab
+ * @property {string} [article] the article it comes from (ARTICLES)
+ * @property {Array<{ label: string, url: string }>} [sources]
+ * @property {(p: Ctx['known']) => Partial<State>} state
+ * @property {(tm: Trainmem, t: Translator, p: Ctx['known']) => { steps: Child[], result: Child, patch?: Partial<State> }} explain
  */
 
 /**
