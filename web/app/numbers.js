@@ -9,8 +9,14 @@
 // rounded half away from zero ("halfExpand").
 
 /**
+ * A decimal: its digits (no leading zeros) and the place of the point within them.
+ * @typedef {{ digits: string, point: number }} Decimal
+ */
+
+/**
  * Shortest decimal digits of |n| (no leading zeros) and the place of the point within them.
  * @param {number} n
+ * @returns {Decimal}
  */
 function decimal(n) {
   const [mant, exp] = Math.abs(n).toExponential().split('e');
@@ -20,7 +26,9 @@ function decimal(n) {
 
 /**
  * Rounds {digits, point} to `keep` digits before the point plus `frac` after it.
+ * @param {Decimal} d
  * @param {number} frac
+ * @returns {Decimal}
  */
 function round({ digits, point }, frac) {
   const keep = point + frac; // digits kept, counted from the first digit
@@ -50,6 +58,7 @@ const group = (s) => s.replace(/\B(?=(\d{3})+(?!\d))/g, ',');
 
 /**
  * The digits laid out with `minFrac`..`maxFrac` fraction digits (trailing zeros trimmed).
+ * @param {Decimal} d
  * @param {number} minFrac
  * @param {number} maxFrac
  */
@@ -83,7 +92,7 @@ export function numberFormat(lang, how) {
   // Arabic puts a left-to-right mark before the minus sign.
   const minus = lang === 'ar' ? '\u200e-' : '-';
   const nan = lang === 'ar' ? '\u0644\u064a\u0633\u00a0\u0631\u0642\u0645\u064b\u0627' : 'NaN'; // CLDR
-  return (n) => {
+  return (/** @type {number} */ n) => {
     if (Number.isNaN(n)) return nan;
     const sign = n < 0 || Object.is(n, -0) ? minus : '';
     if (!Number.isFinite(n)) return `${sign}∞`;

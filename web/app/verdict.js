@@ -4,8 +4,9 @@
 // what was assumed (each assumption one click from its input), and the changes that make it
 // fit. Each function takes the controller's live state ctx first (app.js):
 // { t, st, tm, solver, invalid, verdictEl, suggestEl, liveEl, computeSeq, update, errorBox }.
-/** @import { AdviseChange, AdviseResult, AdviseSettings, AdviseStatus, AdviseVerdict } from '../lib/index.js' */
+/** @import { AdviseChange, AdviseResult, AdviseSettings, AdviseStatus, AdviseStepTime, AdviseVerdict, MessageCodes, PeakMemoryResult } from '../lib/index.js' */
 /** @import { Ctx, PageError, Translator } from './types.js' */
+/** @import { Child } from './dom.js' */
 import { h, put } from './dom.js';
 import { optionLabel } from './form.js';
 import { adviseRequest, stateOfChange, isHeavy, knowsBaseDtype } from './requests.js';
@@ -14,15 +15,18 @@ import { resolve } from './resolve.js';
 /**
  * The run's peakMemory result inside an advise result, with its sentences' codes (the core
  * lists them under "peak." paths of the whole result).
- * @param {any} advice
+ * @param {AdviseResult} advice
+ * @returns {PeakMemoryResult}
  */
 export function peakOf(advice) {
+  /** @type {MessageCodes} */
   const messages = {};
   for (const [path, parts] of Object.entries(advice?.messages || {}))
     if (path.startsWith('peak.')) messages[path.slice(5)] = parts;
   return { ...advice.peak, messages };
 }
 
+/** @type {Record<string, [string, string]>} */
 const STATUS = {
   fits: ['ok', 'peak.fits'],
   tight: ['warn', 'peak.tight'],
@@ -71,7 +75,7 @@ function stepLine(ctx, advice) {
     { class: 'verdict-time' },
     t('ask.time'),
     ' ',
-    h('strong', {}, seconds(t, st.stepSeconds)),
+    h('strong', {}, seconds(t, /** @type {number} */ (st.stepSeconds))), // (no note: a time)
     ' ',
     h(
       'span',
@@ -84,7 +88,7 @@ function stepLine(ctx, advice) {
       }),
     ),
     ' · ',
-    t.n(t('ask.samples', { n: t.num(st.samplesPerSecond) })),
+    t.n(t('ask.samples', { n: t.num(/** @type {number} */ (st.samplesPerSecond)) })),
     st.optimizerOnCpu ? [' ', t('sug.cpuStep')] : null,
   );
 }
@@ -143,7 +147,7 @@ function assumptions(ctx, advice) {
   const lora = set.method === 'lora' || set.method === 'qlora';
   const items = [
     item('method', optionLabel(ctx, 'method', st.method === 'scratch' ? 'scratch' : set.method)),
-    lora ? item('loraRank', t('ask.rank', { r: t.int(set.loraRank) })) : null,
+    lora ? item('loraRank', t('ask.rank', { r: t.int(/** @type {number} */ (set.loraRank)) })) : null,
     item(
       'precision',
       optionLabel(ctx, 'precision', set.precision),
@@ -181,7 +185,7 @@ function assumptions(ctx, advice) {
 // core that loads no other, in the precision's parameter dtype — said as it is computed.
 /**
  * @param {Ctx} ctx
- * @param {Assumption} item
+ * @param {(key: string, text: string, note?: string) => HTMLElement} item
  * @param {AdviseSettings} set
  */
 function baseItem(ctx, item, set) {
@@ -190,7 +194,7 @@ function baseItem(ctx, item, set) {
   if (!knowsBaseDtype()) {
     const dtype = ['bf16', 'fp16'].includes(set.precision) ? set.precision : 'fp32';
     const it = item('baseDtype', t('ask.base', { dtype }), t('ask.baseFixed'));
-    it.firstChild?.setAttribute('data-base', 'precision');
+    /** @type {Element | null} */ (it.firstChild)?.setAttribute('data-base', 'precision');
     return it;
   }
   const it = item(
@@ -198,7 +202,7 @@ function baseItem(ctx, item, set) {
     t('ask.base', { dtype: st.baseDtype || auto.baseDtype }),
     auto.baseDtype ? t('ask.asPeft') : '',
   );
-  it.firstChild?.setAttribute('data-base', 'chosen');
+  /** @type {Element | null} */ (it.firstChild)?.setAttribute('data-base', 'chosen');
   return it;
 }
 
@@ -229,6 +233,7 @@ export function goTo(ctx, key) {
 function changeItem(ctx, advice, c) {
   const { t } = ctx;
   const base = advice.stepTime?.stepSeconds;
+  /** @type {Partial<AdviseStepTime>} */
   const time = c.time || {};
   const pct =
     typeof base === 'number' && typeof time.stepSeconds === 'number'
@@ -337,7 +342,8 @@ export function announce(ctx, text) {
   if (!ctx.liveEl) return;
   clearTimeout(ctx.liveTimer);
   ctx.liveTimer = setTimeout(() => {
-    ctx.liveEl.textContent = text;
+    // (a layout with the live region keeps one: build() makes it anew)
+    /** @type {HTMLElement} */ (ctx.liveEl).textContent = text;
   }, 800);
 }
 
@@ -433,7 +439,7 @@ export function computeVerdict(ctx) {
   try {
     req = adviseRequest(st, { timeline: false });
   } catch (e) {
-    return verdictError(ctx, e);
+    return verdictError(ctx, /** @type {PageError} */ (e));
   }
   if (isHeavy('peak', st)) {
     put(ctx.verdictEl, h('p', { class: 'muted' }, t('ask.heavy')));
