@@ -15,7 +15,7 @@ export function dropZone(o, take) {
     type: 'file',
     id: o.inputId,
     accept: o.accept,
-    onchange: (e) => take(e.target.files?.[0]),
+    onchange: (e) => take(/** @type {HTMLInputElement} */ (e.target).files?.[0]),
   });
   const zone = h(
     'div',

@@ -77,13 +77,14 @@ export function makeTranslator(lang, strings, fallback) {
    * A sentence the core wrote at `path` of `res`, in this language when the core gave its codes
    * (res.messages) and this language translates every one of them; else the core's English.
    * Returns an element marked with the language of its text.
-   * @param {{ messages?: MessageCodes } | null | undefined} res
+   * @param {object | null | undefined} res a result (its `messages`, where the core gave codes)
    * @param {string} path
    * @param {unknown} text
    * @param {string} [tag]
    */
   t.core = (res, path, text, tag = 'span') => {
-    const parts = lang === 'en' ? null : res?.messages?.[path];
+    const parts =
+      lang === 'en' ? null : /** @type {{ messages?: MessageCodes } | null | undefined} */ (res)?.messages?.[path];
     const keys = Array.isArray(parts) ? parts.map((p) => `core.${p?.code}`) : [];
     if (keys.length && keys.every((k) => typeof strings[k] === 'string')) {
       // each value (a name, a figure, English text from data) is a bidi isolate (U+2068 …
@@ -100,11 +101,11 @@ export function makeTranslator(lang, strings, fallback) {
   };
   /**
    * Whether this language translates every code of the sentence at `path` of `res`.
-   * @param {{ messages?: MessageCodes } | null | undefined} res
+   * @param {object | null | undefined} res a result (its `messages`, where the core gave codes)
    * @param {string} path
    */
   t.covers = (res, path) => {
-    const parts = res?.messages?.[path];
+    const parts = /** @type {{ messages?: MessageCodes } | null | undefined} */ (res)?.messages?.[path];
     return (
       Array.isArray(parts) &&
       parts.length > 0 &&

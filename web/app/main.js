@@ -1,7 +1,7 @@
 // @ts-check
 // Page entry (index.html): the state lives in the URL; ?embed=1 is the iframe mode
 // (no header chrome), ?show=a,b limits the inputs shown, ?tabs=size,peak the calculators.
-/** @import { State } from './types.js' */
+/** @import { State, Tab } from './types.js' */
 import { mountApp } from './app.js';
 import { fromQuery, toQuery, FIELDS, TABS } from './state.js';
 import { startErrorText } from './start-error.js';
@@ -18,7 +18,7 @@ const listParam = (name, allowed) =>
     .map((x) => x.trim())
     .filter((x) => allowed.includes(x));
 const show = listParam('show', Object.keys(FIELDS));
-const tabs = listParam('tabs', TABS);
+const tabs = /** @type {Tab[]} */ (listParam('tabs', TABS)); // (names of TABS)
 const extra = () => {
   const keep = new URLSearchParams();
   for (const k of ['embed', 'show', 'tabs']) {

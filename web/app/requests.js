@@ -201,11 +201,12 @@ export function planLayoutRequest(st) {
  * The inputs of the peak-memory calculator that run one of the planner's layouts: its peakMemory
  * settings (PlannedLayout.settings) as a state patch, every parallel input set (those it does not
  * name back to one).
- * @param {Record<string, any>} s
+ * @param {Partial<PeakMemoryRequest>} s
+ * @returns {Partial<State>}
  */
 export function stateOfLayout(s) {
   const fsdp = s.fsdp || null;
-  return {
+  return /** @type {Partial<State>} */ ({
     tab: 'peak',
     microBatch: s.microBatch ?? 1,
     accumSteps: s.gradientAccumulationSteps ?? 1,
@@ -226,7 +227,7 @@ export function stateOfLayout(s) {
     fsdpReduceDtype: fsdp?.mixedPrecision?.reduceDtype ?? '',
     ddpBucketMb: 0,
     ddpBucketView: false,
-  };
+  });
 }
 
 // A list typed as words or numbers separated by commas or spaces.

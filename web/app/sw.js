@@ -16,6 +16,7 @@ const PAGE = [new URL(scope).pathname, new URL('index.html', scope).pathname];
 async function renew() {
   const res = await fetch(MANIFEST, { cache: 'no-store' });
   if (!res.ok) throw new Error(`${MANIFEST}: HTTP ${res.status}`);
+  /** @type {{ version: string, files: string[] }} (dist/files.json, written by the page build) */
   const { version, files } = await res.json();
   const name = PREFIX + version;
   const cache = await caches.open(name);

@@ -5,7 +5,7 @@
 // as the model until it is removed. The trace stays in memory (it is not in the page's address,
 // which a reload or a shared link keeps) and is sent nowhere.
 /** @import { DescribeModelResult } from '../lib/index.js' */
-/** @import { Ctx } from './types.js' */
+/** @import { Ctx, PageError } from './types.js' */
 import { h, put } from './dom.js';
 import { dropZone } from './drop-zone.js';
 
@@ -32,12 +32,19 @@ export function tracedLine(ctx, clear) {
 }
 
 /**
+ * describeModel's result for a traced model: with its trace (the core writes `trace`, which
+ * index.d.ts's DescribeModelResult does not declare).
+ * @typedef {DescribeModelResult & { name?: string, trace?: { layers: unknown[], ops: number,
+ *   tracedBatch: number, tracedSeqLen?: number } }} TracedDescription
+ */
+
+/**
  * @param {Ctx} ctx
- * @param {DescribeModelResult} d
+ * @param {TracedDescription} d
  */
 function summary(ctx, d) {
   const { t } = ctx;
-  const tr = d.trace;
+  const tr = /** @type {NonNullable<TracedDescription['trace']>} */ (d.trace); // (a trace's)
   return h(
     'p',
     { class: 'muted' },
@@ -57,9 +64,9 @@ function summary(ctx, d) {
  */
 export function tracePanel(ctx) {
   let reading = '';
-  /** @type {any} */
+  /** @type {PageError | null} */
   let error = null;
-  /** @type {any} */
+  /** @type {TracedDescription | null} */
   let described = null;
   /** @type {HTMLElement | null} */
   let body = null;
@@ -84,7 +91,7 @@ export function tracePanel(ctx) {
     put(body);
   }
 
-  /** @param {File} f */
+  /** @param {File | undefined} f */
   async function take(f) {
     if (!f) return;
     reading = f.name || 'trace';
@@ -92,7 +99,8 @@ export function tracePanel(ctx) {
     render();
     const text = await f.text();
     ctx.solver.runHeavy('describeModel', { model: { trace: text } }).then(
-      (d) => {
+      (/** @type {unknown} */ result) => {
+        const d = /** @type {TracedDescription} */ (result);
         reading = '';
         described = d;
         traced.text = text;

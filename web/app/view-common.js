@@ -55,6 +55,8 @@ export function partLabel(ctx, k) {
 /**
  * @param {Ctx} ctx
  * @param {object} breakdown
+ * @param {string} [peakPhase]
+ * @param {object | null} [res] the result (its sentences' codes)
  */
 export function breakdownTable(ctx, breakdown, peakPhase = '', res = null) {
   const { t } = ctx;

@@ -38,7 +38,7 @@ export function deviceNumbers(ctx, res) {
       'ul',
       {},
       row('peak.smi', res.deviceUsedBytes),
-      row('peak.reserved', res.reservedPeakBytes),
+      row('peak.reserved', /** @type {number} */ (res.reservedPeakBytes)), // (with the allocator)
       row('peak.allocated', res.allocatedPeakBytes),
       row('peak.fragmentation', a.fragmentationBytes),
       row('peak.largest', a.largestRequestBytes),
@@ -52,7 +52,7 @@ export function deviceNumbers(ctx, res) {
 /**
  * The result's assumptions, in the page's language where the core gave their codes.
  * @param {Ctx} ctx
- * @param {PeakMemoryResult} res
+ * @param {{ assumptions?: string[] }} res a result with assumptions (peak memory's, the planner's)
  */
 export function assumptionList(ctx, res) {
   const { t } = ctx;

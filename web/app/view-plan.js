@@ -16,7 +16,11 @@ import { stateOfLayout } from './requests.js';
  * @param {PlannedLayout} l
  * @param {string} key
  */
-const sizeOf = (l, key) => (typeof l[key] === 'number' ? l[key] : (l.settings?.[key] ?? 1));
+const sizeOf = (l, key) => {
+  const fields = /** @type {Record<string, number | undefined>} */ (/** @type {unknown} */ (l));
+  const set = /** @type {Record<string, number | undefined> | undefined} */ (l.settings);
+  return typeof fields[key] === 'number' ? fields[key] : (set?.[key] ?? 1);
+};
 
 /**
  * The data-parallel size, with its sharding ("ZeRO-1" or "FSDP") over more than one rank.
@@ -61,7 +65,7 @@ const COLUMNS = [
  * A column's header: a parallel size by its short name, its long name as the abbreviation's.
  * @param {Ctx} ctx
  * @param {string} key
- * @param {boolean} short
+ * @param {boolean} [short]
  */
 function header(ctx, key, short) {
   if (!short) return h('th', { scope: 'col' }, ctx.t(key));
@@ -83,7 +87,7 @@ function loadButton(ctx, l, i) {
       'aria-label': ctx.t('plan.loadRow', { n: ctx.t.int(i + 1) }),
       onclick: () => {
         ctx.update(stateOfLayout(l.settings || {}), { rebuild: true });
-        ctx.rootEl.querySelector('#tm-verdict, #tm-results')?.focus?.();
+        ctx.rootEl.querySelector(/** @type {'div'} */ ('#tm-verdict, #tm-results'))?.focus?.();
       },
     },
     ctx.t('plan.load'),

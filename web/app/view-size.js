@@ -30,6 +30,7 @@ export function renderSize(ctx, el, res, req) {
         t.core(res, 'formula', res.formula, 'code'),
       ),
     );
+  /** @type {Array<{ label: string, breakdown?: object }>} */
   const scenarios = [{ label: t('size.thisConfig'), breakdown: res.breakdown }];
   // The core returns the seed's simple formula beside the exact answer (res.simple).
   if (res.simple && typeof res.simple.totalBytes === 'number') {

@@ -5,6 +5,7 @@
 // numbers beside it.
 /** @import { PeakMemoryResult } from '../lib/index.js' */
 /** @import { Ctx, Stage } from './types.js' */
+/** @import { Child } from './dom.js' */
 import { h } from './dom.js';
 import { stackedBars } from './charts.js';
 import { chartOpts, partLabel } from './view-common.js';
@@ -40,7 +41,10 @@ function stageParts(ctx, stages) {
   const parts = PARTS.map(([key, field]) => ({
     key,
     label: partLabel(ctx, key),
-    values: stages.map((s) => (typeof s[field] === 'number' ? s[field] : 0)),
+    values: stages.map((s) => {
+      const v = /** @type {Record<string, unknown>} */ (/** @type {unknown} */ (s))[field];
+      return typeof v === 'number' ? v : 0;
+    }),
   }));
   const rest = stages.map((s, i) =>
     Math.max(0, stageBytes(s) - parts.reduce((a, p) => a + p.values[i], 0)),
@@ -112,8 +116,8 @@ function stageTable(ctx, pp, stages) {
 export function stageView(ctx, el, res, capacity) {
   const { t } = ctx;
   const pp = res.pipelineParallel;
-  const stages = Array.isArray(pp?.perStage) ? pp.perStage : [];
-  if (stages.length < 2) return;
+  if (!pp || !Array.isArray(pp.perStage) || pp.perStage.length < 2) return;
+  const stages = pp.perStage;
   const binding = stages.find((s) => s.stage === pp.peakStage);
   const box = h(
     'section',
