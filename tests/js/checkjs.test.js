@@ -30,7 +30,8 @@ function modules() {
     }
   };
   walk('web/lib');
-  for (const f of readdirSync(join(repoRoot, 'web/app'))) if (f.endsWith('.js')) out.push(`web/app/${f}`);
+  for (const f of readdirSync(join(repoRoot, 'web/app')))
+    if (f.endsWith('.js')) out.push(`web/app/${f}`);
   return out;
 }
 

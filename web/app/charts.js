@@ -370,8 +370,10 @@ function drawBars(el, { label: title, scenarios, parts, t, capacity }, W) {
   const slot = plotW / scenarios.length;
   cats = categoryLabels(scenarios, slot);
   const bottom = HEIGHT - cats.height;
-  const f = { /** @param {number} v */
-  y: (/** @type {number} */ v) => bottom - (v / yHi) * (bottom - top) };
+  const f = {
+    /** @param {number} v */
+    y: (/** @type {number} */ v) => bottom - (v / yHi) * (bottom - top),
+  };
   const summary = t('chart.summary', {
     title,
     items: joined(t, [
@@ -582,8 +584,10 @@ function drawLines(el, { label: title, x, xLabel, yLabel, series, mark, t, stepp
   const right = W - Math.max(12, Math.ceil(textWidth(t.num(xHi)) / 2) + 2);
   /** @param {number} v */
   const fx = (v) => left + ((v - xLo) / (xHi - xLo)) * (right - left);
-  const f = { /** @param {number} v */
-  y: (/** @type {number} */ v) => bottom - (v / yHi) * (bottom - top) };
+  const f = {
+    /** @param {number} v */
+    y: (/** @type {number} */ v) => bottom - (v / yHi) * (bottom - top),
+  };
   const xt = xTicks(t, xLo, xHi, fx, right - left, W);
   // the x values with a point (phases of a timeline share the points where they meet)
   const points = x.filter((_, i) => series.some((sr) => Number.isFinite(sr.values[i]))).length;

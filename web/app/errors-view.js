@@ -113,7 +113,10 @@ function minimumBudget(ctx, e) {
         type: 'button',
         class: 'small',
         onclick: () =>
-          ctx.update({ budgetGB: Math.ceil(/** @type {number} */ (e.minimumBudgetBytes) / 1e6) / 1e3 }, { rebuild: true }),
+          ctx.update(
+            { budgetGB: Math.ceil(/** @type {number} */ (e.minimumBudgetBytes) / 1e6) / 1e3 },
+            { rebuild: true },
+          ),
       },
       t('error.useMinimum'),
     ),
@@ -150,7 +153,10 @@ function wayOut(ctx, e, input) {
     });
   if (e.preset)
     return wayOutLine(ctx, t('error.usePresetModel', { name: e.params?.name || e.preset }), () =>
-      ctx.update({ modelSource: 'preset', preset: /** @type {string} */ (e.preset) }, { rebuild: true }),
+      ctx.update(
+        { modelSource: 'preset', preset: /** @type {string} */ (e.preset) },
+        { rebuild: true },
+      ),
     );
   if (!input) return null;
   const go = () => {

@@ -93,7 +93,9 @@ export function examplesEl(ctx) {
  */
 function provenance(ctx, ex) {
   const { t } = ctx;
-  const a = ex.article ? /** @type {Record<string, (typeof ARTICLES)['size']>} */ (ARTICLES)[ex.article] : undefined;
+  const a = ex.article
+    ? /** @type {Record<string, (typeof ARTICLES)['size']>} */ (ARTICLES)[ex.article]
+    : undefined;
   const sources = ex.sources || [];
   if (!a && !sources.length) return null;
   if (!a) return h('div', { class: 'ex-sources' }, sourcesLine(t, sources));

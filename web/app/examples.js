@@ -363,7 +363,11 @@ export const EXAMPLES = [
       const acc = { microBatch: 1, gradientAccumulationSteps: 4 };
       /** @param {Partial<PeakMemoryRequest>} req with its microBatch */
       const peak = (req) =>
-        attempt(tm, 'peakMemory', /** @type {PeakMemoryRequest} */ ({ ...base, ...req, timeline: false }));
+        attempt(
+          tm,
+          'peakMemory',
+          /** @type {PeakMemoryRequest} */ ({ ...base, ...req, timeline: false }),
+        );
       /** @type {Array<[string, Attempt<PeakMemoryResult>]>} */
       const runs = [
         ['ex.bert.b4', peak({ ...then, microBatch: 4, checkpointing: 'none' })],
@@ -533,7 +537,11 @@ export const EXAMPLES = [
           }),
         );
         if (r.ok || !String(r.error?.field || '').startsWith('lora')) return r;
-        return attempt(tm, 'peakMemory', /** @type {PeakMemoryRequest} */ ({ ...base, ...more, model }));
+        return attempt(
+          tm,
+          'peakMemory',
+          /** @type {PeakMemoryRequest} */ ({ ...base, ...more, model }),
+        );
       };
       /** @param {PeakMemoryResult} r */
       const smi = (r) => (typeof r.deviceUsedBytes === 'number' ? r.deviceUsedBytes : r.peakBytes);
@@ -618,7 +626,11 @@ export const EXAMPLES = [
           tm,
           'placement',
           /** @type {PlacementRequest} */ (
-            /** @type {unknown} */ ({ ...base, strategy: 'optimal-single-level', budgetBytes: budget })
+            /** @type {unknown} */ ({
+              ...base,
+              strategy: 'optimal-single-level',
+              budgetBytes: budget,
+            })
           ),
         )
       );

@@ -110,7 +110,11 @@ export function exportBar(ctx) {
     ),
     ctx.embed
       ? null
-      : button('link', (e) => copy(ctx, location.href, /** @type {HTMLElement} */ (e.currentTarget)), ctx.t('export.link')),
+      : button(
+          'link',
+          (e) => copy(ctx, location.href, /** @type {HTMLElement} */ (e.currentTarget)),
+          ctx.t('export.link'),
+        ),
   );
 }
 
@@ -132,7 +136,11 @@ export function embedDialog(ctx) {
   const copyOf = (area) =>
     h(
       'button',
-      { type: 'button', class: 'small', onclick: (e) => copy(ctx, area.value, /** @type {HTMLElement} */ (e.currentTarget)) },
+      {
+        type: 'button',
+        class: 'small',
+        onclick: (e) => copy(ctx, area.value, /** @type {HTMLElement} */ (e.currentTarget)),
+      },
       ctx.t('export.copy'),
     );
   /** @type {HTMLDialogElement & { fill?: () => void }} */

@@ -417,7 +417,11 @@ function textControl(ctx, key, f, ids) {
     value: String(ctx.st[key] ?? ''),
     placeholder: ctx.t(`placeholder.${key}`),
     'aria-describedby': ids.describedBy,
-    oninput: (e) => ctx.update({ [key]: /** @type {HTMLInputElement} */ (e.target).value.slice(0, f.max) }, { typing: true }),
+    oninput: (e) =>
+      ctx.update(
+        { [key]: /** @type {HTMLInputElement} */ (e.target).value.slice(0, f.max) },
+        { typing: true },
+      ),
   });
 }
 
@@ -507,7 +511,10 @@ function numberField(ctx, key, f, ids) {
         n >= f.min &&
         n <= f.max &&
         (f.kind !== 'int' || Number.isInteger(n));
-      /** @type {HTMLInputElement} */ (e.target).setAttribute('aria-invalid', ok ? 'false' : 'true');
+      /** @type {HTMLInputElement} */ (e.target).setAttribute(
+        'aria-invalid',
+        ok ? 'false' : 'true',
+      );
       if (ok) {
         invalid.delete(key);
         err.textContent = '';

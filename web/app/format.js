@@ -62,7 +62,14 @@ export function breakdownParts(breakdown) {
     Object.entries(breakdown)
   );
   const entries = values
-    .map(([k, v]) => /** @type {[string, number, string]} */ ([k, partBytes(v), typeof v?.source === 'string' ? v.source : '']))
+    .map(
+      ([k, v]) =>
+        /** @type {[string, number, string]} */ ([
+          k,
+          partBytes(v),
+          typeof v?.source === 'string' ? v.source : '',
+        ]),
+    )
     .filter(([, b]) => b > 0);
   /** @param {string} k */
   const rank = (k) => (PART_ORDER.includes(k) ? PART_ORDER.indexOf(k) : PART_ORDER.length);

@@ -84,7 +84,9 @@ export function makeTranslator(lang, strings, fallback) {
    */
   t.core = (res, path, text, tag = 'span') => {
     const parts =
-      lang === 'en' ? null : /** @type {{ messages?: MessageCodes } | null | undefined} */ (res)?.messages?.[path];
+      lang === 'en'
+        ? null
+        : /** @type {{ messages?: MessageCodes } | null | undefined} */ (res)?.messages?.[path];
     const keys = Array.isArray(parts) ? parts.map((p) => `core.${p?.code}`) : [];
     if (keys.length && keys.every((k) => typeof strings[k] === 'string')) {
       // each value (a name, a figure, English text from data) is a bidi isolate (U+2068 …
@@ -105,7 +107,9 @@ export function makeTranslator(lang, strings, fallback) {
    * @param {string} path
    */
   t.covers = (res, path) => {
-    const parts = /** @type {{ messages?: MessageCodes } | null | undefined} */ (res)?.messages?.[path];
+    const parts = /** @type {{ messages?: MessageCodes } | null | undefined} */ (res)?.messages?.[
+      path
+    ];
     return (
       Array.isArray(parts) &&
       parts.length > 0 &&
@@ -113,7 +117,8 @@ export function makeTranslator(lang, strings, fallback) {
     );
   };
   /** An error code of the core in words (coreError.<code>), or '' for an unknown code. */
-  t.coreError = (/** @type {string} */ code) => strings[`coreError.${code}`] ?? fallback?.[`coreError.${code}`] ?? '';
+  t.coreError = (/** @type {string} */ code) =>
+    strings[`coreError.${code}`] ?? fallback?.[`coreError.${code}`] ?? '';
   t.lang = lang;
   t.dir = lang === 'ar' ? 'rtl' : 'ltr';
   t.int = (/** @type {number} */ n) => (Number.isFinite(n) ? nf.format(n) : String(n));
@@ -125,7 +130,8 @@ export function makeTranslator(lang, strings, fallback) {
   t.mb = (/** @type {number} */ b) => `${nf2.format(b / 1e6)} MB`;
   t.bytes = (/** @type {number} */ b) => `${nf.format(b)} ${t('unit.bytes')}`;
   /** <bdi dir=ltr> holding a number with its unit. */
-  t.n = (/** @type {string} */ text, /** @type {string} */ cls = '') => h('bdi', { dir: 'ltr', class: cls || 'num' }, text);
+  t.n = (/** @type {string} */ text, /** @type {string} */ cls = '') =>
+    h('bdi', { dir: 'ltr', class: cls || 'num' }, text);
   /** "40.43 GB · 37.65 GiB" as a node. */
   // (a screen reader hears "147.32 GB, 137.20 GiB": the dot is shown, the comma read)
   t.both = (/** @type {number} */ b) =>

@@ -364,25 +364,25 @@ export function accumulationRequest(st) {
   }
   /** @type {Partial<AccumulationPlanRequest>} */
   const plan = {
-      targetGlobalBatch: st.targetGlobalBatch,
-      model: modelOf(st),
-      ...seqLenOf(st),
-      precision: /** @type {Precision} */ (st.precision), // (resolved)
-      optimizer: st.optimizer,
-      // "whether checkpointing pays": without a strategy chosen, the planner compares none with
-      // full (the core's "auto")
-      checkpointing:
-        st.checkpointing === 'none'
-          ? 'auto'
-          : st.checkpointing === 'selective-op'
-            ? selectiveOp(st)
-            : st.checkpointing,
-      dataParallel: st.dataParallel,
-      ...(st.zeroStage !== '0'
-        ? { zeroStage: /** @type {0 | 1 | 2 | 3} */ (Number(st.zeroStage)) }
-        : {}),
-      ...gpuOf(st),
-    };
+    targetGlobalBatch: st.targetGlobalBatch,
+    model: modelOf(st),
+    ...seqLenOf(st),
+    precision: /** @type {Precision} */ (st.precision), // (resolved)
+    optimizer: st.optimizer,
+    // "whether checkpointing pays": without a strategy chosen, the planner compares none with
+    // full (the core's "auto")
+    checkpointing:
+      st.checkpointing === 'none'
+        ? 'auto'
+        : st.checkpointing === 'selective-op'
+          ? selectiveOp(st)
+          : st.checkpointing,
+    dataParallel: st.dataParallel,
+    ...(st.zeroStage !== '0'
+      ? { zeroStage: /** @type {0 | 1 | 2 | 3} */ (Number(st.zeroStage)) }
+      : {}),
+    ...gpuOf(st),
+  };
   return /** @type {AccumulationPlanRequest} */ (withRuntime(plan, st, true));
 }
 

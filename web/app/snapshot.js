@@ -165,7 +165,12 @@ function view(ctx, r) {
   const out = [];
   const m = r.measured;
   if (m && m.source === 'snapshot')
-    out.push(...measuredLines(ctx, /** @type {CompareSnapshotResult & { measured: SnapshotSummary }} */ (r)));
+    out.push(
+      ...measuredLines(
+        ctx,
+        /** @type {CompareSnapshotResult & { measured: SnapshotSummary }} */ (r),
+      ),
+    );
   out.push(totalsTable(ctx, r));
   out.push(
     h('h4', {}, t('snap.causes')),

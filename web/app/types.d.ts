@@ -46,7 +46,13 @@ type AutoDtype = '' | 'bf16' | 'fp16' | 'fp32';
  * The page state: each input's value, of its default's type; a choice, one of its values
  * (state.js FIELDS lists them: the core's names, '' where the page picks).
  */
-type Widen<T> = T extends boolean ? boolean : T extends number ? number : T extends string ? string : T;
+type Widen<T> = T extends boolean
+  ? boolean
+  : T extends number
+    ? number
+    : T extends string
+      ? string
+      : T;
 export type State = { -readonly [K in FieldKey]: Widen<Fields[K]['default']> } & {
   tab: Tab;
   modelSource: 'params' | 'preset' | 'config';

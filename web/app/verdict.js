@@ -147,7 +147,9 @@ function assumptions(ctx, advice) {
   const lora = set.method === 'lora' || set.method === 'qlora';
   const items = [
     item('method', optionLabel(ctx, 'method', st.method === 'scratch' ? 'scratch' : set.method)),
-    lora ? item('loraRank', t('ask.rank', { r: t.int(/** @type {number} */ (set.loraRank)) })) : null,
+    lora
+      ? item('loraRank', t('ask.rank', { r: t.int(/** @type {number} */ (set.loraRank)) }))
+      : null,
     item(
       'precision',
       optionLabel(ctx, 'precision', set.precision),

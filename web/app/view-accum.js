@@ -106,7 +106,9 @@ export function renderAccum(ctx, el, res, req) {
   el.append(h('p', { class: 'note' }, t('acc.peakIs')));
   // Figure 2 shows accumulation: the recommended plan, or the fastest fitting plan that accumulates.
   const shown =
-    (rec?.accumulationSteps ?? 0) > 1 ? rec : plans.find((p) => p.fits && p.accumulationSteps > 1) || rec;
+    (rec?.accumulationSteps ?? 0) > 1
+      ? rec
+      : plans.find((p) => p.fits && p.accumulationSteps > 1) || rec;
   if (shown)
     accumulationDiagram(el, {
       micro: shown.microBatch,
@@ -152,7 +154,8 @@ function noneFitsChanges(ctx) {
     )
     .then(
       (advice) =>
-        seq === ctx.computeSeq && slot.append(changeList(ctx, /** @type {AdviseResult} */ (advice))),
+        seq === ctx.computeSeq &&
+        slot.append(changeList(ctx, /** @type {AdviseResult} */ (advice))),
       () => {},
     );
   return slot;

@@ -21,7 +21,8 @@ export function chartOpts(ctx) {
 }
 
 /** A small label beside a headline. */
-export const chip = (/** @type {Child[]} */ ...children) => h('span', { class: 'chip' }, ...children);
+export const chip = (/** @type {Child[]} */ ...children) =>
+  h('span', { class: 'chip' }, ...children);
 
 /**
  * @param {Ctx} ctx
@@ -140,7 +141,9 @@ export function breakdownChart(ctx, el, scenarios, capacity = undefined) {
     key: k,
     label: partLabel(ctx, k),
     values: scenarios.map(
-      (sc) => partBytes(/** @type {Record<string, BreakdownEntry> | undefined} */ (sc.breakdown)?.[k]) || 0,
+      (sc) =>
+        partBytes(/** @type {Record<string, BreakdownEntry> | undefined} */ (sc.breakdown)?.[k]) ||
+        0,
     ),
   }));
   const holder = h('div', { class: 'chart-holder' });
@@ -214,7 +217,12 @@ export function detailsTable(ctx, result) {
 function timelineValues(timeline) {
   const keys = ['totalBytes', 'bytes', 'allocatedBytes', 'liveBytes', 'memoryBytes', 'peakBytes'];
   const key = keys.find((k) => timeline.some((e) => typeof e?.[k] === 'number'));
-  return key ? timeline.map((e) => { const v = e[key]; return typeof v === 'number' ? v : null; }) : null;
+  return key
+    ? timeline.map((e) => {
+        const v = e[key];
+        return typeof v === 'number' ? v : null;
+      })
+    : null;
 }
 
 /**

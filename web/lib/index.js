@@ -272,7 +272,8 @@ function makeApi(module) {
   const vocabulary = invoke('vocabulary', {});
   maxBytes = vocabulary.limits.requestBytes;
   for (const name of vocabulary.functions) {
-    if (!BYTES_FUNCTIONS.includes(name)) api[name] = (/** @type {unknown} */ request) => call(name, request);
+    if (!BYTES_FUNCTIONS.includes(name))
+      api[name] = (/** @type {unknown} */ request) => call(name, request);
   }
   api.readSnapshot = (/** @type {unknown} */ bytes, /** @type {unknown} */ options) =>
     invoke('readSnapshot', options === undefined ? {} : options, toBytes(bytes, 'snapshot'));

@@ -62,7 +62,8 @@ export function renderTable(results, markdown) {
       ...body.map((r) => `| ${r.map(esc).join(' | ')} |`),
     ].join('\n');
   }
-  const cut = (/** @type {string} */ t) => (t.length > TEXT_WIDTH ? `${t.slice(0, TEXT_WIDTH - 1)}…` : t);
+  const cut = (/** @type {string} */ t) =>
+    t.length > TEXT_WIDTH ? `${t.slice(0, TEXT_WIDTH - 1)}…` : t;
   const body = rows.map((r) => [
     { text: r.path, right: false },
     ...r.cells.map((c) => ({ text: cut(cellText(c, r.bytes)), right: typeof c === 'number' })),

@@ -39,7 +39,8 @@ export default {
     );
   },
   // The flags set `request.*` (the peakMemory request) and `measured.*`.
-  flagField: (/** @type {string} */ field) => (field.startsWith('request.') ? field.slice('request.'.length) : field),
+  flagField: (/** @type {string} */ field) =>
+    field.startsWith('request.') ? field.slice('request.'.length) : field,
   render: renderComparison,
 };
 
@@ -49,7 +50,8 @@ export default {
  * @param {boolean} markdown
  */
 function renderComparison(r, markdown) {
-  const b = (/** @type {number | null | undefined} */ n) => (n === null || n === undefined ? '—' : cellText(n, true));
+  const b = (/** @type {number | null | undefined} */ n) =>
+    n === null || n === undefined ? '—' : cellText(n, true);
   /** @type {string[]} */
   const sections = [];
   /** @type {(heads: string[], rows: (string | number)[][]) => string} */
