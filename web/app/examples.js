@@ -225,7 +225,7 @@ export const EXAMPLES = [
           ),
         );
       }
-      /** @type {any} */
+      /** @type {Attempt<CheckpointSizeResult> | null} */
       let exact = null;
       if (p.llama) {
         exact = sizeOf(tm, { preset: p.llama }, 'adamw', 'fp16', { format: 'torch' });

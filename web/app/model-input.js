@@ -62,7 +62,7 @@ function inputOfConfig(text) {
 
 /**
  * What the state's model reads (a parameter count, a traced model and a text model: tokens).
- * @param {Record<string, any>} st
+ * @param {Pick<State, 'modelSource' | 'config' | 'preset'>} st
  * @returns {ModelInput}
  */
 export function modelInput(st) {
@@ -87,7 +87,7 @@ let moeConfig = false;
 /**
  * Whether the state's model is a mixture of experts (a preset the index marks, or a pasted
  * config with routed experts): expert parallelism's inputs are shown for it.
- * @param {Record<string, any>} st
+ * @param {Pick<State, 'modelSource' | 'config' | 'preset'>} st
  */
 export function isMoE(st) {
   if (st.modelSource === 'preset')

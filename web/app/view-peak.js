@@ -1,7 +1,7 @@
 // @ts-check
 // The peak-memory result: the peak (what nvidia-smi shows), the numbers each tool reports, the
 // breakdown, the assumptions, memory over the step, and the comparison with a measurement.
-/** @import { PeakMemoryResult } from '../lib/index.js' */
+/** @import { AdviseRequest, AdviseResult, PeakMemoryResult } from '../lib/index.js' */
 /** @import { Ctx } from './types.js' */
 import { h } from './dom.js';
 import {
@@ -70,11 +70,11 @@ export function assumptionList(ctx, res) {
 }
 
 /**
- * @param {any} res the run's peakMemory result
- * @param {any} req the request (advise's: a peakMemory request with the verdict's keys)
- * @param {any} [advice] the advise result holding res: its verdict (with the safety margin)
  * @param {Ctx} ctx
  * @param {HTMLElement} el
+ * @param {PeakMemoryResult} res the run's peakMemory result
+ * @param {AdviseRequest} req the request (advise's: a peakMemory request with the verdict's keys)
+ * @param {AdviseResult} [advice] the advise result holding res: its verdict (with the safety margin)
  */
 export function renderPeak(ctx, el, res, req, advice) {
   const { t, snapPanel } = ctx;
@@ -83,7 +83,7 @@ export function renderPeak(ctx, el, res, req, advice) {
     headline(
       ctx,
       device ? 'peak.device' : 'peak.total',
-      device ? res.deviceUsedBytes : res.peakBytes,
+      device ? /** @type {number} */ (res.deviceUsedBytes) : res.peakBytes,
       [
         advice ? statusBadge(ctx, advice.verdict.status) : null,
         res.peakPhase ? chip(t('peak.phase'), ' ', optionLabel(ctx, 'phase', res.peakPhase)) : null,
@@ -110,7 +110,7 @@ export function renderPeak(ctx, el, res, req, advice) {
   // (the full page lists the changes under its verdict; an embed here)
   if (advice && !ctx.verdictEl) el.append(h('div', { id: 'tm-changes' }, changeList(ctx, advice)));
   // The GPU's memory as a line on both charts (GiB, as their axes).
-  const used = device ? res.deviceUsedBytes : res.peakBytes;
+  const used = device ? /** @type {number} */ (res.deviceUsedBytes) : res.peakBytes;
   const capacity =
     typeof res.headroomBytes === 'number'
       ? { value: (used + res.headroomBytes) / 2 ** 30, label: t('chart.capacity') }

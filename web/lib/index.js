@@ -167,7 +167,7 @@ function layerColumns(request) {
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return null;
   if (ArrayBuffer.isView(raw)) return null;
   /** @type {Record<string, ArrayLike<number>>} (the columns that are numbers: names) */
-  const layers = /** @type {Record<string, any>} */ (raw);
+  const layers = /** @type {Record<string, ArrayLike<number>>} */ (raw);
   const names = NUMERIC_COLUMNS.filter((k) => Object.hasOwn(layers, k) && isNumbers(layers[k]));
   if (names.length === 0) return null;
   /** @type {Record<string, unknown>} */
@@ -207,7 +207,7 @@ function makeApi(module) {
    * @param {unknown} name
    * @param {unknown} request
    * @param {Uint8Array | string} [bytes]
-   * @returns {any} the result, JSON from the core (typed by the Trainmem method that returns it)
+   * @returns {unknown} the result, JSON from the core (typed by the Trainmem method that returns it)
    */
   const invoke = (name, request, bytes) => {
     if (typeof name !== 'string') {
@@ -250,7 +250,7 @@ function makeApi(module) {
     }
     return envelope.result;
   };
-  /** @type {(name: unknown, request: unknown) => any} */
+  /** @type {(name: unknown, request: unknown) => unknown} */
   const call = (name, request) => invoke(name, request);
   // JSON text through the core's strict reader (duplicate keys, depth, size, numbers beyond a
   // double): what the CLI reads its files with.
@@ -269,7 +269,7 @@ function makeApi(module) {
   /** @type {Record<string, unknown>} the Trainmem interface, method by method */
   const api = { version: module.version(), call, parseJson };
   // One method per function of the core, as the core lists them (its `vocabulary` function).
-  const vocabulary = invoke('vocabulary', {});
+  const vocabulary = /** @type {import('./index.js').Vocabulary} */ (invoke('vocabulary', {}));
   maxBytes = vocabulary.limits.requestBytes;
   for (const name of vocabulary.functions) {
     if (!BYTES_FUNCTIONS.includes(name))

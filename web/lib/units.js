@@ -173,7 +173,8 @@ export function flatten(value, options = {}) {
       }
       const keys = Object.keys(v);
       if (keys.length === 0 && empty !== undefined) rows.push([path, empty]);
-      for (const k of keys) walk(/** @type {any} */ (v)[k], path ? `${path}.${k}` : k, depth + 1);
+      for (const k of keys)
+        walk(/** @type {Record<string, unknown>} */ (v)[k], path ? `${path}.${k}` : k, depth + 1);
     } else rows.push([path, v]);
   };
   walk(value, '', 0);
