@@ -166,7 +166,7 @@ function layerColumns(request) {
   const raw = chain?.layers;
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return null;
   if (ArrayBuffer.isView(raw)) return null;
-  /** @type {Record<string, ArrayLike<number>>} (the columns that are numbers: names) */
+  // (read as columns of numbers: `names` keeps those that are)
   const layers = /** @type {Record<string, ArrayLike<number>>} */ (raw);
   const names = NUMERIC_COLUMNS.filter((k) => Object.hasOwn(layers, k) && isNumbers(layers[k]));
   if (names.length === 0) return null;
