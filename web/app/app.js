@@ -436,7 +436,7 @@ function build(ctx) {
   const context = contextEl(ctx, tab);
   /** @type {PreviousVerdict | null} */
   const previous = ctx.verdictEl
-    ? { verdict: ctx.verdictEl, suggest: ctx.suggestEl, lang: ctx.verdictLang || '' }
+    ? { verdict: ctx.verdictEl, suggest: ctx.suggestEl, lang: ctx.verdictLang }
     : null;
   ctx.verdictEl = ctx.liveEl = null;
   ctx.verdictLang = ctx.t.lang;

@@ -59,8 +59,6 @@ export class Solver {
     this.busy = null;
     /** @type {Map<string, Job>} channel -> the newest call of that channel waiting for it */
     this.queued = new Map();
-    /** @type {boolean | undefined} workers are unavailable (another origin) */
-    this.noWorker = undefined;
   }
 
   /**

@@ -118,7 +118,7 @@ export interface LastResult {
 export interface PreviousVerdict {
   verdict: HTMLElement;
   suggest: HTMLElement;
-  lang: string;
+  lang: string | undefined;
 }
 
 /**
