@@ -7,18 +7,18 @@ import type {
   CheckpointingStrategy,
   DType,
   FsdpShardingStrategy,
-  OptimizerName,
-  PeakMemoryRequest,
-  PipelineSchedule,
-  PlacementStrategy,
-  Precision,
-  Runtime,
   FunctionName,
   Functions,
   GpuPreset,
   MessagePart,
   ModelPreset,
+  OptimizerName,
+  PeakMemoryRequest,
   PeakMemoryResult,
+  PipelineSchedule,
+  PlacementStrategy,
+  Precision,
+  Runtime,
   Trainmem,
   TrainmemError,
 } from '../lib/index.js';
@@ -42,10 +42,7 @@ export type FieldSpec =
 export type Tab = 'size' | 'peak' | 'accum' | 'place' | 'plan';
 /** A dtype an input may leave to the page (''). */
 type AutoDtype = '' | 'bf16' | 'fp16' | 'fp32';
-/**
- * The page state: each input's value, of its default's type; a choice, one of its values
- * (state.js FIELDS lists them: the core's names, '' where the page picks).
- */
+/** A default's type: true as boolean, 80 as number. */
 type Widen<T> = T extends boolean
   ? boolean
   : T extends number
@@ -53,6 +50,10 @@ type Widen<T> = T extends boolean
     : T extends string
       ? string
       : T;
+/**
+ * The page state: each input's value, of its default's type; a choice, one of its values
+ * (state.js FIELDS lists them: the core's names, '' where the page picks).
+ */
 export type State = { -readonly [K in FieldKey]: Widen<Fields[K]['default']> } & {
   tab: Tab;
   modelSource: 'params' | 'preset' | 'config';
