@@ -4,6 +4,8 @@
 // answer at the top verdict.js's, each calculator's result views.js's, the exports and embed
 // codes export.js's. mountApp() serves the full page, the iframe mode and the
 // <trainmem-calculator> element alike.
+/** @import { AdviseRequest, AdviseResult, FunctionName, Trainmem, TrainmemError } from '../lib/index.js' */
+/** @import { Ctx, MountOptions, PageError, PickerPresets, PreviousVerdict, State, Tab } from './types.js' */
 import { load } from '../lib/index.js';
 import { h, put } from './dom.js';
 import { loadStrings, makeTranslator, browserLang, prefetchStrings } from './i18n.js';
@@ -47,6 +49,7 @@ import {
 } from './verdict.js';
 
 // Start-up phases for bench/page.mjs (User Timing; a no-op where marks are unsupported).
+/** @param {string} name */
 function mark(name) {
   try {
     performance.mark(name);
@@ -55,7 +58,12 @@ function mark(name) {
   }
 }
 
+/**
+ * @param {{ models?: unknown, gpus?: unknown } | undefined} raw
+ * @returns {PickerPresets}
+ */
 function normalizePresets(raw) {
+  /** @type {(v: unknown) => PickerPresets['models']} */
   const list = (v) =>
     Array.isArray(v)
       ? v.filter((x) => x && typeof x.id === 'string')
@@ -68,6 +76,7 @@ function normalizePresets(raw) {
 // The presets the pickers offer. The page bundle carries their ids and names, read from the
 // data files at build time (tools/preset-index.mjs): asking the core at start-up parsed every
 // data file and delayed the first result. Unbundled (sources served as they are), ask the core.
+/** @param {Trainmem} tm */
 function loadPresets(tm) {
   try {
     return normalizePresets(
@@ -82,6 +91,11 @@ function loadPresets(tm) {
 }
 
 // The state a link or the embedding gave, checked against the presets of this build.
+/**
+ * @param {State} st
+ * @param {PickerPresets} presets
+ * @returns {State}
+ */
 function checkedState(st, presets) {
   // An unknown GPU id (a stale link, a build without GPU presets): the custom size (gpuGiB).
   if (st.gpu && !presets.gpus.some((g) => g.id === st.gpu)) st = { ...st, gpu: '' };
@@ -97,9 +111,15 @@ function checkedState(st, presets) {
 // One object, shared by the form, the verdict, the result views and the exports: the live
 // state (st, t, the last result, the elements of the current layout) and the functions that
 // act on it. The functions below take it first.
+/**
+ * @param {HTMLElement | ShadowRoot} root
+ * @param {MountOptions} options
+ * @returns {Promise<Ctx>}
+ */
 async function startContext(root, options) {
   const embed = !!options.embed;
   const tabs = options.tabs?.length ? options.tabs : TABS;
+  /** @type {State} */
   let st = { ...defaults(), ...options.state };
   if (!tabs.includes(st.tab)) st.tab = tabs[0];
   const lang0 = st.lang || options.lang || browserLang();
@@ -113,9 +133,9 @@ async function startContext(root, options) {
    * (`tracePanel`), the presets (`presets`,
    * `known`), the callbacks (`update`, `compute`, `errorBox`), and the current layout's
    * elements (build(): resultsEl, verdictEl, suggestEl, statusEl, exampleEl, dialogEl).
-   * @type {Record<string, any>}
+   * (types.d.ts Ctx; the rest is set below and by build() before it is read)
    */
-  const ctx = {
+  const ctx = /** @type {Ctx} */ ({
     root,
     options,
     embed,
@@ -132,7 +152,7 @@ async function startContext(root, options) {
     // layout of the results just built.
     resultsWidth: 0,
     computeSeq: 0,
-  };
+  });
 
   // The snapshot comparison has a worker of its own: a placement solve does not cancel it.
   ctx.snapPanel = snapshotPanel(Object.assign(Object.create(ctx), { solver: new Solver(tm) }));
@@ -162,6 +182,7 @@ async function startContext(root, options) {
   return ctx;
 }
 
+/** @param {Ctx} ctx */
 function setLangAttrs(ctx) {
   const { rootEl, t } = ctx;
   rootEl.setAttribute('lang', t.lang);
@@ -176,12 +197,18 @@ function setLangAttrs(ctx) {
 // The state goes to options.onState (the page writes it into the URL). While a number is
 // being typed, once it pauses for 200 ms: history.replaceState cost 2-6 ms a keystroke
 // (bench/page-update.mjs). Any other change writes at once.
+/** @param {Ctx} ctx */
 function publishState(ctx, { typing = false } = {}) {
   clearTimeout(ctx.stateTimer);
   if (typing) ctx.stateTimer = setTimeout(() => ctx.options.onState?.(ctx.st), 200);
   else ctx.options.onState?.(ctx.st);
 }
 
+/**
+ * @param {Ctx} ctx
+ * @param {Partial<State>} patch
+ * @param {{ rebuild?: boolean, fromExample?: boolean, typing?: boolean }} [opts]
+ */
 function update(ctx, patch, { rebuild = false, fromExample = false, typing = false } = {}) {
   const input = modelInput(ctx.st);
   const moe = isMoE(ctx.st);
@@ -202,7 +229,11 @@ function update(ctx, patch, { rebuild = false, fromExample = false, typing = fal
 // ---- layout -------------------------------------------------------------------------------
 // The advanced inputs (peak memory and the accumulation plans) behind one disclosure, open
 // when one of them is set or the user opened it.
-function advanced(ctx, tab, shown = []) {
+/**
+ * @param {Ctx} ctx
+ * @param {Tab} tab
+ */
+function advanced(ctx, tab, /** @type {readonly string[]} */ shown = []) {
   const { st, t } = ctx;
   if (tab !== 'peak' && !(tab === 'accum' && st.accMode === 'plan')) return null;
   const keys = ADVANCED_FIELDS.filter((k) => !shown.includes(k));
@@ -219,6 +250,7 @@ function advanced(ctx, tab, shown = []) {
   return box;
 }
 
+/** @param {Ctx} ctx */
 function headerEl(ctx) {
   const { t } = ctx;
   return h(
@@ -236,7 +268,10 @@ function headerEl(ctx) {
       h('label', { for: 'tm-lang', class: 'sr-only' }, t('field.lang')),
       h(
         'select',
-        { id: 'tm-lang', onchange: (e) => switchLang(ctx, e.target.value) },
+        {
+          id: 'tm-lang',
+          onchange: (e) => switchLang(ctx, /** @type {HTMLSelectElement} */ (e.target).value),
+        },
         h('option', { value: 'en', selected: t.lang === 'en', lang: 'en' }, 'English'),
         h('option', { value: 'ar', selected: t.lang === 'ar', lang: 'ar' }, 'العربية'),
       ),
@@ -251,6 +286,10 @@ function headerEl(ctx) {
   );
 }
 
+/**
+ * @param {Ctx} ctx
+ * @param {Tab} tab
+ */
 function contextEl(ctx, tab) {
   const ctxKeys = CONTEXT_FIELDS.filter(
     (k) => USES[tab].has(k) && !(tab === 'place' && ctx.st.chainSource === 'uniform'),
@@ -271,6 +310,10 @@ function contextEl(ctx, tab) {
 // The full page leads with the question every first visit asks, and its answer: the question
 // line (model, GPU, method, precision, checkpointing, optimizer, batch and length), the verdict
 // with what it assumed, the changes, then the advanced inputs (closed unless one is set).
+/**
+ * @param {Ctx} ctx
+ * @param {PreviousVerdict | null} previous
+ */
 function askEl(ctx, previous) {
   ctx.verdictEl = h('div', { class: 'verdict', id: 'tm-verdict', tabindex: '-1' });
   ctx.suggestEl = h('div', { class: 'verdict-suggest', id: 'tm-suggest' });
@@ -296,6 +339,11 @@ function askEl(ctx, previous) {
 }
 
 // The arrow keys move between the tabs (mirrored right to left), Home and End to the ends.
+/**
+ * @param {Ctx} ctx
+ * @param {KeyboardEvent} e
+ * @param {Tab} id
+ */
 function tabKeydown(ctx, e, id) {
   const { tabs } = ctx;
   const i = tabs.indexOf(id);
@@ -310,9 +358,13 @@ function tabKeydown(ctx, e, id) {
   e.preventDefault();
   const next = tabs[(j + tabs.length) % tabs.length];
   update(ctx, { tab: next });
-  ctx.rootEl.querySelector(`#tm-tab-${next}`)?.focus();
+  ctx.rootEl.querySelector(/** @type {'button'} */ (`#tm-tab-${next}`))?.focus();
 }
 
+/**
+ * @param {Ctx} ctx
+ * @param {Tab} tab
+ */
 function tabListEl(ctx, tab) {
   return h(
     'div',
@@ -336,6 +388,11 @@ function tabListEl(ctx, tab) {
   );
 }
 
+/**
+ * @param {Ctx} ctx
+ * @param {Tab} tab
+ * @param {HTMLElement | null} ask
+ */
 function panelEl(ctx, tab, ask) {
   ctx.statusEl = h('div', { class: 'status', role: 'status', 'aria-live': 'polite' });
   ctx.resultsEl = h('div', { class: 'results', id: 'tm-results' });
@@ -364,9 +421,12 @@ function panelEl(ctx, tab, ask) {
   );
 }
 
+/** @param {Ctx} ctx */
 function build(ctx) {
   const { root, rootEl, embed, options } = ctx;
-  const focused = root.activeElement?.id || document.activeElement?.id;
+  // (a shadow root has the focused element; an element has no activeElement)
+  const focused =
+    /** @type {Partial<ShadowRoot>} */ (root).activeElement?.id || document.activeElement?.id;
   ctx.invalid.clear();
   setLangAttrs(ctx);
   const tab = ctx.st.tab;
@@ -374,6 +434,7 @@ function build(ctx) {
   const examples = embed && !options.showExamples ? null : examplesEl(ctx);
   ctx.exampleEl = h('section', { class: 'example-out', id: 'tm-example' });
   const context = contextEl(ctx, tab);
+  /** @type {PreviousVerdict | null} */
   const previous = ctx.verdictEl
     ? { verdict: ctx.verdictEl, suggest: ctx.suggestEl, lang: ctx.verdictLang }
     : null;
@@ -403,22 +464,27 @@ function build(ctx) {
     embed ? null : footerEl(ctx),
     ctx.dialogEl,
   );
-  if (focused) rootEl.querySelector(`#${CSS.escape(focused)}`)?.focus();
+  if (focused) rootEl.querySelector(/** @type {'input'} */ (`#${CSS.escape(focused)}`))?.focus();
   compute(ctx);
 }
 
 // Where the numbers come from: the articles the page grew out of, and nothing sent anywhere.
+/** @param {Ctx} ctx */
 function footerEl(ctx) {
   return h('footer', { class: 'foot' }, h('p', {}, ctx.t('foot.text')));
 }
 
+/**
+ * @param {Ctx} ctx
+ * @param {string} lang
+ */
 async function switchLang(ctx, lang) {
   let strs;
   try {
     strs = await loadStrings(lang);
   } catch (/** @type {any} */ e) {
     // e.g. offline before the language file was fetched: stay in the current language
-    ctx.rootEl.querySelector('#tm-lang').value = ctx.t.lang;
+    /** @type {HTMLSelectElement} */ (ctx.rootEl.querySelector('#tm-lang')).value = ctx.t.lang;
     put(ctx.statusEl, ctx.t('error.langLoad', { message: e.message }));
     return;
   }
@@ -430,6 +496,10 @@ async function switchLang(ctx, lang) {
 
 // ---- computing ----------------------------------------------------------------------------
 // A heavy solve's status line: a progress bar, the time so far, and a cancel button.
+/**
+ * @param {Ctx} ctx
+ * @param {number} seq
+ */
 function showSolving(ctx, seq, stop = () => ctx.solver.cancel()) {
   const { t, statusEl } = ctx;
   const started = performance.now();
@@ -462,6 +532,7 @@ function showSolving(ctx, seq, stop = () => ctx.solver.cancel()) {
 }
 
 // An input that does not parse: its message instead of a result.
+/** @param {Ctx} ctx */
 function showInvalid(ctx) {
   verdictInvalid(ctx);
   put(ctx.statusEl);
@@ -477,6 +548,11 @@ function showInvalid(ctx) {
   markFirst(ctx);
 }
 
+/**
+ * @param {Ctx} ctx
+ * @param {Tab} tab
+ * @param {PageError} e the core's error (TrainmemError) or the page's
+ */
 function showError(ctx, tab, e) {
   put(ctx.statusEl);
   ctx.last = null;
@@ -486,6 +562,7 @@ function showError(ctx, tab, e) {
 
 // Whether the core reads lora.baseDtype (a core built before it refuses the key): asked once,
 // when the page is idle after its first result; the answer recomputes a LoRA run.
+/** @param {Ctx} ctx */
 function askBaseDtype(ctx) {
   try {
     markCall('peakMemory');
@@ -499,6 +576,11 @@ function askBaseDtype(ctx) {
 }
 
 // The request of a tab: the peak tab's is advise's (its result answers the verdict too).
+/**
+ * @param {Ctx} ctx
+ * @param {Tab} tab
+ * @returns {[FunctionName, object]}
+ */
 function requestOf(ctx, tab) {
   if (tab === 'peak') {
     ctx.verdictKey = ''; // (the verdict comes with the tab's result)
@@ -510,6 +592,15 @@ function requestOf(ctx, tab) {
 
 // Runs the tab's call: in the worker for a heavy solve, in the worker kept between keystrokes
 // for calls of tens of milliseconds (the planner, advise), else here.
+/**
+ * @param {Ctx} ctx
+ * @param {Tab} tab
+ * @param {FunctionName} fn
+ * @param {object} request
+ * @param {number} seq
+ * @param {(result: unknown) => void} done
+ * @param {(e: TrainmemError) => void} fail
+ */
 function run(ctx, tab, fn, request, seq, done, fail) {
   const { st, solver } = ctx;
   if (isHeavy(tab, st)) {
@@ -519,7 +610,7 @@ function run(ctx, tab, fn, request, seq, done, fail) {
       .then(done, fail)
       .finally(() => clearInterval(tick));
   } else if (fn === 'advise') {
-    askAdvice(ctx, request, 'tab', seq, done, fail);
+    askAdvice(ctx, /** @type {AdviseRequest} */ (request), 'tab', seq, done, fail);
   } else if (isSlow(tab)) {
     // A planner run that takes long (a large model) shows the heavy solve's progress line.
     /** @type {ReturnType<typeof setInterval> | undefined} */
@@ -547,14 +638,24 @@ function run(ctx, tab, fn, request, seq, done, fail) {
  * One advise call, in the worker kept between keystrokes. Before that worker has its core (the
  * page's first result), the verdict is computed here without the changes, which the worker
  * answers once it is ready: the first result does not wait for ten evaluations.
+ * @param {Ctx} ctx
+ * @param {AdviseRequest} request
+ * @param {string} channel
+ * @param {number} seq
+ * @param {(advice: AdviseResult) => void} show
+ * @param {(e: TrainmemError) => void} fail
  */
 export function askAdvice(ctx, request, channel, seq, show, fail) {
   const { solver } = ctx;
   if (solver.quickReady || solver.noQuick || request.changes === false)
-    return solver.runLatest('advise', request, channel).then(show, fail);
+    return /** @type {Promise<AdviseResult>} */ (solver.runLatest('advise', request, channel)).then(
+      show,
+      fail,
+    );
+  /** @type {AdviseResult} */
   let first;
   try {
-    first = solver.run('advise', { ...request, changes: false });
+    first = /** @type {AdviseResult} */ (solver.run('advise', { ...request, changes: false }));
   } catch (/** @type {any} */ e) {
     return fail(e);
   }
@@ -565,11 +666,12 @@ export function askAdvice(ctx, request, channel, seq, show, fail) {
       waitForWorker: true,
     })
     .then(
-      (full) => seq === ctx.computeSeq && showChanges(ctx, full),
+      (full) => seq === ctx.computeSeq && showChanges(ctx, /** @type {AdviseResult} */ (full)),
       () => {},
     );
 }
 
+/** @param {Ctx} ctx */
 function compute(ctx) {
   const { st, solver, rootEl } = ctx;
   const tab = st.tab;
@@ -592,6 +694,7 @@ function compute(ctx) {
   }
   if (tab !== 'peak') computeVerdict(ctx);
   showParsed(ctx);
+  /** @param {unknown} result the result of the tab's call (fn) */
   const done = (result) => {
     if (seq !== ctx.computeSeq) return;
     mark('trainmem:render-start'); // (bench/page-update.mjs: the main thread's share)
@@ -599,14 +702,19 @@ function compute(ctx) {
     ctx.last = { tab, fn, request, result };
     put(ctx.resultsEl);
     try {
-      if (tab === 'peak') renderVerdict(ctx, result);
-      RENDER[tab](ctx, ctx.resultsEl, tab === 'peak' ? peakOf(result) : result, request, result);
+      const advice = /** @type {AdviseResult} */ (result);
+      if (tab === 'peak') renderVerdict(ctx, advice);
+      // (each view takes the result of its tab's call: the peak tab's is advise's)
+      /** @type {(ctx: Ctx, el: HTMLElement, res: unknown, req: unknown, advice: unknown) => void} */ (
+        RENDER[tab]
+      )(ctx, ctx.resultsEl, tab === 'peak' ? peakOf(advice) : result, request, result);
     } catch (/** @type {any} */ e) {
       ctx.resultsEl.append(errorBox(ctx, { code: 'internal', message: `display: ${e.message}` }));
     }
     mark('trainmem:render-end');
     markFirst(ctx);
   };
+  /** @param {TrainmemError} e */
   const fail = (e) => {
     if (seq !== ctx.computeSeq || e.code === 'cancelled') return;
     showError(ctx, tab, e);
@@ -615,7 +723,10 @@ function compute(ctx) {
   run(ctx, tab, fn, request, seq, done, fail);
 }
 
-/** Under a pasted config.json: what the core read from it (model type, layers, parameters). */
+/**
+ * Under a pasted config.json: what the core read from it (model type, layers, parameters).
+ * @param {Ctx} ctx
+ */
 function showParsed(ctx) {
   const { t, st } = ctx;
   const slot = ctx.rootEl.querySelector('#tm-config-parsed');
@@ -647,6 +758,7 @@ function showParsed(ctx) {
   }
 }
 
+/** @param {Ctx} ctx */
 function markFirst(ctx) {
   if (ctx.firstDone) return;
   ctx.firstDone = true;
@@ -661,6 +773,10 @@ function markFirst(ctx) {
 // ---- worked examples ----------------------------------------------------------------------
 // An example sets its whole state (nothing carried over from before), and the page scrolls to
 // its explanation under the cards.
+/**
+ * @param {Ctx} ctx
+ * @param {string} id
+ */
 function runExample(ctx, id) {
   const ex = EXAMPLES.find((e) => e.id === id);
   if (!ex) return;
@@ -670,11 +786,19 @@ function runExample(ctx, id) {
   ctx.rootEl.querySelector('#tm-example')?.scrollIntoView?.({ block: 'start' });
 }
 
+/** @param {Ctx} ctx */
 function openEmbed(ctx) {
-  ctx.dialogEl.fill();
-  ctx.dialogEl.showModal();
+  // (the embed button is in the full page's header, which has the dialog)
+  const dialog = /** @type {NonNullable<Ctx['dialogEl']>} */ (ctx.dialogEl);
+  dialog.fill();
+  dialog.showModal();
 }
 
+/** @param {HTMLElement | ShadowRoot} root */
+/**
+ * @param {HTMLElement | ShadowRoot} root
+ * @param {MountOptions} [options]
+ */
 export async function mountApp(root, options = {}) {
   const ctx = await startContext(root, options);
   build(ctx);
@@ -682,9 +806,9 @@ export async function mountApp(root, options = {}) {
     get state() {
       return ctx.st;
     },
-    setState: (patch) => update(ctx, patch, { rebuild: true }),
-    runExample: (id) => runExample(ctx, id),
-    exportText: (kind) => exportersOf(ctx)[kind](),
+    setState: (/** @type {Partial<State>} */ patch) => update(ctx, patch, { rebuild: true }),
+    runExample: (/** @type {string} */ id) => runExample(ctx, id),
+    exportText: (/** @type {'json' | 'csv' | 'md'} */ kind) => exportersOf(ctx)[kind](),
     embedCodes: () => embedCodes(ctx),
     element: ctx.rootEl,
   };

@@ -6,7 +6,12 @@
 
 const STEPS = [1, 2, 5];
 
-/** How many multiples of `step` lie in [lo, hi] (with a little slack for rounding). */
+/**
+ * How many multiples of `step` lie in [lo, hi] (with a little slack for rounding).
+ * @param {number} lo
+ * @param {number} hi
+ * @param {number} step
+ */
 function countIn(lo, hi, step) {
   const eps = 1e-9;
   return Math.floor(hi / step + eps) - Math.ceil(lo / step - eps) + 1;

@@ -6,8 +6,56 @@
 // summary in the page's language, its legend an HTML list under it (it wraps, and follows the
 // page's direction); the table beside every chart holds each number. A chart is a few dozen
 // elements, built afresh on every update (bench/page-update.mjs).
+/** @import { Capacity, Translator } from './types.js' */
 import { h, s } from './dom.js';
 import { niceTicks, labelsFit, wrapLabel } from './chart-scale.js';
+
+/**
+ * A chart's y scale: bytes in GiB -> the y of the plot.
+ * @typedef {{ y: (v: number) => number }} YScale
+ */
+/**
+ * The y axis: its ticks, their labels and the left margin they take.
+ * @typedef {{ ticks: number[], texts: string[], left: number }} YAxis
+ */
+/**
+ * The scenarios' labels under their bars (categoryLabels).
+ * @typedef {{ lines: string[][], slant: boolean, every: number, height: number, longest?: number }} CategoryLabels
+ */
+/**
+ * One part of the stacked bars: its colour's key, its label and its bytes in each scenario.
+ * @typedef {{ key: string, label: string, values: number[] }} BarPart
+ */
+/**
+ * Stacked bars (stackedBars): the scenarios' names, the parts, the GPU's memory, and the width
+ * the results have (0 before it is known).
+ * @typedef {object} BarsOptions
+ * @property {string} label
+ * @property {string[]} scenarios
+ * @property {BarPart[]} parts
+ * @property {Translator} t
+ * @property {Capacity | null} [capacity]
+ * @property {number} available
+ */
+/**
+ * One line of a chart: its colour's key, its label, its values (null: no point there), and
+ * whether the line spans the gaps.
+ * @typedef {{ key: string, label: string, values: (number | null)[], spanGaps?: boolean }} Series
+ */
+/**
+ * Lines over a numeric x (lines): the x values, the series, a marked point, the GPU's memory.
+ * @typedef {object} LinesOptions
+ * @property {string} label
+ * @property {number[]} x
+ * @property {string} [xLabel]
+ * @property {string} yLabel
+ * @property {Series[]} series
+ * @property {{ index: number, value: number, label: string } | null} [mark]
+ * @property {Translator} t
+ * @property {boolean} [stepped]
+ * @property {Capacity | null} [capacity]
+ * @property {number} available
+ */
 
 const FONT = 12; // px: the charts' text (style.css .chart-svg)
 // The page's font (style.css, .tm): text is measured with it on a canvas, which needs no layout.
@@ -16,6 +64,7 @@ const HEIGHT = 240;
 const GAP = 8; // px between neighbouring labels
 const LINE = FONT + 4; // px from one line of a wrapped label to the next (Arabic's boxes are 15)
 
+/** @type {Record<string, string>} */
 const COLOR_CLASS = {
   weights: 'c-weights',
   masterWeights: 'c-master',
@@ -26,12 +75,16 @@ const COLOR_CLASS = {
   buffers: 'c-buf',
   runtime: 'c-runtime',
 };
+/** @param {string} key */
 const colorClass = (key) => COLOR_CLASS[key] || 'c-other';
 
 /** @type {CanvasRenderingContext2D | null | undefined} */
 let measurer;
 const widths = new Map();
-/** A label's width in px at the charts' size (a little generous, so that labels never touch). */
+/**
+ * A label's width in px at the charts' size (a little generous, so that labels never touch).
+ * @param {string} text
+ */
 function textWidth(text) {
   let w = widths.get(text);
   if (w === undefined) {
@@ -46,7 +99,11 @@ function textWidth(text) {
   return w;
 }
 
-/** `text` cut to `width` px, with an ellipsis when cut. */
+/**
+ * `text` cut to `width` px, with an ellipsis when cut.
+ * @param {string} text
+ * @param {number} width
+ */
 function fitText(text, width) {
   if (textWidth(text) <= width) return text;
   let n = text.length;
@@ -54,12 +111,19 @@ function fitText(text, width) {
   return `${text.slice(0, n)}…`;
 }
 
+/** @param {number} v */
 const r1 = (v) => Math.round(v * 10) / 10;
 
 /**
  * A text whose `side` edge ('left' | 'right'; 'middle' centres it) sits at x. The chart itself
  * is left-to-right in both languages (style.css .chart); a right-to-left language's words get
  * direction rtl (class rtl), where text-anchor counts from the right.
+ * @param {{ dir: string }} t the translator (its direction)
+ * @param {number} x
+ * @param {number} y
+ * @param {string} text
+ * @param {string} side
+ * @param {string} cls
  */
 function label(t, x, y, text, side, cls) {
   const rtl = t.dir === 'rtl';
@@ -76,8 +140,12 @@ function label(t, x, y, text, side, cls) {
  * ResizeObserver. Before it has one (the first result), reading the width would force a layout
  * of the results just built, before they are on screen, and the canvas that measures text is
  * created on first use: the chart is then drawn after the next frame, at el's own width.
+ * @param {HTMLElement} el
+ * @param {number} available
+ * @param {(width: number) => void} draw
  */
 function sized(el, available, draw) {
+  /** @param {number} w */
   const width = (w) => Math.round(Math.max(280, Math.min(760, (w || 600) - 8)));
   if (available > 0) return draw(width(available));
   // its place is kept meanwhile, so that what follows does not move when it comes
@@ -92,7 +160,11 @@ function sized(el, available, draw) {
   );
 }
 
-/** The y range, from 0: the data with a margin, or the GPU's memory when it is higher. */
+/**
+ * The y range, from 0: the data with a margin, or the GPU's memory when it is higher.
+ * @param {number} max
+ * @param {Capacity | null | undefined} capacity
+ */
 function yTop(max, capacity) {
   const cap = capacity && capacity.value > 0 ? capacity.value : 0;
   return cap ? Math.max(max, cap) * 1.1 : max * 1.08 || 1;
@@ -101,6 +173,9 @@ function yTop(max, capacity) {
 /**
  * The y axis: ticks as many as the plot's height takes (two text heights apart), grid lines,
  * labels right-aligned left of the plot, the unit above them. Returns the left margin.
+ * @param {Translator} t
+ * @param {number} yHi
+ * @param {number} plotH
  */
 function yAxis(t, yHi, plotH) {
   const ticks = niceTicks(0, yHi, Math.max(2, Math.floor(plotH / (FONT * 2.5))));
@@ -108,6 +183,15 @@ function yAxis(t, yHi, plotH) {
   return { ticks, texts, left: Math.ceil(Math.max(...texts.map(textWidth), 10)) + 10 };
 }
 
+/**
+ * @param {SVGElement} svg
+ * @param {Translator} t
+ * @param {YAxis} axis
+ * @param {YScale} f
+ * @param {number} x0
+ * @param {number} x1
+ * @param {string} title
+ */
 function drawYAxis(svg, t, axis, f, x0, x1, title) {
   axis.ticks.forEach((v, i) => {
     const y = r1(f.y(v));
@@ -127,6 +211,13 @@ function drawYAxis(svg, t, axis, f, x0, x1, title) {
  * The GPU's memory: a dashed line across the plot, its label above it at the right end — or,
  * where a bar rising past the line would be drawn over it (`bars`: the bars' [x0, x1, top] in
  * the chart's pixels), at the left end, cut to its value if the whole label does not fit there.
+ * @param {SVGElement} svg
+ * @param {Translator} t
+ * @param {Capacity | null | undefined} capacity
+ * @param {YScale} f
+ * @param {number} x0
+ * @param {number} x1
+ * @param {Array<[number, number, number]>} [bars]
  */
 function drawCapacity(svg, t, capacity, f, x0, x1, bars = []) {
   if (!capacity || !(capacity.value > 0)) return;
@@ -136,6 +227,10 @@ function drawCapacity(svg, t, capacity, f, x0, x1, bars = []) {
   const above = y - 5 - FONT >= 0;
   const ly = above ? y - 5 : y + FONT + 3;
   // a bar covers a label's box when it spans its x range and rises above the label's foot
+  /**
+   * @param {number} a
+   * @param {number} b
+   */
   const covered = (a, b) => bars.some(([bx0, bx1, top]) => bx1 > a && bx0 < b && top < ly + 2);
   let place = { x: x1 - 4, text: full, anchor: 'right' };
   if (covered(x1 - 4 - textWidth(full), x1 - 4)) {
@@ -148,6 +243,7 @@ function drawCapacity(svg, t, capacity, f, x0, x1, bars = []) {
   );
 }
 
+/** @param {Array<[string, string]>} items */
 function legend(items) {
   return h(
     'ul',
@@ -158,6 +254,13 @@ function legend(items) {
   );
 }
 
+/**
+ * @param {HTMLElement} el
+ * @param {Translator} t
+ * @param {number} width
+ * @param {string} summary
+ * @param {Array<[string, string]>} items
+ */
 function mount(el, t, width, summary, items) {
   const svg = s('svg', {
     class: 'chart-svg',
@@ -171,12 +274,18 @@ function mount(el, t, width, summary, items) {
   return svg;
 }
 
+/**
+ * @param {Translator} t
+ * @param {string[]} list
+ */
 const joined = (t, list) => list.join(t.lang === 'ar' ? '؛ ' : '; ');
 
 /**
  * The scenarios' labels under their bars: on one line when they fit their slot, else wrapped
  * onto up to three lines, else slanted and cut; when slots are narrower than a line of text,
  * every k-th. Returns the lines of each label, how to set them and the height they take.
+ * @param {string[]} names
+ * @param {number} slot
  */
 function categoryLabels(names, slot) {
   const room = slot - GAP;
@@ -203,7 +312,16 @@ function categoryLabels(names, slot) {
   };
 }
 
-/** A scenario's name under its bar: its lines, or slanted 30° down to the left of the bar. */
+/**
+ * A scenario's name under its bar: its lines, or slanted 30° down to the left of the bar.
+ * @param {SVGElement} svg
+ * @param {Translator} t
+ * @param {CategoryLabels} cats
+ * @param {number} i
+ * @param {string} name
+ * @param {number} cx
+ * @param {number} bottom
+ */
 function drawCategory(svg, t, cats, i, name, cx, bottom) {
   if (!cats.slant) {
     cats.lines[i].forEach((line, j) =>
@@ -224,12 +342,19 @@ function drawCategory(svg, t, cats, i, name, cx, bottom) {
 /**
  * Stacked bars: one bar per scenario, its parts stacked from the first (bottom) to the last.
  * parts[].values are bytes; the axis is in GiB.
+ * @param {HTMLElement} el
+ * @param {BarsOptions} opts
  */
 export function stackedBars(el, opts) {
   if (opts.scenarios.length && opts.parts.length)
     sized(el, opts.available, (w) => drawBars(el, opts, w));
 }
 
+/**
+ * @param {HTMLElement} el
+ * @param {BarsOptions} opts
+ * @param {number} W
+ */
 function drawBars(el, { label: title, scenarios, parts, t, capacity }, W) {
   const gib = parts.map((p) => scenarios.map((_, i) => (p.values[i] || 0) / 2 ** 30));
   const totals = scenarios.map((_, i) => gib.reduce((a, v) => a + v[i], 0));
@@ -245,14 +370,17 @@ function drawBars(el, { label: title, scenarios, parts, t, capacity }, W) {
   const slot = plotW / scenarios.length;
   cats = categoryLabels(scenarios, slot);
   const bottom = HEIGHT - cats.height;
-  const f = { y: (v) => bottom - (v / yHi) * (bottom - top) };
+  const f = {
+    /** @param {number} v */
+    y: (/** @type {number} */ v) => bottom - (v / yHi) * (bottom - top),
+  };
   const summary = t('chart.summary', {
     title,
     items: joined(t, [
       ...scenarios.map((n, i) =>
         t('chart.summaryItem', { name: n, value: `${t.num(totals[i])} GiB` }),
       ),
-      ...(capacity?.value > 0
+      ...(capacity && capacity.value > 0
         ? [t('chart.summaryItem', { name: capacity.label, value: `${t.num(capacity.value)} GiB` })]
         : []),
     ]),
@@ -266,6 +394,7 @@ function drawBars(el, { label: title, scenarios, parts, t, capacity }, W) {
   );
   drawYAxis(svg, t, axis, f, left, left + plotW, 'GiB');
   const barW = Math.min(90, slot * 0.5);
+  /** @type {Array<[number, number, number]>} */
   const rects = scenarios.map((_, i) => {
     const cx = left + slot * (i + 0.5);
     return [cx - barW / 2, cx + barW / 2, f.y(totals[i])];
@@ -289,8 +418,17 @@ function drawBars(el, { label: title, scenarios, parts, t, capacity }, W) {
   drawCapacity(svg, t, capacity, f, left, left + plotW, rects);
 }
 
-/** The x ticks: as many as fit, their labels two GAPs apart and inside the chart. */
+/**
+ * The x ticks: as many as fit, their labels two GAPs apart and inside the chart.
+ * @param {Translator} t
+ * @param {number} xLo
+ * @param {number} xHi
+ * @param {(v: number) => number} fx
+ * @param {number} plotW
+ * @param {number} W
+ */
 function xTicks(t, xLo, xHi, fx, plotW, W) {
+  /** @type {number[]} */
   let xt = [];
   for (let most = Math.max(2, Math.floor(plotW / 40)); most >= 1; most--) {
     xt = niceTicks(xLo, xHi, most);
@@ -327,7 +465,15 @@ function thinRun(pxs, pys) {
   return out;
 }
 
-/** One series as a path (a null lifts the pen unless spanGaps), with its points under 60. */
+/**
+ * One series as a path (a null lifts the pen unless spanGaps), with its points under 60.
+ * @param {SVGElement} svg
+ * @param {Series} sr
+ * @param {number[]} x
+ * @param {(v: number) => number} fx
+ * @param {YScale} f
+ * @param {boolean | undefined} stepped
+ */
 function drawSeries(svg, sr, x, fx, f, stepped) {
   let d = '';
   let dots = '';
@@ -352,7 +498,7 @@ function drawSeries(svg, sr, x, fx, f, stepped) {
       return;
     }
     const px = fx(x[i]);
-    const py = f.y(v);
+    const py = f.y(/** @type {number} */ (v)); // (finite: checked above)
     pxs.push(px);
     pys.push(py);
     if (x.length < 60) dots += `M${r1(px - 2.5)} ${r1(py)}a2.5 2.5 0 1 0 5 0a2.5 2.5 0 1 0-5 0`;
@@ -366,6 +512,9 @@ function drawSeries(svg, sr, x, fx, f, stepped) {
 /**
  * Under the pointer: a line at the nearest x with a point, and that x's values above the plot
  * (beside the y axis' unit, cut to the room left of it).
+ * @param {SVGSVGElement} svg
+ * @param {Translator} t
+ * @param {{ x: number[], series: Series[], fx: (v: number) => number, top: number, bottom: number, left: number, right: number, room: number }} plot
  */
 function hoverReadout(svg, t, { x, series, fx, top, bottom, left, right, room }) {
   /** @type {Element[]} */
@@ -387,7 +536,7 @@ function hoverReadout(svg, t, { x, series, fx, top, bottom, left, right, room })
     const cx = r1(fx(x[best]));
     const values = series
       .filter((sr) => Number.isFinite(sr.values[best]))
-      .map((sr) => `${sr.label} \u2068${t.num(sr.values[best])}\u2069`);
+      .map((sr) => `${sr.label} \u2068${t.num(/** @type {number} */ (sr.values[best]))}\u2069`);
     const text = `\u2068${t.num(x[best])}\u2069: ${joined(t, values)}`;
     shown = [
       s('line', { class: 'cursor', x1: cx, x2: cx, y1: top, y2: bottom }),
@@ -401,11 +550,18 @@ function hoverReadout(svg, t, { x, series, fx, top, bottom, left, right, room })
 /**
  * Lines (or steps) over a numeric x: one or more series, nulls leaving a gap (or spanned, with
  * spanGaps), an optional marked point (the peak, the chosen plan) and the GPU's memory.
+ * @param {HTMLElement} el
+ * @param {LinesOptions} opts
  */
 export function lines(el, opts) {
   if (opts.x.some(Number.isFinite)) sized(el, opts.available, (w) => drawLines(el, opts, w));
 }
 
+/**
+ * @param {HTMLElement} el
+ * @param {LinesOptions} opts
+ * @param {number} W
+ */
 function drawLines(el, { label: title, x, xLabel, yLabel, series, mark, t, stepped, capacity }, W) {
   // (a loop, not Math.min(...xs): 100,000 arguments overflow the call stack)
   let xLo = Infinity;
@@ -417,7 +573,8 @@ function drawLines(el, { label: title, x, xLabel, yLabel, series, mark, t, stepp
   }
   if (xHi === xLo) [xLo, xHi] = [xLo - 1, xHi + 1];
   let yMax = mark && Number.isFinite(mark.value) ? mark.value : 0;
-  for (const sr of series) for (const v of sr.values) if (Number.isFinite(v) && v > yMax) yMax = v;
+  for (const sr of series)
+    for (const v of sr.values) if (v !== null && Number.isFinite(v) && v > yMax) yMax = v;
   const yHi = yTop(yMax, capacity);
   const top = FONT + 14; // room for the y axis' unit above the plot
   const bottom = HEIGHT - (FONT + 8) - (xLabel ? FONT + 6 : 0);
@@ -425,8 +582,12 @@ function drawLines(el, { label: title, x, xLabel, yLabel, series, mark, t, stepp
   const left = axis.left;
   // room on the right for half the label of a tick at the end of the x range
   const right = W - Math.max(12, Math.ceil(textWidth(t.num(xHi)) / 2) + 2);
+  /** @param {number} v */
   const fx = (v) => left + ((v - xLo) / (xHi - xLo)) * (right - left);
-  const f = { y: (v) => bottom - (v / yHi) * (bottom - top) };
+  const f = {
+    /** @param {number} v */
+    y: (/** @type {number} */ v) => bottom - (v / yHi) * (bottom - top),
+  };
   const xt = xTicks(t, xLo, xHi, fx, right - left, W);
   // the x values with a point (phases of a timeline share the points where they meet)
   const points = x.filter((_, i) => series.some((sr) => Number.isFinite(sr.values[i]))).length;
@@ -437,6 +598,7 @@ function drawLines(el, { label: title, x, xLabel, yLabel, series, mark, t, stepp
     n: t.int(points),
     max: t.num(yMax),
   });
+  /** @type {Array<[string, string]>} */
   const items = series.map((sr) => [`line ${colorClass(sr.key)}`, sr.label]);
   if (mark) items.push(['dot', mark.label]);
   const svg = mount(el, t, W, summary, items);

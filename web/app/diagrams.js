@@ -6,13 +6,34 @@
 //  - seed 000 figure 2: the global batch split into micro-batches, gradients summed over time,
 //    one optimizer update.
 // The pictures only illustrate the plan the core returned; every number comes from the core.
+/** @import { Translator } from './types.js' */
 import { h, s, put } from './dom.js';
 
 const MAX_ITEMS = 48;
 
-/** Items to draw for n layers with checkpointed segments [[first, last], ...]. */
+/**
+ * One node of the plan's figure: a kind and the layers it stands for.
+ * @typedef {{ kind: string, first: number, last: number }} PlanItem
+ */
+/**
+ * One step of the figure: the pass and the item it is at.
+ * @typedef {{ phase: 'forward' | 'recompute' | 'backward', item: number }} PlanStep
+ */
+
+/**
+ * Items to draw for n layers with checkpointed segments [[first, last], ...].
+ * @param {number} n
+ * @param {Array<[number, number]>} segments
+ * @returns {PlanItem[]}
+ */
 export function planItems(n, segments) {
+  /** @type {PlanItem[]} */
   const items = [];
+  /**
+   * @param {string} kind
+   * @param {number} first
+   * @param {number} last
+   */
   const push = (kind, first, last) => {
     if (last >= first) items.push({ kind, first, last });
   };
@@ -28,6 +49,7 @@ export function planItems(n, segments) {
   for (let i = next; i < n; i++) push('stored', i, i);
   if (items.length <= MAX_ITEMS) return items;
   // Too many to draw: merge neighbours of the same kind, then chunk evenly.
+  /** @type {PlanItem[]} */
   const merged = [];
   for (const it of items) {
     const last = merged[merged.length - 1];
@@ -36,6 +58,7 @@ export function planItems(n, segments) {
   }
   if (merged.length <= MAX_ITEMS) return merged;
   const size = Math.ceil(merged.length / MAX_ITEMS);
+  /** @type {PlanItem[]} */
   const out = [];
   for (let i = 0; i < merged.length; i += size) {
     const group = merged.slice(i, i + size);
@@ -45,8 +68,12 @@ export function planItems(n, segments) {
   return out;
 }
 
-/** The steps of one training step over the items: forward, then backward with recompute. */
+/**
+ * The steps of one training step over the items: forward, then backward with recompute.
+ * @param {PlanItem[]} items
+ */
 export function planSteps(items) {
+  /** @type {PlanStep[]} */
   const steps = [];
   items.forEach((_, i) => steps.push({ phase: 'forward', item: i }));
   for (let i = items.length - 1; i >= 0; i--) {
@@ -59,6 +86,9 @@ export function planSteps(items) {
 /**
  * Node states at step k: 'pending' | 'stored' | 'checkpoint' | 'discarded' | 'recomputed' |
  * 'done'.
+ * @param {PlanItem[]} items
+ * @param {PlanStep[]} steps
+ * @param {number} k
  */
 export function statesAt(items, steps, k) {
   const st = items.map(() => 'pending');
@@ -72,9 +102,16 @@ export function statesAt(items, steps, k) {
 }
 
 // Layers numbered from 0, as the API's `checkpointed` ranges and the page's text.
+/** @param {PlanItem} it */
 const label = (it) => (it.first === it.last ? `${it.first}` : `${it.first}–${it.last}`);
 
 // An SVG picture described by the caption with that id (drawn left to right in both languages).
+/**
+ * @param {number} width
+ * @param {number} height
+ * @param {string} cls
+ * @param {string} captionId
+ */
 function figureSvg(width, height, cls, captionId) {
   return s('svg', {
     viewBox: `0 0 ${width} ${height}`,
@@ -87,6 +124,14 @@ function figureSvg(width, height, cls, captionId) {
 }
 
 // The plan at step k: every node in its state, the current one marked, and the caption.
+/**
+ * @param {SVGElement} svg
+ * @param {Translator} t
+ * @param {HTMLElement} caption
+ * @param {PlanItem[]} items
+ * @param {PlanStep[]} steps
+ * @param {number} k
+ */
 function drawPlan(svg, caption, items, steps, k, t) {
   const w = 36; // a node's width
   const gap = 8;
@@ -143,6 +188,7 @@ function drawPlan(svg, caption, items, steps, k, t) {
   });
 }
 
+/** @param {Translator} t */
 function planLegend(t) {
   return h(
     'ul',
@@ -161,6 +207,11 @@ function planLegend(t) {
   );
 }
 
+/**
+ * @param {HTMLElement} container
+ * @param {{ n: number, segments: Array<[number, number]>, t: Translator }} plan the layers, the
+ *   plan's checkpointed segments
+ */
 export function placementDiagram(container, { n, segments, t }) {
   const items = planItems(n, segments);
   const steps = planSteps(items);
@@ -176,11 +227,16 @@ export function placementDiagram(container, { n, segments, t }) {
     'aria-label': t('plan.step'),
     class: 'plan-slider',
   });
+  /** @param {number} to */
   const go = (to) => {
     k = to;
     drawPlan(svg, caption, items, steps, k, t);
     slider.value = String(k);
   };
+  /**
+   * @param {string} labelKey
+   * @param {() => number} to the step it goes to
+   */
   const stepButton = (labelKey, to) =>
     h('button', { type: 'button', class: 'small', onclick: () => go(to()) }, t(labelKey));
   const prev = stepButton('plan.prev', () => Math.max(0, k - 1));
@@ -199,6 +255,11 @@ export function placementDiagram(container, { n, segments, t }) {
   );
 }
 
+/**
+ * @param {HTMLElement} container
+ * @param {{ micro: number, steps: number, dp: number, t: Translator }} split the micro-batch, the
+ *   accumulation steps, the data-parallel ranks
+ */
 export function accumulationDiagram(container, { micro, steps, dp, t }) {
   const shown = Math.min(steps, 8);
   // Boxes as wide as their longest label (≈ 6.3 px a character at the 11 px label size), so

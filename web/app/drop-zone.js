@@ -15,7 +15,7 @@ export function dropZone(o, take) {
     type: 'file',
     id: o.inputId,
     accept: o.accept,
-    onchange: (e) => take(e.target.files?.[0]),
+    onchange: (e) => take(/** @type {HTMLInputElement} */ (e.target).files?.[0]),
   });
   const zone = h(
     'div',
@@ -32,11 +32,13 @@ export function dropZone(o, take) {
           input.click();
         }
       },
+      /** @param {DragEvent} e */
       ondragover: (e) => {
         e.preventDefault();
         zone.classList.add('over');
       },
       ondragleave: () => zone.classList.remove('over'),
+      /** @param {DragEvent} e */
       ondrop: (e) => {
         e.preventDefault();
         zone.classList.remove('over');

@@ -6,6 +6,7 @@
 // Attributes: calculator (size | peak | accum | place, or a comma list), example (a worked
 // example id), lang (en | ar; default: the browser's), inputs (comma list of inputs to show),
 // state (a page query string, parsed by the same safe schema as the page URL).
+/** @import { Tab } from './types.js' */
 import { mountApp } from './app.js';
 import { fromQuery, FIELDS, TABS } from './state.js';
 import { EXAMPLES } from './examples.js';
@@ -30,12 +31,16 @@ class TrainmemCalculator extends HTMLElement {
         }),
       );
     }
+    /**
+     * @param {string} name
+     * @param {readonly string[]} allowed
+     */
     const list = (name, allowed) =>
       (this.getAttribute(name) || '')
         .split(',')
-        .map((x) => ALIASES[x.trim()] || x.trim())
+        .map((x) => /** @type {Record<string, string>} */ (ALIASES)[x.trim()] || x.trim())
         .filter((x) => allowed.includes(x));
-    const tabs = list('calculator', TABS);
+    const tabs = /** @type {Tab[]} */ (list('calculator', TABS)); // (names of TABS)
     const inputs = list('inputs', Object.keys(FIELDS));
     const state = fromQuery(this.getAttribute('state') || '');
     const lang = this.getAttribute('lang');

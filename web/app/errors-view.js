@@ -4,6 +4,8 @@
 // to do, and a way out: a button to the input at fault (opening its section), the precision the
 // GPU supports, the smallest feasible budget. The core's own English text follows, folded away,
 // on a page in another language. Each function takes the controller's live state ctx first.
+/** @import { MessageCodes } from '../lib/index.js' */
+/** @import { Ctx, PageError } from './types.js' */
 import { h } from './dom.js';
 import { traced, tracedLine } from './trace.js';
 
@@ -78,15 +80,24 @@ const FIELD_INPUTS = {
   'checkpointing.budgetBytes': 'budgetGB',
 };
 
-/** The page input behind an error's field, or ''. */
+/**
+ * The page input behind an error's field, or ''.
+ * @param {string} field
+ */
 export function inputOf(field) {
   const parts = String(field || '').split('.');
   const two = parts.slice(0, 2).join('.');
-  return FIELD_INPUTS[two] || FIELD_INPUTS[parts[0]] || '';
+  /** @type {Record<string, string>} */
+  const inputs = FIELD_INPUTS;
+  return inputs[two] || inputs[parts[0]] || '';
 }
 
 // An infeasible placement budget: the core's minimum, and one click to use it (rounded up to
 // whole MB so that it is not below the minimum).
+/**
+ * @param {Ctx} ctx
+ * @param {PageError} e
+ */
 function minimumBudget(ctx, e) {
   const { t } = ctx;
   return h(
@@ -94,7 +105,7 @@ function minimumBudget(ctx, e) {
     { class: 'minimum-budget' },
     t('error.minimumBudget'),
     ' ',
-    t.both(e.minimumBudgetBytes),
+    t.both(/** @type {number} */ (e.minimumBudgetBytes)),
     ' ',
     h(
       'button',
@@ -102,13 +113,21 @@ function minimumBudget(ctx, e) {
         type: 'button',
         class: 'small',
         onclick: () =>
-          ctx.update({ budgetGB: Math.ceil(e.minimumBudgetBytes / 1e6) / 1e3 }, { rebuild: true }),
+          ctx.update(
+            { budgetGB: Math.ceil(/** @type {number} */ (e.minimumBudgetBytes) / 1e6) / 1e3 },
+            { rebuild: true },
+          ),
       },
       t('error.useMinimum'),
     ),
   );
 }
 
+/**
+ * @param {Ctx} ctx
+ * @param {string} label
+ * @param {() => void} onclick
+ */
 const wayOutLine = (ctx, label, onclick, cls = '') =>
   h(
     'p',
@@ -120,16 +139,24 @@ const wayOutLine = (ctx, label, onclick, cls = '') =>
 
 // Every error offers a way out: the precision the GPU supports, the GPU picker for TFLOP/s, or
 // the input that is at fault (opened and focused).
+/**
+ * @param {Ctx} ctx
+ * @param {PageError} e
+ * @param {HTMLElement | null} input
+ */
 function wayOut(ctx, e, input) {
   const { t, rootEl } = ctx;
   if (e.field === 'precision' && /amp-fp16/.test(String(e.message)))
     return wayOutLine(ctx, t('error.useFp16'), () => {
       ctx.update({ precision: 'amp-fp16' }, { rebuild: true });
-      rootEl.querySelector('#tm-verdict, #tm-results')?.focus?.();
+      rootEl.querySelector(/** @type {'div'} */ ('#tm-verdict, #tm-results'))?.focus?.();
     });
   if (e.preset)
     return wayOutLine(ctx, t('error.usePresetModel', { name: e.params?.name || e.preset }), () =>
-      ctx.update({ modelSource: 'preset', preset: e.preset }, { rebuild: true }),
+      ctx.update(
+        { modelSource: 'preset', preset: /** @type {string} */ (e.preset) },
+        { rebuild: true },
+      ),
     );
   if (!input) return null;
   const go = () => {
@@ -146,23 +173,31 @@ function wayOut(ctx, e, input) {
  * What is wrong, in the page's language: the core's sentence from its catalog's codes, a
  * sentence of the page's own (InputError with a key), or the error code's sentence naming the
  * input.
+ * @param {Ctx} ctx
+ * @param {PageError} e
+ * @param {string} key the input at fault, or ''
  */
 function whatIsWrong(ctx, e, key) {
   const { t } = ctx;
   if (e.key) return t(e.key, e.params || {});
-  const holder = { messages: { message: e.messages } };
+  /** @type {{ messages: MessageCodes }} */
+  const holder = { messages: { message: e.messages || [] } };
   if (Array.isArray(e.messages) && (t.lang === 'en' || t.covers(holder, 'message')))
     return t.core(holder, 'message', String(e.message), 'span');
   if (t.lang === 'en') return String(e.message);
-  const code = t.coreError(e.code) || t.coreError('internal');
+  const code = t.coreError(String(e.code)) || t.coreError('internal');
   return key ? t('error.inInput', { input: t(`field.${key}`), what: code }) : code;
 }
 
+/**
+ * @param {Ctx} ctx
+ * @param {PageError} e
+ */
 export function errorBox(ctx, e) {
   const { t } = ctx;
   const unsupported = e.code === 'unsupported';
-  const key = inputOf(e.field);
-  const input = key ? ctx.rootEl.querySelector(`#tm-${key}`) : null;
+  const key = inputOf(String(e.field ?? ''));
+  const input = key ? ctx.rootEl.querySelector(/** @type {'input'} */ (`#tm-${key}`)) : null;
   const what = whatIsWrong(ctx, e, key);
   const todo = t(`fix.${e.code}`) !== `fix.${e.code}` ? t(`fix.${e.code}`) : t('fix.internal');
   const box = h(

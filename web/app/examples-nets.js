@@ -5,6 +5,8 @@
 // then the largest micro-batch that fits as the recipe runs. Every number is the core's, from
 // the same request the page sends (requests.js). Strings: ex.<id>.title / .question / .short /
 // .s1 / .r<i>, and the shared ex.nets.*.
+/** @import { PeakMemoryResult, Trainmem } from '../lib/index.js' */
+/** @import { PageError, State, Translator } from './types.js' */
 import { h } from './dom.js';
 import { defaults } from './state.js';
 import { peakMemoryRequest } from './requests.js';
@@ -56,6 +58,10 @@ export const WHISPER_SMALL = {
 /**
  * The cards: id, the page state of the recipe, the variants run beside it (state patches),
  * the sources of the recipe.
+ */
+/**
+ * @type {Array<{ id: string, state: Partial<State>, variants: Partial<State>[],
+ *   sources: Array<{ label: string, url: string }> }>}
  */
 export const NET_CARDS = [
   {
@@ -127,11 +133,19 @@ export const NET_CARDS = [
   },
 ];
 
+/**
+ * @param {Translator} t
+ * @param {number} b
+ */
 const GB = (t, b) => t.n(`${t.gb(b)} = ${t.gib(b)}`);
 
 /**
  * One run of a card: its peakMemory result, or the error the core gave.
- * @returns {{ ok: boolean, result?: any, error?: any }}
+ * @param {Trainmem} tm
+ * @param {State} st
+ * @param {boolean} search whether to search the largest micro-batch
+ * @returns {{ ok: true, result: PeakMemoryResult, error?: undefined }
+ *   | { ok: false, result?: undefined, error: PageError }}
  */
 function run(tm, st, search) {
   const req = { ...peakMemoryRequest(st), timeline: false };
@@ -139,15 +153,21 @@ function run(tm, st, search) {
   try {
     return { ok: true, result: tm.peakMemory(req) };
   } catch (e) {
-    return { ok: false, error: e };
+    return { ok: false, error: /** @type {PageError} */ (e) };
   }
 }
 
-/** The explanation of a card: each variant's peak and verdict, then the largest batch. */
+/**
+ * The explanation of a card: each variant's peak and verdict, then the largest batch.
+ * @param {Trainmem} tm
+ * @param {Translator} t
+ * @param {NetCard} card
+ */
 function explainCard(card, tm, t) {
-  const st = (patch) => ({ ...defaults(), ...card.state, ...patch });
+  /** @param {Partial<State>} patch */
+  const st = (patch) => /** @type {State} */ ({ ...defaults(), ...card.state, ...patch });
   const steps = [h('li', {}, t(`ex.${card.id}.s1`))];
-  /** @type {any} */
+  /** @type {ReturnType<typeof run> | null} */
   let first = null;
   card.variants.forEach((patch, i) => {
     const r = run(tm, st(patch), i === 0); // (the largest batch: the recipe's own)
@@ -165,7 +185,9 @@ function explainCard(card, tm, t) {
       ),
     );
   });
-  const most = first?.ok ? first.result.maxMicroBatch : undefined;
+  // (set in the loop above, which the checker does not follow)
+  const firstRun = /** @type {ReturnType<typeof run> | null} */ (first);
+  const most = firstRun?.ok ? firstRun.result.maxMicroBatch : undefined;
   const result = h(
     'p',
     {},
@@ -176,11 +198,21 @@ function explainCard(card, tm, t) {
   return { steps, result };
 }
 
+/**
+ * One card: its network, the state it sets and the variants it compares.
+ * @typedef {(typeof NET_CARDS)[number]} NetCard
+ */
+
 /** The cards as entries of EXAMPLES (examples.js). */
+/** @type {import('./examples.js').Example[]} */
 export const NET_EXAMPLES = NET_CARDS.map((card) => ({
   id: card.id,
   tab: 'peak',
   sources: card.sources,
   state: () => ({ ...card.state }),
+  /**
+   * @param {Trainmem} tm
+   * @param {Translator} t
+   */
   explain: (tm, t) => explainCard(card, tm, t),
 }));

@@ -4,11 +4,18 @@
 // result, the article and the sources. A card sets the example's whole state (every other input
 // back to its default: nothing carried over from before) and scrolls to the explanation.
 // Each function takes the controller's live state ctx first (app.js).
+/** @import { Ctx, PageError, State, Translator } from './types.js' */
 import { h, put } from './dom.js';
 import { defaults } from './state.js';
 import { EXAMPLES, ARTICLES } from './examples.js';
+/** @import { Example } from './examples.js' */
+/** @import { Child } from './dom.js' */
 
-/** The state of an example: the defaults, the page's language and tab, and the example's own. */
+/**
+ * The state of an example: the defaults, the page's language and tab, and the example's own.
+ * @param {Ctx} ctx
+ * @param {Example} ex
+ */
 export function exampleState(ctx, ex) {
   return {
     ...defaults(),
@@ -19,11 +26,19 @@ export function exampleState(ctx, ex) {
   };
 }
 
+/**
+ * @param {Translator} t
+ * @param {Example} ex
+ */
 const cardTitle = (t, ex) => {
   const short = t(`ex.${ex.id}.short`);
   return short === `ex.${ex.id}.short` ? t(`ex.${ex.id}.title`) : short;
 };
 
+/**
+ * @param {Ctx} ctx
+ * @param {Example} ex
+ */
 function card(ctx, ex) {
   const { t, st } = ctx;
   const on = st.ex === ex.id;
@@ -53,7 +68,10 @@ function card(ctx, ex) {
   );
 }
 
-/** The strip of example cards. */
+/**
+ * The strip of example cards.
+ * @param {Ctx} ctx
+ */
 export function examplesEl(ctx) {
   const { t } = ctx;
   return h(
@@ -68,10 +86,16 @@ export function examplesEl(ctx) {
   );
 }
 
-/** Where an example comes from: its article (the Arabic original) and the sources it cites. */
+/**
+ * Where an example comes from: its article (the Arabic original) and the sources it cites.
+ * @param {Ctx} ctx
+ * @param {Example} ex
+ */
 function provenance(ctx, ex) {
   const { t } = ctx;
-  const a = ARTICLES[ex.article];
+  const a = ex.article
+    ? /** @type {Record<string, (typeof ARTICLES)['size']>} */ (ARTICLES)[ex.article]
+    : undefined;
   const sources = ex.sources || [];
   if (!a && !sources.length) return null;
   if (!a) return h('div', { class: 'ex-sources' }, sourcesLine(t, sources));
@@ -92,6 +116,10 @@ function provenance(ctx, ex) {
   );
 }
 
+/**
+ * @param {Translator} t
+ * @param {Array<{ label: string, url: string }>} sources
+ */
 function sourcesLine(t, sources) {
   return h(
     'p',
@@ -105,19 +133,24 @@ function sourcesLine(t, sources) {
   );
 }
 
-/** The chosen example's explanation (steps, result, article, sources), or nothing. */
+/**
+ * The chosen example's explanation (steps, result, article, sources), or nothing.
+ * @param {Ctx} ctx
+ */
 export function renderExample(ctx) {
   const { t, exampleEl } = ctx;
   if (!exampleEl) return;
   const ex = EXAMPLES.find((e) => e.id === ctx.st.ex);
   if (!ex) return put(exampleEl);
+  /** @type {{ steps: Child[], result: Child, patch?: Partial<State> }} */
   let out;
   try {
     out = ex.explain(ctx.tm, t, ctx.known);
   } catch (e) {
-    out = { steps: [], result: ctx.errorBox(e) };
+    out = { steps: [], result: ctx.errorBox(/** @type {PageError} */ (e)) };
   }
-  if (out.patch && Object.entries(out.patch).some(([k, v]) => ctx.st[k] !== v)) {
+  const st = /** @type {Record<string, unknown>} */ (/** @type {unknown} */ (ctx.st));
+  if (out.patch && Object.entries(out.patch).some(([k, v]) => st[k] !== v)) {
     ctx.st = { ...ctx.st, ...out.patch };
     ctx.publish();
     queueMicrotask(() => ctx.rebuild());

@@ -10,6 +10,9 @@
 //   state(p)  the inputs it sets, over the page's defaults (p: preset ids found in this build);
 //   explain(tm, t, p)  → { steps: Node[], result: Node, patch? }: its explanation, computed.
 // Its strings are i18n keys ex.<id>.title and ex.<id>.question, in both languages.
+/** @import { CheckpointSizeResult, DType, DiffusionPipeline, FunctionName, Functions, ModelByPipeline, ModelInput, Optimizer, PeakMemoryRequest, PeakMemoryResult, PlacementPlanResult, PlacementRequest, Trainmem } from '../lib/index.js' */
+/** @import { Ctx, PageError, PickerPresets, State, Tab, Translator } from './types.js' */
+/** @import { Child } from './dom.js' */
 import { h } from './dom.js';
 import { uniformChain } from './requests.js';
 import { NET_EXAMPLES } from './examples-nets.js';
@@ -87,7 +90,11 @@ const SOURCES = {
   gpt2: { label: 'openai-community/gpt2', url: 'https://huggingface.co/openai-community/gpt2' },
 };
 
-/** The preset id whose id matches one of the patterns (presets come from the core's data). */
+/**
+ * The preset id whose id matches one of the patterns (presets come from the core's data).
+ * @param {PickerPresets} presets
+ * @param {string[]} patterns
+ */
 export function findPreset(presets, patterns) {
   const ids = (presets?.models || []).map((m) => m.id);
   for (const p of patterns) {
@@ -106,21 +113,52 @@ export function findPreset(presets, patterns) {
   return '';
 }
 
-/** @returns {{ ok: boolean, result?: any, error?: any, request: any }} */
+/**
+ * A core call's outcome: its result, or the error it threw.
+ * @template R
+ * @typedef {{ ok: true, result: R, error?: undefined, request: object }
+ *   | { ok: false, result?: undefined, error: PageError, request: object }} Attempt
+ */
+
+/**
+ * @template {FunctionName} K
+ * @param {Trainmem} tm
+ * @param {K} fn
+ * @param {Functions[K][0]} req
+ * @returns {Attempt<Functions[K][1]>}
+ */
 function attempt(tm, fn, req) {
   try {
-    return { ok: true, result: tm[fn](req), request: req };
+    return {
+      ok: true,
+      result: /** @type {(r: Functions[K][0]) => Functions[K][1]} */ (tm[fn])(req),
+      request: req,
+    };
   } catch (e) {
-    return { ok: false, error: e, request: req };
+    return { ok: false, error: /** @type {PageError} */ (e), request: req };
   }
 }
 
-/** A checkpoint-size request of the examples: a model, its optimizer and its weights' dtype. */
+/**
+ * A checkpoint-size request of the examples: a model, its optimizer and its weights' dtype.
+ * @param {Trainmem} tm
+ * @param {ModelInput} model
+ * @param {Optimizer} optimizer
+ * @param {DType} weightDtype
+ */
 const sizeOf = (tm, model, optimizer, weightDtype, more = {}) =>
   attempt(tm, 'checkpointSize', { model, optimizer, weightDtype, ...more });
 
+/**
+ * @param {Translator} t
+ * @param {number} b
+ */
 const GB = (t, b) => t.n(`${t.gb(b)} = ${t.gib(b)}`);
 
+/**
+ * @param {Translator} t
+ * @param {PageError} e
+ */
 function errorNote(t, e) {
   return h(
     'span',
@@ -129,12 +167,14 @@ function errorNote(t, e) {
   );
 }
 
+/** @type {Example[]} */
 export const EXAMPLES = [
   {
     id: 'llama2-7b',
     tab: 'size',
     article: 'size',
     sources: [SOURCES.llama2, SOURCES.adamw],
+    /** @param {Ctx['known']} p */
     state: (p) => ({
       modelSource: p.llama ? 'preset' : 'params',
       preset: p.llama || '',
@@ -146,6 +186,11 @@ export const EXAMPLES = [
       // The calculator shows the file the example's exact answer is about: torch.save's.
       format: p.llama ? 'torch' : '',
     }),
+    /**
+     * @param {Trainmem} tm
+     * @param {Translator} t
+     * @param {Ctx['known']} p
+     */
     explain(tm, t, p) {
       const N = LLAMA2_7B_PARAMS;
       const simple = sizeOf(tm, { params: N }, 'adamw', 'fp16');
@@ -180,7 +225,7 @@ export const EXAMPLES = [
           ),
         );
       }
-      /** @type {any} */
+      /** @type {Attempt<CheckpointSizeResult> | null} */
       let exact = null;
       if (p.llama) {
         exact = sizeOf(tm, { preset: p.llama }, 'adamw', 'fp16', { format: 'torch' });
@@ -226,11 +271,20 @@ export const EXAMPLES = [
       masterWeights: false,
       format: '',
     }),
+    /**
+     * @param {Trainmem} tm
+     * @param {Translator} t
+     */
     explain(tm, t) {
       const N = 1e8;
       const a = sizeOf(tm, { params: N }, 'sgd', 'fp32');
       const b = sizeOf(tm, { params: N }, 'adam', 'bf16');
       // "N × copies × bytes = total bytes = GB", or why the core could not say
+      /**
+       * @param {string} key
+       * @param {Attempt<CheckpointSizeResult>} r
+       * @param {string} formula
+       */
       const line = (key, r, formula) =>
         h(
           'li',
@@ -267,6 +321,7 @@ export const EXAMPLES = [
     tab: 'accum',
     article: 'accumulation',
     sources: [SOURCES.hfOne, SOURCES.anatomy, SOURCES.bert],
+    /** @param {Ctx['known']} p */
     state: (p) => ({
       modelSource: 'config',
       config: JSON.stringify(BERT_LARGE_SEQ_CLS, null, 2),
@@ -287,29 +342,45 @@ export const EXAMPLES = [
       runtime: 'pytorch-1.10-cuda',
       optImpl: 'transformers',
     }),
+    /**
+     * @param {Trainmem} tm
+     * @param {Translator} t
+     * @param {Ctx['known']} p
+     */
     explain(tm, t, p) {
       const model = { config: BERT_LARGE_SEQ_CLS };
       const gpu = p.v100 ? { gpu: p.v100 } : { gpuMemoryBytes: 16e9 };
       // the CUDA context measured in the same guide: 1343 MiB (model_memory_anatomy)
+      /** @type {Partial<PeakMemoryRequest>} */
       const then = {
         attention: 'eager',
         runtime: 'pytorch-1.10-cuda',
         optimizerImplementation: 'transformers',
         runtimeOverheadBytes: 1343 * 2 ** 20,
       };
+      /** @type {Partial<PeakMemoryRequest>} */
       const base = { model, seqLen: 512, precision: 'fp32', optimizer: 'adamw', ...gpu };
       const acc = { microBatch: 1, gradientAccumulationSteps: 4 };
-      const peak = (req) => attempt(tm, 'peakMemory', { ...base, ...req, timeline: false });
-      /** @type {Array<[string, any]>} */
+      /** @param {Partial<PeakMemoryRequest>} req with its microBatch */
+      const peak = (req) =>
+        attempt(
+          tm,
+          'peakMemory',
+          /** @type {PeakMemoryRequest} */ ({ ...base, ...req, timeline: false }),
+        );
+      /** @type {Array<[string, Attempt<PeakMemoryResult>]>} */
       const runs = [
         ['ex.bert.b4', peak({ ...then, microBatch: 4, checkpointing: 'none' })],
         ['ex.bert.acc', peak({ ...then, ...acc, checkpointing: 'none' })],
         ['ex.bert.accCkpt', peak({ ...then, ...acc, checkpointing: 'full' })],
       ];
       // nvidia-smi prints MiB (2^20 bytes) and labels them "MB": the prediction in the same unit.
+      /** @param {number} b */
       const mibs = (b) => t.int(Math.round(b / 2 ** 20));
+      /** @param {number} b */
       const mib = (b) => t.n(`${mibs(b)} MiB`);
       // what nvidia-smi shows (the caching allocator's reserve + the context), when simulated
+      /** @param {PeakMemoryResult} r */
       const smi = (r) => (typeof r.deviceUsedBytes === 'number' ? r.deviceUsedBytes : r.peakBytes);
       const steps = [h('li', {}, t('ex.bert.s1')), h('li', {}, t('ex.bert.s2'))];
       for (const [key, r] of runs) {
@@ -324,6 +395,7 @@ export const EXAMPLES = [
         );
       }
       // The same two runs with today's defaults (SDPA attention, foreach AdamW).
+      /** @type {Partial<PeakMemoryRequest>} */
       const now = {
         attention: 'sdpa',
         optimizerImplementation: 'foreach',
@@ -361,10 +433,19 @@ export const EXAMPLES = [
       strategy: 'sqrt',
       frontier: false,
     }),
+    /**
+     * @param {Trainmem} tm
+     * @param {Translator} t
+     */
     explain(tm, t) {
       const chain = uniformChain(1000, 10e6);
-      const none = attempt(tm, 'placement', { chain, strategy: 'none' });
-      const sq = attempt(tm, 'placement', { chain, strategy: 'sqrt' });
+      // (single-level strategies: plans)
+      const none = /** @type {Attempt<PlacementPlanResult>} */ (
+        attempt(tm, 'placement', { chain, strategy: 'none' })
+      );
+      const sq = /** @type {Attempt<PlacementPlanResult>} */ (
+        attempt(tm, 'placement', { chain, strategy: 'sqrt' })
+      );
       const steps = [
         h('li', {}, t('ex.chain.s1')),
         h('li', {}, t('ex.chain.s2', { k: Math.floor(Math.sqrt(1000)) })),
@@ -395,7 +476,7 @@ export const EXAMPLES = [
                 ratio: t.num(none.result.peakActivationBytes / sq.result.peakActivationBytes),
               }),
             )
-          : h('p', {}, errorNote(t, (none.ok ? sq : none).error));
+          : h('p', {}, errorNote(t, /** @type {PageError} */ ((none.ok ? sq : none).error)));
       return { steps, result };
     },
   },
@@ -414,6 +495,10 @@ export const EXAMPLES = [
       checkpointing: 'full',
       gpu: 'rtx-4090',
     }),
+    /**
+     * @param {Trainmem} tm
+     * @param {Translator} t
+     */
     explain(tm, t) {
       // diffusers examples/dreambooth/train_dreambooth_lora_sdxl.py at 1024 x 1024, batch 1,
       // rank 4, bf16 mixed precision, gradient checkpointing: the UNet trains, the VAE (fp32) and
@@ -428,21 +513,39 @@ export const EXAMPLES = [
         gpu: 'rtx-4090',
         timeline: false,
       };
+      /** @param {object} more */
+      /**
+       * @param {Partial<DiffusionPipeline>} more
+       * @returns {ModelByPipeline}
+       */
       const pipe = (more) => ({ pipeline: { denoiser: { preset: 'sdxl-base-unet' }, ...more } });
       // The script casts the frozen UNet to weight_dtype (bf16): lora.baseDtype where the core
       // takes it, else the core's default for the base.
+      /**
+       * @param {ModelInput | ModelByPipeline} model
+       * @param {Partial<PeakMemoryRequest>} [more]
+       */
       const peak = (model, more = {}) => {
-        const r = attempt(tm, 'peakMemory', {
-          ...base,
-          lora: { rank: 4, baseDtype: 'bf16' },
-          ...more,
-          model,
-        });
+        const r = attempt(
+          tm,
+          'peakMemory',
+          /** @type {PeakMemoryRequest} */ ({
+            ...base,
+            lora: { rank: 4, baseDtype: 'bf16' },
+            ...more,
+            model,
+          }),
+        );
         if (r.ok || !String(r.error?.field || '').startsWith('lora')) return r;
-        return attempt(tm, 'peakMemory', { ...base, ...more, model });
+        return attempt(
+          tm,
+          'peakMemory',
+          /** @type {PeakMemoryRequest} */ ({ ...base, ...more, model }),
+        );
       };
+      /** @param {PeakMemoryResult} r */
       const smi = (r) => (typeof r.deviceUsedBytes === 'number' ? r.deviceUsedBytes : r.peakBytes);
-      /** @type {Array<[string, any]>} */
+      /** @type {Array<[string, Attempt<PeakMemoryResult>]>} */
       const runs = [
         ['ex.sdxl.unet', peak({ preset: 'sdxl-base-unet' })],
         ['ex.sdxl.pipeline', peak(pipe({}))],
@@ -469,8 +572,9 @@ export const EXAMPLES = [
             'p',
             {},
             t('ex.sdxl.result', {
-              frozen: t.gb(full.result.pipeline.residentBytes),
-              encode: t.gb(full.result.pipeline.encodeBytes),
+              // (a pipeline's result has its pipeline figures)
+              frozen: t.gb(/** @type {Pipe} */ (full.result.pipeline).residentBytes),
+              encode: t.gb(/** @type {Pipe} */ (full.result.pipeline).encodeBytes),
               batch: t.int(full.result.maxMicroBatch ?? 0),
             }),
           )
@@ -483,6 +587,7 @@ export const EXAMPLES = [
     tab: 'place',
     article: 'accumulation',
     sources: [SOURCES.gpt2, SOURCES.chen, SOURCES.checkpoint],
+    /** @param {Ctx['known']} p */
     state: (p) => ({
       chainSource: 'model',
       modelSource: p.gpt2 ? 'preset' : 'params',
@@ -495,20 +600,40 @@ export const EXAMPLES = [
       budgetGB: 2,
       frontier: true,
     }),
+    /**
+     * @param {Trainmem} tm
+     * @param {Translator} t
+     * @param {Ctx['known']} p
+     */
     explain(tm, t, p) {
       const model = p.gpt2 ? { preset: p.gpt2 } : { params: GPT2_PARAMS };
       const base = { model, microBatch: 8, seqLen: 1024, precision: 'fp32' };
-      const none = attempt(tm, 'placement', { ...base, strategy: 'none' });
+      // (the model form, which index.d.ts's PlacementRequest does not describe: a plan)
+      const none = /** @type {Attempt<PlacementPlanResult>} */ (
+        attempt(
+          tm,
+          'placement',
+          /** @type {PlacementRequest} */ (/** @type {unknown} */ ({ ...base, strategy: 'none' })),
+        )
+      );
       const steps = [h('li', {}, t('ex.gpt2.s1'))];
       if (!none.ok) return { steps, result: h('p', {}, errorNote(t, none.error)) };
       const budget = Math.round(none.result.peakActivationBytes / 2);
       steps.push(h('li', {}, t('ex.chain.none'), ' ', GB(t, none.result.peakActivationBytes)));
       steps.push(h('li', {}, t('ex.gpt2.s3'), ' ', GB(t, budget)));
-      const plan = attempt(tm, 'placement', {
-        ...base,
-        strategy: 'optimal-single-level',
-        budgetBytes: budget,
-      });
+      const plan = /** @type {Attempt<PlacementPlanResult>} */ (
+        attempt(
+          tm,
+          'placement',
+          /** @type {PlacementRequest} */ (
+            /** @type {unknown} */ ({
+              ...base,
+              strategy: 'optimal-single-level',
+              budgetBytes: budget,
+            })
+          ),
+        )
+      );
       const result = plan.ok
         ? h(
             'p',
@@ -524,3 +649,20 @@ export const EXAMPLES = [
   },
   ...NET_EXAMPLES,
 ];
+
+/**
+ * A worked example: its calculator and article, the state it sets (from the presets this build
+ * has) and its explanation, computed by the core.
+ * @typedef {object} Example
+ * @property {string} id
+ * @property {Tab} tab
+ * @property {string} [article] the article it comes from (ARTICLES)
+ * @property {Array<{ label: string, url: string }>} [sources]
+ * @property {(p: Ctx['known']) => Partial<State>} state
+ * @property {(tm: Trainmem, t: Translator, p: Ctx['known']) => { steps: Child[], result: Child, patch?: Partial<State> }} explain
+ */
+
+/**
+ * A diffusion pipeline's figures (peakMemory's `pipeline`).
+ * @typedef {NonNullable<PeakMemoryResult['pipeline']>} Pipe
+ */

@@ -1,12 +1,15 @@
 // @ts-check
 // Exports of the shown result (JSON, CSV, Markdown, clipboard, link) and the embed codes of the
 // current view. Each takes the controller's live state ctx first: { last, t, st, tm, rootEl, embed }.
+/** @import { Ctx } from './types.js' */
 import { h } from './dom.js';
 import { toQuery } from './state.js';
 import { flatten, isBytesKey, toCSV, toMarkdown } from './format.js';
 
+/** @param {Ctx} ctx */
 function exportRows(ctx) {
   if (!ctx.last) return [];
+  /** @type {unknown[][]} */
   const rows = [['calculator', ctx.last.fn, '', '']];
   for (const [k, v] of flatten(ctx.last.request)) rows.push([`request.${k}`, v, '', '']);
   for (const [k, v] of flatten(ctx.last.result)) {
@@ -17,6 +20,12 @@ function exportRows(ctx) {
   return rows;
 }
 
+/**
+ * @param {Ctx} ctx
+ * @param {string} name
+ * @param {string} type
+ * @param {string} text
+ */
 function download(ctx, name, type, text) {
   const url = URL.createObjectURL(new Blob([text], { type }));
   const a = h('a', { href: url, download: name, class: 'sr-only' });
@@ -26,6 +35,11 @@ function download(ctx, name, type, text) {
   setTimeout(() => URL.revokeObjectURL(url), 1000);
 }
 
+/**
+ * @param {Ctx} ctx
+ * @param {string} text
+ * @param {HTMLElement} btn
+ */
 async function copy(ctx, text, btn) {
   let ok = false;
   try {
@@ -41,6 +55,7 @@ async function copy(ctx, text, btn) {
 }
 
 const header4 = ['field', 'value', 'GB', 'GiB'];
+/** @param {Ctx} ctx */
 export function exportersOf(ctx) {
   return {
     json: () =>
@@ -60,15 +75,22 @@ export function exportersOf(ctx) {
 }
 
 // The download buttons: [exporter, file type, label].
+/** @type {Array<['json' | 'csv' | 'md', string, string]>} */
 const DOWNLOADS = [
   ['json', 'application/json', 'JSON'],
   ['csv', 'text/csv', 'CSV'],
   ['md', 'text/markdown', 'Markdown'],
 ];
 
+/** @param {Ctx} ctx */
 export function exportBar(ctx) {
   const exporters = exportersOf(ctx);
   const name = () => `trainmem-${ctx.last?.fn || 'result'}`;
+  /**
+   * @param {string} kind
+   * @param {(e: MouseEvent) => unknown} onclick
+   * @param {string} label
+   */
   const button = (kind, onclick, label) =>
     h('button', { type: 'button', class: 'small', 'data-export': kind, onclick }, label);
   return h(
@@ -83,15 +105,20 @@ export function exportBar(ctx) {
     ),
     button(
       'copy',
-      (e) => ctx.last && copy(ctx, exporters.md(), e.currentTarget),
+      (e) => ctx.last && copy(ctx, exporters.md(), /** @type {HTMLElement} */ (e.currentTarget)),
       ctx.t('export.copy'),
     ),
     ctx.embed
       ? null
-      : button('link', (e) => copy(ctx, location.href, e.currentTarget), ctx.t('export.link')),
+      : button(
+          'link',
+          (e) => copy(ctx, location.href, /** @type {HTMLElement} */ (e.currentTarget)),
+          ctx.t('export.link'),
+        ),
   );
 }
 
+/** @param {Ctx} ctx */
 export function embedCodes(ctx) {
   const base = new URL('./', import.meta.url).href;
   const q = toQuery({ ...ctx.st, lang: ctx.st.lang || '', ex: '' }).slice(1);
@@ -101,15 +128,22 @@ export function embedCodes(ctx) {
   return { elementCode, iframeCode };
 }
 
+/** @param {Ctx} ctx */
 export function embedDialog(ctx) {
   const a = h('textarea', { id: 'tm-embed-element', rows: 4, readonly: true });
   const b = h('textarea', { id: 'tm-embed-iframe', rows: 3, readonly: true });
+  /** @param {HTMLTextAreaElement} area */
   const copyOf = (area) =>
     h(
       'button',
-      { type: 'button', class: 'small', onclick: (e) => copy(ctx, area.value, e.currentTarget) },
+      {
+        type: 'button',
+        class: 'small',
+        onclick: (e) => copy(ctx, area.value, /** @type {HTMLElement} */ (e.currentTarget)),
+      },
       ctx.t('export.copy'),
     );
+  /** @type {HTMLDialogElement & { fill?: () => void }} */
   const dlg = h(
     'dialog',
     { class: 'embed-dialog', 'aria-labelledby': 'tm-embed-h' },
@@ -127,5 +161,5 @@ export function embedDialog(ctx) {
     a.value = c.elementCode;
     b.value = c.iframeCode;
   };
-  return dlg;
+  return /** @type {HTMLDialogElement & { fill: () => void }} */ (dlg);
 }

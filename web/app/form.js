@@ -2,6 +2,7 @@
 // The form: which inputs each part of the page shows, in focus order, and the controls
 // themselves. Each control takes the controller's live state ctx first:
 // { t, st, presets, show, invalid, update, compute }.
+/** @import { ChoiceSpec, Ctx, FieldKey, FieldSpec, NumberSpec, State, Tab, TextSpec } from './types.js' */
 import { h } from './dom.js';
 import { FIELDS } from './state.js';
 import { parseCount, parseNumber, westernDigits } from '../lib/units.js';
@@ -10,6 +11,7 @@ import { modelInput, readsImage, isMoE } from './model-input.js';
 import { BUDGET_STRATEGIES } from './vocabulary.js';
 
 // Inputs of each part of the page, in focus order.
+/** @type {FieldKey[]} */
 export const CONTEXT_FIELDS = [
   'modelSource',
   'params',
@@ -26,6 +28,7 @@ export const CONTEXT_FIELDS = [
   'loraRank',
   'baseDtype',
 ];
+/** @type {Record<Tab, FieldKey[]>} */
 export const TAB_FIELDS = {
   size: ['weightDtype', 'stateDtype', 'masterWeights', 'format'],
   peak: [
@@ -71,6 +74,7 @@ export const TAB_FIELDS = {
 // The question line at the top of the page: what people decide — the model, the GPU, what is
 // trained (the method, with LoRA's rank), the precision (with the base's dtype for adapters),
 // checkpointing, the optimizer, the micro-batch and the sequence length.
+/** @type {FieldKey[]} */
 export const ASK_FIELDS = [
   'modelSource',
   'params',
@@ -92,6 +96,7 @@ export const ASK_FIELDS = [
 // The advanced inputs of peak memory and the accumulation plans, behind one disclosure: what a
 // one-GPU user changes to make a run fit (LoRA / QLoRA, offload), parallelism, the step's
 // recipe options, the caching allocator, and a safety margin for the verdict.
+/** @type {FieldKey[]} */
 export const ADVANCED_FIELDS = [
   'loraTargets',
   'zeroStage',
@@ -130,6 +135,7 @@ export const ADVANCED_FIELDS = [
   'marginGB',
 ];
 // Which context inputs each calculator reads.
+/** @type {Record<Tab, Set<string>>} */
 export const USES = {
   size: new Set(['modelSource', 'params', 'preset', 'config', 'optimizer']),
   peak: new Set(CONTEXT_FIELDS),
@@ -171,6 +177,7 @@ export const STRUCTURAL = new Set([
 
 // Inputs shown for one model source, and for one placement strategy.
 const SOURCE_FIELDS = ['params', 'preset', 'config'];
+/** @type {Record<string, string>} */
 const STRATEGY_OF = {
   k: 'every-k',
   segments: 'sequential',
@@ -178,6 +185,11 @@ const STRATEGY_OF = {
   slots: 'optimal',
 };
 
+/**
+ * @param {State} st
+ * @param {Tab} tab
+ * @param {string} key
+ */
 export function visible(key, st, tab) {
   if (SOURCE_FIELDS.includes(key)) return st.modelSource === key;
   if (Object.hasOwn(STRATEGY_OF, key)) return st.strategy === STRATEGY_OF[key];
@@ -230,19 +242,32 @@ export function visible(key, st, tab) {
 
 // ---- inputs ---------------------------------------------------------------------------
 // Each takes the controller's live state ctx: { t, st, presets, show, invalid, update, compute }.
+/**
+ * @param {Ctx} ctx
+ * @param {string} key a field, or another namespace of labels (col, row, phase)
+ * @param {string} v
+ */
 export function optionLabel(ctx, key, v) {
   const k = `opt.${key}.${v}`;
   const s = ctx.t(k);
   return s === k ? v : s;
 }
 
+/**
+ * @param {Ctx} ctx
+ * @param {FieldKey} key
+ */
 export function helpFor(ctx, key) {
   const k = `help.${key}`;
   const s = ctx.t(k);
   return s === k ? '' : s;
 }
 
-/** An input's element ids and help text. */
+/**
+ * An input's element ids and help text.
+ * @param {Ctx} ctx
+ * @param {FieldKey} key
+ */
 function idsOf(ctx, key) {
   const id = `tm-${key}`;
   const help = helpFor(ctx, key);
@@ -250,13 +275,23 @@ function idsOf(ctx, key) {
   const errId = `${id}-err`;
   return { id, help, helpId, errId, describedBy: [helpId, errId].filter(Boolean).join(' ') };
 }
+/** @typedef {ReturnType<typeof idsOf>} Ids */
 
+/** @param {Ids} ids */
 const helpLine = (ids) =>
   ids.help ? h('small', { id: ids.helpId, class: 'help' }, ids.help) : null;
+/** @param {Ids} ids */
 const errorLine = (ids) =>
   h('small', { id: ids.errId, class: 'field-error', 'aria-live': 'polite' });
 
-/** An input with its label above it, its help and (for typed inputs) its error line. */
+/**
+ * An input with its label above it, its help and (for typed inputs) its error line.
+ * @param {Ctx} ctx
+ * @param {FieldKey} key
+ * @param {Ids} ids
+ * @param {HTMLElement} control
+ * @param {HTMLElement | null} [err]
+ */
 function labelled(ctx, key, ids, control, err = null) {
   return h(
     'div',
@@ -268,6 +303,11 @@ function labelled(ctx, key, ids, control, err = null) {
   );
 }
 
+/**
+ * @param {Ctx} ctx
+ * @param {ChoiceSpec} f
+ * @param {Ids} ids
+ */
 function modelSourceField(ctx, f, ids) {
   const { t, st, presets } = ctx;
   const radios = f.values.map((v) =>
@@ -281,7 +321,7 @@ function modelSourceField(ctx, f, ids) {
         value: v,
         checked: st.modelSource === v,
         disabled: v === 'preset' && !presets.models.length,
-        onchange: () => ctx.update({ modelSource: v }),
+        onchange: () => ctx.update({ modelSource: /** @type {State['modelSource']} */ (v) }),
       }),
       ' ',
       t(`opt.modelSource.${v}`),
@@ -298,6 +338,11 @@ function modelSourceField(ctx, f, ids) {
 
 // A preset picker (Latin names: left to right in both languages, so that RTL does not clip
 // their start).
+/**
+ * @param {Ctx} ctx
+ * @param {FieldKey} key
+ * @param {Ids} ids
+ */
 function presetControl(ctx, key, ids) {
   const { t, st, presets } = ctx;
   const list = key === 'preset' ? presets.models : presets.gpus;
@@ -306,7 +351,7 @@ function presetControl(ctx, key, ids) {
     {
       id: ids.id,
       dir: 'ltr',
-      onchange: (e) => ctx.update({ [key]: e.target.value }),
+      onchange: (e) => ctx.update({ [key]: /** @type {HTMLSelectElement} */ (e.target).value }),
       'aria-describedby': ids.helpId,
     },
     h('option', { value: '' }, t(key === 'preset' ? 'opt.preset.none' : 'opt.gpu.custom')),
@@ -314,6 +359,10 @@ function presetControl(ctx, key, ids) {
   );
 }
 
+/**
+ * @param {Ctx} ctx
+ * @param {Ids} ids
+ */
 function configField(ctx, ids) {
   const { t, st } = ctx;
   const { id } = ids;
@@ -323,7 +372,7 @@ function configField(ctx, ids) {
     spellcheck: false,
     'aria-describedby': ids.describedBy,
     placeholder: '{ "model_type": "llama", "hidden_size": 4096, … }',
-    oninput: (e) => ctx.update({ config: e.target.value }),
+    oninput: (e) => ctx.update({ config: /** @type {HTMLInputElement} */ (e.target).value }),
   });
   area.value = st.config;
   const file = h('input', {
@@ -331,7 +380,7 @@ function configField(ctx, ids) {
     id: `${id}-file`,
     accept: '.json,application/json',
     onchange: async (e) => {
-      const text = await e.target.files?.[0]?.text();
+      const text = await /** @type {HTMLInputElement} */ (e.target).files?.[0]?.text();
       if (typeof text === 'string') {
         area.value = text.slice(0, FIELDS.config.max);
         ctx.update({ config: area.value });
@@ -352,6 +401,12 @@ function configField(ctx, ids) {
 }
 
 // Free text sent to the core as it is (the core names the field when it cannot read it).
+/**
+ * @param {Ctx} ctx
+ * @param {FieldKey} key
+ * @param {TextSpec} f
+ * @param {Ids} ids
+ */
 function textControl(ctx, key, f, ids) {
   return h('input', {
     id: ids.id,
@@ -362,29 +417,44 @@ function textControl(ctx, key, f, ids) {
     value: String(ctx.st[key] ?? ''),
     placeholder: ctx.t(`placeholder.${key}`),
     'aria-describedby': ids.describedBy,
-    oninput: (e) => ctx.update({ [key]: e.target.value.slice(0, f.max) }, { typing: true }),
+    oninput: (e) =>
+      ctx.update(
+        { [key]: /** @type {HTMLInputElement} */ (e.target).value.slice(0, f.max) },
+        { typing: true },
+      ),
   });
 }
 
 // Choices whose '' the page resolves for this run (resolve.js): their label says to what.
 const AUTOMATIC = new Set(['precision', 'baseDtype', 'weightDtype']);
 
+/**
+ * @param {Ctx} ctx
+ * @param {FieldKey} key
+ * @param {string} v
+ */
 function choiceLabel(ctx, key, v) {
   if (v !== '' || !AUTOMATIC.has(key)) return optionLabel(ctx, key, v);
-  const value = resolve({ ...ctx.st, method: 'lora' }).st[key];
+  const value = String(resolve({ ...ctx.st, method: 'lora' }).st[key]);
   // (the precision by its short name: the picker shows it whole on a phone)
   const auto =
     key === 'precision' ? ctx.t(`opt.precision.short.${value}`) : optionLabel(ctx, key, value);
   return ctx.t(`opt.${key}.`, { auto });
 }
 
+/**
+ * @param {Ctx} ctx
+ * @param {FieldKey} key
+ * @param {ChoiceSpec} f
+ * @param {Ids} ids
+ */
 function choiceControl(ctx, key, f, ids) {
   return h(
     'select',
     {
       id: ids.id,
       'aria-describedby': ids.helpId,
-      onchange: (e) => ctx.update({ [key]: e.target.value }),
+      onchange: (e) => ctx.update({ [key]: /** @type {HTMLSelectElement} */ (e.target).value }),
     },
     f.values.map((v) =>
       h('option', { value: v, selected: ctx.st[key] === v }, choiceLabel(ctx, key, v)),
@@ -392,13 +462,18 @@ function choiceControl(ctx, key, f, ids) {
   );
 }
 
+/**
+ * @param {Ctx} ctx
+ * @param {FieldKey} key
+ * @param {Ids} ids
+ */
 function boolField(ctx, key, ids) {
   const control = h('input', {
     id: ids.id,
     type: 'checkbox',
     checked: !!ctx.st[key],
     'aria-describedby': ids.helpId,
-    onchange: (e) => ctx.update({ [key]: e.target.checked }),
+    onchange: (e) => ctx.update({ [key]: /** @type {HTMLInputElement} */ (e.target).checked }),
   });
   return h(
     'div',
@@ -411,6 +486,12 @@ function boolField(ctx, key, ids) {
 
 // A number typed in: checked against the field's range as it is typed; a value out of range
 // is held back (ctx.invalid) with its message under the input.
+/**
+ * @param {Ctx} ctx
+ * @param {FieldKey} key
+ * @param {NumberSpec} f
+ * @param {Ids} ids
+ */
 function numberField(ctx, key, f, ids) {
   const { t, st, invalid } = ctx;
   const err = errorLine(ids);
@@ -422,7 +503,7 @@ function numberField(ctx, key, f, ids) {
     value: key === 'params' ? t.int(st[key]) : String(st[key]),
     'aria-describedby': ids.describedBy,
     oninput: (e) => {
-      const raw = westernDigits(e.target.value); // ١٦ is 16
+      const raw = westernDigits(/** @type {HTMLInputElement} */ (e.target).value); // ١٦ is 16
       const n = f.kind === 'int' ? parseCount(raw) : parseNumber(raw);
       const ok =
         raw.trim() !== '' &&
@@ -430,7 +511,10 @@ function numberField(ctx, key, f, ids) {
         n >= f.min &&
         n <= f.max &&
         (f.kind !== 'int' || Number.isInteger(n));
-      e.target.setAttribute('aria-invalid', ok ? 'false' : 'true');
+      /** @type {HTMLInputElement} */ (e.target).setAttribute(
+        'aria-invalid',
+        ok ? 'false' : 'true',
+      );
       if (ok) {
         invalid.delete(key);
         err.textContent = '';
@@ -451,10 +535,14 @@ function numberField(ctx, key, f, ids) {
   return labelled(ctx, key, ids, control, err);
 }
 
+/**
+ * @param {Ctx} ctx
+ * @param {FieldKey} key
+ */
 export function field(ctx, key) {
-  const f = FIELDS[key];
+  const f = /** @type {FieldSpec} */ (FIELDS[key]);
   const ids = idsOf(ctx, key);
-  if (key === 'modelSource') return modelSourceField(ctx, f, ids);
+  if (key === 'modelSource') return modelSourceField(ctx, FIELDS.modelSource, ids);
   if (key === 'preset' || key === 'gpu')
     return labelled(ctx, key, ids, presetControl(ctx, key, ids));
   if (key === 'config') return configField(ctx, ids);
@@ -469,6 +557,11 @@ export function field(ctx, key) {
 // caret of the input being typed in).
 const TOGGLED = new Set(['schedule', 'virtualStages']);
 
+/**
+ * @param {Ctx} ctx
+ * @param {Tab} tab
+ * @param {readonly FieldKey[]} keys
+ */
 export function fields(ctx, keys, tab) {
   const { st, show } = ctx;
   return keys
@@ -480,10 +573,15 @@ export function fields(ctx, keys, tab) {
     });
 }
 
-/** Shows or hides the inputs of TOGGLED for the state, where they are. */
+/**
+ * Shows or hides the inputs of TOGGLED for the state, where they are.
+ * @param {State} st
+ * @param {Tab} tab
+ * @param {HTMLElement} rootEl
+ */
 export function toggled(rootEl, st, tab) {
   for (const k of TOGGLED) {
-    const el = rootEl.querySelector(`.tm-f-${k}`);
+    const el = rootEl.querySelector(/** @type {'div'} */ (`.tm-f-${k}`));
     if (el) el.hidden = !visible(k, st, tab);
   }
 }

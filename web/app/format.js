@@ -38,19 +38,45 @@ export const PART_ORDER = [
   'container',
 ];
 
-/** Bytes of a breakdown entry: a number, or { bytes, source }. */
+/**
+ * A breakdown entry: a number of bytes, or the bytes with the source of their formula.
+ * @typedef {number | { bytes?: number, source?: string } | null | undefined} BreakdownEntry
+ */
+
+/**
+ * Bytes of a breakdown entry: a number, or { bytes, source }.
+ * @param {BreakdownEntry} v
+ */
 export const partBytes = (v) =>
   typeof v === 'number' ? v : typeof v?.bytes === 'number' ? v.bytes : NaN;
 
+/**
+ * A breakdown's parts as [key, bytes, source], in the page's order, those of 0 bytes left out.
+ * @param {object | null | undefined} breakdown a result's breakdown: key -> BreakdownEntry
+ * @returns {Array<[string, number, string]>}
+ */
 export function breakdownParts(breakdown) {
   if (!breakdown || typeof breakdown !== 'object') return [];
-  const entries = Object.entries(breakdown)
-    .map(([k, v]) => [k, partBytes(v), typeof v?.source === 'string' ? v.source : ''])
+  // (read as objects: a number's `source` is undefined)
+  const values = /** @type {Array<[string, { bytes?: number, source?: string }]>} */ (
+    Object.entries(breakdown)
+  );
+  const entries = values
+    .map(
+      ([k, v]) =>
+        /** @type {[string, number, string]} */ ([
+          k,
+          partBytes(v),
+          typeof v?.source === 'string' ? v.source : '',
+        ]),
+    )
     .filter(([, b]) => b > 0);
+  /** @param {string} k */
   const rank = (k) => (PART_ORDER.includes(k) ? PART_ORDER.indexOf(k) : PART_ORDER.length);
   return entries.sort((a, b) => rank(a[0]) - rank(b[0]));
 }
 
+/** @param {unknown} v */
 function csvCell(v) {
   const s = String(v ?? '');
   // A leading = + - @ would be a formula in a spreadsheet: prefix a quote (CSV injection).
@@ -58,11 +84,14 @@ function csvCell(v) {
   return /[",\n\r]/.test(safe) ? `"${safe.replace(/"/g, '""')}"` : safe;
 }
 
+/** @param {unknown[][]} rows */
 export function toCSV(rows) {
   return rows.map((r) => r.map(csvCell).join(',')).join('\n') + '\n';
 }
 
+/** @param {unknown[][]} rows */
 export function toMarkdown(rows, header = ['field', 'value']) {
+  /** @param {unknown} v */
   const esc = (v) =>
     String(v ?? '')
       .replace(/\|/g, '\\|')

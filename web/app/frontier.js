@@ -3,6 +3,11 @@
 // memory (GiB), each with its recompute overhead in % of forward + backward (the headline's
 // overheadFraction, placement_simulator.cpp), and the chosen plan placed where it lies — on the
 // frontier, or off it (a √n plan above the best single-level plans, a Rotor plan below them).
+/** @import { FrontierPoint } from '../lib/index.js' */
+/**
+ * @param {FrontierPoint[] | undefined} points
+ * @param {{ peakActivationBytes: number, overheadFraction: number }} chosen the plan shown
+ */
 export function frontierData(points, chosen) {
   const rows = (Array.isArray(points) ? points : [])
     .filter(

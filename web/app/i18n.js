@@ -2,6 +2,8 @@
 // Languages: labels live in i18n/<lang>.json (data, not code). Numbers keep Latin digits in
 // both languages (as the seed articles write them: "8681 MB"), and every number + unit is
 // isolated (<bdi dir="ltr">) so a right-to-left line never reorders "40.43 GB".
+/** @import { MessageCodes, MessagePart } from '../lib/index.js' */
+/** @import { Strings } from './types.js' */
 import { h } from './dom.js';
 import { numberFormat } from './numbers.js';
 // English is the fallback of every language, so it is bundled with the page (no request on
@@ -10,8 +12,13 @@ import { numberFormat } from './numbers.js';
 import en from './i18n/en.json' with { type: 'json' };
 
 export const LANGS = ['en', 'ar'];
+/** @type {Map<string, Promise<Strings>>} */
 const cache = new Map([['en', Promise.resolve(en)]]);
 
+/**
+ * @param {string} lang
+ * @returns {Promise<Strings>}
+ */
 export async function loadStrings(lang) {
   if (!cache.has(lang)) {
     cache.set(
@@ -27,7 +34,7 @@ export async function loadStrings(lang) {
         }),
     );
   }
-  return cache.get(lang);
+  return /** @type {Promise<Strings>} */ (cache.get(lang));
 }
 
 /** Fetches every language not loaded yet, in the background (failures are left for later). */
@@ -44,6 +51,11 @@ export function browserLang() {
   return 'en';
 }
 
+/**
+ * @param {string} lang
+ * @param {Strings} strings
+ * @param {Strings} [fallback]
+ */
 export function makeTranslator(lang, strings, fallback) {
   // Intl.NumberFormat's output for 'en' / 'ar-u-nu-latn', without its start-up cost.
   const nf = { format: numberFormat(lang, { fractionDigits: 0 }) };
@@ -51,6 +63,11 @@ export function makeTranslator(lang, strings, fallback) {
   const nf3 = { format: numberFormat(lang, { significantDigits: 4 }) };
   // Code and formulas are written `in backticks` in the strings: shown as a left-to-right
   // isolate (U+2066 … U+2069), so that a right-to-left line keeps "max_memory_reserved()" whole.
+  /**
+   * @param {string} key
+   * @param {Record<string, unknown>} [vars]
+   * @returns {string}
+   */
   const t = (key, vars) => {
     let text = strings[key] ?? fallback?.[key] ?? key;
     if (vars) text = text.replace(/\{(\w+)\}/g, (m, k) => (k in vars ? String(vars[k]) : m));
@@ -60,23 +77,39 @@ export function makeTranslator(lang, strings, fallback) {
    * A sentence the core wrote at `path` of `res`, in this language when the core gave its codes
    * (res.messages) and this language translates every one of them; else the core's English.
    * Returns an element marked with the language of its text.
+   * @param {object | null | undefined} res a result (its `messages`, where the core gave codes)
+   * @param {string} path
+   * @param {unknown} text
+   * @param {string} [tag]
    */
   t.core = (res, path, text, tag = 'span') => {
-    const parts = lang === 'en' ? null : res?.messages?.[path];
+    const parts =
+      lang === 'en'
+        ? null
+        : /** @type {{ messages?: MessageCodes } | null | undefined} */ (res)?.messages?.[path];
     const keys = Array.isArray(parts) ? parts.map((p) => `core.${p?.code}`) : [];
     if (keys.length && keys.every((k) => typeof strings[k] === 'string')) {
       // each value (a name, a figure, English text from data) is a bidi isolate (U+2068 …
       // U+2069), so that it cannot reorder the sentence around it in a right-to-left line
       const isolated = (/** @type {Record<string, string>} */ params) =>
         Object.fromEntries(Object.entries(params).map(([k, v]) => [k, `\u2068${v}\u2069`]));
-      const clauses = parts.map((p, i) => t(keys[i], isolated(p.params || {})));
+      // (keys has an entry per part: parts is a list)
+      const clauses = /** @type {MessagePart[]} */ (parts).map((p, i) =>
+        t(keys[i], isolated(p.params || {})),
+      );
       return h(tag, {}, clauses.join(lang === 'ar' ? '؛ ' : '; '));
     }
     return h(tag, { lang: 'en', dir: 'ltr' }, String(text));
   };
-  /** Whether this language translates every code of the sentence at `path` of `res`. */
+  /**
+   * Whether this language translates every code of the sentence at `path` of `res`.
+   * @param {object | null | undefined} res a result (its `messages`, where the core gave codes)
+   * @param {string} path
+   */
   t.covers = (res, path) => {
-    const parts = res?.messages?.[path];
+    const parts = /** @type {{ messages?: MessageCodes } | null | undefined} */ (res)?.messages?.[
+      path
+    ];
     return (
       Array.isArray(parts) &&
       parts.length > 0 &&
@@ -84,22 +117,24 @@ export function makeTranslator(lang, strings, fallback) {
     );
   };
   /** An error code of the core in words (coreError.<code>), or '' for an unknown code. */
-  t.coreError = (code) => strings[`coreError.${code}`] ?? fallback?.[`coreError.${code}`] ?? '';
+  t.coreError = (/** @type {string} */ code) =>
+    strings[`coreError.${code}`] ?? fallback?.[`coreError.${code}`] ?? '';
   t.lang = lang;
   t.dir = lang === 'ar' ? 'rtl' : 'ltr';
-  t.int = (n) => (Number.isFinite(n) ? nf.format(n) : String(n));
-  t.num = (n) => (Number.isFinite(n) ? nf3.format(n) : String(n));
-  t.fixed2 = (n) => (Number.isFinite(n) ? nf2.format(n) : String(n));
+  t.int = (/** @type {number} */ n) => (Number.isFinite(n) ? nf.format(n) : String(n));
+  t.num = (/** @type {number} */ n) => (Number.isFinite(n) ? nf3.format(n) : String(n));
+  t.fixed2 = (/** @type {number} */ n) => (Number.isFinite(n) ? nf2.format(n) : String(n));
   /** Bytes as "40.43 GB" (10^9) and "37.65 GiB" (2^30), chosen scale by size. */
-  t.gb = (b) => `${nf2.format(b / 1e9)} GB`;
-  t.gib = (b) => `${nf2.format(b / 2 ** 30)} GiB`;
-  t.mb = (b) => `${nf2.format(b / 1e6)} MB`;
-  t.bytes = (b) => `${nf.format(b)} ${t('unit.bytes')}`;
+  t.gb = (/** @type {number} */ b) => `${nf2.format(b / 1e9)} GB`;
+  t.gib = (/** @type {number} */ b) => `${nf2.format(b / 2 ** 30)} GiB`;
+  t.mb = (/** @type {number} */ b) => `${nf2.format(b / 1e6)} MB`;
+  t.bytes = (/** @type {number} */ b) => `${nf.format(b)} ${t('unit.bytes')}`;
   /** <bdi dir=ltr> holding a number with its unit. */
-  t.n = (text, cls) => h('bdi', { dir: 'ltr', class: cls || 'num' }, text);
+  t.n = (/** @type {string} */ text, /** @type {string} */ cls = '') =>
+    h('bdi', { dir: 'ltr', class: cls || 'num' }, text);
   /** "40.43 GB · 37.65 GiB" as a node. */
   // (a screen reader hears "147.32 GB, 137.20 GiB": the dot is shown, the comma read)
-  t.both = (b) =>
+  t.both = (/** @type {number} */ b) =>
     h(
       'span',
       { class: 'both' },

@@ -1,19 +1,24 @@
 // @ts-check
 // Page entry (index.html): the state lives in the URL; ?embed=1 is the iframe mode
 // (no header chrome), ?show=a,b limits the inputs shown, ?tabs=size,peak the calculators.
+/** @import { State, Tab } from './types.js' */
 import { mountApp } from './app.js';
 import { fromQuery, toQuery, FIELDS, TABS } from './state.js';
 import { startErrorText } from './start-error.js';
 
 const q = new URLSearchParams(location.search);
 const embed = q.get('embed') === '1';
+/**
+ * @param {string} name
+ * @param {readonly string[]} allowed
+ */
 const listParam = (name, allowed) =>
   (q.get(name) || '')
     .split(',')
     .map((x) => x.trim())
     .filter((x) => allowed.includes(x));
 const show = listParam('show', Object.keys(FIELDS));
-const tabs = listParam('tabs', TABS);
+const tabs = /** @type {Tab[]} */ (listParam('tabs', TABS)); // (names of TABS)
 const extra = () => {
   const keep = new URLSearchParams();
   for (const k of ['embed', 'show', 'tabs']) {
@@ -44,6 +49,7 @@ mountApp(host, {
   ownsDocument: true,
   show: show.length ? new Set(show) : null,
   tabs,
+  /** @param {State} st */
   onState: (st) => {
     const own = toQuery(st);
     const more = extra();

@@ -5,6 +5,7 @@
 // wav2vec2's samples: the core's defaults). A preset is known by its model type (the page's
 // preset index, tools/preset-index.mjs, or the core's presets() unbundled); a pasted
 // config.json by its model_type or diffusers' _class_name.
+/** @import { State } from './types.js' */
 import { knownPresets } from './resolve.js';
 
 // The model types the core builds as vision and speech networks (cpp/src/io/net_config.cpp,
@@ -61,7 +62,7 @@ function inputOfConfig(text) {
 
 /**
  * What the state's model reads (a parameter count, a traced model and a text model: tokens).
- * @param {Record<string, any>} st
+ * @param {Pick<State, 'modelSource' | 'config' | 'preset'>} st
  * @returns {ModelInput}
  */
 export function modelInput(st) {
@@ -71,7 +72,10 @@ export function modelInput(st) {
   return p?.modelType ? inputOfType(p.modelType) : 'tokens';
 }
 
-/** Whether the model reads imageSize (a vision or a diffusion network). */
+/**
+ * Whether the model reads imageSize (a vision or a diffusion network).
+ * @param {State} st
+ */
 export const readsImage = (st) => ['image', 'diffusion'].includes(modelInput(st));
 
 // A config's routed experts (Mixtral num_local_experts, Qwen-MoE num_experts, DeepSeek
@@ -83,7 +87,7 @@ let moeConfig = false;
 /**
  * Whether the state's model is a mixture of experts (a preset the index marks, or a pasted
  * config with routed experts): expert parallelism's inputs are shown for it.
- * @param {Record<string, any>} st
+ * @param {Pick<State, 'modelSource' | 'config' | 'preset'>} st
  */
 export function isMoE(st) {
   if (st.modelSource === 'preset')

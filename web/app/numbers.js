@@ -8,14 +8,28 @@
 // Rounding follows ECMA-402: the number's shortest decimal form (Number.prototype.toString),
 // rounded half away from zero ("halfExpand").
 
-/** Shortest decimal digits of |n| (no leading zeros) and the place of the point within them. */
+/**
+ * A decimal: its digits (no leading zeros) and the place of the point within them.
+ * @typedef {{ digits: string, point: number }} Decimal
+ */
+
+/**
+ * Shortest decimal digits of |n| (no leading zeros) and the place of the point within them.
+ * @param {number} n
+ * @returns {Decimal}
+ */
 function decimal(n) {
   const [mant, exp] = Math.abs(n).toExponential().split('e');
   const digits = mant.replace('.', '');
   return { digits, point: Number(exp) + 1 };
 }
 
-/** Rounds {digits, point} to `keep` digits before the point plus `frac` after it. */
+/**
+ * Rounds {digits, point} to `keep` digits before the point plus `frac` after it.
+ * @param {Decimal} d
+ * @param {number} frac
+ * @returns {Decimal}
+ */
 function round({ digits, point }, frac) {
   const keep = point + frac; // digits kept, counted from the first digit
   if (keep < 0) return { digits: '0', point: 1 };
@@ -36,10 +50,18 @@ function round({ digits, point }, frac) {
   return kept ? { digits: kept, point } : { digits: '0', point: 1 };
 }
 
-/** "1234567" → "1,234,567". */
+/**
+ * "1234567" → "1,234,567".
+ * @param {string} s
+ */
 const group = (s) => s.replace(/\B(?=(\d{3})+(?!\d))/g, ',');
 
-/** The digits laid out with `minFrac`..`maxFrac` fraction digits (trailing zeros trimmed). */
+/**
+ * The digits laid out with `minFrac`..`maxFrac` fraction digits (trailing zeros trimmed).
+ * @param {Decimal} d
+ * @param {number} minFrac
+ * @param {number} maxFrac
+ */
 function layout({ digits, point }, minFrac, maxFrac) {
   let int;
   let frac;
@@ -63,14 +85,14 @@ function layout({ digits, point }, minFrac, maxFrac) {
  * A formatter like `new Intl.NumberFormat(lang === 'ar' ? 'ar-u-nu-latn' : 'en', options)`
  * for the options the page uses: { maximumFractionDigits: 0 }, { minimumFractionDigits: 2,
  * maximumFractionDigits: 2 } and { maximumSignificantDigits: 4 }.
- * @param {'en' | 'ar'} lang
+ * @param {string} lang 'ar', else English
  * @param {{ fractionDigits?: number, significantDigits?: number }} how
  */
 export function numberFormat(lang, how) {
   // Arabic puts a left-to-right mark before the minus sign.
   const minus = lang === 'ar' ? '\u200e-' : '-';
   const nan = lang === 'ar' ? '\u0644\u064a\u0633\u00a0\u0631\u0642\u0645\u064b\u0627' : 'NaN'; // CLDR
-  return (n) => {
+  return (/** @type {number} */ n) => {
     if (Number.isNaN(n)) return nan;
     const sign = n < 0 || Object.is(n, -0) ? minus : '';
     if (!Number.isFinite(n)) return `${sign}∞`;

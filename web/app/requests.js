@@ -1,6 +1,8 @@
 // @ts-check
 // Requests for the core, built from the page state. Only documented request keys are sent;
 // optional ones only when the user set them, so the core's documented defaults apply.
+/** @import { AccumulationPlanRequest, DType, FsdpShardingStrategy, FunctionName, PeakMemoryRequest, PlacementRequest, Precision } from '../lib/index.js' */
+/** @import { State, Tab } from './types.js' */
 import { TrainmemError } from '../lib/errors.js';
 import { traced } from './trace.js';
 import { resolve, gpuBf16, presetOfHubId } from './resolve.js';
@@ -30,7 +32,11 @@ export class InputError extends TrainmemError {
 // config.json's text goes.
 const HUB_ID = /^\s*(?:https?:\/\/huggingface\.co\/)?([A-Za-z0-9][\w.-]*\/[\w.-]+?)\/?\s*$/;
 
-/** The error for text that is not JSON: a Hub id (the known model it names), or where it broke. */
+/**
+ * The error for text that is not JSON: a Hub id (the known model it names), or where it broke.
+ * @param {string} text
+ * @param {{ message: string }} e JSON.parse's error
+ */
 function configError(text, e) {
   const hub = HUB_ID.exec(text);
   if (hub) {
@@ -51,6 +57,7 @@ function configError(text, e) {
   );
 }
 
+/** @param {State} st */
 export function modelOf(st) {
   // a dropped trace of the user's own model replaces the form's model until it is removed
   if (traced.text) return { trace: traced.text };
@@ -60,7 +67,7 @@ export function modelOf(st) {
     try {
       config = JSON.parse(st.config);
     } catch (e) {
-      throw configError(st.config, e);
+      throw configError(st.config, /** @type {SyntaxError} */ (e));
     }
     if (!config || typeof config !== 'object' || Array.isArray(config)) {
       throw new InputError(
@@ -83,6 +90,7 @@ export function modelOf(st) {
 // sequence length (the core refuses it). An image network refuses seqLen; a diffusion network's
 // text tokens, Whisper's frames and wav2vec2's samples are the core's defaults.
 // imageSize and numClasses (vision networks; imageSize for diffusion) only when set.
+/** @param {State} st */
 function seqLenOf(st) {
   if (traced.text) return traced.hasSeq ? { seqLen: st.seqLen } : {};
   const input = modelInput(st);
@@ -95,19 +103,27 @@ function seqLenOf(st) {
 }
 
 // A preset, or a custom size in GiB (the presets' "80 GB" are 80 GiB, as nvidia-smi counts).
+/** @param {State} st */
 function gpuOf(st) {
   return st.gpu ? { gpu: st.gpu } : { gpuMemoryBytes: Math.round(st.gpuGiB * 2 ** 30) };
 }
 
+/** @param {State} st */
 export function checkpointSizeRequest(st) {
   st = resolve(st).st;
-  const r = { model: modelOf(st), optimizer: st.optimizer, weightDtype: st.weightDtype };
+  /** @type {import('../lib/index.js').CheckpointSizeRequest} */
+  const r = {
+    model: modelOf(st),
+    optimizer: st.optimizer,
+    weightDtype: /** @type {DType} */ (st.weightDtype), // (resolved)
+  };
   if (st.stateDtype) r.stateDtype = st.stateDtype;
   if (st.masterWeights) r.masterWeights = true;
   if (st.format) r.format = st.format;
   return r;
 }
 
+/** @param {State} st */
 export function peakMemoryRequest(st) {
   st = resolve(st).st;
   /** @type {import('../lib/index.js').PeakMemoryRequest} */
@@ -115,7 +131,7 @@ export function peakMemoryRequest(st) {
     model: modelOf(st),
     microBatch: st.microBatch,
     ...seqLenOf(st),
-    precision: st.precision,
+    precision: /** @type {Precision} */ (st.precision), // (resolved)
     optimizer: st.optimizer,
     checkpointing: st.checkpointing,
     ...gpuOf(st),
@@ -128,11 +144,17 @@ export function peakMemoryRequest(st) {
   if (st.accumSteps > 1) r.gradientAccumulationSteps = st.accumSteps;
   if (st.dataParallel > 1) r.dataParallel = st.dataParallel;
   if (st.zeroStage !== '0') r.zeroStage = /** @type {0 | 1 | 2 | 3} */ (Number(st.zeroStage));
-  return withParallel(withRuntime(r, st), st);
+  return /** @type {PeakMemoryRequest} */ (
+    withParallel(/** @type {PeakMemoryRequest} */ (withRuntime(r, st)), st)
+  );
 }
 
 // Pipeline, context and expert parallelism (peak memory's alone: the accumulation planner
 // takes none of them), each sent only when set.
+/**
+ * @param {Partial<PeakMemoryRequest>} r
+ * @param {State} st
+ */
 function withParallel(r, st) {
   if (st.pipelineParallel > 1) {
     r.pipelineParallel = st.pipelineParallel;
@@ -149,6 +171,7 @@ function withParallel(r, st) {
  * The layout planner's request: the cluster (gpus of the GPU preset, gpusPerNode), the global
  * batch and the model's context. It chooses the parallel sizes, micro-batch, sharding and
  * checkpointing itself; the attention, runtime and optimizer implementation are sent when set.
+ * @param {State} st
  */
 export function planLayoutRequest(st) {
   st = resolve(st).st;
@@ -160,7 +183,7 @@ export function planLayoutRequest(st) {
     gpusPerNode: Math.min(st.gpusPerNode, st.gpus),
     globalBatch: st.targetGlobalBatch,
     seqLen: st.seqLen,
-    precision: st.precision,
+    precision: /** @type {Precision} */ (st.precision), // (resolved)
     optimizer: st.optimizer,
   };
   if (st.attention) r.attention = st.attention;
@@ -178,11 +201,12 @@ export function planLayoutRequest(st) {
  * The inputs of the peak-memory calculator that run one of the planner's layouts: its peakMemory
  * settings (PlannedLayout.settings) as a state patch, every parallel input set (those it does not
  * name back to one).
- * @param {Record<string, any>} s
+ * @param {Partial<PeakMemoryRequest>} s
+ * @returns {Partial<State>}
  */
 export function stateOfLayout(s) {
   const fsdp = s.fsdp || null;
-  return {
+  return /** @type {Partial<State>} */ ({
     tab: 'peak',
     microBatch: s.microBatch ?? 1,
     accumSteps: s.gradientAccumulationSteps ?? 1,
@@ -203,16 +227,18 @@ export function stateOfLayout(s) {
     fsdpReduceDtype: fsdp?.mixedPrecision?.reduceDtype ?? '',
     ddpBucketMb: 0,
     ddpBucketView: false,
-  };
+  });
 }
 
 // A list typed as words or numbers separated by commas or spaces.
+/** @param {string} text */
 const listOf = (text) =>
   String(text || '')
     .split(/[\s,]+/)
     .filter(Boolean);
 
 // selective-op checkpointing: the ops to keep, as typed (the core names an unknown one).
+/** @param {State} st */
 function selectiveOp(st) {
   /** @type {import('../lib/index.js').CheckpointingOptions} */
   const c = {
@@ -223,9 +249,10 @@ function selectiveOp(st) {
   return c;
 }
 
+/** @param {State} st */
 function fsdpOf(st) {
   /** @type {NonNullable<import('../lib/index.js').PeakMemoryRequest['fsdp']>} */
-  const f = { shardingStrategy: st.fsdp };
+  const f = { shardingStrategy: /** @type {FsdpShardingStrategy} */ (st.fsdp) }; // (set)
   if (st.fsdpGroup > 0) f.shardGroupSize = st.fsdpGroup;
   if (st.fsdpParamDtype || st.fsdpReduceDtype) {
     f.mixedPrecision = {};
@@ -238,12 +265,18 @@ function fsdpOf(st) {
 // Whether the core reads lora.baseDtype (a core built before it refuses the key): asked once,
 // after the first result (app.js), and left out of the requests until then.
 let baseDtypeKnown = false;
-/** Whether the core refused (false) or took (true) lora.baseDtype. */
+/**
+ * Whether the core refused (false) or took (true) lora.baseDtype.
+ * @param {boolean} known
+ */
 export function knowBaseDtype(known) {
   baseDtypeKnown = known;
 }
 export const knowsBaseDtype = () => baseDtypeKnown;
-/** The smallest request that tells whether the core reads lora.baseDtype. */
+/**
+ * The smallest request that tells whether the core reads lora.baseDtype.
+ * @type {PeakMemoryRequest}
+ */
 export const BASE_DTYPE_PROBE = {
   model: {
     config:
@@ -261,6 +294,11 @@ export const BASE_DTYPE_PROBE = {
 // the runtime (CUDA context) and the optimizer's implementation (its step temporaries), and the
 // advanced inputs (LoRA / QLoRA, offload, tensor parallelism, the recipe options, the caching
 // allocator). Each is sent only when set, so that the core's documented defaults apply.
+/**
+ * @param {Partial<PeakMemoryRequest> | Partial<AccumulationPlanRequest>} r
+ * @param {State} st
+ * @param {boolean} [planner] the layout planner's request (no padded lengths)
+ */
 function withRuntime(r, st, planner = false) {
   if (st.attention) r.attention = st.attention;
   if (st.runtime) r.runtime = st.runtime;
@@ -310,9 +348,11 @@ function withRuntime(r, st, planner = false) {
   return r;
 }
 
+/** @param {State} st */
 export function accumulationRequest(st) {
   st = resolve(st).st;
   if (st.accMode === 'forward') {
+    /** @type {import('../lib/index.js').AccumulationRequest} */
     const r = {
       microBatch: st.microBatch,
       accumulationSteps: st.accumSteps,
@@ -322,31 +362,35 @@ export function accumulationRequest(st) {
     if (st.datasetSize > 0) r.datasetSize = st.datasetSize;
     return r;
   }
-  return withRuntime(
-    {
-      targetGlobalBatch: st.targetGlobalBatch,
-      model: modelOf(st),
-      ...seqLenOf(st),
-      precision: st.precision,
-      optimizer: st.optimizer,
-      // "whether checkpointing pays": without a strategy chosen, the planner compares none with
-      // full (the core's "auto")
-      checkpointing:
-        st.checkpointing === 'none'
-          ? 'auto'
-          : st.checkpointing === 'selective-op'
-            ? selectiveOp(st)
-            : st.checkpointing,
-      dataParallel: st.dataParallel,
-      ...(st.zeroStage !== '0' ? { zeroStage: Number(st.zeroStage) } : {}),
-      ...gpuOf(st),
-    },
-    st,
-    true,
-  );
+  /** @type {Partial<AccumulationPlanRequest>} */
+  const plan = {
+    targetGlobalBatch: st.targetGlobalBatch,
+    model: modelOf(st),
+    ...seqLenOf(st),
+    precision: /** @type {Precision} */ (st.precision), // (resolved)
+    optimizer: st.optimizer,
+    // "whether checkpointing pays": without a strategy chosen, the planner compares none with
+    // full (the core's "auto")
+    checkpointing:
+      st.checkpointing === 'none'
+        ? 'auto'
+        : st.checkpointing === 'selective-op'
+          ? selectiveOp(st)
+          : st.checkpointing,
+    dataParallel: st.dataParallel,
+    ...(st.zeroStage !== '0'
+      ? { zeroStage: /** @type {0 | 1 | 2 | 3} */ (Number(st.zeroStage)) }
+      : {}),
+    ...gpuOf(st),
+  };
+  return /** @type {AccumulationPlanRequest} */ (withRuntime(plan, st, true));
 }
 
-/** A uniform chain: n equal layers (Chen et al.'s setting), costs forward 1, backward 2. */
+/**
+ * A uniform chain: n equal layers (Chen et al.'s setting), costs forward 1, backward 2.
+ * @param {number} n
+ * @param {number} layerBytes
+ */
 export function uniformChain(n, layerBytes) {
   const layer = {
     forwardCost: 1,
@@ -357,6 +401,7 @@ export function uniformChain(n, layerBytes) {
   return { inputBytes: layerBytes, layers: Array.from({ length: n }, () => ({ ...layer })) };
 }
 
+/** @param {State} st */
 export function placementRequest(st) {
   st = resolve(st).st;
   /** @type {Record<string, unknown>} the chain form or the model form (PlacementRequest / the model's) */
@@ -366,7 +411,7 @@ export function placementRequest(st) {
           model: modelOf(st),
           microBatch: st.microBatch,
           ...seqLenOf(st),
-          precision: st.precision,
+          precision: /** @type {Precision} */ (st.precision), // (resolved)
         }
       : { chain: uniformChain(st.layers, Math.round(st.layerMB * 1e6)) };
   r.strategy = st.strategy;
@@ -380,7 +425,7 @@ export function placementRequest(st) {
   return r;
 }
 
-/** @type {Record<string, [string, (st: any) => any]>} */
+/** @type {Record<Tab, [FunctionName, (st: State) => object]>} */
 export const BUILDERS = {
   size: ['checkpointSize', checkpointSizeRequest],
   peak: ['peakMemory', peakMemoryRequest],
@@ -393,13 +438,18 @@ export const BUILDERS = {
  * Calls of tens of milliseconds: the accumulation planner replays the caching allocator over
  * three training steps for each of its plans, advise for the run and each change that makes it
  * fit (bench/RESULTS.md). They run in a worker that stays alive, so that typing is not held up.
+ * @param {Tab} tab
  */
 export function isSlow(tab) {
   // the planner; and advise, the peak tab's call: the run, its changes and their times
   return tab === 'accum' || tab === 'peak';
 }
 
-/** Solves that may take long run in the Web Worker. */
+/**
+ * Solves that may take long run in the Web Worker.
+ * @param {Tab} tab
+ * @param {State} st
+ */
 export function isHeavy(tab, st) {
   // the planner evaluates up to hundreds of layouts' memory: seconds for a large cluster
   if (tab === 'plan') return true;
@@ -412,7 +462,7 @@ export function isHeavy(tab, st) {
  * The advise request of a state: its peakMemory request, the safety margin (a share of the GPU's
  * memory, or GB from an older link), whether it trains from scratch (adapters are then no way
  * out), and the dtype LoRA changes load the base in.
- * @param {Record<string, any>} st
+ * @param {State} st
  * @param {{ timeline?: boolean }} [options]
  */
 export function adviseRequest(st, { timeline = true } = {}) {
@@ -428,11 +478,12 @@ export function adviseRequest(st, { timeline = true } = {}) {
 
 /**
  * The inputs a change of advise sets (its request fields, AdviseChange.set), as a state patch.
- * @param {Record<string, any>} set
- * @param {Record<string, any>} st the state it changes
+ * @param {Partial<PeakMemoryRequest>} set
+ * @param {State} st the state it changes
+ * @returns {Partial<State>}
  */
 export function stateOfChange(set, st) {
-  /** @type {Record<string, any>} */
+  /** @type {Record<string, unknown>} */
   const p = {};
   if (set.lora) {
     p.method = set.lora.qlora ? 'qlora' : 'lora';
@@ -457,8 +508,9 @@ export function stateOfChange(set, st) {
     optimizerImplementation: 'optImpl',
     precision: 'precision',
   };
-  for (const [k, key] of Object.entries(direct)) if (k in set) p[key] = set[k];
+  for (const [k, key] of Object.entries(direct))
+    if (k in set) p[key] = /** @type {Record<string, unknown>} */ (set)[k];
   if ('zeroStage' in set) p.zeroStage = String(set.zeroStage);
   if (set.offload?.optimizer) p.offloadOptimizer = true;
-  return p;
+  return /** @type {Partial<State>} */ (p);
 }

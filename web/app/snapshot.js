@@ -4,6 +4,9 @@
 // core's compareSnapshot, then the measured and predicted curves on the same axes, the
 // difference per category and the likely causes (translated by code). The file stays in the
 // browser: it is read from the drop or the file input and handed to the worker, nothing else.
+/** @import { CompareSnapshotResult, PeakMemoryRequest, SnapshotCause, SnapshotSummary, SnapshotTopFrame } from '../lib/index.js' */
+/** @import { Ctx, PageError, Translator } from './types.js' */
+/** @import { Attrs } from './dom.js' */
 import { h, put } from './dom.js';
 import { dropZone } from './drop-zone.js';
 import { errorBox } from './errors-view.js';
@@ -14,6 +17,10 @@ import { chartOpts, partLabel } from './view-common.js';
 const GIB = 2 ** 30;
 
 // Bytes in the unit that suits them (GiB, MiB, KiB), for the sentences of the causes.
+/**
+ * @param {Translator} t
+ * @param {number} b
+ */
 function human(t, b) {
   const a = Math.abs(b);
   if (a >= GIB) return t.gib(b);
@@ -21,11 +28,20 @@ function human(t, b) {
   return `${t.num(Math.round((b / d) * 10) / 10)} ${u}`;
 }
 
+/**
+ * @param {Translator} t
+ * @param {number | null | undefined} b
+ */
 function bytesText(t, b) {
   return b === null || b === undefined ? '—' : t.both(b);
 }
 
+/**
+ * @param {Translator} t
+ * @param {SnapshotCause} c
+ */
 function causeText(t, c) {
+  /** @type {Record<string, string>} */
   const vars = {};
   for (const [k, v] of Object.entries(c.params)) {
     vars[k] = /Bytes$|^bytes$/.test(k) ? human(t, v) : k === 'ratio' ? v.toFixed(1) : String(v);
@@ -35,7 +51,11 @@ function causeText(t, c) {
   return s === key ? c.message : s;
 }
 
-/** The measured peak and steps of a snapshot, and its chart. */
+/**
+ * The measured peak and steps of a snapshot, and its chart.
+ * @param {Ctx} ctx
+ * @param {CompareSnapshotResult & { measured: SnapshotSummary }} r a comparison with a snapshot
+ */
 function measuredLines(ctx, r) {
   const { t } = ctx;
   const m = r.measured;
@@ -61,9 +81,18 @@ function measuredLines(ctx, r) {
   ];
 }
 
-/** Measured, predicted and their difference: the totals, then per category. */
+/**
+ * Measured, predicted and their difference: the totals, then per category.
+ * @param {Ctx} ctx
+ * @param {CompareSnapshotResult} r
+ */
 function totalsTable(ctx, r) {
   const { t } = ctx;
+  /**
+   * @param {Attrs} attrs
+   * @param {string} label
+   * @param {{ measuredBytes: number | null, predictedBytes: number | null, differenceBytes: number | null }} x
+   */
   const row = (attrs, label, x) =>
     h(
       'tr',
@@ -97,7 +126,11 @@ function totalsTable(ctx, r) {
   );
 }
 
-/** Where the measured peak was allocated: its five largest frames. */
+/**
+ * Where the measured peak was allocated: its five largest frames.
+ * @param {Ctx} ctx
+ * @param {SnapshotTopFrame[]} frames
+ */
 function topFrames(ctx, frames) {
   const { t } = ctx;
   return [
@@ -122,11 +155,22 @@ function topFrames(ctx, frames) {
   ];
 }
 
+/**
+ * @param {Ctx} ctx
+ * @param {CompareSnapshotResult} r
+ */
 function view(ctx, r) {
   const { t } = ctx;
+  /** @type {HTMLElement[]} */
   const out = [];
   const m = r.measured;
-  if (m && m.source === 'snapshot') out.push(...measuredLines(ctx, r));
+  if (m && m.source === 'snapshot')
+    out.push(
+      ...measuredLines(
+        ctx,
+        /** @type {CompareSnapshotResult & { measured: SnapshotSummary }} */ (r),
+      ),
+    );
   out.push(totalsTable(ctx, r));
   out.push(
     h('h4', {}, t('snap.causes')),
@@ -156,12 +200,21 @@ function view(ctx, r) {
 
 // Measured allocated and reserved, and the predicted step, on one x axis (the union of both
 // series' x; a series is null where it has no point, and its line spans the gaps).
+/**
+ * @param {Ctx} ctx
+ * @param {CompareSnapshotResult & { measured: SnapshotSummary }} r a comparison with a snapshot
+ */
 function chart(ctx, r) {
   const { t } = ctx;
   const pts = r.measured.series.points;
   const pred = r.predictedSeries;
   const xs = [...new Set([...pts.map((p) => p.x), ...pred.map((p) => p.x)])].sort((a, b) => a - b);
   const at = new Map(xs.map((x, i) => [x, i]));
+  /**
+   * @template {{ x: number }} P
+   * @param {P[]} list
+   * @param {(p: P) => number} f
+   */
   const col = (list, f) => {
     const v = /** @type {(number | null)[]} */ (xs.map(() => null));
     for (const p of list) v[/** @type {number} */ (at.get(p.x))] = f(p) / GIB;
@@ -211,6 +264,13 @@ function chart(ctx, r) {
 
 // The body's content: the file's name (and a button that clears it), then the error, the
 // "reading" line or the comparison.
+/**
+ * @param {Ctx} ctx
+ * @param {{ name: string }} file
+ * @param {() => void} clear
+ * @param {PageError | null} error
+ * @param {CompareSnapshotResult | null} result
+ */
 function answer(ctx, file, clear, error, result) {
   const { t } = ctx;
   const head = h(
@@ -227,6 +287,11 @@ function answer(ctx, file, clear, error, result) {
 }
 
 // The drop zone, the file input and the body the answer is drawn in; take(file) reads a file.
+/**
+ * @param {Translator} t
+ * @param {HTMLElement} body
+ * @param {(f: File | undefined) => void} take
+ */
 function section(t, body, take) {
   return h(
     'section',
@@ -251,18 +316,19 @@ function section(t, body, take) {
 /**
  * One comparison panel per page. `ctx` is the page's (app.js), with a solver of its own.
  * Returns { element(request) } — called on every peak-memory update with its request.
+ * @param {Ctx} ctx
  */
 export function snapshotPanel(ctx) {
   /** @type {{ name: string, bytes: Uint8Array } | null} */
   let file = null;
   let key = '';
-  /** @type {any} */
+  /** @type {CompareSnapshotResult | null} */
   let result = null;
-  /** @type {any} */
+  /** @type {PageError | null} */
   let error = null;
   /** @type {HTMLElement | null} */
   let body = null;
-  /** @type {any} */
+  /** @type {PeakMemoryRequest | null} */
   let request = null;
   let seq = 0;
 
@@ -278,7 +344,7 @@ export function snapshotPanel(ctx) {
     ctx.solver.runHeavy('compareSnapshot', { snapshot: file.bytes, request }).then(
       (r) => {
         if (mine !== seq) return;
-        result = r;
+        result = /** @type {CompareSnapshotResult} */ (r);
         render();
       },
       (e) => {
@@ -289,6 +355,7 @@ export function snapshotPanel(ctx) {
     );
   }
 
+  /** @param {File | undefined} f */
   async function take(f) {
     if (!f) return;
     const bytes = new Uint8Array(await f.arrayBuffer());
@@ -313,6 +380,7 @@ export function snapshotPanel(ctx) {
   }
 
   return {
+    /** @param {PeakMemoryRequest} req */
     element(req) {
       request = req;
       body = h('div', { class: 'snap-body', 'aria-live': 'polite' });

@@ -3,10 +3,26 @@
 // module Web Worker, so the page stays responsive and shows progress. A newer request
 // cancels an older one (the worker is terminated and started afresh). Calls of tens of
 // milliseconds (runLatest) have a second worker that stays alive between them.
+/** @import { FunctionName, Trainmem } from '../lib/index.js' */
+/** @import { CoreCall, PageError } from './types.js' */
 import { TrainmemError } from '../lib/errors.js';
 import { FULL_CORE_ONLY, fullCore } from './full-core.js';
 
-/** The core's error, as the worker posted it. */
+/**
+ * A call waiting for the worker, or computed by it.
+ * @typedef {object} Job
+ * @property {number} id
+ * @property {CoreCall} fn
+ * @property {object} request
+ * @property {(result: unknown) => void} resolve
+ * @property {(e: unknown) => void} reject
+ * @property {string} channel
+ */
+
+/**
+ * The core's error, as the worker posted it.
+ * @param {PageError & { code: string, field: string, message: string }} error
+ */
 function errorOf({ code, field, message, minimumBudgetBytes, messages }) {
   return new TrainmemError(code, field, message, { minimumBudgetBytes, messages });
 }
@@ -16,6 +32,7 @@ const cancelled = () => new TrainmemError('cancelled', '', 'cancelled');
 /**
  * Every core call the page makes leaves a User Timing mark ("trainmem:call <fn>"), where it is
  * made: bench/page-update.mjs counts a keystroke's calls with them.
+ * @param {CoreCall} fn
  */
 export function markCall(fn) {
   try {
@@ -26,23 +43,32 @@ export function markCall(fn) {
 }
 
 export class Solver {
+  /** @param {Trainmem} tm */
   constructor(tm) {
     this.tm = tm;
     /** @type {Worker | null} */
     this.worker = null;
+    /** @type {{ id: number, resolve: (r: unknown) => void, reject: (e: unknown) => void, fallback: () => void } | null} */
     this.pending = null;
     this.seq = 0;
     /** @type {Worker | null} runLatest's worker, kept between calls */
     this.quick = null;
     this.quickReady = false; // it has its core
     this.noQuick = false;
-    this.busy = null; // the call it computes: { id, fn, request, resolve, reject, channel }
-    this.queued = new Map(); // channel -> the newest call of that channel waiting for it
+    /** @type {Job | null} the call it computes */
+    this.busy = null;
+    /** @type {Map<string, Job>} channel -> the newest call of that channel waiting for it */
+    this.queued = new Map();
   }
 
+  /**
+   * @param {CoreCall} fn
+   * @param {object} request
+   * @returns {unknown} the function's result
+   */
   run(fn, request) {
     markCall(fn);
-    return this.tm[fn](request);
+    return /** @type {(request: object) => unknown} */ (this.tm[fn])(request);
   }
 
   startWorker() {
@@ -68,7 +94,12 @@ export class Solver {
     }
   }
 
-  /** Heavy call in the worker; resolves with the result, rejects with the core's error. */
+  /**
+   * Heavy call in the worker; resolves with the result, rejects with the core's error.
+   * @param {CoreCall} fn
+   * @param {object} request
+   * @returns {Promise<unknown>}
+   */
   runHeavy(fn, request) {
     this.cancel();
     if (!this.worker && !this.noWorker) this.startWorker();
@@ -79,7 +110,7 @@ export class Solver {
         setTimeout(async () => {
           try {
             const tm = FULL_CORE_ONLY.has(fn) ? await fullCore() : this.tm;
-            ok(tm[fn](request));
+            ok(/** @type {(request: object) => unknown} */ (tm[fn])(request));
           } catch (e) {
             fail(e);
           }
@@ -104,6 +135,11 @@ export class Solver {
    * same channel waits in line and an older waiting one of that channel is cancelled: the page
    * gets the answer to its latest request of each kind (the verdict's does not cancel a tab's).
    * Until that worker has its core (and where workers are unavailable), the call runs here.
+   * @param {CoreCall} fn
+   * @param {object} request
+   * @param {string} [channel]
+   * @param {{ waitForWorker?: boolean }} [options]
+   * @returns {Promise<unknown>}
    */
   runLatest(fn, request, channel = 'tab', { waitForWorker = false } = {}) {
     this.dropQueued(channel);
@@ -117,6 +153,7 @@ export class Solver {
       }
     }
     return new Promise((resolve, reject) => {
+      /** @type {Job} */
       const job = { id: ++this.seq, fn, request, resolve, reject, channel };
       if (this.busy || !this.quickReady) this.queued.set(channel, job);
       else this.post(job);
@@ -152,7 +189,7 @@ export class Solver {
         this.quick = null;
         this.quickReady = false;
         this.noQuick = true;
-        const jobs = [this.busy, ...this.queued.values()].filter(Boolean);
+        const jobs = /** @type {Job[]} */ ([this.busy, ...this.queued.values()].filter(Boolean));
         this.busy = null;
         this.queued.clear();
         for (const j of jobs) {
@@ -170,6 +207,7 @@ export class Solver {
     }
   }
 
+  /** @param {Job} job */
   post(job) {
     this.busy = job;
     markCall(job.fn);
@@ -180,7 +218,10 @@ export class Solver {
     });
   }
 
-  /** Cancels the call of a channel waiting for the worker (every channel's without one). */
+  /**
+   * Cancels the call of a channel waiting for the worker (every channel's without one).
+   * @param {string} [channel]
+   */
   dropQueued(channel) {
     for (const [c, job] of [...this.queued]) {
       if (channel !== undefined && c !== channel) continue;

@@ -14,7 +14,7 @@ if (typeof document !== 'undefined')
 
 /**
  * The message for a failed start, in the page's language (English when that cannot be read).
- * @param {any} e the error mountApp() rejected with
+ * @param {unknown} e the error mountApp() rejected with
  * @param {string} [lang]
  * @returns {Promise<string>}
  */
@@ -26,9 +26,10 @@ export async function startErrorText(e, lang) {
   const en = await loadStrings('en');
   const strings = await loadStrings(l).catch(() => en);
   const t = makeTranslator(l, strings, en);
+  const error = /** @type {{ message?: unknown } | null | undefined} */ (e);
   const csp =
     violations.length > 0 ||
-    /Content Security Policy|Content-Security-Policy|unsafe-eval/i.test(String(e?.message));
+    /Content Security Policy|Content-Security-Policy|unsafe-eval/i.test(String(error?.message));
   if (csp) return `${t('error.cspBlocked')}${violations.length ? ` (${violations[0]})` : ''}`;
-  return t('error.start', { message: String(e?.message ?? e) });
+  return t('error.start', { message: String(error?.message ?? e) });
 }

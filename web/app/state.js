@@ -2,9 +2,11 @@
 // The page state: every input, its default, its allowed values, and its URL key. The URL is
 // parsed field by field against this schema (numbers must parse and lie in range, choices
 // must be listed); anything else is dropped — URL text never reaches the DOM as markup.
+/** @import { FieldKey, FieldSpec, State, Tab } from './types.js' */
 
 import { FSDP_STRATEGIES, PIPELINE_SCHEDULES, PRECISIONS, RUNTIMES } from './vocabulary.js';
 
+/** @type {Tab[]} */
 export const TABS = ['size', 'peak', 'accum', 'place', 'plan'];
 // Every name of the core's optimizer table (tm.vocabulary().optimizers; tests/js/vocabulary.test.js).
 export const OPTIMIZERS = [
@@ -28,7 +30,7 @@ export const OPTIMIZERS = [
 export const DTYPES = ['fp32', 'fp16', 'bf16', 'int8'];
 
 // kind: 'int' | 'num' | 'choice' | 'bool' | 'text'
-export const FIELDS = {
+export const FIELDS = /** @satisfies {Record<string, FieldSpec>} */ ({
   lang: { kind: 'choice', values: ['en', 'ar'], default: '' },
   tab: { kind: 'choice', values: TABS, default: 'peak' },
   ex: { kind: 'text', max: 40, default: '' }, // worked example shown
@@ -210,20 +212,27 @@ export const FIELDS = {
   budgetGB: { kind: 'num', min: 0.000001, max: 1e6, default: 1, url: 'bud' },
   slots: { kind: 'int', min: 10, max: 5000, default: 500 },
   frontier: { kind: 'bool', default: true, url: 'fr' },
-};
+});
 
+/** @returns {State} */
 export function defaults() {
-  /** @type {Record<string, any>} */
+  /** @type {Record<string, unknown>} */
   const st = {};
   for (const [k, f] of Object.entries(FIELDS)) st[k] = f.default;
-  return st;
+  return /** @type {State} */ (st);
 }
 
-const urlKey = (k) => FIELDS[k].url || k;
+/** A field's key in the URL. @param {string} k */
+const urlKey = (k) => /** @type {Record<string, FieldSpec>} */ (FIELDS)[k].url || k;
 
-/** One value from text, or undefined when it does not fit the field. */
+/**
+ * One value from text, or undefined when it does not fit the field.
+ * @param {string} key
+ * @param {unknown} text
+ * @returns {string | number | boolean | undefined}
+ */
 export function parseField(key, text) {
-  const f = FIELDS[key];
+  const f = /** @type {Record<string, FieldSpec | undefined>} */ (FIELDS)[key];
   if (!f || typeof text !== 'string') return undefined;
   switch (f.kind) {
     case 'int': {
@@ -254,11 +263,16 @@ const LEGACY_DEFAULTS = { weightDtype: 'fp16', precision: 'amp-bf16', marginPct:
 export const LINK_VERSION = '2';
 const NOT_INPUTS = new Set(['lang', 'tab', 'ex', 'embed', 'show', 'tabs', 'v']);
 
-/** State from a query string ("?p=1&opt=adam"), defaults for what is absent or invalid. */
+/**
+ * State from a query string ("?p=1&opt=adam"), defaults for what is absent or invalid.
+ * @param {string} search
+ * @param {State} [base]
+ * @returns {State}
+ */
 export function fromQuery(search, base = defaults()) {
   const q = new URLSearchParams(search);
   const legacy = !q.has('v') && [...q.keys()].some((k) => !NOT_INPUTS.has(k));
-  /** @type {Record<string, any>} */
+  /** @type {Record<string, unknown>} */
   const st = legacy ? { ...base, ...LEGACY_DEFAULTS } : { ...base };
   for (const key of Object.keys(FIELDS)) {
     const raw = q.get(urlKey(key));
@@ -275,14 +289,17 @@ export function fromQuery(search, base = defaults()) {
   // Links from before the method was its own input: lora=lora | qlora.
   const lora = q.get('lora');
   if ((lora === 'lora' || lora === 'qlora') && !q.has(urlKey('method'))) st.method = lora;
-  return st;
+  return /** @type {State} */ (st);
 }
 
-/** Query string holding every value that differs from its default. */
+/**
+ * Query string holding every value that differs from its default.
+ * @param {State} st
+ */
 export function toQuery(st) {
   const q = new URLSearchParams();
   for (const [key, f] of Object.entries(FIELDS)) {
-    const v = st[key];
+    const v = /** @type {Record<string, unknown>} */ (st)[key];
     if (v === undefined || v === f.default) continue;
     q.set(urlKey(key), f.kind === 'bool' ? (v ? '1' : '0') : String(v));
   }

@@ -16,6 +16,7 @@ const PAGE = [new URL(scope).pathname, new URL('index.html', scope).pathname];
 async function renew() {
   const res = await fetch(MANIFEST, { cache: 'no-store' });
   if (!res.ok) throw new Error(`${MANIFEST}: HTTP ${res.status}`);
+  /** @type {{ version: string, files: string[] }} (dist/files.json, written by the page build) */
   const { version, files } = await res.json();
   const name = PREFIX + version;
   const cache = await caches.open(name);
@@ -46,6 +47,10 @@ sw.addEventListener('activate', (/** @type {SwExtendableEvent} */ event) => {
 // The full core (the snapshot reader) is not in the list, so that a first visit does not
 // download it: it joins the copy once the page has loaded it.
 const FULL_CORE = /\/dist\/(full\.js|trainmem_full\.mjs|trainmem_full\.wasm)$/;
+/**
+ * @param {Request} req
+ * @param {Response} res
+ */
 async function keep(req, res) {
   for (const name of await caches.keys()) {
     if (!name.startsWith(PREFIX)) continue;
@@ -55,6 +60,7 @@ async function keep(req, res) {
   return undefined;
 }
 
+/** @param {string} url */
 async function fromCopy(url) {
   for (const name of await caches.keys()) {
     if (!name.startsWith(PREFIX)) continue;

@@ -4,6 +4,8 @@
 // core's describeModel checks it, naming the field of any fault), then every calculator uses it
 // as the model until it is removed. The trace stays in memory (it is not in the page's address,
 // which a reload or a shared link keeps) and is sent nowhere.
+/** @import { DescribeModelResult } from '../lib/index.js' */
+/** @import { Ctx, PageError } from './types.js' */
 import { h, put } from './dom.js';
 import { dropZone } from './drop-zone.js';
 
@@ -13,7 +15,11 @@ import { dropZone } from './drop-zone.js';
  */
 export const traced = { text: /** @type {string|null} */ (null), name: '', hasSeq: false };
 
-/** The line a panel and the error box show while a trace is in use. */
+/**
+ * The line a panel and the error box show while a trace is in use.
+ * @param {Ctx} ctx
+ * @param {() => void} clear
+ */
 export function tracedLine(ctx, clear) {
   const { t } = ctx;
   return h(
@@ -25,9 +31,20 @@ export function tracedLine(ctx, clear) {
   );
 }
 
+/**
+ * describeModel's result for a traced model: with its trace (the core writes `trace`, which
+ * index.d.ts's DescribeModelResult does not declare).
+ * @typedef {DescribeModelResult & { name?: string, trace?: { layers: unknown[], ops: number,
+ *   tracedBatch: number, tracedSeqLen?: number } }} TracedDescription
+ */
+
+/**
+ * @param {Ctx} ctx
+ * @param {TracedDescription} d
+ */
 function summary(ctx, d) {
   const { t } = ctx;
-  const tr = d.trace;
+  const tr = /** @type {NonNullable<TracedDescription['trace']>} */ (d.trace); // (a trace's)
   return h(
     'p',
     { class: 'muted' },
@@ -43,12 +60,13 @@ function summary(ctx, d) {
 /**
  * One panel per page; `ctx` is the page's (app.js) with a solver of its own. Returns
  * { element(), clear() }: element() is drawn under the peak-memory results.
+ * @param {Ctx} ctx
  */
 export function tracePanel(ctx) {
   let reading = '';
-  /** @type {any} */
+  /** @type {PageError | null} */
   let error = null;
-  /** @type {any} */
+  /** @type {TracedDescription | null} */
   let described = null;
   /** @type {HTMLElement | null} */
   let body = null;
@@ -73,6 +91,7 @@ export function tracePanel(ctx) {
     put(body);
   }
 
+  /** @param {File | undefined} f */
   async function take(f) {
     if (!f) return;
     reading = f.name || 'trace';
@@ -80,7 +99,8 @@ export function tracePanel(ctx) {
     render();
     const text = await f.text();
     ctx.solver.runHeavy('describeModel', { model: { trace: text } }).then(
-      (d) => {
+      (/** @type {unknown} */ result) => {
+        const d = /** @type {TracedDescription} */ (result);
         reading = '';
         described = d;
         traced.text = text;

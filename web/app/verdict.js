@@ -4,6 +4,9 @@
 // what was assumed (each assumption one click from its input), and the changes that make it
 // fit. Each function takes the controller's live state ctx first (app.js):
 // { t, st, tm, solver, invalid, verdictEl, suggestEl, liveEl, computeSeq, update, errorBox }.
+/** @import { AdviseChange, AdviseResult, AdviseSettings, AdviseStatus, AdviseStepTime, AdviseVerdict, MessageCodes, PeakMemoryResult } from '../lib/index.js' */
+/** @import { Ctx, PageError, Translator } from './types.js' */
+/** @import { Child } from './dom.js' */
 import { h, put } from './dom.js';
 import { optionLabel } from './form.js';
 import { adviseRequest, stateOfChange, isHeavy, knowsBaseDtype } from './requests.js';
@@ -12,32 +15,47 @@ import { resolve } from './resolve.js';
 /**
  * The run's peakMemory result inside an advise result, with its sentences' codes (the core
  * lists them under "peak." paths of the whole result).
- * @param {any} advice
+ * @param {AdviseResult} advice
+ * @returns {PeakMemoryResult}
  */
 export function peakOf(advice) {
+  /** @type {MessageCodes} */
   const messages = {};
   for (const [path, parts] of Object.entries(advice?.messages || {}))
     if (path.startsWith('peak.')) messages[path.slice(5)] = parts;
   return { ...advice.peak, messages };
 }
 
+/** @type {Record<string, [string, string]>} */
 const STATUS = {
   fits: ['ok', 'peak.fits'],
   tight: ['warn', 'peak.tight'],
   doesNotFit: ['bad', 'peak.noFit'],
 };
 
-/** The verdict's badge: fits, tight, does not fit. */
+/**
+ * The verdict's badge: fits, tight, does not fit.
+ * @param {Ctx} ctx
+ * @param {AdviseStatus} status
+ */
 export function statusBadge(ctx, status, extra = '') {
   const s = STATUS[status];
   if (!s) return null;
   return h('span', { class: `badge ${s[0]}${extra ? ` ${extra}` : ''}` }, ctx.t(s[1]));
 }
 
-/** Seconds in the page's language ("0.25 s", "0.25 ث"). */
+/**
+ * Seconds in the page's language ("0.25 s", "0.25 ث").
+ * @param {Translator} t
+ * @param {number} s
+ */
 const seconds = (t, s) => t.n(`${t.num(s)} ${t('unit.s')}`);
 
-/** The time of a step: seconds, samples per second, and what it is the time of. */
+/**
+ * The time of a step: seconds, samples per second, and what it is the time of.
+ * @param {Ctx} ctx
+ * @param {AdviseResult} advice
+ */
 function stepLine(ctx, advice) {
   const { t } = ctx;
   const st = advice.stepTime || {};
@@ -57,7 +75,7 @@ function stepLine(ctx, advice) {
     { class: 'verdict-time' },
     t('ask.time'),
     ' ',
-    h('strong', {}, seconds(t, st.stepSeconds)),
+    h('strong', {}, seconds(t, /** @type {number} */ (st.stepSeconds))), // (no note: a time)
     ' ',
     h(
       'span',
@@ -70,12 +88,16 @@ function stepLine(ctx, advice) {
       }),
     ),
     ' · ',
-    t.n(t('ask.samples', { n: t.num(st.samplesPerSecond) })),
+    t.n(t('ask.samples', { n: t.num(/** @type {number} */ (st.samplesPerSecond)) })),
     st.optimizerOnCpu ? [' ', t('sug.cpuStep')] : null,
   );
 }
 
-/** How much is left, against the margin kept free. */
+/**
+ * How much is left, against the margin kept free.
+ * @param {Ctx} ctx
+ * @param {AdviseVerdict} v
+ */
 function roomLine(ctx, v) {
   const { t } = ctx;
   if (v.status === 'noDevice') return null;
@@ -94,14 +116,23 @@ function roomLine(ctx, v) {
   );
 }
 
+/** @param {Ctx} ctx */
 const marginPct = (ctx) =>
   ctx.st.marginGB > 0 ? `${ctx.t.num(ctx.st.marginGB)} GB` : `${ctx.t.num(ctx.st.marginPct)} %`;
 
-/** What the verdict assumed, each a button that goes to its input. */
+/**
+ * What the verdict assumed, each a button that goes to its input.
+ * @param {Ctx} ctx
+ * @param {AdviseResult} advice
+ */
 function assumptions(ctx, advice) {
   const { t, st } = ctx;
   const set = advice.settings || {};
   const { auto } = resolve(st);
+  /**
+   * @param {string} key
+   * @param {string} text
+   */
   const item = (key, text, note = '') =>
     h(
       'li',
@@ -116,7 +147,9 @@ function assumptions(ctx, advice) {
   const lora = set.method === 'lora' || set.method === 'qlora';
   const items = [
     item('method', optionLabel(ctx, 'method', st.method === 'scratch' ? 'scratch' : set.method)),
-    lora ? item('loraRank', t('ask.rank', { r: t.int(set.loraRank) })) : null,
+    lora
+      ? item('loraRank', t('ask.rank', { r: t.int(/** @type {number} */ (set.loraRank)) }))
+      : null,
     item(
       'precision',
       optionLabel(ctx, 'precision', set.precision),
@@ -152,13 +185,18 @@ function assumptions(ctx, advice) {
 
 // LoRA's frozen base: in the dtype the page resolved (bf16 as PEFT users load it), or, with a
 // core that loads no other, in the precision's parameter dtype — said as it is computed.
+/**
+ * @param {Ctx} ctx
+ * @param {(key: string, text: string, note?: string) => HTMLElement} item
+ * @param {AdviseSettings} set
+ */
 function baseItem(ctx, item, set) {
   const { t, st } = ctx;
   const { auto } = resolve(st);
   if (!knowsBaseDtype()) {
     const dtype = ['bf16', 'fp16'].includes(set.precision) ? set.precision : 'fp32';
     const it = item('baseDtype', t('ask.base', { dtype }), t('ask.baseFixed'));
-    it.firstChild?.setAttribute('data-base', 'precision');
+    /** @type {Element | null} */ (it.firstChild)?.setAttribute('data-base', 'precision');
     return it;
   }
   const it = item(
@@ -166,11 +204,15 @@ function baseItem(ctx, item, set) {
     t('ask.base', { dtype: st.baseDtype || auto.baseDtype }),
     auto.baseDtype ? t('ask.asPeft') : '',
   );
-  it.firstChild?.setAttribute('data-base', 'chosen');
+  /** @type {Element | null} */ (it.firstChild)?.setAttribute('data-base', 'chosen');
   return it;
 }
 
-/** Moves to an input (on the peak tab, in the advanced section if it is there) and focuses it. */
+/**
+ * Moves to an input (on the peak tab, in the advanced section if it is there) and focuses it.
+ * @param {Ctx} ctx
+ * @param {string} key
+ */
 export function goTo(ctx, key) {
   let el = ctx.rootEl.querySelector(`#tm-${key}`);
   if (!el && ctx.tabs.includes('peak') && ctx.st.tab !== 'peak') {
@@ -184,10 +226,16 @@ export function goTo(ctx, key) {
   /** @type {HTMLElement} */ (el).focus();
 }
 
-/** One change: its badge, what it is, what nvidia-smi would show, its time; a click applies it. */
+/**
+ * One change: its badge, what it is, what nvidia-smi would show, its time; a click applies it.
+ * @param {Ctx} ctx
+ * @param {AdviseResult} advice
+ * @param {AdviseChange} c
+ */
 function changeItem(ctx, advice, c) {
   const { t } = ctx;
   const base = advice.stepTime?.stepSeconds;
+  /** @type {Partial<AdviseStepTime>} */
   const time = c.time || {};
   const pct =
     typeof base === 'number' && typeof time.stepSeconds === 'number'
@@ -233,7 +281,11 @@ function changeItem(ctx, advice, c) {
 
 const SHOWN = 4; // changes listed before "show all"
 
-/** The changes of an advise result (those that fit first), or '' when there are none. */
+/**
+ * The changes of an advise result (those that fit first), or '' when there are none.
+ * @param {Ctx} ctx
+ * @param {AdviseResult} advice
+ */
 export function changeList(ctx, advice) {
   const { t } = ctx;
   const changes = Array.isArray(advice?.changes) ? advice.changes : [];
@@ -258,6 +310,10 @@ export function changeList(ctx, advice) {
 }
 
 // ---- the answer: does it fit, and how fast ------------------------------------------
+/**
+ * @param {Ctx} ctx
+ * @param {PageError} e
+ */
 export function verdictError(ctx, e) {
   if (!ctx.verdictEl) return;
   ctx.verdictEl.removeAttribute('aria-busy');
@@ -268,6 +324,7 @@ export function verdictError(ctx, e) {
   announce(ctx, box.querySelector('.error-what')?.textContent || ctx.t('error.title'));
 }
 
+/** @param {Ctx} ctx */
 export function verdictInvalid(ctx) {
   if (!ctx.verdictEl) return;
   ctx.verdictEl.removeAttribute('aria-busy');
@@ -280,16 +337,23 @@ export function verdictInvalid(ctx) {
 /**
  * Says the verdict through the live region once typing has settled (800 ms without a newer
  * one), so that a screen reader hears the answer, not every keystroke's.
+ * @param {Ctx} ctx
+ * @param {string} text
  */
 export function announce(ctx, text) {
   if (!ctx.liveEl) return;
   clearTimeout(ctx.liveTimer);
   ctx.liveTimer = setTimeout(() => {
-    ctx.liveEl.textContent = text;
+    // (a layout with the live region keeps one: build() makes it anew)
+    /** @type {HTMLElement} */ (ctx.liveEl).textContent = text;
   }, 800);
 }
 
-/** The verdict of an advise result: fits or not, what nvidia-smi shows, what was assumed. */
+/**
+ * The verdict of an advise result: fits or not, what nvidia-smi shows, what was assumed.
+ * @param {Ctx} ctx
+ * @param {AdviseResult} advice
+ */
 export function renderVerdict(ctx, advice) {
   const { t } = ctx;
   if (!ctx.verdictEl) return;
@@ -365,7 +429,10 @@ export function renderVerdict(ctx, advice) {
   announce(ctx, line.textContent || '');
 }
 
-/** The verdict for the current inputs on a tab other than peak (whose own call answers it). */
+/**
+ * The verdict for the current inputs on a tab other than peak (whose own call answers it).
+ * @param {Ctx} ctx
+ */
 export function computeVerdict(ctx) {
   const { t, st, invalid } = ctx;
   if (!ctx.verdictEl || st.tab === 'peak') return;
@@ -374,7 +441,7 @@ export function computeVerdict(ctx) {
   try {
     req = adviseRequest(st, { timeline: false });
   } catch (e) {
-    return verdictError(ctx, e);
+    return verdictError(ctx, /** @type {PageError} */ (e));
   }
   if (isHeavy('peak', st)) {
     put(ctx.verdictEl, h('p', { class: 'muted' }, t('ask.heavy')));
@@ -409,7 +476,11 @@ export function computeVerdict(ctx) {
   );
 }
 
-/** The changes of an advise result that came after its verdict (the page's first result). */
+/**
+ * The changes of an advise result that came after its verdict (the page's first result).
+ * @param {Ctx} ctx
+ * @param {AdviseResult} advice
+ */
 export function showChanges(ctx, advice) {
   const slot = ctx.suggestEl || ctx.rootEl.querySelector('#tm-changes');
   if (slot) put(slot, changeList(ctx, advice));

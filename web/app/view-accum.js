@@ -1,6 +1,8 @@
 // @ts-check
 // The accumulation result: the effective batch, or the plans (the recommended one, the
 // comparison of accumulation and checkpointing) and the accumulation figure.
+/** @import { AccumulationForwardResult, AccumulationPlanRequest, AccumulationPlanResult, AccumulationRequest, AccumulationResult, AdviseResult } from '../lib/index.js' */
+/** @import { Ctx } from './types.js' */
 import { h } from './dom.js';
 import { accumulationDiagram } from './diagrams.js';
 import { breakdownChart, details, planTable } from './view-common.js';
@@ -8,6 +10,13 @@ import { optionLabel } from './form.js';
 import { changeList } from './verdict.js';
 import { adviseRequest } from './requests.js';
 
+/**
+ * @param {Ctx} ctx
+ * @param {HTMLElement} el
+ * @param {Partial<AccumulationForwardResult> & Partial<AccumulationPlanResult>} res either
+ *   form's result (forward or plan): each field is checked before it is read
+ * @param {Partial<AccumulationRequest> & Partial<AccumulationPlanRequest>} req its request
+ */
 export function renderAccum(ctx, el, res, req) {
   const { t } = ctx;
   const plans = Array.isArray(res.plans) ? res.plans : null;
@@ -36,7 +45,7 @@ export function renderAccum(ctx, el, res, req) {
       ? plans[res.recommended]
       : res.recommended && typeof res.recommended === 'object'
         ? res.recommended
-        : plans.find((p) => p.recommended);
+        : null; // (no plan has a `recommended` field: the core's is the result's)
   // Nothing fits: say so, and offer the changes that make one micro-batch fit.
   if (!plans.some((p) => p.fits)) {
     el.append(
@@ -60,19 +69,19 @@ export function renderAccum(ctx, el, res, req) {
           'span',
           { class: 'headline-value' },
           t.n(
-            `${t.int(rec.microBatch)} × ${t.int(rec.accumulationSteps)}${req.dataParallel > 1 ? ` × ${t.int(req.dataParallel)}` : ''}`,
+            `${t.int(rec.microBatch)} × ${t.int(rec.accumulationSteps)}${(req.dataParallel ?? 1) > 1 ? ` × ${t.int(req.dataParallel ?? 1)}` : ''}`,
           ),
         ),
         typeof rec.peakBytes === 'number' ? t.both(rec.peakBytes) : null,
       ),
     );
   }
-  const notes = [
+  const notes = /** @type {Array<[string, unknown]>} */ ([
     ['checkpointing.message', res.checkpointing?.message],
     ...(Array.isArray(res.warnings)
       ? res.warnings.map((w, k) => [`warnings[${k}].message`, w?.message])
       : []),
-  ].filter(([, m]) => typeof m === 'string');
+  ]).filter(([, m]) => typeof m === 'string');
   if (notes.length)
     el.append(
       h(
@@ -97,7 +106,9 @@ export function renderAccum(ctx, el, res, req) {
   el.append(h('p', { class: 'note' }, t('acc.peakIs')));
   // Figure 2 shows accumulation: the recommended plan, or the fastest fitting plan that accumulates.
   const shown =
-    rec?.accumulationSteps > 1 ? rec : plans.find((p) => p.fits && p.accumulationSteps > 1) || rec;
+    (rec?.accumulationSteps ?? 0) > 1
+      ? rec
+      : plans.find((p) => p.fits && p.accumulationSteps > 1) || rec;
   if (shown)
     accumulationDiagram(el, {
       micro: shown.microBatch,
@@ -110,6 +121,7 @@ export function renderAccum(ctx, el, res, req) {
 
 // When no split fits: on the full page the verdict above lists the changes; an embed asks for
 // the changes that make micro-batch 1 fit (one advise call, in the worker).
+/** @param {Ctx} ctx */
 function noneFitsChanges(ctx) {
   const { t } = ctx;
   if (ctx.verdictEl)
@@ -122,9 +134,11 @@ function noneFitsChanges(ctx) {
           type: 'button',
           class: 'small',
           onclick: () => {
-            const to = ctx.rootEl.querySelector('#tm-suggest .suggest') || ctx.verdictEl;
+            // (this button is made only where the page has a verdict)
+            const verdictEl = /** @type {HTMLElement} */ (ctx.verdictEl);
+            const to = ctx.rootEl.querySelector('#tm-suggest .suggest') || verdictEl;
             to.scrollIntoView?.({ block: 'start' });
-            ctx.verdictEl.focus();
+            verdictEl.focus();
           },
         },
         t('acc.seeChanges'),
@@ -139,7 +153,9 @@ function noneFitsChanges(ctx) {
       'changes',
     )
     .then(
-      (advice) => seq === ctx.computeSeq && slot.append(changeList(ctx, advice)),
+      (advice) =>
+        seq === ctx.computeSeq &&
+        slot.append(changeList(ctx, /** @type {AdviseResult} */ (advice))),
       () => {},
     );
   return slot;

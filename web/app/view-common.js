@@ -2,6 +2,10 @@
 // The parts the result views share: the headline, the breakdown table and chart, the timeline,
 // the plans table and the details table. Each takes the controller's live state ctx (see
 // views.js) first.
+/** @import { AccumulationPlan } from '../lib/index.js' */
+/** @import { Ctx } from './types.js' */
+/** @import { Child } from './dom.js' */
+/** @import { BreakdownEntry } from './format.js' */
 import { h } from './dom.js';
 import { flatten, isBytesKey, breakdownParts, partBytes } from './format.js';
 import { stackedBars, lines } from './charts.js';
@@ -9,15 +13,23 @@ import { optionLabel } from './form.js';
 
 /**
  * A chart's width: the results', kept by app.js.
- * @returns {any}
+ * @param {Ctx} ctx
+ * @returns {{ available: number }}
  */
 export function chartOpts(ctx) {
   return { available: ctx.resultsWidth };
 }
 
 /** A small label beside a headline. */
-export const chip = (/** @type {any[]} */ ...children) => h('span', { class: 'chip' }, ...children);
+export const chip = (/** @type {Child[]} */ ...children) =>
+  h('span', { class: 'chip' }, ...children);
 
+/**
+ * @param {Ctx} ctx
+ * @param {string} labelKey
+ * @param {number} bytes
+ * @param {Child} extra
+ */
 export function headline(ctx, labelKey, bytes, extra) {
   const { t } = ctx;
   return h(
@@ -30,6 +42,10 @@ export function headline(ctx, labelKey, bytes, extra) {
   );
 }
 
+/**
+ * @param {Ctx} ctx
+ * @param {string} k
+ */
 export function partLabel(ctx, k) {
   const { t } = ctx;
   const key = `part.${k}`;
@@ -37,6 +53,12 @@ export function partLabel(ctx, k) {
   return s === key ? k : s;
 }
 
+/**
+ * @param {Ctx} ctx
+ * @param {object} breakdown
+ * @param {string} [peakPhase]
+ * @param {object | null} [res] the result (its sentences' codes)
+ */
 export function breakdownTable(ctx, breakdown, peakPhase = '', res = null) {
   const { t } = ctx;
   const parts = breakdownParts(breakdown);
@@ -101,10 +123,16 @@ export function breakdownTable(ctx, breakdown, peakPhase = '', res = null) {
   );
 }
 
-/** @param {{ value: number, label: string } | undefined} [capacity] */
+/**
+ * @param {{ value: number, label: string } | undefined} [capacity]
+ * @param {Ctx} ctx
+ * @param {HTMLElement} el
+ * @param {Array<{ label: string, breakdown?: object }>} scenarios each with its breakdown
+ */
 export function breakdownChart(ctx, el, scenarios, capacity = undefined) {
   const { t } = ctx;
   // scenarios: [{ label, breakdown }]
+  /** @type {string[]} */
   const keys = [];
   for (const sc of scenarios)
     for (const [k] of breakdownParts(sc.breakdown)) if (!keys.includes(k)) keys.push(k);
@@ -112,7 +140,11 @@ export function breakdownChart(ctx, el, scenarios, capacity = undefined) {
   const parts = keys.map((k) => ({
     key: k,
     label: partLabel(ctx, k),
-    values: scenarios.map((sc) => partBytes(sc.breakdown?.[k]) || 0),
+    values: scenarios.map(
+      (sc) =>
+        partBytes(/** @type {Record<string, BreakdownEntry> | undefined} */ (sc.breakdown)?.[k]) ||
+        0,
+    ),
   }));
   const holder = h('div', { class: 'chart-holder' });
   el.append(holder);
@@ -126,6 +158,10 @@ export function breakdownChart(ctx, el, scenarios, capacity = undefined) {
   });
 }
 
+/**
+ * @param {Ctx} ctx
+ * @param {object} result
+ */
 export function details(ctx, result) {
   const { t } = ctx;
   // Collapsed at first: its table (every field of the result) is built when it is opened,
@@ -139,6 +175,10 @@ export function details(ctx, result) {
   return box;
 }
 
+/**
+ * @param {Ctx} ctx
+ * @param {object} result
+ */
 export function detailsTable(ctx, result) {
   const { t } = ctx;
   const rows = flatten(result).filter(([, v]) => v !== null && v !== undefined && v !== '');
@@ -168,28 +208,47 @@ export function detailsTable(ctx, result) {
   );
 }
 
+/**
+ * The bytes of each timeline point (the first field that every result's timeline names bytes
+ * in), or null.
+ * @param {Array<Record<string, unknown>>} timeline
+ * @returns {(number | null)[] | null}
+ */
 function timelineValues(timeline) {
   const keys = ['totalBytes', 'bytes', 'allocatedBytes', 'liveBytes', 'memoryBytes', 'peakBytes'];
   const key = keys.find((k) => timeline.some((e) => typeof e?.[k] === 'number'));
-  return key ? timeline.map((e) => (typeof e[key] === 'number' ? e[key] : null)) : null;
+  return key
+    ? timeline.map((e) => {
+        const v = e[key];
+        return typeof v === 'number' ? v : null;
+      })
+    : null;
 }
 
-/** @param {{ value: number, label: string } | undefined} [capacity] */
+/**
+ * @param {{ value: number, label: string } | undefined} [capacity]
+ * @param {Ctx} ctx
+ * @param {HTMLElement} el
+ * @param {Array<{ phase?: string }> | undefined} timeline the result's timeline: points with
+ *   their bytes (timelineValues) and phase
+ * @param {string} titleKey
+ */
 export function timelineChart(ctx, el, timeline, titleKey, capacity = undefined) {
   const { t } = ctx;
   if (!Array.isArray(timeline) || timeline.length < 2) return;
-  const vals = timelineValues(timeline);
+  // (a point without bytes, null, counts as 0 below, as JavaScript's arithmetic makes it)
+  const vals = /** @type {number[] | null} */ (timelineValues(timeline));
   if (!vals) return;
   const x = vals.map((_, i) => i);
   const phases = [...new Set(timeline.map((e) => e.phase || 'step'))];
   const series = phases.map((ph, i) => ({
     key:
-      {
+      /** @type {Record<string, string>} */ ({
         forward: 'weights',
         backward: 'gradients',
         recompute: 'activations',
         optimizer: 'optimizerState',
-      }[ph] || 'runtime',
+      })[ph] || 'runtime',
     label: optionLabel(ctx, 'phase', ph),
     values: vals.map((v, j) =>
       (timeline[j].phase || 'step') === ph ||
@@ -217,7 +276,14 @@ export function timelineChart(ctx, el, timeline, titleKey, capacity = undefined)
   });
 }
 
-/** A table of plans / comparison rows: the scalar fields, bytes in GB, times in seconds. */
+/**
+ * A table of plans / comparison rows: the scalar fields, bytes in GB, times in seconds.
+ * @param {Ctx} ctx
+ * @param {ReadonlyArray<AccumulationPlan>} list
+ * @param {string} caption
+ * @param {AccumulationPlan | null | undefined} rec the recommended plan
+ * @param {string[]} [lead]
+ */
 export function planTable(ctx, list, caption, rec, lead = []) {
   const { t } = ctx;
   const cols = [...lead];
@@ -225,6 +291,7 @@ export function planTable(ctx, list, caption, rec, lead = []) {
     for (const [k, v] of Object.entries(p))
       if (['number', 'boolean', 'string'].includes(typeof v) && !cols.includes(k) && k !== 'exact')
         cols.push(k);
+  /** @type {(c: string, v: unknown) => Child} */
   const cell = (c, v) =>
     typeof v === 'boolean'
       ? v
@@ -271,7 +338,7 @@ export function planTable(ctx, list, caption, rec, lead = []) {
               h(
                 i === 0 ? 'th' : 'td',
                 i === 0 ? { scope: 'row' } : { 'data-label': optionLabel(ctx, 'col', c) },
-                cell(c, p[c]),
+                cell(c, /** @type {Record<string, unknown>} */ (/** @type {unknown} */ (p))[c]),
               ),
             ),
           ),

@@ -1,6 +1,8 @@
 // @ts-check
 // The peak-memory result: the peak (what nvidia-smi shows), the numbers each tool reports, the
 // breakdown, the assumptions, memory over the step, and the comparison with a measurement.
+/** @import { AdviseRequest, AdviseResult, PeakMemoryResult } from '../lib/index.js' */
+/** @import { Ctx } from './types.js' */
 import { h } from './dom.js';
 import {
   chip,
@@ -14,11 +16,19 @@ import { optionLabel } from './form.js';
 import { statusBadge, changeList } from './verdict.js';
 import { stageView } from './view-stages.js';
 
-/** The three numbers users compare with, and which tool reports which. */
+/**
+ * The three numbers users compare with, and which tool reports which.
+ * @param {Ctx} ctx
+ * @param {PeakMemoryResult} res
+ */
 export function deviceNumbers(ctx, res) {
   const { t } = ctx;
   const a = res.allocator;
   if (!a || typeof res.deviceUsedBytes !== 'number') return '';
+  /**
+   * @param {string} key
+   * @param {number} bytes
+   */
   const row = (key, bytes) => h('li', {}, t(key), ' ', t.both(bytes));
   return h(
     'div',
@@ -28,7 +38,7 @@ export function deviceNumbers(ctx, res) {
       'ul',
       {},
       row('peak.smi', res.deviceUsedBytes),
-      row('peak.reserved', res.reservedPeakBytes),
+      row('peak.reserved', /** @type {number} */ (res.reservedPeakBytes)), // (with the allocator)
       row('peak.allocated', res.allocatedPeakBytes),
       row('peak.fragmentation', a.fragmentationBytes),
       row('peak.largest', a.largestRequestBytes),
@@ -39,7 +49,11 @@ export function deviceNumbers(ctx, res) {
   );
 }
 
-/** The result's assumptions, in the page's language where the core gave their codes. */
+/**
+ * The result's assumptions, in the page's language where the core gave their codes.
+ * @param {Ctx} ctx
+ * @param {{ assumptions?: string[] }} res a result with assumptions (peak memory's, the planner's)
+ */
 export function assumptionList(ctx, res) {
   const { t } = ctx;
   const list = Array.isArray(res.assumptions) ? res.assumptions : [];
@@ -56,9 +70,11 @@ export function assumptionList(ctx, res) {
 }
 
 /**
- * @param {any} res the run's peakMemory result
- * @param {any} req the request (advise's: a peakMemory request with the verdict's keys)
- * @param {any} [advice] the advise result holding res: its verdict (with the safety margin)
+ * @param {Ctx} ctx
+ * @param {HTMLElement} el
+ * @param {PeakMemoryResult} res the run's peakMemory result
+ * @param {AdviseRequest} req the request (advise's: a peakMemory request with the verdict's keys)
+ * @param {AdviseResult} [advice] the advise result holding res: its verdict (with the safety margin)
  */
 export function renderPeak(ctx, el, res, req, advice) {
   const { t, snapPanel } = ctx;
@@ -67,7 +83,7 @@ export function renderPeak(ctx, el, res, req, advice) {
     headline(
       ctx,
       device ? 'peak.device' : 'peak.total',
-      device ? res.deviceUsedBytes : res.peakBytes,
+      device ? /** @type {number} */ (res.deviceUsedBytes) : res.peakBytes,
       [
         advice ? statusBadge(ctx, advice.verdict.status) : null,
         res.peakPhase ? chip(t('peak.phase'), ' ', optionLabel(ctx, 'phase', res.peakPhase)) : null,
@@ -94,7 +110,7 @@ export function renderPeak(ctx, el, res, req, advice) {
   // (the full page lists the changes under its verdict; an embed here)
   if (advice && !ctx.verdictEl) el.append(h('div', { id: 'tm-changes' }, changeList(ctx, advice)));
   // The GPU's memory as a line on both charts (GiB, as their axes).
-  const used = device ? res.deviceUsedBytes : res.peakBytes;
+  const used = device ? /** @type {number} */ (res.deviceUsedBytes) : res.peakBytes;
   const capacity =
     typeof res.headroomBytes === 'number'
       ? { value: (used + res.headroomBytes) / 2 ** 30, label: t('chart.capacity') }

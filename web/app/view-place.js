@@ -1,6 +1,8 @@
 // @ts-check
 // The placement result: the peak of the activations, which layers are checkpointed (by module
 // name), the placement diagram, memory over the step and the memory–time frontier.
+/** @import { DescribeModelResult, ModelInput, PlacementCostResult, PlacementFrontierResult, PlacementPlanResult, PlacementRequest, PlacementResult } from '../lib/index.js' */
+/** @import { Ctx } from './types.js' */
 import { h } from './dom.js';
 import { frontierData } from './frontier.js';
 import { lines } from './charts.js';
@@ -8,17 +10,30 @@ import { placementDiagram } from './diagrams.js';
 import { chartOpts, chip, headline, details, timelineChart } from './view-common.js';
 
 /**
+ * A placement result of any strategy (a plan, a frontier, Revolve's cost): the view checks
+ * each field before it reads it.
+ * @typedef {Partial<PlacementPlanResult> & Partial<PlacementFrontierResult> & Partial<PlacementCostResult>} AnyPlacementResult
+ */
+/**
+ * The placement request the page sends: the chain form, or the model form (the model's chain,
+ * requests.js placementRequest), which the core reads and index.d.ts's PlacementRequest does
+ * not describe.
+ * @typedef {PlacementRequest & { model?: ModelInput }} PlaceRequest
+ */
+
+/**
  * The module name of each layer of a model's chain, or its number (from 0, as the API's
  * `checkpointed` ranges) for a uniform chain. The chain is the peak-memory model's: the
  * embedding, one layer per block, the head (docs/placement.md); the blocks' prefix is read
  * from the model's tensor names (`transformer.h.0.ln_1.weight` → `transformer.h.`).
- * @param {any} req
+ * @param {Ctx} ctx
+ * @param {PlaceRequest} req
  * @returns {(i: number) => string}
  */
 export function chainNames(ctx, req) {
   const num = (/** @type {number} */ i) => String(i);
   if (!req.model) return num;
-  /** @type {any} */
+  /** @type {DescribeModelResult | undefined} */
   let d;
   try {
     d = ctx.tm.describeModel({ model: req.model });
@@ -44,10 +59,16 @@ function shortName(/** @type {string} */ a, /** @type {string} */ b) {
   return pb.slice(Math.max(0, k - 1)).join('.');
 }
 
+/**
+ * @param {Ctx} ctx
+ * @param {HTMLElement} el
+ * @param {AnyPlacementResult} res
+ * @param {PlaceRequest} req
+ */
 export function renderPlace(ctx, el, res, req) {
   const { t, st } = ctx;
   el.append(
-    headline(ctx, 'place.peak', res.peakActivationBytes, [
+    headline(ctx, 'place.peak', /** @type {number} */ (res.peakActivationBytes), [
       typeof res.overheadFraction === 'number'
         ? chip(t('place.overhead'), ' ', t.n(`${t.num(100 * res.overheadFraction)} %`))
         : null,
@@ -74,8 +95,7 @@ export function renderPlace(ctx, el, res, req) {
     ),
   );
   const n =
-    req.chain?.layers?.length ||
-    res.layers ||
+    /** @type {{ length?: number } | undefined} */ (req.chain?.layers)?.length ||
     (Array.isArray(res.timeline)
       ? res.timeline.reduce((m, e) => Math.max(m, e.layer ?? -1), -1) + 1
       : 0);
@@ -85,7 +105,13 @@ export function renderPlace(ctx, el, res, req) {
   el.append(details(ctx, res));
 }
 
-/** The memory–time frontier of the plan's chain, with the chosen plan marked (in the worker). */
+/**
+ * The memory–time frontier of the plan's chain, with the chosen plan marked (in the worker).
+ * @param {Ctx} ctx
+ * @param {HTMLElement} el
+ * @param {AnyPlacementResult} res
+ * @param {PlaceRequest} req
+ */
 function frontierChart(ctx, el, res, req) {
   const { t, solver } = ctx;
   const holder = h('div', { class: 'chart-holder' }, h('h3', {}, t('place.frontier')));
@@ -100,7 +126,10 @@ function frontierChart(ctx, el, res, req) {
   solver
     .runHeavy('placement', frontierReq)
     .then((fr) => {
-      const data = frontierData(fr?.frontier, res);
+      const data = frontierData(
+        /** @type {PlacementFrontierResult | undefined} */ (fr)?.frontier,
+        /** @type {PlacementPlanResult} */ (res), // (the frontier is asked for a plan's)
+      );
       if (!data.x.length) return;
       const label = t(rotor ? 'place.frontierRotor' : 'place.frontierBest');
       lines(holder, {

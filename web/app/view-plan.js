@@ -3,16 +3,30 @@
 // table (data × tensor × pipeline × context × expert parallelism, the micro-batch, checkpointing,
 // the memory of the binding GPU and the estimated step time), each with a button that loads it
 // into the peak-memory calculator; the faster layouts that were ruled out, and the counts.
+/** @import { PlanLayoutResult, PlannedLayout } from '../lib/index.js' */
+/** @import { Ctx } from './types.js' */
 import { h } from './dom.js';
 import { details } from './view-common.js';
 import { optionLabel } from './form.js';
 import { assumptionList } from './view-peak.js';
 import { stateOfLayout } from './requests.js';
 
-/** The layout's size of a parallel dimension (1 where the planner did not set it). */
-const sizeOf = (l, key) => (typeof l[key] === 'number' ? l[key] : (l.settings?.[key] ?? 1));
+/**
+ * The layout's size of a parallel dimension (1 where the planner did not set it).
+ * @param {PlannedLayout} l
+ * @param {string} key
+ */
+const sizeOf = (l, key) => {
+  const fields = /** @type {Record<string, number | undefined>} */ (/** @type {unknown} */ (l));
+  const set = /** @type {Record<string, number | undefined> | undefined} */ (l.settings);
+  return typeof fields[key] === 'number' ? fields[key] : (set?.[key] ?? 1);
+};
 
-/** The data-parallel size, with its sharding ("ZeRO-1" or "FSDP") over more than one rank. */
+/**
+ * The data-parallel size, with its sharding ("ZeRO-1" or "FSDP") over more than one rank.
+ * @param {Ctx} ctx
+ * @param {PlannedLayout} l
+ */
 function dataParallelText(ctx, l) {
   const n = ctx.t.int(l.dataParallel);
   return l.dataParallel > 1 ? `${n} · ${optionLabel(ctx, 'sharding', l.sharding)}` : n;
@@ -47,13 +61,23 @@ const COLUMNS = [
   ['plan.col.mfu', (ctx, l) => ctx.t.n(`${ctx.t.num(100 * l.time.modelFlopsUtilization)} %`)],
 ];
 
-/** A column's header: a parallel size by its short name, its long name as the abbreviation's. */
+/**
+ * A column's header: a parallel size by its short name, its long name as the abbreviation's.
+ * @param {Ctx} ctx
+ * @param {string} key
+ * @param {boolean} [short]
+ */
 function header(ctx, key, short) {
   if (!short) return h('th', { scope: 'col' }, ctx.t(key));
   return h('th', { scope: 'col' }, h('abbr', { title: ctx.t(key) }, ctx.t(`${key}.short`)));
 }
 
-/** Loads a layout into the peak-memory calculator (its settings, the tab switched). */
+/**
+ * Loads a layout into the peak-memory calculator (its settings, the tab switched).
+ * @param {Ctx} ctx
+ * @param {PlannedLayout} l
+ * @param {number} i
+ */
 function loadButton(ctx, l, i) {
   return h(
     'button',
@@ -63,7 +87,7 @@ function loadButton(ctx, l, i) {
       'aria-label': ctx.t('plan.loadRow', { n: ctx.t.int(i + 1) }),
       onclick: () => {
         ctx.update(stateOfLayout(l.settings || {}), { rebuild: true });
-        ctx.rootEl.querySelector('#tm-verdict, #tm-results')?.focus?.();
+        ctx.rootEl.querySelector(/** @type {'div'} */ ('#tm-verdict, #tm-results'))?.focus?.();
       },
     },
     ctx.t('plan.load'),
@@ -73,6 +97,10 @@ function loadButton(ctx, l, i) {
 /**
  * A table of layouts. `reasons`: the ruled-out list, whose last column says why (the core's
  * sentence) instead of a load button.
+ * @param {Ctx} ctx
+ * @param {PlanLayoutResult} res
+ * @param {PlannedLayout[]} list
+ * @param {string} caption
  */
 function layoutTable(ctx, res, list, caption, reasons = false) {
   const { t } = ctx;
@@ -119,7 +147,12 @@ function layoutTable(ctx, res, list, caption, reasons = false) {
   );
 }
 
-/** The fastest layout that fits, as a headline: its sizes and its step time. */
+/**
+ * The fastest layout that fits, as a headline: its sizes and its step time.
+ * @param {Ctx} ctx
+ * @param {PlanLayoutResult} res
+ * @param {PlannedLayout} best
+ */
 function bestLine(ctx, res, best) {
   const { t } = ctx;
   return h(
@@ -148,6 +181,11 @@ function bestLine(ctx, res, best) {
   );
 }
 
+/**
+ * @param {Ctx} ctx
+ * @param {HTMLElement} el
+ * @param {PlanLayoutResult} res
+ */
 export function renderPlan(ctx, el, res) {
   const { t } = ctx;
   const layouts = Array.isArray(res.layouts) ? res.layouts : [];

@@ -1,8 +1,16 @@
 // @ts-check
 // The checkpoint-size result: the file's size, the rule of thumb beside it, the breakdown.
+/** @import { CheckpointSizeRequest, CheckpointSizeResult } from '../lib/index.js' */
+/** @import { Ctx } from './types.js' */
 import { h } from './dom.js';
 import { chip, headline, breakdownChart, breakdownTable, details } from './view-common.js';
 
+/**
+ * @param {Ctx} ctx
+ * @param {HTMLElement} el
+ * @param {CheckpointSizeResult} res
+ * @param {CheckpointSizeRequest} req
+ */
 export function renderSize(ctx, el, res, req) {
   const { t } = ctx;
   el.append(
@@ -22,6 +30,7 @@ export function renderSize(ctx, el, res, req) {
         t.core(res, 'formula', res.formula, 'code'),
       ),
     );
+  /** @type {Array<{ label: string, breakdown?: object }>} */
   const scenarios = [{ label: t('size.thisConfig'), breakdown: res.breakdown }];
   // The core returns the seed's simple formula beside the exact answer (res.simple).
   if (res.simple && typeof res.simple.totalBytes === 'number') {

@@ -3,6 +3,9 @@
 // weights, gradients, optimizer state, activations and the rest of its device memory stacked,
 // the GPU's memory as the dashed line, the stage that binds named; and a table of each stage's
 // numbers beside it.
+/** @import { PeakMemoryResult } from '../lib/index.js' */
+/** @import { Ctx, Stage } from './types.js' */
+/** @import { Child } from './dom.js' */
 import { h } from './dom.js';
 import { stackedBars } from './charts.js';
 import { chartOpts, partLabel } from './view-common.js';
@@ -15,21 +18,33 @@ const PARTS = [
   ['activations', 'activationsBytes'],
 ];
 
-/** A stage's memory: what nvidia-smi shows where the allocator is simulated, else the peak. */
+/**
+ * A stage's memory: what nvidia-smi shows where the allocator is simulated, else the peak.
+ * @param {Stage} s
+ */
 const stageBytes = (s) => (typeof s.deviceUsedBytes === 'number' ? s.deviceUsedBytes : s.peakBytes);
 
-/** The stage's name under its bar and in the table (stages count from 1, as people say them). */
+/**
+ * The stage's name under its bar and in the table (stages count from 1, as people say them).
+ * @param {Ctx} ctx
+ * @param {Stage} s
+ */
 const stageName = (ctx, s) => ctx.t('stage.name', { n: ctx.t.int(s.stage + 1) });
 
 /**
  * Bars of the stages' memory: the four parts, and the rest (temporaries, buffers, the runtime,
  * the allocator's cache) up to the stage's total.
+ * @param {Ctx} ctx
+ * @param {Stage[]} stages
  */
 function stageParts(ctx, stages) {
   const parts = PARTS.map(([key, field]) => ({
     key,
     label: partLabel(ctx, key),
-    values: stages.map((s) => (typeof s[field] === 'number' ? s[field] : 0)),
+    values: stages.map((s) => {
+      const v = /** @type {Record<string, unknown>} */ (/** @type {unknown} */ (s))[field];
+      return typeof v === 'number' ? v : 0;
+    }),
   }));
   const rest = stages.map((s, i) =>
     Math.max(0, stageBytes(s) - parts.reduce((a, p) => a + p.values[i], 0)),
@@ -39,9 +54,18 @@ function stageParts(ctx, stages) {
   return parts;
 }
 
+/**
+ * @param {Ctx} ctx
+ * @param {NonNullable<PeakMemoryResult['pipelineParallel']>} pp
+ * @param {Stage[]} stages
+ */
 function stageTable(ctx, pp, stages) {
   const { t } = ctx;
   const cols = ['stage.col.blocks', 'stage.col.inFlight', 'stage.col.memory', 'stage.col.fits'];
+  /**
+   * @param {string} key
+   * @param {Child} value
+   */
   const cell = (key, value) => h('td', { 'data-label': t(key) }, value);
   return h(
     'div',
@@ -85,12 +109,15 @@ function stageTable(ctx, pp, stages) {
 /**
  * The stages' chart and table, when the result has more than one stage.
  * @param {{ value: number, label: string } | undefined} capacity the GPU's memory (GiB)
+ * @param {Ctx} ctx
+ * @param {HTMLElement} el
+ * @param {PeakMemoryResult} res
  */
 export function stageView(ctx, el, res, capacity) {
   const { t } = ctx;
   const pp = res.pipelineParallel;
-  const stages = Array.isArray(pp?.perStage) ? pp.perStage : [];
-  if (stages.length < 2) return;
+  if (!pp || !Array.isArray(pp.perStage) || pp.perStage.length < 2) return;
+  const stages = pp.perStage;
   const binding = stages.find((s) => s.stage === pp.peakStage);
   const box = h(
     'section',

@@ -12,6 +12,11 @@ export { TrainmemError };
 const BYTES_FUNCTIONS = ['readSnapshot', 'compareSnapshot'];
 
 // A file's bytes as Embind's std::string takes them (Uint8Array; a JS string is sent as UTF-8).
+/**
+ * @param {unknown} value
+ * @param {string} field
+ * @returns {Uint8Array | string}
+ */
 function toBytes(value, field) {
   if (value === undefined || value === null) return new Uint8Array(0);
   if (typeof value === 'string') return value;
@@ -36,7 +41,10 @@ function toBytes(value, field) {
 // The first number of a request that JSON cannot carry (NaN, Infinity): JSON.stringify would
 // write null in its place, far from the cause. [path, value] in the core's path notation
 // (`chain.layers[3].savedBytes`), or null. Iterative: a request may be deeply nested.
-/** @returns {[string, number] | null} */
+/**
+ * @param {object} request
+ * @returns {[string, number] | null}
+ */
 function nonFinite(request) {
   /** @type {[any, string][]} */
   const stack = [[request, '']];
@@ -65,6 +73,11 @@ function nonFinite(request) {
 // The request as JSON text, or a TrainmemError: a string is the request's JSON text, read by
 // the core's strict reader as it is; longer than the core's limit (16 MiB of UTF-8, which is
 // at least one byte per UTF-16 unit), it is refused before it is copied into the module.
+/**
+ * @param {unknown} request
+ * @param {number} maxBytes
+ * @returns {string}
+ */
 function requestText(request, maxBytes) {
   let text;
   if (typeof request === 'string') {
@@ -125,6 +138,10 @@ const NUMERIC_COLUMNS = [
   'backwardTempBytes',
 ];
 
+/**
+ * @param {unknown} v
+ * @returns {v is ArrayLike<number>}
+ */
 function isNumbers(v) {
   if (ArrayBuffer.isView(v))
     return !(v instanceof DataView || v instanceof BigInt64Array || v instanceof BigUint64Array);
@@ -135,31 +152,63 @@ function isNumbers(v) {
 
 // { request, names, values } for a request with such columns (names null: columns of
 // different lengths, sent as JSON arrays for the core to name the mismatch), else null.
+/**
+ * @param {unknown} request
+ * @returns {{ request: object, names: string[], values: Float64Array }
+ *   | { request: object, names: null, values?: undefined } | null}
+ */
 function layerColumns(request) {
-  const chain = request !== null && typeof request === 'object' ? request.chain : undefined;
-  const layers = chain !== null && typeof chain === 'object' ? chain.layers : undefined;
-  if (layers === null || typeof layers !== 'object' || Array.isArray(layers)) return null;
-  if (ArrayBuffer.isView(layers)) return null;
+  /** @type {(v: unknown) => Record<string, unknown> | null} */
+  const asObject = (v) =>
+    v !== null && typeof v === 'object' ? /** @type {Record<string, unknown>} */ (v) : null;
+  const req = asObject(request);
+  const chain = asObject(req?.chain);
+  const raw = chain?.layers;
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return null;
+  if (ArrayBuffer.isView(raw)) return null;
+  // (read as columns of numbers: `names` keeps those that are)
+  const layers = /** @type {Record<string, ArrayLike<number>>} */ (raw);
   const names = NUMERIC_COLUMNS.filter((k) => Object.hasOwn(layers, k) && isNumbers(layers[k]));
   if (names.length === 0) return null;
+  /** @type {Record<string, unknown>} */
   const rest = { ...layers };
   const n = layers[names[0]].length;
   if (names.some((k) => layers[k].length !== n)) {
     for (const k of names) rest[k] = Array.from(layers[k]);
-    return { request: { ...request, chain: { ...chain, layers: rest } }, names: null };
+    return { request: { ...req, chain: { ...chain, layers: rest } }, names: null };
   }
   const values = new Float64Array(n * names.length);
   names.forEach((k, j) => {
     values.set(layers[k], j * n);
     delete rest[k];
   });
-  return { request: { ...request, chain: { ...chain, layers: rest } }, names, values };
+  return { request: { ...req, chain: { ...chain, layers: rest } }, names, values };
 }
 
 const encoder = new TextEncoder();
 
+/**
+ * The Embind module's functions (cpp/src/wasm): JSON text in, an envelope's JSON text out.
+ * @typedef {object} CoreModule
+ * @property {() => string} version
+ * @property {(name: string, text: Uint8Array) => string} call
+ * @property {(name: string, text: Uint8Array, bytes: Uint8Array | string) => string} callBytes
+ * @property {(name: string, text: Uint8Array, names: string, values: Float64Array) => string} callColumns
+ * @property {(text: Uint8Array) => string} parseJson
+ */
+
+/**
+ * @param {CoreModule} module
+ * @returns {import('./index.js').Trainmem}
+ */
 function makeApi(module) {
   let maxBytes = 16 * 2 ** 20; // until the core's vocabulary says (limits.requestBytes)
+  /**
+   * @param {unknown} name
+   * @param {unknown} request
+   * @param {Uint8Array | string} [bytes]
+   * @returns {unknown} the result, JSON from the core (typed by the Trainmem method that returns it)
+   */
   const invoke = (name, request, bytes) => {
     if (typeof name !== 'string') {
       throw new TrainmemError(
@@ -201,9 +250,11 @@ function makeApi(module) {
     }
     return envelope.result;
   };
+  /** @type {(name: unknown, request: unknown) => unknown} */
   const call = (name, request) => invoke(name, request);
   // JSON text through the core's strict reader (duplicate keys, depth, size, numbers beyond a
   // double): what the CLI reads its files with.
+  /** @type {(text: unknown) => unknown} */
   const parseJson = (text) => {
     if (typeof text !== 'string') {
       throw new TrainmemError('invalid_type', '', `JSON text must be a string, got ${typeof text}`);
@@ -215,23 +266,26 @@ function makeApi(module) {
     }
     return envelope.result;
   };
+  /** @type {Record<string, unknown>} the Trainmem interface, method by method */
   const api = { version: module.version(), call, parseJson };
   // One method per function of the core, as the core lists them (its `vocabulary` function).
-  const vocabulary = invoke('vocabulary', {});
+  const vocabulary = /** @type {import('./index.js').Vocabulary} */ (invoke('vocabulary', {}));
   maxBytes = vocabulary.limits.requestBytes;
   for (const name of vocabulary.functions) {
-    if (!BYTES_FUNCTIONS.includes(name)) api[name] = (request) => call(name, request);
+    if (!BYTES_FUNCTIONS.includes(name))
+      api[name] = (/** @type {unknown} */ request) => call(name, request);
   }
-  api.readSnapshot = (bytes, options) =>
+  api.readSnapshot = (/** @type {unknown} */ bytes, /** @type {unknown} */ options) =>
     invoke('readSnapshot', options === undefined ? {} : options, toBytes(bytes, 'snapshot'));
-  api.compareSnapshot = (request) => {
+  api.compareSnapshot = (/** @type {unknown} */ request) => {
     if (request === null || typeof request !== 'object' || Array.isArray(request)) {
       throw new TrainmemError('invalid_type', '', 'request must be an object');
     }
-    const { snapshot, ...rest } = request;
+    const { snapshot, ...rest } = /** @type {{ snapshot?: unknown }} */ (request);
     return invoke('compareSnapshot', rest, toBytes(snapshot, 'snapshot'));
   };
-  return Object.freeze(api);
+  // (the methods set above by name, as the core lists its functions)
+  return /** @type {import('./index.js').Trainmem} */ (/** @type {unknown} */ (Object.freeze(api)));
 }
 
 /** @type {Promise<import('./index.js').Trainmem> | null} */
@@ -243,7 +297,7 @@ let loading = null;
  */
 export function load() {
   if (!loading) {
-    loading = createTrainmemModule().then(makeApi, (e) => {
+    loading = createTrainmemModule().then(makeApi, (/** @type {unknown} */ e) => {
       loading = null;
       throw e;
     });

@@ -47,14 +47,21 @@ export function westernDigits(text) {
   });
 }
 
-/** The number text without its separators, or null when it is not one. */
+/**
+ * The number text without its separators, or null when it is not one.
+ * @param {unknown} text
+ */
 function plain(text) {
   const t = westernDigits(text).trim();
   if (!t || !NUMBER.test(t) || !/\d/.test(t)) return null;
   return t.replace(/[_,]/g, '');
 }
 
-/** `plain` times 10^shift, shifted in the text, so "6.7" with shift 9 is exactly 6.7e9. */
+/**
+ * `plain` times 10^shift, shifted in the text, so "6.7" with shift 9 is exactly 6.7e9.
+ * @param {string} p
+ * @param {number} shift
+ */
 function shifted(p, shift) {
   const [, mant, exp = '0'] = /^([^eE]*)(?:[eE](.*))?$/.exec(p) || [];
   return Number(`${mant}e${Number(exp) + shift}`);
@@ -166,7 +173,8 @@ export function flatten(value, options = {}) {
       }
       const keys = Object.keys(v);
       if (keys.length === 0 && empty !== undefined) rows.push([path, empty]);
-      for (const k of keys) walk(/** @type {any} */ (v)[k], path ? `${path}.${k}` : k, depth + 1);
+      for (const k of keys)
+        walk(/** @type {Record<string, unknown>} */ (v)[k], path ? `${path}.${k}` : k, depth + 1);
     } else rows.push([path, v]);
   };
   walk(value, '', 0);

@@ -14,12 +14,50 @@ import {
   readTextArg,
 } from './values.js';
 
+/**
+ * A request as JSON: fields set by path.
+ * @typedef {Record<string, unknown>} JsonObject
+ */
+/**
+ * One entry of the flag table (flags.js FLAGS).
+ * @typedef {(typeof import('./flags.js').FLAGS)[number]} FlagDef
+ */
+/**
+ * One `--name[=value]` of the command line.
+ * @typedef {{ name: string, value?: string, def?: FlagDef }} Token
+ */
+/**
+ * One request being built: its fields, the flag that set each, and what this scenario set.
+ * @typedef {object} Scenario
+ * @property {JsonObject} request
+ * @property {Map<string, string>} origin path -> '--flag'
+ * @property {string | null} modelFlag
+ * @property {Set<string>} setHere
+ * @property {Set<string>} setPaths
+ */
+/**
+ * The parsed command line.
+ * @typedef {object} ParsedArgs
+ * @property {string | null} command
+ * @property {string} format
+ * @property {boolean} [formatSet]
+ * @property {boolean} help
+ * @property {boolean} version
+ * @property {Scenario[]} scenarios
+ * @property {string | null} file
+ */
+
+/**
+ * @param {JsonObject} obj
+ * @param {string} path
+ * @param {unknown} value
+ */
 function setPath(obj, path, value) {
   // `checkpointing` is a strategy name or { strategy, ...options }: --checkpointing NAME and
   // its option flags (--save-ops, --checkpointing-k) make one object, in either order
   const ck = obj.checkpointing;
   if (path === 'checkpointing' && typeof value === 'string' && ck && typeof ck === 'object') {
-    ck.strategy = value;
+    /** @type {JsonObject} */ (ck).strategy = value;
     return;
   }
   if (path.startsWith('checkpointing.') && typeof ck === 'string')
@@ -28,12 +66,17 @@ function setPath(obj, path, value) {
   let cur = obj;
   for (const p of parts.slice(0, -1)) {
     if (cur[p] === null || typeof cur[p] !== 'object' || Array.isArray(cur[p])) cur[p] = {};
-    cur = cur[p];
+    cur = /** @type {JsonObject} */ (cur[p]);
   }
   cur[parts[parts.length - 1]] = value;
 }
 
 // A count (7e9, 6.7B) -> model.params; anything else is a preset id.
+/**
+ * @param {string} raw
+ * @param {string} flag
+ * @param {string} path
+ */
 function modelValue(raw, flag, path) {
   /** @type {number | null} */
   let count = null;
@@ -48,6 +91,7 @@ function modelValue(raw, flag, path) {
 }
 
 // How each kind of flag (flags.js `kind`) reads its value.
+/** @type {Record<string, (raw: string, flag: string) => unknown>} */
 const VALUE_OF = {
   string: (raw) => String(raw),
   number: parseNumber,
@@ -63,6 +107,10 @@ const VALUE_OF = {
 
 // One model form per request: the first model flag of a scenario replaces the model of the
 // --json file (or of the scenario before --vs); two different ones conflict.
+/**
+ * @param {Scenario} scenario
+ * @param {string} flag
+ */
 function takeModelForm(scenario, flag) {
   if (scenario.modelFlag && scenario.modelFlag !== flag) {
     throw new UsageError(
@@ -74,6 +122,7 @@ function takeModelForm(scenario, flag) {
   if (!scenario.modelFlag) {
     // Keep the model modifiers this scenario's flags already set (--architecture).
     const prev = scenario.request.model;
+    /** @type {JsonObject} */
     const kept = {};
     if (prev && typeof prev === 'object') {
       for (const [k, v] of Object.entries(prev)) {
@@ -91,6 +140,12 @@ function takeModelForm(scenario, flag) {
 }
 
 // Sets one field of a scenario, and remembers which flag set it.
+/**
+ * @param {Scenario} scenario
+ * @param {string} path
+ * @param {unknown} value
+ * @param {string} flagName
+ */
 function setField(scenario, path, value, flagName) {
   setPath(scenario.request, path, value);
   scenario.origin.set(path, flagName);
@@ -98,6 +153,12 @@ function setField(scenario, path, value, flagName) {
 }
 
 // Applies one request flag to a scenario: { request, origin: Map(path -> '--flag') }.
+/**
+ * @param {Scenario} scenario
+ * @param {FlagDef} def
+ * @param {string} command
+ * @param {string | undefined} raw
+ */
 function applyFlag(scenario, def, command, raw) {
   const flag = def.flag;
   if (!def.commands.includes(flagCommand(def, command))) {
@@ -112,14 +173,19 @@ function applyFlag(scenario, def, command, raw) {
   }
   const path = flagPath(def, command);
   let set;
-  if (def.kind === 'model') set = modelValue(raw, flag, path);
+  if (def.kind === 'model') set = modelValue(/** @type {string} */ (raw), flag, path);
   else if (Object.hasOwn(VALUE_OF, def.kind))
-    set = { target: path, value: VALUE_OF[def.kind](raw, flag) };
+    // (raw is undefined only for a boolean flag, which parseBoolean reads as true)
+    set = { target: path, value: VALUE_OF[def.kind](/** @type {string} */ (raw), flag) };
   else throw new Error(`flag table: unknown kind ${def.kind}`);
   if (def.modelForm) takeModelForm(scenario, flag);
   setField(scenario, set.target, set.value, `--${flag}`);
 }
 
+/**
+ * @param {Scenario} scenario
+ * @param {string | undefined} raw
+ */
 function applySet(scenario, raw) {
   if (raw === undefined || !String(raw).includes('=')) {
     throw new UsageError('invalid_set', 'set', '--set needs path=value, e.g. --set zeroStage=2');
@@ -153,6 +219,11 @@ function applySet(scenario, raw) {
 
 // One `--name[=value]` word (and the value word after it, when it takes one) -> a token;
 // returns the index of the last word read.
+/**
+ * @param {string[]} argv
+ * @param {number} i
+ * @param {Token[]} tokens
+ */
 function readFlag(argv, i, tokens) {
   const a = argv[i];
   const eq = a.indexOf('=');
@@ -193,7 +264,12 @@ function readFlag(argv, i, tokens) {
 }
 
 // argv -> the flag tokens, with the command (and compare-snapshot's file) set on `out`.
+/**
+ * @param {string[]} argv
+ * @param {ParsedArgs} out
+ */
 function tokenize(argv, out) {
+  /** @type {Token[]} */
   const tokens = [];
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
@@ -215,6 +291,7 @@ function tokenize(argv, out) {
   return tokens;
 }
 
+/** @param {string | null} command */
 function checkCommand(command) {
   if (command === null) {
     throw new UsageError(
@@ -234,6 +311,11 @@ function checkCommand(command) {
 }
 
 // --json FILE: the base requests (one, or a list).
+/**
+ * @param {Token} t
+ * @param {Token[][]} groups
+ * @returns {unknown[]}
+ */
 function readBase(t, groups) {
   if (groups.length > 1) {
     throw new UsageError('invalid_vs', 'json', '--json goes before the first --vs');
@@ -249,9 +331,14 @@ function readBase(t, groups) {
 
 // The tokens -> the base requests (the --json file or {}) and the flag groups: the base's,
 // then one after each --vs; --format (and compare-snapshot's bare --json) set on `out`.
+/**
+ * @param {Token[]} tokens
+ * @param {ParsedArgs} out
+ */
 function groupTokens(tokens, out) {
+  /** @type {unknown[]} */
   let base = [{}];
-  /** @type {any[][]} */
+  /** @type {Token[][]} */
   const groups = [[]];
   const once = new Set();
   for (const t of tokens) {
@@ -267,7 +354,7 @@ function groupTokens(tokens, out) {
       out.formatSet = true;
     } else if (t.name === 'json') base = readBase(t, groups);
     else if (t.name === 'format') {
-      if (!['json', 'table', 'markdown'].includes(t.value)) {
+      if (t.value === undefined || !['json', 'table', 'markdown'].includes(t.value)) {
         throw new UsageError(
           'invalid_format',
           'format',
@@ -291,7 +378,15 @@ function groupTokens(tokens, out) {
 }
 
 // A scenario from a request and the origins of its fields, with a group of flags applied.
+/**
+ * @param {JsonObject} request
+ * @param {Map<string, string>} origin
+ * @param {Token[]} group
+ * @param {string} command
+ * @returns {Scenario}
+ */
 function scenarioOf(request, origin, group, command) {
+  /** @type {Scenario} */
   const scenario = { request, origin, modelFlag: null, setHere: new Set(), setPaths: new Set() };
   const seen = new Set();
   for (const t of group) {
@@ -301,19 +396,23 @@ function scenarioOf(request, origin, group, command) {
     }
     seen.add(t.name);
     if (t.name === 'set') applySet(scenario, t.value);
-    else applyFlag(scenario, t.def, command, t.value);
+    else applyFlag(scenario, /** @type {FlagDef} */ (t.def), command, t.value);
   }
   return scenario;
 }
 
 // argv -> { command, format, help, version, scenarios: [{ request, origin }] }
+/**
+ * @param {string[]} argv
+ * @returns {ParsedArgs}
+ */
 export function parseArgs(argv) {
+  /** @type {ParsedArgs} */
   const out = {
     command: null,
     format: 'json',
     help: false,
     version: false,
-    /** @type {any[]} */
     scenarios: [],
     file: null,
   };
@@ -324,17 +423,20 @@ export function parseArgs(argv) {
   }
   if (out.help || out.version) return out;
   checkCommand(out.command);
+  const command = /** @type {string} */ (out.command);
   const { base, groups } = groupTokens(tokens, out);
   for (const req of base) {
     if (req === null || typeof req !== 'object' || Array.isArray(req)) {
       throw new UsageError('invalid_json', 'json', '--json: a request is a JSON object');
     }
-    out.scenarios.push(scenarioOf(structuredClone(req), new Map(), groups[0], out.command));
+    out.scenarios.push(
+      scenarioOf(structuredClone(/** @type {JsonObject} */ (req)), new Map(), groups[0], command),
+    );
   }
   for (const group of groups.slice(1)) {
     const prev = out.scenarios[out.scenarios.length - 1];
     out.scenarios.push(
-      scenarioOf(structuredClone(prev.request), new Map(prev.origin), group, out.command),
+      scenarioOf(structuredClone(prev.request), new Map(prev.origin), group, command),
     );
   }
   return out;
@@ -342,10 +444,15 @@ export function parseArgs(argv) {
 
 // The flag that set a field (or the closest enclosing field): "model.config.hidden_size"
 // came from --config when --config set "model.config".
+/**
+ * @param {Map<string, string>} origin
+ * @param {string} field
+ * @returns {string | null}
+ */
 export function flagForField(origin, field) {
   let f = field;
   while (f) {
-    if (origin.has(f)) return origin.get(f);
+    if (origin.has(f)) return /** @type {string} */ (origin.get(f));
     const cut = Math.max(f.lastIndexOf('.'), f.lastIndexOf('['));
     if (cut < 0) break;
     f = f.slice(0, cut);

@@ -645,11 +645,19 @@ export const OPTION_NAMES = new Set(OPTIONS.map((o) => o.flag));
 
 // compare-snapshot and advise take every peak-memory flag (their request holds a peakMemory
 // request).
+/** @type {(def: (typeof FLAGS)[number], command: string) => string} */
 export const flagCommand = (def, command) =>
   (command === 'compare-snapshot' || command === 'advise') && !def.commands.includes(command)
     ? 'peak-memory'
     : command;
+/**
+ * @param {(typeof FLAGS)[number]} def
+ * @param {string} command
+ * @returns {string}
+ */
 export function flagPath(def, command) {
   const c = flagCommand(def, command);
-  return typeof def.path === 'string' ? def.path : def.path[c];
+  return typeof def.path === 'string'
+    ? def.path
+    : /** @type {Record<string, string>} */ (def.path)[c];
 }

@@ -3,6 +3,7 @@
 import { COMMANDS, ALL } from './commands/index.js';
 import { FLAGS, OPTIONS, flagCommand, flagPath } from './flags.js';
 
+/** @type {Record<string, string>} */
 const ARG_LABEL = {
   model: 'id|count',
   count: 'count',
@@ -15,6 +16,11 @@ const ARG_LABEL = {
 };
 
 // `vocabulary`: the core's tables (tm.vocabulary()); a flag with `vocab` lists that table.
+/**
+ * @param {string | null} command
+ * @param {import('../index.js').Vocabulary} vocabulary
+ * @returns {string}
+ */
 export function helpText(command, vocabulary) {
   const lines = [];
   if (command && COMMANDS[command]) {
@@ -29,7 +35,8 @@ export function helpText(command, vocabulary) {
     for (const f of FLAGS.filter((d) => d.commands.includes(flagCommand(d, command)))) {
       const path = f.kind === 'model' ? 'model.preset | model.params' : flagPath(f, command);
       const arg = f.kind === 'boolean' ? '' : ` <${ARG_LABEL[f.kind]}>`;
-      const names = f.vocab ? vocabulary[f.vocab].join(' | ') : '';
+      const tables = /** @type {Record<string, string[]>} */ (/** @type {unknown} */ (vocabulary));
+      const names = f.vocab ? tables[f.vocab].join(' | ') : '';
       const help = [names, f.help].filter(Boolean).join(' ');
       lines.push(`  --${f.flag}${arg}`.padEnd(34) + ` ${path}${help ? `: ${help}` : ''}`);
     }

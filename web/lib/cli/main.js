@@ -8,6 +8,16 @@ import { renderTable } from './render.js';
 import { UsageError } from './usage-error.js';
 import { readStdinBounded, setCore, setStdin } from './values.js';
 
+/**
+ * Where the CLI writes, and how it reads standard input.
+ * @typedef {{
+ *   out: (text: string) => unknown,
+ *   err: (text: string) => unknown,
+ *   stdin: (max: number) => string | null,
+ * }} Io
+ */
+
+/** @type {Io} */
 const processIo = {
   out: (text) => process.stdout.write(text),
   err: (text) => process.stderr.write(text),
@@ -18,8 +28,12 @@ const processIo = {
 /**
  * Runs the CLI on `argv` (without node and the script). Returns the exit code: 0 result on
  * `io.out`; 2 bad input, 1 internal error, each as {"error":{...}} on `io.err`.
+ * @param {string[]} argv
+ * @param {Io} [io]
+ * @returns {Promise<number>}
  */
 export async function main(argv, io = processIo) {
+  /** @type {(err: object, code?: number) => number} */
   const fail = (err, code = 2) => {
     io.err(`${JSON.stringify({ error: err })}\n`);
     return code;
@@ -50,7 +64,7 @@ export async function main(argv, io = processIo) {
       io.out(`${tm.version}\n`);
       return 0;
     }
-    const command = COMMANDS[args.command];
+    const command = COMMANDS[/** @type {string} */ (args.command)];
     const results = [];
     let input;
     if (command.readInput && args.file !== null) {
@@ -65,10 +79,15 @@ export async function main(argv, io = processIo) {
     }
     for (const [i, s] of args.scenarios.entries()) {
       try {
-        results.push(command.run ? command.run(tm, s.request, input) : tm[command.fn](s.request));
+        results.push(
+          command.run
+            ? command.run(tm, s.request, input)
+            : /** @type {(request: unknown) => unknown} */ (tm[command.fn])(s.request),
+        );
       } catch (/** @type {any} */ e) {
         if (!(e instanceof TrainmemError)) throw e;
         const field = command.flagField ? command.flagField(e.field) : e.field;
+        /** @type {{ code: string, field: string, flag: string | null, message: string, scenario?: number }} */
         const err = {
           code: e.code,
           field: e.field,

@@ -1,5 +1,9 @@
 // @ts-check
 // Did-you-mean for unknown flags and commands: the nearest candidate by edit distance.
+/**
+ * @param {string} a
+ * @param {string} b
+ */
 function levenshtein(a, b) {
   const d = Array.from({ length: b.length + 1 }, (_, j) => j);
   for (let i = 1; i <= a.length; i++) {
@@ -13,6 +17,11 @@ function levenshtein(a, b) {
   }
   return d[b.length];
 }
+/**
+ * @param {string} word
+ * @param {Iterable<string>} candidates
+ * @returns {string}
+ */
 export function suggest(word, candidates) {
   let best = '';
   let bestD = Infinity;

@@ -6,6 +6,10 @@ import * as units from '../units.js';
 import { UsageError } from './usage-error.js';
 
 // The grammar of numbers, counts and bytes is units.js's (one copy, shared with the page).
+/**
+ * @param {string | undefined} text
+ * @param {string} flag
+ */
 export function parseNumber(text, flag) {
   const n = units.parseNumber(text);
   if (Number.isNaN(n)) {
@@ -13,6 +17,10 @@ export function parseNumber(text, flag) {
   }
   return n;
 }
+/**
+ * @param {string | undefined} text
+ * @param {string} flag
+ */
 export function parseCount(text, flag) {
   if (!units.hasCountSuffix(text)) return parseNumber(text, flag);
   const n = units.parseCount(text);
@@ -25,6 +33,10 @@ export function parseCount(text, flag) {
   }
   return n;
 }
+/**
+ * @param {string | undefined} text
+ * @param {string} flag
+ */
 export function parseBytes(text, flag) {
   const n = units.parseBytes(text);
   if (Number.isNaN(n)) {
@@ -36,6 +48,10 @@ export function parseBytes(text, flag) {
   }
   return n;
 }
+/**
+ * @param {string | boolean | undefined} text
+ * @param {string} flag
+ */
 export function parseBoolean(text, flag) {
   if (text === undefined || text === true) return true;
   const t = String(text).toLowerCase();
@@ -46,11 +62,16 @@ export function parseBoolean(text, flag) {
 
 // The core's strict JSON reader and its size limit (main() sets them from the loaded module):
 // the command line reads user JSON exactly as a request is read.
+/** @typedef {{ parseJson: (text: string) => unknown, maxBytes: number }} JsonReader */
+/** @type {JsonReader} */
 let core = {
   parseJson: (text) => JSON.parse(text),
   maxBytes: 16 * 2 ** 20,
 };
-/** Sets the JSON reader and the request size limit (main() passes the loaded core's). */
+/**
+ * Sets the JSON reader and the request size limit (main() passes the loaded core's).
+ * @param {JsonReader} next
+ */
 export function setCore(next) {
   core = next;
 }
@@ -64,6 +85,7 @@ export function setCore(next) {
  */
 export function readBounded(file, max) {
   const fd = typeof file === 'number' ? file : openSync(file, 'r');
+  /** @type {Buffer[]} */
   const chunks = [];
   let total = 0;
   try {
@@ -88,7 +110,11 @@ export function readBounded(file, max) {
   return Buffer.concat(chunks, total);
 }
 
-/** Standard input as text, at most `max` bytes (null when longer). */
+/**
+ * Standard input as text, at most `max` bytes (null when longer).
+ * @param {number} max
+ * @returns {string | null}
+ */
 export function readStdinBounded(max) {
   const b = readBounded(0, max);
   return b === null ? null : b.toString('utf8');
@@ -98,12 +124,19 @@ export function readStdinBounded(max) {
 let readStdin = () => readStdinBounded(core.maxBytes);
 /** @type {string | null} */
 let stdinText = null;
-/** Sets the reader of standard input for the next run (read once, on first use). */
+/**
+ * Sets the reader of standard input for the next run (read once, on first use).
+ * @param {() => string | null} reader
+ */
 export function setStdin(reader) {
   readStdin = reader;
   stdinText = null;
 }
 
+/**
+ * @param {string} file
+ * @param {string} flag
+ */
 function tooLong(file, flag) {
   return new UsageError(
     'too_large',
@@ -113,6 +146,11 @@ function tooLong(file, flag) {
 }
 
 // A file's text, unparsed (or stdin for '-'), at most the request limit.
+/**
+ * @param {string} file
+ * @param {string} flag
+ * @returns {string}
+ */
 export function readTextArg(file, flag) {
   let text;
   try {
@@ -136,6 +174,11 @@ export function readTextArg(file, flag) {
 
 // A file's JSON, read by the core's strict reader (a key given twice, nesting, size and
 // numbers beyond a double are refused as in a request).
+/**
+ * @param {string} file
+ * @param {string} flag
+ * @returns {unknown}
+ */
 export function readJsonArg(file, flag) {
   const text = readTextArg(file, flag);
   try {

@@ -1,5 +1,6 @@
 // @ts-check
 // trainmem accumulation
+/** @type {import('./index.js').Command} */
 export default {
   fn: 'accumulation',
   summary: 'effective batch of a gradient-accumulation setup, or the plan that fits a target batch',

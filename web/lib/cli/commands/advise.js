@@ -1,5 +1,6 @@
 // @ts-check
 // trainmem advise
+/** @type {import('./index.js').Command} */
 export default {
   fn: 'advise',
   summary:

@@ -1,5 +1,6 @@
 // @ts-check
 // trainmem checkpoint-size
+/** @type {import('./index.js').Command} */
 export default {
   fn: 'checkpointSize',
   summary: 'size of a checkpoint: weights, master copy and optimizer state',

@@ -5,6 +5,7 @@ import { TrainmemError } from '../../errors.js';
 import { cellText } from '../render.js';
 import { readBounded } from '../values.js';
 
+/** @type {import('./index.js').Command} */
 export default {
   fn: 'compareSnapshot',
   summary:
@@ -15,7 +16,7 @@ export default {
     'trainmem compare-snapshot --model llama-2-7b --micro-batch 1 --seq-len 2048 --max-allocated 60GiB --nvidia-smi-used 71GiB',
   ],
   /** The file named on the command line, as bytes (at most the reader's limit, `max`). */
-  readInput: (file, max) => {
+  readInput: (/** @type {string} */ file, /** @type {number} */ max) => {
     const b = readBounded(file, max);
     if (b === null) {
       throw new TrainmemError(
@@ -28,20 +29,32 @@ export default {
   },
   run(tm, flags, snapshot) {
     const { measured, ...request } = flags;
+    /** @type {Record<string, unknown>} */
     const r = { request };
     if (measured !== undefined) r.measured = measured;
     if (snapshot !== undefined) r.snapshot = snapshot;
-    return tm.compareSnapshot(r);
+    // (JSON from the command line: the core checks every field)
+    return tm.compareSnapshot(
+      /** @type {import('../../index.js').CompareSnapshotRequest} */ (/** @type {unknown} */ (r)),
+    );
   },
   // The flags set `request.*` (the peakMemory request) and `measured.*`.
-  flagField: (field) => (field.startsWith('request.') ? field.slice('request.'.length) : field),
+  flagField: (/** @type {string} */ field) =>
+    field.startsWith('request.') ? field.slice('request.'.length) : field,
   render: renderComparison,
 };
 
 // compare-snapshot's table: totals, the difference per category, the steps, the peak, causes.
+/**
+ * @param {import('../../index.js').CompareSnapshotResult} r
+ * @param {boolean} markdown
+ */
 function renderComparison(r, markdown) {
-  const b = (n) => (n === null || n === undefined ? '—' : cellText(n, true));
+  const b = (/** @type {number | null | undefined} */ n) =>
+    n === null || n === undefined ? '—' : cellText(n, true);
+  /** @type {string[]} */
   const sections = [];
+  /** @type {(heads: string[], rows: (string | number)[][]) => string} */
   const table = (heads, rows) => {
     if (markdown) {
       return [
@@ -53,7 +66,7 @@ function renderComparison(r, markdown) {
     const widths = heads.map((h, i) =>
       Math.max(h.length, ...rows.map((row) => String(row[i]).length)),
     );
-    const line = (row) =>
+    const line = (/** @type {(string | number)[]} */ row) =>
       row
         .map((c, i) => (i === 0 ? String(c).padEnd(widths[i]) : String(c).padStart(widths[i])))
         .join('  ')

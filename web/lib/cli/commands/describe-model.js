@@ -1,5 +1,6 @@
 // @ts-check
 // trainmem describe-model
+/** @type {import('./index.js').Command} */
 export default {
   fn: 'describeModel',
   summary: 'parameter tensors, buffers and architecture of a model',

@@ -11,6 +11,21 @@ import presets from './presets.js';
 import advise from './advise.js';
 import planLayout from './plan-layout.js';
 
+/**
+ * A command: the core function it calls, its help, and (compare-snapshot) its own input, run
+ * and table.
+ * @typedef {{
+ *   fn: Exclude<keyof import('../../index.js').Trainmem, 'version'>,
+ *   summary: string,
+ *   examples: string[],
+ *   readInput?: (file: string, max: number) => Buffer,
+ *   run?(tm: import('../../index.js').Trainmem, flags: Record<string, unknown>, snapshot?: Buffer): unknown,
+ *   flagField?: (field: string) => string,
+ *   render?(result: unknown, markdown: boolean): string,
+ * }} Command
+ */
+
+/** @type {Record<string, Command>} */
 export const COMMANDS = {
   'checkpoint-size': checkpointSize,
   'describe-model': describeModel,

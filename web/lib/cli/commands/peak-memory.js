@@ -1,5 +1,6 @@
 // @ts-check
 // trainmem peak-memory
+/** @type {import('./index.js').Command} */
 export default {
   fn: 'peakMemory',
   summary: 'peak memory of one training step, with breakdown and timeline',

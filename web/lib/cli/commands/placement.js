@@ -1,5 +1,6 @@
 // @ts-check
 // trainmem placement
+/** @type {import('./index.js').Command} */
 export default {
   fn: 'placement',
   summary: 'which layers to checkpoint (activation recompute) for a memory budget',

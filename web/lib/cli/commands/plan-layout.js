@@ -1,5 +1,6 @@
 // @ts-check
 // trainmem plan-layout
+/** @type {import('./index.js').Command} */
 export default {
   fn: 'planLayout',
   summary:
