@@ -32,19 +32,12 @@ export function tracedLine(ctx, clear) {
 }
 
 /**
- * describeModel's result for a traced model: with its trace (the core writes `trace`, which
- * index.d.ts's DescribeModelResult does not declare).
- * @typedef {DescribeModelResult & { name?: string, trace?: { layers: unknown[], ops: number,
- *   tracedBatch: number, tracedSeqLen?: number } }} TracedDescription
- */
-
-/**
  * @param {Ctx} ctx
- * @param {TracedDescription} d
+ * @param {DescribeModelResult} d
  */
 function summary(ctx, d) {
   const { t } = ctx;
-  const tr = /** @type {NonNullable<TracedDescription['trace']>} */ (d.trace); // (a trace's)
+  const tr = /** @type {NonNullable<DescribeModelResult['trace']>} */ (d.trace); // (a trace's)
   return h(
     'p',
     { class: 'muted' },
@@ -66,7 +59,7 @@ export function tracePanel(ctx) {
   let reading = '';
   /** @type {PageError | null} */
   let error = null;
-  /** @type {TracedDescription | null} */
+  /** @type {DescribeModelResult | null} */
   let described = null;
   /** @type {HTMLElement | null} */
   let body = null;
@@ -100,7 +93,7 @@ export function tracePanel(ctx) {
     const text = await f.text();
     ctx.solver.runHeavy('describeModel', { model: { trace: text } }).then(
       (/** @type {unknown} */ result) => {
-        const d = /** @type {TracedDescription} */ (result);
+        const d = /** @type {DescribeModelResult} */ (result);
         reading = '';
         described = d;
         traced.text = text;

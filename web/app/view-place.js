@@ -1,7 +1,7 @@
 // @ts-check
 // The placement result: the peak of the activations, which layers are checkpointed (by module
 // name), the placement diagram, memory over the step and the memory–time frontier.
-/** @import { DescribeModelResult, ModelInput, PlacementCostResult, PlacementFrontierResult, PlacementPlanResult, PlacementRequest, PlacementResult } from '../lib/index.js' */
+/** @import { DescribeModelResult, PlacementCostResult, PlacementFrontierResult, PlacementPlanResult, PlacementRequest, PlacementResult } from '../lib/index.js' */
 /** @import { Ctx } from './types.js' */
 import { h } from './dom.js';
 import { frontierData } from './frontier.js';
@@ -14,12 +14,6 @@ import { chartOpts, chip, headline, details, timelineChart } from './view-common
  * each field before it reads it.
  * @typedef {Partial<PlacementPlanResult> & Partial<PlacementFrontierResult> & Partial<PlacementCostResult>} AnyPlacementResult
  */
-/**
- * The placement request the page sends: the chain form, or the model form (the model's chain,
- * requests.js placementRequest), which the core reads and index.d.ts's PlacementRequest does
- * not describe.
- * @typedef {PlacementRequest & { model?: ModelInput }} PlaceRequest
- */
 
 /**
  * The module name of each layer of a model's chain, or its number (from 0, as the API's
@@ -27,7 +21,7 @@ import { chartOpts, chip, headline, details, timelineChart } from './view-common
  * embedding, one layer per block, the head (docs/placement.md); the blocks' prefix is read
  * from the model's tensor names (`transformer.h.0.ln_1.weight` → `transformer.h.`).
  * @param {Ctx} ctx
- * @param {PlaceRequest} req
+ * @param {PlacementRequest} req
  * @returns {(i: number) => string}
  */
 export function chainNames(ctx, req) {
@@ -63,7 +57,7 @@ function shortName(/** @type {string} */ a, /** @type {string} */ b) {
  * @param {Ctx} ctx
  * @param {HTMLElement} el
  * @param {AnyPlacementResult} res
- * @param {PlaceRequest} req
+ * @param {PlacementRequest} req
  */
 export function renderPlace(ctx, el, res, req) {
   const { t, st } = ctx;
@@ -110,7 +104,7 @@ export function renderPlace(ctx, el, res, req) {
  * @param {Ctx} ctx
  * @param {HTMLElement} el
  * @param {AnyPlacementResult} res
- * @param {PlaceRequest} req
+ * @param {PlacementRequest} req
  */
 function frontierChart(ctx, el, res, req) {
   const { t, solver } = ctx;

@@ -584,9 +584,30 @@ export interface BufferDescription {
  * Result of {@link Trainmem.describeModel}. Architecture fields are 0 / "" when unknown (a
  * model given only as a parameter count or a tensor list).
  */
+/** What describeModel says of a traced model's trace (`model.trace`). */
+export interface TraceDescription {
+  /** The torch version that traced it. */
+  torch: string;
+  /** The device it was traced on. */
+  device: string;
+  /** The batch and sequence length of the traced run. */
+  tracedBatch: number;
+  tracedSeqLen?: number;
+  /** Operations recorded. */
+  ops: number;
+  /** The chain's layers: module name, parameters and operations of each. */
+  layers: Array<{ name: string; params: number; ops: number }>;
+  /** Tensor sizes the tracer's probes contradicted (not polynomial in batch and length). */
+  inexactSizes: number;
+  /** What the tracer says about this trace. */
+  notes: string[];
+}
+
 export interface DescribeModelResult {
   /** Which form the model came from. */
-  source: 'params' | 'preset' | 'config' | 'tensors';
+  source: 'params' | 'preset' | 'config' | 'tensors' | 'trace';
+  /** A traced model's trace. */
+  trace?: TraceDescription;
   /** Preset id, for presets. */
   presetId?: string;
   /** Display name. */
@@ -1665,8 +1686,21 @@ export interface Chain {
 }
 /** Request of {@link Trainmem.placement}. Every strategy is measured by one simulator. */
 export interface PlacementRequest {
-  /** The chain of layers. */
-  chain: Chain;
+  /** The chain of layers; or give `model` instead. */
+  chain?: Chain;
+  /**
+   * Instead of `chain`: a model, one layer per block from the peak-memory activation model
+   * (costs in FLOPs, backward = 2 x forward), at `microBatch` (default 1), `seqLen` (required
+   * but for a traced model; a diffusion network's text tokens), `targetLen` (encoder-decoder),
+   * `imageSize` (vision and diffusion), `precision` (default fp32) and `attention` (default sdpa).
+   */
+  model?: ModelInput;
+  microBatch?: number;
+  seqLen?: number;
+  targetLen?: number;
+  imageSize?: number | [number, number];
+  precision?: Precision;
+  attention?: 'eager' | 'sdpa';
   /** Default none. */
   strategy?: PlacementStrategy;
   /** `manual`: checkpointed segments as inclusive 0-based [first, last] layer ranges. */
@@ -2343,6 +2377,8 @@ export interface PlanLayoutResult {
   assumptions: string[];
   /** The request's `compare` layout, and how many candidates the time model ranks before it. */
   compared?: PlannedLayout & { fasterCandidates: number };
+  inexact?: InexactNumber[];
+  messages?: MessageCodes;
 }
 
 // advise
