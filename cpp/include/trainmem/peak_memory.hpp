@@ -194,9 +194,9 @@ struct Request {
   struct Fsdp {
     bool enabled = false;
     uint32_t version = 2;
-    std::string strategy = "FULL_SHARD";  // FULL_SHARD | SHARD_GRAD_OP | HYBRID_SHARD | NO_SHARD
-    uint64_t shard_degree = 1;            // ranks one parameter is sharded over
-    bool reshard_after_forward = true;    // block units (fully_shard / FULL_SHARD)
+    vocab::FsdpStrategy strategy = vocab::FsdpStrategy::full_shard;
+    uint64_t shard_degree = 1;          // ranks one parameter is sharded over
+    bool reshard_after_forward = true;  // block units (fully_shard / FULL_SHARD)
     // the last block's unit: torchtitan's parallelize passed reshard_after_forward=False for it
     // (FSDP would prefetch it again at once); default: as the other blocks
     bool reshard_last_block = true;

@@ -269,8 +269,17 @@ inline constexpr CheckpointFormatTerm kCheckpointFormats[] = {
 inline constexpr const char* kSaveOps[] = {"mm", "sdpa", "bmm", "softmax", "silu"};
 
 // ---- FSDP sharding strategies (torch.distributed.fsdp.ShardingStrategy; fsdp.shardingStrategy).
-inline constexpr const char* kFsdpStrategies[] = {"FULL_SHARD", "SHARD_GRAD_OP", "HYBRID_SHARD",
-                                                  "NO_SHARD"};
+enum class FsdpStrategy { full_shard, shard_grad_op, hybrid_shard, no_shard };
+struct FsdpStrategyTerm {
+  const char* name;
+  FsdpStrategy value;
+};
+inline constexpr FsdpStrategyTerm kFsdpStrategies[] = {
+    {"FULL_SHARD", FsdpStrategy::full_shard},
+    {"SHARD_GRAD_OP", FsdpStrategy::shard_grad_op},  // gathered from the forward to the backward
+    {"HYBRID_SHARD", FsdpStrategy::hybrid_shard},    // sharded in a group, replicated across
+    {"NO_SHARD", FsdpStrategy::no_shard},            // replicated, like DDP
+};
 
 // ---- torchao float8 training recipes (Float8LinearRecipeName; float8.recipe).
 inline constexpr const char* kFloat8Recipes[] = {"tensorwise", "rowwise", "rowwise_with_gw_hp"};

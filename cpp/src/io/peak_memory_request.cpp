@@ -343,7 +343,7 @@ void parse_fsdp_block_list(const Obj& o, Request::Fsdp* d) {
 // backward; FSDP2 (_fully_shard.py) says it with reshard_after_forward=False.
 void parse_fsdp_reshard(const Obj& f, Request::Fsdp* out) {
   Request::Fsdp& d = *out;
-  const bool strategy_keeps = d.strategy == "SHARD_GRAD_OP";
+  const bool strategy_keeps = d.strategy == vocab::FsdpStrategy::shard_grad_op;
   const char* field = "fsdp.reshardAfterForward";
   const bool per_unit = f.has("reshardAfterForward") && f.raw("reshardAfterForward").is_object();
   if (per_unit && d.version == 1)
@@ -384,8 +384,10 @@ void parse_fsdp(const Obj& req, Request* out) {
   Request::Fsdp& d = r.fsdp;
   d.enabled = true;
   d.version = static_cast<uint32_t>(f.u64_or("version", 2, 1, 2));
-  d.strategy = f.one_of_or("shardingStrategy", vocab::names(vocab::kFsdpStrategies), "FULL_SHARD");
-  if (d.strategy == "HYBRID_SHARD") {
+  const std::string strategy =
+      f.one_of_or("shardingStrategy", vocab::names(vocab::kFsdpStrategies), "FULL_SHARD");
+  d.strategy = vocab::find(vocab::kFsdpStrategies, strategy)->value;
+  if (d.strategy == vocab::FsdpStrategy::hybrid_shard) {
     if (!f.has("shardGroupSize"))
       fail(code::kMissingField, "fsdp.shardGroupSize", Message{"error.fsdp.group", {}});
     d.shard_degree = f.u64_or("shardGroupSize", 1, 1, kMaxRanks);
@@ -398,7 +400,7 @@ void parse_fsdp(const Obj& req, Request* out) {
     if (f.has("shardGroupSize"))
       fail(code::kInconsistent, "fsdp.shardGroupSize",
            "shardGroupSize belongs to HYBRID_SHARD only");
-    d.shard_degree = d.strategy == "NO_SHARD" ? 1 : r.data_parallel;
+    d.shard_degree = d.strategy == vocab::FsdpStrategy::no_shard ? 1 : r.data_parallel;
   }
   parse_fsdp_reshard(f, &d);
   d.prefetch = f.u64_or("prefetch", 1, 0, 64);

@@ -236,7 +236,7 @@ void hold_weights(const Request& rq, Step* s) {
   if (rq.fsdp.enabled)
     h.weights_src.then({"peak.weights.fsdp",
                         {{"version", std::to_string(rq.fsdp.version)},
-                         {"strategy", rq.fsdp.strategy},
+                         {"strategy", vocab::name_for(vocab::kFsdpStrategies, rq.fsdp.strategy)},
                          {"ranks", ranks}}});
   if (rq.zero_stage == 3) h.weights_src.then({"peak.weights.zero3", {{"ranks", ranks}}});
   if (rq.zero3.enabled && rq.zero_stage == 3) h.weights_src.then({"peak.weights.zero3.whole", {}});
@@ -399,8 +399,10 @@ void fill_result(const Request& rq, const Step& s, Result* out) {
       !s.hold.weights_gathered_16bit)
     r.assumptions.push_back(Text("peak.assume.autocast.gathered", {}));
   if (rq.fsdp.enabled)
-    r.assumptions.push_back(Text("peak.assume.fsdp", {{"version", std::to_string(rq.fsdp.version)},
-                                                      {"strategy", rq.fsdp.strategy}}));
+    r.assumptions.push_back(
+        Text("peak.assume.fsdp",
+             {{"version", std::to_string(rq.fsdp.version)},
+              {"strategy", vocab::name_for(vocab::kFsdpStrategies, rq.fsdp.strategy)}}));
   sharding_assumptions(rq, &r.assumptions);
   if (rq.lora.enabled) {
     r.assumptions.push_back(Text("peak.assume.lora", {{"modules", std::to_string(s.lora.modules)},

@@ -101,7 +101,8 @@ void apply_context_parallel(Request* out) {
   // get_data_parallel_group(with_context_parallel=True))
   c.data_parallel = r.data_parallel;
   r.data_parallel *= c.size;
-  if (r.fsdp.enabled && r.fsdp.strategy != "NO_SHARD") r.fsdp.shard_degree *= c.size;
+  if (r.fsdp.enabled && r.fsdp.strategy != vocab::FsdpStrategy::no_shard)
+    r.fsdp.shard_degree *= c.size;
 }
 
 void apply_expert_parallel(Request* out) {
