@@ -63,6 +63,7 @@ function sentences(v, path, key, out) {
 // comes back as codes too (error.messages), so that the page can say it in its language.
 const LLAMA = { model: { preset: 'llama-2-7b' }, microBatch: 1, seqLen: 512, optimizer: 'adamw' };
 const A100 = { ...LLAMA, gpu: 'a100-80gb' };
+const GPT2_SMALL = { model: { preset: 'gpt2' }, microBatch: 1, seqLen: 128, timeline: false };
 const ERROR_REQUESTS = [
   ['peakMemory', { ...LLAMA, gpu: 't4', precision: 'bf16' }],
   ['peakMemory', { ...LLAMA, model: { params: 7e9 }, lora: { rank: 16 } }],
@@ -272,6 +273,14 @@ requests.push(
   ['advise', { ...LLAMA, gpuMemoryBytes: 80e9, timeline: false, changes: false }],
   ['advise', { ...A100, tensorParallel: 2, timeline: false, changes: false }],
 );
+
+// the CUDA context's sentence for each GPU: torch 1.10's (measured or derived per GPU), and
+// the lazy-loading lines' (measured on the A100-80GB, shifted for the others)
+const CONTEXT_GPUS = ['v100-16gb', 'v100-32gb', 't4', 'a10', 'rtx-3090', 'a100-40gb', 'a100-80gb'];
+for (const gpu of [...CONTEXT_GPUS, 'l4', 'rtx-4090'])
+  requests.push(['peakMemory', { ...GPT2_SMALL, runtime: 'pytorch-1.10-cuda', gpu }]);
+for (const gpu of ['a100-80gb', 'h100-80gb'])
+  requests.push(['peakMemory', { ...GPT2_SMALL, runtime: 'pytorch-2.1-cuda', gpu }]);
 
 // FSDP2's units of their own and a per-block reshard list, and their refusals
 const FSDP7B = { ...A100, model: { preset: 'llama-2-7b' }, dataParallel: 8 };

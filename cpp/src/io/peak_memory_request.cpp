@@ -692,10 +692,8 @@ void context_for_gpu(const Gpu& g, Request* out) {
   }
   const json& e = (*by)[g.id];
   r.runtime.context_bytes = e.at("bytes").get<uint64_t>();
-  r.runtime.context_source =
-      Text("runtime.context.gpu", {{"gpu", g.id},
-                                   {"kind", e.at("kind").get<std::string>()},
-                                   {"source", e.at("source").get<std::string>()}});
+  // the entry names its catalog sentence: what was measured, or how it was derived
+  r.runtime.context_source = Text(e.at("message").get<std::string>(), {{"gpu", g.id}});
 }
 
 // attention, runtimeOverheadBytes, gpu or gpuMemoryBytes, optimizerImplementation and
