@@ -16,6 +16,13 @@
 namespace trainmem {
 namespace vocab {
 
+// A name and the enum value it selects: the entry of most tables below.
+template <class E>
+struct Named {
+  const char* name;
+  E value;
+};
+
 // ---- Optimizers: request name -> the state layout it selects (model/optimizer.cpp). A name
 // whose layout is another's is an alias of it; a layout's first name is the one results print.
 enum class Optimizer {
@@ -162,10 +169,7 @@ inline constexpr StrategyTerm kStrategies[] = {
     {"optimal", Strategy::optimal, true, Budget::required, kParamSlots},
 };
 // The request key of each parameter bit (saveOps' bit also admits everyOtherMm).
-struct StrategyParamTerm {
-  const char* name;
-  StrategyParam value;
-};
+using StrategyParamTerm = Named<StrategyParam>;
 inline constexpr StrategyParamTerm kStrategyParams[] = {
     {"k", kParamK},
     {"segments", kParamSegments},
@@ -181,10 +185,7 @@ inline constexpr const char* kAccumulationAutoCheckpointing = "auto";
 
 // ---- Training precisions.
 enum class Precision { fp32, amp_fp16, amp_bf16, bf16, fp16 };
-struct PrecisionTerm {
-  const char* name;
-  Precision value;
-};
+using PrecisionTerm = Named<Precision>;
 inline constexpr PrecisionTerm kPrecisions[] = {
     {"fp32", Precision::fp32}, {"amp-fp16", Precision::amp_fp16}, {"amp-bf16", Precision::amp_bf16},
     {"bf16", Precision::bf16}, {"fp16", Precision::fp16},
@@ -215,10 +216,7 @@ inline constexpr RuntimeTerm kRuntimes[] = {
 // ---- Optimizer step implementations (torch.optim foreach / for-loop / fused; transformers'
 // own AdamW).
 enum class OptimizerImpl { foreach, for_loop, fused, transformers };
-struct OptimizerImplTerm {
-  const char* name;
-  OptimizerImpl value;
-};
+using OptimizerImplTerm = Named<OptimizerImpl>;
 inline constexpr OptimizerImplTerm kOptimizerImpls[] = {
     {"foreach", OptimizerImpl::foreach},
     {"for-loop", OptimizerImpl::for_loop},
@@ -228,10 +226,7 @@ inline constexpr OptimizerImplTerm kOptimizerImpls[] = {
 
 // ---- Loss computations of a language-model head.
 enum class Loss { cross_entropy, chunked, liger_fused };
-struct LossTerm {
-  const char* name;
-  Loss value;
-};
+using LossTerm = Named<Loss>;
 inline constexpr LossTerm kLosses[] = {
     {"cross-entropy", Loss::cross_entropy},     // HF: cross_entropy over the full fp32 logits
     {"chunked", Loss::chunked},                 // torchtune CEWithChunkedOutputLoss
@@ -240,10 +235,7 @@ inline constexpr LossTerm kLosses[] = {
 
 // ---- Pipeline-parallel schedules (peakMemory pipelineParallel > 1; parallel.hpp).
 enum class PipelineSchedule { gpipe, one_f_one_b, interleaved, zb_h1, zb_v };
-struct PipelineScheduleTerm {
-  const char* name;
-  PipelineSchedule value;
-};
+using PipelineScheduleTerm = Named<PipelineSchedule>;
 inline constexpr PipelineScheduleTerm kPipelineSchedules[] = {
     {"1f1b", PipelineSchedule::one_f_one_b},              // PipeDream-flush: Megatron, torch
     {"gpipe", PipelineSchedule::gpipe},                   // all forwards, then all backwards
@@ -254,10 +246,7 @@ inline constexpr PipelineScheduleTerm kPipelineSchedules[] = {
 
 // ---- Checkpoint file formats (checkpointSize).
 enum class CheckpointFormat { raw, torch, safetensors };
-struct CheckpointFormatTerm {
-  const char* name;
-  CheckpointFormat value;
-};
+using CheckpointFormatTerm = Named<CheckpointFormat>;
 inline constexpr CheckpointFormatTerm kCheckpointFormats[] = {
     {"raw", CheckpointFormat::raw},      // the tensor payload alone
     {"torch", CheckpointFormat::torch},  // torch.save zip
@@ -270,10 +259,7 @@ inline constexpr const char* kSaveOps[] = {"mm", "sdpa", "bmm", "softmax", "silu
 
 // ---- FSDP sharding strategies (torch.distributed.fsdp.ShardingStrategy; fsdp.shardingStrategy).
 enum class FsdpStrategy { full_shard, shard_grad_op, hybrid_shard, no_shard };
-struct FsdpStrategyTerm {
-  const char* name;
-  FsdpStrategy value;
-};
+using FsdpStrategyTerm = Named<FsdpStrategy>;
 inline constexpr FsdpStrategyTerm kFsdpStrategies[] = {
     {"FULL_SHARD", FsdpStrategy::full_shard},
     {"SHARD_GRAD_OP", FsdpStrategy::shard_grad_op},  // gathered from the forward to the backward
