@@ -182,5 +182,20 @@ struct Trace {
 
 Trace build(const StepSpec& spec);
 
+// A consumer of the events as they are made, for a caller that reads them once in order (peak
+// memory's count without the allocator): no list of events is kept. Ids count up from 1, one
+// per allocation, in the order the allocations come; `mark` comes before a mark's first event.
+class Sink {
+ public:
+  virtual ~Sink() = default;
+  virtual void mark() = 0;
+  virtual void alloc(uint64_t id, uint64_t bytes, Part part) = 0;
+  virtual void free(uint64_t id) = 0;
+};
+
+// The same trace as build(spec), its events given to `sink` (their streams left out); returns
+// the marks (Trace::events and Trace::parts stay empty).
+Trace build_into(const StepSpec& spec, Sink* sink);
+
 }  // namespace trace
 }  // namespace trainmem

@@ -17,7 +17,7 @@ using placement::OpKind;
 
 class Builder {
  public:
-  explicit Builder(const StepSpec& s) : s_(s) {
+  Builder(const StepSpec& s, Sink* sink) : s_(s), sink_(sink) {
     const size_t n = s.layers.size();
     saved_.assign(n, {});
     standalone_.assign(n + 1, 0);
@@ -45,9 +45,11 @@ class Builder {
   }
 
   Trace run() {
-    t_.events.reserve(estimated_events());
-    t_.parts.reserve(t_.events.capacity() / 2 + 1);
-    t_.parts.push_back(Part::weights);  // ids count from 1: index 0 holds no allocation
+    if (!sink_) {
+      t_.events.reserve(estimated_events());
+      t_.parts.reserve(t_.events.capacity() / 2 + 1);
+      t_.parts.push_back(Part::weights);  // ids count from 1: index 0 holds no allocation
+    }
     mark(0, 0, "load", -1);
     // model.to("cuda"): one allocation per parameter tensor, in module order
     for (uint64_t w : s_.weights) alloc(w, Part::weights);
@@ -128,23 +130,33 @@ class Builder {
   uint64_t alloc(uint64_t bytes, Part part, uint32_t stream = 0) {
     if (bytes == 0) return 0;
     const uint64_t id = ++next_id_;
-    t_.parts.push_back(part);
     if (s_.offload_activations) {
       if (bytes_of_.size() <= id) bytes_of_.resize(id + 1, 0);
       bytes_of_[id] = bytes;
     }
+    ++events_;
+    if (sink_) {
+      sink_->alloc(id, bytes, part);
+      return id;
+    }
+    t_.parts.push_back(part);
     t_.events.push_back({Event::kAlloc, stream, id, bytes});
     return id;
   }
   void free(uint64_t& id) {
     if (!id) return;
     if (s_.offload_activations && id < bytes_of_.size()) bytes_of_[id] = 0;
-    t_.events.push_back({Event::kFree, 0, id, 0});
+    ++events_;
+    if (sink_)
+      sink_->free(id);
+    else
+      t_.events.push_back({Event::kFree, 0, id, 0});
     id = 0;
   }
   void mark(uint32_t step, uint32_t micro, const char* phase, int32_t layer) {
+    if (sink_) sink_->mark();
     Mark m;
-    m.event = static_cast<uint32_t>(t_.events.size());
+    m.event = static_cast<uint32_t>(events_);
     m.step = step;
     m.micro_step = micro;
     m.phase = phase;
@@ -651,7 +663,9 @@ class Builder {
   }
 
   const StepSpec& s_;
+  Sink* sink_;  // null: the events go to t_
   Trace t_;
+  uint64_t events_ = 0;  // events made so far
   // scratch lists of live ids, reused: the forward's, the backward's (which may step a
   // parameter's optimizer inside it), the optimizer's
   std::vector<uint64_t> fwd_live_, fwd_gathered_, bwd_live_, bwd_gathered_, step_live_;
@@ -692,7 +706,9 @@ class Builder {
 
 }  // namespace
 
-Trace build(const StepSpec& spec) { return Builder(spec).run(); }
+Trace build(const StepSpec& spec) { return Builder(spec, nullptr).run(); }
+
+Trace build_into(const StepSpec& spec, Sink* sink) { return Builder(spec, sink).run(); }
 
 }  // namespace trace
 }  // namespace trainmem
