@@ -189,44 +189,55 @@ Figures count(const Request& rq, const Step& s, const trace::Trace& t) {
 }
 
 // The trace counted as it is built, without an allocator and without the timeline: the figures
-// count() gives, with no list of events. Each id's requested bytes and part are kept (to take
-// them off when it is freed); the parts at the peak are copied when the live bytes fall from a
-// new peak.
+// count() gives, with no list of events. Each id's bytes and part are kept (to take them off
+// when it is freed; an allocation run's, its sums); the parts at the peak are copied when the
+// live bytes fall from a new peak.
 class Counter final : public trace::Sink {
  public:
-  Counter(const Request& rq, std::vector<std::pair<uint64_t, Part>>* ids)
+  struct Held {
+    uint64_t bytes = 0;    // requested
+    uint64_t counted = 0;  // what the ledger counts (the allocator's rounding, on CUDA)
+    uint64_t events = 1;   // allocations it stands for (an allocation run's n)
+    Part part = Part::weights;
+  };
+  Counter(const Request& rq, std::vector<Held>* ids)
       : ids_(*ids), cuda_(rq.runtime.is_cuda()), div_(rq.allocator.roundup_power2_divisions) {
-    ids_.assign(1, {0, Part::weights});  // ids count from 1
+    ids_.assign(1, Held{});  // ids count from 1
   }
   void mark() override { ++marks_; }
   void alloc(uint64_t id, uint64_t bytes, Part part) override {
-    ++events_;
     check(bytes);
-    if (id == ids_.size())  // (ids come in order: one more each time)
-      ids_.emplace_back(bytes, part);
-    else if (id < ids_.size())
-      ids_[id] = {bytes, part};
-    else
-      ids_.resize(id + 1, {bytes, part});
-    const uint64_t c = counted(bytes);
-    total_ += c;
-    now_[static_cast<size_t>(part)] += bytes;
-    rounding_ += c - std::min(c, bytes);
-    if (total_ > peak_) {
-      peak_ = total_;
-      peak_mark_ = marks_ - 1;
-      fresh_ = true;
-    }
+    add(id, {bytes, counted(bytes), 1, part});
   }
-  void free(uint64_t id) override {
-    ++events_;
+  void alloc_run(uint64_t id, const uint64_t* bytes, size_t n, Part part) override {
+    Held h{0, 0, n, part};
+    for (size_t k = 0; k < n; ++k) {
+      check(bytes[k]);
+      h.bytes += bytes[k];
+      h.counted += counted(bytes[k]);
+    }
+    // each allocation's rounding is counted - bytes (round_size never rounds down), so the
+    // run's is the difference of its sums
+    add(id, h);
+  }
+  void transient(uint64_t bytes, Part part) override {
+    check(bytes);
+    const Held h{bytes, counted(bytes), 1, part};
+    raise(h);
     take_peak();
-    if (id >= ids_.size()) return;
-    const auto& [bytes, part] = ids_[id];
-    const uint64_t c = counted(bytes);
-    total_ -= c;
-    now_[static_cast<size_t>(part)] -= bytes;
-    rounding_ -= c - std::min(c, bytes);
+    lower(h);
+    events_ += 2;
+  }
+  uint64_t free(uint64_t id) override {
+    take_peak();
+    if (id >= ids_.size()) {
+      ++events_;
+      return 1;
+    }
+    const Held& h = ids_[id];
+    lower(h);
+    events_ += h.events;
+    return h.events;
   }
   uint64_t events() const { return events_; }
   Figures figures(const std::vector<trace::Mark>& marks) {
@@ -242,6 +253,31 @@ class Counter final : public trace::Sink {
   }
 
  private:
+  void add(uint64_t id, const Held& h) {
+    if (id == ids_.size())  // (ids come in order: one more each time)
+      ids_.push_back(h);
+    else if (id < ids_.size())
+      ids_[id] = h;
+    else
+      ids_.resize(id + 1, h);
+    events_ += h.events;
+    raise(h);
+  }
+  void raise(const Held& h) {
+    total_ += h.counted;
+    now_[static_cast<size_t>(h.part)] += h.bytes;
+    rounding_ += h.counted - std::min(h.counted, h.bytes);
+    if (total_ > peak_) {
+      peak_ = total_;
+      peak_mark_ = marks_ - 1;
+      fresh_ = true;
+    }
+  }
+  void lower(const Held& h) {
+    total_ -= h.counted;
+    now_[static_cast<size_t>(h.part)] -= h.bytes;
+    rounding_ -= h.counted - std::min(h.counted, h.bytes);
+  }
   // The parts at the peak, taken when the live bytes first fall from it (every allocation
   // adds bytes: until a free, the newest peak is the state now).
   void take_peak() {
@@ -260,7 +296,7 @@ class Counter final : public trace::Sink {
     if (all_ > kLimit) step_too_large();
   }
 
-  std::vector<std::pair<uint64_t, Part>>& ids_;  // per id: requested bytes, part
+  std::vector<Held>& ids_;  // per id
   bool cuda_;
   uint32_t div_;
   uint64_t events_ = 0, marks_ = 0, all_ = 0, total_ = 0, peak_ = 0, rounding_ = 0;
@@ -407,7 +443,7 @@ Figures run_step(const Request& rq, const Step& s, Result* r) {
   if (!replayed && !(rq.want_timeline && !rq.verdict_only)) {
     // counted as it is built; the ids' table is kept for the next evaluation (the planner's
     // candidates, the maxMicroBatch search's probes)
-    static thread_local std::vector<std::pair<uint64_t, Part>> ids;
+    static thread_local std::vector<Counter::Held> ids;
     Counter c(rq, &ids);
     const trace::Trace t = trace::build_into(spec, &c);
     r->trace_events = c.events();
