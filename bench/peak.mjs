@@ -1,9 +1,10 @@
 // Benchmark (not a test): a full peak-memory computation for a 70B preset in the WASM core
 // under Node. Run after `bash tools/build.sh wasm`:  node bench/peak.mjs
+// (TRAINMEM_LIB=/other/checkout/web/lib/index.js node bench/peak.mjs: another build)
 // Targets: <= 1 ms per computation without the allocator simulation, <= 5 ms with it (three
 // training steps through the caching-allocator simulator). Results: bench/RESULTS.md
 // ("Peak memory").
-import { load } from '../web/lib/index.js';
+const { load } = await import(process.env.TRAINMEM_LIB || '../web/lib/index.js');
 
 const tm = await load();
 // The bench's 70B request; each case varies it.

@@ -182,5 +182,28 @@ struct Trace {
 
 Trace build(const StepSpec& spec);
 
+// A consumer of the events as they are made, for a caller that reads them once in order (peak
+// memory's count without the allocator): no list of events is kept. Ids count up from 1, one
+// per allocation, in the order the allocations come; `mark` comes before a mark's first event.
+class Sink {
+ public:
+  virtual ~Sink() = default;
+  virtual void mark() = 0;
+  virtual void alloc(uint64_t id, uint64_t bytes, Part part) = 0;
+  // The `n` allocations of `bytes` (none of 0 B) one after the other, with nothing between
+  // them, and later freed one after the other (the free of `id` stands for them all): one id
+  // for a sink that only reads the live bytes and their peak, which within such a run is at its
+  // end. Each allocation and free counts as one event.
+  virtual void alloc_run(uint64_t id, const uint64_t* bytes, size_t n, Part part) = 0;
+  // An allocation freed right after it (nothing between): two events, no id kept.
+  virtual void transient(uint64_t bytes, Part part) = 0;
+  // Returns the events the free stands for (1, or an allocation run's n).
+  virtual uint64_t free(uint64_t id) = 0;
+};
+
+// The same trace as build(spec), its events given to `sink` (their streams left out); returns
+// the marks (Trace::events and Trace::parts stay empty).
+Trace build_into(const StepSpec& spec, Sink* sink);
+
 }  // namespace trace
 }  // namespace trainmem

@@ -17,7 +17,7 @@ using placement::OpKind;
 
 class Builder {
  public:
-  explicit Builder(const StepSpec& s) : s_(s) {
+  Builder(const StepSpec& s, Sink* sink) : s_(s), sink_(sink) {
     const size_t n = s.layers.size();
     saved_.assign(n, {});
     standalone_.assign(n + 1, 0);
@@ -45,12 +45,15 @@ class Builder {
   }
 
   Trace run() {
-    t_.events.reserve(estimated_events());
-    t_.parts.reserve(t_.events.capacity() / 2 + 1);
-    t_.parts.push_back(Part::weights);  // ids count from 1: index 0 holds no allocation
+    if (!sink_) {
+      t_.events.reserve(estimated_events());
+      t_.parts.reserve(t_.events.capacity() / 2 + 1);
+      t_.parts.push_back(Part::weights);  // ids count from 1: index 0 holds no allocation
+    }
     mark(0, 0, "load", -1);
     // model.to("cuda"): one allocation per parameter tensor, in module order
-    for (uint64_t w : s_.weights) alloc(w, Part::weights);
+    std::vector<uint64_t> loaded;  // (kept for the whole run: never freed)
+    alloc_run(s_.weights, Part::weights, &loaded);
     // ZeRO mixed precision: the fp32 partitions are made when the engine wraps the optimizer
     // (deepspeed/runtime/zero/stage_1_and_2.py __init__: single_partition_of_fp32_groups)
     for (const auto& p : s_.params) alloc(p.master, Part::master_weights);
@@ -128,23 +131,55 @@ class Builder {
   uint64_t alloc(uint64_t bytes, Part part, uint32_t stream = 0) {
     if (bytes == 0) return 0;
     const uint64_t id = ++next_id_;
-    t_.parts.push_back(part);
     if (s_.offload_activations) {
       if (bytes_of_.size() <= id) bytes_of_.resize(id + 1, 0);
       bytes_of_[id] = bytes;
     }
+    ++events_;
+    if (sink_) {
+      sink_->alloc(id, bytes, part);
+      return id;
+    }
+    t_.parts.push_back(part);
     t_.events.push_back({Event::kAlloc, stream, id, bytes});
     return id;
   }
   void free(uint64_t& id) {
     if (!id) return;
     if (s_.offload_activations && id < bytes_of_.size()) bytes_of_[id] = 0;
-    t_.events.push_back({Event::kFree, 0, id, 0});
+    if (sink_) {
+      events_ += sink_->free(id);
+    } else {
+      ++events_;
+      t_.events.push_back({Event::kFree, 0, id, 0});
+    }
     id = 0;
   }
+  // Allocations one after the other that free_all frees together: with a sink, one id for
+  // them all (Sink::alloc_run), else one each. `ids` gets one id (none when `bytes` is empty).
+  void alloc_run(const std::vector<uint64_t>& bytes, Part part, std::vector<uint64_t>* ids) {
+    if (!sink_) {
+      for (uint64_t b : bytes) ids->push_back(alloc(b, part));
+      return;
+    }
+    if (bytes.empty()) return;
+    std::vector<uint64_t>& run = run_;
+    run.clear();
+    for (uint64_t b : bytes)
+      if (b) run.push_back(b);
+    if (run.empty()) {
+      ids->push_back(0);
+      return;
+    }
+    const uint64_t id = ++next_id_;
+    events_ += run.size();
+    sink_->alloc_run(id, run.data(), run.size(), part);
+    ids->push_back(id);
+  }
   void mark(uint32_t step, uint32_t micro, const char* phase, int32_t layer) {
+    if (sink_) sink_->mark();
     Mark m;
-    m.event = static_cast<uint32_t>(t_.events.size());
+    m.event = static_cast<uint32_t>(events_);
     m.step = step;
     m.micro_step = micro;
     m.phase = phase;
@@ -201,7 +236,7 @@ class Builder {
       }
       return;
     }
-    for (uint64_t b : L.cast_weights) casts_[i].push_back(alloc(b, Part::autocast_copies));
+    alloc_run(L.cast_weights, Part::autocast_copies, &casts_[i]);
     casts_in_graph_[i] = in_graph;
   }
 
@@ -373,6 +408,13 @@ class Builder {
   void make_grad(size_t index, uint64_t bytes) {
     const bool added =
         s_.grads_are_bucket_views || (!s_.optimizer_in_backward && grad_ids_[index] != 0);
+    if (added && sink_) {  // accumulate_grad frees it at once: a transient for the sink
+      if (bytes == 0) return;
+      ++next_id_;
+      events_ += 2;
+      sink_->transient(bytes, Part::op_transients);
+      return;
+    }
     accumulate_grad(index, alloc(bytes, added ? Part::op_transients : Part::gradients));
   }
   // AccumulateGrad on the incoming gradient `id`: stolen as the .grad when there is none, else
@@ -607,15 +649,24 @@ class Builder {
   // one result per tensor, all live until _foreach_addcdiv_ (torch/optim/adamw.py
   // _multi_tensor_adamw)
   void foreach_step(bool first) {
-    if (first)
+    if (first && sink_ && !s_.params.empty()) {  // one run: the states are never freed
+      step_bytes_.clear();
+      for (const auto& p : s_.params)
+        step_bytes_.insert(step_bytes_.end(), p.state.begin(), p.state.end());
+      alloc_run(step_bytes_, Part::optimizer_state, &state_ids_[0]);
+    } else if (first) {
       for (size_t j = 0; j < s_.params.size(); ++j) init_state(j);
+    }
     uint32_t groups = 0;
     for (const auto& p : s_.params) groups = std::max<uint32_t>(groups, p.group + 1u);
     for (uint32_t g = 0; g < groups; ++g) {
       std::vector<uint64_t>& lists = step_live_;
+      std::vector<uint64_t>& bytes = step_bytes_;
+      bytes.clear();
       for (uint32_t c = 0; c < s_.foreach_lists; ++c)
         for (const auto& p : s_.params)
-          if (p.group == g) lists.push_back(alloc(p.temp_bytes, Part::optimizer_temps));
+          if (p.group == g) bytes.push_back(p.temp_bytes);
+      alloc_run(bytes, Part::optimizer_temps, &lists);
       free_all(&lists);
     }
   }
@@ -634,8 +685,8 @@ class Builder {
         // _single_tensor_adamw: denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps):
         // the sqrt and the quotient coexist, then the quotient lives to addcdiv_
         std::vector<uint64_t>& live = step_live_;
-        for (uint32_t c = 0; c < s_.temp_copies; ++c)
-          live.push_back(alloc(s_.params[j].temp_bytes, Part::optimizer_temps));
+        step_bytes_.assign(s_.temp_copies, s_.params[j].temp_bytes);
+        alloc_run(step_bytes_, Part::optimizer_temps, &live);
         free_all(&live);
       }
     }
@@ -651,13 +702,16 @@ class Builder {
   }
 
   const StepSpec& s_;
+  Sink* sink_;  // null: the events go to t_
   Trace t_;
+  uint64_t events_ = 0;  // events made so far
   // scratch lists of live ids, reused: the forward's, the backward's (which may step a
   // parameter's optimizer inside it), the optimizer's
   std::vector<uint64_t> fwd_live_, fwd_gathered_, bwd_live_, bwd_gathered_, step_live_;
-  std::vector<size_t> bwd_entry_;   // backward(): each temporary group's region entry
-  std::vector<uint64_t> held_;      // the ids of StepSpec::held now live
-  std::vector<uint64_t> ipg_live_;  // the ids of StepSpec::reduce_buckets_per_backward
+  std::vector<uint64_t> step_bytes_, run_;  // alloc_run's lists of bytes
+  std::vector<size_t> bwd_entry_;           // backward(): each temporary group's region entry
+  std::vector<uint64_t> held_;              // the ids of StepSpec::held now live
+  std::vector<uint64_t> ipg_live_;          // the ids of StepSpec::reduce_buckets_per_backward
   uint64_t next_id_ = 0;
   std::vector<Stashed> stash_;
   std::vector<std::vector<std::pair<size_t, uint64_t>>> offloaded_;
@@ -692,7 +746,9 @@ class Builder {
 
 }  // namespace
 
-Trace build(const StepSpec& spec) { return Builder(spec).run(); }
+Trace build(const StepSpec& spec) { return Builder(spec, nullptr).run(); }
+
+Trace build_into(const StepSpec& spec, Sink* sink) { return Builder(spec, sink).run(); }
 
 }  // namespace trace
 }  // namespace trainmem
