@@ -42,6 +42,11 @@ const newPath = resolve(args[1] ?? `${root}web/lib/wasm/trainmem_wasm.mjs`);
 
 // result.messages is new on purpose; a response that differs only by it counts as this.
 const MESSAGES = 'result.messages added';
+// error.messages: an error that was a plain English sentence now carries its catalog codes too
+// (the same English); a response that differs only by it counts as this, and each code it
+// carries is counted in errorCodes (which of the catalog's error sentences the run reached).
+const ERROR_MESSAGES = 'error.messages added';
+const errorCodes = {};
 // Intended changes: a difference is accepted when one of these explains it. The list is the
 // one for the previous release's module (c0fa289); the lists of earlier rounds are in git.
 const INTENDED = [
@@ -289,7 +294,7 @@ if (JOBS > 1) {
       }),
   );
   const parts = await Promise.all(runs);
-  const sum = { total: 0, same: 0, counts: {}, intended: {}, unexplained: [] };
+  const sum = { total: 0, same: 0, counts: {}, intended: {}, errorCodes: {}, unexplained: [] };
   for (const p of parts) {
     sum.total += p.total;
     sum.same += p.same;
@@ -299,6 +304,8 @@ if (JOBS > 1) {
       sum.counts[fn].error += c.error;
     }
     for (const [k, v] of Object.entries(p.intended)) sum.intended[k] = (sum.intended[k] ?? 0) + v;
+    for (const [k, v] of Object.entries(p.errorCodes ?? {}))
+      sum.errorCodes[k] = (sum.errorCodes[k] ?? 0) + v;
     sum.unexplained.push(...p.unexplained);
   }
   report(sum, `${JOBS} processes`);
@@ -311,6 +318,11 @@ function report(sum, how) {
   for (const c of INTENDED)
     console.log(`intended: ${sum.intended[c.name] ?? 0} x ${c.name}: ${c.reason}`);
   console.log(`intended: ${sum.intended[MESSAGES] ?? 0} x ${MESSAGES} (the rest byte-identical)`);
+  console.log(
+    `intended: ${sum.intended[ERROR_MESSAGES] ?? 0} x ${ERROR_MESSAGES} (the rest, English included, byte-identical)`,
+  );
+  const reached = Object.keys(sum.errorCodes ?? {}).sort();
+  console.log(`error codes reached: ${reached.length}: ${reached.join(' ')}`);
   console.log(`unexplained differences: ${sum.unexplained.length}`);
   for (const u of sum.unexplained.slice(0, 5)) console.log(JSON.stringify(u, null, 1));
 }
@@ -352,7 +364,11 @@ const silence = (f) => {
 console.log(
   `old ${oldPath} (version ${oldM.version()})\nnew ${newPath} (version ${newM.version()})`,
 );
-const byIntent = new Map([...INTENDED.map((c) => [c.name, 0]), [MESSAGES, 0]]);
+const byIntent = new Map([
+  ...INTENDED.map((c) => [c.name, 0]),
+  [MESSAGES, 0],
+  [ERROR_MESSAGES, 0],
+]);
 let same = 0;
 const unexplained = [];
 const counts = {};
@@ -378,6 +394,8 @@ for (let i = 0; i < TOTAL; ++i) {
     newM = await load(newPath);
   }
   const ok = JSON.parse(b).ok;
+  if (!ok)
+    for (const m of JSON.parse(b).error?.messages ?? []) errorCodes[m.code] = (errorCodes[m.code] ?? 0) + 1;
   counts[fn] ??= { valid: 0, error: 0 };
   counts[fn][ok ? 'valid' : 'error'] += 1;
   if (a === b) {
@@ -395,6 +413,13 @@ for (let i = 0; i < TOTAL; ++i) {
       continue;
     }
   }
+  if (!ob.ok && !oa.ok && ob.error?.messages && !oa.error.messages) {
+    const { messages, ...rest } = ob.error;
+    if (JSON.stringify({ ...ob, error: rest }) === JSON.stringify(oa)) {
+      byIntent.set(ERROR_MESSAGES, byIntent.get(ERROR_MESSAGES) + 1);
+      continue;
+    }
+  }
   const intent = INTENDED.find((c) => c.explains(fn, oa, ob, text));
   if (ob.crashed !== undefined) unexplained.push({ fn, text: text.slice(0, 2000), new: b });
   else if (intent) byIntent.set(intent.name, byIntent.get(intent.name) + 1);
@@ -407,7 +432,14 @@ for (let i = 0; i < TOTAL; ++i) {
     });
 }
 const secs = ((Date.now() - t0) / 1000).toFixed(1);
-const sum = { total: TOTAL, same, counts, intended: Object.fromEntries(byIntent), unexplained };
+const sum = {
+  total: TOTAL,
+  same,
+  counts,
+  intended: Object.fromEntries(byIntent),
+  errorCodes,
+  unexplained,
+};
 if (JSON_OUT) console.log('\n' + JSON.stringify(sum));
 else report(sum, `${secs} s`);
 process.exit(unexplained.length ? 1 : 0);

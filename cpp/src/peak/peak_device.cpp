@@ -307,10 +307,7 @@ static void check_step_bytes(const trace::Trace& t) {
   for (const allocator::Event& e : t.events) {
     if (e.kind != allocator::Event::kAlloc) continue;
     total += std::min(e.size, kLimit);
-    if (total > kLimit)
-      fail(code::kTooLarge, "microBatch",
-           "the step allocates more than 2^62 bytes in all: microBatch and the sequence lengths "
-           "are too large to model");
+    if (total > kLimit) fail(code::kTooLarge, "microBatch", Message{"error.peak.over62", {}});
   }
 }
 
