@@ -172,6 +172,56 @@ for (const fn of [
   bases.push({ fn, request: {} });
   bases.push({ fn, request: { model: { preset: 'gpt2' }, optimizer: 'adamw' } });
 }
+// The requests of tests/fixtures/message_requests.json (every feature's inputs: vision and
+// speech networks, diffusion pipelines, quantized bases, parallelism, traces), traced models
+// from tests/fixtures/traces, and hostile requests aimed at the readers' refusals (each error
+// family of cpp/src), so that mutations reach those readers' checks too.
+for (const [fn, request] of JSON.parse(
+  readFileSync(`${root}tests/fixtures/message_requests.json`, 'utf8'),
+).requests)
+  bases.push({ fn, request });
+const BASE = { model: { preset: 'gpt2' }, microBatch: 1, seqLen: 128, gpu: 'a100-80gb' };
+for (const f of ['shared_twice', 'unetish', 'vgg11', 'tinylm', 'llama_tiny']) {
+  const trace = JSON.parse(readFileSync(`${root}tests/fixtures/traces/${f}.trace.json`, 'utf8'));
+  bases.push({ fn: 'peakMemory', request: { ...BASE, seqLen: undefined, model: { trace } } });
+  bases.push({ fn: 'describeModel', request: { model: { trace: JSON.stringify(trace) } } });
+}
+const LAYER = layer(1, 10);
+const chain = (layers, more) => ({ chain: { inputBytes: 1, layers }, ...more });
+for (const [fn, request] of [
+  ['peakMemory', { ...BASE, microBatch: 'one' }],
+  ['peakMemory', { ...BASE, gpu: 'a100' }],
+  ['peakMemory', { ...BASE, runtime: 'pytorch' }],
+  ['peakMemory', { ...BASE, model: { preset: 'gpt' } }],
+  ['peakMemory', { ...BASE, checkpointing: 'selective' }],
+  ['peakMemory', { ...BASE, checkpointing: { strategy: 'selective-op', saveOps: ['mm', 'x'] } }],
+  ['peakMemory', { ...BASE, allocator: 'max_split_size_mb:1.5,expandable_segments:x' }],
+  ['peakMemory', { ...BASE, fsdp: { version: 1, reshardAfterForward: { blocks: [true] } } }],
+  ['peakMemory', { ...BASE, mlp: { sizes: [8] }, model: undefined }],
+  ['peakMemory', { ...BASE, optimizer: 'adamw', optimizerImplementation: 'fused' }],
+  ['peakMemory', { ...BASE, model: { config: '{"model_type":' } }],
+  ['peakMemory', { ...BASE, model: { config: { architectures: ['FooForCausalLM'] } } }],
+  ['peakMemory', { ...BASE, model: { tensors: [] } }],
+  ['peakMemory', { ...BASE, model: { preset: 'resnet50' }, imageSize: 7 }],
+  ['peakMemory', { ...BASE, model: { config: { architecture: 'resnet51' } } }],
+  ['peakMemory', { ...BASE, model: { trace: { format: 'x' } } }],
+  ['peakMemory', { ...BASE, lora: { rank: 8, targetModules: ['wte'] } }],
+  ['placement', chain([])],
+  ['placement', chain([LAYER], { strategy: 'every-k' })],
+  ['placement', chain([{ ...LAYER, savedBytes: 1 }])],
+  ['placement', chain([LAYER, LAYER], { strategy: 'revolve', snapshots: 1, frontier: true })],
+  ['placement', chain([LAYER, LAYER], { strategy: 'sequential', segments: 9 })],
+  ['placement', chain([LAYER, LAYER], { checkpointed: [[1, 0]] })],
+  ['checkpointSize', { model: { preset: 'gpt2' }, format: 'safetensors', includeOptimizer: true }],
+  ['describeModel', { model: { params: 1e9, layers: 2 } }],
+])
+  bases.push({ fn, request });
+// The snapshot reader, damaged files included (below), as often as the golden cases.
+for (let i = 0; i < 50; ++i)
+  bases.push(
+    { fn: 'readSnapshot', request: {} },
+    { fn: 'compareSnapshot', request: { request: BASE } },
+  );
 // Snapshot files for readSnapshot / compareSnapshot.
 const snapDir = `${root}tests/fixtures/snapshots/`;
 const snapNames = readdirSync(snapDir).filter((f) => !f.endsWith('.expected.json'));
@@ -251,6 +301,18 @@ function mutate(r, raw) {
   if (kind === 6)
     return updateAt(r, p, new Array(pick([0, 1, 2, 50])).fill(chance(0.5) ? 1 : layer(1, 10)));
   return updateAt(r, p, pick(VALUES));
+}
+// A snapshot file, damaged one time in three (cut short, a byte changed, garbage spliced in),
+// so that the pickle reader's refusals are reached too.
+function damage(file) {
+  const t = Math.floor(rand() * 9);
+  if (t > 2 || file.length === 0) return file;
+  const at = Math.floor(rand() * file.length);
+  if (t === 0) return file.subarray(0, at);
+  const out = Buffer.from(file);
+  if (t === 1) out[at] = Math.floor(rand() * 256);
+  else for (let i = at; i < Math.min(out.length, at + 8); ++i) out[i] = Math.floor(rand() * 256);
+  return out;
 }
 function requestText(base) {
   const raw = [];
@@ -364,11 +426,7 @@ const silence = (f) => {
 console.log(
   `old ${oldPath} (version ${oldM.version()})\nnew ${newPath} (version ${newM.version()})`,
 );
-const byIntent = new Map([
-  ...INTENDED.map((c) => [c.name, 0]),
-  [MESSAGES, 0],
-  [ERROR_MESSAGES, 0],
-]);
+const byIntent = new Map([...INTENDED.map((c) => [c.name, 0]), [MESSAGES, 0], [ERROR_MESSAGES, 0]]);
 let same = 0;
 const unexplained = [];
 const counts = {};
@@ -377,7 +435,8 @@ for (let i = 0; i < TOTAL; ++i) {
   const base = rare.length && chance(1 / 2000) ? pick(rare) : pick(bases);
   const fn = chance(0.01) ? pick(['', 'describemodel', 'call']) : base.fn;
   const text = requestText(base);
-  const bytes = fn === 'readSnapshot' || fn === 'compareSnapshot' ? pick(snapFiles) : undefined;
+  const bytes =
+    fn === 'readSnapshot' || fn === 'compareSnapshot' ? damage(pick(snapFiles)) : undefined;
   const run = (m) => (bytes === undefined ? m.call(fn, text) : m.callBytes(fn, text, bytes));
   if (process.env.DIFF_TRACE) console.error(i, fn, text.length, text.slice(0, 300));
   let a, b;
@@ -395,7 +454,8 @@ for (let i = 0; i < TOTAL; ++i) {
   }
   const ok = JSON.parse(b).ok;
   if (!ok)
-    for (const m of JSON.parse(b).error?.messages ?? []) errorCodes[m.code] = (errorCodes[m.code] ?? 0) + 1;
+    for (const m of JSON.parse(b).error?.messages ?? [])
+      errorCodes[m.code] = (errorCodes[m.code] ?? 0) + 1;
   counts[fn] ??= { valid: 0, error: 0 };
   counts[fn][ok ? 'valid' : 'error'] += 1;
   if (a === b) {

@@ -384,7 +384,7 @@ test('every sentence of every result and error comes from catalog codes', () => 
   for (const c of Object.keys(UNREACHED)) assert.ok(!used.has(c), `${c} is reached now`);
 });
 
-test("every error the core throws is a code of the catalog, and every error code is thrown", () => {
+test('every error the core throws is a code of the catalog, and every error code is thrown', () => {
   // The compiler refuses a plain English sentence (cpp/include/trainmem/error.hpp deletes those
   // overloads of fail and RequestError); here each error code written in cpp/src must be in the
   // catalog (a code outside it would show as "(message code)"), and each error.* entry of the
