@@ -42,6 +42,11 @@ const newPath = resolve(args[1] ?? `${root}web/lib/wasm/trainmem_wasm.mjs`);
 
 // result.messages is new on purpose; a response that differs only by it counts as this.
 const MESSAGES = 'result.messages added';
+// error.messages: an error that was a plain English sentence now carries its catalog codes too
+// (the same English); a response that differs only by it counts as this, and each code it
+// carries is counted in errorCodes (which of the catalog's error sentences the run reached).
+const ERROR_MESSAGES = 'error.messages added';
+const errorCodes = {};
 // Intended changes: a difference is accepted when one of these explains it. The list is the
 // one for the previous release's module (c0fa289); the lists of earlier rounds are in git.
 const INTENDED = [
@@ -167,6 +172,56 @@ for (const fn of [
   bases.push({ fn, request: {} });
   bases.push({ fn, request: { model: { preset: 'gpt2' }, optimizer: 'adamw' } });
 }
+// The requests of tests/fixtures/message_requests.json (every feature's inputs: vision and
+// speech networks, diffusion pipelines, quantized bases, parallelism, traces), traced models
+// from tests/fixtures/traces, and hostile requests aimed at the readers' refusals (each error
+// family of cpp/src), so that mutations reach those readers' checks too.
+for (const [fn, request] of JSON.parse(
+  readFileSync(`${root}tests/fixtures/message_requests.json`, 'utf8'),
+).requests)
+  bases.push({ fn, request });
+const BASE = { model: { preset: 'gpt2' }, microBatch: 1, seqLen: 128, gpu: 'a100-80gb' };
+for (const f of ['shared_twice', 'unetish', 'vgg11', 'tinylm', 'llama_tiny']) {
+  const trace = JSON.parse(readFileSync(`${root}tests/fixtures/traces/${f}.trace.json`, 'utf8'));
+  bases.push({ fn: 'peakMemory', request: { ...BASE, seqLen: undefined, model: { trace } } });
+  bases.push({ fn: 'describeModel', request: { model: { trace: JSON.stringify(trace) } } });
+}
+const LAYER = layer(1, 10);
+const chain = (layers, more) => ({ chain: { inputBytes: 1, layers }, ...more });
+for (const [fn, request] of [
+  ['peakMemory', { ...BASE, microBatch: 'one' }],
+  ['peakMemory', { ...BASE, gpu: 'a100' }],
+  ['peakMemory', { ...BASE, runtime: 'pytorch' }],
+  ['peakMemory', { ...BASE, model: { preset: 'gpt' } }],
+  ['peakMemory', { ...BASE, checkpointing: 'selective' }],
+  ['peakMemory', { ...BASE, checkpointing: { strategy: 'selective-op', saveOps: ['mm', 'x'] } }],
+  ['peakMemory', { ...BASE, allocator: 'max_split_size_mb:1.5,expandable_segments:x' }],
+  ['peakMemory', { ...BASE, fsdp: { version: 1, reshardAfterForward: { blocks: [true] } } }],
+  ['peakMemory', { ...BASE, mlp: { sizes: [8] }, model: undefined }],
+  ['peakMemory', { ...BASE, optimizer: 'adamw', optimizerImplementation: 'fused' }],
+  ['peakMemory', { ...BASE, model: { config: '{"model_type":' } }],
+  ['peakMemory', { ...BASE, model: { config: { architectures: ['FooForCausalLM'] } } }],
+  ['peakMemory', { ...BASE, model: { tensors: [] } }],
+  ['peakMemory', { ...BASE, model: { preset: 'resnet50' }, imageSize: 7 }],
+  ['peakMemory', { ...BASE, model: { config: { architecture: 'resnet51' } } }],
+  ['peakMemory', { ...BASE, model: { trace: { format: 'x' } } }],
+  ['peakMemory', { ...BASE, lora: { rank: 8, targetModules: ['wte'] } }],
+  ['placement', chain([])],
+  ['placement', chain([LAYER], { strategy: 'every-k' })],
+  ['placement', chain([{ ...LAYER, savedBytes: 1 }])],
+  ['placement', chain([LAYER, LAYER], { strategy: 'revolve', snapshots: 1, frontier: true })],
+  ['placement', chain([LAYER, LAYER], { strategy: 'sequential', segments: 9 })],
+  ['placement', chain([LAYER, LAYER], { checkpointed: [[1, 0]] })],
+  ['checkpointSize', { model: { preset: 'gpt2' }, format: 'safetensors', includeOptimizer: true }],
+  ['describeModel', { model: { params: 1e9, layers: 2 } }],
+])
+  bases.push({ fn, request });
+// The snapshot reader, damaged files included (below), as often as the golden cases.
+for (let i = 0; i < 50; ++i)
+  bases.push(
+    { fn: 'readSnapshot', request: {} },
+    { fn: 'compareSnapshot', request: { request: BASE } },
+  );
 // Snapshot files for readSnapshot / compareSnapshot.
 const snapDir = `${root}tests/fixtures/snapshots/`;
 const snapNames = readdirSync(snapDir).filter((f) => !f.endsWith('.expected.json'));
@@ -247,6 +302,18 @@ function mutate(r, raw) {
     return updateAt(r, p, new Array(pick([0, 1, 2, 50])).fill(chance(0.5) ? 1 : layer(1, 10)));
   return updateAt(r, p, pick(VALUES));
 }
+// A snapshot file, damaged one time in three (cut short, a byte changed, garbage spliced in),
+// so that the pickle reader's refusals are reached too.
+function damage(file) {
+  const t = Math.floor(rand() * 9);
+  if (t > 2 || file.length === 0) return file;
+  const at = Math.floor(rand() * file.length);
+  if (t === 0) return file.subarray(0, at);
+  const out = Buffer.from(file);
+  if (t === 1) out[at] = Math.floor(rand() * 256);
+  else for (let i = at; i < Math.min(out.length, at + 8); ++i) out[i] = Math.floor(rand() * 256);
+  return out;
+}
 function requestText(base) {
   const raw = [];
   let r = base.request;
@@ -289,7 +356,7 @@ if (JOBS > 1) {
       }),
   );
   const parts = await Promise.all(runs);
-  const sum = { total: 0, same: 0, counts: {}, intended: {}, unexplained: [] };
+  const sum = { total: 0, same: 0, counts: {}, intended: {}, errorCodes: {}, unexplained: [] };
   for (const p of parts) {
     sum.total += p.total;
     sum.same += p.same;
@@ -299,6 +366,8 @@ if (JOBS > 1) {
       sum.counts[fn].error += c.error;
     }
     for (const [k, v] of Object.entries(p.intended)) sum.intended[k] = (sum.intended[k] ?? 0) + v;
+    for (const [k, v] of Object.entries(p.errorCodes ?? {}))
+      sum.errorCodes[k] = (sum.errorCodes[k] ?? 0) + v;
     sum.unexplained.push(...p.unexplained);
   }
   report(sum, `${JOBS} processes`);
@@ -311,6 +380,11 @@ function report(sum, how) {
   for (const c of INTENDED)
     console.log(`intended: ${sum.intended[c.name] ?? 0} x ${c.name}: ${c.reason}`);
   console.log(`intended: ${sum.intended[MESSAGES] ?? 0} x ${MESSAGES} (the rest byte-identical)`);
+  console.log(
+    `intended: ${sum.intended[ERROR_MESSAGES] ?? 0} x ${ERROR_MESSAGES} (the rest, English included, byte-identical)`,
+  );
+  const reached = Object.keys(sum.errorCodes ?? {}).sort();
+  console.log(`error codes reached: ${reached.length}: ${reached.join(' ')}`);
   console.log(`unexplained differences: ${sum.unexplained.length}`);
   for (const u of sum.unexplained.slice(0, 5)) console.log(JSON.stringify(u, null, 1));
 }
@@ -352,7 +426,7 @@ const silence = (f) => {
 console.log(
   `old ${oldPath} (version ${oldM.version()})\nnew ${newPath} (version ${newM.version()})`,
 );
-const byIntent = new Map([...INTENDED.map((c) => [c.name, 0]), [MESSAGES, 0]]);
+const byIntent = new Map([...INTENDED.map((c) => [c.name, 0]), [MESSAGES, 0], [ERROR_MESSAGES, 0]]);
 let same = 0;
 const unexplained = [];
 const counts = {};
@@ -361,7 +435,8 @@ for (let i = 0; i < TOTAL; ++i) {
   const base = rare.length && chance(1 / 2000) ? pick(rare) : pick(bases);
   const fn = chance(0.01) ? pick(['', 'describemodel', 'call']) : base.fn;
   const text = requestText(base);
-  const bytes = fn === 'readSnapshot' || fn === 'compareSnapshot' ? pick(snapFiles) : undefined;
+  const bytes =
+    fn === 'readSnapshot' || fn === 'compareSnapshot' ? damage(pick(snapFiles)) : undefined;
   const run = (m) => (bytes === undefined ? m.call(fn, text) : m.callBytes(fn, text, bytes));
   if (process.env.DIFF_TRACE) console.error(i, fn, text.length, text.slice(0, 300));
   let a, b;
@@ -378,6 +453,9 @@ for (let i = 0; i < TOTAL; ++i) {
     newM = await load(newPath);
   }
   const ok = JSON.parse(b).ok;
+  if (!ok)
+    for (const m of JSON.parse(b).error?.messages ?? [])
+      errorCodes[m.code] = (errorCodes[m.code] ?? 0) + 1;
   counts[fn] ??= { valid: 0, error: 0 };
   counts[fn][ok ? 'valid' : 'error'] += 1;
   if (a === b) {
@@ -395,6 +473,13 @@ for (let i = 0; i < TOTAL; ++i) {
       continue;
     }
   }
+  if (!ob.ok && !oa.ok && ob.error?.messages && !oa.error.messages) {
+    const { messages, ...rest } = ob.error;
+    if (JSON.stringify({ ...ob, error: rest }) === JSON.stringify(oa)) {
+      byIntent.set(ERROR_MESSAGES, byIntent.get(ERROR_MESSAGES) + 1);
+      continue;
+    }
+  }
   const intent = INTENDED.find((c) => c.explains(fn, oa, ob, text));
   if (ob.crashed !== undefined) unexplained.push({ fn, text: text.slice(0, 2000), new: b });
   else if (intent) byIntent.set(intent.name, byIntent.get(intent.name) + 1);
@@ -407,7 +492,14 @@ for (let i = 0; i < TOTAL; ++i) {
     });
 }
 const secs = ((Date.now() - t0) / 1000).toFixed(1);
-const sum = { total: TOTAL, same, counts, intended: Object.fromEntries(byIntent), unexplained };
+const sum = {
+  total: TOTAL,
+  same,
+  counts,
+  intended: Object.fromEntries(byIntent),
+  errorCodes,
+  unexplained,
+};
 if (JSON_OUT) console.log('\n' + JSON.stringify(sum));
 else report(sum, `${secs} s`);
 process.exit(unexplained.length ? 1 : 0);

@@ -48,7 +48,7 @@ bool is_leaf_without_number(const json& v) {
 // A result must never carry a silent non-finite number (JSON would print it as null).
 void check_finite(const json& v, std::string* path) {
   if (v.is_number_float() && !std::isfinite(v.get<double>()))
-    fail(code::kInternal, *path, {"internal error: non-finite result at ", *path});
+    fail(code::kInternal, *path, Message{"error.internal.nonFinite", {{"field", *path}}});
   const size_t n = path->size();
   if (v.is_object()) {
     for (auto it = v.begin(); it != v.end(); ++it) {
@@ -76,7 +76,7 @@ void check_integers(const json& v, std::string* path, json* inexact) {
     const uint64_t magnitude =
         negative ? 0 - static_cast<uint64_t>(v.get<int64_t>()) : v.get<uint64_t>();
     if (!negative && magnitude > kMaxCount)
-      fail(code::kInternal, *path, {"internal error: result ", *path, " exceeds 2^63 unchecked"});
+      fail(code::kInternal, *path, Message{"error.internal.over63", {{"field", *path}}});
     if (magnitude > kMaxExactJson) {
       json e = json::object();
       put(e, "field", *path);
@@ -102,8 +102,9 @@ void check_integers(const json& v, std::string* path, json* inexact) {
   }
 }
 
-std::string error_envelope(const std::string& c, const std::string& field,
-                           const std::string& message, const RequestError* detail = nullptr) {
+std::string error_envelope(const std::string& c, const std::string& field, const Text& t,
+                           const RequestError* detail = nullptr) {
+  const std::string& message = t.str();
   // Messages quote user input in places: keep every one short (and valid UTF-8, below). Cut
   // to 1,021 bytes + "..." in one step (a recursive cut to 1,024 + "..." never got shorter:
   // the fuzzer's stack overflow of 2026-11-30, tests/fuzz/regressions/).
@@ -116,10 +117,9 @@ std::string error_envelope(const std::string& c, const std::string& field,
   put(error, "message", text);
   if (detail && detail->has_minimum_budget())
     put(error, "minimumBudgetBytes", detail->minimum_budget());
-  // An error thrown with codes of the message catalog carries them: a page shows it in its own
-  // language (docs/i18n.md). A plain sentence (or one cut short above) has none.
-  if (detail && !detail->messages().empty() && text == message)
-    put(error, "messages", messages::list_of(detail->messages()));
+  // The codes of the message catalog: a page shows the error in its own language
+  // (docs/i18n.md). A sentence cut short above has none.
+  if (t.coded() && text == message) put(error, "messages", messages::list_of(t.parts()));
   put(e, "error", std::move(error));
   return e.dump(-1, ' ', false, json::error_handler_t::replace);
 }
@@ -135,11 +135,11 @@ std::string parse_json(const std::string& text) noexcept {
     put(ok, "result", parse_request(text));
     return ok.dump(-1, ' ', false, json::error_handler_t::replace);
   } catch (const RequestError& e) {
-    return error_envelope(e.code(), e.field(), e.what(), &e);
+    return error_envelope(e.code(), e.field(), e.text(), &e);
   } catch (const std::bad_alloc&) {
-    return error_envelope(code::kTooLarge, "", "out of memory while reading the JSON");
+    return error_envelope(code::kTooLarge, "", Message{"error.memory.json", {}});
   } catch (...) {
-    return error_envelope(code::kInternal, "", "internal error");
+    return error_envelope(code::kInternal, "", Message{"error.internal.plain", {}});
   }
 }
 
@@ -171,21 +171,23 @@ std::string call_any(const std::string& function, const std::string& request_jso
       if (function == h.first) handler = h.second;
     const BytesHandler bytes_handler = handler ? nullptr : find_bytes_function(function);
     if (!handler && !bytes_handler) {
-      std::string msg = "unknown function \"" + function.substr(0, 64) + "\"";
+      const std::string name = function.substr(0, 64);
       const std::string near = closest_match(function, function_names());
-      if (!near.empty()) msg += " (did you mean \"" + near + "\"?)";
-      return error_envelope(code::kUnknownFunction, "", msg);
+      return error_envelope(code::kUnknownFunction, "",
+                            near.empty() ? Message{"error.function.unknown", {{"function", name}}}
+                                         : Message{"error.function.unknownNear",
+                                                   {{"function", name}, {"near", near}}});
     }
     if (handler && !bytes.empty())
-      fail(code::kInconsistent, "", {function, " reads no file: pass its request alone"});
+      fail(code::kInconsistent, "", Message{"error.api.noFile", {{"function", function}}});
     json request = parse_request(request_json, handler == placement_json);
     if (columns) {
       if (handler != placement_json)
-        fail(code::kInconsistent, "", {function, " takes no columns: pass its request alone"});
+        fail(code::kInconsistent, "", Message{"error.api.noColumns", {{"function", function}}});
       attach_columns(request, columns->names, columns->values);
     }
     json result = handler ? handler(request) : bytes_handler(request, bytes);
-    if (!result.is_object()) fail(code::kInternal, "", "internal error: result is not an object");
+    if (!result.is_object()) fail(code::kInternal, "", Message{"error.internal.notObject", {}});
     std::string path = "result";
     check_finite(result, &path);
     json inexact = json::array();
@@ -202,19 +204,18 @@ std::string call_any(const std::string& function, const std::string& request_jso
     put(ok, "result", std::move(result));
     return ok.dump(-1, ' ', false, json::error_handler_t::replace);
   } catch (const RequestError& e) {
-    return error_envelope(e.code(), e.field(), e.what(), &e);
+    return error_envelope(e.code(), e.field(), e.text(), &e);
   } catch (const std::bad_alloc&) {
     if (find_bytes_function(function))  // the file is the input that drives it
-      return error_envelope(code::kTooLarge, "snapshot",
-                            "the module ran out of memory reading the snapshot (" +
-                                std::to_string(bytes.size() >> 20) +
-                                " MiB): reading takes up to 3 x the file's size (docs/snapshot.md, "
-                                "\"Limits\"); record fewer steps or trace entries");
-    return error_envelope(code::kTooLarge, "", "out of memory while computing the request");
+      return error_envelope(
+          code::kTooLarge, "snapshot",
+          Message{"error.memory.snapshot", {{"mib", std::to_string(bytes.size() >> 20)}}});
+    return error_envelope(code::kTooLarge, "", Message{"error.memory.request", {}});
   } catch (const std::exception& e) {
-    return error_envelope(code::kInternal, "", std::string("internal error: ") + e.what());
+    return error_envelope(code::kInternal, "",
+                          Message{"error.internal.exception", {{"what", e.what()}}});
   } catch (...) {
-    return error_envelope(code::kInternal, "", "internal error");
+    return error_envelope(code::kInternal, "", Message{"error.internal.plain", {}});
   }
 }
 

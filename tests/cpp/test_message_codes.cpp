@@ -94,10 +94,13 @@ TEST_CASE("errors thrown with codes carry them in the envelope", "[messages]") {
                        "offload":{"optimizer":true}})");
   CHECK(out.find(R"("messages":[{"code":"error.offload.optimizer","params":{}}])") !=
         std::string::npos);
-  // a plain error sentence (no code) gets no codes: nothing reads its English back
-  const json plain = json::parse(trainmem::call("noSuchFunction", "{}"));
-  CHECK(plain.at("error").at("code") == "unknown_function");
-  CHECK_FALSE(plain.at("error").contains("messages"));
+  // an error outside any calculator (no such function) carries its codes too; its sentence is
+  // cpp/data/messages.json's error.function.unknown with the name given
+  const json unknown = json::parse(trainmem::call("zzzzzzzzzzzzzzzzzzzzzzzz", "{}"));
+  CHECK(unknown.at("error").at("code") == "unknown_function");
+  CHECK(unknown.at("error").at("message") == "unknown function \"zzzzzzzzzzzzzzzzzzzzzzzz\"");
+  CHECK(unknown.at("error").at("messages") == json::parse(R"([{"code":"error.function.unknown",
+                         "params":{"function":"zzzzzzzzzzzzzzzzzzzzzzzz"}}])"));
 }
 
 TEST_CASE("results carry their sentences as codes", "[messages]") {

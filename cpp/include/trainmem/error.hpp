@@ -34,8 +34,15 @@ inline constexpr const char* kInternal = "internal";             // a bug: pleas
 
 class RequestError : public std::runtime_error {
  public:
-  RequestError(std::string error_code, std::string field, const std::string& message)
-      : std::runtime_error(message), code_(std::move(error_code)), field_(std::move(field)) {}
+  // The message is catalog codes (a Message or a Text of them): its English is what(). A plain
+  // sentence does not compile (below), so that every error reaches the page as codes.
+  RequestError(std::string error_code, std::string field, const Text& message)
+      : std::runtime_error(message.str()),
+        code_(std::move(error_code)),
+        field_(std::move(field)),
+        messages_(message.parts()) {}
+  RequestError(std::string, std::string, const char*) = delete;
+  RequestError(std::string, std::string, const std::string&) = delete;
   const std::string& code() const noexcept { return code_; }
   const std::string& field() const noexcept { return field_; }
   // Code "infeasible": the smallest budget that admits a plan (the error's minimumBudgetBytes).
@@ -45,13 +52,9 @@ class RequestError : public std::runtime_error {
     return *this;
   }
   bool has_minimum_budget() const noexcept { return has_minimum_budget_; }
-  // The message as codes of the catalog (empty when it was thrown as a plain sentence).
-  RequestError& with_messages(std::vector<Message> m) {
-    messages_ = std::move(m);
-    return *this;
-  }
+  // The message as codes of the catalog.
   const std::vector<Message>& messages() const noexcept { return messages_; }
-  // The message as a Text: its codes, or the plain sentence when it was thrown as one.
+  // The message as a Text of those codes.
   Text text() const;
   uint64_t minimum_budget() const noexcept { return minimum_budget_; }
 
@@ -65,13 +68,18 @@ class RequestError : public std::runtime_error {
 
 // Throw RequestError(code, field, message). Out of line: a throw expression, with the strings
 // it builds and their cleanup on unwinding, took a few hundred bytes of WebAssembly at each of
-// ~150 sites (issue #7). The list form joins its pieces: {path, " is over ", std::to_string(n)}.
-[[noreturn]] void fail(const char* code, std::string_view field, std::string_view message);
-[[noreturn]] void fail(const char* code, std::string_view field,
-                       std::initializer_list<std::string_view> message);
-// The message as a catalog code and its parameters (docs/i18n.md): its English is the
-// catalog's, and the error envelope carries the codes for a page's own language.
-[[noreturn]] void fail_text(const char* code, std::string_view field, const Text& message);
+// ~150 sites. The message is a catalog code and its parameters (docs/i18n.md): its English is
+// the catalog's, and the error envelope carries the codes for a page's own language.
 [[noreturn]] void fail(const char* code, std::string_view field, Message message);
+// A Text of several coded clauses (joined by "; " in English).
+[[noreturn]] void fail_text(const char* code, std::string_view field, const Text& message);
+// No plain English sentence: it would reach the Arabic page untranslated. Write the sentence
+// into cpp/data/messages.json and web/app/i18n/ar.json, and throw its code.
+void fail(const char*, std::string_view, const char*) = delete;
+void fail(const char*, std::string_view, const std::string&) = delete;
+void fail(const char*, std::string_view, std::string_view) = delete;
+void fail(const char*, std::string_view, std::initializer_list<std::string_view>) = delete;
+void fail_text(const char*, std::string_view, const char*) = delete;
+void fail_text(const char*, std::string_view, const std::string&) = delete;
 
 }  // namespace trainmem

@@ -90,7 +90,7 @@ ForwardFlops forward_flops_per_token(const ModelDescription& m, uint64_t seq_len
     f.layers = a.layers;
     f.assumptions.push_back(Text("flops.unknown", {}));
   } else {
-    fail(code::kUnsupported, "model", "the time model needs a parameter count or an architecture");
+    fail(code::kUnsupported, "model", Message{"error.time.model", {}});
   }
   f.blocks = f.block_matmul + f.attention;
   f.total = f.blocks + f.head;

@@ -956,19 +956,17 @@ Dims dims_of(const Architecture& ar, const Settings& s, const Builder& B) {
 void check_settings(const ModelDescription& m, const Settings& s, const std::string& recipe) {
   const Architecture& ar = m.arch;
   if (!m.has_architecture() || ar.heads == 0 || ar.vocab == 0)
-    fail(code::kUnsupported, "model",
-         "activation memory needs the architecture (layers, hidden size, heads, "
-         "vocabulary): give the model as a preset or a config, not a parameter count");
-  if (s.micro_batch == 0) fail(code::kOutOfRange, "microBatch", "microBatch must be >= 1");
-  if (s.seq_len == 0) fail(code::kOutOfRange, "seqLen", "seqLen must be >= 1");
+    fail(code::kUnsupported, "model", Message{"error.act.architecture", {}});
+  if (s.micro_batch == 0)
+    fail(code::kOutOfRange, "microBatch", Message{"error.microBatch.min", {}});
+  if (s.seq_len == 0) fail(code::kOutOfRange, "seqLen", Message{"error.seqLen.min", {}});
   if (ar.heads % s.tensor_parallel != 0)
     fail(code::kInconsistent, "tensorParallel",
          Message{"error.tensorParallel.heads",
                  {{"tp", std::to_string(s.tensor_parallel)}, {"heads", std::to_string(ar.heads)}}});
   if (s.target_len > 0 && recipe != "t5")
     fail(code::kInconsistent, "targetLen",
-         {"targetLen is the decoder length of an encoder-decoder model; '", ar.model_type,
-          "' has one sequence: give seqLen only"});
+         Message{"error.act.targetLen", {{"modelType", ar.model_type}}});
 }
 
 // What the result states about its recipe.
@@ -1021,9 +1019,7 @@ void setting_assumptions(const Architecture& ar, const Settings& s, const std::s
   else if (s.compiled)
     out->push_back(Text("act.compile.derived", {}));
   if (s.float8 && recipe != "llama")
-    fail(code::kUnsupported, "float8",
-         {"float8 is modelled for Llama-family blocks; '", ar.model_type,
-          "' runs its recipe without it: leave float8 out"});
+    fail(code::kUnsupported, "float8", Message{"error.act.float8", {{"modelType", ar.model_type}}});
   if (s.float8)
     out->push_back(
         s.compiled
@@ -1117,7 +1113,8 @@ LayerActivations head_layer(const std::string& recipe, const Ctx& c, const Ctx& 
 // empty block, and what peak memory adds (weights, gradients, optimizer state, the runtime) is
 // a lower bound.
 ModelActivations count_only(const Settings& s) {
-  if (s.micro_batch == 0) fail(code::kOutOfRange, "microBatch", "microBatch must be >= 1");
+  if (s.micro_batch == 0)
+    fail(code::kOutOfRange, "microBatch", Message{"error.microBatch.min", {}});
   ModelActivations out;
   out.recipe = "count";
   for (const char* name : {"embeddings", "blocks", "head"}) {
@@ -1213,7 +1210,8 @@ uint64_t mlp_params(const MlpSpec& mlp) {
 }
 
 ModelActivations mlp_activations(const MlpSpec& mlp, const Settings& s) {
-  if (s.micro_batch == 0) fail(code::kOutOfRange, "microBatch", "microBatch must be >= 1");
+  if (s.micro_batch == 0)
+    fail(code::kOutOfRange, "microBatch", Message{"error.microBatch.min", {}});
   Builder B(s, "microBatch");
   const Widths w = widths(s);
   ModelActivations out;

@@ -383,7 +383,7 @@ void unet_unit(Rec& r, const Ctx& c, size_t idx) {
     case UnitKind::head:
       return unet_head(r, c, u);
     default:
-      fail(code::kInternal, "model", "internal error: a UNet unit of another kind");
+      fail(code::kInternal, "model", Message{"error.internal.unetUnit", {}});
   }
 }
 
@@ -401,22 +401,16 @@ namespace {
 
 // The settings a diffusion network cannot take, and the image it runs at.
 void check_diffusion(const Net& net, const Settings& s, uint64_t* H, uint64_t* W) {
-  if (net.vae)
-    fail(code::kUnsupported, "model",
-         "AutoencoderKL is the frozen part of a diffusion pipeline here: give it as "
-         "model.pipeline.vae beside the network that trains (training a VAE is not modelled)");
-  if (s.micro_batch == 0) fail(code::kOutOfRange, "microBatch", "microBatch must be >= 1");
+  if (net.vae) fail(code::kUnsupported, "model", Message{"error.diffusion.vae", {}});
+  if (s.micro_batch == 0)
+    fail(code::kOutOfRange, "microBatch", Message{"error.microBatch.min", {}});
   if (s.tensor_parallel != 1 || s.sequence_parallel)
     fail(code::kUnsupported, "tensorParallel",
-         {"tensor parallelism is modelled for transformer language models; '", net.cls,
-          "' runs on one device per replica: leave tensorParallel at 1"});
+         Message{"error.diffusion.tensorParallel", {{"cls", net.cls}}});
   if (s.float8)
-    fail(code::kUnsupported, "float8",
-         {"float8 is modelled for Llama-family blocks; '", net.cls, "' runs without it"});
+    fail(code::kUnsupported, "float8", Message{"error.diffusion.float8", {{"cls", net.cls}}});
   if (s.loss != Settings::Loss::cross_entropy)
-    fail(code::kUnsupported, "loss",
-         "loss: the chunked and fused losses are language-model heads; a diffusion network "
-         "trains with the MSE of its prediction");
+    fail(code::kUnsupported, "loss", Message{"error.diffusion.loss", {}});
   const uint64_t fallback = net.sample_size * net.vae_scale;
   const uint64_t px_h = s.image_height     ? s.image_height
                         : net.image_height ? net.image_height
@@ -429,11 +423,13 @@ void check_diffusion(const Net& net, const Settings& s, uint64_t* H, uint64_t* W
       net.vae_scale * (net.cls == "UNet2DConditionModel" ? (1ull << levels) : net.patch);
   if (px_h % unit != 0 || px_w % unit != 0 || px_h == 0 || px_w == 0)
     fail(code::kInconsistent, "imageSize",
-         {"imageSize (", std::to_string(px_h), " x ", std::to_string(px_w),
-          ") must be a multiple of ", std::to_string(unit), " pixels for ", net.cls,
-          " (the VAE's factor ", std::to_string(net.vae_scale),
-          net.cls == "UNet2DConditionModel" ? " times the UNet's downsampling)"
-                                            : " times its patch)"});
+         Message{net.cls == "UNet2DConditionModel" ? "error.diffusion.imageUnet"
+                                                   : "error.diffusion.imagePatch",
+                 {{"height", std::to_string(px_h)},
+                  {"width", std::to_string(px_w)},
+                  {"unit", std::to_string(unit)},
+                  {"cls", net.cls},
+                  {"vae", std::to_string(net.vae_scale)}}});
   *H = px_h / net.vae_scale;
   *W = px_w / net.vae_scale;
   if (net.cls != "UNet2DConditionModel") {

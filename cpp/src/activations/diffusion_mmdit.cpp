@@ -265,7 +265,7 @@ void transformer_unit(Rec& r, const Ctx& c, size_t index) {
     case UnitKind::head:
       return head(r, c, u);
     default:
-      fail(code::kInternal, "model", "internal error: a transformer unit of another kind");
+      fail(code::kInternal, "model", Message{"error.internal.transformerUnit", {}});
   }
 }
 

@@ -259,15 +259,11 @@ ModelActivations llm_family_activations(const ModelDescription& m, const Setting
   const Architecture& ar = m.arch;
   if (s.tensor_parallel != 1 || s.sequence_parallel)
     fail(code::kUnsupported, "tensorParallel",
-         {"tensor parallelism is modelled for the Llama, GPT-2, BERT and T5 recipes; '",
-          ar.model_type, "' runs one replica per device here: leave tensorParallel at 1"});
+         Message{"error.llm.tensorParallel", {{"modelType", ar.model_type}}});
   if (s.float8)
-    fail(code::kUnsupported, "float8",
-         {"float8 is modelled for Llama-family blocks; '", ar.model_type, "' runs without it"});
+    fail(code::kUnsupported, "float8", Message{"error.llm.float8", {{"modelType", ar.model_type}}});
   if (s.loss != Settings::Loss::cross_entropy)
-    fail(code::kUnsupported, "loss",
-         {"loss: the chunked and fused losses are modelled for the Llama recipe; '", ar.model_type,
-          "' uses HF's cross-entropy"});
+    fail(code::kUnsupported, "loss", Message{"error.llm.loss", {{"modelType", ar.model_type}}});
   const W w = widths_of(s);
   Shape sh{};
   sh.b = s.micro_batch;

@@ -91,8 +91,7 @@ uint32_t width_of(DType t, const char* field) {
   if (t == DType::fp32) return 4;
   if (t == DType::bf16 || t == DType::fp16) return 2;
   fail(code::kUnsupported, field,
-       {field, ": LoRA's activations are modelled for fp32, bf16 and fp16 (got ", dtype_name(t),
-        ")"});
+       Message{"error.lora.dtype", {{"field", field}, {"value", dtype_name(t)}}});
 }
 
 Dtypes dtypes_of(const Settings& s) {
@@ -269,9 +268,7 @@ void lora_assumptions(const Settings& s, const Dtypes& dt, const std::vector<std
 ModelActivations lora_activations(const ModelDescription& m, const Settings& s,
                                   const std::string& recipe) {
   const Architecture& ar = m.arch;
-  if (s.float8)
-    fail(code::kUnsupported, "float8",
-         "float8 training is modelled for full fine-tuning; with LoRA leave float8 out");
+  if (s.float8) fail(code::kUnsupported, "float8", Message{"error.lora.float8", {}});
   const Dtypes dt = dtypes_of(s);
   const Dims d = dims_of(ar, s);
   // T5Attention computes its scores itself (no SDPA path in modeling_t5.py)

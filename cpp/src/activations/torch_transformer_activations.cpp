@@ -70,17 +70,14 @@ void feed_forward(Rec& r, const Dims& d, uint64_t tokens, bool relu) {
 ModelActivations torch_transformer_activations(const ModelDescription& m, const Settings& s) {
   const Architecture& a = m.arch;
   if (a.norm_first)
-    fail(code::kUnsupported, "model.config.norm_first",
-         "model.config.norm_first: the pre-norm nn.Transformer layers are not modelled (the "
-         "default post-norm ones are)");
+    fail(code::kUnsupported, "model.config.norm_first", Message{"error.torch.normFirst", {}});
   if (s.precision != Precision::fp32 && s.precision != Precision::bf16 &&
       s.precision != Precision::fp16)
-    fail(code::kUnsupported, "precision",
-         "precision: nn.Transformer is modelled in one dtype (fp32, bf16, fp16), not autocast");
+    fail(code::kUnsupported, "precision", Message{"error.torch.precision", {}});
   if (s.tensor_parallel != 1)
-    fail(code::kUnsupported, "tensorParallel", "leave tensorParallel at 1");
+    fail(code::kUnsupported, "tensorParallel", Message{"error.torch.tensorParallel", {}});
   if (s.loss != Settings::Loss::cross_entropy)
-    fail(code::kUnsupported, "loss", "loss: nn.Transformer has no language-model head");
+    fail(code::kUnsupported, "loss", Message{"error.torch.loss", {}});
   Dims d{};
   d.n = s.micro_batch;
   d.s = s.seq_len;

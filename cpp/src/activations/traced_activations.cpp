@@ -36,9 +36,15 @@ uint64_t eval(const Poly& p, uint64_t b, uint64_t s, const char* list, size_t in
   }
   if (neg > pos)
     fail(code::kOutOfRange, p.uses_seq() ? "seqLen" : "microBatch",
-         {"the trace's ", list, "[", std::to_string(index), "] would be negative at microBatch ",
-          std::to_string(b), p.uses_seq() ? ", seqLen " + std::to_string(s) : std::string(),
-          ": these sizes are outside what the probes fitted"});
+         p.uses_seq() ? Message{"error.trace.negativeSeq",
+                                {{"list", list},
+                                 {"index", std::to_string(index)},
+                                 {"microBatch", std::to_string(b)},
+                                 {"seqLen", std::to_string(s)}}}
+                      : Message{"error.trace.negative",
+                                {{"list", list},
+                                 {"index", std::to_string(index)},
+                                 {"microBatch", std::to_string(b)}}});
   const uint64_t v = pos - neg;
   return p.den <= 1 ? v : (v + p.den / 2) / p.den;
 }
@@ -412,7 +418,8 @@ StepSummary step_summary(const Trace& whole, const Settings& s) {
 }
 
 ModelActivations traced_activations(const Trace& whole, const Settings& s) {
-  if (s.micro_batch == 0) fail(code::kOutOfRange, "microBatch", "microBatch must be >= 1");
+  if (s.micro_batch == 0)
+    fail(code::kOutOfRange, "microBatch", Message{"error.microBatch.min", {}});
   const Trace& t = step_for(whole, s);
   Step st{t, {}, {}, {}, {}, {}, {}};
   const uint32_t traced_width = traced_width_of(t);

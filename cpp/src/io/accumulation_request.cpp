@@ -64,9 +64,7 @@ GpuInfo read_planner_keys(const Obj& req, accumulation::PlannerInputs* out) {
     const char* f = req.has("microBatch")          ? "microBatch"
                     : req.has("accumulationSteps") ? "accumulationSteps"
                                                    : "gradientAccumulationSteps";
-    fail(code::kInconsistent, f,
-         "give either targetGlobalBatch (the planner chooses micro-batch and "
-         "steps) or microBatch + accumulationSteps, not both");
+    fail(code::kInconsistent, f, Message{"error.acc.both", {}});
   }
   in.target_global_batch = req.u64("targetGlobalBatch", 1, limits::kMaxGlobalBatch);
   in.compare_micro_batch = req.u64_or("compareMicroBatch", 1, 1, limits::kMaxMicroBatch);
@@ -123,12 +121,11 @@ json peak_request(const Obj& req, bool* auto_ckpt) {
   const bool traced =
       req.has("model") && req.raw("model").is_object() && json_has(req.raw("model"), "trace");
   if (!json_has(peak_json, "seqLen") && reads_tokens(req) && !diffusion_model(req) && !traced)
-    fail(code::kMissingField, "seqLen", "seqLen is required by the planner");
+    fail(code::kMissingField, "seqLen", Message{"error.acc.seqLen", {}});
   if (json_has(peak_json, "seqLen"))
     put(peak_json, "seqLen", req.raw("seqLen"));  // (validated by the peakMemory parser)
   if (!json_has(peak_json, "gpu") && !json_has(peak_json, "gpuMemoryBytes"))
-    fail(code::kMissingField, "gpu",
-         "gpu (a preset id) or gpuMemoryBytes is required by the planner");
+    fail(code::kMissingField, "gpu", Message{"error.acc.gpu", {}});
   return peak_json;
 }
 
@@ -227,9 +224,7 @@ json plan_mode(const Obj& req) {
                  {{"target", std::to_string(in.target_global_batch)},
                   {"ranks", std::to_string(in.data_parallel)}}});
   if (base.samples.given && !base.samples.packed)
-    fail(code::kUnsupported, "samples",
-         "samples.lengths is modelled in peakMemory only: the planner's time model takes one "
-         "padded length (give seqLen, or samples.packed)");
+    fail(code::kUnsupported, "samples", Message{"error.acc.lengths", {}});
   in.seq_len = base.is_mlp || base.model().diffusion ? 1 : base.seq_len;
   peak::Checkpointing user_ckpt;
   user_ckpt.strategy = vocab::Strategy::full;

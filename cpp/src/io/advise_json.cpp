@@ -41,7 +41,7 @@ Options read_options(const Obj& req) {
   o.margin_bytes = req.u64_or("marginBytes", 0, 0, limits::kMaxCount);
   o.margin_fraction = req.num_or("marginFraction", 0, 0, 0.9);
   if (req.has("marginBytes") && req.has("marginFraction"))
-    fail(code::kInconsistent, "marginFraction", "give marginBytes or marginFraction, not both");
+    fail(code::kInconsistent, "marginFraction", Message{"error.advise.margin", {}});
   o.changes = req.boolean_or("changes", true);
   o.candidates.from_scratch = req.boolean_or("fromScratch", false);
   o.candidates.lora_base_dtype = req.one_of_or("loraBaseDtype", {"", "fp32", "bf16", "fp16"}, "");
@@ -218,7 +218,7 @@ json change_json(const advise::Change& c) {
 }  // namespace
 
 json advise_json(const json& request) {
-  if (!request.is_object()) fail(code::kInvalidType, "", "the request must be a JSON object");
+  if (!request.is_object()) fail(code::kInvalidType, "", Message{"error.request.object", {}});
   Obj req(request, "");
   const Options o = read_options(req);
   const json peak_json = peak_part(request);

@@ -55,9 +55,7 @@ CheckpointRequest read_request(const json& request) {
   r.has_weight_dtype = read_dtype(req, "weightDtype", &r.weight);
   if (r.model.quantization) {  // GPTQ / AWQ: the packed buffers as the file holds them
     if (r.has_weight_dtype)
-      fail(code::kInconsistent, "weightDtype",
-           "weightDtype: a GPTQ / AWQ model keeps its packed dtypes (int32 words, fp16 scales); "
-           "leave weightDtype out");
+      fail(code::kInconsistent, "weightDtype", Message{"error.checkpoint.weightDtype", {}});
     r.model = packed_state_dict(r.model);
   }
   r.master = req.boolean_or("masterWeights", false);
@@ -66,12 +64,9 @@ CheckpointRequest read_request(const json& request) {
   r.max_shard_bytes = req.u64_or("maxShardBytes", 0, 0, UINT64_MAX);
   req.finish();
   if (safetensors && r.include_optimizer)
-    fail(code::kInconsistent, "includeOptimizer",
-         "includeOptimizer: safetensors files hold weights only (save the "
-         "optimizer with torch.save)");
+    fail(code::kInconsistent, "includeOptimizer", Message{"error.checkpoint.includeOptimizer", {}});
   if (r.max_shard_bytes && !safetensors)
-    fail(code::kUnsupported, "maxShardBytes",
-         "maxShardBytes: sharding is modelled for safetensors files only");
+    fail(code::kUnsupported, "maxShardBytes", Message{"error.checkpoint.maxShard", {}});
   return r;
 }
 

@@ -99,8 +99,10 @@ std::vector<uint64_t> int_or_list(const Obj& c, const char* key, uint64_t fallba
   const json& a = c.array(key, kMaxUnits);
   if (a.size() != n)
     fail(code::kInconsistent, c.field(key),
-         {c.field(key), " lists ", std::to_string(a.size()), " values; the model has ",
-          std::to_string(n), " blocks (block_out_channels)"});
+         Message{"error.diffusers.blockCount",
+                 {{"field", c.field(key)},
+                  {"size", std::to_string(a.size())},
+                  {"n", std::to_string(n)}}});
   for (size_t i = 0; i < a.size(); ++i)
     out.push_back(read_u64(a[i], index_path(c.field(key), i), min, max));
   return out;
@@ -112,8 +114,7 @@ void require_null(const Obj& c, const char* key, const char* what) {
     return;
   }
   fail(code::kUnsupported, c.field(key),
-       {c.field(key), ": ", what, " is not modelled; trainmem reads the configurations of ",
-        "Stable Diffusion 1.x, 2.x, XL, 3, Flux, DiT and PixArt"});
+       Message{"error.diffusers.unsupported", {{"field", c.field(key)}, {"what", what}}});
 }
 
 void require_value(const Obj& c, const char* key, const char* expected, const char* what) {
@@ -124,8 +125,11 @@ void require_value(const Obj& c, const char* key, const char* expected, const ch
   const std::string v = c.str(key, 128);
   if (v != expected)
     fail(code::kUnsupported, c.field(key),
-         {c.field(key), " \"", v.substr(0, 64), "\": ", what, " is not modelled (only \"", expected,
-          "\")"});
+         Message{"error.diffusers.onlyValue",
+                 {{"field", c.field(key)},
+                  {"v", v.substr(0, 64)},
+                  {"what", what},
+                  {"expected", expected}}});
 }
 
 }  // namespace diffusers
@@ -163,10 +167,8 @@ ModelDescription model_from_diffusers_config(const Obj& c) {
     m = diffusers::dit_from_config(c, c.str_or("norm_type", "", 32) == "ada_norm_single");
   else
     fail(code::kUnsupported, c.field("_class_name"),
-         {c.field("_class_name"), " \"", cls.substr(0, 64),
-          "\" is not modelled; diffusers classes: UNet2DConditionModel, SD3Transformer2DModel, "
-          "FluxTransformer2DModel, DiTTransformer2DModel, PixArtTransformer2DModel, "
-          "AutoencoderKL"});
+         Message{"error.diffusers.class",
+                 {{"field", c.field("_class_name")}, {"cls", cls.substr(0, 64)}}});
   m.source = "config";
   m.name = c.str_or("_name_or_path", cls.c_str(), 200);
   return m;

@@ -145,15 +145,17 @@ ModelDescription sd3_from_config(const Obj& c) {
   const uint64_t caption = c.u64_or("caption_projection_dim", 1152, 1, kMaxWidth);
   if (caption != dim)
     fail(code::kInconsistent, c.field("caption_projection_dim"),
-         {c.field("caption_projection_dim"), " (", std::to_string(caption),
-          ") must equal num_attention_heads x attention_head_dim (", std::to_string(dim),
-          "): the context stream joins the image stream in every block"});
+         Message{"error.diffusers.caption",
+                 {{"field", c.field("caption_projection_dim")},
+                  {"caption", std::to_string(caption)},
+                  {"dim", std::to_string(dim)}}});
   const uint64_t pos_max = c.u64_or("pos_embed_max_size", 96, 1, 1 << 14);
   std::string qk = c.str_or("qk_norm", "", 32);
   if (c.has("qk_norm") && c.raw("qk_norm").is_null()) qk.clear();
   if (!qk.empty() && qk != "rms_norm")
     fail(code::kUnsupported, c.field("qk_norm"),
-         {c.field("qk_norm"), " \"", qk.substr(0, 32), "\" is not modelled (\"rms_norm\")"});
+         Message{"error.diffusers.qkNorm",
+                 {{"field", c.field("qk_norm")}, {"qk", qk.substr(0, 32)}}});
   std::vector<bool> dual(layers, false);
   if (c.has("dual_attention_layers")) {
     const json& a = c.array("dual_attention_layers", kMaxUnits);
@@ -217,11 +219,11 @@ ModelDescription flux_from_config(const Obj& c) {
   const uint64_t out = c.u64_or("out_channels", in, 1, kMaxWidth);
   if (patch != 1)
     fail(code::kUnsupported, c.field("patch_size"),
-         {c.field("patch_size"), ": Flux with patch_size ", std::to_string(patch),
-          " is not modelled (the pipeline packs 2x2 latents into tokens; patch_size 1)"});
+         Message{"error.diffusers.fluxPatch",
+                 {{"field", c.field("patch_size")}, {"patch", std::to_string(patch)}}});
   if (in % 4 != 0)
     fail(code::kInconsistent, c.field("in_channels"),
-         {c.field("in_channels"), " must be 4 x the VAE's latent channels (2x2 packing)"});
+         Message{"error.diffusers.inChannels", {{"field", c.field("in_channels")}}});
   net->guidance = c.boolean_or("guidance_embeds", false);
   net->in_channels = in;
   net->out_channels = out;
@@ -328,7 +330,7 @@ ModelDescription dit_from_config(const Obj& c, bool pixart) {
   require_value(c, "activation_fn", "gelu-approximate", "activation_fn");
   if (!c.boolean_or("attention_bias", true))
     fail(code::kUnsupported, c.field("attention_bias"),
-         {c.field("attention_bias"), ": attention without biases is not modelled for this class"});
+         Message{"error.diffusers.bias", {{"field", c.field("attention_bias")}}});
   const uint64_t cross = pixart ? c.u64_or("cross_attention_dim", 1152, 1, kMaxWidth) : 0;
   const uint64_t caption = pixart ? c.u64_or("caption_channels", 0, 0, kMaxWidth) : 0;
   bool extra = sample == 128;  // PixArt: use_additional_conditions defaults to sample_size == 128

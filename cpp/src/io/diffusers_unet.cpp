@@ -54,14 +54,19 @@ std::vector<bool> block_types(const Obj& c, const char* key, size_t n, const cha
   }
   if (names.size() != n)
     fail(code::kInconsistent, c.field(key),
-         {c.field(key), " lists ", std::to_string(names.size()), " blocks; block_out_channels has ",
-          std::to_string(n)});
+         Message{"error.unet.blocks",
+                 {{"field", c.field(key)},
+                  {"size", std::to_string(names.size())},
+                  {"n", std::to_string(n)}}});
   std::vector<bool> out;
   for (size_t i = 0; i < names.size(); ++i) {
     if (names[i] != attn && names[i] != plain)
       fail(code::kUnsupported, index_path(c.field(key), i),
-           {index_path(c.field(key), i), " \"", names[i].substr(0, 64), "\" is not modelled (",
-            attn, " and ", plain, ")"});
+           Message{"error.unet.blockType",
+                   {{"field", index_path(c.field(key), i)},
+                    {"value", names[i].substr(0, 64)},
+                    {"attn", attn},
+                    {"plain", plain}}});
     out.push_back(names[i] == attn);
   }
   return out;
@@ -123,12 +128,13 @@ UNetConfig read_unet(const Obj& c) {
   for (size_t i = 0; i < n; ++i) {
     if (u.boc[i] % u.groups != 0)
       fail(code::kInconsistent, c.field("norm_num_groups"),
-           {c.field("norm_num_groups"), " (", std::to_string(u.groups),
-            ") must divide every block_out_channels value"});
+           Message{"error.unet.groups",
+                   {{"field", c.field("norm_num_groups")}, {"groups", std::to_string(u.groups)}}});
     if ((u.down_attn[i] || u.up_attn[n - 1 - i]) && u.boc[i] % u.heads[i] != 0)
-      fail(code::kInconsistent, c.field("attention_head_dim"),
-           {"the attention heads (", std::to_string(u.heads[i]),
-            ") must divide the block's channels (", std::to_string(u.boc[i]), ")"});
+      fail(
+          code::kInconsistent, c.field("attention_head_dim"),
+          Message{"error.unet.heads",
+                  {{"heads", std::to_string(u.heads[i])}, {"channels", std::to_string(u.boc[i])}}});
   }
   return u;
 }
@@ -351,8 +357,8 @@ ModelDescription unet_from_config(const Obj& c) {
     net->add_in = c.u64("projection_class_embeddings_input_dim", 1, kMaxWidth);
     if (net->add_in <= 6 * net->add_time_dim)
       fail(code::kInconsistent, c.field("projection_class_embeddings_input_dim"),
-           {c.field("projection_class_embeddings_input_dim"),
-            " must exceed 6 x addition_time_embed_dim (the pooled text embedding is the rest)"});
+           Message{"error.unet.projection",
+                   {{"field", c.field("projection_class_embeddings_input_dim")}}});
     net->pooled_dim = net->add_in - 6 * net->add_time_dim;
   }
   const Plan p = plan_unet(u, *net);
@@ -437,9 +443,7 @@ ModelDescription vae_from_config(const Obj& c) {
   require_value(c, "act_fn", "silu", "act_fn");
   if (c.has("mid_block_add_attention") && !c.boolean("mid_block_add_attention"))
     fail(code::kUnsupported, c.field("mid_block_add_attention"),
-         {c.field("mid_block_add_attention"),
-          ": a VAE without its mid-block attention is not "
-          "modelled"});
+         Message{"error.unet.midAttention", {{"field", c.field("mid_block_add_attention")}}});
   const bool quant = c.boolean_or("use_quant_conv", true);
   const bool post = c.boolean_or("use_post_quant_conv", true);
   net->in_channels = in;

@@ -24,8 +24,7 @@ bool read_diffusion_fields(const Obj& req, std::shared_ptr<const ModelDescriptio
     // (Flux dev), 120 (PixArt-alpha); none for DiT (class labels)
     *seq_len = std::max<uint64_t>(1, net.default_text_len);
   } else if (net.text_dim == 0) {
-    fail(code::kInconsistent, "seqLen",
-         {"seqLen: ", net.cls, " is class-conditioned: it reads no text (leave seqLen out)"});
+    fail(code::kInconsistent, "seqLen", Message{"error.diffusion.seqLen", {{"cls", net.cls}}});
   } else {
     *seq_len = req.u64("seqLen", 1, limits::kMaxSeqLen);
   }

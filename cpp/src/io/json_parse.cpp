@@ -68,7 +68,7 @@ class Parser {
 
   [[noreturn]] void syntax(const char* what) const {
     fail(code::kInvalidJson, "",
-         {"request is not valid JSON: ", what, " at byte ", std::to_string(p_ - begin_)});
+         Message{"error.json.invalid", {{"what", what}, {"byte", std::to_string(p_ - begin_)}}});
   }
 
   void ws() {
@@ -78,7 +78,7 @@ class Parser {
   void count_value() {
     if (++values_ > kMaxRequestValues)
       fail(code::kTooLarge, "",
-           {"request has more than ", std::to_string(kMaxRequestValues), " JSON values"});
+           Message{"error.json.values", {{"max", std::to_string(kMaxRequestValues)}}});
   }
 
   void value(json& out) {
@@ -116,7 +116,7 @@ class Parser {
   void enter(bool is_array) {
     if (levels_.size() >= kMaxRequestDepth)
       fail(code::kTooLarge, path(),
-           {"request nested deeper than ", std::to_string(kMaxRequestDepth), " levels"});
+           Message{"error.json.depth", {{"max", std::to_string(kMaxRequestDepth)}}});
     if (depth_ == levels_.size()) levels_.emplace_back();
     Level& l = levels_[depth_];
     l.array = is_array;
@@ -147,7 +147,8 @@ class Parser {
       ++p_;
       ws();
       auto ins = obj.emplace(key, json());
-      if (!ins.second) fail(code::kInvalidJson, path(), {path(), " appears twice in one object"});
+      if (!ins.second)
+        fail(code::kInvalidJson, path(), Message{"error.json.duplicate", {{"field", path()}}});
       if (!(compact_ && at_chain_layers() && compact_layers(ins.first->second)))
         value(ins.first->second);
       ws();
@@ -375,9 +376,10 @@ class Parser {
     if (!std::isfinite(d)) {
       const std::string field = path();
       fail(code::kOutOfRange, field,
-           {(field.empty() ? std::string("request") : field),
-            " is a number beyond the range of a double (",
-            std::string(start, std::min<size_t>(40, static_cast<size_t>(p_ - start))), ")"});
+           Message{"error.json.range",
+                   {{"field", (field.empty() ? std::string("request") : field)},
+                    {"text",
+                     std::string(start, std::min<size_t>(40, static_cast<size_t>(p_ - start)))}}});
     }
     out = json(static_cast<json::number_float_t>(d));
   }
@@ -579,7 +581,7 @@ class Parser {
 json parse_request(const std::string& text, bool compact_chain) {
   if (text.size() > kMaxRequestBytes)
     fail(code::kTooLarge, "",
-         {"request is larger than ", std::to_string(kMaxRequestBytes >> 20), " MiB"});
+         Message{"error.json.size", {{"max", std::to_string(kMaxRequestBytes >> 20)}}});
   return Parser(text, compact_chain).run();
 }
 

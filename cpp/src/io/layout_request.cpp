@@ -77,7 +77,7 @@ void check_explore(const layout::Inputs& in) {
       try {
         peak::check_context_model(in.base);
       } catch (const RequestError& e) {
-        throw RequestError(e.code(), field, e.what()).with_messages(e.messages());
+        throw RequestError(e.code(), field, e.text());
       }
     } else if (in.base.model().arch.num_experts == 0 || !in.base.model().has_tensors()) {
       fail(code::kInconsistent, field, Message{"error.ep.model", {}});

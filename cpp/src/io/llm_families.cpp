@@ -88,8 +88,11 @@ void dims(const Obj& c, Architecture& a, const char* h, const char* l, const cha
   a.vocab = c.u64("vocab_size", 1, kMaxVocab);
   if (a.hidden % a.heads != 0 && !c.has("head_dim"))
     fail(code::kInconsistent, c.field(n),
-         {c.field(n), " (", std::to_string(a.heads), ") must divide ", c.field(h), " (",
-          std::to_string(a.hidden), ")"});
+         Message{"error.config.headsDivideNamed",
+                 {{"field", c.field(n)},
+                  {"heads", std::to_string(a.heads)},
+                  {"hiddenKey", c.field(h)},
+                  {"hidden", std::to_string(a.hidden)}}});
   a.head_dim = a.hidden / a.heads;
   a.kv_heads = a.heads;
 }
@@ -99,8 +102,7 @@ std::string arch(const Obj& c, const std::string& ov, const std::string& cls) {
   const std::string want = ov.empty() ? cls + "ForCausalLM" : ov;
   if (want != cls + "ForCausalLM")
     fail(code::kUnsupported, ov.empty() ? c.field("architectures") : "model.architecture",
-         {"architecture \"", want.substr(0, 64), "\" is not modelled; expected ", cls,
-          "ForCausalLM"});
+         Message{"error.config.causalLm", {{"want", want.substr(0, 64)}, {"cls", cls}}});
   return want;
 }
 
@@ -116,9 +118,7 @@ void build_falcon(const Obj& c, const std::string& ov, ModelDescription& m) {
   const bool bias = c.boolean_or("bias", false);
   if (c.boolean_or("alibi", false))
     fail(code::kUnsupported, c.field("alibi"),
-         {c.field("alibi"),
-          ": Falcon with ALiBi (falcon-rw) is not modelled; the rotary "
-          "Falcons (7B, 40B, 180B) are"});
+         Message{"error.config.falconAlibi", {{"field", c.field("alibi")}}});
   const uint64_t kv = c.u64_or("num_kv_heads", a.heads, 1, kMaxDim);
   uint64_t nln = c.u64_or("num_ln_in_parallel_attn", nda ? 2 : 1, 1, 2);
   a.kv_heads = nda ? kv : (mq ? 1 : a.heads);
@@ -260,7 +260,7 @@ void build_llama_like(const Obj& c, const std::string& type, const std::string& 
   a.kv_heads = c.u64_or("num_key_value_heads", a.heads, 1, kMaxDim);
   if (a.heads % a.kv_heads != 0)
     fail(code::kInconsistent, c.field("num_key_value_heads"),
-         {c.field("num_key_value_heads"), " must divide num_attention_heads"});
+         Message{"error.config.divideHeads", {{"field", c.field("num_key_value_heads")}}});
   a.intermediate = c.u64("intermediate_size", 1, kMaxDim);
   const bool sc2 = type == "starcoder2", olmo2 = type == "olmo2";
   a.activation = c.str_or("hidden_act", sc2 ? "gelu_pytorch_tanh" : "silu", 32);
@@ -273,9 +273,7 @@ void build_llama_like(const Obj& c, const std::string& type, const std::string& 
   if (sc2) c.num_or("embedding_dropout", 0.0, 0, 1);
   if (type == "olmo" && c.has("clip_qkv") && !c.raw("clip_qkv").is_null())
     fail(code::kUnsupported, c.field("clip_qkv"),
-         {c.field("clip_qkv"),
-          ": OLMo's in-place clamp of q, k, v is not modelled (OLMo-1B and "
-          "OLMo-7B have clip_qkv null)"});
+         Message{"error.config.olmoClip", {{"field", c.field("clip_qkv")}}});
   c.mark_used("clip_qkv");
   m.architecture = arch(c, ov, sc2 ? "Starcoder2" : (olmo2 ? "Olmo2" : "Olmo"));
   const uint64_t h = a.hidden, q = a.heads * a.head_dim, kvd = a.kv_heads * a.head_dim;
@@ -341,7 +339,8 @@ void build_torch_transformer(const Obj& c, ModelDescription& m) {
   a.norm_first = c.boolean_or("norm_first", false);
   const bool bias = c.boolean_or("bias", true);
   if (a.hidden % a.heads != 0)
-    fail(code::kInconsistent, c.field("nhead"), {c.field("nhead"), " must divide d_model"});
+    fail(code::kInconsistent, c.field("nhead"),
+         Message{"error.config.divideDModel", {{"field", c.field("nhead")}}});
   a.head_dim = a.hidden / a.heads;
   a.kv_heads = a.heads;
   m.architecture = "torch.nn.Transformer";

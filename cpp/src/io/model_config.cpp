@@ -107,8 +107,10 @@ void check_heads(const Obj& c, const char* heads_key, uint64_t hidden, uint64_t 
                  bool explicit_head_dim) {
   if (!explicit_head_dim && hidden % heads != 0)
     fail(code::kInconsistent, c.field(heads_key),
-         {c.field(heads_key), " (", std::to_string(heads), ") must divide the hidden size (",
-          std::to_string(hidden), ")"});
+         Message{"error.config.headsDivide",
+                 {{"field", c.field(heads_key)},
+                  {"heads", std::to_string(heads)},
+                  {"hidden", std::to_string(hidden)}}});
 }
 
 // architectures[0] (or the override), restricted to the classes we model for this type.
@@ -124,15 +126,15 @@ std::string pick_arch(const Obj& c, const std::string& override_arch,
   if (!override_arch.empty()) arch = override_arch;
   for (std::string_view x : allowed)
     if (x == arch) return arch;
-  std::string msg = "architecture \"" + arch.substr(0, 64) + "\" is not modelled; expected one of:";
+  std::string list;
   const char* sep = " ";
   for (std::string_view x : allowed) {
-    msg += sep;
-    msg += x;
+    list += sep;
+    list += x;
     sep = ", ";
   }
   fail(code::kUnsupported, override_arch.empty() ? c.field("architectures") : "model.architecture",
-       msg);
+       Message{"error.net.architecture", {{"arch", arch.substr(0, 64)}, {"list", list}}});
 }
 
 uint64_t num_labels(const Obj& c) {
@@ -394,8 +396,10 @@ void read_decoder_dims(const Obj& c, const std::string& type, Architecture& a) {
   c.mark_used("head_dim");
   if (a.heads % a.kv_heads != 0)
     fail(code::kInconsistent, c.field("num_key_value_heads"),
-         {c.field("num_key_value_heads"), " (", std::to_string(a.kv_heads),
-          ") must divide num_attention_heads (", std::to_string(a.heads), ")"});
+         Message{"error.config.kvHeads",
+                 {{"field", c.field("num_key_value_heads")},
+                  {"kvHeads", std::to_string(a.kv_heads)},
+                  {"heads", std::to_string(a.heads)}}});
   // Gemma2/3 name the activation hidden_activation (default gelu_pytorch_tanh); Gemma (1)
   // GemmaConfig: hidden_act "gelu_pytorch_tanh", head_dim 256, tied embeddings.
   const bool gemma = type == "gemma" || type == "gemma2" || type == "gemma3_text";
@@ -432,9 +436,11 @@ constexpr uint64_t kMaxExpertMlps = uint64_t{1} << 15;
 void check_experts(const Obj& c, const char* key, const Architecture& a) {
   if (a.num_experts * a.layers <= kMaxExpertMlps) return;
   fail(code::kTooLarge, c.field(key),
-       {c.field(key), " x num_hidden_layers = ", std::to_string(a.num_experts), " x ",
-        std::to_string(a.layers), " expert MLPs; at most ", std::to_string(kMaxExpertMlps),
-        " are modelled (each expert's weights are followed tensor by tensor)"});
+       Message{"error.config.experts",
+               {{"field", c.field(key)},
+                {"numExperts", std::to_string(a.num_experts)},
+                {"layers", std::to_string(a.layers)},
+                {"max", std::to_string(kMaxExpertMlps)}}});
 }
 
 void read_moe(const Obj& c, const std::string& type, Architecture& a, DecoderSpec& s) {
@@ -811,7 +817,8 @@ ModelDescription model_from_config(const Obj& c, const std::string& arch_overrid
   }
   const std::string type = c.str("model_type", 64);
   if (type.empty())
-    fail(code::kOutOfRange, c.field("model_type"), {c.field("model_type"), " is empty"});
+    fail(code::kOutOfRange, c.field("model_type"),
+         Message{"error.field.empty", {{"field", c.field("model_type")}}});
   ModelDescription m;
   m.source = "config";
   m.arch.model_type = type;

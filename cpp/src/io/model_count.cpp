@@ -20,16 +20,15 @@ void read_count_hints(const Obj& model, ModelDescription* m) {
   for (const char* k : {"layers", "hidden", "heads"})
     if (!model.has(k))
       fail(code::kMissingField, model.field(k),
-           {model.field(k),
-            " is missing: a parameter count with a shape needs layers, hidden and "
-            "heads (vocab and intermediate are optional)"});
+           Message{"error.count.missing", {{"field", model.field(k)}}});
   Architecture& a = m->arch;
   a.layers = model.u64("layers", 1, 1000);
   a.hidden = model.u64("hidden", 1, 1u << 20);
   a.heads = model.u64("heads", 1, 1u << 16);
   if (a.hidden % a.heads != 0)
     fail(code::kInconsistent, model.field("heads"),
-         {model.field("heads"), " must divide hidden (", std::to_string(a.hidden), ")"});
+         Message{"error.count.heads",
+                 {{"field", model.field("heads")}, {"hidden", std::to_string(a.hidden)}}});
   a.kv_heads = a.heads;
   a.head_dim = a.hidden / a.heads;
   // gated MLP of 8h/3 (Llama): 12 h^2 parameters per block with the 4 h^2 of the attention
@@ -43,9 +42,7 @@ void read_count_hints(const Obj& model, ModelDescription* m) {
     const double rest = static_cast<double>(m->params) - blocks;
     if (rest < 2.0 * a.hidden)
       fail(code::kInconsistent, model.field("params"),
-           {model.field("params"),
-            " is smaller than the blocks that layers, hidden and heads "
-            "imply; give vocab, or check the sizes"});
+           Message{"error.count.small", {{"field", model.field("params")}}});
     a.vocab = static_cast<uint64_t>(rest / (2.0 * a.hidden));
   }
   a.model_type = "generic";

@@ -47,14 +47,16 @@ ModelDescription parse_tensor_list(const Obj& model) {
   const json& arr = model.array("tensors", kMaxTensors);
   if (arr.empty())
     fail(code::kOutOfRange, model.field("tensors"),
-         {model.field("tensors"), " must list at least one tensor"});
+         Message{"error.tensors.empty", {{"field", model.field("tensors")}}});
   std::map<std::string, size_t> index;  // (std::map: no hash table code in the module)
   m.tensors.reserve(arr.size());
   for (size_t i = 0; i < arr.size(); ++i) {
     Obj t(arr[i], index_path(model.field("tensors"), i));
     TensorSpec s;
     s.name = t.str("name", 512);
-    if (s.name.empty()) fail(code::kOutOfRange, t.field("name"), {t.field("name"), " is empty"});
+    if (s.name.empty())
+      fail(code::kOutOfRange, t.field("name"),
+           Message{"error.field.empty", {{"field", t.field("name")}}});
     s.shape = read_shape(t, "shape");
     s.dtype = read_dtype_field(t, "dtype", DType::fp32);
     s.trainable = t.boolean_or("trainable", true);
@@ -63,11 +65,11 @@ ModelDescription parse_tensor_list(const Obj& model) {
       auto it = index.find(s.tied_to);
       if (it == index.end())
         fail(code::kInconsistent, t.field("tiedTo"),
-             {t.field("tiedTo"), " must name an earlier tensor, got \"", s.tied_to.substr(0, 64),
-              "\""});
+             Message{"error.tensors.tiedTo",
+                     {{"field", t.field("tiedTo")}, {"tiedTo", s.tied_to.substr(0, 64)}}});
       if (m.tensors[it->second].shape != s.shape)
         fail(code::kInconsistent, t.field("shape"),
-             {t.field("shape"), " must equal the shape of the tied tensor"});
+             Message{"error.tensors.tiedShape", {{"field", t.field("shape")}}});
       // Tie to the storage owner (a chain a -> b -> c stores once).
       if (!m.tensors[it->second].tied_to.empty()) s.tied_to = m.tensors[it->second].tied_to;
     } else {
@@ -76,7 +78,8 @@ ModelDescription parse_tensor_list(const Obj& model) {
     t.finish();
     if (!index.emplace(s.name, m.tensors.size()).second)
       fail(code::kInconsistent, t.field("name"),
-           {t.field("name"), " repeats \"", s.name.substr(0, 64), "\""});
+           Message{"error.tensors.repeats",
+                   {{"field", t.field("name")}, {"name", s.name.substr(0, 64)}}});
     m.tensors.push_back(std::move(s));
   }
   if (model.has("buffers")) {
@@ -101,14 +104,14 @@ ModelDescription parse_tensor_list(const Obj& model) {
       m.module_name_bytes += read_str(mods[i], index_path(model.field("modules"), i), 512).size();
     if (m.module_count == 0)
       fail(code::kOutOfRange, model.field("modules"),
-           {model.field("modules"), " must include the root module \"\""});
+           Message{"error.modules.root", {{"field", model.field("modules")}}});
   } else {
     model.mark_used("modules");
   }
   finalize_tensors(&m);
   if (m.params == 0)
     fail(code::kOutOfRange, model.field("tensors"),
-         {model.field("tensors"), " hold no parameters (every shape has a 0)"});
+         Message{"error.tensors.noParams", {{"field", model.field("tensors")}}});
   return m;
 }
 
@@ -126,9 +129,10 @@ json parse_config_text(const std::string& text, const std::string& field) {
     parsed = parse_request(text);
   } catch (const RequestError& e) {
     const std::string inner = e.field().empty() ? field : field + "." + e.field();
-    fail(e.code().c_str(), inner, {field, ": ", e.what()});
+    fail(e.code().c_str(), inner, Message{"error.in", {{"field", field}, {"message", e.what()}}});
   }
-  if (!parsed.is_object()) fail(code::kInvalidType, field, {field, " must hold one JSON object"});
+  if (!parsed.is_object())
+    fail(code::kInvalidType, field, Message{"error.model.oneObject", {{"field", field}}});
   return parsed;
 }
 }  // namespace
@@ -139,15 +143,15 @@ ModelDescription parse_model(const Obj& model) {
   for (const char* f : kForms) forms += model.has(f) ? 1 : 0;
   if (forms == 0)
     fail(code::kMissingField, model.field("params"),
-         {model.path(), " needs one of params, preset, config, tensors or trace"});
+         Message{"error.model.needsOne", {{"field", model.path()}}});
   if (forms > 1)
     fail(code::kInconsistent, model.path(),
-         {model.path(), " must use only one of params, preset, config, tensors, trace"});
+         Message{"error.model.onlyOne", {{"field", model.path()}}});
   if (!model.has("params"))
     for (const char* k : count_hint_keys())
       if (model.has(k))
         fail(code::kInconsistent, model.field(k),
-             {model.field(k), " describes a parameter count's shape: give it with params only"});
+             Message{"error.model.shapeWithParams", {{"field", model.field(k)}}});
   ModelDescription m;
   if (model.has("params")) {
     m.source = "params";

@@ -31,10 +31,13 @@ ModelDescription model_from_preset(const std::string& id, const std::string& fie
     for (const auto& f : embedded_under("models/"))
       if (f.second->is_object() && json_value_or(*f.second, "id", "") == id) found = f.second;
   if (!found) {
-    std::string msg = field + ": unknown preset \"" + id.substr(0, 64) + "\"";
     const std::string near = closest_match(id, model_preset_ids());
-    if (!near.empty()) msg += " (did you mean \"" + near + "\"?)";
-    fail(code::kUnknownPreset, field, msg);
+    if (near.empty())
+      fail(code::kUnknownPreset, field,
+           Message{"error.preset.unknown", {{"field", field}, {"id", id.substr(0, 64)}}});
+    fail(code::kUnknownPreset, field,
+         Message{"error.preset.unknownNear",
+                 {{"field", field}, {"id", id.substr(0, 64)}, {"near", near}}});
   }
   const json& p = *found;
   Obj cfg(json_at(p, "config"), "preset:" + id + ".config");

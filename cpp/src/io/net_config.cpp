@@ -24,14 +24,15 @@ void read_torchvision(const Obj& c, const std::string& arch_override, NetSpec* n
       arch_override.empty() ? c.str("architecture", 64) : arch_override.substr(0, 64);
   if (!arch_override.empty()) c.mark_used("architecture");
   if (!net::torchvision_spec(arch, n)) {
-    std::string msg = "torchvision builder \"" + arch + "\" is not modelled; expected one of:";
+    std::string list;
     const char* sep = " ";
     for (const auto& x : net::torchvision_names()) {
-      msg += sep + x;
+      list += sep + x;
       sep = ", ";
     }
     fail(code::kUnknownValue,
-         arch_override.empty() ? c.field("architecture") : "model.architecture", msg);
+         arch_override.empty() ? c.field("architecture") : "model.architecture",
+         Message{"error.net.torchvision", {{"arch", arch}, {"list", list}}});
   }
   n->num_classes = c.u64_or("num_classes", 1000, 1, kMaxClasses);
   n->image_size = n->config_image = c.u64_or("image_size", 224, 1, kMaxImage);
@@ -55,7 +56,7 @@ std::string pick_class(const Obj& c, const std::string& override_arch,
     list += std::string(list.empty() ? " " : ", ") + x;
   }
   fail(code::kUnsupported, override_arch.empty() ? c.field("architectures") : "model.architecture",
-       {"architecture \"", arch, "\" is not modelled; expected one of:", list});
+       Message{"error.net.architecture", {{"arch", arch}, {"list", list}}});
 }
 
 // num_labels, or the size of id2label (PretrainedConfig's default: 2)
@@ -76,7 +77,7 @@ void read_vit(const Obj& c, const std::string& type, const std::string& ov, NetS
   n->heads = c.u64_or("num_attention_heads", 12, 1, kMaxDim);
   if (n->hidden % n->heads != 0)
     fail(code::kInconsistent, c.field("num_attention_heads"),
-         {c.field("num_attention_heads"), " must divide hidden_size"});
+         Message{"error.net.headsHidden", {{"field", c.field("num_attention_heads")}}});
   n->intermediate = dino ? static_cast<uint64_t>(n->hidden * c.num_or("mlp_ratio", 4, 0.01, 64))
                          : c.u64_or("intermediate_size", 3072, 1, kMaxDim);
   n->act = c.str_or("hidden_act", "gelu", 64);
@@ -121,10 +122,9 @@ void read_vision_tower(const Obj& c, bool sig, NetSpec* n) {
   n->attention_dropout = c.num_or("attention_dropout", 0.0, 0, 1);
   if (n->hidden % n->heads != 0)
     fail(code::kInconsistent, c.field("num_attention_heads"),
-         {c.field("num_attention_heads"), " must divide hidden_size"});
+         Message{"error.net.headsHidden", {{"field", c.field("num_attention_heads")}}});
   if (sig && !c.boolean_or("vision_use_head", true))
-    fail(code::kUnsupported, c.field("vision_use_head"),
-         "vision_use_head = false (no pooling head) is not modelled");
+    fail(code::kUnsupported, c.field("vision_use_head"), Message{"error.net.visionHead", {}});
 }
 
 // A CLIP / SigLIP text config (CLIPTextConfig / SiglipTextConfig defaults).
@@ -139,7 +139,7 @@ void read_text_tower(const Obj& c, bool sig, NetSpec* n) {
   if (sig) n->projection = c.u64_or("projection_size", n->text_hidden, 1, kMaxDim);
   if (n->text_hidden % n->text_heads != 0)
     fail(code::kInconsistent, c.field("num_attention_heads"),
-         {c.field("num_attention_heads"), " must divide hidden_size"});
+         Message{"error.net.headsHidden", {{"field", c.field("num_attention_heads")}}});
   n->seq = n->text_positions;
 }
 
@@ -193,7 +193,9 @@ std::vector<uint64_t> sizes_of(const Obj& c, const char* key, std::vector<uint64
   std::vector<uint64_t> out;
   for (size_t i = 0; i < a.size(); ++i)
     out.push_back(read_u64(a[i], index_path(c.field(key), i), 1, max));
-  if (out.empty()) fail(code::kOutOfRange, c.field(key), {c.field(key), " must not be empty"});
+  if (out.empty())
+    fail(code::kOutOfRange, c.field(key),
+         Message{"error.field.notEmpty", {{"field", c.field(key)}}});
   return out;
 }
 
@@ -204,7 +206,7 @@ void read_stages(const Obj& c, std::vector<uint64_t> widths, std::vector<uint64_
   depths = sizes_of(c, "depths", depths, kMaxLayers);
   if (widths.size() != depths.size())
     fail(code::kInconsistent, c.field("depths"),
-         {c.field("depths"), " must list as many stages as hidden_sizes"});
+         Message{"error.net.depthsHidden", {{"field", c.field("depths")}}});
   for (size_t i = 0; i < widths.size(); ++i) {
     NetStage s;
     s.width = widths[i];
@@ -236,8 +238,7 @@ void read_convnet(const Obj& c, const std::string& type, const std::string& ov, 
     n->groups = c.boolean_or("downsample_in_first_stage", false) ? 2 : 1;
     if (c.boolean_or("downsample_in_bottleneck", false))
       fail(code::kUnsupported, c.field("downsample_in_bottleneck"),
-           "downsample_in_bottleneck = true (the stride in the first 1x1 convolution) is not "
-           "modelled");
+           Message{"error.net.bottleneck", {}});
     n->variant = pick_class(c, ov, {"ResNetModel", "ResNetForImageClassification"}, "ResNetModel");
   }
   const bool head = n->variant.find("For") != std::string::npos;
@@ -254,7 +255,7 @@ void read_swin(const Obj& c, const std::string& ov, NetSpec* n) {
   const std::vector<uint64_t> heads = sizes_of(c, "num_heads", {3, 6, 12, 24}, kMaxDim);
   if (heads.size() != depths.size())
     fail(code::kInconsistent, c.field("num_heads"),
-         {c.field("num_heads"), " must list as many stages as depths"});
+         Message{"error.net.headsDepths", {{"field", c.field("num_heads")}}});
   const uint64_t patch = c.u64_or("patch_size", 4, 1, kMaxImage);
   n->patch = c.u64_or("window_size", 7, 1, kMaxImage);
   n->width_mult = c.num_or("mlp_ratio", 4.0, 0.01, 64);  // intermediate = int(mlp_ratio * dim)
@@ -266,7 +267,7 @@ void read_swin(const Obj& c, const std::string& ov, NetSpec* n) {
     s.kernel = patch;
     if (s.width % s.heads != 0)
       fail(code::kInconsistent, c.field("num_heads"),
-           {c.field("num_heads"), " must divide each stage's width (embed_dim x 2^stage)"});
+           Message{"error.net.headsWidth", {{"field", c.field("num_heads")}}});
     n->stages.push_back(s);
   }
   n->hidden = n->stem << (depths.size() - 1);
@@ -277,7 +278,7 @@ void read_swin(const Obj& c, const std::string& ov, NetSpec* n) {
   n->qkv_bias = c.boolean_or("qkv_bias", true);
   if (c.boolean_or("use_absolute_embeddings", false))
     fail(code::kUnsupported, c.field("use_absolute_embeddings"),
-         "use_absolute_embeddings = true is not modelled");
+         Message{"error.net.absoluteEmbeddings", {}});
   n->variant = pick_class(c, ov, {"SwinModel", "SwinForImageClassification"}, "SwinModel");
   n->num_classes = n->variant == "SwinModel" ? 0 : labels_of(c);
 }
@@ -298,9 +299,7 @@ void read_segformer(const Obj& c, const std::string& ov, NetSpec* n) {
   for (const auto* v : {&depths, &sr, &hidden, &patch, &stride, &heads, &mlp})
     if (v->size() != blocks)
       fail(code::kInconsistent, c.field("num_encoder_blocks"),
-           {c.field("num_encoder_blocks"),
-            " must equal the length of depths, sr_ratios, "
-            "hidden_sizes, patch_sizes, strides, num_attention_heads and mlp_ratios"});
+           Message{"error.net.encoderBlocks", {{"field", c.field("num_encoder_blocks")}}});
   for (uint64_t i = 0; i < blocks; ++i) {
     NetStage s;
     s.depth = depths[i];
@@ -312,7 +311,7 @@ void read_segformer(const Obj& c, const std::string& ov, NetSpec* n) {
     s.extra = sr[i];
     if (s.width % s.heads != 0)
       fail(code::kInconsistent, c.field("num_attention_heads"),
-           {c.field("num_attention_heads"), " must divide hidden_sizes at each stage"});
+           Message{"error.net.headsStages", {{"field", c.field("num_attention_heads")}}});
     n->stages.push_back(s);
   }
   n->hidden = hidden.back();
@@ -323,8 +322,7 @@ void read_segformer(const Obj& c, const std::string& ov, NetSpec* n) {
   n->drop_path = c.num_or("drop_path_rate", 0.1, 0, 1);
   n->intermediate = c.u64_or("decoder_hidden_size", 256, 1, kMaxDim);
   if (!c.boolean_or("reshape_last_stage", true))
-    fail(code::kUnsupported, c.field("reshape_last_stage"),
-         "reshape_last_stage = false is not modelled");
+    fail(code::kUnsupported, c.field("reshape_last_stage"), Message{"error.net.reshapeLast", {}});
   n->variant = pick_class(
       c, ov,
       {"SegformerModel", "SegformerForSemanticSegmentation", "SegformerForImageClassification"},
@@ -349,7 +347,8 @@ void read_whisper(const Obj& c, const std::string& ov, NetSpec* n) {
   for (const char* k : {"encoder_attention_heads", "decoder_attention_heads"}) {
     const uint64_t h = std::string(k) == "encoder_attention_heads" ? n->heads : n->text_heads;
     if (n->hidden % h != 0)
-      fail(code::kInconsistent, c.field(k), {c.field(k), " must divide d_model"});
+      fail(code::kInconsistent, c.field(k),
+           Message{"error.config.divideDModel", {{"field", c.field(k)}}});
   }
   const uint64_t src = c.u64_or("max_source_positions", 1500, 1, 1u << 20);
   n->image_size = n->config_image = 2 * src;  // the encoder reads exactly this many mel frames
@@ -360,7 +359,7 @@ void read_whisper(const Obj& c, const std::string& ov, NetSpec* n) {
   n->classifier_dropout = c.num_or("activation_dropout", 0.0, 0, 1);
   n->tied_head = c.boolean_or("tie_word_embeddings", true);
   if (c.boolean_or("scale_embedding", false))
-    fail(code::kUnsupported, c.field("scale_embedding"), "scale_embedding = true is not modelled");
+    fail(code::kUnsupported, c.field("scale_embedding"), Message{"error.net.scaleEmbedding", {}});
   n->variant = pick_class(c, ov, {"WhisperForConditionalGeneration", "WhisperModel"},
                           "WhisperForConditionalGeneration");
 }
@@ -375,7 +374,7 @@ void read_wav2vec2(const Obj& c, const std::string& ov, NetSpec* n) {
   const auto kernel = sizes_of(c, "conv_kernel", {10, 3, 3, 3, 3, 2, 2}, 1024);
   if (stride.size() != dim.size() || kernel.size() != dim.size())
     fail(code::kInconsistent, c.field("conv_dim"),
-         {c.field("conv_dim"), ", conv_stride and conv_kernel must have the same length"});
+         Message{"error.net.convLengths", {{"field", c.field("conv_dim")}}});
   for (size_t i = 0; i < dim.size(); ++i) {
     NetStage s;
     s.width = dim[i];
@@ -389,13 +388,13 @@ void read_wav2vec2(const Obj& c, const std::string& ov, NetSpec* n) {
   const std::string fa = c.str_or("feat_extract_activation", "gelu", 64);
   if (fa != n->act)
     fail(code::kUnsupported, c.field("feat_extract_activation"),
-         "feat_extract_activation different from hidden_act is not modelled");
+         Message{"error.net.featActivation", {}});
   n->hidden = c.u64_or("hidden_size", 768, 1, kMaxDim);
   n->layers = c.u64_or("num_hidden_layers", 12, 1, kMaxLayers);
   n->heads = c.u64_or("num_attention_heads", 12, 1, kMaxDim);
   if (n->hidden % n->heads != 0)
     fail(code::kInconsistent, c.field("num_attention_heads"),
-         {c.field("num_attention_heads"), " must divide hidden_size"});
+         Message{"error.net.headsHidden", {{"field", c.field("num_attention_heads")}}});
   n->intermediate = c.u64_or("intermediate_size", 3072, 1, kMaxDim);
   n->dropout = c.num_or("hidden_dropout", 0.1, 0, 1);
   n->attention_dropout = c.num_or("attention_dropout", 0.1, 0, 1);
@@ -406,13 +405,13 @@ void read_wav2vec2(const Obj& c, const std::string& ov, NetSpec* n) {
   n->groups = c.u64_or("num_conv_pos_embedding_groups", 16, 1, 4096);
   if (n->hidden % n->groups != 0)
     fail(code::kInconsistent, c.field("num_conv_pos_embedding_groups"),
-         {c.field("num_conv_pos_embedding_groups"), " must divide hidden_size"});
+         Message{"error.net.headsHidden", {{"field", c.field("num_conv_pos_embedding_groups")}}});
   n->layer_scale = c.boolean_or("do_stable_layer_norm", false);
   n->mask_token =
       c.num_or("mask_time_prob", 0.05, 0, 1) > 0 || c.num_or("mask_feature_prob", 0.0, 0, 1) > 0;
   n->vocab = c.u64_or("vocab_size", 32, 1, 1u << 24);
   if (c.boolean_or("add_adapter", false))
-    fail(code::kUnsupported, c.field("add_adapter"), "add_adapter = true is not modelled");
+    fail(code::kUnsupported, c.field("add_adapter"), Message{"error.net.adapter", {}});
   n->variant = pick_class(c, ov, {"Wav2Vec2ForCTC", "Wav2Vec2Model"}, "Wav2Vec2Model");
   // the CTC head's dropout is final_dropout; the recipe reads it from classifier_dropout after
   // the feed-forward's activation_dropout: keep both

@@ -22,38 +22,30 @@ bool read_net_fields(const Obj& req, std::shared_ptr<const ModelDescription>* mo
   const ModelDescription& m = **model;
   if (!m.arch.net) {
     for (const char* k : {"imageSize", "numClasses"})
-      if (req.has(k))
-        fail(code::kInconsistent, k,
-             {k,
-              " applies to vision networks (torchvision presets, HF vision configs); this "
-              "model reads token sequences: leave it out"});
+      if (req.has(k)) fail(code::kInconsistent, k, Message{"error.net.visionOnly", {{"field", k}}});
     return false;
   }
   const NetSpec& n = *m.arch.net;
   NetSpec changed = n;
   if (req.has("imageSize") && !n.vision)
     fail(code::kInconsistent, "imageSize",
-         {"imageSize: this model (", m.architecture, ") reads text, not images: leave it out"});
+         Message{"error.net.imageText", {{"architecture", m.architecture}}});
   if (req.has("imageSize")) {
     const ImageSize px = read_image_size(req, 1, kMaxImage);
     if (px.height != px.width)
       fail(code::kUnsupported, "imageSize",
-           {"imageSize: ", m.architecture,
-            " is modelled for square images (one number, or "
-            "[height, width] with height = width)"});
+           Message{"error.net.imageSquare", {{"architecture", m.architecture}}});
     changed.image_size = px.height;
     changed.image_size_set = true;
   }
   if (req.has("numClasses")) {
     if (n.num_classes == 0)
       fail(code::kInconsistent, "numClasses",
-           {"numClasses: this model (", m.architecture,
-            ") has no classification head; leave numClasses out"});
+           Message{"error.net.numClasses", {{"architecture", m.architecture}}});
     changed.num_classes = req.u64("numClasses", 1, kMaxClasses);
   }
   if (req.has("seqLen") && !n.text && !n.audio)
-    fail(code::kInconsistent, "seqLen",
-         "seqLen is for token sequences; an image network reads imageSize (pixels per side)");
+    fail(code::kInconsistent, "seqLen", Message{"error.net.seqLen", {}});
   if (req.has("seqLen") && n.text) {  // a text tower (CLIP, SigLIP): at most its positions
     changed.seq = req.u64("seqLen", 1, n.text_positions);
   } else if (req.has("seqLen") && n.family == "whisper") {
@@ -61,9 +53,8 @@ bool read_net_fields(const Obj& req, std::shared_ptr<const ModelDescription>* mo
     const uint64_t frames = req.u64("seqLen", 1, 1u << 24);
     if (frames != n.image_size)
       fail(code::kInconsistent, "seqLen",
-           {"seqLen: Whisper's encoder reads exactly ", std::to_string(n.image_size),
-            " mel frames (2 x max_source_positions; shorter audio is padded to 30 s), got ",
-            std::to_string(frames)});
+           Message{"error.net.whisperFrames",
+                   {{"need", std::to_string(n.image_size)}, {"frames", std::to_string(frames)}}});
   } else if (req.has("seqLen")) {  // wav2vec2: audio samples
     changed.image_size = req.u64("seqLen", 400, 1u << 26);
   }
@@ -77,9 +68,7 @@ bool read_net_fields(const Obj& req, std::shared_ptr<const ModelDescription>* mo
   if (req.has("targetLen")) {
     // Whisper: the decoder's tokens; wav2vec2: the CTC labels per sample
     if (n.family != "whisper" && n.family != "wav2vec2")
-      fail(code::kInconsistent, "targetLen",
-           "targetLen is the decoder length (Whisper) or the transcript's labels (wav2vec2); "
-           "this network has neither: leave it out");
+      fail(code::kInconsistent, "targetLen", Message{"error.net.targetLen", {}});
     const uint64_t most = n.family == "whisper" ? n.target_positions : *seq_len;
     *target_len = req.u64("targetLen", 1, most);
   }

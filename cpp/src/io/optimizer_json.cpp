@@ -45,7 +45,7 @@ void read_settings(const Obj& obj, const std::string& path, OptimizerSpec* o) {
     o->block_size = obj.u64_or("blockSize", o->block_size, 1, 1ULL << 32);
     if (o->type == Optimizer::torchao_adamw_4bit && o->block_size % 2 != 0)
       fail(code::kOutOfRange, path + ".blockSize",
-           {path, ".blockSize must be even for 4-bit states (two codes per byte)"});
+           Message{"error.optimizer.blockSize", {{"path", path}}});
   }
   if (obj.has("weightDecay")) {
     obj.num("weightDecay", 0, 1e6);
@@ -67,7 +67,7 @@ OptimizerSpec parse_optimizer(const Obj& parent, const char* key) {
   obj.finish({"momentum", "nesterov", "amsgrad", "centered", "beta1", "blockSize", "min8bitSize"});
   if (o.nesterov && o.momentum == 0)
     fail(code::kInconsistent, path + ".nesterov",
-         {path, ".nesterov needs momentum > 0 (torch.optim.SGD raises otherwise)"});
+         Message{"error.optimizer.nesterov", {{"path", path}}});
   return o;
 }
 

@@ -37,12 +37,7 @@ const std::vector<std::string>& strategy_names() {
 // level): it is refused with both names instead of guessing.
 void refuse_plain_selective(const json& v, const std::string& field) {
   if (v.is_string() && v.get<std::string>() == "selective")
-    fail(code::kUnknownValue, field,
-         {field,
-          " 'selective' is ambiguous: use 'attention-recompute' (Megatron-LM's "
-          "recompute_granularity=\"selective\": the attention core only) or 'selective-op' / "
-          "'torchtitan-op' (op-level selective checkpointing: the outputs of listed ops are kept, "
-          "the rest of each block recomputed); 'selective-layer' checkpoints every k-th block"});
+    fail(code::kUnknownValue, field, Message{"error.checkpointing.selective", {{"field", field}}});
 }
 
 Checkpointing parse_checkpointing(const Obj& req) {
@@ -73,8 +68,10 @@ Checkpointing parse_checkpointing(const Obj& req) {
           std::string list;
           for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
           fail(code::kUnknownValue, p,
-               {"unknown op '", name, "' in ", p, " (known: ", list, ")",
-                near.empty() ? "" : "; did you mean '" + near + "'?"});
+               near.empty()
+                   ? Message{"error.op.unknown", {{"op", name}, {"field", p}, {"known", list}}}
+                   : Message{"error.op.unknownNear",
+                             {{"op", name}, {"field", p}, {"known", list}, {"near", near}}});
         }
         c.save.ops.push_back(name);
       }
@@ -93,7 +90,7 @@ Checkpointing parse_checkpointing(const Obj& req) {
       for (size_t i = 0; i < arr.size(); ++i) {
         const std::string p = index_path(o.field("checkpointed"), i);
         if (!arr[i].is_array() || arr[i].size() != 2)
-          fail(code::kInvalidType, p, {p, " must be [first, last]"});
+          fail(code::kInvalidType, p, Message{"error.segment.pair", {{"field", p}}});
         placement::Segment s;
         s.first = static_cast<uint32_t>(read_u64(arr[i][0], p + "[0]", 0, 1u << 30));
         s.last = static_cast<uint32_t>(read_u64(arr[i][1], p + "[1]", s.first, 1u << 30));
@@ -135,7 +132,7 @@ std::vector<AllocatorOption> allocator_options(const Obj& req) {
       const size_t colon = item.find(':');
       if (colon == std::string::npos)
         fail(code::kInvalidType, "allocator",
-             {"allocator option '", item.substr(0, 64), "' needs key:value"});
+             Message{"error.allocator.keyValue", {{"item", item.substr(0, 64)}}});
       const std::string key = item.substr(0, colon), v = item.substr(colon + 1);
       json value;
       if (v == "True" || v == "False")
@@ -150,8 +147,8 @@ std::vector<AllocatorOption> allocator_options(const Obj& req) {
           value = d;
         } catch (const std::exception&) {
           fail(code::kInvalidType, "allocator." + key.substr(0, 64),
-               {"allocator option ", key.substr(0, 64), " has the value '", v.substr(0, 64),
-                "', not a number or True/False"});
+               Message{"error.allocator.value",
+                       {{"key", key.substr(0, 64)}, {"v", v.substr(0, 64)}}});
         }
       }
       out.push_back({key, value});
@@ -166,9 +163,12 @@ std::vector<AllocatorOption> allocator_options(const Obj& req) {
 
 double option_number(const AllocatorOption& o, double lo, double hi, const char* what) {
   const std::string field = "allocator." + o.key;
-  if (!o.value.is_number()) fail(code::kInvalidType, field, {field, " must be a number"});
+  if (!o.value.is_number())
+    fail(code::kInvalidType, field, Message{"error.field.number", {{"field", field}}});
   const double v = o.value.get<double>();
-  if (!(v >= lo && v <= hi)) fail(code::kOutOfRange, field, {field, " must be ", what});
+  if (!(v >= lo && v <= hi))
+    fail(code::kOutOfRange, field,
+         Message{"error.field.mustBe", {{"field", field}, {"what", what}}});
   return v;
 }
 
@@ -184,22 +184,25 @@ allocator::Config parse_allocator(const Obj& req) {
       if (o.value.is_null()) continue;  // "unlimited"
       // CUDAAllocatorConfig.cpp parseMaxSplitSize: must be > kLargeBuffer (20 MiB)
       const double mb = option_number(o, 21, 1 << 30, "an integer above 20 (MiB; kLargeBuffer)");
-      if (mb != std::floor(mb)) fail(code::kNotInteger, field, {field, " must be whole MiB"});
+      if (mb != std::floor(mb))
+        fail(code::kNotInteger, field, Message{"error.allocator.wholeMib", {{"field", field}}});
       c.max_split_size = static_cast<uint64_t>(mb) << 20;
     } else if (o.key == "expandable_segments") {
-      if (!o.value.is_boolean()) fail(code::kInvalidType, field, {field, " must be True or False"});
+      if (!o.value.is_boolean())
+        fail(code::kInvalidType, field, Message{"error.allocator.bool", {{"field", field}}});
       c.expandable_segments = o.value.get<bool>();
     } else if (o.key == "garbage_collection_threshold") {
       // parseGarbageCollectionThreshold: 0.0 < threshold < 1.0
       const double t = option_number(o, 0, 1, "between 0 and 1 (exclusive)");
-      if (t <= 0 || t >= 1) fail(code::kOutOfRange, field, {field, " must be between 0 and 1"});
+      if (t <= 0 || t >= 1)
+        fail(code::kOutOfRange, field, Message{"error.allocator.fraction", {{"field", field}}});
       c.garbage_collection_threshold = t;
     } else if (o.key == "roundup_power2_divisions") {
       // parseRoundUpPower2Divisions: a power of 2
       const double d = option_number(o, 0, 64, "a power of 2 up to 64");
       const uint64_t n = static_cast<uint64_t>(d);
       if (d != std::floor(d) || (n & (n - 1)) != 0)
-        fail(code::kOutOfRange, field, {field, " must be a power of 2"});
+        fail(code::kOutOfRange, field, Message{"error.allocator.power2", {{"field", field}}});
       c.roundup_power2_divisions = static_cast<uint32_t>(n);
     } else {
       const std::string near = closest_match(o.key, known);
@@ -207,7 +210,7 @@ allocator::Config parse_allocator(const Obj& req) {
         fail(code::kUnknownKey, field,
              Message{"error.allocator.option", {{"option", o.key.substr(0, 64)}}});
       fail(code::kUnknownKey, field,
-           {"unknown allocator option '", o.key.substr(0, 64), "'; did you mean '", near, "'?"});
+           Message{"error.allocator.optionNear", {{"key", o.key.substr(0, 64)}, {"near", near}}});
     }
   }
   return c;
@@ -237,7 +240,8 @@ Runtime runtime_profile(const std::string& id, const std::string& field) {
   if (!term) {
     const std::string near = closest_match(id, runtime_ids());
     fail(code::kUnknownValue, field,
-         {"unknown runtime '", id, "'", (near.empty() ? "" : "; did you mean '" + near + "'?")});
+         near.empty() ? Message{"error.runtime.unknown", {{"id", id}}}
+                      : Message{"error.runtime.unknownNear", {{"id", id}, {"near", near}}});
   }
   const json& j = embedded_json(std::string("runtime-") + term->file + ".json");
   Runtime r;
@@ -252,7 +256,7 @@ Runtime runtime_profile(const std::string& id, const std::string& field) {
   const std::string impl = json_at(j, "optimizerImplementation").get<std::string>();
   const vocab::OptimizerImplTerm* impl_term = vocab::find(vocab::kOptimizerImpls, impl);
   if (!impl_term)
-    fail(code::kInternal, field, {"internal error: runtime data names optimizer ", impl});
+    fail(code::kInternal, field, Message{"error.internal.runtimeOptimizer", {{"impl", impl}}});
   r.optimizer_implementation = impl_term->value;
   r.foreach_optimizers = r.optimizer_implementation == vocab::OptimizerImpl::foreach;
   r.foreach_adam_lists = json_at(j, "foreachAdamLists").get<uint32_t>();
@@ -313,7 +317,8 @@ Gpu gpu_preset(const std::string& id, const std::string& field) {
   }
   const std::string near = closest_match(id, gpu_ids());
   fail(code::kUnknownPreset, field,
-       {"unknown GPU preset '", id, "'", (near.empty() ? "" : "; did you mean '" + near + "'?")});
+       near.empty() ? Message{"error.gpu.unknown", {{"id", id}}}
+                    : Message{"error.gpu.unknownNear", {{"id", id}, {"near", near}}});
 }
 
 namespace {
@@ -347,9 +352,7 @@ void parse_fsdp_reshard(const Obj& f, Request::Fsdp* out) {
   const char* field = "fsdp.reshardAfterForward";
   const bool per_unit = f.has("reshardAfterForward") && f.raw("reshardAfterForward").is_object();
   if (per_unit && d.version == 1)
-    fail(code::kInconsistent, field,
-         "FSDP1 reshards every unit as its shardingStrategy says: give a boolean, or version 2 "
-         "for one setting per unit");
+    fail(code::kInconsistent, field, Message{"error.fsdp.reshardBoolean", {}});
   const Obj o = per_unit ? f.obj("reshardAfterForward") : f;
   const char* key = per_unit ? "blocks" : "reshardAfterForward";
   const bool listed = per_unit && o.has("blocks") && o.raw("blocks").is_array();
@@ -362,8 +365,7 @@ void parse_fsdp_reshard(const Obj& f, Request::Fsdp* out) {
   d.reshard_after_forward = listed ? any_reshards() : o.boolean_or(key, !strategy_keeps);
   if (o.has(key) && d.reshard_after_forward == strategy_keeps)
     fail(code::kInconsistent, o.field(key),
-         strategy_keeps ? "SHARD_GRAD_OP does not reshard after the forward"
-                        : "reshardAfterForward false is SHARD_GRAD_OP: set that strategy instead");
+         Message{strategy_keeps ? "error.fsdp.shardGradOp" : "error.fsdp.reshardFalse", {}});
   d.reshard_last_block = d.reshard_after_forward;
   if (!per_unit) return;
   if (!listed) d.reshard_last_block = o.boolean_or("lastBlock", d.reshard_after_forward);
@@ -398,16 +400,14 @@ void parse_fsdp(const Obj& req, Request* out) {
                     {"ranks", std::to_string(r.data_parallel)}}});
   } else {
     if (f.has("shardGroupSize"))
-      fail(code::kInconsistent, "fsdp.shardGroupSize",
-           "shardGroupSize belongs to HYBRID_SHARD only");
+      fail(code::kInconsistent, "fsdp.shardGroupSize", Message{"error.fsdp.groupHybrid", {}});
     d.shard_degree = d.strategy == vocab::FsdpStrategy::no_shard ? 1 : r.data_parallel;
   }
   parse_fsdp_reshard(f, &d);
   d.prefetch = f.u64_or("prefetch", 1, 0, 64);
   // FSDP1 FullyShardedDataParallel(limit_all_gathers=True) (fully_sharded_data_parallel.py)
   if (f.has("limitAllGathers") && d.version != 1)
-    fail(code::kInconsistent, "fsdp.limitAllGathers",
-         "limitAllGathers is FSDP1's rate limiter: fully_shard (FSDP2) has none");
+    fail(code::kInconsistent, "fsdp.limitAllGathers", Message{"error.fsdp.limitAllGathers", {}});
   d.limit_all_gathers = f.boolean_or("limitAllGathers", true);
   if (f.has("mixedPrecision")) {
     const Obj mp = f.obj("mixedPrecision");
@@ -424,10 +424,10 @@ void parse_fsdp(const Obj& req, Request* out) {
   d.cpu_offload = f.boolean_or("cpuOffload", false);
   f.finish();
   if (r.zero_stage > 0) fail(code::kInconsistent, "fsdp", Message{"error.fsdp.zero", {}});
-  if (req.has("ddp")) fail(code::kInconsistent, "fsdp", "fsdp replaces DDP: leave ddp out");
+  if (req.has("ddp")) fail(code::kInconsistent, "fsdp", Message{"error.fsdp.ddp", {}});
   if (r.optimizer_in_backward)
     fail(code::kUnsupported, "optimizerInBackward", Message{"error.inBackward.fsdp", {}});
-  if (r.is_mlp) fail(code::kUnsupported, "fsdp", "FSDP is modelled for transformer models");
+  if (r.is_mlp) fail(code::kUnsupported, "fsdp", Message{"error.fsdp.transformer", {}});
 }
 
 // mlp: {sizes, activation, bias} (an MLP chain), or model (a preset, a config or tensors).
@@ -438,11 +438,10 @@ void read_model(const Obj& req, Request* out) {
     r.model_ptr = model.has("pipeline") ? read_pipeline(model) : parse_model_shared(model);
     return;
   }
-  if (req.has("model")) fail(code::kInconsistent, "mlp", "give either model or mlp, not both");
+  if (req.has("model")) fail(code::kInconsistent, "mlp", Message{"error.model.orMlp", {}});
   const Obj m = req.obj("mlp");
   const json& sizes = m.array("sizes", 10000);
-  if (sizes.size() < 2)
-    fail(code::kOutOfRange, m.field("sizes"), "mlp.sizes needs at least 2 sizes");
+  if (sizes.size() < 2) fail(code::kOutOfRange, m.field("sizes"), Message{"error.mlp.sizes", {}});
   for (size_t i = 0; i < sizes.size(); ++i)
     r.mlp.sizes.push_back(read_u64(sizes[i], index_path(m.field("sizes"), i), 1, 1ULL << 32));
   r.mlp.activation = m.one_of_or("activation", vocab::names(vocab::kMlpActivations), "relu");
@@ -498,14 +497,13 @@ void read_samples(const Obj& req, Request* out) {
   const Obj sm = req.obj("samples");
   r.samples.given = true;
   r.samples.packed = sm.boolean_or("packed", false);
-  if (r.is_mlp) fail(code::kUnsupported, "samples", "samples describe token sequences");
+  if (r.is_mlp) fail(code::kUnsupported, "samples", Message{"error.samples.tokens", {}});
   if (r.samples.packed && sm.has("lengths"))
     fail(code::kInconsistent, "samples.lengths", Message{"error.samples.both", {}});
   if (sm.has("lengths"))
     read_sample_lengths(sm, &r);
   else if (!r.samples.packed)
-    fail(code::kMissingField, "samples",
-         "samples needs packed: true or lengths (a list of sample lengths in tokens)");
+    fail(code::kMissingField, "samples", Message{"error.samples.kind", {}});
   sm.finish();
 }
 
@@ -513,10 +511,7 @@ void read_samples(const Obj& req, Request* out) {
 // none otherwise.
 uint64_t trace_seq_len(const Obj& req, const traced::Trace& t) {
   if (t.has_seq) return req.u64_or("seqLen", t.seq, 1, limits::kMaxSeqLen);
-  if (req.has("seqLen"))
-    fail(code::kInconsistent, "seqLen",
-         "the traced model's inputs have no sequence length (trace it with an 's' in an input "
-         "shape to vary it): leave seqLen out");
+  if (req.has("seqLen")) fail(code::kInconsistent, "seqLen", Message{"error.trace.seqLen", {}});
   return 1;
 }
 
@@ -571,7 +566,7 @@ void read_training(const Obj& req, Request* out) {
   if (r.is_mlp && (kind == vocab::Strategy::attention_recompute || vocab::op_level(kind) ||
                    kind == vocab::Strategy::selective_layer))
     fail(code::kInconsistent, "checkpointing",
-         {"checkpointing '", cs, "' needs a transformer model (blocks)"});
+         Message{"error.checkpointing.transformer", {{"cs", cs}}});
 }
 
 // gradientAccumulationSteps, zeroStage, dataParallel, offload, tensorParallel, sequenceParallel.
@@ -595,13 +590,11 @@ void read_parallelism(const Obj& req, Request* out) {
   // parameters assigned to it
   r.zero_redundancy_optimizer = req.boolean_or("zeroRedundancyOptimizer", false);
   if (r.zero_redundancy_optimizer && (r.data_parallel < 2 || r.zero_stage > 0 || req.has("fsdp")))
-    fail(code::kInconsistent, "zeroRedundancyOptimizer",
-         "zeroRedundancyOptimizer shards the optimizer state of a DDP run: give dataParallel >= 2 "
-         "without zeroStage or fsdp (DeepSpeed's zeroStage 1 is the same idea)");
+    fail(code::kInconsistent, "zeroRedundancyOptimizer", Message{"error.zeroRedundancy", {}});
   r.tensor_parallel = req.u64_or("tensorParallel", 1, 1, 4096);
   r.sequence_parallel = req.boolean_or("sequenceParallel", false);
   if (r.sequence_parallel && r.tensor_parallel == 1)
-    fail(code::kInconsistent, "sequenceParallel", "sequenceParallel needs tensorParallel > 1");
+    fail(code::kInconsistent, "sequenceParallel", Message{"error.sequenceParallel", {}});
   if (!r.is_mlp && r.tensor_parallel > 1 && r.model().arch.heads > 0 &&
       r.model().arch.heads % r.tensor_parallel != 0)
     fail(code::kInconsistent, "tensorParallel",
@@ -653,14 +646,12 @@ void read_lora(const Obj& req, Request* out) {
     std::transform(v.begin(), v.end(), v.begin(),
                    [](unsigned char ch) { return std::tolower(ch); });
     if (v != "all-linear")
-      fail(code::kUnknownValue, "lora.targetModules",
-           "lora.targetModules: a list of module names, or the string \"all-linear\"");
+      fail(code::kUnknownValue, "lora.targetModules", Message{"error.lora.targetsType", {}});
     r.lora.target_modules.push_back(v);
   } else if (l.has("targetModules")) {
     const json& t = l.array("targetModules", 64);
     if (t.empty())
-      fail(code::kOutOfRange, "lora.targetModules",
-           "lora.targetModules must name at least one module (or be \"all-linear\")");
+      fail(code::kOutOfRange, "lora.targetModules", Message{"error.lora.targetsEmpty", {}});
     for (size_t i = 0; i < t.size(); ++i)
       r.lora.target_modules.push_back(read_str(t[i], index_path(l.field("targetModules"), i), 64));
   }
@@ -682,9 +673,7 @@ void context_for_gpu(const Gpu& g, Request* out) {
   // CUDA >= 11.8, PyTorch's cu118 wheels start at 2.0
   if (g.compute_capability >= 9.0 && j.value("contextNoSm90", false))
     fail(code::kUnsupported, "runtime",
-         {"the ", r.runtime.id, " line has no kernels for the ", g.id,
-          " (compute capability 9.0 needs a CUDA 11.8 build): use runtime pytorch-2.0-cuda or "
-          "later"});
+         Message{"error.runtime.hopper", {{"id", r.runtime.id}, {"id2", g.id}}});
   const auto by = j.find("contextBytesByGpu");
   if (by == j.end() || !by->contains(g.id)) {
     r.runtime.context_source.then({"runtime.context.noGpu", {{"gpu", g.id}}});
@@ -710,7 +699,7 @@ double read_device(const Obj& req, Request* out) {
   }
   double gpu_capability = 0;
   if (req.has("gpu") && req.has("gpuMemoryBytes"))
-    fail(code::kInconsistent, "gpuMemoryBytes", "give either gpu or gpuMemoryBytes, not both");
+    fail(code::kInconsistent, "gpuMemoryBytes", Message{"error.gpu.both", {}});
   if (req.has("gpu")) {
     const Gpu g = gpu_preset(req.str("gpu", 64), "gpu");
     r.gpu_id = g.id;
@@ -733,9 +722,11 @@ double read_device(const Obj& req, Request* out) {
       if (has_implementation(r.optimizer, t.value))
         has += std::string(has.empty() ? "" : ", ") + t.name;
     fail(code::kUnsupported, "optimizerImplementation",
-         {"optimizer '", optimizer_name(r.optimizer), "' has no ", impl, " implementation",
-          has.empty() ? ": it runs its own kernels, leave optimizerImplementation out"
-                      : "; it has: " + has});
+         has.empty()
+             ? Message{"error.optimizer.ownKernels",
+                       {{"optimizer", optimizer_name(r.optimizer)}, {"impl", impl}}}
+             : Message{"error.optimizer.noImpl",
+                       {{"optimizer", optimizer_name(r.optimizer)}, {"impl", impl}, {"has", has}}});
   }
   r.runtime.foreach_optimizers = r.optimizer_implementation == vocab::OptimizerImpl::foreach;
   r.set_to_none = req.boolean_or("zeroGradSetToNone", r.runtime.set_to_none);
@@ -753,12 +744,9 @@ void read_float8(const Obj& req, double gpu_capability, Request* out) {
       f.one_of_or("recipe", vocab::names(vocab::kFloat8Recipes), "tensorwise");
   f.finish();
   if (recipe != "tensorwise")
-    fail(code::kUnsupported, "float8.recipe",
-         {"float8.recipe '", recipe,
-          "' (axiswise scales) is not modelled: only \"tensorwise\" (dynamic per-tensor "
-          "scaling)"});
+    fail(code::kUnsupported, "float8.recipe", Message{"error.float8.recipe", {{"recipe", recipe}}});
   if (r.is_mlp || r.model().arch.model_type.empty())
-    fail(code::kUnsupported, "float8", "float8 is modelled for transformer models");
+    fail(code::kUnsupported, "float8", Message{"error.float8.transformer", {}});
   if (r.lora.enabled) fail(code::kUnsupported, "float8", Message{"error.float8.lora", {}});
   // torch._scaled_mm: "only supported on CUDA devices with compute capability >= 9.0 or 8.9"
   // (aten/src/ATen/native/cuda/Blas.cpp @ 960a6846, _scaled_mm_out_cuda)
@@ -786,9 +774,7 @@ void read_loss(const Obj& req, Request* out) {
   r.loss = vocab::find(vocab::kLosses, type)->value;
   if (r.loss != activations::Settings::Loss::cross_entropy &&
       (r.is_mlp || (r.model().arch.encoder_only && r.model().arch.num_labels > 0)))
-    fail(code::kInconsistent, "loss",
-         "the chunked and fused losses replace a language-model head's cross-entropy: this "
-         "model has none");
+    fail(code::kInconsistent, "loss", Message{"error.loss.noHead", {}});
 }
 
 // zero3: DeepSpeed's stage-3 bucket and persistence settings.
@@ -813,13 +799,11 @@ void read_zero_buckets(const Obj& req, Request* out) {
   // config.py overlap_comm_valid: None means True for stage 3, False otherwise
   d.overlap_comm = r.zero_stage == 3;
   if (!req.has("zero")) return;
-  if (r.zero_stage == 0) fail(code::kInconsistent, "zero", "zero options need zeroStage >= 1");
+  if (r.zero_stage == 0) fail(code::kInconsistent, "zero", Message{"error.zero.stage", {}});
   const Obj z = req.obj("zero");
   d.reduce_bucket = z.u64_or("reduceBucketSize", d.reduce_bucket, 1, limits::kMaxParams);
   if (z.has("allgatherBucketSize") && r.zero_stage == 3)
-    fail(code::kInconsistent, z.field("allgatherBucketSize"),
-         "ZeRO-3 gathers parameters through its prefetch bucket: give "
-         "zero3.prefetchBucketSize instead");
+    fail(code::kInconsistent, z.field("allgatherBucketSize"), Message{"error.zero3.prefetch", {}});
   d.allgather_bucket = z.u64_or("allgatherBucketSize", d.allgather_bucket, 1, limits::kMaxParams);
   d.overlap_comm = z.boolean_or("overlapComm", d.overlap_comm);
   d.contiguous_gradients = z.boolean_or("contiguousGradients", true);
@@ -847,10 +831,7 @@ void read_sharding(const Obj& req, Request* out) {
                                         vocab::names(vocab::kZeroMixedPrecision), "model-dtype");
     if (r.zero_stage == 0 || (r.precision != activations::Precision::amp_bf16 &&
                               r.precision != activations::Precision::amp_fp16))
-      fail(
-          code::kInconsistent, "zeroMixedPrecision",
-          "zeroMixedPrecision says how DeepSpeed runs amp-bf16 / amp-fp16: it needs zeroStage >= 1 "
-          "and an amp precision");
+      fail(code::kInconsistent, "zeroMixedPrecision", Message{"error.zero.mixedPrecision", {}});
     r.zero_model_dtype_16bit = m == "model-dtype";
   }
   read_zero_buckets(req, &r);
@@ -866,11 +847,9 @@ void read_allocator_settings(const Obj& req, Request* out) {
     fail(code::kInconsistent, "simulateAllocator", Message{"error.allocator.cuda", {}});
   r.allocator = parse_allocator(req);
   if (r.offload_activations && !r.simulate_allocator)
-    fail(code::kInconsistent, "activationOffloading",
-         "activation offloading is modelled in the allocator simulation: keep simulateAllocator "
-         "on (a CUDA runtime)");
+    fail(code::kInconsistent, "activationOffloading", Message{"error.offload.activations", {}});
   if (req.has("allocator") && !r.runtime.is_cuda())
-    fail(code::kInconsistent, "allocator", "allocator options need a CUDA runtime");
+    fail(code::kInconsistent, "allocator", Message{"error.allocator.needsCuda", {}});
 }
 
 // What a traced model cannot answer: settings whose effect a recipe of the architecture models
@@ -910,7 +889,7 @@ void check_trace_scope(const Request& r) {
     field = "samples";
     why = "samples describe sequence lengths; this trace has none";
   }
-  if (field) fail(code::kUnsupported, field, {"a traced model: ", why});
+  if (field) fail(code::kUnsupported, field, Message{"error.trace.model", {{"why", why}}});
 }
 
 // What needs the whole request: bf16 on the GPU, and what op-level selective checkpointing is
@@ -934,7 +913,7 @@ void check_scope(const Request& r) {
 }  // namespace
 
 Request parse_request(const json& request) {
-  if (!request.is_object()) fail(code::kInvalidType, "", "the request must be a JSON object");
+  if (!request.is_object()) fail(code::kInvalidType, "", Message{"error.request.object", {}});
   Obj req(request, "");
   Request r;
   // runtime first: it sets defaults (attention)
@@ -952,7 +931,7 @@ Request parse_request(const json& request) {
   r.offload_activations = req.boolean_or("activationOffloading", false);
   if (req.has("float8")) read_float8(req, gpu_capability, &r);
   if (r.compiled && (r.is_mlp || r.model().arch.model_type.empty()))
-    fail(code::kUnsupported, "compile", "compile is modelled for transformer models");
+    fail(code::kUnsupported, "compile", Message{"error.compile.transformer", {}});
   if (req.has("loss")) read_loss(req, &r);
   read_sharding(req, &r);
   read_context_parallel(req, &r);

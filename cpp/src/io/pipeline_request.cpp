@@ -64,14 +64,18 @@ FrozenPart read_vae(const Obj& p, const Net& den, const Defaults& d, bool cache)
   }
   if (!vm->diffusion || !vm->diffusion->vae)
     fail(code::kInconsistent, p.field("vae"),
-         {p.field("vae"), ": an AutoencoderKL (a preset such as sd-vae, or its config.json)"});
+         Message{"error.pipe.vaeKind", {{"field", p.field("vae")}}});
   const Net& vae = *vm->diffusion;
   const uint64_t reads = d.flux ? den.in_channels / 4 : den.in_channels;
   if (vae.latent_channels != reads || vae.vae_scale != den.vae_scale)
     fail(code::kInconsistent, p.field("vae"),
-         {p.field("vae"), ": its latents (", std::to_string(vae.latent_channels), " channels, 1/",
-          std::to_string(vae.vae_scale), " of the image) are not what ", den.cls, " reads (",
-          std::to_string(reads), " channels, 1/", std::to_string(den.vae_scale), ")"});
+         Message{"error.pipe.latents",
+                 {{"field", p.field("vae")},
+                  {"latentChannels", std::to_string(vae.latent_channels)},
+                  {"vaeScale", std::to_string(vae.vae_scale)},
+                  {"cls", den.cls},
+                  {"reads", std::to_string(reads)},
+                  {"vaeScale2", std::to_string(den.vae_scale)}}});
   part.title = vm->architecture + (vm->architecture == "AutoencoderKL" ? "" : " (AutoencoderKL)");
   part.params = vm->params;
   part.dtype_bytes = dtype_bytes(part.dtype);
@@ -90,10 +94,7 @@ FrozenPart read_encoder(const Obj& e, const Net& den, const Defaults& d, bool pr
     part.text.params = e.u64("params", 1, 1ull << 44);
     part.text.title = "a text encoder of " + std::to_string(part.text.params) + " parameters";
   } else {
-    fail(code::kMissingField, e.path(),
-         {e.path(), " needs preset (",
-          "clip-vit-large-patch14, clip-vit-h-14, clip-vit-bigG-14, "
-          "t5-v1_1-xxl-encoder) or params"});
+    fail(code::kMissingField, e.path(), Message{"error.pipe.encoder", {{"field", e.path()}}});
   }
   if (part.text.t5 && den.default_text_len)  // SD3: 77 CLIP tokens, then T5's
     part.text.tokens = den.default_text_len - (d.sd3 ? 77 : 0);
@@ -109,13 +110,11 @@ FrozenPart read_encoder(const Obj& e, const Net& den, const Defaults& d, bool pr
   if (train == "lora") {
     if (part.text.t5 || !part.text.hidden)
       fail(code::kUnsupported, e.field("train"),
-           {e.field("train"),
-            ": LoRA is modelled on the CLIP text encoders (presets "
-            "clip-vit-large-patch14, clip-vit-h-14, clip-vit-bigG-14), as the DreamBooth LoRA "
-            "scripts train them; T5 stays frozen"});
+           Message{"error.pipe.encoderLora", {{"field", e.field("train")}}});
     part.lora_rank = e.has("rank") ? e.u64("rank", 1, 65536) : ~uint64_t{0};
   } else if (e.has("rank")) {
-    fail(code::kInconsistent, e.field("rank"), {e.field("rank"), " needs train: \"lora\""});
+    fail(code::kInconsistent, e.field("rank"),
+         Message{"error.pipe.rank", {{"field", e.field("rank")}}});
   }
   part.encodes = train == "lora" || !precompute;
   part.resident = part.encodes || d.unet;  // SD3 and Flux delete them after precomputing
@@ -151,10 +150,7 @@ std::shared_ptr<const ModelDescription> read_pipeline(const Obj& model) {
   const std::shared_ptr<const ModelDescription> den = parse_model_shared(p.obj("denoiser"));
   if (!den->diffusion || den->diffusion->vae)
     fail(code::kInconsistent, p.field("denoiser"),
-         {p.field("denoiser"),
-          ": the network that trains (a UNet2DConditionModel, SD3, Flux, "
-          "DiT or PixArt transformer); give the VAE as ",
-          p.field("vae")});
+         Message{"error.pipe.denoiser", {{"field", p.field("denoiser")}, {"vae", p.field("vae")}}});
   const Net& net = *den->diffusion;
   const Defaults d = defaults_of(net);
   auto pipe = std::make_shared<diffusion::Pipeline>();
@@ -170,14 +166,13 @@ std::shared_ptr<const ModelDescription> read_pipeline(const Obj& model) {
   const auto v = p.json_value().find("vae");
   const bool no_vae = v != p.json_value().end() && v->is_boolean();
   if (no_vae && v->get<bool>())
-    fail(code::kOutOfRange, p.field("vae"),
-         {p.field("vae"), ": a VAE (preset or config), or false for none on the device"});
+    fail(code::kOutOfRange, p.field("vae"), Message{"error.pipe.vae", {{"field", p.field("vae")}}});
   if (!no_vae) {
     pipe->parts.push_back(read_vae(p, net, d, cache_latents));
   } else if (!cache_latents) {
     fail(code::kInconsistent, p.field("vae"),
-         {p.field("vae"), " is false: the latents must then be precomputed (",
-          p.field("precomputed"), ".latents: true)"});
+         Message{"error.pipe.noVae",
+                 {{"field", p.field("vae")}, {"precomputed", p.field("precomputed")}}});
   } else {
     p.mark_used("vae");
   }

@@ -31,7 +31,7 @@ class Column {
       n_ = v.size();
     else
       fail(code::kInvalidType, path_,
-           {path_, " must be an array of numbers, one per layer, got ", v.type_name()});
+           Message{"error.columns.numbers", {{"field", path_}, {"type", v.type_name()}}});
   }
   size_t size() const { return n_; }
   const std::string& path() const { return path_; }
@@ -63,7 +63,7 @@ class Column {
     if (!std::isfinite(d)) {
       const char* what = std::isnan(d) ? "NaN" : d > 0 ? "Infinity" : "-Infinity";
       fail(code::kInvalidNumber, at(i),
-           {at(i), " is ", what, ": a number in a request must be finite"});
+           Message{"error.columns.finite", {{"field", at(i)}, {"what", what}}});
     }
     return d;
   }
@@ -75,8 +75,11 @@ class Column {
 void same_length(const Column& c, const Column& first) {
   if (c.size() != first.size())
     fail(code::kInconsistent, c.path(),
-         {c.path(), " holds ", std::to_string(c.size()), " values and ", first.path(), " ",
-          std::to_string(first.size()), ": every column holds one value per layer"});
+         Message{"error.columns.lengths",
+                 {{"field", c.path()},
+                  {"size", std::to_string(c.size())},
+                  {"first", first.path()},
+                  {"firstSize", std::to_string(first.size())}}});
 }
 
 // The names column: strings of at most 256 bytes, one per layer.
@@ -86,11 +89,14 @@ void read_names(const Obj& o, size_t n, placement::Chain* chain) {
   const json& a = o.raw("name");
   if (!a.is_array())
     fail(code::kInvalidType, path,
-         {path, " must be an array of strings, one per layer, got ", a.type_name()});
+         Message{"error.columns.strings", {{"field", path}, {"type", a.type_name()}}});
   if (a.size() != n)
     fail(code::kInconsistent, path,
-         {path, " holds ", std::to_string(a.size()), " values and ", o.field("forwardCost"), " ",
-          std::to_string(n), ": every column holds one value per layer"});
+         Message{"error.columns.lengthsCost",
+                 {{"field", path},
+                  {"size", std::to_string(a.size())},
+                  {"forwardCost", o.field("forwardCost")},
+                  {"n", std::to_string(n)}}});
   for (size_t i = 0; i < n; ++i) chain->layers[i].name = read_str(a[i], index_path(path, i), 256);
 }
 
@@ -99,7 +105,8 @@ void read_names(const Obj& o, size_t n, placement::Chain* chain) {
 void columnar_layers(const Obj& o, placement::Chain* chain) {
   const Column fwd(o.raw("forwardCost"), o.field("forwardCost"));
   const size_t n = fwd.size();
-  if (n > 100000) fail(code::kTooLarge, o.path(), {o.path(), " has more than 100000 layers"});
+  if (n > 100000)
+    fail(code::kTooLarge, o.path(), Message{"error.columns.tooMany", {{"field", o.path()}}});
   const Column bwd(o.raw("backwardCost"), o.field("backwardCost"));
   const Column out(o.raw("outputBytes"), o.field("outputBytes"));
   const Column saved(o.raw("savedBytes"), o.field("savedBytes"));
@@ -127,20 +134,19 @@ void columnar_layers(const Obj& o, placement::Chain* chain) {
 void attach_columns(json& request, const std::vector<std::string>& names,
                     const std::vector<double>& values) {
   if (names.empty() || values.size() % names.size() != 0)
-    fail(code::kInternal, "chain.layers", "chain.layers: the columns do not match their names");
+    fail(code::kInternal, "chain.layers", Message{"error.internal.columns", {}});
   json* layers = nullptr;
   if (request.is_object() && request.contains("chain") && request["chain"].is_object() &&
       request["chain"].contains("layers") && request["chain"]["layers"].is_object())
     layers = &request["chain"]["layers"];
-  if (!layers)
-    fail(code::kInvalidType, "chain.layers",
-         "chain.layers must be an object of columns to take typed arrays");
+  if (!layers) fail(code::kInvalidType, "chain.layers", Message{"error.columns.object", {}});
   const size_t n = values.size() / names.size();
   for (size_t k = 0; k < names.size(); ++k) {
     const std::string path = "chain.layers." + names[k];
     if (!is_numeric_column(names[k]))
-      fail(code::kUnknownKey, path, {path, " is not a numeric column of chain.layers"});
-    if (layers->contains(names[k])) fail(code::kInconsistent, path, {path, " is given twice"});
+      fail(code::kUnknownKey, path, Message{"error.columns.unknown", {{"field", path}}});
+    if (layers->contains(names[k]))
+      fail(code::kInconsistent, path, Message{"error.columns.twice", {{"field", path}}});
     std::vector<uint8_t> bytes(n * sizeof(double));
     if (n) std::memcpy(bytes.data(), values.data() + k * n, n * sizeof(double));
     (*layers)[names[k]] = json::binary(std::move(bytes));

@@ -65,7 +65,8 @@ struct PackedLayer {
 // chain.layers in packed form: the checks of the JSON form below, in its order.
 void packed_layers(const json& packed, const std::string& path, Chain* chain) {
   const compact::View view(packed);
-  if (view.size() > 100000) fail(code::kTooLarge, path, {path, " has more than 100000 items"});
+  if (view.size() > 100000)
+    fail(code::kTooLarge, path, Message{"error.field.tooManyItems", {{"field", path}}});
   chain->layers.resize(view.size());
   for (size_t i = 0; i < view.size(); ++i) {
     const compact::Record r = view.at(i);
@@ -126,7 +127,7 @@ std::vector<Segment> parse_segments(const Obj& root) {
   for (size_t s = 0; s < arr.size(); ++s) {
     const std::string f = index_path("checkpointed", s);
     if (!arr[s].is_array() || arr[s].size() != 2)
-      fail(code::kInvalidType, f, {f, " must be a pair [start, end] of layer indices (inclusive)"});
+      fail(code::kInvalidType, f, Message{"error.segment.range", {{"field", f}}});
     Segment g;
     g.first = static_cast<uint32_t>(read_u64(arr[s][0], index_path(f, 0), 0, 100000));
     g.last = static_cast<uint32_t>(read_u64(arr[s][1], index_path(f, 1), 0, 100000));
@@ -143,8 +144,7 @@ json placement_json(const json& request) {
   if (root.has("model")) {
     // Model form: one layer per block from the peak-memory activation model (activations.hpp),
     // costs in FLOPs (backward = 2 x forward).
-    if (root.has("chain"))
-      fail(code::kInconsistent, "chain", "give either chain or model, not both");
+    if (root.has("chain")) fail(code::kInconsistent, "chain", Message{"error.chain.orModel", {}});
     activations::Settings set;
     set.micro_batch = root.u64("microBatch", 1, limits::kMaxMicroBatch);
     std::shared_ptr<const ModelDescription> model = parse_model_shared(root.obj("model"));
@@ -182,7 +182,7 @@ json placement_json(const json& request) {
   sr.greedy_bytes = root.u64_or("greedyBytes", 0, 1, kMaxExactJson);
   if (sr.strategy == vocab::Strategy::manual) sr.manual = parse_segments(root);
   if (sr.strategy == vocab::Strategy::block && !root.has("k"))
-    fail(code::kMissingField, "k", "k is required for strategy block");
+    fail(code::kMissingField, "k", Message{"error.block.k", {}});
   const bool want_frontier = root.boolean_or("frontier", false);
   const bool want_timeline = root.boolean_or("timeline", true);
   root.finish();
@@ -204,10 +204,9 @@ json placement_json(const json& request) {
     out = placement::to_json(r, want_timeline);
     if (sr.budget_bytes > 0 && !r.scheduled)
       fail(code::kInconsistent, "budgetBytes",
-           {"budgetBytes cannot be checked: revolve builds and simulates its schedule for at most ",
-            std::to_string(placement::kRevolveScheduleLayers), " layers and ",
-            std::to_string(placement::kRevolveScheduleOps),
-            " operations; other chains get the closed-form costs only"});
+           Message{"error.revolve.budget",
+                   {{"layers", std::to_string(placement::kRevolveScheduleLayers)},
+                    {"ops", std::to_string(placement::kRevolveScheduleOps)}}});
     if (sr.budget_bytes > 0) {
       put(out, "budgetBytes", sr.budget_bytes);
       put(out, "fits", r.peak_bytes <= sr.budget_bytes);

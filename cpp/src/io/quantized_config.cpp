@@ -40,15 +40,13 @@ Format read_format(const Obj& q) {
   f.method = q.one_of("quant_method", {"gptq", "awq", "bitsandbytes"});
   if (f.method == "bitsandbytes")
     fail(code::kUnsupported, q.field("quant_method"),
-         {q.field("quant_method"),
-          ": a bitsandbytes 4-bit base is QLoRA here: give the "
-          "unquantized config with lora.qlora: true"});
+         Message{"error.quant.bnb4", {{"field", q.field("quant_method")}}});
   const char* bits_key = q.has("w_bit") ? "w_bit" : "bits";
   f.bits = q.u64_or(bits_key, 4, 2, 8);
   if (f.method == "awq" ? f.bits != 4 : (f.bits != 2 && f.bits != 3 && f.bits != 4 && f.bits != 8))
     fail(code::kOutOfRange, q.field(bits_key),
-         {q.field(bits_key), ": ",
-          f.method == "awq" ? "AWQ packs 4 bits" : "GPTQ packs 2, 3, 4 or 8 bits"});
+         Message{f.method == "awq" ? "error.quant.awqBits" : "error.quant.gptqBits",
+                 {{"field", q.field(bits_key)}}});
   const char* group_key = q.has("q_group_size") ? "q_group_size" : "group_size";
   const json& g = q.has(group_key) ? q.raw(group_key) : json(128);
   if (g.is_number_integer() && g.get<int64_t>() == -1)
@@ -60,9 +58,9 @@ Format read_format(const Obj& q) {
     const std::string v = q.has("version") ? q.str("version", 16) : "gemm";
     if (v != "gemm" && v != "GEMM")
       fail(code::kUnsupported, q.field("version"),
-           {q.field("version"), ": AutoAWQ's GEMM layout (WQLinear_GEMM) is modelled, not '", v,
-            "'"});
-    if (f.group == 0) fail(code::kOutOfRange, q.field(group_key), "AWQ needs a group size");
+           Message{"error.quant.awqVersion", {{"field", q.field("version")}, {"v", v}}});
+    if (f.group == 0)
+      fail(code::kOutOfRange, q.field(group_key), Message{"error.quant.awqGroup", {}});
   }
   if (q.has("modules_to_not_convert") && !q.raw("modules_to_not_convert").is_null()) {
     const json& a = q.array("modules_to_not_convert", 256);
@@ -78,8 +76,12 @@ uint64_t pack(const Format& f, const std::string& base, uint64_t in, uint64_t ou
               const std::string& field, std::vector<TensorSpec>* outv) {
   if ((in * f.bits) % 32 != 0 || (out * f.bits) % 32 != 0 || (f.group && in % f.group != 0))
     fail(code::kInconsistent, field,
-         {field, ": ", base, " (", std::to_string(in), " -> ", std::to_string(out),
-          ") does not pack into 32-bit words in groups of ", std::to_string(f.group)});
+         Message{"error.quant.pack",
+                 {{"field", field},
+                  {"base", base},
+                  {"in", std::to_string(in)},
+                  {"out", std::to_string(out)},
+                  {"group", std::to_string(f.group)}}});
   const uint64_t groups = f.group ? in / f.group : 1, word = 32 / f.bits;
   std::vector<TensorSpec> v;
   if (f.method == "gptq") {
@@ -158,7 +160,7 @@ void apply_quantization(const Obj& config, ModelDescription* m) {
   }
   if (!z->quantized_params)
     fail(code::kInconsistent, config.field("quantization_config"),
-         {config.field("quantization_config"), ": no linear layer of the blocks to quantize"});
+         Message{"error.quant.noLinear", {{"field", config.field("quantization_config")}}});
   m->quantization = z;
   m->assumptions.push_back(Text("quant.assume", {{"method", f.method == "gptq" ? "GPTQ" : "AWQ"},
                                                  {"bits", std::to_string(f.bits)},

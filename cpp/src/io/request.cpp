@@ -90,7 +90,8 @@ uint64_t read_u64(const json& v, const std::string& path, uint64_t min, uint64_t
     value = static_cast<uint64_t>(s);
   } else if (v.is_number_float()) {
     const double d = v.get<double>();
-    if (!std::isfinite(d)) fail(code::kOutOfRange, path, {path, " must be a finite number"});
+    if (!std::isfinite(d))
+      fail(code::kOutOfRange, path, Message{"error.field.finite", {{"field", path}}});
     if (d < 0)
       fail(code::kOutOfRange, path,
            Message{"error.field.atLeast", {{"field", path}, {"min", std::to_string(min)}}});
@@ -101,7 +102,8 @@ uint64_t read_u64(const json& v, const std::string& path, uint64_t min, uint64_t
            Message{"error.field.atMost", {{"field", path}, {"max", std::to_string(max)}}});
     value = static_cast<uint64_t>(d);
   } else {
-    fail(code::kInvalidType, path, {path, " must be a whole number, got ", type_name(v)});
+    fail(code::kInvalidType, path,
+         Message{"error.field.wholeGot", {{"field", path}, {"type", type_name(v)}}});
   }
   if (value < min || value > max)
     fail(code::kOutOfRange, path,
@@ -115,9 +117,11 @@ uint64_t read_u64(const json& v, const std::string& path, uint64_t min, uint64_t
 
 double read_num(const json& v, const std::string& path, double min, double max) {
   if (!v.is_number())
-    fail(code::kInvalidType, path, {path, " must be a number, got ", type_name(v)});
+    fail(code::kInvalidType, path,
+         Message{"error.field.numberGot", {{"field", path}, {"type", type_name(v)}}});
   const double d = v.get<double>();
-  if (!std::isfinite(d)) fail(code::kOutOfRange, path, {path, " must be a finite number"});
+  if (!std::isfinite(d))
+    fail(code::kOutOfRange, path, Message{"error.field.finite", {{"field", path}}});
   if (d < min || d > max) {
     fail(code::kOutOfRange, path,
          Message{"error.field.between",
@@ -128,11 +132,12 @@ double read_num(const json& v, const std::string& path, double min, double max) 
 
 std::string read_str(const json& v, const std::string& path, size_t max_len) {
   if (!v.is_string())
-    fail(code::kInvalidType, path, {path, " must be a string, got ", type_name(v)});
+    fail(code::kInvalidType, path,
+         Message{"error.field.stringGot", {{"field", path}, {"type", type_name(v)}}});
   const auto& s = v.get_ref<const std::string&>();
   if (s.size() > max_len)
     fail(code::kTooLarge, path,
-         {path, " is longer than ", std::to_string(max_len), " bytes (of UTF-8 text)"});
+         Message{"error.field.tooLong", {{"field", path}, {"maxLen", std::to_string(max_len)}}});
   return s;
 }
 
@@ -141,8 +146,9 @@ Obj::Obj(const json& j, const char* path) : Obj(j, std::string(path)) {}
 Obj::Obj(const json& j, std::string path) : j_(&j), path_(std::move(path)) {
   if (!j.is_object())
     fail(code::kInvalidType, path_,
-         {(path_.empty() ? std::string("request") : path_), " must be an object, got ",
-          type_name(j)});
+         Message{"error.field.objectGot",
+                 {{"field", (path_.empty() ? std::string("request") : path_)},
+                  {"type", type_name(j)}}});
 }
 
 std::string Obj::field(const std::string& key) const {
@@ -183,7 +189,7 @@ bool Obj::boolean(const char* key) const {
   const json& v = raw(key);
   if (!v.is_boolean())
     fail(code::kInvalidType, field(key),
-         {field(key), " must be true or false, got ", type_name(v)});
+         Message{"error.field.boolGot", {{"field", field(key)}, {"type", type_name(v)}}});
   return v.get<bool>();
 }
 bool Obj::boolean_or(const char* key, bool fallback) const {
@@ -236,10 +242,12 @@ Obj Obj::obj(const char* key) const {
 const json& Obj::array(const char* key, size_t max_items) const {
   const json& v = raw(key);
   if (!v.is_array())
-    fail(code::kInvalidType, field(key), {field(key), " must be an array, got ", type_name(v)});
+    fail(code::kInvalidType, field(key),
+         Message{"error.field.arrayGot", {{"field", field(key)}, {"type", type_name(v)}}});
   if (v.size() > max_items)
     fail(code::kTooLarge, field(key),
-         {field(key), " has more than ", std::to_string(max_items), " items"});
+         Message{"error.field.maxItems",
+                 {{"field", field(key)}, {"maxItems", std::to_string(max_items)}}});
   return v;
 }
 
@@ -265,7 +273,8 @@ void only_for(const Obj& obj, const char* key, const std::string& value,
   std::string list;
   for (const char* a : allowed) list += std::string(list.empty() ? "" : ", ") + a;
   fail(code::kInconsistent, obj.field(key),
-       {obj.field(key), " applies to strategy ", list, " only, not ", value});
+       Message{"error.strategy.only",
+               {{"field", obj.field(key)}, {"strategies", list}, {"strategy", value}}});
 }
 
 namespace {
@@ -287,7 +296,10 @@ void only_for(const Obj& obj, const char* key, vocab::Strategy strategy, bool pl
     if (takes(t, key) && (t.placement || !placement))
       list += std::string(list.empty() ? "" : ", ") + t.name;
   fail(code::kInconsistent, obj.field(key),
-       {obj.field(key), " applies to strategy ", list, " only, not ", vocab::name_of(strategy)});
+       Message{"error.strategy.only",
+               {{"field", obj.field(key)},
+                {"strategies", list},
+                {"strategy", vocab::name_of(strategy)}}});
 }
 
 }  // namespace trainmem

@@ -28,8 +28,7 @@ snapshot::SummaryOptions read_options(const Obj& o) {
 snapshot::Summary summarize_memory_stats(const std::string& text) {
   const json j = parse_request(text);
   if (!j.is_object())
-    fail(code::kInvalidType, "snapshot",
-         "memory statistics must be the JSON object torch.cuda.memory_stats() returns");
+    fail(code::kInvalidType, "snapshot", Message{"error.snapshot.statsObject", {}});
   snapshot::Summary r;
   r.source = "memoryStats";
   r.has_stats = true;
@@ -65,8 +64,9 @@ snapshot::Summary summarize_bytes(const std::string& bytes, const snapshot::Summ
   if (opt.device >= 0 && static_cast<uint64_t>(opt.device) >= s.device_traces.size() &&
       !s.device_traces.empty())
     fail(code::kOutOfRange, "device",
-         {"device ", std::to_string(opt.device), " has no trace: the snapshot holds ",
-          std::to_string(s.device_traces.size()), " device trace(s)"});
+         Message{"error.snapshot.device",
+                 {{"device", std::to_string(opt.device)},
+                  {"size", std::to_string(s.device_traces.size())}}});
   return snapshot::summarize(s, opt);
 }
 
@@ -203,8 +203,7 @@ json predicted_point_json(const snapshot::PredictedPoint& p) {
 
 // A request error inside compareSnapshot's `request` names its field below "request".
 [[noreturn]] void rethrow_in_request(const RequestError& e) {
-  throw RequestError(e.code(), e.field().empty() ? "request" : "request." + e.field(), e.what())
-      .with_messages(e.messages());
+  throw RequestError(e.code(), e.field().empty() ? "request" : "request." + e.field(), e.text());
 }
 
 snapshot::Figures read_figures(const Obj& o) {
@@ -234,9 +233,7 @@ json read_snapshot_json(const json& request, const std::string& bytes) {
   Obj o(request, "");
   const snapshot::SummaryOptions opt = read_options(o);
   o.finish();
-  if (bytes.empty())
-    fail(code::kMissingField, "snapshot",
-         "readSnapshot needs the file's bytes (a Uint8Array or ArrayBuffer)");
+  if (bytes.empty()) fail(code::kMissingField, "snapshot", Message{"error.snapshot.bytes", {}});
   return summary_json(summarize_bytes(bytes, opt));
 }
 

@@ -56,10 +56,11 @@ const ElementType& element_type(const Obj& o, const char* key) {
 }
 
 int64_t coefficient(const json& v, const std::string& path, uint32_t den) {
-  if (!v.is_number()) fail(code::kInvalidType, path, {path, " must be a number"});
+  if (!v.is_number())
+    fail(code::kInvalidType, path, Message{"error.field.number", {{"field", path}}});
   const double x = v.get<double>() * den;
   if (!std::isfinite(x) || std::fabs(x) > static_cast<double>(kMaxCoefficient))
-    fail(code::kOutOfRange, path, {path, " is out of range (at most 2^53 in magnitude)"});
+    fail(code::kOutOfRange, path, Message{"error.trace.coefRange", {{"field", path}}});
   return static_cast<int64_t>(std::llround(x));
 }
 
@@ -83,24 +84,23 @@ Poly read_poly(const json& v, const std::string& path, bool has_seq) {
   Poly p;
   if (v.is_number()) {
     p.c[0] = coefficient(v, path, 1);
-    if (p.c[0] < 0) fail(code::kOutOfRange, path, {path, " must not be negative"});
+    if (p.c[0] < 0)
+      fail(code::kOutOfRange, path, Message{"error.field.notNegative", {{"field", path}}});
     return p;
   }
   if (!v.is_object() || v.empty())
-    fail(code::kInvalidType, path, {path, " must be a number or an object of coefficients"});
-  if (v.size() > 6) fail(code::kTooLarge, path, {path, " has more than 6 terms"});
+    fail(code::kInvalidType, path, Message{"error.trace.poly", {{"field", path}}});
+  if (v.size() > 6) fail(code::kTooLarge, path, Message{"error.trace.terms", {{"field", path}}});
   p.den = denominator(v);
-  if (p.den == 0)
-    fail(code::kOutOfRange, path,
-         {path, ": coefficients must be whole numbers or simple fractions"});
+  if (p.den == 0) fail(code::kOutOfRange, path, Message{"error.trace.fraction", {{"field", path}}});
   for (auto it = v.begin(); it != v.end(); ++it) {
     int slot = -1;
     for (int i = 0; i < 6; ++i)
       if (it.key() == kMonomials[i]) slot = i;
     const std::string at = path + "." + it.key().substr(0, 16);
-    if (slot < 0) fail(code::kUnknownKey, at, {at, " is not a term (1, b, s, bs, ss, bss)"});
+    if (slot < 0) fail(code::kUnknownKey, at, Message{"error.trace.term", {{"field", at}}});
     if (slot >= 2 && !has_seq)
-      fail(code::kInconsistent, at, {at, ": a term in s, but the trace has no sequence length"});
+      fail(code::kInconsistent, at, Message{"error.trace.noSeq", {{"field", at}}});
     p.c[slot] = coefficient(*it, at, p.den);
   }
   return p;
@@ -110,7 +110,8 @@ uint64_t index_of(const Obj& o, const char* key, uint64_t bound, const char* wha
   const uint64_t v = o.u64(key, 0, kMaxExactJson);
   if (v >= bound)
     fail(code::kOutOfRange, o.field(key),
-         {o.field(key), " (", std::to_string(v), ") is not one of the trace's ", what});
+         Message{"error.trace.notOne",
+                 {{"field", o.field(key)}, {"v", std::to_string(v)}, {"what", what}}});
   return v;
 }
 
@@ -125,12 +126,12 @@ void read_header(const Obj& o, Trace* t) {
   const std::string format = o.str("format", 64);
   if (format != "trainmem-trace")
     fail(code::kUnknownValue, o.field("format"),
-         {o.field("format"), " must be \"trainmem-trace\" (a file written by trainmem_trace)"});
+         Message{"error.trace.format", {{"field", o.field("format")}}});
   const uint64_t version = o.u64("version", 1, 1000);
   if (version != 1)
     fail(code::kUnsupported, o.field("version"),
-         {o.field("version"), " ", std::to_string(version),
-          ": this trainmem reads version 1 traces; update trainmem"});
+         Message{"error.trace.version",
+                 {{"field", o.field("version")}, {"version", std::to_string(version)}}});
   o.str_or("producer", "", 128);
   t->torch = o.str_or("torch", "unknown", 64);
   t->device = o.one_of("device", {"meta", "cpu", "cuda"});
@@ -154,7 +155,7 @@ void read_step_notes(const Obj& o, Trace* t) {
   if (o.has("fallbacks")) {
     const Obj fb = o.obj("fallbacks");
     if (fb.json_value().size() > 10000)
-      fail(code::kTooLarge, fb.path(), {fb.path(), " is too long"});
+      fail(code::kTooLarge, fb.path(), Message{"error.field.tooLongPlain", {{"field", fb.path()}}});
     for (auto it = fb.json_value().begin(); it != fb.json_value().end(); ++it)
       fb.u64(it.key().c_str(), 0, kMaxExactJson);
   }
@@ -189,7 +190,7 @@ std::vector<std::string> read_modules(const Obj& o) {
   for (size_t i = 0; i < a.size(); ++i) {
     const std::string at = index_path(o.field("modules"), i);
     if (!a[i].is_array() || a[i].size() != 2)
-      fail(code::kInvalidType, at, {at, " must be [name, type]"});
+      fail(code::kInvalidType, at, Message{"error.trace.input", {{"field", at}}});
     names.push_back(read_str(a[i][0], index_path(at, 0), 512));
     read_str(a[i][1], index_path(at, 1), 256);
   }
@@ -228,16 +229,17 @@ void read_tensors(const Obj& o, Trace* t) {
       for (const char* k : {"op", "free", "saved"})
         if (x.has(k))
           fail(code::kInconsistent, x.field(k),
-               {x.field(k), ": a tensor the backward allocates has no forward ", k});
+               Message{"error.trace.backwardForward", {{"field", x.field(k)}, {"k", k}}});
     } else {
       s.op = static_cast<int64_t>(index_of(x, "op", n_ops, "ops"));
       if (x.has("free")) {
         const uint64_t f = x.u64("free", 0, kMaxExactJson);
         if (f <= static_cast<uint64_t>(s.op) || f > n_ops)
           fail(code::kInconsistent, x.field("free"),
-               {x.field("free"), " must come after the op that made the tensor (",
-                std::to_string(s.op), ") and at most at the end of the forward (",
-                std::to_string(n_ops), ")"});
+               Message{"error.trace.freeOrder",
+                       {{"field", x.field("free")},
+                        {"op", std::to_string(s.op)},
+                        {"nOps", std::to_string(n_ops)}}});
         s.free = static_cast<int64_t>(f);
       }
       s.saved = x.boolean_or("saved", false);
@@ -251,7 +253,7 @@ void read_layers(const Obj& o, Trace* t) {
   const json& a = o.array("layers", limits::kMaxChainLayers);
   if (a.empty())
     fail(code::kOutOfRange, o.field("layers"),
-         {o.field("layers"), " must hold at least one layer"});
+         Message{"error.field.oneLayer", {{"field", o.field("layers")}}});
   uint64_t at = 0;
   for (size_t i = 0; i < a.size(); ++i) {
     const Obj x(a[i], index_path(o.field("layers"), i));
@@ -261,21 +263,25 @@ void read_layers(const Obj& o, Trace* t) {
     l.end = x.u64("end", 0, kMaxExactJson);
     if (l.start != at || l.end <= l.start || l.end > t->ops.size())
       fail(code::kInconsistent, x.field("start"),
-           {x.path(), " must start where the layer before ends (op ", std::to_string(at),
-            ") and hold at least one of the ", std::to_string(t->ops.size()), " ops"});
+           Message{"error.trace.layerStart",
+                   {{"field", x.path()},
+                    {"at", std::to_string(at)},
+                    {"size", std::to_string(t->ops.size())}}});
     l.output = index_of(x, "output", t->tensors.size(), "tensors");
     const traced::Tensor& out = t->tensors[l.output];
     if (out.backward || out.op >= static_cast<int64_t>(l.end))
       fail(code::kInconsistent, x.field("output"),
-           {x.field("output"), " must be a tensor the forward has made by the layer's end"});
+           Message{"error.trace.layerOutput", {{"field", x.field("output")}}});
     x.finish();
     at = l.end;
     t->layers.push_back(std::move(l));
   }
   if (at != t->ops.size())
     fail(code::kInconsistent, o.field("layers"),
-         {o.field("layers"), " must cover every op (they end at op ", std::to_string(at), " of ",
-          std::to_string(t->ops.size()), ")"});
+         Message{"error.trace.cover",
+                 {{"field", o.field("layers")},
+                  {"at", std::to_string(at)},
+                  {"size", std::to_string(t->ops.size())}}});
 }
 
 void read_backward(const Obj& o, Trace* t) {
@@ -288,7 +294,7 @@ void read_backward(const Obj& o, Trace* t) {
   for (size_t i = 0; i < a.size(); ++i) {
     const std::string at = index_path(o.field("backward"), i);
     if (!a[i].is_array() || a[i].size() != 2 || !a[i][0].is_string())
-      fail(code::kInvalidType, at, {at, " must be [\"n\" | \"a\" | \"f\", index]"});
+      fail(code::kInvalidType, at, Message{"error.trace.event", {{"field", at}}});
     const std::string kind = a[i][0].get<std::string>();
     Event e;
     const std::string idx_at = index_path(at, 1);
@@ -302,17 +308,17 @@ void read_backward(const Obj& o, Trace* t) {
       const uint64_t k =
           read_u64(a[i][1], idx_at, 0, t->tensors.empty() ? 0 : t->tensors.size() - 1);
       if (t->tensors.empty())
-        fail(code::kOutOfRange, idx_at, {idx_at, ": the trace has no tensors"});
+        fail(code::kOutOfRange, idx_at, Message{"error.trace.noTensors", {{"field", idx_at}}});
       const bool ok = e.kind == 'a' ? t->tensors[k].backward && state[k] == 0 : state[k] == 1;
       if (!ok)
         fail(code::kInconsistent, idx_at,
-             {idx_at, e.kind == 'a' ? ": only a backward tensor is allocated, once"
-                                    : ": only a live tensor is freed, once"});
+             Message{e.kind == 'a' ? "error.trace.allocOnce" : "error.trace.freeOnce",
+                     {{"field", idx_at}}});
       state[k] = e.kind == 'a' ? 1 : 2;
       e.index = static_cast<int64_t>(k);
     } else {
       fail(code::kUnknownValue, index_path(at, 0),
-           {index_path(at, 0), " must be \"n\", \"a\" or \"f\""});
+           Message{"error.trace.eventKind", {{"field", index_path(at, 0)}}});
     }
     t->backward.push_back(e);
   }
@@ -336,7 +342,9 @@ DType read_param_dtype(const Obj& x) {
 TensorSpec read_parameter(const Obj& x, const Trace& t, size_t modules, int64_t* layer) {
   TensorSpec s;
   s.name = x.str("name", 512);
-  if (s.name.empty()) fail(code::kOutOfRange, x.field("name"), {x.field("name"), " is empty"});
+  if (s.name.empty())
+    fail(code::kOutOfRange, x.field("name"),
+         Message{"error.field.empty", {{"field", x.field("name")}}});
   s.shape = read_shape(x);
   s.dtype = read_param_dtype(x);
   const bool requires_grad = x.boolean("requiresGrad");
@@ -350,7 +358,7 @@ TensorSpec read_parameter(const Obj& x, const Trace& t, size_t modules, int64_t*
     s.linear = kind == "linear" ? LinearKind::linear : LinearKind::conv1d;
   if ((kind == "linear" || kind == "conv1d") && s.shape.size() != 2)
     fail(code::kInconsistent, x.field("kind"),
-         {x.field("kind"), ": a linear weight has 2 dimensions"});
+         Message{"error.trace.linear", {{"field", x.field("kind")}}});
   s.embedding = kind == "embedding";
   return s;
 }
@@ -371,11 +379,12 @@ void read_parameters(const Obj& o, const Trace& t, size_t modules, ModelDescript
       const auto it = index.find(s.tied_to);
       if (it == index.end() || rows[it->second].second.shape != s.shape)
         fail(code::kInconsistent, x.field("tiedTo"),
-             {x.field("tiedTo"), " must name an earlier parameter of the same shape"});
+             Message{"error.trace.tied", {{"field", x.field("tiedTo")}}});
     }
     x.finish();
     if (!index.emplace(s.name, rows.size()).second)
-      fail(code::kInconsistent, x.field("name"), {x.field("name"), " repeats a name"});
+      fail(code::kInconsistent, x.field("name"),
+           Message{"error.trace.repeats", {{"field", x.field("name")}}});
     if (layer < 0) layer = static_cast<int64_t>(nl) - 1;  // never used: with the head
     if (s.tied_to.empty() && !s.trainable && x.boolean("requiresGrad")) unused += s.numel();
     rows.emplace_back(layer, std::move(s));
@@ -443,8 +452,8 @@ void read_variants(const Obj& v, size_t modules, Trace* t) {
     read_step(h, modules, half.get());
     if (half->layers.size() != t->layers.size())
       fail(code::kInconsistent, h.field("layers"),
-           {h.field("layers"), " must hold as many layers as the float32 step's (",
-            std::to_string(t->layers.size()), ")"});
+           Message{"error.trace.float32Layers",
+                   {{"field", h.field("layers")}, {"size", std::to_string(t->layers.size())}}});
     h.finish();
     t->half = std::move(half);
   }
@@ -463,7 +472,8 @@ ModelDescription model_from_trace(const Obj& model) {
       text_form = parse_request(tj->get<std::string>());
     } catch (const RequestError& e) {
       const std::string f = model.field("trace");
-      fail(e.code().c_str(), e.field().empty() ? f : f + "." + e.field(), {f, ": ", e.what()});
+      fail(e.code().c_str(), e.field().empty() ? f : f + "." + e.field(),
+           Message{"error.in", {{"field", f}, {"message", e.what()}}});
     }
     tj = &text_form;
   }
@@ -478,7 +488,8 @@ ModelDescription model_from_trace(const Obj& model) {
   read_parameters(o, *t, modules.size(), &m, &t->layer_params);
   read_buffers(o, &m);
   if (m.params == 0)
-    fail(code::kOutOfRange, o.field("parameters"), {o.field("parameters"), " hold no parameters"});
+    fail(code::kOutOfRange, o.field("parameters"),
+         Message{"error.trace.noParams", {{"field", o.field("parameters")}}});
   for (const auto& p : m.tensors)
     if (p.tied_to.empty() && (p.dtype == DType::fp32 || p.dtype == DType::bf16 ||
                               p.dtype == DType::fp16 || p.dtype == DType::fp64)) {

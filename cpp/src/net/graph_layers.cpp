@@ -48,7 +48,7 @@ void Graph::reduce_layers(Reduced* r, activations::ModelActivations* out) const 
     auto& S = r->saved[L];
     if (!layers_[L].output || st_[vals_[layers_[L].output].storage].layer != int32_t(L))
       fail(code::kInternal, "model",
-           {"internal error: layer '", layers_[L].name, "' has no output"});
+           Message{"error.internal.layerOutput", {{"layer", layers_[L].name}}});
     const uint32_t o = vals_[layers_[L].output].storage;
     S.erase(std::find(S.begin(), S.end(), o));
     S.push_back(o);
@@ -204,7 +204,7 @@ void Graph::backward_temps(const Reduced& r, size_t L, activations::LayerActivat
 }
 
 void Graph::finish(activations::ModelActivations* out) {
-  if (layers_.empty()) fail(code::kInternal, "model", "internal error: a network without layers");
+  if (layers_.empty()) fail(code::kInternal, "model", Message{"error.internal.noLayers", {}});
   Reduced r;
   reduce_layers(&r, out);
   backward_walk(&r);

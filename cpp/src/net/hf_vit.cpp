@@ -141,9 +141,10 @@ void hf_vit(Graph& g, const NetSpec& n) {
   const uint64_t B = g.settings().micro_batch;
   const uint64_t T = (n.image_size / n.patch) * (n.image_size / n.patch) + 1 + n.extra_tokens;
   if (n.image_size % n.patch != 0)
-    fail(code::kInconsistent, "imageSize",
-         {"imageSize (", std::to_string(n.image_size), ") must be a multiple of the patch size (",
-          std::to_string(n.patch), ")"});
+    fail(
+        code::kInconsistent, "imageSize",
+        Message{"error.imageSize.patch",
+                {{"imageSize", std::to_string(n.image_size)}, {"patch", std::to_string(n.patch)}}});
   if (n.image_size != n.config_image && n.family != "dinov2")
     g.assume(Text("net.assume.interpolate", {}));
   g.module("");

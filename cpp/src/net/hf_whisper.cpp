@@ -68,8 +68,9 @@ void hf_whisper(Graph& g, const NetSpec& n) {
   const uint64_t T = g.settings().target_len ? g.settings().target_len : n.target_positions;
   if (T > n.target_positions)
     fail(code::kOutOfRange, "targetLen",
-         {"targetLen ", std::to_string(T), " exceeds the decoder's max_target_positions (",
-          std::to_string(n.target_positions), ")"});
+         Message{
+             "error.whisper.targetLen",
+             {{"T", std::to_string(T)}, {"targetPositions", std::to_string(n.target_positions)}}});
   // tests/fixtures/hf_speech.json: step peaks measured with torch 1.13 on CPU, none on a GPU
   if (g.settings().runtime.id != "pytorch-cpu")
     g.assume(Text("net.assume.speech.gpu", {{"model", "Whisper"}}));

@@ -62,7 +62,8 @@ uint64_t sequence_tokens(const NetSpec& n) {
 
 size_t describe(const NetSpec& spec, ModelDescription* m) {
   const Recipe r = recipe_of(spec.family);
-  if (!r) fail(code::kInternal, "model", {"internal error: no recipe '", spec.family, "'"});
+  if (!r)
+    fail(code::kInternal, "model", Message{"error.internal.recipe", {{"family", spec.family}}});
   activations::Settings s;
   s.detail = false;
   Graph g(s, m, false);
@@ -74,19 +75,15 @@ namespace {
 
 // What a vision or speech network cannot take from the settings (field named).
 void check_settings(const NetSpec& n, const activations::Settings& s) {
-  if (s.micro_batch == 0) fail(code::kOutOfRange, "microBatch", "microBatch must be >= 1");
+  if (s.micro_batch == 0)
+    fail(code::kOutOfRange, "microBatch", Message{"error.microBatch.min", {}});
   if (s.tensor_parallel > 1 || s.sequence_parallel)
-    fail(code::kUnsupported, "tensorParallel",
-         "tensor parallelism is modelled for transformer language models; this network "
-         "runs data parallel only");
+    fail(code::kUnsupported, "tensorParallel", Message{"error.net.tensorParallel", {}});
   if (s.loss != activations::Settings::Loss::cross_entropy)
-    fail(code::kUnsupported, "loss",
-         "chunked and fused losses are language-model heads; this network ends in its own head");
-  if (s.float8)
-    fail(code::kUnsupported, "float8", "float8 is modelled for Llama-family blocks: leave it out");
+    fail(code::kUnsupported, "loss", Message{"error.net.loss", {}});
+  if (s.float8) fail(code::kUnsupported, "float8", Message{"error.net.float8", {}});
   if (s.target_len > 0 && n.decoder_layers == 0 && n.family != "wav2vec2")
-    fail(code::kInconsistent, "targetLen",
-         "targetLen is the decoder length of an encoder-decoder model; this network has none");
+    fail(code::kInconsistent, "targetLen", Message{"error.net.targetLenNone", {}});
 }
 
 }  // namespace

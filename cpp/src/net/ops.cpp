@@ -54,7 +54,7 @@ V conv(Graph& g, const std::string& mod, V x, const ConvSpec& c) {
   const size_t nd = c.kernel.size();
   const uint64_t cin = in[1];
   if (cin % c.groups != 0 || c.out % c.groups != 0)
-    fail(code::kInconsistent, "model", {mod, ": groups must divide the channels"});
+    fail(code::kInconsistent, "model", Message{"error.net.groups", {{"mod", mod}}});
   g.module(mod);
   Shape w{c.out, cin / c.groups};
   for (uint64_t k : c.kernel) w.push_back(k);
@@ -65,8 +65,7 @@ V conv(Graph& g, const std::string& mod, V x, const ConvSpec& c) {
   for (size_t i = 0; i < nd; ++i) {
     const uint64_t span = c.dilation * (c.kernel[i] - 1) + 1, padded = in[2 + i] + 2 * c.pad[i];
     if (padded < span)
-      fail(code::kOutOfRange, "imageSize",
-           {"imageSize is too small for this network: ", mod, " would have an empty output"});
+      fail(code::kOutOfRange, "imageSize", Message{"error.net.imageSmall", {{"mod", mod}}});
     out.push_back((padded - span) / c.stride[i] + 1);
   }
   g.begin_op({x});

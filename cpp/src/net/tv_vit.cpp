@@ -61,9 +61,9 @@ V multi_head_attention(Graph& g, const std::string& p, V x, uint64_t heads, doub
 void tv_vit(Graph& g, const NetSpec& n) {
   const uint64_t B = g.settings().micro_batch, S = n.image_size, P = n.patch, E = n.hidden;
   if (S % P != 0)
-    fail(code::kInconsistent, "imageSize",
-         {"imageSize (", std::to_string(S), ") must be a multiple of the patch size (",
-          std::to_string(P), ")"});
+    fail(
+        code::kInconsistent, "imageSize",
+        Message{"error.imageSize.patchSize", {{"S", std::to_string(S)}, {"P", std::to_string(P)}}});
   const uint64_t np = (S / P) * (S / P), T = np + 1;
   g.module("");
   g.layer("stem (patch embedding)", -1);

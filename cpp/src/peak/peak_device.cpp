@@ -183,9 +183,7 @@ Figures count(const Request& rq, const Step& s, const trace::Trace& t) {
 }
 
 [[noreturn]] void step_too_large() {
-  fail(code::kTooLarge, "microBatch",
-       "the step allocates more than 2^62 bytes in all: microBatch and the sequence lengths are "
-       "too large to model");
+  fail(code::kTooLarge, "microBatch", Message{"error.peak.over62", {}});
 }
 
 // The trace counted as it is built, without an allocator and without the timeline: the figures

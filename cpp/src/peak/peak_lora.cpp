@@ -81,10 +81,7 @@ std::vector<std::string> resolve_targets(const ModelDescription& m, const Lora& 
   const std::vector<std::string>* d = peft_default(m.arch.model_type);
   if (!d)
     fail(code::kMissingField, "lora.targetModules",
-         {"lora.targetModules: PEFT has no default target modules for model_type '",
-          m.arch.model_type.substr(0, 64),
-          "' (TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING); give them, e.g. "
-          "[\"q_proj\", \"v_proj\"] or \"all-linear\""});
+         Message{"error.lora.noDefaultTargets", {{"modelType", m.arch.model_type.substr(0, 64)}}});
   return *d;
 }
 
@@ -108,9 +105,8 @@ void check_unmatched(const ModelDescription& m, const std::vector<std::string>& 
     if (hit[i] || targets[i] == "all-linear") continue;
     if (targets[i] != "experts" && names_a_module(m, targets[i]))
       fail(code::kUnsupported, "lora.targetModules",
-           {"lora.targetModules: '", targets[i].substr(0, 64),
-            "' names a module that is not a linear layer (PEFT refuses it); linear layers here: ",
-            linear_names(m)});
+           Message{"error.lora.notLinear",
+                   {{"target", targets[i].substr(0, 64)}, {"layers", linear_names(m)}}});
     p->assumptions.push_back(
         Text("peak.assume.lora.unmatched", {{"target", targets[i].substr(0, 64)}}));
   }

@@ -132,8 +132,7 @@ void plan_checkpointing(const Request& rq, Step* s, std::vector<Text>* assumptio
     for (size_t i = 1; i + 1 < nl; ++i) {
       if (acts.layers[i].op_outputs.empty())
         fail(code::kUnsupported, "checkpointing",
-             {"checkpointing '", strat, "' is modelled for Llama-family blocks; the '", acts.recipe,
-              "' recipe lists no ops to keep"});
+             Message{"error.checkpointing.recipe", {{"strat", strat}, {"recipe", acts.recipe}}});
       const activations::SelectiveKeep k =
           activations::selective_keep(acts.layers[i], rq.checkpointing.save);
       placement::Layer& L = s->chain.layers[i];

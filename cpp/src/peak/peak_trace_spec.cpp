@@ -34,8 +34,7 @@ std::vector<uint64_t> nf4_pieces(uint64_t numel, uint64_t divisor) {
 // One micro-step's schedule: the plan's own op sequence (multi-level strategies) or the
 // single-level one torch.utils.checkpoint runs.
 std::vector<Op> schedule_of(const placement::Chain& chain, const placement::PlanResult& plan) {
-  if (!plan.scheduled)
-    fail(code::kInternal, "", "internal error: a plan without its schedule cannot be simulated");
+  if (!plan.scheduled) fail(code::kInternal, "", Message{"error.internal.noSchedule", {}});
   if (plan.schedule.empty()) return placement::single_level_ops(chain, plan.checkpointed);
   return plan.schedule;
 }

@@ -72,21 +72,15 @@ void apply(const peak::Request& rq, const diffusion::PipelineCost& c, peak::Resu
 void check_quantized(const peak::Request& rq) {
   const std::string what = rq.model().quantization->method == "gptq" ? "GPTQ" : "AWQ";
   if (!rq.lora.enabled)
-    fail(code::kUnsupported, "lora",
-         {"a ", what,
-          "-quantized base (quantization_config) trains through LoRA adapters "
-          "(peft): give lora"});
+    fail(code::kUnsupported, "lora", Message{"error.quant.needsLora", {{"what", what}}});
   if (rq.lora.qlora)
-    fail(code::kInconsistent, "lora.qlora",
-         {"lora.qlora: the base is already ", what, "-quantized; leave qlora false"});
+    fail(code::kInconsistent, "lora.qlora", Message{"error.quant.qlora", {{"what", what}}});
   if (rq.zero_stage == 3 || rq.fsdp.enabled || rq.tensor_parallel > 1)
     fail(code::kUnsupported,
          rq.fsdp.enabled      ? "fsdp"
          : rq.zero_stage == 3 ? "zeroStage"
                               : "tensorParallel",
-         {"a ", what,
-          " base is replicated on every device (its packed weights are not sharded "
-          "here): use data parallelism or ZeRO 1/2"});
+         Message{"error.quant.replicated", {{"what", what}}});
 }
 
 // The packed weights in place of the 16-bit base: the weights line and every figure that

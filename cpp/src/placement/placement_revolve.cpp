@@ -112,8 +112,7 @@ PlanResult revolve_plan(const Chain& chain, uint32_t snapshots) {
         b.forward_temp_bytes != a.forward_temp_bytes ||
         b.backward_temp_bytes != a.backward_temp_bytes)
       fail(code::kUnsupported, "chain.layers[" + std::to_string(i) + "]",
-           {"revolve is defined for homogeneous chains: layer ", std::to_string(i),
-            " differs from layer 0 (use strategy optimal for this chain)"});
+           Message{"error.revolve.homogeneous", {{"i", std::to_string(i)}}});
   }
   const uint64_t c = std::min<uint64_t>(snapshots, n);
   const double t = revolve_extra_steps(n, c);

@@ -124,7 +124,7 @@ class Table {
   Table(const Sizes& s, size_t n, uint64_t m_max, const MinMemory& mm) : s_(s), n_(n), M_(m_max) {
     const uint64_t pairs = (n + 1) * (n + 2) / 2;
     if (pairs * (M_ + 1) > kRotorMaxCells)  // rotor_grid bounds it before any work
-      throw RequestError(code::kInternal, "", "internal error: optimal table over its bound");
+      fail(code::kInternal, "", Message{"error.internal.optimalTable", {}});
     // Row (i, j) holds m in [lo, M] at base + m (base = off - lo); entries below lo are never
     // read (every read is guarded by a bound >= the row's minimum). A pad of M + 1 cells in
     // front keeps every base inside the buffer. The cells start uninitialised: solve() writes
@@ -178,7 +178,7 @@ class Table {
       return false;
     });
     if (found) return;
-    throw RequestError(code::kInternal, "", "internal error: optimal backtracking failed");
+    fail(code::kInternal, "", Message{"error.internal.optimalBacktrack", {}});
   }
 
  private:
@@ -458,8 +458,7 @@ RotorGrid rotor_grid(const Chain& chain, uint32_t slots) {
   while (stages > 1 && !fits(stages)) stages = stages * 7 / 8;
   if (!fits(stages))
     fail(code::kTooLarge, "slots",
-         {"optimal's table of ", std::to_string(slots),
-          " slots exceeds its work bound even for one stage: use fewer slots"});
+         Message{"error.optimal.slots", {{"slots", std::to_string(slots)}}});
   g.stage_layers = static_cast<uint32_t>((n + stages - 1) / stages);
   return g;
 }
@@ -519,8 +518,7 @@ PlanResult rotor_optimal(const Chain& fine, uint64_t budget, const RotorGrid& rg
                flag_fact("exactGrid", grid.den == 1 && rg.stage_layers == 1),
                real_fact("predictedTotalCost", t.at(0, n, M))};
   if (rg.stage_layers > 1) r.details.push_back(count_fact("stageLayers", rg.stage_layers));
-  if (r.peak_bytes > budget)
-    throw RequestError(code::kInternal, "", "internal error: optimal schedule exceeds the budget");
+  if (r.peak_bytes > budget) fail(code::kInternal, "", Message{"error.internal.optimalBudget", {}});
   return r;
 }
 

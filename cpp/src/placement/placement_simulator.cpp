@@ -52,7 +52,7 @@ namespace placement {
 namespace {
 
 [[noreturn]] void bad_schedule(const std::string& why) {
-  fail(code::kInternal, "", {"internal error: invalid placement schedule: ", why});
+  fail(code::kInternal, "", Message{"error.internal.schedule", {{"why", why}}});
 }
 
 }  // namespace
@@ -388,8 +388,7 @@ PlanResult evaluate(const Chain& chain, const std::vector<Segment>& checkpointed
   for (size_t s = 0; s < checkpointed.size(); ++s) {
     const Segment& g = checkpointed[s];
     if (g.first > g.last || g.last >= n || (s > 0 && g.first <= checkpointed[s - 1].last))
-      fail(code::kInconsistent, "checkpointed",
-           "checkpointed segments must be sorted, disjoint and within the chain");
+      fail(code::kInconsistent, "checkpointed", Message{"error.segments.order", {}});
   }
   return simulate(chain, single_level_ops(chain, checkpointed));
 }

@@ -51,7 +51,7 @@ struct Fronts {
     uint32_t *next, *link;
   };
   Out open(size_t m) {
-    if (m > kIxMask) throw RequestError(code::kTooLarge, "chain.layers", "Pareto front too large");
+    if (m > kIxMask) fail(code::kTooLarge, "chain.layers", Message{"error.singleLevel.pareto", {}});
     if (blocks.empty() || blocks.back().used + m > blocks.back().cap) {
       Block b;
       b.cap = std::max<size_t>(size_t{1} << 16, m);
@@ -556,9 +556,7 @@ LowestPeak lowest_peak(const Chain& chain) {
       bwd_max = std::max(bwd_max, xb_sum + Le.output_bytes + Le.backward_temp_bytes);
       if (xb_sum >= b || fwd >= b) break;  // every later segment needs at least these
       if (++steps > kLowestPeakWork)
-        fail(code::kTooLarge, "chain.layers",
-             "this chain's single-level plans are too many to search within the work bound "
-             "(long runs of layers that keep nothing): use chen-greedy or sqrt");
+        fail(code::kTooLarge, "chain.layers", Message{"error.singleLevel.tooMany", {}});
       const uint64_t g = std::max({fwd, Le.output_bytes + rec_max, bwd_max});
       const uint64_t v = std::max(g, Le.output_bytes + best[e + 1]);
       if (v < b) {
@@ -680,7 +678,7 @@ PlanResult single_level_optimal(const Chain& chain, uint64_t budget) {
     if (rf.block > 1) plan = polish(chain, budget, std::move(plan), rf.block - 1);
     r = evaluate(chain, plan);
     if (r.peak_bytes > budget)
-      throw RequestError(code::kInternal, "", "internal error: single-level plan over budget");
+      fail(code::kInternal, "", Message{"error.internal.singleLevelBudget", {}});
     r.details = {flag_fact("exact", rf.block == 1)};
     if (rf.block > 1) r.details.push_back(count_fact("blockLayers", rf.block));
     return r;

@@ -22,9 +22,7 @@ void throw_infeasible(const std::string& strategy, uint64_t budget, uint64_t min
                              {"budget", std::to_string(budget)},
                              {"minimum", std::to_string(minimum)}});
   const Text text(message, std::move(more));
-  throw RequestError(code::kInfeasible, "budgetBytes", text.str())
-      .with_messages(text.parts())
-      .with_minimum_budget(minimum);
+  throw RequestError(code::kInfeasible, "budgetBytes", text).with_minimum_budget(minimum);
 }
 
 void throw_infeasible_slots(const std::string& strategy, uint64_t budget, uint64_t minimum,
@@ -34,9 +32,7 @@ void throw_infeasible_slots(const std::string& strategy, uint64_t budget, uint64
                                        {"minimum", std::to_string(minimum)},
                                        {"slots", std::to_string(slots)},
                                        {"exact", std::to_string(exact)}});
-  throw RequestError(code::kInfeasible, "budgetBytes", text.str())
-      .with_messages(text.parts())
-      .with_minimum_budget(minimum);
+  throw RequestError(code::kInfeasible, "budgetBytes", text).with_minimum_budget(minimum);
 }
 
 // PyTorch torch.utils.checkpoint.checkpoint_sequential (v1.13 torch/utils/checkpoint.py):
@@ -120,14 +116,15 @@ std::vector<FrontierPoint> pareto(std::vector<FrontierPoint> pts) {
 void validate_chain(const Chain& chain, const std::string& path) {
   const std::string layers = path + ".layers";
   if (chain.layers.empty())
-    fail(code::kOutOfRange, layers, {layers, " must hold at least one layer"});
+    fail(code::kOutOfRange, layers, Message{"error.field.oneLayer", {{"field", layers}}});
   if (chain.layers.size() > 100000)
-    fail(code::kTooLarge, layers, {layers, " holds more than 100000 layers"});
+    fail(code::kTooLarge, layers, Message{"error.chain.tooMany", {{"field", layers}}});
   // Sums of sizes stay far below 2^64 so that no peak overflows.
   const uint64_t cap = uint64_t{1} << 62;
   uint64_t total = chain.input_bytes;
   if (chain.input_bytes > kMaxExactJson)
-    fail(code::kOutOfRange, path + ".inputBytes", {path, ".inputBytes must be at most 2^53"});
+    fail(code::kOutOfRange, path + ".inputBytes",
+         Message{"error.chain.inputBytes", {{"path", path}}});
   for (size_t i = 0; i < chain.layers.size(); ++i) {
     const Layer& L = chain.layers[i];
     // (the layer's path is built only for an error: 100,000 layers are checked per request)
@@ -139,32 +136,32 @@ void validate_chain(const Chain& chain, const std::string& path) {
     for (const auto& s : sizes) {
       if (s.second > kMaxExactJson)
         fail(code::kOutOfRange, lp() + "." + s.first,
-             {lp(), ".", s.first, " must be at most 2^53"});
+             Message{"error.chain.layerBytes", {{"layer", lp()}, {"key", s.first}}});
       total += s.second;
     }
-    if (total > cap)
-      fail(code::kTooLarge, lp(), {path, ": the sizes add up to more than 2^62 bytes"});
+    if (total > cap) fail(code::kTooLarge, lp(), Message{"error.chain.over62", {{"path", path}}});
     if (L.saved_bytes < L.output_bytes)
-      fail(
-          code::kInconsistent, lp() + ".savedBytes",
-          {lp(), ".savedBytes (", std::to_string(L.saved_bytes),
-           ") must include the layer's output (outputBytes ", std::to_string(L.output_bytes), ")"});
+      fail(code::kInconsistent, lp() + ".savedBytes",
+           Message{"error.chain.savedOutput",
+                   {{"value", lp()},
+                    {"savedBytes", std::to_string(L.saved_bytes)},
+                    {"outputBytes", std::to_string(L.output_bytes)}}});
     for (size_t k = 0; k < L.skips.size(); ++k)
       if (L.skips[k].from + 1 >= i || L.skips[k].grad_bytes > kMaxExactJson)
         fail(code::kInconsistent, index_path(lp() + ".skips", k),
-             {index_path(lp() + ".skips", k),
-              ": a skip connection reads the output of an earlier layer than the previous one"});
+             Message{"error.chain.skip", {{"field", index_path(lp() + ".skips", k)}}});
     if (!(L.forward_cost >= 0) || !(L.backward_cost >= 0) || !std::isfinite(L.forward_cost) ||
         !std::isfinite(L.backward_cost))
       fail(code::kOutOfRange, lp() + ".forwardCost",
-           {lp(), ": costs must be finite and non-negative"});
+           Message{"error.chain.costs", {{"layer", lp()}}});
   }
 }
 
 namespace {
 
 [[noreturn]] void missing(const std::string& field, const std::string& strategy) {
-  fail(code::kMissingField, field, {field, " is required for strategy ", strategy});
+  fail(code::kMissingField, field,
+       Message{"error.strategy.required", {{"field", field}, {"strategy", strategy}}});
 }
 
 uint32_t layer_count(const Chain& chain) { return static_cast<uint32_t>(chain.layers.size()); }
@@ -283,13 +280,13 @@ void check_manual(const Chain& chain, const std::vector<Segment>& segs) {
   for (size_t s = 0; s < segs.size(); ++s) {
     const std::string f = index_path("checkpointed", s);
     if (segs[s].first > segs[s].last)
-      fail(code::kInconsistent, f, {f, ": start must not exceed end"});
+      fail(code::kInconsistent, f, Message{"error.segment.order", {{"field", f}}});
     if (segs[s].last >= n)
-      fail(code::kOutOfRange, f, {f, ": layers are numbered 0..", std::to_string(n - 1)});
+      fail(code::kOutOfRange, f,
+           Message{"error.segment.layers", {{"field", f}, {"n", std::to_string(n - 1)}}});
     if (s > 0 && segs[s].first <= segs[s - 1].last)
       fail(code::kInconsistent, f,
-           {f, " overlaps or precedes checkpointed[", std::to_string(s - 1),
-            "]: list disjoint segments in order"});
+           Message{"error.segment.overlap", {{"field", f}, {"s", std::to_string(s - 1)}}});
   }
 }
 
@@ -297,7 +294,8 @@ void check_manual(const Chain& chain, const std::vector<Segment>& segs) {
 // the selective modes are not placements of a chain).
 Strategy placement_kind(Strategy s) {
   if (!vocab::term(s).placement)
-    fail(code::kUnknownValue, "strategy", {"unknown strategy \"", vocab::name_of(s), "\""});
+    fail(code::kUnknownValue, "strategy",
+         Message{"error.strategy.unknown", {{"strategy", vocab::name_of(s)}}});
   return s;
 }
 
@@ -312,9 +310,8 @@ PlanResult evaluate_with(const Chain& chain, const std::vector<Segment>& checkpo
 // k (every-k, block) must lie in [lowest, n].
 void check_k(uint32_t k, uint32_t lowest, uint32_t n) {
   if (k > n)
-    fail(
-        code::kOutOfRange, "k",
-        {"k must be between ", std::to_string(lowest), " and the layer count ", std::to_string(n)});
+    fail(code::kOutOfRange, "k",
+         Message{"error.k.range", {{"lowest", std::to_string(lowest)}, {"n", std::to_string(n)}}});
 }
 
 }  // namespace
@@ -328,9 +325,7 @@ void refuse_multi_level_skips(const Chain& chain, const std::string& strategy) {
   for (const Layer& L : chain.layers)
     if (!L.skips.empty())
       fail(code::kUnsupported, "strategy",
-           {"strategy \"", strategy,
-            "\" schedules recomputations for a chain without skip connections; this network has "
-            "them (a UNet): use full, every-k, sqrt or chen-greedy"});
+           Message{"error.strategy.skips", {{"strategy", strategy}}});
 }
 
 PlanResult plan(const Chain& chain, const StrategyRequest& req) {
@@ -359,10 +354,8 @@ PlanResult plan(const Chain& chain, const StrategyRequest& req) {
     if (req.segments == 0) missing("segments", st);
     if (req.segments > n)
       fail(code::kOutOfRange, "segments",
-           {"segments (", std::to_string(req.segments), ") exceeds the layer count ",
-            std::to_string(n),
-            ": PyTorch checkpoint_sequential fails (segment size n // segments "
-            "is 0)"});
+           Message{"error.sequential.segments",
+                   {{"segments", std::to_string(req.segments)}, {"n", std::to_string(n)}}});
     r = evaluate_with(
         chain, sequential_segments(n, req.segments),
         {count_fact("segments", req.segments), count_fact("segmentSize", n / req.segments)});
@@ -376,20 +369,21 @@ PlanResult plan(const Chain& chain, const StrategyRequest& req) {
     if (req.snapshots == 0) missing("snapshots", st);
     // (placement_json gives longer chains revolve's closed-form costs: revolve_plan.)
     if (n > kRevolveScheduleLayers)
-      fail(code::kTooLarge, "chain.layers", "revolve builds its schedule for at most 4096 layers");
+      fail(code::kTooLarge, "chain.layers", Message{"error.revolve.layers", {}});
     static_assert(kRevolveScheduleLayers == 4096, "the message above states the limit");
     if (!revolve_schedulable(n, req.snapshots))
       fail(code::kTooLarge, "snapshots",
-           {"revolve's schedule with ", std::to_string(std::min(req.snapshots, n)),
-            " snapshots for ", std::to_string(n), " layers would exceed ",
-            std::to_string(kRevolveScheduleOps), " operations: give more snapshots"});
+           Message{"error.revolve.ops",
+                   {{"n", std::to_string(std::min(req.snapshots, n))},
+                    {"n2", std::to_string(n)},
+                    {"ops", std::to_string(kRevolveScheduleOps)}}});
     r = revolve_plan(chain, req.snapshots);
   } else if (kind == Strategy::optimal_single_level) {
     if (req.budget_bytes == 0) missing("budgetBytes", st);
     r = single_level_optimal(chain, req.budget_bytes);
   } else if (kind == Strategy::optimal) {
     if (req.budget_bytes == 0) missing("budgetBytes", st);
-    if (req.slots == 0) fail(code::kOutOfRange, "slots", "slots must be at least 1");
+    if (req.slots == 0) fail(code::kOutOfRange, "slots", Message{"error.slots.min", {}});
     r = rotor_optimal(chain, req.budget_bytes, req.slots);
   }
   r.strategy = kind;
@@ -468,8 +462,9 @@ std::vector<FrontierPoint> frontier(const Chain& chain, const StrategyRequest& r
       kind == Strategy::every_k || kind == Strategy::block || kind == Strategy::sequential;
   if (sweep && n > kMaxSweepLayers)
     fail(code::kTooLarge, "frontier",
-         {"the ", vocab::name_of(req.strategy), " frontier is computed for at most ",
-          std::to_string(kMaxSweepLayers), " layers (each of its plans is a pass over the chain)"});
+         Message{"error.frontier.layers",
+                 {{"strategy", vocab::name_of(req.strategy)},
+                  {"max", std::to_string(kMaxSweepLayers)}}});
   if (kind == Strategy::every_k) {
     for (uint32_t k : sweep_values(1, n)) add_plan(every_k_segments(n, k), {count_fact("k", k)});
   } else if (kind == Strategy::block) {
@@ -478,9 +473,7 @@ std::vector<FrontierPoint> frontier(const Chain& chain, const StrategyRequest& r
     for (uint32_t s : sweep_values(1, n))
       add_plan(sequential_segments(n, s), {count_fact("segments", s)});
   } else if (kind == Strategy::revolve) {
-    if (n > 1024)
-      fail(code::kTooLarge, "chain.layers",
-           "the revolve frontier is computed for at most 1024 layers");
+    if (n > 1024) fail(code::kTooLarge, "chain.layers", Message{"error.frontier.revolve", {}});
     for (uint32_t c = 1; c <= std::min<uint32_t>(n, 16); ++c)
       add(revolve_plan(chain, c), {count_fact("snapshots", c)});
   } else if (kind == Strategy::chen_greedy) {

@@ -357,8 +357,8 @@ class Reader {
   Snapshot run() {
     if (b_.size() > kMaxFileBytes)
       fail(code::kTooLarge, kField,
-           {"snapshot file is over 1 GiB (", std::to_string(b_.size()), " B)"});
-    if (b_.empty()) fail(code::kInvalidJson, kField, "snapshot file is empty: not a valid pickle");
+           Message{"error.snapshot.over1GiB", {{"size", std::to_string(b_.size())}}});
+    if (b_.empty()) fail(code::kInvalidJson, kField, Message{"error.snapshot.empty", {}});
     if (static_cast<uint8_t>(b_[0]) != 0x80)
       fail(code::kInvalidJson, kField, Message{"error.snapshot.notPickle", {}});
     for (;;) {
@@ -368,18 +368,18 @@ class Reader {
       step(op);
     }
     if (stack_.size() != 1 || !marks_.empty())
-      bad({"STOP at byte ", std::to_string(op_at_), " leaves ", std::to_string(stack_.size()),
-           " values and ", std::to_string(marks_.size()), " open MARKs (expected one value)"});
+      bad({"error.pickle.stop",
+           {{"byte", at()},
+            {"values", std::to_string(stack_.size())},
+            {"marks", std::to_string(marks_.size())}}});
     return finish(stack_.back());
   }
 
  private:
   // ---------------------------------------------------------------- errors
-  [[noreturn]] void bad(std::initializer_list<std::string_view> m) const {
-    std::string msg = "snapshot is not a valid pickle: ";
-    for (auto p : m) msg += p;
-    fail(code::kInvalidJson, kField, msg);
-  }
+  // "snapshot is not a valid pickle: ..." (the catalog's error.pickle.* sentences)
+  [[noreturn]] void bad(Message m) const { fail(code::kInvalidJson, kField, std::move(m)); }
+  std::string at() const { return std::to_string(op_at_); }
   [[noreturn]] void truncated() const {
     fail(code::kInvalidJson, kField,
          Message{"error.snapshot.truncated",
@@ -387,23 +387,24 @@ class Reader {
   }
   [[noreturn]] void limit(const char* what, uint64_t max) const {
     fail(code::kTooLarge, kField,
-         {"snapshot: more than ", std::to_string(max), " ", what, " (at byte ",
-          std::to_string(op_at_), ")"});
+         Message{"error.snapshot.count",
+                 {{"max", std::to_string(max)}, {"what", what}, {"byte", std::to_string(op_at_)}}});
   }
   // The working memory (what the reader builds, beside the file) stays within budget_: a
   // crafted file (memo indices far apart, endless lists of None) is refused, not grown into.
   void check_budget() const {
     if (work_bytes_ + kItemBytes * live_items_ > budget_)
       fail(code::kTooLarge, kField,
-           {"snapshot: reading it needs more working memory than the reader's bound of ",
-            std::to_string(kReaderWorkPerFileByte), " x the file + ",
-            std::to_string(kReaderWorkBaseBytes >> 20), " MiB (", std::to_string(budget_ >> 20),
-            " MiB; at byte ", std::to_string(op_at_),
-            "): a memory snapshot needs far less (docs/snapshot.md, \"Limits\")"});
+           Message{"error.snapshot.workMemory",
+                   {{"perByte", std::to_string(kReaderWorkPerFileByte)},
+                    {"base", std::to_string(kReaderWorkBaseBytes >> 20)},
+                    {"budget", std::to_string(budget_ >> 20)},
+                    {"byte", std::to_string(op_at_)}}});
   }
   [[noreturn]] void type_error(const std::string& field, const char* want) const {
     fail(code::kInvalidType, field,
-         {field, " must be ", want, " (the value ending before byte ", std::to_string(pos_), ")"});
+         Message{"error.snapshot.type",
+                 {{"field", field}, {"want", want}, {"byte", std::to_string(pos_)}}});
   }
 
   // ---------------------------------------------------------------- input
@@ -459,19 +460,19 @@ class Reader {
   }
   V pop() {
     if (stack_.size() <= base())
-      bad({"stack underflow at byte ", std::to_string(op_at_), " (", opcode_name(b_[op_at_]), ")"});
+      bad({"error.pickle.underflow", {{"byte", at()}, {"op", opcode_name(b_[op_at_])}}});
     V v = stack_.back();
     stack_.pop_back();
     return v;
   }
   V& top() {
     if (stack_.size() <= base())
-      bad({"stack underflow at byte ", std::to_string(op_at_), " (", opcode_name(b_[op_at_]), ")"});
+      bad({"error.pickle.underflow", {{"byte", at()}, {"op", opcode_name(b_[op_at_])}}});
     return stack_.back();
   }
   size_t base() const { return marks_.empty() ? 0 : marks_.back(); }
   size_t pop_mark() {
-    if (marks_.empty()) bad({"no MARK for the opcode at byte ", std::to_string(op_at_)});
+    if (marks_.empty()) bad({"error.pickle.noMark", {{"byte", at()}}});
     const size_t m = marks_.back();
     marks_.pop_back();
     return m;
@@ -624,10 +625,10 @@ class Reader {
 
   void proto() {
     const uint8_t p = byte();
-    if (op_at_ != 0) bad({"PROTO at byte ", std::to_string(op_at_), " (only at the start)"});
+    if (op_at_ != 0) bad({"error.pickle.proto", {{"byte", at()}}});
     if (p < 2 || p > 5)
       fail(code::kUnsupported, kField,
-           {"snapshot pickle protocol ", std::to_string(p), " is not read (2 to 5 are)"});
+           Message{"error.snapshot.protocol", {{"p", std::to_string(p)}}});
     protocol_ = p;
   }
   TM_HOT void mark() {
@@ -655,12 +656,12 @@ class Reader {
   void dict() {
     const size_t m = pop_mark();
     if ((stack_.size() - m) % 2)
-      bad({"DICT at byte ", std::to_string(op_at_), " has a key without a value"});
+      bad({"error.pickle.keyWithoutValue", {{"op", "DICT"}, {"byte", at()}}});
     push_container(T::kDict, m);
   }
   void tuple_of(size_t n) {  // TUPLE1, TUPLE2, TUPLE3
     if (stack_.size() < base() + n)
-      bad({"stack underflow at byte ", std::to_string(op_at_), " (", opcode_name(b_[op_at_]), ")"});
+      bad({"error.pickle.underflow", {{"byte", at()}, {"op", opcode_name(b_[op_at_])}}});
     push_container(T::kTuple, stack_.size() - n);
   }
   TM_HOT void append_one() {
@@ -684,7 +685,7 @@ class Reader {
   TM_HOT void setitems() {
     const size_t m = pop_mark();
     if ((stack_.size() - m) % 2)
-      bad({"SETITEMS at byte ", std::to_string(op_at_), " has a key without a value"});
+      bad({"error.pickle.keyWithoutValue", {{"op", "SETITEMS"}, {"byte", at()}}});
     auto& it = items(target_at(m, T::kDict));
     it.append(stack_.data() + m, stack_.size() - m);
     live_items_ += stack_.size() - m;
@@ -701,32 +702,30 @@ class Reader {
            Message{"error.snapshot.code", {{"op", o->name}, {"byte", std::to_string(op_at_)}}});
     if (o)
       fail(code::kUnsupported, kField,
-           {"snapshot contains the pickle opcode ", o->name, " at byte ", std::to_string(op_at_),
-            ": not read (text forms of protocols 0-1, sets and out-of-band buffers never "
-            "appear in a snapshot)"});
+           Message{"error.snapshot.opcode", {{"name", o->name}, {"byte", std::to_string(op_at_)}}});
     char hex[8];
     std::snprintf(hex, sizeof hex, "0x%02x", op);
-    bad({"unknown opcode ", hex, " at byte ", std::to_string(op_at_)});
+    bad({"error.pickle.unknownOpcode", {{"op", hex}, {"byte", at()}}});
   }
 
   // The container just below the top values (APPEND/SETITEM) or below a MARK (APPENDS…).
   uint32_t target(T kind) { return check_target(top(), kind); }
   uint32_t target_at(size_t m, T kind) {
     if (m == 0 || m <= (marks_.empty() ? 0 : marks_.back()))
-      bad({opcode_name(b_[op_at_]), " at byte ", std::to_string(op_at_),
-           " has no container below its MARK"});
+      bad({"error.pickle.noContainer", {{"op", opcode_name(b_[op_at_])}, {"byte", at()}}});
     return check_target(stack_[m - 1], kind);
   }
   uint32_t check_target(const V& v, T kind) {
     // (A device trace already turned into events keeps taking them: APPENDS comes in batches.)
     const Conv conv = v.t == kind ? containers_[v.a].conv : Conv::kNone;
     if (v.t != kind || !(conv == Conv::kNone || (kind == T::kList && conv == Conv::kEvents)))
-      bad({opcode_name(b_[op_at_]), " at byte ", std::to_string(op_at_), " adds to a ",
-           v.t == T::kTuple  ? "tuple"
-           : v.t == T::kList ? "list"
-           : v.t == T::kDict ? "dict"
-                             : "non-container",
-           kind == T::kList ? " (it needs a list)" : " (it needs a dict)"});
+      bad({kind == T::kList ? "error.pickle.needsList" : "error.pickle.needsDict",
+           {{"op", opcode_name(b_[op_at_])},
+            {"byte", at()},
+            {"kind", v.t == T::kTuple  ? "tuple"
+                     : v.t == T::kList ? "list"
+                     : v.t == T::kDict ? "dict"
+                                       : "non-container"}}});
     return v.a;
   }
 
@@ -802,8 +801,7 @@ class Reader {
   void memo_get(uint64_t i) {
     const Memo* m = i < memo_.size() ? memo_.find(static_cast<size_t>(i)) : nullptr;
     if (!m || m->unset())
-      bad({"memo entry ", std::to_string(i), " read at byte ", std::to_string(op_at_),
-           " was never stored"});
+      bad({"error.pickle.memo", {{"entry", std::to_string(i)}, {"byte", at()}}});
     if (has_number(m->t()))
       push(m->t(), 0, memo_numbers_[m->a()]);
     else
@@ -850,9 +848,7 @@ class Reader {
       }
       if (containers_[c].conv == Conv::kEvents)
         fail(code::kInvalidType, "snapshot.device_traces",
-             {"a device trace holds only trace entries (dicts with an \"action\"); found another "
-              "value ending before byte ",
-              std::to_string(pos_)});
+             Message{"error.snapshot.traceEntries", {{"byte", std::to_string(pos_)}}});
       items(c).push_back(x);
       ++live_items_;
     }
@@ -871,14 +867,15 @@ class Reader {
     if (v.t == T::kBool) return static_cast<int64_t>(v.u);
     if (v.t == T::kUInt || v.t == T::kBigInt)
       fail(code::kOutOfRange, field,
-           {field, " is beyond 64-bit range (byte ", std::to_string(pos_), ")"});
+           Message{"error.snapshot.over64", {{"field", field}, {"byte", std::to_string(pos_)}}});
     type_error(field, "a whole number");
   }
   uint64_t as_u64(const V& v, const char* field) {
     if (v.t == T::kUInt) return v.u;
     const int64_t s = as_int(v, field);
     if (s < 0)
-      fail(code::kOutOfRange, field, {field, " is negative (byte ", std::to_string(pos_), ")"});
+      fail(code::kOutOfRange, field,
+           Message{"error.snapshot.negative", {{"field", field}, {"byte", std::to_string(pos_)}}});
     return static_cast<uint64_t>(s);
   }
   uint64_t as_addr(const V& v, const char* field) {  // int64_t(ptr): may be written signed
@@ -892,7 +889,7 @@ class Reader {
   uint64_t req_u64(const V* v, const char* field) {
     if (!v)
       fail(code::kMissingField, field,
-           {field, " is missing (the dict ending before byte ", std::to_string(pos_), ")"});
+           Message{"error.snapshot.missing", {{"field", field}, {"byte", std::to_string(pos_)}}});
     return as_u64(*v, field);
   }
   uint64_t opt_u64(const V* v, const char* field, uint64_t fallback = 0) {
@@ -997,8 +994,7 @@ class Reader {
     Container& l = containers_[list];
     if (l.conv == Conv::kNone) {
       if (!items(list).empty())
-        fail(code::kInvalidType, "snapshot.device_traces",
-             "a device trace holds only trace entries; this list mixes them with other values");
+        fail(code::kInvalidType, "snapshot.device_traces", Message{"error.snapshot.mixed", {}});
       event_lists_.emplace_back();
       release(list, Conv::kEvents, static_cast<uint32_t>(event_lists_.size() - 1));
     }
@@ -1015,8 +1011,8 @@ class Reader {
       const V* addr = k[k_addr_];
       if (!addr)
         fail(code::kMissingField, "snapshot.device_traces.addr",
-             {"snapshot.device_traces.addr is missing (", strings_[av.a],
-              " entry ending before byte ", std::to_string(pos_), ")"});
+             Message{"error.snapshot.addr",
+                     {{"action", strings_[av.a]}, {"byte", std::to_string(pos_)}}});
       e.addr = as_addr(*addr, "snapshot.device_traces.addr");
     }
     if (e.action != Action::kOther) e.size = req_u64(k[k_size_], "snapshot.device_traces.size");
@@ -1039,8 +1035,7 @@ class Reader {
       return BlockState::kActivePendingFree;
     if (s == "inactive") return BlockState::kInactive;
     fail(code::kUnknownValue, "snapshot.segments.blocks.state",
-         {"snapshot.segments.blocks.state \"", s.substr(0, 64),
-          "\" is not active_allocated, active_pending_free or inactive"});
+         Message{"error.snapshot.state", {{"s", s.substr(0, 64)}}});
   }
 
   void to_block(uint32_t c, const Keys& k) {
@@ -1113,9 +1108,7 @@ class Reader {
     const V* seg = find(top.a, k_segments_);
     const V* traces = find(top.a, k_device_traces_);
     if (!seg && !traces)
-      fail(code::kMissingField, "snapshot.segments",
-           "snapshot has neither segments nor device_traces: is it a "
-           "torch.cuda.memory._dump_snapshot file?");
+      fail(code::kMissingField, "snapshot.segments", Message{"error.snapshot.neither", {}});
     if (seg) segments_from(*seg, "snapshot.segments");
     if (traces && traces->t != T::kNone) {
       if (traces->t != T::kList || containers_[traces->a].conv != Conv::kNone)

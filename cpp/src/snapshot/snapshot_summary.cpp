@@ -244,11 +244,11 @@ class Summarizer {
     const uint64_t budget = kReaderWorkPerFileByte * s_.file_bytes + kReaderWorkBaseBytes;
     if (need > budget)
       fail(code::kTooLarge, "snapshot",
-           {"snapshot: summarizing its ", std::to_string(ev_.size()),
-            " trace entries needs more working memory (", std::to_string(need >> 20),
-            " MiB) than the reader's bound of ", std::to_string(kReaderWorkPerFileByte),
-            " x the file + ", std::to_string(kReaderWorkBaseBytes >> 20),
-            " MiB (docs/snapshot.md, \"Limits\")"});
+           Message{"error.snapshot.summaryMemory",
+                   {{"size", std::to_string(ev_.size())},
+                    {"need", std::to_string(need >> 20)},
+                    {"perByte", std::to_string(kReaderWorkPerFileByte)},
+                    {"base", std::to_string(kReaderWorkBaseBytes >> 20)}}});
   }
 
   void describe_file() {
@@ -752,10 +752,9 @@ void check_sizes(const Snapshot& s) {
   uint64_t total = 0;
   const auto add = [&total](uint64_t v, const char* field) {
     if (v > kCap - total)
-      fail(
-          code::kTooLarge, field,
-          {field, ": the sizes in the snapshot add up to more than 2^62 bytes (", std::to_string(v),
-           " B more after ", std::to_string(total), "): not a real device's memory"});
+      fail(code::kTooLarge, field,
+           Message{"error.snapshot.over62",
+                   {{"field", field}, {"v", std::to_string(v)}, {"total", std::to_string(total)}}});
     total += v;
   };
   for (const Segment& seg : s.segments) {

@@ -13,7 +13,7 @@ std::string index_path(const std::string& path, size_t index) {
 
 namespace {
 [[noreturn]] void exceeds_2_63(std::string_view field) {
-  fail(code::kTooLarge, field, {field, ": result exceeds 2^63"});
+  fail(code::kTooLarge, field, Message{"error.checked.over63", {{"field", std::string(field)}}});
 }
 }  // namespace
 
