@@ -28,8 +28,8 @@ layout::Inputs inputs_for(uint64_t heads, uint64_t kv_heads, uint64_t layers, ui
   m->arch.layers = layers;
   m->arch.hidden = 4096;
   layout::Inputs in;
-  in.base.model_ptr = m;
-  in.base.seq_len = 1000;
+  in.base.model.shared = m;
+  in.base.training.seq_len = 1000;
   in.gpus = gpus;
   in.gpus_per_node = per_node;
   return in;
@@ -263,9 +263,9 @@ TEST_CASE("layout: torchtitan's Llama 3 70B recipe on 64 A100s, and why the plan
 
 TEST_CASE("layout: context and expert parallelism enumerated, hand-counted", "[layout]") {
   layout::Inputs in = inputs_for(32, 8, 32, 8, 8);
-  auto m = std::make_shared<trainmem::ModelDescription>(in.base.model());
+  auto m = std::make_shared<trainmem::ModelDescription>(in.base.model.description());
   m->arch.num_experts = 8;
-  in.base.model_ptr = m;
+  in.base.model.shared = m;
   // contextParallel <= 2 (seqLen 1000 is a multiple of 2 x 2): cp 1 gives the 10 triples of
   // 8; cp 2 leaves 4 = tp x pp x dp, C(2 + 2, 2) = 6 ways: 16
   in.extra_sizes_max = {2, 1};
@@ -286,12 +286,12 @@ TEST_CASE(
     "hand-worked",
     "[layout]") {
   layout::Inputs in = inputs_for(32, 8, 32, 8, 8);
-  auto m = std::make_shared<trainmem::ModelDescription>(in.base.model());
+  auto m = std::make_shared<trainmem::ModelDescription>(in.base.model.description());
   m->arch.head_dim = 128;
   m->arch.num_experts = 8;
   m->arch.experts_per_token = 2;
-  in.base.model_ptr = m;
-  in.base.precision = trainmem::vocab::Precision::amp_bf16;  // 2 B activations
+  in.base.model.shared = m;
+  in.base.training.precision = trainmem::vocab::Precision::amp_bf16;  // 2 B activations
   in.flops.layers = 32;
   in.moe_layers = 32;
   in.peak_flops = 1e15;

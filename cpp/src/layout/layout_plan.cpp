@@ -101,7 +101,7 @@ void Walk::visit(const Layout& l, const StepEstimate& t) {
     Memory m = memory_of(rq, false);
     ++out.evaluations;
     out.peak_evaluations += m.evaluations;
-    if (m.fits && in.base.simulate_allocator) {
+    if (m.fits && in.base.allocator.simulate) {
       m = memory_of(rq, true);
       out.peak_evaluations += m.evaluations;
     }
@@ -161,7 +161,7 @@ Verdict judge(const Inputs& in, const Layout& l, uint64_t* faster) {
   Verdict v;
   v.layout = l;
   v.time = estimate(in, l);
-  const Memory m = memory_of(request_for(in, l), in.base.simulate_allocator);
+  const Memory m = memory_of(request_for(in, l), in.base.allocator.simulate);
   v.peak_bytes = m.bytes;
   v.peak_stage = m.stage;
   v.status = m.fits ? "fits" : "does_not_fit";

@@ -14,7 +14,7 @@ double d(uint64_t v) { return static_cast<double>(v); }
 
 // Bytes of one activation element: 16-bit under autocast or 16-bit training, else fp32.
 double activation_width(const peak::Request& r) {
-  return r.precision == vocab::Precision::fp32 ? 4.0 : 2.0;
+  return r.training.precision == vocab::Precision::fp32 ? 4.0 : 2.0;
 }
 
 // Ring collectives (Patarasuk & Yuan 2009; NCCL's bus bandwidth, nccl-tests PERFORMANCE.md):
@@ -42,7 +42,7 @@ double context_s(const Inputs& in, const Layout& l, double micro_batches, double
                  double tokens_full) {
   const uint64_t cp = token_split(l);
   if (cp <= 1) return 0;
-  const Architecture& a = in.base.model().arch;
+  const Architecture& a = in.base.model.description().arch;
   const uint64_t kv = a.kv_heads ? a.kv_heads : a.heads;
   const uint64_t head_dim = a.head_dim ? a.head_dim : a.hidden / std::max<uint64_t>(a.heads, 1);
   const double kv_bytes =
@@ -59,7 +59,7 @@ double context_s(const Inputs& in, const Layout& l, double micro_batches, double
 double expert_s(const Inputs& in, const Layout& l, double micro_batches, double tokens) {
   const uint64_t ep = expert_ranks(l);
   if (ep <= 1 || in.moe_layers == 0) return 0;
-  const Architecture& a = in.base.model().arch;
+  const Architecture& a = in.base.model.description().arch;
   const double copies = tokens * d(std::max<uint64_t>(a.experts_per_token, 1)) / d(l.tp);
   const double bytes = copies * d(a.hidden) * activation_width(in.base);
   const double bw = link(in, ep);
@@ -82,7 +82,7 @@ StepEstimate estimate(const Inputs& in, const Layout& l) {
   StepEstimate t;
   const peak::Request& b = in.base;
   const uint64_t cp = token_split(l);
-  const double m = d(l.micro_batches), seq = d(b.seq_len), mb = d(l.micro_batch);
+  const double m = d(l.micro_batches), seq = d(b.training.seq_len), mb = d(l.micro_batch);
   const double tokens = mb * seq / d(cp);  // tokens of one micro-batch on one rank
   const double blocks = d(std::max<uint64_t>(in.flops.layers, 1)) / d(l.pp);
   // Kaplan et al. 2020: training costs 3x the forward; the rank runs 1/(tp pp) of it.
@@ -92,7 +92,7 @@ StepEstimate estimate(const Inputs& in, const Layout& l) {
   t.compute_s = m * flops / rate;
   // Hockney's fixed cost per block and micro-step (time_model.hpp), on the rank's blocks.
   t.overhead_s = m * in.knobs.overhead_per_layer_s * blocks;
-  const double act = tokens * d(b.model().arch.hidden) * activation_width(b);
+  const double act = tokens * d(b.model.description().arch.hidden) * activation_width(b);
   // Korthikanti et al. 2022 §4.2.2: per block 2 all-reduces of the activation (with sequence
   // parallelism, all-gather + reduce-scatter pairs: the same bytes) in the forward, 2 in the
   // backward, and the forward's 2 again under full recompute.
