@@ -83,7 +83,7 @@ TEST_CASE("layout: the factorisations of 8 GPUs as tp x pp x dp", "[layout]") {
 TEST_CASE("layout: candidates of 8 GPUs and a global batch of 8", "[layout]") {
   layout::Inputs in = inputs_for(32, 8, 32, 8, 8);
   in.global_batch = 8;
-  in.checkpointing = {"none"};
+  in.checkpointing = {trainmem::vocab::Strategy::none};
   in.shardings = {layout::Sharding::zero1};
   in.schedules = {S::one_f_one_b};
   // micro-batches: the divisors of 8 / dp. (tp,pp,dp) -> d(8/dp): (1,1,8) 1, (1,2,4) 2,
@@ -96,7 +96,7 @@ TEST_CASE("layout: candidates of 8 GPUs and a global batch of 8", "[layout]") {
   in.schedules = {S::interleaved};
   CHECK(layout::candidates(in).size() == 20);
   in.schedules = {S::one_f_one_b};
-  in.checkpointing = {"none", "full"};
+  in.checkpointing = {trainmem::vocab::Strategy::none, trainmem::vocab::Strategy::full};
   in.shardings = {layout::Sharding::zero1, layout::Sharding::fsdp};
   // x 2 checkpointing; x 2 shardings only with dp > 1 (one rank shards nothing): the dp = 1
   // layouts (1,8,1), (2,4,1), (4,2,1), (8,1,1) have 4 micro-batches each, 16 of the 30:
@@ -129,7 +129,7 @@ TEST_CASE("layout: step time, hand-worked", "[layout]") {
   CHECK(t.step_s == Approx(0.006 * 5.5 / 4.0));
   // full recompute repeats the blocks' forward: (3 + 0.9) / 3 of the compute
   l.schedule = S::one_f_one_b, l.virtual_stages = 1, l.pipelined = false, l.pp = 1;
-  l.checkpointing = "full";
+  l.checkpointing = trainmem::vocab::Strategy::full;
   t = layout::estimate(in, l);
   CHECK(t.compute_s == Approx(4 * 3.9e9 * 2000 / 2 / 5e14));
   // links: TP all-reduce of 2 x 1000 x 4096 x 4 B (fp32) at 100 GB/s: 2 (t-1)/t x bytes / bw,
@@ -306,9 +306,9 @@ TEST_CASE(
   // 1,024,000 / 1e11 s; forward all-gather, backward all-gather and reduce-scatter: 3 per block,
   // 32 blocks, 2 micro-batches
   CHECK(layout::estimate(in, l).cp_comm_s == Approx(2 * 32 * 3 * 1024000.0 / 1e11));
-  l.checkpointing = "full";  // the forward's all-gather again
+  l.checkpointing = trainmem::vocab::Strategy::full;  // the forward's all-gather again
   CHECK(layout::estimate(in, l).cp_comm_s == Approx(2 * 32 * 4 * 1024000.0 / 1e11));
-  l.checkpointing = "none";
+  l.checkpointing = trainmem::vocab::Strategy::none;
   CHECK(layout::estimate(in, l).ep_comm_s == 0);
   // ep 8 over tp 2 x dp 4: 1000 tokens x top-2 / tp 2 = 1000 copies of 4096 x 2 B = 8,192,000 B,
   // 7/8 of them leave the rank; dispatch + combine forward and backward: 4 per MoE layer, in

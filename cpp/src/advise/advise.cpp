@@ -80,8 +80,7 @@ Timing step_time(const peak::Request& run, const peak::Result& result, const pea
   // attention core; from the placement engine's plan for the others (else an upper bound).
   const vocab::Strategy strategy = run.training.checkpointing.strategy;
   bool known = true;
-  double recompute =
-      accumulation::recompute_flops_per_token(w.flops, vocab::name_of(strategy), &known);
+  double recompute = accumulation::recompute_flops_per_token(w.flops, strategy, &known);
   if (!known && result.forward_flops > 0) {
     recompute = w.flops.total * result.recompute_flops / result.forward_flops;
     known = true;

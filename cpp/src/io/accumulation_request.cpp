@@ -172,15 +172,13 @@ void work_per_step(const peak::Request& base, accumulation::PlannerInputs* out) 
 accumulation::PeakMemoryFn memory_model(const peak::Request& base,
                                         const peak::Checkpointing& user_ckpt,
                                         const time_model::ForwardFlops& flops, bool replay) {
-  return [&base, &user_ckpt, &flops, replay](uint64_t micro, uint64_t steps,
-                                             const std::string& strategy) {
+  return [&base, &user_ckpt, &flops, replay](uint64_t micro, uint64_t steps, vocab::Strategy kind) {
     peak::Request r = base;
     r.training.micro_batch = micro;
     r.training.accumulation_steps = steps;
     r.answer.search_max_micro_batch = false;
     r.answer.verdict_only = true;  // the planner reads the verdict, the bytes and the breakdown
     if (!replay) r.allocator.simulate = false;
-    const vocab::Strategy kind = vocab::find(vocab::kStrategies, strategy)->value;
     if (kind == vocab::Strategy::none) {
       r.training.checkpointing = peak::Checkpointing{};
     } else if (kind == user_ckpt.strategy) {
@@ -229,7 +227,7 @@ json plan_mode(const Obj& req) {
   peak::Checkpointing user_ckpt;
   user_ckpt.strategy = vocab::Strategy::full;
   if (!auto_ckpt) user_ckpt = base.training.checkpointing;
-  in.checkpointing = {"none", vocab::name_of(user_ckpt.strategy)};
+  in.checkpointing = {vocab::Strategy::none, user_ckpt.strategy};
 
   const GpuInfo gpu = planner_gpu(base, overrides);
   in.device.peak_flops = gpu.peak_flops;

@@ -20,7 +20,7 @@ json settings_json(const layout::Layout& l, vocab::Precision precision) {
                  {"tensorParallel", l.tp},
                  {"sequenceParallel", l.tp > 1},
                  {"pipelineParallel", l.pp},
-                 {"checkpointing", l.checkpointing}});
+                 {"checkpointing", vocab::name_of(l.checkpointing)}});
   if (l.pipelined) {
     put(s, "schedule", vocab::name_for(vocab::kPipelineSchedules, l.schedule));
     if (l.schedule == vocab::PipelineSchedule::interleaved)
@@ -72,7 +72,7 @@ json verdict_json(const layout::Verdict& v, vocab::Precision precision) {
                  {"schedule",
                   l.pipelined ? vocab::name_for(vocab::kPipelineSchedules, l.schedule) : "none"},
                  {"sharding", layout::sharding_name(l.sharding)},
-                 {"checkpointing", l.checkpointing},
+                 {"checkpointing", vocab::name_of(l.checkpointing)},
                  {"microBatch", l.micro_batch},
                  {"microBatches", l.micro_batches},
                  {"status", v.status}});

@@ -197,7 +197,9 @@ layout::Layout read_compare(const Obj& c, const layout::Inputs& in) {
   l.sharding = c.one_of_or("sharding", {"zero1", "fsdp"}, "zero1") == "fsdp"
                    ? layout::Sharding::fsdp
                    : layout::Sharding::zero1;
-  l.checkpointing = c.one_of_or("checkpointing", {"none", "attention-recompute", "full"}, "none");
+  const std::string ck =
+      c.one_of_or("checkpointing", {"none", "attention-recompute", "full"}, "none");
+  l.checkpointing = vocab::find(vocab::kStrategies, ck)->value;
   l.micro_batch = c.u64_or("microBatch", 1, 1, limits::kMaxMicroBatch);
   if (in.global_batch % (l.dp * l.micro_batch))
     fail(code::kInconsistent, c.field("microBatch"), Message{"error.layout.compareBatch", {}});

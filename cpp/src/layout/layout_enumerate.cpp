@@ -160,7 +160,7 @@ std::vector<Layout> candidates(const Inputs& in) {
         if (l.schedule == vocab::PipelineSchedule::interleaved && l.pipelined &&
             l.micro_batches % l.pp)
           continue;
-        for (const std::string& ck : in.checkpointing) {
+        for (const vocab::Strategy ck : in.checkpointing) {
           l.checkpointing = ck;
           // (one data-parallel rank shards nothing: one sharding stands for all)
           for (size_t k = 0; k < (shard_ranks(f) > 1 ? in.shardings.size() : 1); ++k) {

@@ -7,17 +7,6 @@
 
 namespace trainmem {
 namespace layout {
-namespace {
-
-// The planner's checkpointing choices are names of the one strategy table (vocabulary.hpp).
-vocab::Strategy strategy_named(const std::string& name) {
-  for (const vocab::StrategyTerm& t : vocab::kStrategies)
-    if (name == t.name) return t.value;
-  return vocab::Strategy::none;
-}
-
-}  // namespace
-
 peak::Request request_for(const Inputs& in, const Layout& l) {
   peak::Request r = in.base;
   r.training.micro_batch = l.micro_batch;
@@ -31,7 +20,7 @@ peak::Request request_for(const Inputs& in, const Layout& l) {
   r.parallelism.pipeline.schedule = l.schedule;
   r.parallelism.pipeline.virtual_stages = l.virtual_stages;
   r.training.checkpointing = peak::Checkpointing{};
-  r.training.checkpointing.strategy = strategy_named(l.checkpointing);
+  r.training.checkpointing.strategy = l.checkpointing;
   r.parallelism.zero.stage = 0;
   r.parallelism.fsdp = peak::Fsdp{};
   // (the shard group is dp x cp: context parallelism's apply multiplies both by cp)

@@ -16,9 +16,9 @@ namespace {
 constexpr size_t kMaxFasterListed = 100;
 
 // Memory order of the checkpointing strategies: full keeps least, none most.
-int keeps(const std::string& ck) {
-  if (ck == "full") return 0;
-  if (ck == "attention-recompute") return 1;
+int keeps(vocab::Strategy ck) {
+  if (ck == vocab::Strategy::full) return 0;
+  if (ck == vocab::Strategy::attention_recompute) return 1;
   return 2;
 }
 
@@ -60,7 +60,7 @@ Text ruled_out_by(const Layout& l) {
   std::vector<std::pair<std::string, std::string>> p = {{"tp", std::to_string(l.tp)},
                                                         {"pp", std::to_string(l.pp)},
                                                         {"mb", std::to_string(l.micro_batch)},
-                                                        {"ck", l.checkpointing}};
+                                                        {"ck", vocab::name_of(l.checkpointing)}};
   bool split = false;
   for (uint64_t x : l.extra) split = split || x > 1;
   if (!split) return Text("layout.reason.ruledOut", p);

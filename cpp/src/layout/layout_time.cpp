@@ -47,7 +47,7 @@ double context_s(const Inputs& in, const Layout& l, double micro_batches, double
   const uint64_t head_dim = a.head_dim ? a.head_dim : a.hidden / std::max<uint64_t>(a.heads, 1);
   const double kv_bytes =
       tokens_full * 2.0 * d(kv * head_dim) * activation_width(in.base) / d(l.tp);
-  const double exchanges = l.checkpointing == "full" ? 4.0 : 3.0;
+  const double exchanges = l.checkpointing == vocab::Strategy::full ? 4.0 : 3.0;
   return micro_batches * blocks * exchanges * gather_s(kv_bytes, cp, link(in, l.tp * cp));
 }
 
@@ -63,16 +63,16 @@ double expert_s(const Inputs& in, const Layout& l, double micro_batches, double 
   const double copies = tokens * d(std::max<uint64_t>(a.experts_per_token, 1)) / d(l.tp);
   const double bytes = copies * d(a.hidden) * activation_width(in.base);
   const double bw = link(in, ep);
-  const double exchanges = l.checkpointing == "full" ? 6.0 : 4.0;
+  const double exchanges = l.checkpointing == vocab::Strategy::full ? 6.0 : 4.0;
   const double per_layer = bw > 0 ? exchanges * (d(ep) - 1) / d(ep) * bytes / bw : 0;
   return micro_batches * d(in.moe_layers) / d(l.pp) * per_layer;
 }
 
 // Forward FLOPs per token repeated in the backward: Megatron's full recompute repeats every
 // block's forward, its selective recompute the attention core (Korthikanti et al. 2022 §5).
-double recompute_per_token(const Inputs& in, const std::string& ck) {
-  if (ck == "full") return in.flops.blocks;
-  if (ck == "attention-recompute") return in.flops.attention_core;
+double recompute_per_token(const Inputs& in, vocab::Strategy ck) {
+  if (ck == vocab::Strategy::full) return in.flops.blocks;
+  if (ck == vocab::Strategy::attention_recompute) return in.flops.attention_core;
   return 0;
 }
 
@@ -96,7 +96,7 @@ StepEstimate estimate(const Inputs& in, const Layout& l) {
   // Korthikanti et al. 2022 §4.2.2: per block 2 all-reduces of the activation (with sequence
   // parallelism, all-gather + reduce-scatter pairs: the same bytes) in the forward, 2 in the
   // backward, and the forward's 2 again under full recompute.
-  const double collectives = l.checkpointing == "full" ? 6.0 : 4.0;
+  const double collectives = l.checkpointing == vocab::Strategy::full ? 6.0 : 4.0;
   t.tp_comm_s = m * blocks * collectives * all_reduce_s(act, l.tp, in.network.intra_node);
   // Narayanan et al. 2021 §4.1: one activation forward and one gradient backward per stage
   // boundary and micro-batch, 1/tp of it per rank (the scatter/gather optimisation); inside

@@ -150,7 +150,7 @@ void plan_checkpointing(const Request& rq, Step* s, std::vector<Text>* assumptio
     std::string names;
     for (const auto& n : rq.training.checkpointing.save.ops)
       names += (names.empty() ? "" : ", ") + n;
-    const char* sac = strat == "torchtitan-op" ? "peak.assume.sac.torchtitan"
+    const char* sac = kind == vocab::Strategy::torchtitan_op ? "peak.assume.sac.torchtitan"
                       : rq.training.checkpointing.save.every_other_mm
                           ? "peak.assume.sac.opsEveryOther"
                           : "peak.assume.sac.ops";
