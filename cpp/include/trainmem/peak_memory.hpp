@@ -226,8 +226,8 @@ struct PipelineParallel {
 
 // Context parallelism (contextParallel, contextParallelism): ring attention over `size` ranks
 // as torch's context_parallel runs it (docs/parallelism.md). Applied when the request is read:
-// seq_len is then one rank's tokens (the full length / size) and data_parallel the group the
-// gradients are reduced and ZeRO / FSDP shard over (dataParallel x contextParallel).
+// training.seq_len is then one rank's tokens (the full length / size) and parallelism.data the
+// group the gradients are reduced and ZeRO / FSDP shard over (dataParallel x contextParallel).
 struct ContextParallel {
   uint64_t size = 1;
   uint64_t full_seq_len = 0;   // the sequence before sharding
