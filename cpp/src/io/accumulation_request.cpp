@@ -1,10 +1,11 @@
-// tm.accumulation(request): parses the forward and planner requests, reads GPU presets, and
-// wires the peak-memory calculator into the planner (see accumulation.hpp).
+// tm.accumulation(request): parses the forward and planner requests and reads GPU presets; the
+// planner runs on the parsed peak request (accumulation/planner_run.hpp).
 #include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "accumulation/planner_run.hpp"
 #include "io/accumulation_json.hpp"
 #include "io/calculators.hpp"
 #include "io/device_presets.hpp"
@@ -13,7 +14,6 @@
 #include "io/model_json.hpp"
 #include "io/peak_json.hpp"
 #include "io/request.hpp"
-#include "pipeline/pipeline_peak.hpp"
 #include "trainmem/accumulation.hpp"
 #include "trainmem/activations.hpp"
 #include "trainmem/model.hpp"
@@ -150,62 +150,6 @@ GpuInfo planner_gpu(const peak::Request& base, const GpuInfo& overrides) {
   return gpu;
 }
 
-// FLOPs (the architecture or parameter count; an MLP chain from its layer sizes), optimizer and
-// gradient traffic per step, and whether the model may hold BatchNorm (trainmem/step_work.hpp).
-void work_per_step(const peak::Request& base, accumulation::PlannerInputs* out) {
-  // FLOPs and parameter counts do not depend on the allocator: no replay, no search.
-  peak::Request counts = base;
-  counts.allocator.simulate = false;
-  counts.answer.search_max_micro_batch = false;
-  const step_work::Work w = step_work::of(base, pipeline::evaluate_any(counts));
-  out->flops = w.flops;
-  out->optimizer_bytes = w.optimizer_bytes;
-  out->gradient_bytes = w.gradient_bytes;
-  out->model_has_batchnorm = w.model_has_batchnorm;
-  out->model_may_have_batchnorm = w.model_may_have_batchnorm;
-}
-
-// The peak-memory calculator as the planner's memory model (the request's settings, the
-// candidate's micro-batch, steps and strategy). base, user_ckpt and flops must outlive it.
-// replay: false gives the cheap bound (allocated bytes, no allocator replay; the device memory
-// the replay would use is never below it), whose "does not fit" is final.
-accumulation::PeakMemoryFn memory_model(const peak::Request& base,
-                                        const peak::Checkpointing& user_ckpt,
-                                        const time_model::ForwardFlops& flops, bool replay) {
-  return [&base, &user_ckpt, &flops, replay](uint64_t micro, uint64_t steps, vocab::Strategy kind) {
-    peak::Request r = base;
-    r.training.micro_batch = micro;
-    r.training.accumulation_steps = steps;
-    r.answer.search_max_micro_batch = false;
-    r.answer.verdict_only = true;  // the planner reads the verdict, the bytes and the breakdown
-    if (!replay) r.allocator.simulate = false;
-    if (kind == vocab::Strategy::none) {
-      r.training.checkpointing = peak::Checkpointing{};
-    } else if (kind == user_ckpt.strategy) {
-      r.training.checkpointing = user_ckpt;  // the user's strategy, with its parameters
-    } else {
-      // The comparison's checkpointed rows when the user asked for none: HF's
-      // gradient_checkpointing ("full"). (They were evaluated with the user's "none" while
-      // labelled and timed as "full".)
-      r.training.checkpointing = peak::Checkpointing{};
-      r.training.checkpointing.strategy = kind;
-    }
-    const peak::Result res = pipeline::evaluate_any(r);
-    accumulation::MemoryEstimate e;
-    e.peak_bytes = res.peak_bytes;
-    e.fits = res.has_device ? res.fits : false;
-    // Placement-engine strategies: the fraction of the forward it recomputes.
-    if (kind != vocab::Strategy::none && kind != vocab::Strategy::full &&
-        kind != vocab::Strategy::attention_recompute && res.forward_flops > 0)
-      e.recompute_flops_per_token = flops.total * res.recompute_flops / res.forward_flops;
-    e.breakdown = accumulation::Breakdown{res.weights.bytes,     res.master_weights.bytes,
-                                          res.gradients.bytes,   res.optimizer_state.bytes,
-                                          res.activations.bytes, res.temporaries.bytes,
-                                          res.runtime.bytes};
-    return e;
-  };
-}
-
 json plan_mode(const Obj& req) {
   accumulation::PlannerInputs in;
   const GpuInfo overrides = read_planner_keys(req, &in);
@@ -215,30 +159,13 @@ json plan_mode(const Obj& req) {
     req.mark_used(it.key());
   req.finish();
 
-  in.data_parallel = base.parallelism.data;
-  if (in.target_global_batch < in.data_parallel)
-    fail(code::kInconsistent, "targetGlobalBatch",
-         Message{"error.planner.ranks",
-                 {{"target", std::to_string(in.target_global_batch)},
-                  {"ranks", std::to_string(in.data_parallel)}}});
-  if (base.training.samples.given && !base.training.samples.packed)
-    fail(code::kUnsupported, "samples", Message{"error.acc.lengths", {}});
-  in.seq_len = base.model.is_mlp || base.model.description().diffusion ? 1 : base.training.seq_len;
-  peak::Checkpointing user_ckpt;
-  user_ckpt.strategy = vocab::Strategy::full;
-  if (!auto_ckpt) user_ckpt = base.training.checkpointing;
-  in.checkpointing = {vocab::Strategy::none, user_ckpt.strategy};
-
+  accumulation::inputs_from_run(base, &in);
+  const peak::Checkpointing ckpt = accumulation::planner_checkpointing(base, auto_ckpt, &in);
   const GpuInfo gpu = planner_gpu(base, overrides);
   in.device.peak_flops = gpu.peak_flops;
   in.device.memory_bandwidth = gpu.bandwidth;
-  work_per_step(base, &in);
-
-  const time_model::ForwardFlops flops = in.flops;
-  const accumulation::PlannerResult result =
-      accumulation::plan(in, memory_model(base, user_ckpt, flops, true),
-                         base.allocator.simulate ? memory_model(base, user_ckpt, flops, false)
-                                                 : accumulation::PeakMemoryFn());
+  accumulation::work_per_step(base, &in);
+  const accumulation::PlannerResult result = accumulation::plan_run(in, base, ckpt);
   json out = accumulation::to_json(result, in);
   json gpu_json = json::object();
   put_fields(gpu_json, {{"id", gpu.id},
