@@ -1,7 +1,7 @@
 // The op-by-op record of a network and its reduction to chain layers (graph.hpp states the
 // model). The per-layer output follows the contract of activations.hpp: saved tensors in the
 // order they are made, the output last; transients as groups placed at those tensors, in the
-// form the allocation trace replays (cpp/src/allocator/step_trace.cpp: forward_all allocates a
+// form the allocation trace replays (cpp/src/peak/step_trace.cpp: forward_all allocates a
 // layer's tensors in order with each group live around the tensor it is placed at; backward
 // allocates the input gradient, frees the saved tensors in reverse order and lets a group
 // replace the transients from the tensor it is placed at downwards).
