@@ -27,24 +27,17 @@ struct Runtime {
   Text context_source;
   uint64_t workspace_bytes = 0;  // cuBLAS workspace (allocated through the caching allocator)
   Text workspace_source;
-  std::string source;
-  // A runtime profile per PyTorch line (cpp/data/runtime-*.json): its defaults.
-  std::string torch_versions;
+  // A runtime profile per PyTorch line (cpp/data/runtime-*.json, each fact with its source
+  // there): its defaults.
   bool default_set_to_none = true;  // zero_grad(set_to_none=...) default
-  std::string zero_grad_source;
   vocab::OptimizerImpl default_optimizer_implementation = vocab::OptimizerImpl::foreach;
   // foreach Adam / AdamW: whole-list temporaries alive at once in this PyTorch line
   uint32_t foreach_adam_lists = 1;
-  std::string foreach_adam_source;
   // The autograd engine sums two dense gradients of one input in place (after torch 1.13) or
   // out of place (torch <= 1.13): trace::StepSpec::input_buffer_in_place
   bool input_buffer_in_place = true;
-  std::string input_buffer_source;
-  std::string trainer_adamw, trainer_source;  // the HF Trainer's AdamW of the era
   bool reentrant_checkpointing = true;
-  bool lazy_module_loading = true;
   uint64_t nccl_bytes = 0;  // communicator buffers when distributed (nvidia-smi terms)
-  std::string nccl_source;
   std::string default_attention = "sdpa";
   bool is_cuda() const { return id != "pytorch-cpu"; }
 };
