@@ -33,9 +33,9 @@ json call_err(const char* fn, const json& req) {
 struct LinearMemory {
   uint64_t W, A, C;
   PeakMemoryFn fn() const {
-    return [*this](uint64_t m, uint64_t, const std::string& ckpt) {
+    return [*this](uint64_t m, uint64_t, vocab::Strategy ckpt) {
       MemoryEstimate e;
-      e.peak_bytes = W + m * (ckpt == "none" ? A : A / 8);
+      e.peak_bytes = W + m * (ckpt == vocab::Strategy::none ? A : A / 8);
       e.fits = e.peak_bytes <= C;
       return e;
     };
@@ -125,7 +125,7 @@ TEST_CASE("planner: every divisor is a plan; fits follow the memory model", "[ac
   const uint64_t GB = 1000000000ULL;
   LinearMemory mem{8 * GB, 2 * GB, 16 * GB};  // fits without checkpointing up to m = 4
   PlannerInputs in = unit_inputs(32, 0.1);
-  in.checkpointing = {"none"};
+  in.checkpointing = {vocab::Strategy::none};
   const PlannerResult r = plan(in, mem.fn());
   REQUIRE(r.plans.size() == 6);  // 1, 2, 4, 8, 16, 32
   const uint64_t micro[] = {1, 2, 4, 8, 16, 32};
@@ -150,12 +150,12 @@ TEST_CASE("planner: the memory model is asked once per micro-batch, steps and st
   const uint64_t GB = 1000000000ULL;
   const LinearMemory mem{8 * GB, 2 * GB, 16 * GB};
   std::vector<std::string> asked;
-  const PeakMemoryFn counted = [&](uint64_t m, uint64_t steps, const std::string& ckpt) {
-    asked.push_back(std::to_string(m) + "x" + std::to_string(steps) + " " + ckpt);
+  const PeakMemoryFn counted = [&](uint64_t m, uint64_t steps, vocab::Strategy ckpt) {
+    asked.push_back(std::to_string(m) + "x" + std::to_string(steps) + " " + vocab::name_of(ckpt));
     return mem.fn()(m, steps, ckpt);
   };
   PlannerInputs in = unit_inputs(32, 0.1);
-  in.checkpointing = {"none", "full"};
+  in.checkpointing = {vocab::Strategy::none, vocab::Strategy::full};
   const PlannerResult r = plan(in, counted);
   CHECK(r.plans.size() == 12);
   CHECK(asked.size() == 12);
@@ -176,7 +176,7 @@ TEST_CASE("planner: checkpointing that makes a larger micro-batch fit, faster or
     const PlannerResult r = plan(unit_inputs(32, 0.2), mem.fn());
     REQUIRE(r.recommended >= 0);
     const Plan& best = r.plans[static_cast<size_t>(r.recommended)];
-    CHECK(best.checkpointing == "full");
+    CHECK(best.checkpointing == vocab::Strategy::full);
     CHECK(best.micro_batch == 32);
     CHECK(best.time.step_seconds == Approx(4.0 / 3.0 + 0.2));
     CHECK(r.checkpointing_verdict.enables_larger_micro_batch == true);
@@ -190,7 +190,7 @@ TEST_CASE("planner: checkpointing that makes a larger micro-batch fit, faster or
   SECTION("overhead 0.01 s: more accumulation (1 s + 0.08) beats recompute (4/3 s + 0.01)") {
     const PlannerResult r = plan(unit_inputs(32, 0.01), mem.fn());
     const Plan& best = r.plans[static_cast<size_t>(r.recommended)];
-    CHECK(best.checkpointing == "none");
+    CHECK(best.checkpointing == vocab::Strategy::none);
     CHECK(best.micro_batch == 4);
     CHECK(r.checkpointing_verdict.enables_larger_micro_batch == true);
     CHECK(r.checkpointing_verdict.faster_than_more_accumulation == false);
@@ -200,7 +200,7 @@ TEST_CASE("planner: checkpointing that makes a larger micro-batch fit, faster or
     const PlannerResult r = plan(unit_inputs(32, 0.1), tight.fn());
     CHECK(r.checkpointing_verdict.checkpointing_required == true);
     const Plan& best = r.plans[static_cast<size_t>(r.recommended)];
-    CHECK(best.checkpointing == "full");
+    CHECK(best.checkpointing == vocab::Strategy::full);
     CHECK(best.micro_batch == 4);
   }
   SECTION("nothing fits at all") {
@@ -217,7 +217,7 @@ TEST_CASE("planner: a target that DP does not divide gives the nearest batches, 
   LinearMemory mem{1 * GB, 1 * GB, 100 * GB};
   PlannerInputs in = unit_inputs(10, 0.1);
   in.data_parallel = 4;
-  in.checkpointing = {"none"};
+  in.checkpointing = {vocab::Strategy::none};
   const PlannerResult r = plan(in, mem.fn());
   // per-device 2 (global 8): 1x2, 2x1; per-device 3 (global 12): 1x3, 3x1
   REQUIRE(r.plans.size() == 4);

@@ -48,7 +48,7 @@ TEST_CASE("advise: the margin as a share of the GPU's memory", "[advise]") {
 
 TEST_CASE("advise: fits with the margin left, tight with less, does not fit", "[advise]") {
   peak::Request r;
-  r.gpu_memory_bytes = 80ull << 30;
+  r.runtime.gpu_memory_bytes = 80ull << 30;
   peak::Result res;
   res.has_device = true;
   res.simulated = true;
@@ -155,9 +155,9 @@ TEST_CASE("advise: the time of one step, by hand for GPT-2 on an A100", "[advise
   req["microBatch"] = 1;
   const peak::Request run = run_of(req);
   peak::Request r = run;
-  r.search_max_micro_batch = false;
+  r.answer.search_max_micro_batch = false;
   const peak::Result res = peak::evaluate(r);
-  const peak::Gpu a100 = peak::gpu_preset(run.gpu_id, "gpu");
+  const peak::Gpu a100 = peak::gpu_preset(run.runtime.gpu_id, "gpu");
   const advise::Timing t = advise::step_time(run, res, &a100);
   REQUIRE(t.timed);
   const double micro = 3.0 * 284812800.0 * 1024 / (312e12 * 0.5) + 0.00089 * 12;

@@ -28,8 +28,8 @@ layout::Inputs inputs_for(uint64_t heads, uint64_t kv_heads, uint64_t layers, ui
   m->arch.layers = layers;
   m->arch.hidden = 4096;
   layout::Inputs in;
-  in.base.model_ptr = m;
-  in.base.seq_len = 1000;
+  in.base.model.shared = m;
+  in.base.training.seq_len = 1000;
   in.gpus = gpus;
   in.gpus_per_node = per_node;
   return in;
@@ -83,7 +83,7 @@ TEST_CASE("layout: the factorisations of 8 GPUs as tp x pp x dp", "[layout]") {
 TEST_CASE("layout: candidates of 8 GPUs and a global batch of 8", "[layout]") {
   layout::Inputs in = inputs_for(32, 8, 32, 8, 8);
   in.global_batch = 8;
-  in.checkpointing = {"none"};
+  in.checkpointing = {trainmem::vocab::Strategy::none};
   in.shardings = {layout::Sharding::zero1};
   in.schedules = {S::one_f_one_b};
   // micro-batches: the divisors of 8 / dp. (tp,pp,dp) -> d(8/dp): (1,1,8) 1, (1,2,4) 2,
@@ -96,7 +96,7 @@ TEST_CASE("layout: candidates of 8 GPUs and a global batch of 8", "[layout]") {
   in.schedules = {S::interleaved};
   CHECK(layout::candidates(in).size() == 20);
   in.schedules = {S::one_f_one_b};
-  in.checkpointing = {"none", "full"};
+  in.checkpointing = {trainmem::vocab::Strategy::none, trainmem::vocab::Strategy::full};
   in.shardings = {layout::Sharding::zero1, layout::Sharding::fsdp};
   // x 2 checkpointing; x 2 shardings only with dp > 1 (one rank shards nothing): the dp = 1
   // layouts (1,8,1), (2,4,1), (4,2,1), (8,1,1) have 4 micro-batches each, 16 of the 30:
@@ -129,7 +129,7 @@ TEST_CASE("layout: step time, hand-worked", "[layout]") {
   CHECK(t.step_s == Approx(0.006 * 5.5 / 4.0));
   // full recompute repeats the blocks' forward: (3 + 0.9) / 3 of the compute
   l.schedule = S::one_f_one_b, l.virtual_stages = 1, l.pipelined = false, l.pp = 1;
-  l.checkpointing = "full";
+  l.checkpointing = trainmem::vocab::Strategy::full;
   t = layout::estimate(in, l);
   CHECK(t.compute_s == Approx(4 * 3.9e9 * 2000 / 2 / 5e14));
   // links: TP all-reduce of 2 x 1000 x 4096 x 4 B (fp32) at 100 GB/s: 2 (t-1)/t x bytes / bw,
@@ -263,9 +263,9 @@ TEST_CASE("layout: torchtitan's Llama 3 70B recipe on 64 A100s, and why the plan
 
 TEST_CASE("layout: context and expert parallelism enumerated, hand-counted", "[layout]") {
   layout::Inputs in = inputs_for(32, 8, 32, 8, 8);
-  auto m = std::make_shared<trainmem::ModelDescription>(in.base.model());
+  auto m = std::make_shared<trainmem::ModelDescription>(in.base.model.description());
   m->arch.num_experts = 8;
-  in.base.model_ptr = m;
+  in.base.model.shared = m;
   // contextParallel <= 2 (seqLen 1000 is a multiple of 2 x 2): cp 1 gives the 10 triples of
   // 8; cp 2 leaves 4 = tp x pp x dp, C(2 + 2, 2) = 6 ways: 16
   in.extra_sizes_max = {2, 1};
@@ -286,12 +286,12 @@ TEST_CASE(
     "hand-worked",
     "[layout]") {
   layout::Inputs in = inputs_for(32, 8, 32, 8, 8);
-  auto m = std::make_shared<trainmem::ModelDescription>(in.base.model());
+  auto m = std::make_shared<trainmem::ModelDescription>(in.base.model.description());
   m->arch.head_dim = 128;
   m->arch.num_experts = 8;
   m->arch.experts_per_token = 2;
-  in.base.model_ptr = m;
-  in.base.precision = trainmem::vocab::Precision::amp_bf16;  // 2 B activations
+  in.base.model.shared = m;
+  in.base.training.precision = trainmem::vocab::Precision::amp_bf16;  // 2 B activations
   in.flops.layers = 32;
   in.moe_layers = 32;
   in.peak_flops = 1e15;
@@ -306,9 +306,9 @@ TEST_CASE(
   // 1,024,000 / 1e11 s; forward all-gather, backward all-gather and reduce-scatter: 3 per block,
   // 32 blocks, 2 micro-batches
   CHECK(layout::estimate(in, l).cp_comm_s == Approx(2 * 32 * 3 * 1024000.0 / 1e11));
-  l.checkpointing = "full";  // the forward's all-gather again
+  l.checkpointing = trainmem::vocab::Strategy::full;  // the forward's all-gather again
   CHECK(layout::estimate(in, l).cp_comm_s == Approx(2 * 32 * 4 * 1024000.0 / 1e11));
-  l.checkpointing = "none";
+  l.checkpointing = trainmem::vocab::Strategy::none;
   CHECK(layout::estimate(in, l).ep_comm_s == 0);
   // ep 8 over tp 2 x dp 4: 1000 tokens x top-2 / tp 2 = 1000 copies of 4096 x 2 B = 8,192,000 B,
   // 7/8 of them leave the rank; dispatch + combine forward and backward: 4 per MoE layer, in

@@ -17,8 +17,8 @@ peak::Result evaluate(json req, bool timeline, uint64_t steps) {
   req["simulateAllocator"] = false;
   req["timeline"] = timeline;
   peak::Request r = peak::parse_request(req);
-  r.search_max_micro_batch = false;
-  r.accumulation_steps = steps;  // (the accumulation planner's candidates)
+  r.answer.search_max_micro_batch = false;
+  r.training.accumulation_steps = steps;  // (the accumulation planner's candidates)
   return peak::evaluate(r);
 }
 

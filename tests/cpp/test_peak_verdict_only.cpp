@@ -16,8 +16,8 @@ using namespace trainmem;
 namespace {
 peak::Result evaluate(const json& req, bool verdict_only) {
   peak::Request r = peak::parse_request(req);
-  r.search_max_micro_batch = false;
-  r.verdict_only = verdict_only;
+  r.answer.search_max_micro_batch = false;
+  r.answer.verdict_only = verdict_only;
   return peak::evaluate(r);
 }
 

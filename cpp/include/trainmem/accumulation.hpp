@@ -12,6 +12,7 @@
 
 #include "trainmem/message.hpp"
 #include "trainmem/time_model.hpp"
+#include "trainmem/vocabulary.hpp"
 
 namespace trainmem {
 namespace accumulation {
@@ -65,14 +66,14 @@ struct MemoryEstimate {
 
 // Peak memory of one micro-step configuration. Must be cheap: called once per candidate.
 using PeakMemoryFn = std::function<MemoryEstimate(uint64_t micro_batch, uint64_t accumulation_steps,
-                                                  const std::string& checkpointing)>;
+                                                  vocab::Strategy checkpointing)>;
 
 struct PlannerInputs {
   uint64_t target_global_batch = 1;
   uint64_t data_parallel = 1;
   uint64_t seq_len = 1;
-  // Strategies considered; "none" is always evaluated first. Default {"none", "full"}.
-  std::vector<std::string> checkpointing = {"none", "full"};
+  // Strategies considered; none is always evaluated first.
+  std::vector<vocab::Strategy> checkpointing = {vocab::Strategy::none, vocab::Strategy::full};
   uint64_t compare_micro_batch = 1;  // the accumulation row of the comparison (seed 000: 1)
   time_model::ForwardFlops flops;
   time_model::Device device;
@@ -88,7 +89,7 @@ struct Plan {
   uint64_t accumulation_steps = 0;
   uint64_t global_batch = 0;
   bool exact = true;  // global_batch == target
-  std::string checkpointing;
+  vocab::Strategy checkpointing = vocab::Strategy::none;
   MemoryEstimate memory;
   double recompute_flops_per_token = 0;
   time_model::StepTime time;
@@ -114,8 +115,8 @@ struct ComparisonRow {
 
 // Where a technique acts, what memory it saves and what it costs.
 struct Technique {
-  std::string technique;  // gradientAccumulation | gradientCheckpointing
-  std::string strategy;   // the checkpointing strategy (empty for accumulation)
+  std::string technique;                    // gradientAccumulation | gradientCheckpointing
+  std::optional<vocab::Strategy> strategy;  // the checkpointing strategy (unset: accumulation)
   Text acts_on, memory_acts_on, cost;
   double memory_saved_bytes = 0, extra_seconds = 0, extra_time_fraction = 0, extra_flops = 0;
 };
@@ -125,7 +126,7 @@ struct Comparison {
   uint64_t micro_batch = 0;               // the per-device batch in one pass (baseline)
   uint64_t accumulation_micro_batch = 0;  // the accumulation rows' micro-batch
   uint64_t accumulation_steps = 0;
-  std::string checkpointing;
+  vocab::Strategy checkpointing = vocab::Strategy::none;
   std::vector<ComparisonRow> rows;
   std::vector<Technique> techniques;
 };
@@ -152,7 +153,7 @@ struct PlannerResult {
 // Forward FLOPs per token that a strategy repeats in the backward: "none" 0, "full" every
 // block's forward (HF gradient_checkpointing), "attention-recompute" the attention core
 // (Korthikanti et al. 2022); other strategies need the placement engine's plan (MemoryEstimate).
-double recompute_flops_per_token(const time_model::ForwardFlops& flops, const std::string& strategy,
+double recompute_flops_per_token(const time_model::ForwardFlops& flops, vocab::Strategy strategy,
                                  bool* known);
 
 // peak_memory: the full model (the allocator's replay); bound: a cheap one whose `fits` false is

@@ -60,7 +60,8 @@ struct Inputs {
   Network network;
   time_model::Knobs knobs;
   // What is enumerated (each a list: adding a value is one line in the io default)
-  std::vector<std::string> checkpointing = {"none", "attention-recompute", "full"};
+  std::vector<vocab::Strategy> checkpointing = {
+      vocab::Strategy::none, vocab::Strategy::attention_recompute, vocab::Strategy::full};
   std::vector<vocab::PipelineSchedule> schedules;
   std::vector<Sharding> shardings = {Sharding::zero1, Sharding::fsdp};
   std::vector<uint64_t> extra_sizes_max;  // per extra dimension: largest size tried (1: off;
@@ -83,7 +84,7 @@ struct Layout {
   bool pipelined = false;       // pp > 1 (schedule meaningful)
   vocab::PipelineSchedule schedule = vocab::PipelineSchedule::one_f_one_b;
   Sharding sharding = Sharding::zero1;
-  std::string checkpointing = "none";
+  vocab::Strategy checkpointing = vocab::Strategy::none;
   uint64_t micro_batch = 1, micro_batches = 1;  // per data-parallel rank and step
 };
 

@@ -27,13 +27,12 @@ struct Runtime {
   Text context_source;
   uint64_t workspace_bytes = 0;  // cuBLAS workspace (allocated through the caching allocator)
   Text workspace_source;
-  bool foreach_optimizers = true;  // torch 2.x on CUDA: _foreach_* optimizer implementations
   std::string source;
   // A runtime profile per PyTorch line (cpp/data/runtime-*.json): its defaults.
   std::string torch_versions;
-  bool set_to_none = true;  // zero_grad(set_to_none=...) default
+  bool default_set_to_none = true;  // zero_grad(set_to_none=...) default
   std::string zero_grad_source;
-  vocab::OptimizerImpl optimizer_implementation = vocab::OptimizerImpl::foreach;
+  vocab::OptimizerImpl default_optimizer_implementation = vocab::OptimizerImpl::foreach;
   // foreach Adam / AdamW: whole-list temporaries alive at once in this PyTorch line
   uint32_t foreach_adam_lists = 1;
   std::string foreach_adam_source;
@@ -106,156 +105,214 @@ struct Lora {
   bool adapters_fp32 = true;
 };
 
-struct Request {
-  // The model (shared and immutable: presets are built once, see parse_model_shared); empty
-  // for an MLP request. model() never returns a dangling reference.
-  std::shared_ptr<const ModelDescription> model_ptr;
-  const ModelDescription& model() const {
+// What is trained: the model (shared and immutable: presets are built once, see
+// parse_model_shared; empty for an MLP request) or the MLP, and its LoRA adapters.
+struct ModelSetup {
+  std::shared_ptr<const ModelDescription> shared;
+  // never a dangling reference: an empty description without a model
+  const ModelDescription& description() const {
     static const ModelDescription kNone;
-    return model_ptr ? *model_ptr : kNone;
+    return shared ? *shared : kNone;
   }
   bool is_mlp = false;
   activations::MlpSpec mlp;
+  Lora lora;
+};
+
+// One step's shape and its optimizer.
+struct Training {
   uint64_t micro_batch = 1;
   uint64_t seq_len = 0;  // 0 = the model's maximum positions (or 512)
   // encoder-decoder models: the decoder's (target) length; 0 = seq_len (seqLen is the encoder's)
   uint64_t target_len = 0;
+  Samples samples;
+  uint64_t accumulation_steps = 1;
   activations::Precision precision = activations::Precision::fp32;
   activations::Attention attention = activations::Attention::sdpa;
+  activations::Settings::Loss loss = activations::Settings::Loss::cross_entropy;
+  uint64_t loss_chunks = 8;
   OptimizerSpec optimizer;
+  // the request's optimizerImplementation, or the runtime profile's default
+  vocab::OptimizerImpl optimizer_implementation = vocab::OptimizerImpl::foreach;
+  bool set_to_none = true;  // zero_grad(set_to_none=...), or the runtime profile's default
   Checkpointing checkpointing;
-  uint64_t accumulation_steps = 1;
-  uint32_t zero_stage = 0;
-  uint64_t data_parallel = 1;
+};
+
+// ZeRO-3 as DeepSpeed runs it (deepspeed/runtime/zero/config.py); off: the estimator's
+// largest layer gathered twice
+struct Zero3 {
+  bool enabled = false;
+  uint64_t prefetch_bucket = 50000000;       // stage3_prefetch_bucket_size (5e7)
+  uint64_t max_live = 1000000000;            // stage3_max_live_parameters (1e9)
+  uint64_t max_reuse_distance = 1000000000;  // stage3_max_reuse_distance (1e9)
+  uint64_t persistence_threshold = 100000;   // stage3_param_persistence_threshold (1e5)
+};
+
+// DeepSpeed's gradient buckets (the zero field; deepspeed/runtime/zero/config.py defaults):
+// contiguous_gradients copies each gradient into a reduce_bucket_size-element buffer in the
+// gradients' dtype (ZeRO-1/2: per backward, two with overlap_comm; ZeRO-3: once, held);
+// allgather_bucket_size has no buffer of its own (runtime/utils.py all_gather_dp_groups
+// gathers into the 16-bit parameters).
+struct ZeroBuckets {
+  uint64_t reduce_bucket = 500000000;     // reduce_bucket_size (5e8 elements)
+  uint64_t allgather_bucket = 500000000;  // allgather_bucket_size (5e8 elements)
+  bool overlap_comm = false;              // default: true for stage 3 only
+  bool contiguous_gradients = true;
+};
+
+// DeepSpeed ZeRO (zeroStage, offloadOptimizer, offloadParams, zero, zeroMixedPrecision).
+struct Zero {
+  uint32_t stage = 0;
   bool offload_optimizer = false;
   bool offload_params = false;
-  uint64_t tensor_parallel = 1;
-  bool sequence_parallel = false;
-  Lora lora;
-  Runtime runtime;
-  bool runtime_overhead_set = false;
-  uint64_t runtime_overhead_bytes = 0;  // replaces context + workspace when set
-  uint64_t gpu_memory_bytes = 0;        // 0 = no device given
+  // with amp-*: DeepSpeed's bf16/fp16 config section makes the model's dtype 16-bit (true, the
+  // default) or its torch_autocast section keeps fp32 parameters under autocast
+  bool model_dtype_16bit = true;
+  Zero3 stage3;
+  ZeroBuckets buckets;
+};
+
+// DDP (dataParallel > 1 without ZeRO or FSDP).
+struct Ddp {
+  uint64_t bucket_bytes = 25ull << 20;  // the reducer's gradient buckets: bucket_cap_mb
+  bool gradient_as_bucket_view = false;
+  // ZeroRedundancyOptimizer (torch.distributed.optim): the optimizer state of the parameters
+  // assigned to this rank only
+  bool zero_redundancy_optimizer = false;
+};
+
+// FSDP (torch.distributed.fsdp FSDP1, fully_shard FSDP2): one unit per transformer block,
+// the embeddings and head as the root unit
+struct Fsdp {
+  bool enabled = false;
+  uint32_t version = 2;
+  vocab::FsdpStrategy strategy = vocab::FsdpStrategy::full_shard;
+  uint64_t shard_degree = 1;          // ranks one parameter is sharded over
+  bool reshard_after_forward = true;  // block units (fully_shard / FULL_SHARD)
+  // the last block's unit: torchtitan's parallelize passed reshard_after_forward=False for it
+  // (FSDP would prefetch it again at once); default: as the other blocks
+  bool reshard_last_block = true;
+  // the root unit (embeddings + head): FSDP2's lazy init keeps it gathered after the forward
+  // unless the root was given an explicit True (_fsdp_state.py _lazy_init,
+  // _auto_reshard_after_forward); FSDP1 never reshards the root (_post_forward_reshard)
+  bool reshard_root = false;
+  // FSDP2 per block (fsdp.reshardAfterForward.blocks as a list): one flag per block unit in
+  // order; empty: reshard_after_forward, the last block reshard_last_block
+  std::vector<uint8_t> reshard_blocks;
+  // FSDP2 units of their own for the embeddings and for the final norm + head (fully_shard
+  // called on them before the root, as torchtitan's apply_fsdp does; fsdp.reshardAfterForward
+  // .embedding / .head): the root then holds what is left of them
+  bool embedding_unit = false, reshard_embedding = true;
+  bool head_unit = false, reshard_head = true;
+  // FSDP1's rate limiter (limit_all_gathers, default True): at most two all-gathers in
+  // flight; False lets the CPU issue them ahead of the GPU (the reserve's bound: no unit
+  // reuses another's gathered block)
+  bool limit_all_gathers = true;
+  uint64_t prefetch = 1;            // units all-gathered ahead of the one computing
+  uint64_t param_bytes = 0;         // mixed precision param_dtype (0: the model's dtype)
+  DType param_dtype = DType::fp32;  // that dtype (when param_bytes is set)
+  uint64_t reduce_bytes = 0;        // reduce_dtype (0: param_dtype)
+  bool cpu_offload = false;         // sharded params, grads and the step on the CPU
+};
+
+// Pipeline parallelism (pipelineParallel, schedule, virtualStages, stageBlocks): the micro-
+// batches of a step are gradientAccumulationSteps (parallel.hpp evaluates each stage).
+struct PipelineParallel {
+  uint64_t stages = 1;
+  vocab::PipelineSchedule schedule = vocab::PipelineSchedule::one_f_one_b;
+  uint64_t virtual_stages = 1;             // interleaved 1F1B: model chunks per rank
+  std::vector<uint64_t> blocks_per_stage;  // uneven split: blocks per model chunk
+};
+
+// Context parallelism (contextParallel, contextParallelism): ring attention over `size` ranks
+// as torch's context_parallel runs it (docs/parallelism.md). Applied when the request is read:
+// training.seq_len is then one rank's tokens (the full length / size) and parallelism.data the
+// group the gradients are reduced and ZeRO / FSDP shard over (dataParallel x contextParallel).
+struct ContextParallel {
+  uint64_t size = 1;
+  uint64_t full_seq_len = 0;   // the sequence before sharding
+  uint64_t data_parallel = 1;  // the request's dataParallel (replicas of the batch)
+  bool zigzag = true;          // load balancing: 2 x size chunks, rank r holds r and 2size-1-r
+  bool all_gather = true;      // K/V exchange: all-gather (torchtitan's default) or all-to-all
+};
+
+// Expert parallelism (expertParallel, expertTensorParallel, expertParallelism): the routed
+// experts of a MoE model spread over `size` ranks, each expert's MLP split over `tensor`.
+struct ExpertParallel {
+  uint64_t size = 1, tensor = 1;
+  double capacity_factor = 0;  // 0: dropless
+  double imbalance = 1.0;      // the busiest rank's routed tokens / the mean (dropless)
+};
+
+// One pipeline rank's evaluation (set by parallel::pipeline, never read from a request): the
+// chain layers of its chunks; the other layers hold nothing. `resident_chunks` chunks of
+// other micro-batches (chunk k % chunks of the rank) keep their activations meanwhile.
+struct PipelineStage {
+  bool enabled = false;
+  std::vector<std::vector<uint32_t>> chunks;
+  uint64_t resident_chunks = 0;
+};
+
+// How the step is spread over devices.
+struct Parallelism {
+  uint64_t data = 1;  // dataParallel (after context parallelism: the gradients' group)
+  uint64_t tensor = 1;
+  bool sequence = false;  // Megatron sequence parallelism with tensor parallelism
+  Ddp ddp;
+  Zero zero;
+  Fsdp fsdp;
+  PipelineParallel pipeline;
+  ContextParallel context;
+  ExpertParallel expert;
+  PipelineStage stage;
+};
+
+// The PyTorch line and the device the step runs on.
+struct RuntimeSetup {
+  Runtime profile;
+  bool overhead_set = false;
+  uint64_t overhead_bytes = 0;    // replaces context + workspace when set
+  uint64_t gpu_memory_bytes = 0;  // 0 = no device given
   std::string gpu_id;
   bool gpu_bf16 = true;  // the GPU computes in bf16 (Ampere and later)
+};
+
+// The caching allocator: PYTORCH_CUDA_ALLOC_CONF options, and whether to simulate it (CUDA
+// runtimes; off: allocated bytes plus the runtime only).
+struct AllocatorSetup {
+  bool simulate = true;
+  allocator::Config config;
+};
+
+// Training features beyond a plain step.
+struct Features {
+  bool optimizer_in_backward = false;  // torchtune optimizer_in_bwd: step per parameter in backward
+  bool compiled = false;               // torch.compile of each block (inductor, default mode)
+  bool float8 = false;   // torchao float8 training, tensorwise dynamic scaling (float8 field)
+  Text float8_gpu_note;  // set when the GPU's float8 support could not be checked
+  bool offload_activations = false;  // torchtune enable_activation_offloading
+};
+
+// What the caller wants back.
+struct Answer {
   bool search_max_micro_batch = true;
+  // The result's timeline (the request's `timeline`, default true)
+  bool timeline = true;
   // Set by callers that use only the verdict, the byte figures and the breakdown (the
   // maxMicroBatch search, the accumulation planner); never read from a request. A run whose
   // tensors alone exceed the device then skips the replay under the device's limit, which can
   // only run out of memory: its assumptions and retry count are not that replay's.
   bool verdict_only = false;
-  // The result's timeline is wanted (the request's `timeline`, default true)
-  bool want_timeline = true;
-  // The caching allocator: PYTORCH_CUDA_ALLOC_CONF options, and whether to simulate it (CUDA
-  // runtimes; off: allocated bytes plus the runtime only).
-  bool simulate_allocator = true;
-  allocator::Config allocator;
-  vocab::OptimizerImpl optimizer_implementation = vocab::OptimizerImpl::foreach;
-  bool set_to_none = true;
-  bool optimizer_in_backward = false;  // torchtune optimizer_in_bwd: step per parameter in backward
-  activations::Settings::Loss loss = activations::Settings::Loss::cross_entropy;
-  uint64_t loss_chunks = 8;
-  bool compiled = false;  // torch.compile of each block (inductor, default mode)
-  bool float8 = false;    // torchao float8 training, tensorwise dynamic scaling (float8 field)
-  Samples samples;
-  Text float8_gpu_note;              // set when the GPU's float8 support could not be checked
-  bool offload_activations = false;  // torchtune enable_activation_offloading
-  // DDP (dataParallel > 1 without ZeRO): the reducer's gradient buckets
-  uint64_t ddp_bucket_bytes = 25ull << 20;  // bucket_cap_mb
-  // ZeroRedundancyOptimizer (torch.distributed.optim): the optimizer state of the parameters
-  // assigned to this rank only
-  bool zero_redundancy_optimizer = false;
-  bool ddp_gradient_as_bucket_view = false;
-  // ZeRO with amp-*: DeepSpeed's bf16/fp16 config section makes the model's dtype 16-bit
-  // (true, the default) or its torch_autocast section keeps fp32 parameters under autocast
-  bool zero_model_dtype_16bit = true;
-  // ZeRO-3 as DeepSpeed runs it (deepspeed/runtime/zero/config.py); off: the estimator's
-  // largest layer gathered twice
-  struct Zero3 {
-    bool enabled = false;
-    uint64_t prefetch_bucket = 50000000;       // stage3_prefetch_bucket_size (5e7)
-    uint64_t max_live = 1000000000;            // stage3_max_live_parameters (1e9)
-    uint64_t max_reuse_distance = 1000000000;  // stage3_max_reuse_distance (1e9)
-    uint64_t persistence_threshold = 100000;   // stage3_param_persistence_threshold (1e5)
-  } zero3;
-  // DeepSpeed's gradient buckets (the zero field; deepspeed/runtime/zero/config.py defaults):
-  // contiguous_gradients copies each gradient into a reduce_bucket_size-element buffer in the
-  // gradients' dtype (ZeRO-1/2: per backward, two with overlap_comm; ZeRO-3: once, held);
-  // allgather_bucket_size has no buffer of its own (runtime/utils.py all_gather_dp_groups
-  // gathers into the 16-bit parameters).
-  struct ZeroBuckets {
-    uint64_t reduce_bucket = 500000000;     // reduce_bucket_size (5e8 elements)
-    uint64_t allgather_bucket = 500000000;  // allgather_bucket_size (5e8 elements)
-    bool overlap_comm = false;              // default: true for stage 3 only
-    bool contiguous_gradients = true;
-  } zero_buckets;
-  // FSDP (torch.distributed.fsdp FSDP1, fully_shard FSDP2): one unit per transformer block,
-  // the embeddings and head as the root unit
-  struct Fsdp {
-    bool enabled = false;
-    uint32_t version = 2;
-    vocab::FsdpStrategy strategy = vocab::FsdpStrategy::full_shard;
-    uint64_t shard_degree = 1;          // ranks one parameter is sharded over
-    bool reshard_after_forward = true;  // block units (fully_shard / FULL_SHARD)
-    // the last block's unit: torchtitan's parallelize passed reshard_after_forward=False for it
-    // (FSDP would prefetch it again at once); default: as the other blocks
-    bool reshard_last_block = true;
-    // the root unit (embeddings + head): FSDP2's lazy init keeps it gathered after the forward
-    // unless the root was given an explicit True (_fsdp_state.py _lazy_init,
-    // _auto_reshard_after_forward); FSDP1 never reshards the root (_post_forward_reshard)
-    bool reshard_root = false;
-    // FSDP2 per block (fsdp.reshardAfterForward.blocks as a list): one flag per block unit in
-    // order; empty: reshard_after_forward, the last block reshard_last_block
-    std::vector<uint8_t> reshard_blocks;
-    // FSDP2 units of their own for the embeddings and for the final norm + head (fully_shard
-    // called on them before the root, as torchtitan's apply_fsdp does; fsdp.reshardAfterForward
-    // .embedding / .head): the root then holds what is left of them
-    bool embedding_unit = false, reshard_embedding = true;
-    bool head_unit = false, reshard_head = true;
-    // FSDP1's rate limiter (limit_all_gathers, default True): at most two all-gathers in
-    // flight; False lets the CPU issue them ahead of the GPU (the reserve's bound: no unit
-    // reuses another's gathered block)
-    bool limit_all_gathers = true;
-    uint64_t prefetch = 1;            // units all-gathered ahead of the one computing
-    uint64_t param_bytes = 0;         // mixed precision param_dtype (0: the model's dtype)
-    DType param_dtype = DType::fp32;  // that dtype (when param_bytes is set)
-    uint64_t reduce_bytes = 0;        // reduce_dtype (0: param_dtype)
-    bool cpu_offload = false;         // sharded params, grads and the step on the CPU
-  } fsdp;
-  // Pipeline parallelism (pipelineParallel, schedule, virtualStages, stageBlocks): the micro-
-  // batches of a step are gradientAccumulationSteps (parallel.hpp evaluates each stage).
-  struct Pipeline {
-    uint64_t stages = 1;
-    vocab::PipelineSchedule schedule = vocab::PipelineSchedule::one_f_one_b;
-    uint64_t virtual_stages = 1;             // interleaved 1F1B: model chunks per rank
-    std::vector<uint64_t> blocks_per_stage;  // uneven split: blocks per model chunk
-  } pipeline;
-  // Context parallelism (contextParallel, contextParallelism): ring attention over `size` ranks
-  // as torch's context_parallel runs it (docs/parallelism.md). Applied when the request is read:
-  // seq_len is then one rank's tokens (the full length / size) and data_parallel the group the
-  // gradients are reduced and ZeRO / FSDP shard over (dataParallel x contextParallel).
-  struct Context {
-    uint64_t size = 1;
-    uint64_t full_seq_len = 0;   // the sequence before sharding
-    uint64_t data_parallel = 1;  // the request's dataParallel (replicas of the batch)
-    bool zigzag = true;          // load balancing: 2 x size chunks, rank r holds r and 2size-1-r
-    bool all_gather = true;      // K/V exchange: all-gather (torchtitan's default) or all-to-all
-  } context;
-  // Expert parallelism (expertParallel, expertTensorParallel, expertParallelism): the routed
-  // experts of a MoE model spread over `size` ranks, each expert's MLP split over `tensor`.
-  struct Expert {
-    uint64_t size = 1, tensor = 1;
-    double capacity_factor = 0;  // 0: dropless
-    double imbalance = 1.0;      // the busiest rank's routed tokens / the mean (dropless)
-  } expert;
-  // One pipeline rank's evaluation (set by parallel::pipeline, never read from a request): the
-  // chain layers of its chunks; the other layers hold nothing. `resident_chunks` chunks of
-  // other micro-batches (chunk k % chunks of the rank) keep their activations meanwhile.
-  struct Stage {
-    bool enabled = false;
-    std::vector<std::vector<uint32_t>> chunks;
-    uint64_t resident_chunks = 0;
-  } stage;
+};
+
+struct Request {
+  ModelSetup model;
+  Training training;
+  Parallelism parallelism;
+  RuntimeSetup runtime;
+  AllocatorSetup allocator;
+  Features features;
+  Answer answer;
 };
 
 // One line of the breakdown: the bytes live at the allocated peak (for the runtime line, held

@@ -42,18 +42,24 @@ ForwardResult forward(const ForwardInputs& in) {
   return r;
 }
 
-double recompute_flops_per_token(const time_model::ForwardFlops& flops, const std::string& strategy,
+double recompute_flops_per_token(const time_model::ForwardFlops& flops, vocab::Strategy strategy,
                                  bool* known) {
   *known = true;
-  if (strategy == "none") return 0.0;
-  // HF gradient_checkpointing / full recompute: every block's forward runs again once in the
-  // backward (Chen et al. 2016; Korthikanti et al. 2022 "full").
-  if (strategy == "full") return flops.blocks;
-  // Megatron-LM recompute_granularity="selective" repeats the attention core only (Korthikanti et
-  // al. 2022).
-  if (strategy == "attention-recompute") return flops.attention_core;
-  *known = false;
-  return flops.blocks;  // upper bound: every block once
+  switch (strategy) {
+    case vocab::Strategy::none:
+      return 0.0;
+    // HF gradient_checkpointing / full recompute: every block's forward runs again once in the
+    // backward (Chen et al. 2016; Korthikanti et al. 2022 "full").
+    case vocab::Strategy::full:
+      return flops.blocks;
+    // Megatron-LM recompute_granularity="selective" repeats the attention core only
+    // (Korthikanti et al. 2022).
+    case vocab::Strategy::attention_recompute:
+      return flops.attention_core;
+    default:
+      *known = false;
+      return flops.blocks;  // upper bound: every block once
+  }
 }
 
 namespace {
@@ -70,7 +76,7 @@ std::vector<uint64_t> divisors(uint64_t n) {
 }
 
 Plan evaluate(const PlannerInputs& in, const MemoryEstimate& memory, uint64_t micro, uint64_t steps,
-              const std::string& ckpt, std::vector<Warning>* warnings) {
+              vocab::Strategy ckpt, std::vector<Warning>* warnings) {
   Plan p;
   p.micro_batch = micro;
   p.accumulation_steps = steps;
@@ -83,7 +89,7 @@ Plan evaluate(const PlannerInputs& in, const MemoryEstimate& memory, uint64_t mi
                                     ? p.memory.recompute_flops_per_token
                                     : recompute_flops_per_token(in.flops, ckpt, &known);
   if (!known && warnings) {
-    const Text msg("acc.warn.recompute", {{"strategy", ckpt}});
+    const Text msg("acc.warn.recompute", {{"strategy", vocab::name_of(ckpt)}});
     bool seen = false;
     for (const auto& w : *warnings) seen = seen || w.message == msg;
     if (!seen) warnings->push_back({"recompute-upper-bound", msg});
@@ -111,7 +117,7 @@ int best_fitting(const std::vector<Plan>& plans, bool want_ckpt, bool any_ckpt) 
   for (size_t i = 0; i < plans.size(); ++i) {
     const Plan& p = plans[i];
     if (!p.memory.fits) continue;
-    if (!any_ckpt && ((p.checkpointing != "none") != want_ckpt)) continue;
+    if (!any_ckpt && ((p.checkpointing != vocab::Strategy::none) != want_ckpt)) continue;
     if (best < 0) {
       best = static_cast<int>(i);
       continue;
@@ -130,7 +136,8 @@ int best_fitting(const std::vector<Plan>& plans, bool want_ckpt, bool any_ckpt) 
 uint64_t largest_fitting_micro(const std::vector<Plan>& plans, bool ckpt) {
   uint64_t m = 0;
   for (const auto& p : plans)
-    if (p.memory.fits && (p.checkpointing != "none") == ckpt) m = std::max(m, p.micro_batch);
+    if (p.memory.fits && (p.checkpointing != vocab::Strategy::none) == ckpt)
+      m = std::max(m, p.micro_batch);
   return m;
 }
 
@@ -151,7 +158,8 @@ Verdict make_verdict(const std::vector<Plan>& plans) {
   const bool enables = m_ckpt > m_none;
   v.enables_larger_micro_batch = enables;
   bool any_ckpt_plan = false;
-  for (const auto& p : plans) any_ckpt_plan = any_ckpt_plan || p.checkpointing != "none";
+  for (const auto& p : plans)
+    any_ckpt_plan = any_ckpt_plan || p.checkpointing != vocab::Strategy::none;
   if (!any_ckpt_plan) {
     v.message = Text("acc.ck.notConsidered", {});
     return v;
@@ -165,7 +173,7 @@ Verdict make_verdict(const std::vector<Plan>& plans) {
     v.checkpointing_required = true;
     v.message = Text("acc.ck.only", {{"micro", std::to_string(c.micro_batch)},
                                      {"steps", std::to_string(c.accumulation_steps)},
-                                     {"strategy", c.checkpointing}});
+                                     {"strategy", vocab::name_of(c.checkpointing)}});
     return v;
   }
   v.checkpointing_required = false;
@@ -202,7 +210,7 @@ Verdict make_verdict(const std::vector<Plan>& plans) {
 // The usual comparison table of the two techniques, computed: where each acts, what memory it
 // saves, what it costs, for the user's configuration.
 Comparison make_comparison(const PlannerInputs& in, const PeakMemoryFn& peak_memory,
-                           uint64_t per_device, const std::string& ckpt,
+                           uint64_t per_device, vocab::Strategy ckpt,
                            std::vector<Warning>* warnings) {
   // (peak_memory: the planner's judged model, which knows the table's verdicts)
   uint64_t c = std::min<uint64_t>(std::max<uint64_t>(in.compare_micro_batch, 1), per_device);
@@ -211,10 +219,10 @@ Comparison make_comparison(const PlannerInputs& in, const PeakMemoryFn& peak_mem
   struct Row {
     const char* id;
     uint64_t micro, steps;
-    std::string ckpt;
+    vocab::Strategy ckpt;
   };
-  const Row rows[] = {{"baseline", per_device, 1, "none"},
-                      {"accumulation", c, steps, "none"},
+  const Row rows[] = {{"baseline", per_device, 1, vocab::Strategy::none},
+                      {"accumulation", c, steps, vocab::Strategy::none},
                       {"checkpointing", per_device, 1, ckpt},
                       {"accumulationAndCheckpointing", c, steps, ckpt}};
   Comparison out;
@@ -269,22 +277,22 @@ Comparison make_comparison(const PlannerInputs& in, const PeakMemoryFn& peak_mem
 class Judge {
  public:
   Judge(const PeakMemoryFn& full, const PeakMemoryFn& bound) : full_(full), bound_(bound) {}
-  const MemoryEstimate& cheap(uint64_t micro, uint64_t steps, const std::string& ckpt) {
+  const MemoryEstimate& cheap(uint64_t micro, uint64_t steps, vocab::Strategy ckpt) {
     if (!bound_) return full(micro, steps, ckpt);
     return get(cheap_, bound_, micro, steps, ckpt);
   }
-  const MemoryEstimate& full(uint64_t micro, uint64_t steps, const std::string& ckpt) {
+  const MemoryEstimate& full(uint64_t micro, uint64_t steps, vocab::Strategy ckpt) {
     return get(full_seen_, full_, micro, steps, ckpt);
   }
-  bool has_full(uint64_t micro, uint64_t steps, const std::string& ckpt) const {
+  bool has_full(uint64_t micro, uint64_t steps, vocab::Strategy ckpt) const {
     return find(full_seen_, micro, steps, ckpt) != nullptr;
   }
-  void decide(uint64_t micro, uint64_t steps, const std::string& ckpt, const MemoryEstimate& e) {
+  void decide(uint64_t micro, uint64_t steps, vocab::Strategy ckpt, const MemoryEstimate& e) {
     decided_.push_back({micro, steps, ckpt, e});
   }
   // A configuration's verdict: the search's, else the cheap bound's when it does not fit,
   // else the full model's.
-  MemoryEstimate judged(uint64_t micro, uint64_t steps, const std::string& ckpt) {
+  MemoryEstimate judged(uint64_t micro, uint64_t steps, vocab::Strategy ckpt) {
     if (const Entry* e = find(decided_, micro, steps, ckpt)) return e->estimate;
     MemoryEstimate c = cheap(micro, steps, ckpt);
     if (!c.fits) {
@@ -297,17 +305,17 @@ class Judge {
  private:
   struct Entry {
     uint64_t micro, steps;
-    std::string ckpt;
+    vocab::Strategy ckpt;
     MemoryEstimate estimate;
   };
   static const Entry* find(const std::deque<Entry>& v, uint64_t micro, uint64_t steps,
-                           const std::string& ckpt) {
+                           vocab::Strategy ckpt) {
     for (const Entry& e : v)
       if (e.micro == micro && e.steps == steps && e.ckpt == ckpt) return &e;
     return nullptr;
   }
   static const MemoryEstimate& get(std::deque<Entry>& v, const PeakMemoryFn& f, uint64_t micro,
-                                   uint64_t steps, const std::string& ckpt) {
+                                   uint64_t steps, vocab::Strategy ckpt) {
     if (const Entry* e = find(v, micro, steps, ckpt)) return e->estimate;
     v.push_back({micro, steps, ckpt, estimate(f, micro, steps, ckpt)});
     return v.back().estimate;
@@ -316,7 +324,7 @@ class Judge {
   // 128K tokens) or whose checkpointing budget cannot hold it (infeasible) does not fit: it is
   // a split the planner tried, not an input of the request (which never names a microBatch).
   static MemoryEstimate estimate(const PeakMemoryFn& f, uint64_t micro, uint64_t steps,
-                                 const std::string& ckpt) {
+                                 vocab::Strategy ckpt) {
     try {
       return f(micro, steps, ckpt);
     } catch (const RequestError& e) {
@@ -350,7 +358,7 @@ long last_true(size_t n, Pred&& pred) {
 // the full model below the bound's answer. Listed: every split, or (more than kListedPlans of
 // them) the kListedPlans ending just above the largest that fits; each with its own bytes (the
 // cheap model's, the full model's where it ran) and its verdict.
-void plans_of(const PlannerInputs& in, Judge& judge, uint64_t b, const std::string& ckpt,
+void plans_of(const PlannerInputs& in, Judge& judge, uint64_t b, vocab::Strategy ckpt,
               PlannerResult* r) {
   const std::vector<uint64_t> ds = divisors(b);
   const long kb =
@@ -407,19 +415,19 @@ PlannerResult plan(const PlannerInputs& in, const PeakMemoryFn& model, const Pea
                                         {"lower", std::to_string(lo * in.data_parallel)},
                                         {"upper", std::to_string((lo + 1) * in.data_parallel)}})});
   }
-  std::vector<std::string> strategies = {"none"};
-  for (const auto& s : in.checkpointing)
-    if (s != "none" && std::find(strategies.begin(), strategies.end(), s) == strategies.end())
+  std::vector<vocab::Strategy> strategies = {vocab::Strategy::none};
+  for (const vocab::Strategy s : in.checkpointing)
+    if (std::find(strategies.begin(), strategies.end(), s) == strategies.end())
       strategies.push_back(s);
 
   for (uint64_t b : per_device)
     for (const auto& ckpt : strategies) plans_of(in, judge, b, ckpt, &r);
-  const PeakMemoryFn judged = [&judge](uint64_t m, uint64_t s, const std::string& c) {
+  const PeakMemoryFn judged = [&judge](uint64_t m, uint64_t s, vocab::Strategy c) {
     return judge.judged(m, s, c);
   };
   r.recommended = best_fitting(r.plans, false, true);
   r.checkpointing_verdict = make_verdict(r.plans);
-  const std::string cmp_ckpt = strategies.size() > 1 ? strategies[1] : "full";
+  const vocab::Strategy cmp_ckpt = strategies.size() > 1 ? strategies[1] : vocab::Strategy::full;
   r.comparison = make_comparison(in, judged, per_device.front(), cmp_ckpt, &r.warnings);
 
   // Equivalence warnings (what accumulation does not reproduce exactly).

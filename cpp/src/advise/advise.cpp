@@ -34,8 +34,8 @@ Verdict judge(const peak::Request& run, const peak::Result& result, uint64_t mar
   Verdict v;
   v.nvidia_smi = result.simulated;
   v.used_bytes = result.simulated ? result.device_used_bytes : result.peak_bytes;
-  if (!result.has_device || run.gpu_memory_bytes == 0) return v;
-  v.capacity_bytes = run.gpu_memory_bytes;
+  if (!result.has_device || run.runtime.gpu_memory_bytes == 0) return v;
+  v.capacity_bytes = run.runtime.gpu_memory_bytes;
   v.margin_bytes = std::min(margin, v.capacity_bytes);
   v.headroom_bytes = static_cast<int64_t>(v.capacity_bytes) - static_cast<int64_t>(v.used_bytes);
   // The core's own verdict says whether the run fits the GPU (a simulated run can run out of
@@ -51,21 +51,22 @@ Verdict judge(const peak::Request& run, const peak::Result& result, uint64_t mar
 
 Timing step_time(const peak::Request& run, const peak::Result& result, const peak::Gpu* preset) {
   Timing t;
-  t.global_batch = run.micro_batch * run.accumulation_steps * run.data_parallel;
-  if (run.gpu_id.empty() || !preset) {
+  t.global_batch =
+      run.training.micro_batch * run.training.accumulation_steps * run.parallelism.data;
+  if (run.runtime.gpu_id.empty() || !preset) {
     t.not_timed = Text("advise.time.customGpu", {});
     return t;
   }
-  if (run.tensor_parallel > 1) {
+  if (run.parallelism.tensor > 1) {
     t.not_timed = Text("advise.time.tensorParallel", {});
     return t;
   }
-  if (run.pipeline.stages > 1) {
+  if (run.parallelism.pipeline.stages > 1) {
     t.not_timed = Text("advise.time.pipeline", {});
     return t;
   }
   const peak::Gpu& gpu = *preset;
-  const auto [dtype, tflops] = step_work::matmul_peak(run.precision, gpu.tflops);
+  const auto [dtype, tflops] = step_work::matmul_peak(run.training.precision, gpu.tflops);
   t.throughput_precision = dtype;
   if (!(tflops > 0)) {
     t.not_timed = Text("advise.time.noTflops", {});
@@ -77,24 +78,23 @@ Timing step_time(const peak::Request& run, const peak::Result& result, const pea
   device.memory_bandwidth = gpu.memory_bandwidth;
   // The recomputed share of the forward, as the planner takes it: known for none, full and the
   // attention core; from the placement engine's plan for the others (else an upper bound).
-  const vocab::Strategy strategy = run.checkpointing.strategy;
+  const vocab::Strategy strategy = run.training.checkpointing.strategy;
   bool known = true;
-  double recompute =
-      accumulation::recompute_flops_per_token(w.flops, vocab::name_of(strategy), &known);
+  double recompute = accumulation::recompute_flops_per_token(w.flops, strategy, &known);
   if (!known && result.forward_flops > 0) {
     recompute = w.flops.total * result.recompute_flops / result.forward_flops;
     known = true;
   }
   t.recompute_upper_bound = !known;
   time_model::StepInputs in;
-  in.micro_batch = run.micro_batch;
-  in.accumulation_steps = run.accumulation_steps;
-  in.data_parallel = run.data_parallel;
-  in.seq_len = run.is_mlp ? 1 : run.seq_len;
+  in.micro_batch = run.training.micro_batch;
+  in.accumulation_steps = run.training.accumulation_steps;
+  in.data_parallel = run.parallelism.data;
+  in.seq_len = run.model.is_mlp ? 1 : run.training.seq_len;
   in.recompute_flops_per_token = recompute;
-  in.optimizer_bytes = run.offload_optimizer ? 0.0 : w.optimizer_bytes;
+  in.optimizer_bytes = run.parallelism.zero.offload_optimizer ? 0.0 : w.optimizer_bytes;
   in.allreduce_bytes = w.gradient_bytes;
-  t.optimizer_on_cpu = run.offload_optimizer;
+  t.optimizer_on_cpu = run.parallelism.zero.offload_optimizer;
   t.time = time_model::estimate_step(w.flops, in, device, time_model::Knobs{});
   t.timed = true;
   return t;
@@ -106,13 +106,15 @@ bool is_adam(vocab::Optimizer o) {
   return o == vocab::Optimizer::adam || o == vocab::Optimizer::adamw;
 }
 
-bool transformer(const peak::Request& run) { return !run.is_mlp && run.model().has_architecture(); }
+bool transformer(const peak::Request& run) {
+  return !run.model.is_mlp && run.model.description().has_architecture();
+}
 
 }  // namespace
 
 std::vector<Candidate> candidates(const peak::Request& run, const Options& options) {
   std::vector<Candidate> out;
-  const bool adapters = run.lora.enabled;
+  const bool adapters = run.model.lora.enabled;
   const bool full = !adapters;
   const bool fine_tune = full && !options.from_scratch;
   const auto add = [&out](Candidate c) { out.push_back(std::move(c)); };
@@ -121,47 +123,48 @@ std::vector<Candidate> candidates(const peak::Request& run, const Options& optio
     if (!base.empty()) p.lora_base_dtype = base;
     return p;
   };
-  if (transformer(run) && run.checkpointing.strategy != vocab::Strategy::full) {
+  if (transformer(run) && run.training.checkpointing.strategy != vocab::Strategy::full) {
     Patch p;
     p.checkpointing = "full";
     add({"checkpointing", p});
   }
-  if (run.micro_batch > 1) {
+  if (run.training.micro_batch > 1) {
     Patch p;
     p.micro_batch = 1;
-    p.accumulation_steps = run.accumulation_steps * run.micro_batch;
+    p.accumulation_steps = run.training.accumulation_steps * run.training.micro_batch;
     add({"micro-batch-1", p});
   }
-  const bool bf16_ok = run.gpu_bf16;
-  if (run.precision == vocab::Precision::fp32) {
+  const bool bf16_ok = run.runtime.gpu_bf16;
+  if (run.training.precision == vocab::Precision::fp32) {
     Patch p;
     p.precision = bf16_ok ? "amp-bf16" : "amp-fp16";
     add({"mixed-precision", p});
   }
-  if (full && bf16_ok && run.precision != vocab::Precision::bf16) {
+  if (full && bf16_ok && run.training.precision != vocab::Precision::bf16) {
     Patch p;
     p.precision = "bf16";
     add({"bf16", p});
-    if (transformer(run) && run.checkpointing.strategy != vocab::Strategy::full) {
+    if (transformer(run) && run.training.checkpointing.strategy != vocab::Strategy::full) {
       p.checkpointing = "full";
       add({"bf16-checkpointing", p});
     }
   }
-  if (full && is_adam(run.optimizer.type) && !has_byte_states(run.optimizer)) {
+  if (full && is_adam(run.training.optimizer.type) && !has_byte_states(run.training.optimizer)) {
     Patch p;
-    p.optimizer = run.optimizer.type == vocab::Optimizer::adamw ? "adamw-8bit" : "adam-8bit";
+    p.optimizer =
+        run.training.optimizer.type == vocab::Optimizer::adamw ? "adamw-8bit" : "adam-8bit";
     add({"adam-8bit", p});
   }
   // PyTorch 2's foreach step holds a temporary as large as the optimizer state.
-  if (full && run.optimizer_implementation == vocab::OptimizerImpl::foreach &&
-      simple_state_copies(run.optimizer) > 0 && run.runtime.is_cuda()) {
+  if (full && run.training.optimizer_implementation == vocab::OptimizerImpl::foreach &&
+      simple_state_copies(run.training.optimizer) > 0 && run.runtime.profile.is_cuda()) {
     Patch p;
     p.optimizer_implementation = "for-loop";
     add({"for-loop", p});
   }
-  if (full && !(run.offload_optimizer && run.zero_stage >= 1)) {
+  if (full && !(run.parallelism.zero.offload_optimizer && run.parallelism.zero.stage >= 1)) {
     Patch p;
-    p.zero_stage = std::max<uint32_t>(run.zero_stage, 2);
+    p.zero_stage = std::max<uint32_t>(run.parallelism.zero.stage, 2);
     p.offload_optimizer = true;
     add({"zero2-offload", p});
   }
@@ -171,23 +174,23 @@ std::vector<Candidate> candidates(const peak::Request& run, const Options& optio
     add({"lora", with_base(p), 1, true});
     p.qlora = true;
     add({"qlora", with_base(p), 1, true});
-  } else if (adapters && !run.lora.qlora) {
+  } else if (adapters && !run.model.lora.qlora) {
     Patch p;
-    p.lora_rank = run.lora.rank;
+    p.lora_rank = run.model.lora.rank;
     p.qlora = true;
     add({"qlora", with_base(p)});
   }
   {
     Patch p;
-    p.tensor_parallel = 2 * run.tensor_parallel;
-    add({"tensor-parallel", p, 2 * run.tensor_parallel * run.data_parallel});
+    p.tensor_parallel = 2 * run.parallelism.tensor;
+    add({"tensor-parallel", p, 2 * run.parallelism.tensor * run.parallelism.data});
   }
-  const uint64_t dp = std::max<uint64_t>(8, run.data_parallel);
-  if (run.zero_stage != 3 || run.data_parallel < 8) {
+  const uint64_t dp = std::max<uint64_t>(8, run.parallelism.data);
+  if (run.parallelism.zero.stage != 3 || run.parallelism.data < 8) {
     Patch p;
     p.zero_stage = 3;
     p.data_parallel = dp;
-    add({"zero3", p, dp * run.tensor_parallel});
+    add({"zero3", p, dp * run.parallelism.tensor});
   }
   return out;
 }

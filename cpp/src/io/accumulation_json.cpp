@@ -39,7 +39,7 @@ json plan_json(const Plan& p) {
                  {"accumulationSteps", p.accumulation_steps},
                  {"globalBatch", p.global_batch},
                  {"exact", p.exact},
-                 {"checkpointing", p.checkpointing},
+                 {"checkpointing", vocab::name_of(p.checkpointing)},
                  {"peakBytes", p.memory.peak_bytes},
                  {"fits", p.memory.fits},
                  {"fitsFrom", p.memory.fits_from},
@@ -93,7 +93,7 @@ json technique_json(const Technique& t) {
                  {"extraTimeFraction", t.extra_time_fraction},
                  {"extraFlops", t.extra_flops},
                  {"cost", t.cost}});
-  if (!t.strategy.empty()) put(j, "strategy", t.strategy);
+  if (t.strategy) put(j, "strategy", vocab::name_of(*t.strategy));
   return j;
 }
 
@@ -102,7 +102,7 @@ json comparison_json(const Comparison& c) {
   put_fields(j, {{"microBatch", c.micro_batch},
                  {"accumulationMicroBatch", c.accumulation_micro_batch},
                  {"accumulationSteps", c.accumulation_steps},
-                 {"checkpointing", c.checkpointing},
+                 {"checkpointing", vocab::name_of(c.checkpointing)},
                  {"rows", array_of(c.rows, row_json)},
                  {"techniques", array_of(c.techniques, technique_json)},
                  {"tableNote", Text("acc.tableNote", {})}});

@@ -132,15 +132,15 @@ json peak_request(const Obj& req, bool* auto_ckpt) {
 // The preset's dense peak for the precision's matmuls, or the overrides.
 GpuInfo planner_gpu(const peak::Request& base, const GpuInfo& overrides) {
   GpuInfo gpu;
-  gpu.memory_bytes = base.gpu_memory_bytes;
+  gpu.memory_bytes = base.runtime.gpu_memory_bytes;
   peak::DenseTflops tflops;  // none without a preset
-  if (!base.gpu_id.empty()) {
-    const peak::Gpu g = peak::gpu_preset(base.gpu_id, "gpu");
+  if (!base.runtime.gpu_id.empty()) {
+    const peak::Gpu g = peak::gpu_preset(base.runtime.gpu_id, "gpu");
     gpu.id = g.id;
     tflops = g.tflops;
     gpu.bandwidth = g.memory_bandwidth;
   }
-  const auto [tkey, peak_tflops] = step_work::matmul_peak(base.precision, tflops);
+  const auto [tkey, peak_tflops] = step_work::matmul_peak(base.training.precision, tflops);
   gpu.throughput_precision = tkey;
   gpu.peak_flops = peak_tflops * 1e12;
   if (overrides.peak_flops > 0) gpu.peak_flops = overrides.peak_flops;
@@ -155,8 +155,8 @@ GpuInfo planner_gpu(const peak::Request& base, const GpuInfo& overrides) {
 void work_per_step(const peak::Request& base, accumulation::PlannerInputs* out) {
   // FLOPs and parameter counts do not depend on the allocator: no replay, no search.
   peak::Request counts = base;
-  counts.simulate_allocator = false;
-  counts.search_max_micro_batch = false;
+  counts.allocator.simulate = false;
+  counts.answer.search_max_micro_batch = false;
   const step_work::Work w = step_work::of(base, pipeline::evaluate_any(counts));
   out->flops = w.flops;
   out->optimizer_bytes = w.optimizer_bytes;
@@ -172,25 +172,23 @@ void work_per_step(const peak::Request& base, accumulation::PlannerInputs* out) 
 accumulation::PeakMemoryFn memory_model(const peak::Request& base,
                                         const peak::Checkpointing& user_ckpt,
                                         const time_model::ForwardFlops& flops, bool replay) {
-  return [&base, &user_ckpt, &flops, replay](uint64_t micro, uint64_t steps,
-                                             const std::string& strategy) {
+  return [&base, &user_ckpt, &flops, replay](uint64_t micro, uint64_t steps, vocab::Strategy kind) {
     peak::Request r = base;
-    r.micro_batch = micro;
-    r.accumulation_steps = steps;
-    r.search_max_micro_batch = false;
-    r.verdict_only = true;  // the planner reads the verdict, the bytes and the breakdown
-    if (!replay) r.simulate_allocator = false;
-    const vocab::Strategy kind = vocab::find(vocab::kStrategies, strategy)->value;
+    r.training.micro_batch = micro;
+    r.training.accumulation_steps = steps;
+    r.answer.search_max_micro_batch = false;
+    r.answer.verdict_only = true;  // the planner reads the verdict, the bytes and the breakdown
+    if (!replay) r.allocator.simulate = false;
     if (kind == vocab::Strategy::none) {
-      r.checkpointing = peak::Checkpointing{};
+      r.training.checkpointing = peak::Checkpointing{};
     } else if (kind == user_ckpt.strategy) {
-      r.checkpointing = user_ckpt;  // the user's strategy, with its parameters
+      r.training.checkpointing = user_ckpt;  // the user's strategy, with its parameters
     } else {
       // The comparison's checkpointed rows when the user asked for none: HF's
       // gradient_checkpointing ("full"). (They were evaluated with the user's "none" while
       // labelled and timed as "full".)
-      r.checkpointing = peak::Checkpointing{};
-      r.checkpointing.strategy = kind;
+      r.training.checkpointing = peak::Checkpointing{};
+      r.training.checkpointing.strategy = kind;
     }
     const peak::Result res = pipeline::evaluate_any(r);
     accumulation::MemoryEstimate e;
@@ -217,19 +215,19 @@ json plan_mode(const Obj& req) {
     req.mark_used(it.key());
   req.finish();
 
-  in.data_parallel = base.data_parallel;
+  in.data_parallel = base.parallelism.data;
   if (in.target_global_batch < in.data_parallel)
     fail(code::kInconsistent, "targetGlobalBatch",
          Message{"error.planner.ranks",
                  {{"target", std::to_string(in.target_global_batch)},
                   {"ranks", std::to_string(in.data_parallel)}}});
-  if (base.samples.given && !base.samples.packed)
+  if (base.training.samples.given && !base.training.samples.packed)
     fail(code::kUnsupported, "samples", Message{"error.acc.lengths", {}});
-  in.seq_len = base.is_mlp || base.model().diffusion ? 1 : base.seq_len;
+  in.seq_len = base.model.is_mlp || base.model.description().diffusion ? 1 : base.training.seq_len;
   peak::Checkpointing user_ckpt;
   user_ckpt.strategy = vocab::Strategy::full;
-  if (!auto_ckpt) user_ckpt = base.checkpointing;
-  in.checkpointing = {"none", vocab::name_of(user_ckpt.strategy)};
+  if (!auto_ckpt) user_ckpt = base.training.checkpointing;
+  in.checkpointing = {vocab::Strategy::none, user_ckpt.strategy};
 
   const GpuInfo gpu = planner_gpu(base, overrides);
   in.device.peak_flops = gpu.peak_flops;
@@ -239,7 +237,7 @@ json plan_mode(const Obj& req) {
   const time_model::ForwardFlops flops = in.flops;
   const accumulation::PlannerResult result =
       accumulation::plan(in, memory_model(base, user_ckpt, flops, true),
-                         base.simulate_allocator ? memory_model(base, user_ckpt, flops, false)
+                         base.allocator.simulate ? memory_model(base, user_ckpt, flops, false)
                                                  : accumulation::PeakMemoryFn());
   json out = accumulation::to_json(result, in);
   json gpu_json = json::object();

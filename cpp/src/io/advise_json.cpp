@@ -136,12 +136,12 @@ json timing_json(const advise::Timing& t) {
 
 advise::Timing timing_of(const peak::Request& r, const peak::Result& res) {
   try {
-    if (r.gpu_id.empty()) return advise::step_time(r, res, nullptr);
-    const peak::Gpu gpu = peak::gpu_preset(r.gpu_id, "gpu");
+    if (r.runtime.gpu_id.empty()) return advise::step_time(r, res, nullptr);
+    const peak::Gpu gpu = peak::gpu_preset(r.runtime.gpu_id, "gpu");
     return advise::step_time(r, res, &gpu);
   } catch (const RequestError& e) {
     advise::Timing t;
-    t.global_batch = r.micro_batch * r.accumulation_steps * r.data_parallel;
+    t.global_batch = r.training.micro_batch * r.training.accumulation_steps * r.parallelism.data;
     t.not_timed = e.text();
     return t;
   }
@@ -150,21 +150,21 @@ advise::Timing timing_of(const peak::Request& r, const peak::Result& res) {
 // What the run is, as the core resolved it from the request and the runtime's defaults.
 json settings_json(const peak::Request& r, const Options& o) {
   json j = json::object();
-  const char* method = r.lora.enabled              ? (r.lora.qlora ? "qlora" : "lora")
+  const char* method = r.model.lora.enabled        ? (r.model.lora.qlora ? "qlora" : "lora")
                        : o.candidates.from_scratch ? "from-scratch"
                                                    : "full";
   put_fields(j, {{"method", method},
-                 {"precision", vocab::name_for(vocab::kPrecisions, r.precision)},
-                 {"attention", vocab::name_for(vocab::kAttention, r.attention)},
-                 {"runtime", r.runtime.id},
+                 {"precision", vocab::name_for(vocab::kPrecisions, r.training.precision)},
+                 {"attention", vocab::name_for(vocab::kAttention, r.training.attention)},
+                 {"runtime", r.runtime.profile.id},
                  {"optimizerImplementation",
-                  vocab::name_for(vocab::kOptimizerImpls, r.optimizer_implementation)},
-                 {"checkpointing", vocab::name_of(r.checkpointing.strategy)},
-                 {"microBatch", r.micro_batch},
-                 {"gradientAccumulationSteps", r.accumulation_steps},
-                 {"dataParallel", r.data_parallel},
-                 {"seqLen", r.seq_len}});
-  if (r.lora.enabled) put(j, "loraRank", r.lora.rank);
+                  vocab::name_for(vocab::kOptimizerImpls, r.training.optimizer_implementation)},
+                 {"checkpointing", vocab::name_of(r.training.checkpointing.strategy)},
+                 {"microBatch", r.training.micro_batch},
+                 {"gradientAccumulationSteps", r.training.accumulation_steps},
+                 {"dataParallel", r.parallelism.data},
+                 {"seqLen", r.training.seq_len}});
+  if (r.model.lora.enabled) put(j, "loraRank", r.model.lora.rank);
   return j;
 }
 
@@ -174,17 +174,17 @@ std::vector<advise::Change> changes_of(const json& request, const peak::Request&
   for (advise::Candidate& c : advise::candidates(run, o.candidates)) {
     try {
       peak::Request r = peak::parse_request(with_change(request, patch_json(c.patch)));
-      r.verdict_only = true;  // the verdict and the bytes are what is shown
+      r.answer.verdict_only = true;  // the verdict and the bytes are what is shown
       // A change far over the GPU is told without the allocator's replay (milliseconds, where
       // a replay of a large model takes seconds): its allocated bytes and context (peakBytes,
       // usedMemory "allocated"). They came within 0.67x..1.30x of the replay's nvidia-smi
       // figure over 1,296 runs of six presets (micro-batch 1-16, checkpointing, optimizers,
       // precisions, LoRA, ZeRO-3): twice the GPU is beyond that spread.
-      if (r.simulate_allocator && r.gpu_memory_bytes > 0) {
+      if (r.allocator.simulate && r.runtime.gpu_memory_bytes > 0) {
         peak::Request quick = r;
-        quick.simulate_allocator = false;
+        quick.allocator.simulate = false;
         const peak::Result coarse = peak::judged_result(quick);
-        if (coarse.peak_bytes / 2 > r.gpu_memory_bytes) {
+        if (coarse.peak_bytes / 2 > r.runtime.gpu_memory_bytes) {
           out.push_back({std::move(c), advise::judge(quick, coarse, margin), {}});
           continue;
         }
@@ -229,13 +229,14 @@ json advise_json(const json& request) {
   // stage that needs the most memory
   const bool timeline = peak::wants_timeline(peak_json);
   peak::Result res;
-  json peak_out = run.pipeline.stages > 1 ? peak::pipeline_answer(run, timeline, &res) : json();
-  if (run.pipeline.stages <= 1) {
+  json peak_out =
+      run.parallelism.pipeline.stages > 1 ? peak::pipeline_answer(run, timeline, &res) : json();
+  if (run.parallelism.pipeline.stages <= 1) {
     res = peak::compute(run);
     peak_out = peak::result_json(run, res, timeline);
   }
   const uint64_t margin =
-      advise::margin_bytes(run.gpu_memory_bytes, o.margin_fraction, o.margin_bytes);
+      advise::margin_bytes(run.runtime.gpu_memory_bytes, o.margin_fraction, o.margin_bytes);
   const advise::Verdict verdict = advise::judge(run, res, margin);
   json out = json::object();
   put(out, "peak", std::move(peak_out));

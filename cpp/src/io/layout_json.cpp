@@ -20,7 +20,7 @@ json settings_json(const layout::Layout& l, vocab::Precision precision) {
                  {"tensorParallel", l.tp},
                  {"sequenceParallel", l.tp > 1},
                  {"pipelineParallel", l.pp},
-                 {"checkpointing", l.checkpointing}});
+                 {"checkpointing", vocab::name_of(l.checkpointing)}});
   if (l.pipelined) {
     put(s, "schedule", vocab::name_for(vocab::kPipelineSchedules, l.schedule));
     if (l.schedule == vocab::PipelineSchedule::interleaved)
@@ -72,7 +72,7 @@ json verdict_json(const layout::Verdict& v, vocab::Precision precision) {
                  {"schedule",
                   l.pipelined ? vocab::name_for(vocab::kPipelineSchedules, l.schedule) : "none"},
                  {"sharding", layout::sharding_name(l.sharding)},
-                 {"checkpointing", l.checkpointing},
+                 {"checkpointing", vocab::name_of(l.checkpointing)},
                  {"microBatch", l.micro_batch},
                  {"microBatches", l.micro_batches},
                  {"status", v.status}});
@@ -99,8 +99,8 @@ json verdict_to_json(const layout::Verdict& v, vocab::Precision precision) {
 
 json layout_json(const layout::Inputs& in, const layout::Result& r) {
   json out = json::object();
-  put(out, "layouts", list_json(r.fitting, in.base.precision));
-  put(out, "fasterButRuledOut", list_json(r.faster, in.base.precision));
+  put(out, "layouts", list_json(r.fitting, in.base.training.precision));
+  put(out, "fasterButRuledOut", list_json(r.faster, in.base.training.precision));
   json counts = json::object();
   put_fields(counts, {{"candidates", r.candidates},
                       {"evaluated", r.evaluations},
@@ -122,8 +122,8 @@ json layout_json(const layout::Inputs& in, const layout::Result& r) {
   put_fields(out, {{"gpus", in.gpus},
                    {"gpusPerNode", in.gpus_per_node},
                    {"globalBatch", in.global_batch},
-                   {"seqLen", in.base.seq_len},
-                   {"gpuMemoryBytes", in.base.gpu_memory_bytes}});
+                   {"seqLen", in.base.training.seq_len},
+                   {"gpuMemoryBytes", in.base.runtime.gpu_memory_bytes}});
   json a = json::array();
   for (const Text& s : r.assumptions) a.push_back(s);
   put(out, "assumptions", std::move(a));

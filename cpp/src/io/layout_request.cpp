@@ -61,11 +61,11 @@ json peak_part(const Obj& req) {
 
 // The model must have the shapes a layout splits: heads, blocks, hidden size.
 void check_model(const peak::Request& base) {
-  const ModelDescription& m = base.model();
-  if (base.is_mlp || count_only(base) || m.trace || m.diffusion || m.pipeline || m.arch.net ||
+  const ModelDescription& m = base.model.description();
+  if (base.model.is_mlp || count_only(base) || m.trace || m.diffusion || m.pipeline || m.arch.net ||
       m.arch.heads == 0 || m.arch.layers == 0 || m.arch.hidden == 0)
     fail(code::kUnsupported, "model", Message{"error.layout.model", {}});
-  if (base.lora.enabled) fail(code::kUnsupported, "lora", Message{"error.layout.lora", {}});
+  if (base.model.lora.enabled) fail(code::kUnsupported, "lora", Message{"error.layout.lora", {}});
 }
 
 // explore: each dimension asked for must suit the model (errors name explore.<field>).
@@ -79,7 +79,8 @@ void check_explore(const layout::Inputs& in) {
       } catch (const RequestError& e) {
         throw RequestError(e.code(), field, e.text());
       }
-    } else if (in.base.model().arch.num_experts == 0 || !in.base.model().has_tensors()) {
+    } else if (in.base.model.description().arch.num_experts == 0 ||
+               !in.base.model.description().has_tensors()) {
       fail(code::kInconsistent, field, Message{"error.ep.model", {}});
     }
   }
@@ -138,20 +139,20 @@ void read_sizes(const Obj& req, layout::Inputs* in) {
 void read_work(layout::Inputs* in) {
   const peak::Request& b = in->base;
   peak::Request counts = b;
-  counts.simulate_allocator = false;
+  counts.allocator.simulate = false;
   const peak::Result first = peak::evaluate(counts);
   const step_work::Work w = step_work::of(b, first);
   in->flops = w.flops;
   in->gradient_bytes = w.gradient_bytes;
   in->optimizer_bytes = w.optimizer_bytes;
-  const bool amp =
-      b.precision == vocab::Precision::amp_bf16 || b.precision == vocab::Precision::amp_fp16;
+  const bool amp = b.training.precision == vocab::Precision::amp_bf16 ||
+                   b.training.precision == vocab::Precision::amp_fp16;
   // FSDP gathers 16-bit parameters under autocast (request_for), else the gradients' width
   in->gather_bytes = amp ? 2.0 * static_cast<double>(first.trainable_params) : w.gradient_bytes;
   // MoE: the routed experts' share of the parameters and the blocks holding them
   uint64_t routed = 0, total = 0;
   int64_t last_block = -1;
-  for (const TensorSpec& t : b.model().tensors) {
+  for (const TensorSpec& t : b.model.description().tensors) {
     total += t.numel();
     if (!peak::routed_expert(t.name)) continue;
     routed += t.numel();
@@ -159,8 +160,8 @@ void read_work(layout::Inputs* in) {
     last_block = t.block;
   }
   in->expert_fraction = total ? static_cast<double>(routed) / static_cast<double>(total) : 0.0;
-  const peak::Gpu g = peak::gpu_preset(b.gpu_id, "gpu");
-  const auto [key, tflops] = step_work::matmul_peak(b.precision, g.tflops);
+  const peak::Gpu g = peak::gpu_preset(b.runtime.gpu_id, "gpu");
+  const auto [key, tflops] = step_work::matmul_peak(b.training.precision, g.tflops);
   in->peak_flops = tflops * 1e12;
   in->memory_bandwidth = g.memory_bandwidth;
   if (in->peak_flops <= 0)
@@ -196,7 +197,9 @@ layout::Layout read_compare(const Obj& c, const layout::Inputs& in) {
   l.sharding = c.one_of_or("sharding", {"zero1", "fsdp"}, "zero1") == "fsdp"
                    ? layout::Sharding::fsdp
                    : layout::Sharding::zero1;
-  l.checkpointing = c.one_of_or("checkpointing", {"none", "attention-recompute", "full"}, "none");
+  const std::string ck =
+      c.one_of_or("checkpointing", {"none", "attention-recompute", "full"}, "none");
+  l.checkpointing = vocab::find(vocab::kStrategies, ck)->value;
   l.micro_batch = c.u64_or("microBatch", 1, 1, limits::kMaxMicroBatch);
   if (in.global_batch % (l.dp * l.micro_batch))
     fail(code::kInconsistent, c.field("microBatch"), Message{"error.layout.compareBatch", {}});
@@ -214,7 +217,7 @@ json plan_layout_json(const json& request) {
   in.base = peak::parse_request(peak_part(req));
   for (auto it = req.json_value().begin(); it != req.json_value().end(); ++it)
     req.mark_used(it.key());
-  in.network = network_of(req, in.base.gpu_id);
+  in.network = network_of(req, in.base.runtime.gpu_id);
   req.finish();
   check_model(in.base);
   check_explore(in);
@@ -226,7 +229,7 @@ json plan_layout_json(const json& request) {
   if (req.has("compare")) {
     uint64_t faster = 0;
     const layout::Verdict v = layout::judge(in, read_compare(req.obj("compare"), in), &faster);
-    json c = verdict_to_json(v, in.base.precision);
+    json c = verdict_to_json(v, in.base.training.precision);
     put(c, "fasterCandidates", faster);
     put(out, "compared", std::move(c));
   }

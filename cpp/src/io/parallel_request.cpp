@@ -11,7 +11,7 @@ namespace peak {
 
 void read_context_parallel(const Obj& req, Request* out) {
   Request& r = *out;
-  Request::Context& c = r.context;
+  ContextParallel& c = r.parallelism.context;
   c.size = req.u64_or("contextParallel", 1, 1, 1024);
   if (req.has("contextParallelism")) {
     const Obj o = req.obj("contextParallelism");
@@ -27,7 +27,7 @@ void read_context_parallel(const Obj& req, Request* out) {
 
 void read_expert_parallel(const Obj& req, Request* out) {
   Request& r = *out;
-  Request::Expert& e = r.expert;
+  ExpertParallel& e = r.parallelism.expert;
   e.size = req.u64_or("expertParallel", 1, 1, 4096);
   e.tensor = req.u64_or("expertTensorParallel", 1, 1, 4096);
   const bool on = e.size > 1 || e.tensor > 1;

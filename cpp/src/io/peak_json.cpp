@@ -87,14 +87,16 @@ json timeline_point_json(const TimelinePoint& p) {
 // What samples did to the lengths (the request's samples field).
 json samples_json(const Request& r) {
   json sm = json::object();
-  put_fields(sm, {{"packed", r.samples.packed}, {"memorySeqLen", r.seq_len}});
-  if (r.samples.packed) return sm;
+  put_fields(sm, {{"packed", r.training.samples.packed}, {"memorySeqLen", r.training.seq_len}});
+  if (r.training.samples.packed) return sm;
   const double padding =
-      r.samples.expected_padded > 0 ? 1.0 - r.samples.mean_length / r.samples.expected_padded : 0.0;
-  put_fields(sm, {{"count", r.samples.count},
-                  {"truncated", r.samples.truncated},
-                  {"meanLength", r.samples.mean_length},
-                  {"expectedPaddedLength", r.samples.expected_padded},
+      r.training.samples.expected_padded > 0
+          ? 1.0 - r.training.samples.mean_length / r.training.samples.expected_padded
+          : 0.0;
+  put_fields(sm, {{"count", r.training.samples.count},
+                  {"truncated", r.training.samples.truncated},
+                  {"meanLength", r.training.samples.mean_length},
+                  {"expectedPaddedLength", r.training.samples.expected_padded},
                   {"paddingFraction", padding}});
   return sm;
 }
@@ -151,22 +153,22 @@ json to_json(const Result& r, bool include_timeline) {
 
 // contextParallel > 1: the sharded sequence and the group the gradients are reduced over.
 json context_parallel_json(const Request& r) {
-  const Request::Context& c = r.context;
+  const ContextParallel& c = r.parallelism.context;
   json o = json::object();
   put_fields(o, {{"ranks", c.size},
                  {"seqLen", c.full_seq_len},
-                 {"rankSeqLen", r.seq_len},
+                 {"rankSeqLen", r.training.seq_len},
                  {"loadBalance", c.zigzag ? "zigzag" : "none"},
                  {"rotate", c.all_gather ? "allgather" : "alltoall"},
                  {"dataParallel", c.data_parallel},
-                 {"gradientGroupRanks", r.data_parallel}});
+                 {"gradientGroupRanks", r.parallelism.data}});
   return o;
 }
 
 // expertParallel / expertTensorParallel: the rank's experts and the routing assumed.
 json expert_parallel_json(const Request& r) {
-  const Request::Expert& e = r.expert;
-  const Architecture& a = r.model().arch;
+  const ExpertParallel& e = r.parallelism.expert;
+  const Architecture& a = r.model.description().arch;
   json o = json::object();
   put_fields(o, {{"ranks", e.size},
                  {"expertTensorParallel", e.tensor},
@@ -180,32 +182,34 @@ json expert_parallel_json(const Request& r) {
 }
 
 bool count_only(const Request& r) {
-  return !r.is_mlp && r.model().source == "params" && !r.model().has_architecture();
+  return !r.model.is_mlp && r.model.description().source == "params" &&
+         !r.model.description().has_architecture();
 }
 
 json result_json(const Request& r, const Result& res, bool include_timeline) {
   json out = to_json(res, include_timeline);
   // Not asked for (searchMaxMicroBatch: false): null, as without a GPU, never 0 beside a fit.
-  if (!r.search_max_micro_batch) put(out, "maxMicroBatch", nullptr);
+  if (!r.answer.search_max_micro_batch) put(out, "maxMicroBatch", nullptr);
   // the search stopped at its work bound: the smallest micro-batch known not to fit
   if (res.max_micro_batch_below > 0) put(out, "maxMicroBatchBelow", res.max_micro_batch_below);
-  if (r.samples.given) put(out, "samples", samples_json(r));
+  if (r.training.samples.given) put(out, "samples", samples_json(r));
   // a parameter count: the persistent state alone (a lower bound: `fits` false is certain,
   // true says only that the state fits); with layers / hidden / heads, a stand-in decoder
-  if (!r.is_mlp && r.model().source == "params") {
+  if (!r.model.is_mlp && r.model.description().source == "params") {
     put(out, "lowerBound", count_only(r));
     put(out, "approximate", !count_only(r));
     if (count_only(r)) put(out, "maxMicroBatch", nullptr);
   }
-  if (r.context.size > 1) put(out, "contextParallel", context_parallel_json(r));
-  if (r.expert.size > 1 || r.expert.tensor > 1) put(out, "expertParallel", expert_parallel_json(r));
-  if (!r.is_mlp && r.model().trace) {
+  if (r.parallelism.context.size > 1) put(out, "contextParallel", context_parallel_json(r));
+  if (r.parallelism.expert.size > 1 || r.parallelism.expert.tensor > 1)
+    put(out, "expertParallel", expert_parallel_json(r));
+  if (!r.model.is_mlp && r.model.description().trace) {
     activations::Settings s;  // the sizes and dtype the step runs at
-    s.micro_batch = r.micro_batch;
-    s.seq_len = r.seq_len;
-    s.precision = r.precision;
-    s.runtime = r.runtime.traits;
-    put(out, "trace", trace_summary_json(*r.model().trace, s));
+    s.micro_batch = r.training.micro_batch;
+    s.seq_len = r.training.seq_len;
+    s.precision = r.training.precision;
+    s.runtime = r.runtime.profile.traits;
+    put(out, "trace", trace_summary_json(*r.model.description().trace, s));
   }
   return out;
 }
@@ -222,7 +226,7 @@ namespace peak {
 
 // pipelineParallel > 1: the binding rank's figures at the top, every rank in `pipelineParallel`.
 nlohmann::json pipeline_answer(const Request& r, bool timeline, Result* judged) {
-  if (count_only(r) || (!r.is_mlp && r.model().pipeline))
+  if (count_only(r) || (!r.model.is_mlp && r.model.description().pipeline))
     fail(code::kUnsupported, "pipelineParallel", Message{"error.pipeline.layers", {}});
   const parallel::PipelineResult pr = parallel::pipeline(r);
   const auto& top = pr.stages_figures[pr.peak_stage];
@@ -262,7 +266,7 @@ nlohmann::json pipeline_answer(const Request& r, bool timeline, Result* judged) 
 }
 
 Result judged_result(const Request& r) {
-  if (r.pipeline.stages <= 1) return evaluate(r);
+  if (r.parallelism.pipeline.stages <= 1) return evaluate(r);
   const parallel::PipelineResult pr = parallel::pipeline(r);
   return pr.stages_figures[pr.peak_stage].result;
 }
@@ -272,12 +276,12 @@ Result judged_result(const Request& r) {
 nlohmann::json peak_memory_json(const nlohmann::json& request) {
   peak::Request r = peak::parse_request(request);
   // a bare parameter count has no activations, so no largest micro-batch to search for
-  if (peak::count_only(r)) r.search_max_micro_batch = false;
-  if (r.pipeline.stages > 1)
+  if (peak::count_only(r)) r.answer.search_max_micro_batch = false;
+  if (r.parallelism.pipeline.stages > 1)
     return peak::pipeline_answer(r, peak::wants_timeline(request), nullptr);
   const peak::Result res = pipeline::adjusted(r) ? pipeline::compute(r) : peak::compute(r);
   nlohmann::json out = peak::result_json(r, res, peak::wants_timeline(request));
-  if (!r.is_mlp && r.model().pipeline) put(out, "pipeline", pipeline_json(r));
+  if (!r.model.is_mlp && r.model.description().pipeline) put(out, "pipeline", pipeline_json(r));
   return out;
 }
 

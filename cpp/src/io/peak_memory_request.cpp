@@ -257,15 +257,14 @@ Runtime runtime_profile(const std::string& id, const std::string& field) {
   const vocab::OptimizerImplTerm* impl_term = vocab::find(vocab::kOptimizerImpls, impl);
   if (!impl_term)
     fail(code::kInternal, field, Message{"error.internal.runtimeOptimizer", {{"impl", impl}}});
-  r.optimizer_implementation = impl_term->value;
-  r.foreach_optimizers = r.optimizer_implementation == vocab::OptimizerImpl::foreach;
+  r.default_optimizer_implementation = impl_term->value;
   r.foreach_adam_lists = json_at(j, "foreachAdamLists").get<uint32_t>();
   r.foreach_adam_source = json_at(j, "foreachAdamSource").get<std::string>();
   r.input_buffer_in_place = json_at(j, "inputBufferInPlace").get<bool>();
   r.input_buffer_source = json_at(j, "inputBufferSource").get<std::string>();
   r.source = json_at(j, "source").get<std::string>();
   r.torch_versions = json_at(j, "torchVersions").get<std::string>();
-  r.set_to_none = json_at(j, "zeroGradSetToNone").get<bool>();
+  r.default_set_to_none = json_at(j, "zeroGradSetToNone").get<bool>();
   r.zero_grad_source = json_at(j, "zeroGradSource").get<std::string>();
   r.trainer_adamw = json_at(j, "trainerAdamw").get<std::string>();
   r.trainer_source = json_at(j, "trainerSource").get<std::string>();
@@ -326,7 +325,7 @@ namespace {
 // fsdp.reshardAfterForward.blocks given as a list: one boolean per block unit, in order (FSDP2:
 // fully_shard(block, reshard_after_forward=...) for each block). Its length is checked against
 // the model's blocks where the units are built (peak_sharding.cpp check_fsdp_units).
-void parse_fsdp_block_list(const Obj& o, Request::Fsdp* d) {
+void parse_fsdp_block_list(const Obj& o, Fsdp* d) {
   const json& a = o.array("blocks", 100000);
   const std::string field = o.field("blocks");
   if (a.empty()) fail(code::kOutOfRange, field, Message{"error.fsdp.blockList.empty", {}});
@@ -346,8 +345,8 @@ void parse_fsdp_block_list(const Obj& o, Request::Fsdp* d) {
 // given: those modules are units of their own, as torchtitan's apply_fsdp makes them). FSDP1
 // ShardingStrategy: SHARD_GRAD_OP keeps the gathered parameters from the forward to the
 // backward; FSDP2 (_fully_shard.py) says it with reshard_after_forward=False.
-void parse_fsdp_reshard(const Obj& f, Request::Fsdp* out) {
-  Request::Fsdp& d = *out;
+void parse_fsdp_reshard(const Obj& f, Fsdp* out) {
+  Fsdp& d = *out;
   const bool strategy_keeps = d.strategy == vocab::FsdpStrategy::shard_grad_op;
   const char* field = "fsdp.reshardAfterForward";
   const bool per_unit = f.has("reshardAfterForward") && f.raw("reshardAfterForward").is_object();
@@ -383,7 +382,7 @@ void parse_fsdp_reshard(const Obj& f, Request::Fsdp* out) {
 void parse_fsdp(const Obj& req, Request* out) {
   Request& r = *out;
   const Obj f = req.obj("fsdp");
-  Request::Fsdp& d = r.fsdp;
+  Fsdp& d = r.parallelism.fsdp;
   d.enabled = true;
   d.version = static_cast<uint32_t>(f.u64_or("version", 2, 1, 2));
   const std::string strategy =
@@ -393,15 +392,15 @@ void parse_fsdp(const Obj& req, Request* out) {
     if (!f.has("shardGroupSize"))
       fail(code::kMissingField, "fsdp.shardGroupSize", Message{"error.fsdp.group", {}});
     d.shard_degree = f.u64_or("shardGroupSize", 1, 1, kMaxRanks);
-    if (r.data_parallel % d.shard_degree != 0)
+    if (r.parallelism.data % d.shard_degree != 0)
       fail(code::kInconsistent, "fsdp.shardGroupSize",
            Message{"error.fsdp.groupDivides",
                    {{"group", std::to_string(d.shard_degree)},
-                    {"ranks", std::to_string(r.data_parallel)}}});
+                    {"ranks", std::to_string(r.parallelism.data)}}});
   } else {
     if (f.has("shardGroupSize"))
       fail(code::kInconsistent, "fsdp.shardGroupSize", Message{"error.fsdp.groupHybrid", {}});
-    d.shard_degree = d.strategy == vocab::FsdpStrategy::no_shard ? 1 : r.data_parallel;
+    d.shard_degree = d.strategy == vocab::FsdpStrategy::no_shard ? 1 : r.parallelism.data;
   }
   parse_fsdp_reshard(f, &d);
   d.prefetch = f.u64_or("prefetch", 1, 0, 64);
@@ -423,11 +422,12 @@ void parse_fsdp(const Obj& req, Request* out) {
   }
   d.cpu_offload = f.boolean_or("cpuOffload", false);
   f.finish();
-  if (r.zero_stage > 0) fail(code::kInconsistent, "fsdp", Message{"error.fsdp.zero", {}});
+  if (r.parallelism.zero.stage > 0)
+    fail(code::kInconsistent, "fsdp", Message{"error.fsdp.zero", {}});
   if (req.has("ddp")) fail(code::kInconsistent, "fsdp", Message{"error.fsdp.ddp", {}});
-  if (r.optimizer_in_backward)
+  if (r.features.optimizer_in_backward)
     fail(code::kUnsupported, "optimizerInBackward", Message{"error.inBackward.fsdp", {}});
-  if (r.is_mlp) fail(code::kUnsupported, "fsdp", Message{"error.fsdp.transformer", {}});
+  if (r.model.is_mlp) fail(code::kUnsupported, "fsdp", Message{"error.fsdp.transformer", {}});
 }
 
 // mlp: {sizes, activation, bias} (an MLP chain), or model (a preset, a config or tensors).
@@ -435,7 +435,7 @@ void read_model(const Obj& req, Request* out) {
   Request& r = *out;
   if (!req.has("mlp")) {
     const Obj model = req.obj("model");
-    r.model_ptr = model.has("pipeline") ? read_pipeline(model) : parse_model_shared(model);
+    r.model.shared = model.has("pipeline") ? read_pipeline(model) : parse_model_shared(model);
     return;
   }
   if (req.has("model")) fail(code::kInconsistent, "mlp", Message{"error.model.orMlp", {}});
@@ -443,11 +443,11 @@ void read_model(const Obj& req, Request* out) {
   const json& sizes = m.array("sizes", 10000);
   if (sizes.size() < 2) fail(code::kOutOfRange, m.field("sizes"), Message{"error.mlp.sizes", {}});
   for (size_t i = 0; i < sizes.size(); ++i)
-    r.mlp.sizes.push_back(read_u64(sizes[i], index_path(m.field("sizes"), i), 1, 1ULL << 32));
-  r.mlp.activation = m.one_of_or("activation", vocab::names(vocab::kMlpActivations), "relu");
-  r.mlp.bias = m.boolean_or("bias", true);
+    r.model.mlp.sizes.push_back(read_u64(sizes[i], index_path(m.field("sizes"), i), 1, 1ULL << 32));
+  r.model.mlp.activation = m.one_of_or("activation", vocab::names(vocab::kMlpActivations), "relu");
+  r.model.mlp.bias = m.boolean_or("bias", true);
   m.finish();
-  r.is_mlp = true;
+  r.model.is_mlp = true;
 }
 
 // E[max of b samples drawn without replacement] over the sorted lengths l_1 <= .. <= l_n:
@@ -467,42 +467,44 @@ double expected_longest(const std::vector<uint64_t>& sorted, uint64_t micro_batc
 void read_sample_lengths(const Obj& sm, Request* out) {
   Request& r = *out;
   const json& a = sm.array("lengths", 1000000);
-  if (a.size() < r.micro_batch)
+  if (a.size() < r.training.micro_batch)
     fail(code::kOutOfRange, "samples.lengths",
          Message{"error.samples.few",
-                 {{"count", std::to_string(a.size())}, {"micro", std::to_string(r.micro_batch)}}});
+                 {{"count", std::to_string(a.size())},
+                  {"micro", std::to_string(r.training.micro_batch)}}});
   std::vector<uint64_t> len;
   len.reserve(a.size());
   for (size_t i = 0; i < a.size(); ++i) {
     uint64_t v = read_u64(a[i], index_path(sm.field("lengths"), i), 1, limits::kMaxSeqLen);
-    if (v > r.seq_len) {
-      v = r.seq_len;  // the tokenizer's max_seq_len truncates
-      ++r.samples.truncated;
+    if (v > r.training.seq_len) {
+      v = r.training.seq_len;  // the tokenizer's max_seq_len truncates
+      ++r.training.samples.truncated;
     }
     len.push_back(v);
   }
   std::sort(len.begin(), len.end());
-  r.samples.count = len.size();
-  r.samples.longest = len.back();
+  r.training.samples.count = len.size();
+  r.training.samples.longest = len.back();
   double sum = 0;
   for (uint64_t v : len) sum += static_cast<double>(v);
-  r.samples.mean_length = sum / static_cast<double>(len.size());
-  r.samples.expected_padded = expected_longest(len, r.micro_batch);
-  r.seq_len = r.samples.longest;  // the micro-batch holding the longest sample: the peak
+  r.training.samples.mean_length = sum / static_cast<double>(len.size());
+  r.training.samples.expected_padded = expected_longest(len, r.training.micro_batch);
+  r.training.seq_len =
+      r.training.samples.longest;  // the micro-batch holding the longest sample: the peak
 }
 
 // samples: {packed} or {lengths}, how the rows of a micro-batch are filled.
 void read_samples(const Obj& req, Request* out) {
   Request& r = *out;
   const Obj sm = req.obj("samples");
-  r.samples.given = true;
-  r.samples.packed = sm.boolean_or("packed", false);
-  if (r.is_mlp) fail(code::kUnsupported, "samples", Message{"error.samples.tokens", {}});
-  if (r.samples.packed && sm.has("lengths"))
+  r.training.samples.given = true;
+  r.training.samples.packed = sm.boolean_or("packed", false);
+  if (r.model.is_mlp) fail(code::kUnsupported, "samples", Message{"error.samples.tokens", {}});
+  if (r.training.samples.packed && sm.has("lengths"))
     fail(code::kInconsistent, "samples.lengths", Message{"error.samples.both", {}});
   if (sm.has("lengths"))
     read_sample_lengths(sm, &r);
-  else if (!r.samples.packed)
+  else if (!r.training.samples.packed)
     fail(code::kMissingField, "samples", Message{"error.samples.kind", {}});
   sm.finish();
 }
@@ -518,38 +520,40 @@ uint64_t trace_seq_len(const Obj& req, const traced::Trace& t) {
 // microBatch, seqLen, samples and targetLen: the shape of one micro-batch.
 void read_lengths(const Obj& req, Request* out) {
   Request& r = *out;
-  r.micro_batch = req.u64("microBatch", 1, limits::kMaxMicroBatch);
-  r.seq_len = 1;
+  r.training.micro_batch = req.u64("microBatch", 1, limits::kMaxMicroBatch);
+  r.training.seq_len = 1;
   // a traced model: its own length (io/trace_json.cpp); a diffusion network: imageSize, seqLen
   // as its text tokens (io/diffusion_request.cpp); a vision or speech network: its own fields
   // (io/net_request.cpp)
-  const bool traced = !r.is_mlp && r.model().trace;
-  const bool diffusion =
-      !r.is_mlp && !traced && read_diffusion_fields(req, &r.model_ptr, &r.seq_len);
-  const bool net = !r.is_mlp && !traced && !diffusion &&
-                   read_net_fields(req, &r.model_ptr, &r.seq_len, &r.target_len);
+  const bool traced = !r.model.is_mlp && r.model.description().trace;
+  const bool diffusion = !r.model.is_mlp && !traced &&
+                         read_diffusion_fields(req, &r.model.shared, &r.training.seq_len);
+  const bool net =
+      !r.model.is_mlp && !traced && !diffusion &&
+      read_net_fields(req, &r.model.shared, &r.training.seq_len, &r.training.target_len);
   const bool count_only =
-      !r.is_mlp && !traced && !net && !diffusion && !r.model().has_architecture();
+      !r.model.is_mlp && !traced && !net && !diffusion && !r.model.description().has_architecture();
   if (traced) {
-    r.seq_len = trace_seq_len(req, *r.model().trace);
+    r.training.seq_len = trace_seq_len(req, *r.model.description().trace);
   } else if (diffusion || net) {
     // (read above)
   } else if (count_only) {  // a parameter count: no shapes, seqLen changes nothing
-    r.seq_len = req.u64_or("seqLen", 1, 1, limits::kMaxSeqLen);
-  } else if (!r.is_mlp) {
-    r.seq_len = req.u64("seqLen", 1, limits::kMaxSeqLen);
-    const uint64_t maxpos = r.model().arch.max_positions;
-    if (maxpos > 0 && r.seq_len > maxpos)
+    r.training.seq_len = req.u64_or("seqLen", 1, 1, limits::kMaxSeqLen);
+  } else if (!r.model.is_mlp) {
+    r.training.seq_len = req.u64("seqLen", 1, limits::kMaxSeqLen);
+    const uint64_t maxpos = r.model.description().arch.max_positions;
+    if (maxpos > 0 && r.training.seq_len > maxpos)
       fail(code::kOutOfRange, "seqLen",
-           Message{"error.seqLen.positions",
-                   {{"seqLen", std::to_string(r.seq_len)}, {"max", std::to_string(maxpos)}}});
+           Message{
+               "error.seqLen.positions",
+               {{"seqLen", std::to_string(r.training.seq_len)}, {"max", std::to_string(maxpos)}}});
   }
   if (req.has("samples")) read_samples(req, &r);
   if (req.has("targetLen") && !net) {
     // T5ForConditionalGeneration: input_ids (the encoder, seqLen) and labels (the decoder)
     // have their own lengths (modeling_t5.py forward)
-    r.target_len = req.u64("targetLen", 1, limits::kMaxSeqLen);
-    if (r.is_mlp || r.model().arch.encoder_layers == 0)
+    r.training.target_len = req.u64("targetLen", 1, limits::kMaxSeqLen);
+    if (r.model.is_mlp || r.model.description().arch.encoder_layers == 0)
       fail(code::kInconsistent, "targetLen", Message{"error.targetLen", {}});
   }
 }
@@ -558,13 +562,13 @@ void read_lengths(const Obj& req, Request* out) {
 void read_training(const Obj& req, Request* out) {
   Request& r = *out;
   const std::string prec = req.one_of_or("precision", activations::precision_names(), "fp32");
-  activations::parse_precision(prec, &r.precision);
-  if (req.has("optimizer")) r.optimizer = parse_optimizer(req, "optimizer");
-  r.checkpointing = parse_checkpointing(req);
-  const vocab::Strategy kind = r.checkpointing.strategy;
+  activations::parse_precision(prec, &r.training.precision);
+  if (req.has("optimizer")) r.training.optimizer = parse_optimizer(req, "optimizer");
+  r.training.checkpointing = parse_checkpointing(req);
+  const vocab::Strategy kind = r.training.checkpointing.strategy;
   const std::string cs = vocab::name_of(kind);
-  if (r.is_mlp && (kind == vocab::Strategy::attention_recompute || vocab::op_level(kind) ||
-                   kind == vocab::Strategy::selective_layer))
+  if (r.model.is_mlp && (kind == vocab::Strategy::attention_recompute || vocab::op_level(kind) ||
+                         kind == vocab::Strategy::selective_layer))
     fail(code::kInconsistent, "checkpointing",
          Message{"error.checkpointing.transformer", {{"cs", cs}}});
 }
@@ -572,40 +576,41 @@ void read_training(const Obj& req, Request* out) {
 // gradientAccumulationSteps, zeroStage, dataParallel, offload, tensorParallel, sequenceParallel.
 void read_parallelism(const Obj& req, Request* out) {
   Request& r = *out;
-  r.accumulation_steps =
+  r.training.accumulation_steps =
       req.u64_or("gradientAccumulationSteps", 1, 1, limits::kMaxAccumulationSteps);
-  r.zero_stage = static_cast<uint32_t>(req.u64_or("zeroStage", 0, 0, 3));
-  r.data_parallel = req.u64_or("dataParallel", 1, 1, kMaxRanks);
+  r.parallelism.zero.stage = static_cast<uint32_t>(req.u64_or("zeroStage", 0, 0, 3));
+  r.parallelism.data = req.u64_or("dataParallel", 1, 1, kMaxRanks);
   if (req.has("offload")) {
     const Obj o = req.obj("offload");
-    r.offload_optimizer = o.boolean_or("optimizer", false);
-    r.offload_params = o.boolean_or("params", false);
+    r.parallelism.zero.offload_optimizer = o.boolean_or("optimizer", false);
+    r.parallelism.zero.offload_params = o.boolean_or("params", false);
     o.finish();
-    if (r.offload_optimizer && r.zero_stage == 0)
+    if (r.parallelism.zero.offload_optimizer && r.parallelism.zero.stage == 0)
       fail(code::kInconsistent, "offload.optimizer", Message{"error.offload.optimizer", {}});
-    if (r.offload_params && r.zero_stage != 3)
+    if (r.parallelism.zero.offload_params && r.parallelism.zero.stage != 3)
       fail(code::kInconsistent, "offload.params", Message{"error.offload.params", {}});
   }
   // torch.distributed.optim.ZeroRedundancyOptimizer under DDP: each rank keeps the state of the
   // parameters assigned to it
-  r.zero_redundancy_optimizer = req.boolean_or("zeroRedundancyOptimizer", false);
-  if (r.zero_redundancy_optimizer && (r.data_parallel < 2 || r.zero_stage > 0 || req.has("fsdp")))
+  r.parallelism.ddp.zero_redundancy_optimizer = req.boolean_or("zeroRedundancyOptimizer", false);
+  if (r.parallelism.ddp.zero_redundancy_optimizer &&
+      (r.parallelism.data < 2 || r.parallelism.zero.stage > 0 || req.has("fsdp")))
     fail(code::kInconsistent, "zeroRedundancyOptimizer", Message{"error.zeroRedundancy", {}});
-  r.tensor_parallel = req.u64_or("tensorParallel", 1, 1, 4096);
-  r.sequence_parallel = req.boolean_or("sequenceParallel", false);
-  if (r.sequence_parallel && r.tensor_parallel == 1)
+  r.parallelism.tensor = req.u64_or("tensorParallel", 1, 1, 4096);
+  r.parallelism.sequence = req.boolean_or("sequenceParallel", false);
+  if (r.parallelism.sequence && r.parallelism.tensor == 1)
     fail(code::kInconsistent, "sequenceParallel", Message{"error.sequenceParallel", {}});
-  if (!r.is_mlp && r.tensor_parallel > 1 && r.model().arch.heads > 0 &&
-      r.model().arch.heads % r.tensor_parallel != 0)
+  if (!r.model.is_mlp && r.parallelism.tensor > 1 && r.model.description().arch.heads > 0 &&
+      r.model.description().arch.heads % r.parallelism.tensor != 0)
     fail(code::kInconsistent, "tensorParallel",
          Message{"error.tensorParallel.heads",
-                 {{"tp", std::to_string(r.tensor_parallel)},
-                  {"heads", std::to_string(r.model().arch.heads)}}});
+                 {{"tp", std::to_string(r.parallelism.tensor)},
+                  {"heads", std::to_string(r.model.description().arch.heads)}}});
 }
 
 // pipelineParallel, schedule, virtualStages, stageBlocks (parallel.hpp).
 void read_pipeline(const Obj& req, Request* out) {
-  Request::Pipeline& pp = out->pipeline;
+  PipelineParallel& pp = out->parallelism.pipeline;
   pp.stages = req.u64_or("pipelineParallel", 1, 1, 1024);
   const std::string name =
       req.one_of_or("schedule", vocab::names(vocab::kPipelineSchedules), "1f1b");
@@ -630,15 +635,15 @@ void read_pipeline(const Obj& req, Request* out) {
 void read_lora(const Obj& req, Request* out) {
   Request& r = *out;
   const Obj l = req.obj("lora");
-  r.lora.enabled = true;
-  r.lora.rank = l.u64_or("rank", 8, 1, 65536);
-  r.lora.qlora = l.boolean_or("qlora", false);
-  r.lora.dropout = l.num_or("dropout", 0.05, 0.0, 1.0);
+  r.model.lora.enabled = true;
+  r.model.lora.rank = l.u64_or("rank", 8, 1, 65536);
+  r.model.lora.qlora = l.boolean_or("qlora", false);
+  r.model.lora.dropout = l.num_or("dropout", 0.05, 0.0, 1.0);
   if (l.has("baseDtype")) {
-    r.lora.base_dtype_set = true;
-    parse_dtype(l.one_of("baseDtype", {"fp32", "bf16", "fp16"}), &r.lora.base_dtype);
+    r.model.lora.base_dtype_set = true;
+    parse_dtype(l.one_of("baseDtype", {"fp32", "bf16", "fp16"}), &r.model.lora.base_dtype);
   }
-  r.lora.adapters_fp32 = l.boolean_or("autocastAdapterDtype", true);
+  r.model.lora.adapters_fp32 = l.boolean_or("autocastAdapterDtype", true);
   // PEFT LoraConfig.target_modules: a list of names, or the string "all-linear"
   // (INCLUDE_LINEAR_LAYERS_SHORTHAND, peft/utils/constants.py); PEFT lower-cases it.
   if (l.has("targetModules") && l.raw("targetModules").is_string()) {
@@ -647,18 +652,21 @@ void read_lora(const Obj& req, Request* out) {
                    [](unsigned char ch) { return std::tolower(ch); });
     if (v != "all-linear")
       fail(code::kUnknownValue, "lora.targetModules", Message{"error.lora.targetsType", {}});
-    r.lora.target_modules.push_back(v);
+    r.model.lora.target_modules.push_back(v);
   } else if (l.has("targetModules")) {
     const json& t = l.array("targetModules", 64);
     if (t.empty())
       fail(code::kOutOfRange, "lora.targetModules", Message{"error.lora.targetsEmpty", {}});
     for (size_t i = 0; i < t.size(); ++i)
-      r.lora.target_modules.push_back(read_str(t[i], index_path(l.field("targetModules"), i), 64));
+      r.model.lora.target_modules.push_back(
+          read_str(t[i], index_path(l.field("targetModules"), i), 64));
   }
   l.finish();
-  if (r.is_mlp || !(r.model().has_architecture() || r.model().diffusion || r.model().trace))
+  if (r.model.is_mlp || !(r.model.description().has_architecture() ||
+                          r.model.description().diffusion || r.model.description().trace))
     fail(code::kUnsupported, "lora", Message{"error.lora.architecture", {}});
-  if (r.lora.target_modules.empty()) r.lora.target_modules = diffusion_lora_targets(r.model());
+  if (r.model.lora.target_modules.empty())
+    r.model.lora.target_modules = diffusion_lora_targets(r.model.description());
 }
 
 // The CUDA context the runtime's PyTorch line holds on this GPU (its contextBytesByGpu entry,
@@ -666,23 +674,23 @@ void read_lora(const Obj& req, Request* out) {
 // Hopper GPU.
 void context_for_gpu(const Gpu& g, Request* out) {
   Request& r = *out;
-  if (!r.runtime.is_cuda()) return;
-  const vocab::RuntimeTerm* term = vocab::find(vocab::kRuntimes, r.runtime.id);
+  if (!r.runtime.profile.is_cuda()) return;
+  const vocab::RuntimeTerm* term = vocab::find(vocab::kRuntimes, r.runtime.profile.id);
   const json& j = embedded_json(std::string("runtime-") + term->file + ".json");
   // torch 1.10 (cu102-cu113) and 1.13 (cu116/cu117) wheels carry no sm_90 code: Hopper needs
   // CUDA >= 11.8, PyTorch's cu118 wheels start at 2.0
   if (g.compute_capability >= 9.0 && j.value("contextNoSm90", false))
     fail(code::kUnsupported, "runtime",
-         Message{"error.runtime.hopper", {{"id", r.runtime.id}, {"id2", g.id}}});
+         Message{"error.runtime.hopper", {{"id", r.runtime.profile.id}, {"id2", g.id}}});
   const auto by = j.find("contextBytesByGpu");
   if (by == j.end() || !by->contains(g.id)) {
-    r.runtime.context_source.then({"runtime.context.noGpu", {{"gpu", g.id}}});
+    r.runtime.profile.context_source.then({"runtime.context.noGpu", {{"gpu", g.id}}});
     return;
   }
   const json& e = (*by)[g.id];
-  r.runtime.context_bytes = e.at("bytes").get<uint64_t>();
+  r.runtime.profile.context_bytes = e.at("bytes").get<uint64_t>();
   // the entry names its catalog sentence: what was measured, or how it was derived
-  r.runtime.context_source = Text(e.at("message").get<std::string>(), {{"gpu", g.id}});
+  r.runtime.profile.context_source = Text(e.at("message").get<std::string>(), {{"gpu", g.id}});
 }
 
 // attention, runtimeOverheadBytes, gpu or gpuMemoryBytes, optimizerImplementation and
@@ -690,46 +698,48 @@ void context_for_gpu(const Gpu& g, Request* out) {
 // preset).
 double read_device(const Obj& req, Request* out) {
   Request& r = *out;
-  const char* def_attn = r.runtime.default_attention.c_str();
+  const char* def_attn = r.runtime.profile.default_attention.c_str();
   const std::string attn = req.one_of_or("attention", vocab::names(vocab::kAttention), def_attn);
-  r.attention = vocab::find(vocab::kAttention, attn)->value;
+  r.training.attention = vocab::find(vocab::kAttention, attn)->value;
   if (req.has("runtimeOverheadBytes")) {
-    r.runtime_overhead_set = true;
-    r.runtime_overhead_bytes = req.u64("runtimeOverheadBytes", 0, kMaxExactJson);
+    r.runtime.overhead_set = true;
+    r.runtime.overhead_bytes = req.u64("runtimeOverheadBytes", 0, kMaxExactJson);
   }
   double gpu_capability = 0;
   if (req.has("gpu") && req.has("gpuMemoryBytes"))
     fail(code::kInconsistent, "gpuMemoryBytes", Message{"error.gpu.both", {}});
   if (req.has("gpu")) {
     const Gpu g = gpu_preset(req.str("gpu", 64), "gpu");
-    r.gpu_id = g.id;
-    r.gpu_memory_bytes = g.memory_bytes;
-    r.gpu_bf16 = g.tflops.bf16 > 0;
+    r.runtime.gpu_id = g.id;
+    r.runtime.gpu_memory_bytes = g.memory_bytes;
+    r.runtime.gpu_bf16 = g.tflops.bf16 > 0;
     gpu_capability = g.compute_capability;
     context_for_gpu(g, &r);
   } else if (req.has("gpuMemoryBytes")) {
-    r.gpu_memory_bytes = req.u64("gpuMemoryBytes", 1, kMaxExactJson);
+    r.runtime.gpu_memory_bytes = req.u64("gpuMemoryBytes", 1, kMaxExactJson);
   }
-  const std::string impl =
-      req.one_of_or("optimizerImplementation", vocab::names(vocab::kOptimizerImpls),
-                    vocab::name_for(vocab::kOptimizerImpls, r.runtime.optimizer_implementation));
-  r.optimizer_implementation = vocab::find(vocab::kOptimizerImpls, impl)->value;
+  const std::string impl = req.one_of_or(
+      "optimizerImplementation", vocab::names(vocab::kOptimizerImpls),
+      vocab::name_for(vocab::kOptimizerImpls, r.runtime.profile.default_optimizer_implementation));
+  r.training.optimizer_implementation = vocab::find(vocab::kOptimizerImpls, impl)->value;
   if (req.has("optimizerImplementation") &&
-      !has_implementation(r.optimizer, r.optimizer_implementation)) {
+      !has_implementation(r.training.optimizer, r.training.optimizer_implementation)) {
     // the way out: the implementations this optimizer has
     std::string has;
     for (const auto& t : vocab::kOptimizerImpls)
-      if (has_implementation(r.optimizer, t.value))
+      if (has_implementation(r.training.optimizer, t.value))
         has += std::string(has.empty() ? "" : ", ") + t.name;
     fail(code::kUnsupported, "optimizerImplementation",
          has.empty()
              ? Message{"error.optimizer.ownKernels",
-                       {{"optimizer", optimizer_name(r.optimizer)}, {"impl", impl}}}
+                       {{"optimizer", optimizer_name(r.training.optimizer)}, {"impl", impl}}}
              : Message{"error.optimizer.noImpl",
-                       {{"optimizer", optimizer_name(r.optimizer)}, {"impl", impl}, {"has", has}}});
+                       {{"optimizer", optimizer_name(r.training.optimizer)},
+                        {"impl", impl},
+                        {"has", has}}});
   }
-  r.runtime.foreach_optimizers = r.optimizer_implementation == vocab::OptimizerImpl::foreach;
-  r.set_to_none = req.boolean_or("zeroGradSetToNone", r.runtime.set_to_none);
+  r.training.set_to_none =
+      req.boolean_or("zeroGradSetToNone", r.runtime.profile.default_set_to_none);
   return gpu_capability;
 }
 
@@ -745,15 +755,16 @@ void read_float8(const Obj& req, double gpu_capability, Request* out) {
   f.finish();
   if (recipe != "tensorwise")
     fail(code::kUnsupported, "float8.recipe", Message{"error.float8.recipe", {{"recipe", recipe}}});
-  if (r.is_mlp || r.model().arch.model_type.empty())
+  if (r.model.is_mlp || r.model.description().arch.model_type.empty())
     fail(code::kUnsupported, "float8", Message{"error.float8.transformer", {}});
-  if (r.lora.enabled) fail(code::kUnsupported, "float8", Message{"error.float8.lora", {}});
+  if (r.model.lora.enabled) fail(code::kUnsupported, "float8", Message{"error.float8.lora", {}});
   // torch._scaled_mm: "only supported on CUDA devices with compute capability >= 9.0 or 8.9"
   // (aten/src/ATen/native/cuda/Blas.cpp @ 960a6846, _scaled_mm_out_cuda)
-  if (!r.gpu_id.empty() && gpu_capability < 8.9)
-    fail(code::kUnsupported, "float8", Message{"error.float8.gpu", {{"gpu", r.gpu_id}}});
-  if (r.gpu_id.empty()) r.float8_gpu_note = Text("peak.assume.float8.unchecked", {});
-  r.float8 = true;
+  if (!r.runtime.gpu_id.empty() && gpu_capability < 8.9)
+    fail(code::kUnsupported, "float8", Message{"error.float8.gpu", {{"gpu", r.runtime.gpu_id}}});
+  if (r.runtime.gpu_id.empty())
+    r.features.float8_gpu_note = Text("peak.assume.float8.unchecked", {});
+  r.features.float8 = true;
 }
 
 // loss: "cross-entropy" (HF: cross_entropy over the full fp32 logits), "chunked" (torchtune
@@ -768,21 +779,23 @@ void read_loss(const Obj& req, Request* out) {
     const Obj l = req.obj("loss");
     type = l.one_of("type", vocab::names(vocab::kLosses));
     only_for(l, "chunks", type, {"chunked"});
-    r.loss_chunks = l.u64_or("chunks", 8, 1, 4096);
+    r.training.loss_chunks = l.u64_or("chunks", 8, 1, 4096);
     l.finish();
   }
-  r.loss = vocab::find(vocab::kLosses, type)->value;
-  if (r.loss != activations::Settings::Loss::cross_entropy &&
-      (r.is_mlp || (r.model().arch.encoder_only && r.model().arch.num_labels > 0)))
+  r.training.loss = vocab::find(vocab::kLosses, type)->value;
+  if (r.training.loss != activations::Settings::Loss::cross_entropy &&
+      (r.model.is_mlp ||
+       (r.model.description().arch.encoder_only && r.model.description().arch.num_labels > 0)))
     fail(code::kInconsistent, "loss", Message{"error.loss.noHead", {}});
 }
 
 // zero3: DeepSpeed's stage-3 bucket and persistence settings.
 void read_zero3(const Obj& req, Request* out) {
   Request& r = *out;
-  if (r.zero_stage != 3) fail(code::kInconsistent, "zero3", Message{"error.zero3.stage", {}});
+  if (r.parallelism.zero.stage != 3)
+    fail(code::kInconsistent, "zero3", Message{"error.zero3.stage", {}});
   const Obj z = req.obj("zero3");
-  Request::Zero3& d = r.zero3;
+  Zero3& d = r.parallelism.zero.stage3;
   d.enabled = true;
   d.prefetch_bucket = z.u64_or("prefetchBucketSize", d.prefetch_bucket, 0, limits::kMaxParams);
   d.max_live = z.u64_or("maxLiveParameters", d.max_live, 0, limits::kMaxParams);
@@ -795,14 +808,15 @@ void read_zero3(const Obj& req, Request* out) {
 // zero: DeepSpeed's zero_optimization bucket settings (deepspeed/runtime/zero/config.py).
 void read_zero_buckets(const Obj& req, Request* out) {
   Request& r = *out;
-  Request::ZeroBuckets& d = r.zero_buckets;
+  ZeroBuckets& d = r.parallelism.zero.buckets;
   // config.py overlap_comm_valid: None means True for stage 3, False otherwise
-  d.overlap_comm = r.zero_stage == 3;
+  d.overlap_comm = r.parallelism.zero.stage == 3;
   if (!req.has("zero")) return;
-  if (r.zero_stage == 0) fail(code::kInconsistent, "zero", Message{"error.zero.stage", {}});
+  if (r.parallelism.zero.stage == 0)
+    fail(code::kInconsistent, "zero", Message{"error.zero.stage", {}});
   const Obj z = req.obj("zero");
   d.reduce_bucket = z.u64_or("reduceBucketSize", d.reduce_bucket, 1, limits::kMaxParams);
-  if (z.has("allgatherBucketSize") && r.zero_stage == 3)
+  if (z.has("allgatherBucketSize") && r.parallelism.zero.stage == 3)
     fail(code::kInconsistent, z.field("allgatherBucketSize"), Message{"error.zero3.prefetch", {}});
   d.allgather_bucket = z.u64_or("allgatherBucketSize", d.allgather_bucket, 1, limits::kMaxParams);
   d.overlap_comm = z.boolean_or("overlapComm", d.overlap_comm);
@@ -813,26 +827,27 @@ void read_zero_buckets(const Obj& req, Request* out) {
 // optimizerInBackward's limits, ddp, zeroMixedPrecision, zero, zero3 and fsdp.
 void read_sharding(const Obj& req, Request* out) {
   Request& r = *out;
-  if (r.optimizer_in_backward && r.accumulation_steps > 1)
+  if (r.features.optimizer_in_backward && r.training.accumulation_steps > 1)
     fail(code::kInconsistent, "optimizerInBackward", Message{"error.inBackward.accumulation", {}});
-  if (r.optimizer_in_backward && r.zero_stage > 0)
+  if (r.features.optimizer_in_backward && r.parallelism.zero.stage > 0)
     fail(code::kUnsupported, "optimizerInBackward", Message{"error.inBackward.zero", {}});
   if (req.has("ddp")) {
     const Obj d = req.obj("ddp");
     // torch/nn/parallel/distributed.py: bucket_cap_mb = 25, gradient_as_bucket_view = False
-    r.ddp_bucket_bytes = d.u64_or("bucketCapMb", 25, 1, 1u << 20) << 20;
-    r.ddp_gradient_as_bucket_view = d.boolean_or("gradientAsBucketView", false);
+    r.parallelism.ddp.bucket_bytes = d.u64_or("bucketCapMb", 25, 1, 1u << 20) << 20;
+    r.parallelism.ddp.gradient_as_bucket_view = d.boolean_or("gradientAsBucketView", false);
     d.finish();
-    if (r.data_parallel < 2 || r.zero_stage > 0)
+    if (r.parallelism.data < 2 || r.parallelism.zero.stage > 0)
       fail(code::kInconsistent, "ddp", Message{"error.ddp.ranks", {}});
   }
   if (req.has("zeroMixedPrecision")) {
     const std::string m = req.one_of_or("zeroMixedPrecision",
                                         vocab::names(vocab::kZeroMixedPrecision), "model-dtype");
-    if (r.zero_stage == 0 || (r.precision != activations::Precision::amp_bf16 &&
-                              r.precision != activations::Precision::amp_fp16))
+    if (r.parallelism.zero.stage == 0 ||
+        (r.training.precision != activations::Precision::amp_bf16 &&
+         r.training.precision != activations::Precision::amp_fp16))
       fail(code::kInconsistent, "zeroMixedPrecision", Message{"error.zero.mixedPrecision", {}});
-    r.zero_model_dtype_16bit = m == "model-dtype";
+    r.parallelism.zero.model_dtype_16bit = m == "model-dtype";
   }
   read_zero_buckets(req, &r);
   if (req.has("zero3")) read_zero3(req, &r);
@@ -842,13 +857,13 @@ void read_sharding(const Obj& req, Request* out) {
 // simulateAllocator and allocator (PYTORCH_CUDA_ALLOC_CONF): CUDA runtimes only.
 void read_allocator_settings(const Obj& req, Request* out) {
   Request& r = *out;
-  r.simulate_allocator = req.boolean_or("simulateAllocator", r.runtime.is_cuda());
-  if (r.simulate_allocator && !r.runtime.is_cuda())
+  r.allocator.simulate = req.boolean_or("simulateAllocator", r.runtime.profile.is_cuda());
+  if (r.allocator.simulate && !r.runtime.profile.is_cuda())
     fail(code::kInconsistent, "simulateAllocator", Message{"error.allocator.cuda", {}});
-  r.allocator = parse_allocator(req);
-  if (r.offload_activations && !r.simulate_allocator)
+  r.allocator.config = parse_allocator(req);
+  if (r.features.offload_activations && !r.allocator.simulate)
     fail(code::kInconsistent, "activationOffloading", Message{"error.offload.activations", {}});
-  if (req.has("allocator") && !r.runtime.is_cuda())
+  if (req.has("allocator") && !r.runtime.profile.is_cuda())
     fail(code::kInconsistent, "allocator", Message{"error.allocator.needsCuda", {}});
 }
 
@@ -856,31 +871,31 @@ void read_allocator_settings(const Obj& req, Request* out) {
 // (the attention core, op-level policies, tensor parallelism, compile, float8, other losses) and
 // mixed precision, which the trace would have to be recorded under.
 void check_trace_scope(const Request& r) {
-  if (!r.model().trace) return;
-  const vocab::Strategy kind = r.checkpointing.strategy;
+  if (!r.model.description().trace) return;
+  const vocab::Strategy kind = r.training.checkpointing.strategy;
   const std::string cs = vocab::name_of(kind);
   const char* field = nullptr;
   Message why;
   if (kind == vocab::Strategy::attention_recompute || vocab::op_level(kind)) {
     field = "checkpointing";
     why = Message{"error.trace.why.checkpointing", {{"strategy", cs}}};
-  } else if (r.tensor_parallel > 1 || r.sequence_parallel) {
+  } else if (r.parallelism.tensor > 1 || r.parallelism.sequence) {
     field = "tensorParallel";
     why = Message{"error.trace.why.tensorParallel", {}};
-  } else if (r.compiled) {
+  } else if (r.features.compiled) {
     field = "compile";
     why = Message{"error.trace.why.compile", {}};
-  } else if (r.float8) {
+  } else if (r.features.float8) {
     field = "float8";
     why = Message{"error.trace.why.float8", {}};
-  } else if (r.loss != activations::Settings::Loss::cross_entropy) {
+  } else if (r.training.loss != activations::Settings::Loss::cross_entropy) {
     field = "loss";
     why = Message{"error.trace.why.loss", {}};
-  } else if (r.precision == activations::Precision::amp_bf16 ||
-             r.precision == activations::Precision::amp_fp16) {
+  } else if (r.training.precision == activations::Precision::amp_bf16 ||
+             r.training.precision == activations::Precision::amp_fp16) {
     field = "precision";
     why = Message{"error.trace.why.precision", {}};
-  } else if (r.samples.given && !r.model().trace->has_seq) {
+  } else if (r.training.samples.given && !r.model.description().trace->has_seq) {
     field = "samples";
     why = Message{"error.trace.why.samples", {}};
   }
@@ -892,17 +907,18 @@ void check_trace_scope(const Request& r) {
 // modelled for (Llama-family dense blocks, eager or SDPA attention, without tensor parallel,
 // LoRA or compile).
 void check_scope(const Request& r) {
-  if ((r.precision == activations::Precision::bf16 ||
-       r.precision == activations::Precision::amp_bf16) &&
-      !r.gpu_bf16)
-    fail(code::kUnsupported, "precision", Message{"error.bf16", {{"gpu", r.gpu_id}}});
-  const std::string cs = vocab::name_of(r.checkpointing.strategy);
-  if (!vocab::op_level(r.checkpointing.strategy)) return;
-  const char* why = r.tensor_parallel > 1 ? "error.selectiveOp.tensorParallel"
-                    : r.lora.enabled      ? "error.selectiveOp.lora"
-                    : r.model().arch.num_experts > 0 || r.model().arch.shared_experts > 0
-                        ? "error.selectiveOp.moe"
-                        : nullptr;
+  if ((r.training.precision == activations::Precision::bf16 ||
+       r.training.precision == activations::Precision::amp_bf16) &&
+      !r.runtime.gpu_bf16)
+    fail(code::kUnsupported, "precision", Message{"error.bf16", {{"gpu", r.runtime.gpu_id}}});
+  const std::string cs = vocab::name_of(r.training.checkpointing.strategy);
+  if (!vocab::op_level(r.training.checkpointing.strategy)) return;
+  const char* why =
+      r.parallelism.tensor > 1 ? "error.selectiveOp.tensorParallel"
+      : r.model.lora.enabled   ? "error.selectiveOp.lora"
+      : r.model.description().arch.num_experts > 0 || r.model.description().arch.shared_experts > 0
+          ? "error.selectiveOp.moe"
+          : nullptr;
   if (why) fail(code::kUnsupported, "checkpointing", Message{why, {{"strategy", cs}}});
 }
 
@@ -914,7 +930,7 @@ Request parse_request(const json& request) {
   Request r;
   // runtime first: it sets defaults (attention)
   const std::string runtime_id = req.one_of_or("runtime", runtime_ids(), "pytorch-cuda");
-  r.runtime = runtime_profile(runtime_id, "runtime");
+  r.runtime.profile = runtime_profile(runtime_id, "runtime");
   read_model(req, &r);
   read_lengths(req, &r);
   read_training(req, &r);
@@ -922,11 +938,11 @@ Request parse_request(const json& request) {
   read_pipeline(req, &r);
   if (req.has("lora")) read_lora(req, &r);
   const double gpu_capability = read_device(req, &r);
-  r.optimizer_in_backward = req.boolean_or("optimizerInBackward", false);
-  r.compiled = req.boolean_or("compile", false);
-  r.offload_activations = req.boolean_or("activationOffloading", false);
+  r.features.optimizer_in_backward = req.boolean_or("optimizerInBackward", false);
+  r.features.compiled = req.boolean_or("compile", false);
+  r.features.offload_activations = req.boolean_or("activationOffloading", false);
   if (req.has("float8")) read_float8(req, gpu_capability, &r);
-  if (r.compiled && (r.is_mlp || r.model().arch.model_type.empty()))
+  if (r.features.compiled && (r.model.is_mlp || r.model.description().arch.model_type.empty()))
     fail(code::kUnsupported, "compile", Message{"error.compile.transformer", {}});
   if (req.has("loss")) read_loss(req, &r);
   read_sharding(req, &r);
@@ -935,8 +951,8 @@ Request parse_request(const json& request) {
   read_allocator_settings(req, &r);
   check_scope(r);
   check_trace_scope(r);
-  r.search_max_micro_batch = req.boolean_or("searchMaxMicroBatch", true);
-  r.want_timeline = req.boolean_or("timeline", true);
+  r.answer.search_max_micro_batch = req.boolean_or("searchMaxMicroBatch", true);
+  r.answer.timeline = req.boolean_or("timeline", true);
   req.finish();
   return r;
 }

@@ -192,13 +192,13 @@ std::shared_ptr<const ModelDescription> read_pipeline(const Obj& model) {
 namespace trainmem {
 
 nlohmann::json pipeline_json(const peak::Request& rq) {
-  const diffusion::Pipeline& p = *rq.model().pipeline;
+  const diffusion::Pipeline& p = *rq.model.description().pipeline;
   const diffusion::PipelineCost c = pipeline::cost(rq);
-  const bool fp16 =
-      rq.precision == vocab::Precision::amp_fp16 || rq.precision == vocab::Precision::fp16;
-  const std::string weight = rq.precision == vocab::Precision::fp32 ? "fp32"
-                             : fp16                                 ? "fp16"
-                                                                    : "bf16";
+  const bool fp16 = rq.training.precision == vocab::Precision::amp_fp16 ||
+                    rq.training.precision == vocab::Precision::fp16;
+  const std::string weight = rq.training.precision == vocab::Precision::fp32 ? "fp32"
+                             : fp16                                          ? "fp16"
+                                                                             : "bf16";
   nlohmann::json parts = nlohmann::json::array();
   for (const auto& part : p.parts) {
     const std::string dtype = part.dtype.empty() ? weight : part.dtype;
@@ -213,7 +213,7 @@ nlohmann::json pipeline_json(const peak::Request& rq) {
     if (part.lora_rank)
       put(j, "loraRank",
           part.lora_rank != ~uint64_t{0} ? part.lora_rank
-          : rq.lora.enabled              ? rq.lora.rank
+          : rq.model.lora.enabled        ? rq.model.lora.rank
                                          : uint64_t{4});
     parts.push_back(std::move(j));
   }
@@ -226,7 +226,7 @@ nlohmann::json pipeline_json(const peak::Request& rq) {
   put(out, "encodePart", c.encode_peak_part);
   put(out, "pixelBytes", c.pixel_bytes);
   put(out, "priorPreservation", p.prior_preservation);
-  put(out, "samplesPerStep", rq.micro_batch * (p.prior_preservation ? 2 : 1));
+  put(out, "samplesPerStep", rq.training.micro_batch * (p.prior_preservation ? 2 : 1));
   return out;
 }
 

@@ -11,23 +11,23 @@ namespace {
 
 void set_context(peak::Request* r, uint64_t n) {
   if (n <= 1) return;
-  r->context.size = n;
+  r->parallelism.context.size = n;
   peak::apply_context_parallel(r);
 }
 
 void set_experts(peak::Request* r, uint64_t n) {
   if (n <= 1) return;
-  r->expert.size = n;
+  r->parallelism.expert.size = n;
   peak::apply_expert_parallel(r);
 }
 
 // zig-zag load balancing (the planner's default) needs seqLen in 2 x cp chunks
 // (torch _attention.py _RoundRobinLoadBalancer; peak_parallel.cpp apply_context_parallel)
-bool context_fits(const peak::Request& r, uint64_t n) { return r.seq_len % (2 * n) == 0; }
+bool context_fits(const peak::Request& r, uint64_t n) { return r.training.seq_len % (2 * n) == 0; }
 
 // expertParallel must divide the routed experts (Megatron-Core: num_moe_experts % ep == 0)
 bool experts_fit(const peak::Request& r, uint64_t n) {
-  const uint64_t e = r.model().arch.num_experts;
+  const uint64_t e = r.model.description().arch.num_experts;
   return e > 0 && e % n == 0;
 }
 

@@ -26,7 +26,7 @@ std::vector<uint64_t> divisors(uint64_t n) {
 // tensor-parallel ranks (transformer_config.py: num_attention_heads % tp, num_query_groups % tp),
 // and keeps tensor parallelism inside a node (NVLink; Narayanan et al. 2021 §3.3).
 bool tp_valid(const Inputs& in, uint64_t tp) {
-  const Architecture& a = in.base.model().arch;
+  const Architecture& a = in.base.model.description().arch;
   const uint64_t kv = a.kv_heads ? a.kv_heads : a.heads;
   return in.gpus_per_node % tp == 0 && a.heads % tp == 0 && kv % tp == 0;
 }
@@ -145,7 +145,7 @@ void add_checked(std::vector<Layout>* out, const Layout& l) {
 }  // namespace
 
 std::vector<Layout> candidates(const Inputs& in) {
-  const uint64_t blocks = in.base.model().arch.layers;
+  const uint64_t blocks = in.base.model.description().arch.layers;
   std::vector<Layout> out;
   for (const Layout& f : factorizations(in, blocks)) {
     if (in.global_batch % f.dp) continue;  // every data-parallel rank takes equal samples
@@ -160,7 +160,7 @@ std::vector<Layout> candidates(const Inputs& in) {
         if (l.schedule == vocab::PipelineSchedule::interleaved && l.pipelined &&
             l.micro_batches % l.pp)
           continue;
-        for (const std::string& ck : in.checkpointing) {
+        for (const vocab::Strategy ck : in.checkpointing) {
           l.checkpointing = ck;
           // (one data-parallel rank shards nothing: one sharding stands for all)
           for (size_t k = 0; k < (shard_ranks(f) > 1 ? in.shardings.size() : 1); ++k) {

@@ -7,53 +7,44 @@
 
 namespace trainmem {
 namespace layout {
-namespace {
-
-// The planner's checkpointing choices are names of the one strategy table (vocabulary.hpp).
-vocab::Strategy strategy_named(const std::string& name) {
-  for (const vocab::StrategyTerm& t : vocab::kStrategies)
-    if (name == t.name) return t.value;
-  return vocab::Strategy::none;
-}
-
-}  // namespace
-
 peak::Request request_for(const Inputs& in, const Layout& l) {
   peak::Request r = in.base;
-  r.micro_batch = l.micro_batch;
-  r.accumulation_steps = l.micro_batches;
-  r.data_parallel = l.dp;
-  r.tensor_parallel = l.tp;
+  r.training.micro_batch = l.micro_batch;
+  r.training.accumulation_steps = l.micro_batches;
+  r.parallelism.data = l.dp;
+  r.parallelism.tensor = l.tp;
   // Megatron's recipes run sequence parallelism with every TP > 1 (Korthikanti et al. 2022)
-  r.sequence_parallel = l.tp > 1;
-  r.pipeline = peak::Request::Pipeline{};
-  r.pipeline.stages = l.pp;
-  r.pipeline.schedule = l.schedule;
-  r.pipeline.virtual_stages = l.virtual_stages;
-  r.checkpointing = peak::Checkpointing{};
-  r.checkpointing.strategy = strategy_named(l.checkpointing);
-  r.zero_stage = 0;
-  r.fsdp = peak::Request::Fsdp{};
+  r.parallelism.sequence = l.tp > 1;
+  r.parallelism.pipeline = peak::PipelineParallel{};
+  r.parallelism.pipeline.stages = l.pp;
+  r.parallelism.pipeline.schedule = l.schedule;
+  r.parallelism.pipeline.virtual_stages = l.virtual_stages;
+  r.training.checkpointing = peak::Checkpointing{};
+  r.training.checkpointing.strategy = l.checkpointing;
+  r.parallelism.zero.stage = 0;
+  r.parallelism.fsdp = peak::Fsdp{};
   // (the shard group is dp x cp: context parallelism's apply multiplies both by cp)
   const bool shards = shard_ranks(l) > 1;
   if (l.sharding == Sharding::zero1) {
-    r.zero_stage = shards ? 1 : 0;
+    r.parallelism.zero.stage = shards ? 1 : 0;
   } else if (shards) {
-    r.fsdp.enabled = true;
-    r.fsdp.shard_degree = l.dp;
+    r.parallelism.fsdp.enabled = true;
+    r.parallelism.fsdp.shard_degree = l.dp;
     // torchtitan's FSDP2 mixed precision under autocast-style training: bf16 parameters for
     // compute, fp32 reductions (torchtitan config: mixed_precision_param / _reduce)
-    if (r.precision == vocab::Precision::amp_bf16 || r.precision == vocab::Precision::amp_fp16) {
-      r.fsdp.param_bytes = 2;
-      r.fsdp.param_dtype = r.precision == vocab::Precision::amp_bf16 ? DType::bf16 : DType::fp16;
-      r.fsdp.reduce_bytes = 4;
+    if (r.training.precision == vocab::Precision::amp_bf16 ||
+        r.training.precision == vocab::Precision::amp_fp16) {
+      r.parallelism.fsdp.param_bytes = 2;
+      r.parallelism.fsdp.param_dtype =
+          r.training.precision == vocab::Precision::amp_bf16 ? DType::bf16 : DType::fp16;
+      r.parallelism.fsdp.reduce_bytes = 4;
     }
   }
   for (size_t i = 0; i < l.extra.size() && i < extra_dimensions().size(); ++i)
     extra_dimensions()[i].apply(&r, l.extra[i]);
-  r.search_max_micro_batch = false;
-  r.verdict_only = true;
-  r.want_timeline = false;
+  r.answer.search_max_micro_batch = false;
+  r.answer.verdict_only = true;
+  r.answer.timeline = false;
   return r;
 }
 
@@ -64,14 +55,14 @@ uint64_t judged(const peak::Result& r) { return r.simulated ? r.device_used_byte
 // One rank of the pipeline (parallel::pipeline's loop for one rank).
 peak::Result stage_result(const peak::Request& rq, uint64_t rank,
                           const std::vector<std::vector<std::vector<uint32_t>>>& layers) {
-  const auto& pp = rq.pipeline;
+  const auto& pp = rq.parallelism.pipeline;
   const uint64_t v = parallel::chunks_per_rank(pp.schedule, pp.virtual_stages);
   const uint64_t in_flight =
-      parallel::in_flight_chunks(pp.schedule, pp.stages, rank, rq.accumulation_steps, v);
+      parallel::in_flight_chunks(pp.schedule, pp.stages, rank, rq.training.accumulation_steps, v);
   peak::Request q = rq;
-  q.stage.enabled = true;
-  q.stage.chunks = layers[rank];
-  q.stage.resident_chunks = in_flight > v ? in_flight - v : 0;
+  q.parallelism.stage.enabled = true;
+  q.parallelism.stage.chunks = layers[rank];
+  q.parallelism.stage.resident_chunks = in_flight > v ? in_flight - v : 0;
   return peak::evaluate(q);
 }
 
@@ -79,19 +70,20 @@ peak::Result stage_result(const peak::Request& rq, uint64_t rank,
 
 Memory memory_of(const peak::Request& rq, bool replay) {
   peak::Request r = rq;
-  if (!replay) r.simulate_allocator = false;
+  if (!replay) r.allocator.simulate = false;
   Memory out;
-  if (r.pipeline.stages <= 1) {
+  if (r.parallelism.pipeline.stages <= 1) {
     const peak::Result res = peak::evaluate(r);
     out.bytes = judged(res);
     out.fits = res.has_device && res.fits;
     out.evaluations = 1;
     return out;
   }
-  const uint64_t p = r.pipeline.stages;
-  const uint64_t v = parallel::chunks_per_rank(r.pipeline.schedule, r.pipeline.virtual_stages);
-  const size_t nl = r.model().arch.layers + 2;
-  const auto layers = parallel::split_layers(r.pipeline.schedule, p, v, nl, {});
+  const uint64_t p = r.parallelism.pipeline.stages;
+  const uint64_t v = parallel::chunks_per_rank(r.parallelism.pipeline.schedule,
+                                               r.parallelism.pipeline.virtual_stages);
+  const size_t nl = r.model.description().arch.layers + 2;
+  const auto layers = parallel::split_layers(r.parallelism.pipeline.schedule, p, v, nl, {});
   // The first rank holds the embeddings, the most blocks (earlier chunks take the remainder)
   // and the most in-flight micro-batches; the last holds the head and the loss. A middle rank
   // holds no more than the first (docs/parallelism.md "Layout planner").

@@ -16,9 +16,9 @@ namespace {
 constexpr size_t kMaxFasterListed = 100;
 
 // Memory order of the checkpointing strategies: full keeps least, none most.
-int keeps(const std::string& ck) {
-  if (ck == "full") return 0;
-  if (ck == "attention-recompute") return 1;
+int keeps(vocab::Strategy ck) {
+  if (ck == vocab::Strategy::full) return 0;
+  if (ck == vocab::Strategy::attention_recompute) return 1;
   return 2;
 }
 
@@ -60,7 +60,7 @@ Text ruled_out_by(const Layout& l) {
   std::vector<std::pair<std::string, std::string>> p = {{"tp", std::to_string(l.tp)},
                                                         {"pp", std::to_string(l.pp)},
                                                         {"mb", std::to_string(l.micro_batch)},
-                                                        {"ck", l.checkpointing}};
+                                                        {"ck", vocab::name_of(l.checkpointing)}};
   bool split = false;
   for (uint64_t x : l.extra) split = split || x > 1;
   if (!split) return Text("layout.reason.ruledOut", p);
@@ -101,7 +101,7 @@ void Walk::visit(const Layout& l, const StepEstimate& t) {
     Memory m = memory_of(rq, false);
     ++out.evaluations;
     out.peak_evaluations += m.evaluations;
-    if (m.fits && in.base.simulate_allocator) {
+    if (m.fits && in.base.allocator.simulate) {
       m = memory_of(rq, true);
       out.peak_evaluations += m.evaluations;
     }
@@ -161,7 +161,7 @@ Verdict judge(const Inputs& in, const Layout& l, uint64_t* faster) {
   Verdict v;
   v.layout = l;
   v.time = estimate(in, l);
-  const Memory m = memory_of(request_for(in, l), in.base.simulate_allocator);
+  const Memory m = memory_of(request_for(in, l), in.base.allocator.simulate);
   v.peak_bytes = m.bytes;
   v.peak_stage = m.stage;
   v.status = m.fits ? "fits" : "does_not_fit";

@@ -14,7 +14,7 @@ double d(uint64_t v) { return static_cast<double>(v); }
 
 // Bytes of one activation element: 16-bit under autocast or 16-bit training, else fp32.
 double activation_width(const peak::Request& r) {
-  return r.precision == vocab::Precision::fp32 ? 4.0 : 2.0;
+  return r.training.precision == vocab::Precision::fp32 ? 4.0 : 2.0;
 }
 
 // Ring collectives (Patarasuk & Yuan 2009; NCCL's bus bandwidth, nccl-tests PERFORMANCE.md):
@@ -42,12 +42,12 @@ double context_s(const Inputs& in, const Layout& l, double micro_batches, double
                  double tokens_full) {
   const uint64_t cp = token_split(l);
   if (cp <= 1) return 0;
-  const Architecture& a = in.base.model().arch;
+  const Architecture& a = in.base.model.description().arch;
   const uint64_t kv = a.kv_heads ? a.kv_heads : a.heads;
   const uint64_t head_dim = a.head_dim ? a.head_dim : a.hidden / std::max<uint64_t>(a.heads, 1);
   const double kv_bytes =
       tokens_full * 2.0 * d(kv * head_dim) * activation_width(in.base) / d(l.tp);
-  const double exchanges = l.checkpointing == "full" ? 4.0 : 3.0;
+  const double exchanges = l.checkpointing == vocab::Strategy::full ? 4.0 : 3.0;
   return micro_batches * blocks * exchanges * gather_s(kv_bytes, cp, link(in, l.tp * cp));
 }
 
@@ -59,20 +59,20 @@ double context_s(const Inputs& in, const Layout& l, double micro_batches, double
 double expert_s(const Inputs& in, const Layout& l, double micro_batches, double tokens) {
   const uint64_t ep = expert_ranks(l);
   if (ep <= 1 || in.moe_layers == 0) return 0;
-  const Architecture& a = in.base.model().arch;
+  const Architecture& a = in.base.model.description().arch;
   const double copies = tokens * d(std::max<uint64_t>(a.experts_per_token, 1)) / d(l.tp);
   const double bytes = copies * d(a.hidden) * activation_width(in.base);
   const double bw = link(in, ep);
-  const double exchanges = l.checkpointing == "full" ? 6.0 : 4.0;
+  const double exchanges = l.checkpointing == vocab::Strategy::full ? 6.0 : 4.0;
   const double per_layer = bw > 0 ? exchanges * (d(ep) - 1) / d(ep) * bytes / bw : 0;
   return micro_batches * d(in.moe_layers) / d(l.pp) * per_layer;
 }
 
 // Forward FLOPs per token repeated in the backward: Megatron's full recompute repeats every
 // block's forward, its selective recompute the attention core (Korthikanti et al. 2022 §5).
-double recompute_per_token(const Inputs& in, const std::string& ck) {
-  if (ck == "full") return in.flops.blocks;
-  if (ck == "attention-recompute") return in.flops.attention_core;
+double recompute_per_token(const Inputs& in, vocab::Strategy ck) {
+  if (ck == vocab::Strategy::full) return in.flops.blocks;
+  if (ck == vocab::Strategy::attention_recompute) return in.flops.attention_core;
   return 0;
 }
 
@@ -82,7 +82,7 @@ StepEstimate estimate(const Inputs& in, const Layout& l) {
   StepEstimate t;
   const peak::Request& b = in.base;
   const uint64_t cp = token_split(l);
-  const double m = d(l.micro_batches), seq = d(b.seq_len), mb = d(l.micro_batch);
+  const double m = d(l.micro_batches), seq = d(b.training.seq_len), mb = d(l.micro_batch);
   const double tokens = mb * seq / d(cp);  // tokens of one micro-batch on one rank
   const double blocks = d(std::max<uint64_t>(in.flops.layers, 1)) / d(l.pp);
   // Kaplan et al. 2020: training costs 3x the forward; the rank runs 1/(tp pp) of it.
@@ -92,11 +92,11 @@ StepEstimate estimate(const Inputs& in, const Layout& l) {
   t.compute_s = m * flops / rate;
   // Hockney's fixed cost per block and micro-step (time_model.hpp), on the rank's blocks.
   t.overhead_s = m * in.knobs.overhead_per_layer_s * blocks;
-  const double act = tokens * d(b.model().arch.hidden) * activation_width(b);
+  const double act = tokens * d(b.model.description().arch.hidden) * activation_width(b);
   // Korthikanti et al. 2022 §4.2.2: per block 2 all-reduces of the activation (with sequence
   // parallelism, all-gather + reduce-scatter pairs: the same bytes) in the forward, 2 in the
   // backward, and the forward's 2 again under full recompute.
-  const double collectives = l.checkpointing == "full" ? 6.0 : 4.0;
+  const double collectives = l.checkpointing == vocab::Strategy::full ? 6.0 : 4.0;
   t.tp_comm_s = m * blocks * collectives * all_reduce_s(act, l.tp, in.network.intra_node);
   // Narayanan et al. 2021 §4.1: one activation forward and one gradient backward per stage
   // boundary and micro-batch, 1/tp of it per rank (the scatter/gather optimisation); inside

@@ -14,13 +14,13 @@ namespace {
 uint64_t judged(const peak::Result& r) { return r.simulated ? r.device_used_bytes : r.peak_bytes; }
 
 void check(const peak::Request& rq, uint64_t v, size_t chain_layers) {
-  const auto& pp = rq.pipeline;
-  if (rq.is_mlp)
+  const auto& pp = rq.parallelism.pipeline;
+  if (rq.model.is_mlp)
     fail(code::kUnsupported, "pipelineParallel", Message{"error.pipeline.transformer", {}});
-  if (rq.lora.enabled)
+  if (rq.model.lora.enabled)
     fail(code::kUnsupported, "pipelineParallel", Message{"error.pipeline.lora", {}});
-  const std::string cs = vocab::name_of(rq.checkpointing.strategy);
-  if (vocab::op_level(rq.checkpointing.strategy))
+  const std::string cs = vocab::name_of(rq.training.checkpointing.strategy);
+  if (vocab::op_level(rq.training.checkpointing.strategy))
     fail(code::kUnsupported, "pipelineParallel",
          Message{"error.pipeline.checkpointing", {{"strategy", cs}}});
   const uint64_t blocks = chain_layers >= 2 ? chain_layers - 2 : 0;
@@ -42,13 +42,13 @@ void check(const peak::Request& rq, uint64_t v, size_t chain_layers) {
 }  // namespace
 
 PipelineResult pipeline(const peak::Request& rq) {
-  const auto& pp = rq.pipeline;
-  const uint64_t p = pp.stages, m = rq.accumulation_steps;
+  const auto& pp = rq.parallelism.pipeline;
+  const uint64_t p = pp.stages, m = rq.training.accumulation_steps;
   const uint64_t v = chunks_per_rank(pp.schedule, pp.virtual_stages);
   // the layers of the chain: one activations pass of the whole model
   peak::Request probe = rq;
-  probe.search_max_micro_batch = false;
-  const size_t nl = rq.model().arch.layers + 2;
+  probe.answer.search_max_micro_batch = false;
+  const size_t nl = rq.model.description().arch.layers + 2;
   check(rq, v, nl);
   PipelineResult out;
   out.schedule = vocab::name_for(vocab::kPipelineSchedules, pp.schedule);
@@ -67,9 +67,9 @@ PipelineResult pipeline(const peak::Request& rq) {
     f.in_flight_chunks = in_flight_chunks(pp.schedule, p, r, m, v);
     f.in_flight_micro_batches = static_cast<double>(f.in_flight_chunks) / static_cast<double>(v);
     peak::Request q = probe;
-    q.stage.enabled = true;
-    q.stage.chunks = f.chunks;
-    q.stage.resident_chunks = f.in_flight_chunks > v ? f.in_flight_chunks - v : 0;
+    q.parallelism.stage.enabled = true;
+    q.parallelism.stage.chunks = f.chunks;
+    q.parallelism.stage.resident_chunks = f.in_flight_chunks > v ? f.in_flight_chunks - v : 0;
     f.result = peak::evaluate(q);
     if (r == 0 || judged(f.result) > worst) {
       worst = judged(f.result);
@@ -78,12 +78,12 @@ PipelineResult pipeline(const peak::Request& rq) {
     out.stages_figures.push_back(std::move(f));
   }
   // the binding rank's maxMicroBatch (the search reruns that rank's evaluation)
-  if (rq.search_max_micro_batch && rq.gpu_memory_bytes > 0) {
+  if (rq.answer.search_max_micro_batch && rq.runtime.gpu_memory_bytes > 0) {
     peak::Request q = rq;
-    q.stage.enabled = true;
+    q.parallelism.stage.enabled = true;
     StageFigures& f = out.stages_figures[out.peak_stage];
-    q.stage.chunks = f.chunks;
-    q.stage.resident_chunks = f.in_flight_chunks > v ? f.in_flight_chunks - v : 0;
+    q.parallelism.stage.chunks = f.chunks;
+    q.parallelism.stage.resident_chunks = f.in_flight_chunks > v ? f.in_flight_chunks - v : 0;
     f.result = peak::compute(q);
   }
   StageFigures& top = out.stages_figures[out.peak_stage];

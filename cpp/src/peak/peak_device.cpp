@@ -146,14 +146,15 @@ Figures Ledger::figures(const activations::ModelActivations& acts) const {
 
 // NCCL's buffers (ProcessGroupNCCL, runtime profile) when the run is distributed.
 uint64_t nccl_bytes(const Request& rq) {
-  const bool distributed = rq.data_parallel > 1 || rq.tensor_parallel > 1;
-  return distributed && !rq.runtime_overhead_set && rq.runtime.is_cuda() ? rq.runtime.nccl_bytes
-                                                                         : 0;
+  const bool distributed = rq.parallelism.data > 1 || rq.parallelism.tensor > 1;
+  return distributed && !rq.runtime.overhead_set && rq.runtime.profile.is_cuda()
+             ? rq.runtime.profile.nccl_bytes
+             : 0;
 }
 
 uint64_t context_of(const Request& rq) {
-  if (rq.runtime_overhead_set) return rq.runtime_overhead_bytes;
-  return rq.runtime.is_cuda() ? rq.runtime.context_bytes : 0;
+  if (rq.runtime.overhead_set) return rq.runtime.overhead_bytes;
+  return rq.runtime.profile.is_cuda() ? rq.runtime.profile.context_bytes : 0;
 }
 
 // What the allocator may reserve on the device: its memory less the CUDA context, NCCL and
@@ -161,14 +162,14 @@ uint64_t context_of(const Request& rq) {
 // limit) when those leave nothing.
 uint64_t allocator_capacity(const Request& rq, uint64_t managed) {
   const uint64_t outside = context_of(rq) + nccl_bytes(rq) + managed;
-  return rq.gpu_memory_bytes > outside ? rq.gpu_memory_bytes - outside : 0;
+  return rq.runtime.gpu_memory_bytes > outside ? rq.runtime.gpu_memory_bytes - outside : 0;
 }
 
 // The trace counted without an allocator: each allocation at the runtime allocator's size.
 Figures count(const Request& rq, const Step& s, const trace::Trace& t) {
-  Ledger led(t, rq.want_timeline && !rq.verdict_only);
-  const bool cuda = rq.runtime.is_cuda();
-  const uint32_t div = rq.allocator.roundup_power2_divisions;
+  Ledger led(t, rq.answer.timeline && !rq.answer.verdict_only);
+  const bool cuda = rq.runtime.profile.is_cuda();
+  const uint32_t div = rq.allocator.config.roundup_power2_divisions;
   size_t mark = 0;
   for (size_t e = 0; e < t.events.size(); ++e) {
     while (mark + 1 < t.marks.size() && t.marks[mark + 1].event <= e) ++mark;
@@ -199,7 +200,9 @@ class Counter final : public trace::Sink {
     Part part = Part::weights;
   };
   Counter(const Request& rq, std::vector<Held>* ids)
-      : ids_(*ids), cuda_(rq.runtime.is_cuda()), div_(rq.allocator.roundup_power2_divisions) {
+      : ids_(*ids),
+        cuda_(rq.runtime.profile.is_cuda()),
+        div_(rq.allocator.config.roundup_power2_divisions) {
     ids_.assign(1, Held{});  // ids count from 1
   }
   void mark() override { ++marks_; }
@@ -313,14 +316,14 @@ struct Replay {
 // the reserve (OOM retry, OOM).
 Replay replay(const Request& rq, const Step& s, const trace::Trace& t, bool limited,
               uint64_t managed, Result* r) {
-  allocator::Config cfg = rq.allocator;
+  allocator::Config cfg = rq.allocator.config;
   const uint64_t nccl = nccl_bytes(rq);
   if (limited) {
     const uint64_t cap = allocator_capacity(rq, managed);
     if (cap != 0) cfg.capacity_bytes = cap;
   }
   allocator::CachingAllocator alloc(cfg);
-  Ledger led(t, rq.want_timeline && !rq.verdict_only);
+  Ledger led(t, rq.answer.timeline && !rq.answer.verdict_only);
   uint64_t best_reserved = 0, step1_alloc = 0, steady_alloc = 0, step1_reserved = 0;
   size_t best_mark = 0, mark = 0;
   bool oom = false;
@@ -397,12 +400,12 @@ Figures simulate(const Request& rq, const Step& s, const trace::Trace& t, uint64
   Result unlimited = *r;
   Replay u = replay(rq, s, t, false, managed, &unlimited);
   const uint64_t cap = allocator_capacity(rq, managed);
-  if (cap == 0 ||
-      (unlimited.reserved_peak_bytes <= cap && rq.allocator.garbage_collection_threshold == 0)) {
+  if (cap == 0 || (unlimited.reserved_peak_bytes <= cap &&
+                   rq.allocator.config.garbage_collection_threshold == 0)) {
     *r = std::move(unlimited);
     return u.figures;
   }
-  if (rq.verdict_only && u.figures.allocated_peak > cap) {
+  if (rq.answer.verdict_only && u.figures.allocated_peak > cap) {
     // its allocated bytes alone exceed the capacity: the limited run must run out of memory
     // (reserved >= allocated), and only the unlimited run's figures are needed
     *r = std::move(unlimited);
@@ -437,8 +440,8 @@ static void check_step_bytes(const trace::Trace& t) {
 Figures run_step(const Request& rq, const Step& s, Result* r) {
   uint64_t managed = 0;
   const trace::StepSpec spec = build_spec(rq, s, &managed);
-  const bool replayed = rq.simulate_allocator && rq.runtime.is_cuda();
-  if (!replayed && !(rq.want_timeline && !rq.verdict_only)) {
+  const bool replayed = rq.allocator.simulate && rq.runtime.profile.is_cuda();
+  if (!replayed && !(rq.answer.timeline && !rq.answer.verdict_only)) {
     // counted as it is built; the ids' table is kept for the next evaluation (the planner's
     // candidates, the maxMicroBatch search's probes)
     static thread_local std::vector<Counter::Held> ids;

@@ -107,7 +107,8 @@ void from_mlp(const activations::MlpSpec& mlp, ParamsByLayer* p) {
 // are the same size); the router and the shared experts stay whole. The later / t of every
 // parameter is undone for the experts: numel x t / (ep x etp).
 void shard_experts(const Request& rq, ParamsByLayer* p) {
-  const uint64_t ep = rq.expert.size * rq.expert.tensor, t = rq.tensor_parallel;
+  const uint64_t ep = rq.parallelism.expert.size * rq.parallelism.expert.tensor,
+                 t = rq.parallelism.tensor;
   for (auto& layer : p->layers)
     for (auto& r : layer)
       if (r.spec && routed_expert(r.spec->name)) {
@@ -127,18 +128,18 @@ ParamsByLayer params_by_layer(const Request& rq, const activations::ModelActivat
   ParamsByLayer p;
   const size_t nl = acts.layers.size();
   p.layers.assign(nl, {});
-  if (rq.is_mlp)
-    from_mlp(rq.mlp, &p);
-  else if (rq.model().has_tensors())
-    from_tensors(rq.model(), &p);
+  if (rq.model.is_mlp)
+    from_mlp(rq.model.mlp, &p);
+  else if (rq.model.description().has_tensors())
+    from_tensors(rq.model.description(), &p);
   else
-    from_count(rq.model(), &p);
-  if (rq.expert.size > 1 || rq.expert.tensor > 1) shard_experts(rq, &p);
+    from_count(rq.model.description(), &p);
+  if (rq.parallelism.expert.size > 1 || rq.parallelism.expert.tensor > 1) shard_experts(rq, &p);
   p.per_layer.assign(nl, 0);
   for (size_t i = 0; i < nl; ++i)
     for (const auto& r : p.layers[i]) {
       p.per_layer[i] += r.numel;
-      if (rq.is_mlp || rq.model().has_tensors())
+      if (rq.model.is_mlp || rq.model.description().has_tensors())
         p.largest_tensor = std::max(p.largest_tensor, r.numel);
       if (r.in_block && r.spec->linear != LinearKind::none) p.block_linear += r.numel;
     }

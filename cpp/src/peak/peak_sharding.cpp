@@ -18,10 +18,10 @@ namespace {
 void zero3_gathered(const Request& rq, const UnitSizes& u, OpPhase phase, int32_t layer,
                     std::vector<uint64_t>* out) {
   const std::vector<uint64_t>& per = u.numel;
-  const Request::Zero3& z = rq.zero3;
+  const Zero3& z = rq.parallelism.zero.stage3;
   const size_t nl = per.size();
   if (layer < 0 || nl == 0) return;
-  const uint64_t t = rq.tensor_parallel;
+  const uint64_t t = rq.parallelism.tensor;
   const size_t L = static_cast<size_t>(layer);
   // elements fetched between layer i's forward use and its backward use: the rest of the
   // forward and the backward down to it
@@ -52,7 +52,7 @@ void zero3_gathered(const Request& rq, const UnitSizes& u, OpPhase phase, int32_
 
 // Whether FSDP's unit of chain layer `i` (0 the embeddings, nl - 1 the head, the blocks between;
 // the two ends only when they are units of their own) reshards after its forward.
-bool unit_reshards(const Request::Fsdp& fs, size_t i, size_t nl) {
+bool unit_reshards(const Fsdp& fs, size_t i, size_t nl) {
   if (i == 0) return fs.reshard_embedding;
   if (i == nl - 1) return fs.reshard_head;
   if (!fs.reshard_blocks.empty()) return fs.reshard_blocks[i - 1] != 0;
@@ -82,13 +82,13 @@ bool fsdp_unit_gathered(bool reshards, size_t pf, size_t i, size_t L, bool bwd) 
 // computes.
 void fsdp_unsharded(const Request& rq, const UnitSizes& u, uint64_t grad_bytes, OpPhase phase,
                     int32_t layer, std::vector<uint64_t>* out) {
-  const Request::Fsdp& fs = rq.fsdp;
+  const Fsdp& fs = rq.parallelism.fsdp;
   const std::vector<uint64_t>& per = u.bytes;
   const size_t nl = per.size();
   if (!fs.enabled || nl < 3) return;
   const uint64_t pb = fs.param_bytes ? fs.param_bytes : grad_bytes;
   const uint64_t rb = fs.reduce_bytes ? fs.reduce_bytes : pb;
-  const uint64_t t = rq.tensor_parallel;
+  const uint64_t t = rq.parallelism.tensor;
   const uint64_t S = fs.shard_degree;
   const bool copies = fsdp_root_gathered(rq, grad_bytes);
   // the units of the blocks, and of the embeddings and the head when they have their own
@@ -120,14 +120,14 @@ void fsdp_unsharded(const Request& rq, const UnitSizes& u, uint64_t grad_bytes, 
 }  // namespace
 
 void check_fsdp_units(const Request& rq, size_t chain_layers, bool tied) {
-  const Request::Fsdp& fs = rq.fsdp;
+  const Fsdp& fs = rq.parallelism.fsdp;
   if (!fs.enabled) return;
   const char* units =
       fs.embedding_unit ? "fsdp.reshardAfterForward.embedding" : "fsdp.reshardAfterForward.head";
   const bool own_units = fs.embedding_unit || fs.head_unit;
   if (own_units && tied) fail(code::kUnsupported, units, Message{"error.fsdp.tiedUnits", {}});
   const char* blocks = "fsdp.reshardAfterForward.blocks";
-  if ((own_units || !fs.reshard_blocks.empty()) && rq.pipeline.stages > 1)
+  if ((own_units || !fs.reshard_blocks.empty()) && rq.parallelism.pipeline.stages > 1)
     fail(code::kUnsupported, own_units ? units : blocks, Message{"error.fsdp.unitsPipeline", {}});
   const size_t n = chain_layers >= 2 ? chain_layers - 2 : 0;
   if (!fs.reshard_blocks.empty() && fs.reshard_blocks.size() != n)
@@ -138,16 +138,16 @@ void check_fsdp_units(const Request& rq, size_t chain_layers, bool tied) {
 }
 
 void sharding_assumptions(const Request& rq, std::vector<Text>* out) {
-  const Request::ZeroBuckets& z = rq.zero_buckets;
+  const ZeroBuckets& z = rq.parallelism.zero.buckets;
   const std::string elements = std::to_string(z.reduce_bucket);
-  if (rq.zero_stage == 3 && z.contiguous_gradients)
+  if (rq.parallelism.zero.stage == 3 && z.contiguous_gradients)
     out->push_back(Text("peak.assume.zero3.buckets", {{"elements", elements}}));
-  else if (rq.zero_stage > 0 && z.contiguous_gradients)
+  else if (rq.parallelism.zero.stage > 0 && z.contiguous_gradients)
     out->push_back(Text("peak.assume.zero.buckets",
                         {{"buffers", z.overlap_comm ? "2" : "1"}, {"elements", elements}}));
-  else if (rq.zero_stage > 0)
+  else if (rq.parallelism.zero.stage > 0)
     out->push_back(Text("peak.assume.zero.noBuckets", {}));
-  const Request::Fsdp& fs = rq.fsdp;
+  const Fsdp& fs = rq.parallelism.fsdp;
   if (!fs.enabled) return;
   if (fs.reshard_root) out->push_back(Text("peak.assume.fsdp.rootReshards", {}));
   if (fs.embedding_unit || fs.head_unit)
@@ -169,24 +169,25 @@ void sharding_assumptions(const Request& rq, std::vector<Text>* out) {
 }
 
 bool fsdp_root_gathered(const Request& rq, uint64_t grad_bytes) {
-  const uint64_t pb = rq.fsdp.param_bytes ? rq.fsdp.param_bytes : grad_bytes;
+  const uint64_t pb =
+      rq.parallelism.fsdp.param_bytes ? rq.parallelism.fsdp.param_bytes : grad_bytes;
   // NO_SHARD without a cast keeps the full parameters: nothing is gathered
-  return rq.fsdp.enabled && (rq.fsdp.shard_degree > 1 || pb != grad_bytes);
+  return rq.parallelism.fsdp.enabled && (rq.parallelism.fsdp.shard_degree > 1 || pb != grad_bytes);
 }
 
 std::vector<uint64_t> gathered_units(const Request& rq, const UnitSizes& u, uint64_t grad_bytes,
                                      OpPhase phase, int32_t layer) {
   std::vector<uint64_t> out;
   fsdp_unsharded(rq, u, grad_bytes, phase, layer, &out);
-  if (rq.zero_stage == 3 && phase != OpPhase::loss) {
-    if (rq.zero3.enabled) {
+  if (rq.parallelism.zero.stage == 3 && phase != OpPhase::loss) {
+    if (rq.parallelism.zero.stage3.enabled) {
       zero3_gathered(rq, u, phase, layer, &out);
     } else {
       // DeepSpeed's stage-3 estimator: the largest layer gathered whole, twice with prefetch
       uint64_t largest = 0;
       for (uint64_t x : u.bytes) largest = std::max(largest, x);
-      out.push_back(largest / rq.tensor_parallel);
-      out.push_back(largest / rq.tensor_parallel);
+      out.push_back(largest / rq.parallelism.tensor);
+      out.push_back(largest / rq.parallelism.tensor);
     }
   }
   return out;

@@ -11,7 +11,7 @@ namespace {
 
 std::vector<bool> stage_mask(const Request& rq, size_t nl) {
   std::vector<bool> in(nl, false);
-  for (const auto& chunk : rq.stage.chunks)
+  for (const auto& chunk : rq.parallelism.stage.chunks)
     for (uint32_t i : chunk)
       if (i < nl) in[i] = true;
   return in;
@@ -42,7 +42,7 @@ void empty_layer(activations::LayerActivations* la, bool feeds_stage) {
 }  // namespace
 
 void restrict_to_stage(const Request& rq, Step* s) {
-  if (!rq.stage.enabled) return;
+  if (!rq.parallelism.stage.enabled) return;
   const size_t nl = s->nl;
   const std::vector<bool> in = stage_mask(rq, nl);
   for (size_t i = 0; i < nl; ++i)
@@ -81,10 +81,10 @@ uint64_t stage_trainable(const Step& s) {
 
 std::vector<uint64_t> resident_tensors(const Request& rq, const Step& s) {
   std::vector<uint64_t> out;
-  const auto& chunks = rq.stage.chunks;
+  const auto& chunks = rq.parallelism.stage.chunks;
   if (chunks.empty()) return out;
   const std::vector<bool> in = stage_mask(rq, s.nl);
-  for (uint64_t j = 0; j < rq.stage.resident_chunks; ++j)
+  for (uint64_t j = 0; j < rq.parallelism.stage.resident_chunks; ++j)
     for (uint32_t i : chunks[j % chunks.size()]) {
       const auto& la = s.acts.layers[i];
       const std::string& what = i < s.plan.plan.size() ? s.plan.plan[i] : std::string("store");

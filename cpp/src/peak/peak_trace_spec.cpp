@@ -76,9 +76,10 @@ class SpecBuilder {
   SpecBuilder(const Request& rq, const Step& s, uint64_t* managed)
       : rq_(rq), s_(s), h_(s.hold), managed_(*managed) {
     managed_ = 0;
-    amp_ = is_amp(rq.precision);
-    gathered_ = rq.zero_stage == 3 || rq.fsdp.enabled;
-    facts_ = step_facts(rq.optimizer, rq.optimizer_implementation, rq.runtime.foreach_adam_lists);
+    amp_ = is_amp(rq.training.precision);
+    gathered_ = rq.parallelism.zero.stage == 3 || rq.parallelism.fsdp.enabled;
+    facts_ = step_facts(rq.training.optimizer, rq.training.optimizer_implementation,
+                        rq.runtime.profile.foreach_adam_lists);
     trainables_.assign(s.nl, {});
     late_.assign(s.nl, {});
     units_.numel.assign(s.nl, 0);
@@ -90,14 +91,14 @@ class SpecBuilder {
   trace::StepSpec build() {
     spec_.input_bytes = s_.acts.input_bytes;
     spec_.held = s_.acts.held;
-    if (rq_.stage.enabled) spec_.in_flight = resident_tensors(rq_, s_);
+    if (rq_.parallelism.stage.enabled) spec_.in_flight = resident_tensors(rq_, s_);
     for (size_t i = 0; i < s_.nl; ++i) spec_.layers.push_back(layer(i));
     for (size_t i = 0; i < s_.nl; ++i) {
       for (const ParamRef& p : s_.params.layers[i]) parameter(i, p);
-      if (rq_.lora.enabled && i < s_.lora.per_layer.size()) adapters(i);
+      if (rq_.model.lora.enabled && i < s_.lora.per_layer.size()) adapters(i);
     }
     for (const TiedUse& u : s_.params.tied) tied(u);
-    if (rq_.zero_redundancy_optimizer) drop_unowned_state();
+    if (rq_.parallelism.ddp.zero_redundancy_optimizer) drop_unowned_state();
     for (size_t i = 0; i < s_.nl; ++i) {
       for (auto& t : trainables_[i]) {
         spec_.layers[i].grads.push_back(t.grad);
@@ -133,14 +134,14 @@ class SpecBuilder {
     L.concat_input = la.concat_input;
     // LoRA: the recipe lists the frozen weights' 16-bit copies the graph keeps (a frozen
     // weight is cast per op, not cached: autocast_mode.cpp cached_cast)
-    if (rq_.lora.enabled) {
+    if (rq_.model.lora.enabled) {
       L.cast_weights = la.kept_weight_casts;
       L.casts_cached = false;
     }
     L.forward_temps = la.forward_temps;
     L.backward_temps = la.backward_temps;
     if (s_.chain.layers[i].selective)
-      L.selective_kept = activations::selective_keep(la, rq_.checkpointing.save).tensors;
+      L.selective_kept = activations::selective_keep(la, rq_.training.checkpointing.save).tensors;
     if (recomputes_core(i)) {
       // Megatron selective recompute (as plan_checkpointing's chain): the core's s^2 tensors
       // are not kept; its backward recomputes them, alive while the backward walks the core
@@ -162,7 +163,7 @@ class SpecBuilder {
   // embeddings and head excepted, as the chain's).
   bool recomputes_core(size_t i) const {
     const auto& la = s_.acts.layers[i];
-    return rq_.checkpointing.strategy == vocab::Strategy::attention_recompute && i > 0 &&
+    return rq_.training.checkpointing.strategy == vocab::Strategy::attention_recompute && i > 0 &&
            i + 1 < s_.nl && la.core_end > la.core_first && la.core_end <= la.tensors.size();
   }
 
@@ -170,23 +171,24 @@ class SpecBuilder {
   // (autocast_mode.cpp: the lower-precision ops cast fp32 arguments).
   bool cast_under_autocast(size_t layer, const ParamRef& p, bool quantised) const {
     if (!amp_ || !p.matrix || quantised || h_.weights_gathered_16bit) return false;
-    if (layer == 0 && !rq_.is_mlp) return false;  // the embeddings: a lookup, not a matmul
-    const uint64_t bytes = rq_.lora.enabled ? h_.base_bytes : h_.weight_bytes;
+    if (layer == 0 && !rq_.model.is_mlp) return false;  // the embeddings: a lookup, not a matmul
+    const uint64_t bytes = rq_.model.lora.enabled ? h_.base_bytes : h_.weight_bytes;
     return bytes == 4;
   }
 
   void parameter(size_t i, const ParamRef& p) {
     const TensorSpec& t = *p.spec;
-    const bool quantised = rq_.lora.qlora && p.in_block && t.linear != LinearKind::none;
-    const bool frozen = rq_.lora.enabled || !t.trainable;
+    const bool quantised = rq_.model.lora.qlora && p.in_block && t.linear != LinearKind::none;
+    const bool frozen = rq_.model.lora.enabled || !t.trainable;
     // ZeRO-3 stage3_param_persistence_threshold: tensors this small are never partitioned
     // (partition_parameters.py ds_persist); each rank holds them whole
-    const bool persistent_whole =
-        rq_.zero3.enabled && rq_.zero_stage == 3 && p.numel <= rq_.zero3.persistence_threshold;
-    const uint64_t wdiv = persistent_whole ? rq_.tensor_parallel
+    const bool persistent_whole = rq_.parallelism.zero.stage3.enabled &&
+                                  rq_.parallelism.zero.stage == 3 &&
+                                  p.numel <= rq_.parallelism.zero.stage3.persistence_threshold;
+    const uint64_t wdiv = persistent_whole ? rq_.parallelism.tensor
                           : p.expert       ? h_.expert_weight_divisor
                                            : h_.weight_divisor;
-    const uint64_t wb = rq_.lora.enabled ? h_.base_bytes : h_.weight_bytes;
+    const uint64_t wb = rq_.model.lora.enabled ? h_.base_bytes : h_.weight_bytes;
     uint64_t whole = 0;
     for (uint64_t b : quantised ? nf4_pieces(p.numel, 1) : std::vector<uint64_t>{p.numel * wb})
       whole += b;
@@ -198,8 +200,8 @@ class SpecBuilder {
         spec_.weights.push_back(div_round(double(p.numel) * wb, wdiv));
       }
     }
-    if (!rq_.lora.enabled && cast_under_autocast(i, p, quantised)) {
-      spec_.layers[i].cast_weights.push_back(p.numel * 2 / rq_.tensor_parallel);
+    if (!rq_.model.lora.enabled && cast_under_autocast(i, p, quantised)) {
+      spec_.layers[i].cast_weights.push_back(p.numel * 2 / rq_.parallelism.tensor);
       // a frozen weight is no leaf requiring grad, nor is a gathered shard's view (FSDP1's
       // flat parameter views; the issue of ZeRO-3 and FSDP2 stated with the result): cast per
       // op, not cached
@@ -256,10 +258,10 @@ class SpecBuilder {
     // torch's `step` is a CPU scalar tensor unless the step is fused or capturable
     // (torch/optim/adamw.py _init_group: device=p.device only then)
     const bool step_on_device = facts_.impl == vocab::OptimizerImpl::fused && !facts_.own_kernel;
-    for (const auto& st : optimizer_state(rq_.optimizer, t, state_dtype)) {
+    for (const auto& st : optimizer_state(rq_.training.optimizer, t, state_dtype)) {
       if (st.kind != StateKind::tensor || (st.shape.empty() && !step_on_device)) continue;
       // paged (bitsandbytes get_state_buffer): >= 100,000 values go to managed memory
-      if (rq_.optimizer.paged && st.numel() >= 100000)
+      if (rq_.training.optimizer.paged && st.numel() >= 100000)
         c.managed += st.bytes() / divisor;
       else
         c.device.push_back(st.bytes() / divisor);
@@ -272,7 +274,7 @@ class SpecBuilder {
   // LoRA's A [r, in] and B [out, r] per adapted linear: trainable leaves in the adapter dtype,
   // their .grad and optimizer state in it too (torch keeps both in the parameter's dtype).
   void adapters(size_t i) {
-    const uint64_t r = rq_.lora.rank;
+    const uint64_t r = rq_.model.lora.rank;
     for (const auto& io : s_.lora.per_layer[i])
       for (const TensorSpec& t :
            {TensorSpec{"lora_A", {r, io.first}}, TensorSpec{"lora_B", {io.second, r}}}) {
@@ -295,7 +297,7 @@ class SpecBuilder {
     }
     std::vector<uint64_t> numel;
     for (const Trainable* t : all) numel.push_back(t->numel);
-    const std::vector<bool> owned = zero_redundancy_owned(numel, rq_.data_parallel);
+    const std::vector<bool> owned = zero_redundancy_owned(numel, rq_.parallelism.data);
     for (size_t k = 0; k < all.size(); ++k)
       if (!owned[k]) all[k]->opt = trace::OptimizerParam{};
   }
@@ -306,9 +308,9 @@ class SpecBuilder {
   void tied(const TiedUse& u) {
     auto& owner = trainables_[u.owner_layer];
     const TensorSpec* spec = u.owner.spec;
-    if (!rq_.lora.enabled && cast_under_autocast(u.user_layer, u.owner, false))
-      spec_.layers[u.user_layer].cast_weights.push_back(u.owner.numel * 2 / rq_.tensor_parallel);
-    if (rq_.lora.enabled || !spec->trainable) return;
+    if (!rq_.model.lora.enabled && cast_under_autocast(u.user_layer, u.owner, false))
+      spec_.layers[u.user_layer].cast_weights.push_back(u.owner.numel * 2 / rq_.parallelism.tensor);
+    if (rq_.model.lora.enabled || !spec->trainable) return;
     // the owner's entry is the last one pushed for that tensor in its layer: find it by order
     size_t k = 0;
     for (const ParamRef& p : s_.params.layers[u.owner_layer]) {
@@ -337,9 +339,9 @@ class SpecBuilder {
 
   // ZeRO-3 / FSDP: what is gathered around each layer's forward, recomputation and backward.
   void gathers() {
-    if (rq_.zero_stage != 3 && !rq_.fsdp.enabled) return;
+    if (rq_.parallelism.zero.stage != 3 && !rq_.parallelism.fsdp.enabled) return;
     check_fsdp_units(rq_, s_.nl, !s_.params.tied.empty());
-    const uint64_t gb = rq_.lora.enabled ? h_.adapter_bytes : h_.weight_bytes;
+    const uint64_t gb = rq_.model.lora.enabled ? h_.adapter_bytes : h_.weight_bytes;
     for (size_t i = 0; i < s_.nl; ++i) {
       const auto L = static_cast<int32_t>(i);
       spec_.layers[i].gather_forward = gathered_units(rq_, units_, gb, OpPhase::forward, L);
@@ -352,7 +354,7 @@ class SpecBuilder {
     // _free_event_queue.dequeue_if_needed, event.synchronize), so it may run a pass ahead: each
     // layer's gathers on a stream of their own, the root unit's (held all step) on the default
     // one (step_trace.hpp TraceLayer::gather_stream)
-    if (rq_.fsdp.enabled && !rq_.fsdp.limit_all_gathers)
+    if (rq_.parallelism.fsdp.enabled && !rq_.parallelism.fsdp.limit_all_gathers)
       for (size_t i = 0; i < s_.nl; ++i) {
         spec_.layers[i].gather_stream = static_cast<uint32_t>(i + 1);
         spec_.layers[i].gather_shared = fsdp_root_gathered(rq_, gb) ? 1 : 0;
@@ -364,7 +366,9 @@ class SpecBuilder {
   void add_unit(size_t i, uint64_t numel, uint64_t bytes, bool packed, bool trainable,
                 bool expert = false) {
     units_.numel[i] += numel;
-    units_.bytes[i] += rq_.fsdp.param_bytes && !packed ? numel * rq_.fsdp.param_bytes : bytes;
+    units_.bytes[i] += rq_.parallelism.fsdp.param_bytes && !packed
+                           ? numel * rq_.parallelism.fsdp.param_bytes
+                           : bytes;
     if (trainable) units_.trainable[i] += numel;
     if (trainable && expert) units_.expert_trainable[i] += numel;
   }
@@ -372,17 +376,19 @@ class SpecBuilder {
   void runtime_and_parallel() {
     // Micro-steps after the second repeat the same allocations (the .grad tensors exist from
     // the first on): three per optimizer step reach the allocator's steady state.
-    spec_.accumulation_steps = std::min<uint64_t>(rq_.accumulation_steps, 3);
-    spec_.set_to_none = rq_.set_to_none;
-    spec_.input_buffer_in_place = rq_.runtime.input_buffer_in_place;
-    spec_.workspace_bytes = rq_.runtime.is_cuda() ? rq_.runtime.workspace_bytes : 0;
+    spec_.accumulation_steps = std::min<uint64_t>(rq_.training.accumulation_steps, 3);
+    spec_.set_to_none = rq_.training.set_to_none;
+    spec_.input_buffer_in_place = rq_.runtime.profile.input_buffer_in_place;
+    spec_.workspace_bytes = rq_.runtime.profile.is_cuda() ? rq_.runtime.profile.workspace_bytes : 0;
     // three optimizer steps reach the caching allocator's steady state; counted without it,
     // the second step already repeats every later one (the state exists from the first)
-    spec_.steps = rq_.simulate_allocator && rq_.runtime.is_cuda() ? 3 : 2;
-    spec_.optimizer_in_backward = rq_.optimizer_in_backward;
-    spec_.offload_activations = rq_.offload_activations;
-    if (rq_.data_parallel > 1 && rq_.zero_stage == 0 && !rq_.fsdp.enabled) ddp_buckets();
-    if (rq_.zero_stage > 0) zero_buckets();
+    spec_.steps = rq_.allocator.simulate && rq_.runtime.profile.is_cuda() ? 3 : 2;
+    spec_.optimizer_in_backward = rq_.features.optimizer_in_backward;
+    spec_.offload_activations = rq_.features.offload_activations;
+    if (rq_.parallelism.data > 1 && rq_.parallelism.zero.stage == 0 &&
+        !rq_.parallelism.fsdp.enabled)
+      ddp_buckets();
+    if (rq_.parallelism.zero.stage > 0) zero_buckets();
   }
 
   // DeepSpeed's gradient (IPG) buckets with contiguous_gradients, in the dtype of the trainable
@@ -390,11 +396,11 @@ class SpecBuilder {
   // second with overlap_comm (deepspeed/runtime/zero/stage_1_and_2.py @ edaa7221 setup_buckets);
   // ZeRO-3 one per communication dtype, once (stage3.py @ edaa7221 _setup_for_real_optimizer)
   void zero_buckets() {
-    const Request::ZeroBuckets& z = rq_.zero_buckets;
+    const ZeroBuckets& z = rq_.parallelism.zero.buckets;
     if (!z.contiguous_gradients) return;
-    const uint64_t width = rq_.lora.enabled ? h_.adapter_bytes : h_.weight_bytes;
+    const uint64_t width = rq_.model.lora.enabled ? h_.adapter_bytes : h_.weight_bytes;
     const uint64_t bytes = z.reduce_bucket * width;
-    if (rq_.zero_stage == 3) {
+    if (rq_.parallelism.zero.stage == 3) {
       spec_.reduce_buckets_held.push_back(bytes);
       return;
     }
@@ -412,11 +418,11 @@ class SpecBuilder {
       if (cur >= cap) {
         spec_.ddp_buckets.push_back(cur);
         cur = 0;
-        cap = rq_.ddp_bucket_bytes;
+        cap = rq_.parallelism.ddp.bucket_bytes;
       }
     }
     if (cur) spec_.ddp_buckets.push_back(cur);
-    spec_.grads_are_bucket_views = rq_.ddp_gradient_as_bucket_view;
+    spec_.grads_are_bucket_views = rq_.parallelism.ddp.gradient_as_bucket_view;
   }
 
   const Request& rq_;

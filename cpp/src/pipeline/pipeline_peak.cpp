@@ -13,8 +13,8 @@ namespace {
 uint64_t weight_dtype_bytes(vocab::Precision p) { return p == vocab::Precision::fp32 ? 4 : 2; }
 
 uint64_t batch_of(const peak::Request& rq) {
-  const diffusion::Pipeline& p = *rq.model().pipeline;
-  return rq.micro_batch * (p.prior_preservation ? 2 : 1);
+  const diffusion::Pipeline& p = *rq.model.description().pipeline;
+  return rq.training.micro_batch * (p.prior_preservation ? 2 : 1);
 }
 
 void add_source(peak::Line* l, const Text& what) { l->source.then_all(what); }
@@ -24,7 +24,7 @@ void add_source(peak::Line* l, const Text& what) { l->source.then_all(what); }
 // batch's pixels and the largest encode's working set. The peak when it is larger.
 void encode_peak(const peak::Request& rq, const diffusion::PipelineCost& c, peak::Result* r) {
   if (!c.encode_peak_bytes) return;
-  const bool grads_held = rq.accumulation_steps > 1 || !rq.set_to_none;
+  const bool grads_held = rq.training.accumulation_steps > 1 || !rq.training.set_to_none;
   const uint64_t held = r->weights.bytes + r->master_weights.bytes + r->optimizer_state.bytes +
                         (grads_held ? r->gradients.bytes : 0);
   const uint64_t at = held + c.pixel_bytes + c.encode_peak_bytes;
@@ -64,29 +64,29 @@ void apply(const peak::Request& rq, const diffusion::PipelineCost& c, peak::Resu
   r->activations.bytes += c.text_activation_bytes;
   r->trainable_params += c.lora_params;
   encode_peak(rq, c, r);
-  for (const auto& a : rq.model().pipeline->assumptions) r->assumptions.push_back(a);
+  for (const auto& a : rq.model.description().pipeline->assumptions) r->assumptions.push_back(a);
   for (const auto& a : c.assumptions) r->assumptions.push_back(a);
 }
 
 // A GPTQ / AWQ base under LoRA: the settings peft supports with it.
 void check_quantized(const peak::Request& rq) {
-  const std::string what = rq.model().quantization->method == "gptq" ? "GPTQ" : "AWQ";
-  if (!rq.lora.enabled)
+  const std::string what = rq.model.description().quantization->method == "gptq" ? "GPTQ" : "AWQ";
+  if (!rq.model.lora.enabled)
     fail(code::kUnsupported, "lora", Message{"error.quant.needsLora", {{"what", what}}});
-  if (rq.lora.qlora)
+  if (rq.model.lora.qlora)
     fail(code::kInconsistent, "lora.qlora", Message{"error.quant.qlora", {{"what", what}}});
-  if (rq.zero_stage == 3 || rq.fsdp.enabled || rq.tensor_parallel > 1)
+  if (rq.parallelism.zero.stage == 3 || rq.parallelism.fsdp.enabled || rq.parallelism.tensor > 1)
     fail(code::kUnsupported,
-         rq.fsdp.enabled      ? "fsdp"
-         : rq.zero_stage == 3 ? "zeroStage"
-                              : "tensorParallel",
+         rq.parallelism.fsdp.enabled      ? "fsdp"
+         : rq.parallelism.zero.stage == 3 ? "zeroStage"
+                                          : "tensorParallel",
          Message{"error.quant.replicated", {{"what", what}}});
 }
 
 // The packed weights in place of the 16-bit base: the weights line and every figure that
 // holds it move by the difference.
 void quantized_weights(const peak::Request& rq, peak::Result* r) {
-  const ModelDescription& m = rq.model();
+  const ModelDescription& m = rq.model.description();
   const uint64_t exact = quantized_weight_bytes(m, 2) + r->trainable_params * 4;
   const int64_t delta = static_cast<int64_t>(exact) - static_cast<int64_t>(r->weights.bytes);
   auto shift = [delta](uint64_t* v) {
@@ -105,31 +105,32 @@ void quantized_weights(const peak::Request& rq, peak::Result* r) {
 }
 
 void judge(const peak::Request& rq, peak::Result* r) {
-  if (rq.gpu_memory_bytes == 0) return;
+  if (rq.runtime.gpu_memory_bytes == 0) return;
   const uint64_t judged = r->simulated ? r->device_used_bytes : r->peak_bytes;
-  r->fits = judged <= rq.gpu_memory_bytes && r->ooms == 0;
-  r->headroom_bytes = static_cast<int64_t>(rq.gpu_memory_bytes) - static_cast<int64_t>(judged);
+  r->fits = judged <= rq.runtime.gpu_memory_bytes && r->ooms == 0;
+  r->headroom_bytes =
+      static_cast<int64_t>(rq.runtime.gpu_memory_bytes) - static_cast<int64_t>(judged);
 }
 
 }  // namespace
 
 diffusion::PipelineCost cost(const peak::Request& rq) {
-  const ModelDescription& m = rq.model();
+  const ModelDescription& m = rq.model.description();
   diffusion::Pipeline p = *m.pipeline;
   const diffusion::Net& net = *m.diffusion;
   for (auto& part : p.parts) {
-    if (part.dtype.empty()) part.dtype_bytes = weight_dtype_bytes(rq.precision);
+    if (part.dtype.empty()) part.dtype_bytes = weight_dtype_bytes(rq.training.precision);
     if (part.role != "vae" && part.lora_rank == ~uint64_t{0})
-      part.lora_rank = rq.lora.enabled ? rq.lora.rank : 4;
+      part.lora_rank = rq.model.lora.enabled ? rq.model.lora.rank : 4;
   }
   diffusion::CostSettings s;
   s.batch = batch_of(rq);
   const uint64_t side = net.sample_size * net.vae_scale;
   s.image_height = net.image_height ? net.image_height : side;
   s.image_width = net.image_width ? net.image_width : s.image_height;
-  s.eager = rq.attention == activations::Attention::eager;
-  s.cpu = !rq.runtime.is_cuda();
-  s.lora_dropout = rq.lora.enabled ? rq.lora.dropout : 0.0;
+  s.eager = rq.training.attention == activations::Attention::eager;
+  s.cpu = !rq.runtime.profile.is_cuda();
+  s.lora_dropout = rq.model.lora.enabled ? rq.model.lora.dropout : 0.0;
   diffusion::PipelineCost c = diffusion::pipeline_cost(p, s);
   if (p.prior_preservation)
     c.assumptions.push_back(Text("pipe.assume.prior", {{"samples", std::to_string(s.batch)}}));
@@ -137,10 +138,10 @@ diffusion::PipelineCost cost(const peak::Request& rq) {
 }
 
 peak::Result evaluate(const peak::Request& rq) {
-  const ModelDescription& m = rq.model();
+  const ModelDescription& m = rq.model.description();
   if (m.quantization) check_quantized(rq);
   peak::Request q = rq;
-  if (m.pipeline) q.micro_batch = batch_of(rq);
+  if (m.pipeline) q.training.micro_batch = batch_of(rq);
   peak::Result r = peak::evaluate(q);
   if (m.quantization) quantized_weights(rq, &r);
   if (m.pipeline) apply(rq, cost(rq), &r);
@@ -149,7 +150,8 @@ peak::Result evaluate(const peak::Request& rq) {
 }
 
 bool adjusted(const peak::Request& rq) {
-  return !rq.is_mlp && (rq.model().pipeline || rq.model().quantization);
+  return !rq.model.is_mlp &&
+         (rq.model.description().pipeline || rq.model.description().quantization);
 }
 
 peak::Result evaluate_any(const peak::Request& rq) {
@@ -159,10 +161,10 @@ peak::Result evaluate_any(const peak::Request& rq) {
 // The largest micro-batch (instance images) whose step, encode included, fits the device.
 peak::Result compute(const peak::Request& rq) {
   peak::Result r = pipeline::evaluate(rq);
-  if (!r.has_device || !rq.search_max_micro_batch) return r;
+  if (!r.has_device || !rq.answer.search_max_micro_batch) return r;
   auto fits = [&](uint64_t b) {
     peak::Request q = rq;
-    q.micro_batch = b;
+    q.training.micro_batch = b;
     return pipeline::evaluate(q).fits;
   };
   uint64_t lo = 0, hi = 1;

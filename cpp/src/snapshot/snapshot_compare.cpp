@@ -189,7 +189,7 @@ void add_difference_causes(Comparison* c, const Summary& s, const peak::Request&
             " more than predicted: an extra fp32 copy of the weights (EMA? a master copy?)"));
   const uint64_t ma = at_peak(&s, true, Category::kActivations), pa = p.activations.bytes;
   if (pa && ma * 2 >= pa * 3) {
-    const bool ck = rq.checkpointing.strategy != vocab::Strategy::none;
+    const bool ck = rq.training.checkpointing.strategy != vocab::Strategy::none;
     c->causes.push_back(versus_cause(
         "activations_over_prediction", "ratio", ratio(ma, pa), ma, pa,
         "activations " + fixed1(ratio(ma, pa)) + "x the prediction" +
