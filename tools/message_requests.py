@@ -168,6 +168,17 @@ extra.append(['accumulation', {'model':{'trace':lm},'gpu':'a100-80gb','targetGlo
 extra.append(['accumulation', {'model':{'trace':unet},'gpu':'a100-80gb','targetGlobalBatch':32,'precision':'fp32'}])
 extra.append(['placement', {'model':{'trace':mlp_t},'microBatch':4,'strategy':'optimal','budgetBytes':2000000}])
 extra.append(['peakMemory', {'model':{'trace':shared},'microBatch':8,'optimizer':'adamw','gpu':'a100-80gb','lora':{'rank':4,'targetModules':['fc1','fc2']},'dataParallel':4,'zeroStage':2}])
+# Traces as the tracer writes them now (tools/measure_traced.py): notes as codes of the catalog
+# (a U-Net's CPU fallbacks and its missing bfloat16 step; the tensors a language model keeps).
+# (The seeds above are older files, whose notes are plain text: the file's own words.)
+fixtures = os.path.join(os.path.dirname(__file__), '..', 'tests', 'fixtures', 'traces')
+def fixture_trace(name):
+  with open(os.path.join(fixtures, name + '.trace.json')) as f:
+    return json.load(f)
+unetish, llama_tiny = fixture_trace('unetish'), fixture_trace('llama_tiny')
+traced(unetish, 'fp32', 'pytorch-cpu')
+extra.append(['describeModel', {'model':{'trace':unetish}}])
+extra.append(['describeModel', {'model':{'trace':llama_tiny}}])
 extra = [[f, {k: x for k, x in r.items() if x is not None}] for f, r in extra]
 reqs += extra
 # vision and speech networks (configs as tests/cpp/test_vision_hf.cpp writes them), bare counts

@@ -323,6 +323,12 @@ def _probe(model, specs, loss_fn, target, device, blocks, batch, seq, log):
     return recs[0][0], recs[0][1], runs[0][0], fitted, inexact, bs, ss
 
 
+def _note(code, **params):
+    """A note of the trace as data: a code of trainmem's message catalog (cpp/data/messages.json,
+    trace.note.*) and its parameters as strings, which trainmem's page says in its language."""
+    return {"code": code, "params": params}
+
+
 def _add_16bit_variant(out, model, specs, loss_fn, target, device, blocks, batch, seq, log):
     """The same step with the model and its floating inputs in bfloat16 (model.to(bfloat16)):
     explicit casts in the model's code (logits.float(), softmax in fp32) make its sizes differ
@@ -335,15 +341,14 @@ def _add_16bit_variant(out, model, specs, loss_fn, target, device, blocks, batch
     try:
         step = _probe(half, hspecs, loss_fn, target, device, blocks, batch, seq, log)
     except FallbackError as e:  # no meta kernel, and on the CPU no bfloat16 kernel
-        out["notes"].append(f"no bfloat16 step: {e.op} ran on the CPU, which has no bfloat16 "
-                            "kernel for it in this torch")
+        out["notes"].append(_note("trace.note.noBf16.cpu", op=e.op))
         return
     except Exception as e:  # an op without a bfloat16 kernel
-        out["notes"].append(f"no bfloat16 step: {str(e).splitlines()[0][:200]}")
+        out["notes"].append(_note("trace.note.noBf16.error", error=str(e).splitlines()[0][:200]))
         return
     v = _assemble(half, hspecs, step, loss_fn, batch, seq, device, None)
     if len(v["layers"]) != len(out["layers"]):
-        out["notes"].append("no bfloat16 step: its chain differs from the float32 step's")
+        out["notes"].append(_note("trace.note.noBf16.chain"))
         return
     out["variants"] = {"bfloat16": {k: v[k] for k in VARIANT_KEYS}}
 
@@ -384,11 +389,10 @@ def _assemble(model, specs, step, loss, batch, seq, device, name):
         ops.append(dict(row, flops=p) if p != 0 else dict(row))
     notes = []
     if rec.fallbacks:
-        notes.append("ops without a meta kernel ran on CPU tensors of the same shapes: " +
-                     ", ".join(f"{k} ({v})" for k, v in sorted(rec.fallbacks.items())))
+        notes.append(_note("trace.note.fallbacks",
+                          ops=", ".join(f"{k} ({v})" for k, v in sorted(rec.fallbacks.items()))))
     if rec.kept_after:
-        notes.append(f"{len(rec.kept_after)} tensors made in the step were still referenced "
-                     "after it (the model keeps them)")
+        notes.append(_note("trace.note.keptAfter", count=str(len(rec.kept_after))))
     labels = ["inputs[%d].bytes" % k for k in range(n_in)] + \
         ["tensors[%d].bytes" % k for k in range(n_t)] + \
         ["ops[%d].flops" % k for k in range(len(ops))]

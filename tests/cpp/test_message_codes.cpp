@@ -44,11 +44,11 @@ std::vector<std::pair<std::string, json>> all_requests() {
 }
 
 // Text from data files, not the core's sentences (as in tests/js/messages.test.js): preset
-// names and citations, what the tracer wrote into a trace, the interconnects' sources.
+// names and citations, the interconnects' sources.
 bool is_data(const std::string& function, const std::string& path) {
   static const std::regex data(
-      "^(presets:.*|describeModel:(sourceNote|name)|(peakMemory|describeModel):trace\\.notes\\[\\]"
-      "|planLayout:timeModel\\.(intra|inter)NodeSource)$");
+      "^(presets:.*|describeModel:(sourceNote|name)|planLayout:timeModel\\.(intra|inter)NodeSource)"
+      "$");
   const std::string generic = std::regex_replace(path, std::regex("\\[\\d+\\]"), "[]");
   return std::regex_match(function + ":" + generic, data);
 }
@@ -70,6 +70,22 @@ void sentences(const json& v, const std::string& path, const std::string& key,
   }
 }
 
+// A clause of result.messages as a Message: a parameter given as a list is a nested sentence
+// (its own clauses).
+trainmem::Message message_of(const json& part) {
+  trainmem::Message m{part.at("code").get<std::string>(), {}};
+  for (auto it = part.at("params").begin(); it != part.at("params").end(); ++it) {
+    if (!it->is_array()) {
+      m.params.emplace_back(it.key(), it->get<std::string>());
+      continue;
+    }
+    std::vector<trainmem::Message> clauses;
+    for (const json& c : *it) clauses.push_back(message_of(c));
+    m = std::move(m).with(it.key(), std::move(clauses));
+  }
+  return m;
+}
+
 }  // namespace
 
 TEST_CASE("a message renders its catalog template with its parameters", "[messages]") {
@@ -86,6 +102,64 @@ TEST_CASE("a message renders its catalog template with its parameters", "[messag
   plain.then({"peak.weights.zero3", {{"ranks", "8"}}});
   CHECK_FALSE(plain.coded());
   CHECK(trainmem::messages::find_template("no.such.code") == nullptr);
+}
+
+TEST_CASE("a parameter can be a sentence of the catalog, rendered in place", "[messages]") {
+  // cpp/data/messages.json: "{field} must be {what}" and "between 0 and 1 (exclusive)"
+  const trainmem::Message m = trainmem::Message{"error.field.mustBe", {{"field", "x"}}}.with(
+      "what", {trainmem::Message{"error.mustBe.fraction", {}}});
+  CHECK(trainmem::english(m) == "x must be between 0 and 1 (exclusive)");
+  // several clauses: joined by "; " as a Text joins them
+  const trainmem::Message two = trainmem::Message{"error.in", {{"field", "f"}}}.with(
+      "message", {{"peak.weights.fp32", {}}, {"peak.weights.zero3", {{"ranks", "8"}}}});
+  CHECK(trainmem::english(two) ==
+        "f: fp32 parameters: 4 B/param; ZeRO-3 partitions them over 8 ranks");
+}
+
+TEST_CASE("an error inside a pasted file carries the inner error's codes", "[messages]") {
+  const json out = json::parse(trainmem::call("peakMemory", R"({"model":{"config":
+      "{\"model_type\":\"gpt2\",\"n_layer\":2,\"n_layer\":3}"},"microBatch":1,"seqLen":8})"));
+  const json& e = out.at("error");
+  // the sentence as it was: "{field}: {message}" around the JSON reader's "{field} appears
+  // twice in one object"
+  CHECK(e.at("message") == "model.config: n_layer appears twice in one object");
+  CHECK(e.at("field") == "model.config.n_layer");
+  CHECK(e.at("messages") == json::parse(R"([{"code":"error.in","params":{"field":"model.config",
+      "message":[{"code":"error.json.duplicate","params":{"field":"n_layer"}}]}}])"));
+}
+
+TEST_CASE("a trace's notes: codes of the catalog, or an older file's own text", "[messages]") {
+  std::ifstream in(std::string(TM_SOURCE_DIR) + "/tests/fixtures/traces/tinylm.trace.json");
+  json trace = json::parse(in);
+  const auto describe = [&](const json& notes) {
+    trace["notes"] = notes;
+    json request = json::object();
+    request["model"]["trace"] = trace;
+    return json::parse(trainmem::call("describeModel", request.dump()));
+  };
+  // as python/trainmem_trace writes a note, and as an older tracer wrote it (its English)
+  const std::string kept =
+      "3 tensors made in the step were still referenced after it (the model "
+      "keeps them)";
+  const std::string old =
+      "ops without a meta kernel ran on CPU tensors of the same shapes: "
+      "aten.add (2)";
+  const json ok = describe(json::parse(R"([{"code":"trace.note.keptAfter","params":{"count":"3"}},
+      ")" + old + R"("])"));
+  REQUIRE(ok.at("ok") == true);
+  const json& r = ok.at("result");
+  CHECK(r.at("trace").at("notes") == json::array({kept, old}));
+  CHECK(r.at("messages").at("trace.notes[0]") ==
+        json::parse(R"([{"code":"trace.note.keptAfter","params":{"count":"3"}}])"));
+  CHECK(r.at("messages").at("trace.notes[1]") ==
+        json::parse(R"([{"code":"trace.note.file","params":{"note":")" + old + R"("}}])"));
+  // not a note of the catalog; a parameter missing
+  const json bad = describe(json::parse(R"([{"code":"error.in","params":{}}])"));
+  CHECK(bad.at("error").at("code") == "unknown_value");
+  CHECK(bad.at("error").at("field") == "model.trace.notes[0].code");
+  const json missing = describe(json::parse(R"([{"code":"trace.note.keptAfter","params":{}}])"));
+  CHECK(missing.at("error").at("code") == "missing_field");
+  CHECK(missing.at("error").at("field") == "model.trace.notes[0].params.count");
 }
 
 TEST_CASE("errors thrown with codes carry them in the envelope", "[messages]") {
@@ -133,10 +207,7 @@ TEST_CASE("every sentence of every result comes from catalog codes that spell it
         const std::string code = part.at("code").get<std::string>();
         INFO("code " << code);
         CHECK(trainmem::messages::find_template(code.c_str()) != nullptr);
-        trainmem::Message m{code, {}};
-        for (auto it = part.at("params").begin(); it != part.at("params").end(); ++it)
-          m.params.emplace_back(it.key(), it->get<std::string>());
-        spelled += (spelled.empty() ? "" : "; ") + trainmem::english(m);
+        spelled += (spelled.empty() ? "" : "; ") + trainmem::english(message_of(part));
       }
       CHECK(spelled == text);
       ++checked;

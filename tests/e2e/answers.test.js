@@ -153,6 +153,28 @@ describe('the first questions, answered right', () => {
     });
   }
 
+  it('ar: an error inside a pasted config.json says the inner error in Arabic', async () => {
+    // a key twice: JSON.parse keeps the last one, the core refuses the text (error.in around
+    // its JSON reader's error.json.duplicate, "n_layer appears twice in one object")
+    const cfg =
+      '{"model_type":"gpt2","n_layer":2,"n_layer":3,"n_embd":64,"n_head":2,"vocab_size":100,"n_positions":64}';
+    const { page, context, problems } = await open(
+      `lang=ar&v=2&ms=config&cfg=${encodeURIComponent(cfg)}`,
+    );
+    await page.waitForSelector('[data-code="invalid_json"] .error-what');
+    const what = await page.textContent('[data-code="invalid_json"] .error-what');
+    // ar.json's core.error.json.duplicate: "`{field}` appears twice in one object" in Arabic
+    assert.match(what, /model\.config/);
+    assert.match(what, /n_layer/);
+    assert.match(what, /مرّتين في كائن واحد/);
+    assert.doesNotMatch(what, /appears twice|object/);
+    // the core's English words are folded away, marked as English
+    const detail = await page.textContent('[data-code="invalid_json"] .error-detail p');
+    assert.equal(detail, 'model.config: n_layer appears twice in one object');
+    assert.deepEqual(problems, []);
+    await context.close();
+  });
+
   it("ar: the page speaks the glossary's Arabic, with Arabic punctuation, in every part", async () => {
     const { page, context, problems } = await open('lang=ar&tab=accum');
     await verdict(page);

@@ -20,12 +20,10 @@ const requests = [
 ];
 const tm = await load();
 
-// Text from data files, not the core's sentences: preset names and their citations; what the
-// tracer wrote into a trace (python/trainmem_trace).
+// Text from data files, not the core's sentences: preset names and their citations.
 const DATA = [
   /^presets:/,
   /^describeModel:(sourceNote|name)$/,
-  /^(peakMemory|describeModel):trace\.notes\[\]$/,
   /^planLayout:timeModel\.(intra|inter)NodeSource$/,
 ];
 const NAMES = new Set(['name', 'field', 'id']);
@@ -324,6 +322,29 @@ ERROR_REQUESTS.push(
   ['placement', { chain: { inputBytes: 1, layers: [LAYER] }, model: { preset: 'gpt2' } }],
 );
 
+// The tracer's notes that no traced fixture model gives (python/trainmem_trace/build.py writes
+// them when a model's bfloat16 step fails or differs), on the fixture language model's trace.
+const TINYLM = json('../fixtures/traces/tinylm.trace.json');
+const tracerNote = (code, params = {}) => ({ code, params }); // build.py's _note
+requests.push([
+  'peakMemory',
+  {
+    model: {
+      trace: {
+        ...TINYLM,
+        notes: [
+          tracerNote('trace.note.noBf16.error', {
+            error: '"addmm_impl_cpu_" not implemented for \'BFloat16\'',
+          }),
+          tracerNote('trace.note.noBf16.chain'),
+        ],
+      },
+    },
+    microBatch: 2,
+    seqLen: 32,
+  },
+]);
+
 // The snapshot comparison's files that are not snapshots (compareSnapshot's errors).
 const GPT2 = { model: { preset: 'gpt2' }, microBatch: 1, seqLen: 128 };
 const SNAPSHOT_ERRORS = [
@@ -338,12 +359,16 @@ for (const snapshot of SNAPSHOT_ERRORS)
   ERROR_REQUESTS.push(['compareSnapshot', { request: GPT2, snapshot }]);
 
 const holes = (s) => [...String(s).matchAll(/\{(\w+)\}/g)].map((m) => m[1]).sort();
-// The codes of one sentence: each in the catalog, with a value for each of its parameters.
+// The codes of one sentence: each in the catalog, with a value for each of its parameters (a
+// string, or a sentence of its own: a list of clauses, checked likewise).
 function checkCodes(parts, where, used) {
   for (const p of parts) {
     assert.equal(typeof catalog[p.code], 'string', `${where}: ${p.code} is not in the catalog`);
-    for (const hole of holes(catalog[p.code]))
-      assert.equal(typeof p.params[hole], 'string', `${where}: ${p.code} lacks {${hole}}`);
+    for (const hole of holes(catalog[p.code])) {
+      const v = p.params[hole];
+      if (Array.isArray(v)) checkCodes(v, `${where} ${p.code}.${hole}`, used);
+      else assert.equal(typeof v, 'string', `${where}: ${p.code} lacks {${hole}}`);
+    }
     used.add(p.code);
   }
 }
@@ -391,6 +416,59 @@ test('every sentence of every result and error comes from catalog codes', () => 
   );
   assert.deepEqual(unused, [], 'catalog entries no request reaches (list them in UNREACHED)');
   for (const c of Object.keys(UNREACHED)) assert.ok(!used.has(c), `${c} is reached now`);
+});
+
+// A parameter is shown inside a sentence of the page's language, so it must not be an English
+// phrase: each value is a number, a name (no space: a field, a model, an op, a dtype, a key, a
+// value the user gave), a list of names ("a, b and c" of such), or a sentence of the catalog
+// (nested clauses, checked likewise). QUOTED lists the parameters that carry other text on
+// purpose, each with the reason.
+const QUOTED = {
+  'trace.note.file note': "an older trace file's note (a plain sentence): the file's own text",
+  'trace.note.noBf16.error error': "torch's error message, quoted as torch wrote it",
+  'error.loraTargets.none layers':
+    "the model's linear layers by their module names, one space apart",
+  // Not yet codes (CHANGELOG "Known gaps"): a runtime profile's name, from its data file
+  // (cpp/data/runtime-*.json "name"), written by peakMemory's device and tied-weight sentences.
+  'peak.assume.device runtime': 'a runtime profile name (data)',
+  'peak.assume.device.nccl runtime': 'a runtime profile name (data)',
+  'peak.assume.tied.inPlace runtime': 'a runtime profile name (data)',
+};
+const NUMBER_UNIT = /^[\d.,]+ ?(%|[KMGT]i?B|B)$/; // "18.5 %": a figure and its unit
+const NAME = String.raw`[^\s,]+(?: \(\d+\))?`; // "aten.add (2)": an op and how often it ran
+const NAME_LIST = new RegExp(`^${NAME}(?:(?:,| and| or) ${NAME})*$`);
+function englishParams(parts, out) {
+  for (const p of parts)
+    for (const [k, v] of Object.entries(p.params)) {
+      if (Array.isArray(v)) englishParams(v, out);
+      else if (
+        /\s/.test(v) &&
+        !NAME_LIST.test(v) &&
+        !NUMBER_UNIT.test(v) &&
+        !(`${p.code} ${k}` in QUOTED)
+      )
+        out.add(`${p.code} {${k}}: ${v}`);
+    }
+  return out;
+}
+
+test('no parameter reaching the page is an English phrase', () => {
+  const found = new Set();
+  for (const [fn, request] of [...requests, ...ERROR_REQUESTS]) {
+    try {
+      const r = tm[fn](request);
+      for (const parts of Object.values(r.messages ?? {})) englishParams(parts, found);
+    } catch (e) {
+      if (!(e instanceof TrainmemError)) throw e;
+      englishParams(e.messages ?? [], found);
+    }
+  }
+  assert.deepEqual([...found], []);
+  // the check itself: a phrase is found, names and nested sentences are not
+  const phrase = [{ code: 'error.field.mustBe', params: { field: 'x', what: 'a power of 2' } }];
+  assert.equal(englishParams(phrase, new Set()).size, 1);
+  const names = [{ code: 'error.value.expected', params: { values: 'a, b-c, d_e and f' } }];
+  assert.equal(englishParams(names, new Set()).size, 0);
 });
 
 test('every error the core throws is a code of the catalog, and every error code is thrown', () => {

@@ -73,6 +73,49 @@ export function makeTranslator(lang, strings, fallback) {
     if (vars) text = text.replace(/\{(\w+)\}/g, (m, k) => (k in vars ? String(vars[k]) : m));
     return text.includes('`') ? text.replace(/`([^`]+)`/g, '\u2066$1\u2069') : text;
   };
+  const sep = lang === 'ar' ? '؛ ' : '; ';
+  /**
+   * Whether this language translates every clause, and every clause of a parameter that is a
+   * sentence of its own (a list of clauses: an inner error, a phrase of the catalog).
+   * @param {unknown} parts
+   * @returns {boolean}
+   */
+  const translated = (parts) =>
+    Array.isArray(parts) &&
+    parts.length > 0 &&
+    parts.every(
+      (p) =>
+        typeof strings[`core.${p?.code}`] === 'string' &&
+        Object.values(p.params || {}).every((v) => !Array.isArray(v) || translated(v)),
+    );
+  /**
+   * Clauses in this language, joined as the language joins them. Each value (a name, a figure,
+   * a file's own text) is a bidi isolate (U+2068 … U+2069), so that it cannot reorder the
+   * sentence around it in a right-to-left line; a nested sentence is rendered in place.
+   * @param {MessagePart[]} parts
+   * @returns {string}
+   */
+  const clauses = (parts) =>
+    parts
+      .map((p) =>
+        t(
+          `core.${p.code}`,
+          Object.fromEntries(
+            Object.entries(p.params || {}).map(([k, v]) => [
+              k,
+              Array.isArray(v) ? clauses(v) : `\u2068${v}\u2069`,
+            ]),
+          ),
+        ),
+      )
+      .join(sep);
+  /**
+   * The core's clauses (a result's `messages[path]`, an error's `messages`) in this language,
+   * or null when this language does not translate every one of them.
+   * @param {unknown} parts
+   */
+  t.coreText = (parts) =>
+    translated(parts) ? clauses(/** @type {MessagePart[]} */ (parts)) : null;
   /**
    * A sentence the core wrote at `path` of `res`, in this language when the core gave its codes
    * (res.messages) and this language translates every one of them; else the core's English.
@@ -87,35 +130,18 @@ export function makeTranslator(lang, strings, fallback) {
       lang === 'en'
         ? null
         : /** @type {{ messages?: MessageCodes } | null | undefined} */ (res)?.messages?.[path];
-    const keys = Array.isArray(parts) ? parts.map((p) => `core.${p?.code}`) : [];
-    if (keys.length && keys.every((k) => typeof strings[k] === 'string')) {
-      // each value (a name, a figure, English text from data) is a bidi isolate (U+2068 …
-      // U+2069), so that it cannot reorder the sentence around it in a right-to-left line
-      const isolated = (/** @type {Record<string, string>} */ params) =>
-        Object.fromEntries(Object.entries(params).map(([k, v]) => [k, `\u2068${v}\u2069`]));
-      // (keys has an entry per part: parts is a list)
-      const clauses = /** @type {MessagePart[]} */ (parts).map((p, i) =>
-        t(keys[i], isolated(p.params || {})),
-      );
-      return h(tag, {}, clauses.join(lang === 'ar' ? '؛ ' : '; '));
-    }
-    return h(tag, { lang: 'en', dir: 'ltr' }, String(text));
+    const said = t.coreText(parts);
+    return said === null ? h(tag, { lang: 'en', dir: 'ltr' }, String(text)) : h(tag, {}, said);
   };
   /**
    * Whether this language translates every code of the sentence at `path` of `res`.
    * @param {object | null | undefined} res a result (its `messages`, where the core gave codes)
    * @param {string} path
    */
-  t.covers = (res, path) => {
-    const parts = /** @type {{ messages?: MessageCodes } | null | undefined} */ (res)?.messages?.[
-      path
-    ];
-    return (
-      Array.isArray(parts) &&
-      parts.length > 0 &&
-      parts.every((p) => typeof strings[`core.${p?.code}`] === 'string')
+  t.covers = (res, path) =>
+    translated(
+      /** @type {{ messages?: MessageCodes } | null | undefined} */ (res)?.messages?.[path],
     );
-  };
   /** An error code of the core in words (coreError.<code>), or '' for an unknown code. */
   t.coreError = (/** @type {string} */ code) =>
     strings[`coreError.${code}`] ?? fallback?.[`coreError.${code}`] ?? '';

@@ -2,6 +2,7 @@
 // The one error class of trainmem. The ES module entry (index.js), the CommonJS entry
 // (index.cjs, which requires this file), the CLI (whose usage error extends it) and the page
 // (whose input error extends it) all throw it, so `instanceof TrainmemError` holds everywhere.
+/** @import { MessagePart } from './index.js' */
 
 /** An invalid request: `.code` is a stable string, `.field` the dotted input path. */
 export class TrainmemError extends Error {
@@ -9,7 +10,7 @@ export class TrainmemError extends Error {
    * @param {string} code
    * @param {string} field
    * @param {string} message
-   * @param {{ minimumBudgetBytes?: number, messages?: Array<{ code: string, params?: Record<string, string> }> }} [details]
+   * @param {{ minimumBudgetBytes?: number, messages?: MessagePart[] }} [details]
    */
   constructor(code, field, message, details) {
     super(message);

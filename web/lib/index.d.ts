@@ -462,11 +462,14 @@ export interface InexactNumber {
 /**
  * One clause of a sentence the core wrote into a result: its code in the core's message
  * catalog (`cpp/data/messages.json`) and the values of its `{name}` parameters, so that a page
- * can show the sentence in its own language.
+ * can show the sentence in its own language. A parameter given as a list is itself clauses of
+ * the catalog, rendered in place.
  */
 export interface MessagePart {
   code: string;
-  params: Record<string, string>;
+  /** A value as the core wrote it, or a sentence of its own as clauses of the catalog (an
+   * error inside a pasted file, a phrase the sentence takes). */
+  params: Record<string, string | MessagePart[]>;
 }
 /**
  * The sentences of a result as codes, keyed by their path in the result

@@ -73,6 +73,10 @@ class RequestError : public std::runtime_error {
 [[noreturn]] void fail(const char* code, std::string_view field, Message message);
 // A Text of several coded clauses (joined by "; " in English).
 [[noreturn]] void fail_text(const char* code, std::string_view field, const Text& message);
+// An error inside a JSON text given as the string `field` (a pasted config.json, a trace
+// file): inner's code, at its field under `field`, as error.in ("{field}: {message}") with
+// inner's own clauses as the message, so that a page says the inner sentence in its language.
+[[noreturn]] void fail_in(const std::string& field, const RequestError& inner);
 // No plain English sentence: it would reach the Arabic page untranslated. Write the sentence
 // into cpp/data/messages.json and web/app/i18n/ar.json, and throw its code.
 void fail(const char*, std::string_view, const char*) = delete;

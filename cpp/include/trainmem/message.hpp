@@ -15,9 +15,19 @@ using MessageParams = std::vector<std::pair<std::string, std::string>>;
 struct Message {
   std::string code;      // a key of cpp/data/messages.json
   MessageParams params;  // {name, value}: the template's holes, values as the core writes them
+  // {name, clauses}: holes whose value is a sentence of the catalog itself (a phrase, an inner
+  // error), so that a page renders it in its own language too; English joins them by "; ".
+  std::vector<std::pair<std::string, std::vector<Message>>> nested = {};
+
+  // This message with the hole `name` filled by the catalog's clauses.
+  Message with(std::string name, std::vector<Message> clauses) && {
+    nested.emplace_back(std::move(name), std::move(clauses));
+    return std::move(*this);
+  }
 };
 
-// m's English: the catalog's template with each {name} replaced by its value.
+// m's English: the catalog's template with each {name} replaced by its value (a nested value
+// by its clauses' English, joined by "; ").
 std::string english(const Message& m);
 
 // One sentence of a result: clauses (each a Message) joined by "; " in English. A Text made

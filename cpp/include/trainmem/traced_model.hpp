@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "trainmem/activations.hpp"
+#include "trainmem/message.hpp"
 
 namespace trainmem {
 namespace traced {
@@ -65,9 +66,11 @@ struct Trace {
   std::vector<Layer> layers;
   std::vector<Event> backward;
   std::vector<uint64_t> layer_params;  // parameters per chain layer (first use; tied once)
-  std::vector<std::string> notes;      // what the tracer says about this trace
-  uint64_t inexact = 0;                // sizes the probes contradicted (not polynomial)
-  std::string dtype;                   // the floating dtype the activations were traced in
+  // What the tracer says about this trace: codes of the catalog (trace.note.*), or an older
+  // file's plain sentence as trace.note.file (the file's own text).
+  std::vector<Message> notes;
+  uint64_t inexact = 0;  // sizes the probes contradicted (not polynomial)
+  std::string dtype;     // the floating dtype the activations were traced in
   // The same step with the model in bfloat16 (variants.bfloat16), when the tracer recorded it:
   // precision bf16 and fp16 read it (the model's explicit fp32 casts stay fp32 there).
   std::shared_ptr<const Trace> half;

@@ -384,7 +384,8 @@ void trace_assumptions(const Trace& t, const Settings& s, uint32_t traced_width,
     out->push_back(Text("trace.assume.convTemp", {}));
   if (t.inexact > 0)
     out->push_back(Text("trace.assume.inexact", {{"count", std::to_string(t.inexact)}}));
-  for (const auto& n : t.notes) out->push_back(Text("trace.note", {{"note", n}}));
+  for (const Message& n : t.notes)
+    out->push_back(Text(Message{"trace.note", {}}.with("note", {n})));
 }
 
 }  // namespace

@@ -113,11 +113,13 @@ void require_null(const Obj& c, const char* key, const char* what) {
     c.mark_used(key);
     return;
   }
-  fail(code::kUnsupported, c.field(key),
-       Message{"error.diffusers.unsupported", {{"field", c.field(key)}, {"what", what}}});
+  fail(
+      code::kUnsupported, c.field(key),
+      Message{"error.diffusers.unsupported", {{"field", c.field(key)}}}.with(
+          "what", {what ? Message{what, {}} : Message{"error.diffusers.setting", {{"key", key}}}}));
 }
 
-void require_value(const Obj& c, const char* key, const char* expected, const char* what) {
+void require_value(const Obj& c, const char* key, const char* expected) {
   if (!c.has(key) || c.raw(key).is_null()) {
     c.mark_used(key);
     return;
@@ -126,10 +128,8 @@ void require_value(const Obj& c, const char* key, const char* expected, const ch
   if (v != expected)
     fail(code::kUnsupported, c.field(key),
          Message{"error.diffusers.onlyValue",
-                 {{"field", c.field(key)},
-                  {"v", v.substr(0, 64)},
-                  {"what", what},
-                  {"expected", expected}}});
+                 {{"field", c.field(key)}, {"v", v.substr(0, 64)}, {"expected", expected}}}
+             .with("what", {Message{"error.diffusers.setting", {{"key", key}}}}));
 }
 
 }  // namespace diffusers

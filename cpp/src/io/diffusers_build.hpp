@@ -47,10 +47,11 @@ struct Builder {
 // Reads an int or a list of `n` ints (diffusers' `int | tuple[int]` config fields).
 std::vector<uint64_t> int_or_list(const Obj& c, const char* key, uint64_t fallback, size_t n,
                                   uint64_t min, uint64_t max);
-// A key that must be absent or null (a feature trainmem does not model): names it when set.
-void require_null(const Obj& c, const char* key, const char* what);
+// A key that must be absent or null (a feature trainmem does not model): names it when set, by
+// `what` (a phrase of the catalog, error.diffusers.*) or by its key.
+void require_null(const Obj& c, const char* key, const char* what = nullptr);
 // A string key that must equal `expected` when present.
-void require_value(const Obj& c, const char* key, const char* expected, const char* what);
+void require_value(const Obj& c, const char* key, const char* expected);
 
 ModelDescription unet_from_config(const Obj& c);
 ModelDescription vae_from_config(const Obj& c);

@@ -326,8 +326,8 @@ ModelDescription dit_from_config(const Obj& c, bool pixart) {
   const bool affine = c.boolean_or("norm_elementwise_affine", false);
   const uint64_t classes = pixart ? 0 : c.u64_or("num_embeds_ada_norm", 1000, 1, 1 << 24);
   if (pixart) c.mark_used("num_embeds_ada_norm");
-  require_value(c, "norm_type", pixart ? "ada_norm_single" : "ada_norm_zero", "norm_type");
-  require_value(c, "activation_fn", "gelu-approximate", "activation_fn");
+  require_value(c, "norm_type", pixart ? "ada_norm_single" : "ada_norm_zero");
+  require_value(c, "activation_fn", "gelu-approximate");
   if (!c.boolean_or("attention_bias", true))
     fail(code::kUnsupported, c.field("attention_bias"),
          Message{"error.diffusers.bias", {{"field", c.field("attention_bias")}}});

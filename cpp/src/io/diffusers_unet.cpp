@@ -74,25 +74,25 @@ std::vector<bool> block_types(const Obj& c, const char* key, size_t n, const cha
 
 // Fields that would add tensors or change the forward beyond what is modelled.
 void refuse_unmodelled(const Obj& c) {
-  require_null(c, "class_embed_type", "class_embed_type (class-conditioned UNets)");
-  require_null(c, "num_class_embeds", "num_class_embeds");
-  require_null(c, "encoder_hid_dim", "encoder_hid_dim (projected text embeddings)");
-  require_null(c, "encoder_hid_dim_type", "encoder_hid_dim_type");
-  require_null(c, "dual_cross_attention", "dual_cross_attention");
-  require_null(c, "only_cross_attention", "only_cross_attention");
-  require_null(c, "mid_block_only_cross_attention", "mid_block_only_cross_attention");
-  require_null(c, "cross_attention_norm", "cross_attention_norm");
-  require_null(c, "timestep_post_act", "timestep_post_act");
-  require_null(c, "time_embedding_act_fn", "time_embedding_act_fn");
-  require_null(c, "class_embeddings_concat", "class_embeddings_concat");
-  require_null(c, "reverse_transformer_layers_per_block", "reverse_transformer_layers_per_block");
-  require_value(c, "mid_block_type", "UNetMidBlock2DCrossAttn", "mid_block_type");
-  require_value(c, "time_embedding_type", "positional", "time_embedding_type");
-  require_value(c, "resnet_time_scale_shift", "default", "resnet_time_scale_shift");
-  require_value(c, "attention_type", "default", "attention_type");
-  require_value(c, "act_fn", "silu", "act_fn");
+  require_null(c, "class_embed_type", "error.diffusers.classEmbed");
+  require_null(c, "num_class_embeds");
+  require_null(c, "encoder_hid_dim", "error.diffusers.encoderHid");
+  require_null(c, "encoder_hid_dim_type");
+  require_null(c, "dual_cross_attention");
+  require_null(c, "only_cross_attention");
+  require_null(c, "mid_block_only_cross_attention");
+  require_null(c, "cross_attention_norm");
+  require_null(c, "timestep_post_act");
+  require_null(c, "time_embedding_act_fn");
+  require_null(c, "class_embeddings_concat");
+  require_null(c, "reverse_transformer_layers_per_block");
+  require_value(c, "mid_block_type", "UNetMidBlock2DCrossAttn");
+  require_value(c, "time_embedding_type", "positional");
+  require_value(c, "resnet_time_scale_shift", "default");
+  require_value(c, "attention_type", "default");
+  require_value(c, "act_fn", "silu");
   if (c.has("addition_embed_type") && !c.raw("addition_embed_type").is_null())
-    require_value(c, "addition_embed_type", "text_time", "addition_embed_type");
+    require_value(c, "addition_embed_type", "text_time");
 }
 
 UNetConfig read_unet(const Obj& c) {
@@ -440,7 +440,7 @@ ModelDescription vae_from_config(const Obj& c) {
   const uint64_t out = c.u64_or("out_channels", 3, 1, kMaxWidth);
   const uint64_t lat = c.u64_or("latent_channels", 4, 1, kMaxWidth);
   net->groups = c.u64_or("norm_num_groups", 32, 1, kMaxWidth);
-  require_value(c, "act_fn", "silu", "act_fn");
+  require_value(c, "act_fn", "silu");
   if (c.has("mid_block_add_attention") && !c.boolean("mid_block_add_attention"))
     fail(code::kUnsupported, c.field("mid_block_add_attention"),
          Message{"error.unet.midAttention", {{"field", c.field("mid_block_add_attention")}}});

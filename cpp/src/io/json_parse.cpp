@@ -35,10 +35,10 @@ class Parser {
     if (end_ - p_ >= 3 && std::memcmp(p_, "\xEF\xBB\xBF", 3) == 0) p_ += 3;  // BOM
     json root;
     ws();
-    if (p_ == end_) syntax("the request is empty");
+    if (p_ == end_) syntax("error.json.what.empty");
     value(root);
     ws();
-    if (p_ != end_) syntax("text after the end of the JSON value");
+    if (p_ != end_) syntax("error.json.what.trailing");
     return root;
   }
 
@@ -66,9 +66,11 @@ class Parser {
     return out;
   }
 
+  // what: the catalog's phrase for the fault (error.json.what.*)
   [[noreturn]] void syntax(const char* what) const {
     fail(code::kInvalidJson, "",
-         Message{"error.json.invalid", {{"what", what}, {"byte", std::to_string(p_ - begin_)}}});
+         Message{"error.json.invalid", {{"byte", std::to_string(p_ - begin_)}}}.with(
+             "what", {Message{what, {}}}));
   }
 
   void ws() {
@@ -83,7 +85,7 @@ class Parser {
 
   void value(json& out) {
     count_value();
-    if (p_ == end_) syntax("unexpected end of input");
+    if (p_ == end_) syntax("error.json.what.end");
     switch (*p_) {
       case '{':
         return object(out);
@@ -108,7 +110,7 @@ class Parser {
   void literal(const char* word, json& out, json v) {
     const size_t n = std::strlen(word);
     if (static_cast<size_t>(end_ - p_) < n || std::memcmp(p_, word, n) != 0)
-      syntax("invalid literal");
+      syntax("error.json.what.literal");
     p_ += n;
     out = std::move(v);
   }
@@ -138,12 +140,12 @@ class Parser {
     }
     std::string& key = levels_[depth_ - 1].key;
     for (;;) {
-      if (p_ == end_ || *p_ != '"') syntax("expected a string key");
+      if (p_ == end_ || *p_ != '"') syntax("error.json.what.key");
       ++p_;
       key.clear();
       string(key);
       ws();
-      if (p_ == end_ || *p_ != ':') syntax("expected ':' after a key");
+      if (p_ == end_ || *p_ != ':') syntax("error.json.what.colon");
       ++p_;
       ws();
       auto ins = obj.emplace(key, json());
@@ -152,13 +154,13 @@ class Parser {
       if (!(compact_ && at_chain_layers() && compact_layers(ins.first->second)))
         value(ins.first->second);
       ws();
-      if (p_ == end_) syntax("unexpected end of input in an object");
+      if (p_ == end_) syntax("error.json.what.endObject");
       if (*p_ == ',') {
         ++p_;
         ws();
         continue;
       }
-      if (*p_ != '}') syntax("expected ',' or '}' in an object");
+      if (*p_ != '}') syntax("error.json.what.objectSep");
       ++p_;
       break;
     }
@@ -181,13 +183,13 @@ class Parser {
       arr.emplace_back();
       value(arr.back());
       ws();
-      if (p_ == end_) syntax("unexpected end of input in an array");
+      if (p_ == end_) syntax("error.json.what.endArray");
       if (*p_ == ',') {
         ++p_;
         ws();
         continue;
       }
-      if (*p_ != ']') syntax("expected ',' or ']' in an array");
+      if (*p_ != ']') syntax("error.json.what.arraySep");
       ++p_;
       break;
     }
@@ -202,11 +204,11 @@ class Parser {
   }
 
   uint32_t hex4() {
-    if (end_ - p_ < 4) syntax("truncated \\u escape");
+    if (end_ - p_ < 4) syntax("error.json.what.uTruncated");
     uint32_t v = 0;
     for (int i = 0; i < 4; ++i) {
       const int h = hex(p_[i]);
-      if (h < 0) syntax("invalid \\u escape");
+      if (h < 0) syntax("error.json.what.uInvalid");
       v = v * 16 + static_cast<uint32_t>(h);
     }
     p_ += 4;
@@ -232,7 +234,7 @@ class Parser {
   }
 
   void escape(std::string& s) {
-    if (p_ == end_) syntax("unterminated string");
+    if (p_ == end_) syntax("error.json.what.unterminated");
     const char c = *p_++;
     switch (c) {
       case '"':
@@ -258,17 +260,15 @@ class Parser {
       case 'u':
         break;
       default:
-        syntax("invalid escape in a string");
+        syntax("error.json.what.escape");
     }
     uint32_t cp = hex4();
-    if (cp >= 0xDC00 && cp <= 0xDFFF) syntax("a lone low surrogate in a \\u escape");
+    if (cp >= 0xDC00 && cp <= 0xDFFF) syntax("error.json.what.loneLow");
     if (cp >= 0xD800 && cp <= 0xDBFF) {
-      if (end_ - p_ < 2 || p_[0] != '\\' || p_[1] != 'u')
-        syntax("a high surrogate must be followed by a low surrogate");
+      if (end_ - p_ < 2 || p_[0] != '\\' || p_[1] != 'u') syntax("error.json.what.highLow");
       p_ += 2;
       const uint32_t lo = hex4();
-      if (lo < 0xDC00 || lo > 0xDFFF)
-        syntax("a high surrogate must be followed by a low surrogate");
+      if (lo < 0xDC00 || lo > 0xDFFF) syntax("error.json.what.highLow");
       cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
     }
     put_utf8(cp, s);
@@ -291,12 +291,12 @@ class Parser {
       if (c == 0xF0) lo = 0x90;
       if (c == 0xF4) hi = 0x8F;
     } else {
-      syntax("invalid UTF-8 in a string");
+      syntax("error.json.what.utf8");
     }
-    if (end_ - p_ <= n) syntax("invalid UTF-8 in a string");
-    if (b(1) < lo || b(1) > hi) syntax("invalid UTF-8 in a string");
+    if (end_ - p_ <= n) syntax("error.json.what.utf8");
+    if (b(1) < lo || b(1) > hi) syntax("error.json.what.utf8");
     for (int i = 2; i <= n; ++i)
-      if (b(i) < 0x80 || b(i) > 0xBF) syntax("invalid UTF-8 in a string");
+      if (b(i) < 0x80 || b(i) > 0xBF) syntax("error.json.what.utf8");
     s.append(p_, static_cast<size_t>(n + 1));
     p_ += n + 1;
   }
@@ -311,7 +311,7 @@ class Parser {
         ++p_;
       }
       s.append(run, static_cast<size_t>(p_ - run));
-      if (p_ == end_) syntax("unterminated string");
+      if (p_ == end_) syntax("error.json.what.unterminated");
       const auto c = static_cast<uint8_t>(*p_);
       if (c == '"') {
         ++p_;
@@ -321,7 +321,7 @@ class Parser {
         ++p_;
         escape(s);
       } else if (c < 0x20) {
-        syntax("a control character in a string (escape it)");
+        syntax("error.json.what.control");
       } else {
         utf8(s);
       }
@@ -334,7 +334,7 @@ class Parser {
     const char* start = p_;
     const bool negative = *p_ == '-';
     if (negative) ++p_;
-    if (p_ == end_ || !digit(*p_)) syntax("invalid value");
+    if (p_ == end_ || !digit(*p_)) syntax("error.json.what.value");
     // Whole part (a leading 0 stands alone), accumulated while it fits 64 bits.
     uint64_t whole = 0;
     bool overflow = false;
@@ -352,14 +352,14 @@ class Parser {
     if (p_ != end_ && *p_ == '.') {
       is_float = true;
       ++p_;
-      if (p_ == end_ || !digit(*p_)) syntax("a digit must follow the decimal point");
+      if (p_ == end_ || !digit(*p_)) syntax("error.json.what.decimal");
       while (p_ != end_ && digit(*p_)) ++p_;
     }
     if (p_ != end_ && (*p_ == 'e' || *p_ == 'E')) {
       is_float = true;
       ++p_;
       if (p_ != end_ && (*p_ == '+' || *p_ == '-')) ++p_;
-      if (p_ == end_ || !digit(*p_)) syntax("a digit must follow the exponent");
+      if (p_ == end_ || !digit(*p_)) syntax("error.json.what.exponent");
       while (p_ != end_ && digit(*p_)) ++p_;
     }
     if (!is_float && !overflow) {

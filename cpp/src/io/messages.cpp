@@ -48,6 +48,7 @@ nlohmann::json list_of(const std::vector<Message>& parts) {
     put(e, "code", p.code);
     nlohmann::json params = nlohmann::json::object();
     for (const auto& kv : p.params) params[kv.first] = kv.second;
+    for (const auto& kv : p.nested) params[kv.first] = list_of(kv.second);  // [{code, params}]
     put(e, "params", std::move(params));
     list.push_back(std::move(e));
   }

@@ -128,8 +128,7 @@ json parse_config_text(const std::string& text, const std::string& field) {
   try {
     parsed = parse_request(text);
   } catch (const RequestError& e) {
-    const std::string inner = e.field().empty() ? field : field + "." + e.field();
-    fail(e.code().c_str(), inner, Message{"error.in", {{"field", field}, {"message", e.what()}}});
+    fail_in(field, e);
   }
   if (!parsed.is_object())
     fail(code::kInvalidType, field, Message{"error.model.oneObject", {{"field", field}}});

@@ -168,7 +168,7 @@ double option_number(const AllocatorOption& o, double lo, double hi, const char*
   const double v = o.value.get<double>();
   if (!(v >= lo && v <= hi))
     fail(code::kOutOfRange, field,
-         Message{"error.field.mustBe", {{"field", field}, {"what", what}}});
+         Message{"error.field.mustBe", {{"field", field}}}.with("what", {Message{what, {}}}));
   return v;
 }
 
@@ -183,7 +183,7 @@ allocator::Config parse_allocator(const Obj& req) {
     if (o.key == "max_split_size_mb") {
       if (o.value.is_null()) continue;  // "unlimited"
       // CUDAAllocatorConfig.cpp parseMaxSplitSize: must be > kLargeBuffer (20 MiB)
-      const double mb = option_number(o, 21, 1 << 30, "an integer above 20 (MiB; kLargeBuffer)");
+      const double mb = option_number(o, 21, 1 << 30, "error.mustBe.splitSize");
       if (mb != std::floor(mb))
         fail(code::kNotInteger, field, Message{"error.allocator.wholeMib", {{"field", field}}});
       c.max_split_size = static_cast<uint64_t>(mb) << 20;
@@ -193,13 +193,13 @@ allocator::Config parse_allocator(const Obj& req) {
       c.expandable_segments = o.value.get<bool>();
     } else if (o.key == "garbage_collection_threshold") {
       // parseGarbageCollectionThreshold: 0.0 < threshold < 1.0
-      const double t = option_number(o, 0, 1, "between 0 and 1 (exclusive)");
+      const double t = option_number(o, 0, 1, "error.mustBe.fraction");
       if (t <= 0 || t >= 1)
         fail(code::kOutOfRange, field, Message{"error.allocator.fraction", {{"field", field}}});
       c.garbage_collection_threshold = t;
     } else if (o.key == "roundup_power2_divisions") {
       // parseRoundUpPower2Divisions: a power of 2
-      const double d = option_number(o, 0, 64, "a power of 2 up to 64");
+      const double d = option_number(o, 0, 64, "error.mustBe.powerOf2");
       const uint64_t n = static_cast<uint64_t>(d);
       if (d != std::floor(d) || (n & (n - 1)) != 0)
         fail(code::kOutOfRange, field, Message{"error.allocator.power2", {{"field", field}}});
@@ -866,36 +866,32 @@ void check_trace_scope(const Request& r) {
   const vocab::Strategy kind = r.training.checkpointing.strategy;
   const std::string cs = vocab::name_of(kind);
   const char* field = nullptr;
-  std::string why;
+  Message why;
   if (kind == vocab::Strategy::attention_recompute || vocab::op_level(kind)) {
     field = "checkpointing";
-    why = "checkpointing '" + cs +
-          "' needs the attention and op structure of a known "
-          "architecture; a traced model checkpoints whole chain layers (full, selective-layer, "
-          "or a placement strategy)";
+    why = Message{"error.trace.why.checkpointing", {{"strategy", cs}}};
   } else if (r.parallelism.tensor > 1 || r.parallelism.sequence) {
     field = "tensorParallel";
-    why = "tensor parallelism splits heads and projections a trace does not name";
+    why = Message{"error.trace.why.tensorParallel", {}};
   } else if (r.features.compiled) {
     field = "compile";
-    why = "compile: trace the model as it runs eagerly; the partitioner's choices are not traced";
+    why = Message{"error.trace.why.compile", {}};
   } else if (r.features.float8) {
     field = "float8";
-    why = "float8 is modelled for Llama-family blocks";
+    why = Message{"error.trace.why.float8", {}};
   } else if (r.training.loss != activations::Settings::Loss::cross_entropy) {
     field = "loss";
-    why = "the loss is part of the trace (the tracer's --loss)";
+    why = Message{"error.trace.why.loss", {}};
   } else if (r.training.precision == activations::Precision::amp_bf16 ||
              r.training.precision == activations::Precision::amp_fp16) {
     field = "precision";
-    why =
-        "a trace answers fp32, bf16 and fp16 (the model run in that dtype); autocast's casts "
-        "are not in it";
+    why = Message{"error.trace.why.precision", {}};
   } else if (r.training.samples.given && !r.model.description().trace->has_seq) {
     field = "samples";
-    why = "samples describe sequence lengths; this trace has none";
+    why = Message{"error.trace.why.samples", {}};
   }
-  if (field) fail(code::kUnsupported, field, Message{"error.trace.model", {{"why", why}}});
+  if (field)
+    fail(code::kUnsupported, field, Message{"error.trace.model", {}}.with("why", {std::move(why)}));
 }
 
 // What needs the whole request: bf16 on the GPU, and what op-level selective checkpointing is

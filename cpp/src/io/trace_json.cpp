@@ -7,11 +7,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <map>
 
 #include "io/json_fields.hpp"
 #include "trainmem/limits.hpp"
 #include "trainmem/traced_model.hpp"
+#include "util/message_table.hpp"
 
 namespace trainmem {
 namespace {
@@ -122,6 +124,31 @@ int64_t index_or_none(const Obj& o, const char* key, uint64_t bound, const char*
   return static_cast<int64_t>(index_of(o, key, bound, what));
 }
 
+// One of the tracer's notes: {code, params}, a code of the catalog's trace.note.* with a string
+// for each of its parameters; or an older file's plain sentence, kept as the file's own text
+// (trace.note.file), which a page shows as such.
+Message read_note(const json& v, const std::string& at) {
+  if (v.is_string()) return Message{"trace.note.file", {{"note", read_str(v, at, 2000)}}};
+  const Obj o(v, at);
+  const std::string name = o.str("code", 64);
+  const bool note = name.rfind("trace.note.", 0) == 0 && name != "trace.note.file";
+  const char* tpl = note ? messages::find_template(name.c_str()) : nullptr;
+  if (!tpl)
+    fail(code::kUnknownValue, o.field("code"),
+         Message{"error.trace.noteCode", {{"field", o.field("code")}, {"code", name}}});
+  Message m{name, {}};
+  const Obj params = o.obj("params");
+  for (const char* p = std::strchr(tpl, '{'); p; p = std::strchr(p + 1, '{')) {
+    const char* close = std::strchr(p, '}');
+    if (!close) break;
+    const std::string hole(p + 1, close);
+    m.params.emplace_back(hole, params.str(hole.c_str(), 2000));
+  }
+  params.finish();
+  o.finish();
+  return m;
+}
+
 void read_header(const Obj& o, Trace* t) {
   const std::string format = o.str("format", 64);
   if (format != "trainmem-trace")
@@ -146,7 +173,7 @@ void read_header(const Obj& o, Trace* t) {
   if (o.has("notes")) {
     const json& n = o.array("notes", 1000);
     for (size_t i = 0; i < n.size(); ++i)
-      t->notes.push_back(read_str(n[i], index_path(o.field("notes"), i), 2000));
+      t->notes.push_back(read_note(n[i], index_path(o.field("notes"), i)));
   }
 }
 
@@ -471,9 +498,7 @@ ModelDescription model_from_trace(const Obj& model) {
     try {
       text_form = parse_request(tj->get<std::string>());
     } catch (const RequestError& e) {
-      const std::string f = model.field("trace");
-      fail(e.code().c_str(), e.field().empty() ? f : f + "." + e.field(),
-           Message{"error.in", {{"field", f}, {"message", e.what()}}});
+      fail_in(model.field("trace"), e);
     }
     tj = &text_form;
   }
@@ -508,6 +533,11 @@ ModelDescription model_from_trace(const Obj& model) {
   return m;
 }
 
+// The tracer's notes as sentences with their codes (an older file's own text as it was).
+static std::vector<Text> note_texts(const std::vector<Message>& notes) {
+  return std::vector<Text>(notes.begin(), notes.end());
+}
+
 json trace_description_json(const traced::Trace& t) {
   json out = json::object();
   put(out, "torch", t.torch);
@@ -525,7 +555,7 @@ json trace_description_json(const traced::Trace& t) {
   }
   put(out, "layers", std::move(layers));
   put(out, "inexactSizes", t.inexact);
-  put(out, "notes", t.notes);
+  put(out, "notes", note_texts(t.notes));
   return out;
 }
 
@@ -543,7 +573,7 @@ json trace_summary_json(const traced::Trace& t, const activations::Settings& s) 
   put(out, "heldBytes", sum.held_bytes);
   put(out, "inputBytes", sum.input_bytes);
   put(out, "inexactSizes", t.inexact);
-  put(out, "notes", t.notes);
+  put(out, "notes", note_texts(t.notes));
   return out;
 }
 

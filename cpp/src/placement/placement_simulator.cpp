@@ -51,8 +51,9 @@ namespace trainmem {
 namespace placement {
 namespace {
 
-[[noreturn]] void bad_schedule(const std::string& why) {
-  fail(code::kInternal, "", Message{"error.internal.schedule", {{"why", why}}});
+// why: a phrase of the catalog (error.internal.schedule.*)
+[[noreturn]] void bad_schedule(Message why) {
+  fail(code::kInternal, "", Message{"error.internal.schedule", {}}.with("why", {std::move(why)}));
 }
 
 }  // namespace
@@ -225,8 +226,9 @@ struct Simulation {
   void forward_all(const Op& op) {
     const uint32_t i = op.layer;
     const Layer& L = chain.layers[i];
-    if (!have(i) && !(any_skip && sk.cat[i])) bad_schedule("F_all without its input");
-    if (abar[i + 1]) bad_schedule("F_all twice");
+    if (!have(i) && !(any_skip && sk.cat[i]))
+      bad_schedule({"error.internal.schedule.fAllInput", {}});
+    if (abar[i + 1]) bad_schedule({"error.internal.schedule.fAllTwice", {}});
     const bool replay = kept[i] != 0;
     if (replay) {  // the kept outputs are handed to the recomputed graph
       live -= L.selective_kept_bytes;
@@ -249,8 +251,8 @@ struct Simulation {
   void forward_no_grad(const Op& op) {  // F_ck or F_n
     const uint32_t i = op.layer;
     const Layer& L = chain.layers[i];
-    if (!have(i)) bad_schedule("forward without its input");
-    if (have(i + 1)) bad_schedule("output computed twice");
+    if (!have(i)) bad_schedule({"error.internal.schedule.forwardInput", {}});
+    if (have(i + 1)) bad_schedule({"error.internal.schedule.outputTwice", {}});
     const uint64_t keep = L.selective && !kept[i] ? L.selective_kept_bytes : 0;
     // a concatenating segment start keeps the concatenation (its input and skips copied)
     const uint64_t cat =
@@ -276,8 +278,8 @@ struct Simulation {
   }
 
   void loss(const Op& op) {
-    if (loss_done || op.layer != n) bad_schedule("loss misplaced");
-    if (!have(n)) bad_schedule("loss without the chain output");
+    if (loss_done || op.layer != n) bad_schedule({"error.internal.schedule.lossPlace", {}});
+    if (!have(n)) bad_schedule({"error.internal.schedule.lossInput", {}});
     r.stored_bytes = live;  // what the forward pass leaves behind
     event(op, live);
     if (a[n]) {
@@ -293,7 +295,7 @@ struct Simulation {
     const uint32_t i = op.layer;
     const Layer& L = chain.layers[i];
     if (!abar[i + 1] || !d[i + 1] || (L.input_saved && !have(i)))
-      bad_schedule("backward without its inputs");
+      bad_schedule({"error.internal.schedule.backwardInputs", {}});
     const uint64_t before = live + L.backward_temp_bytes;
     live -= xbar(i + 1);
     if (any_skip && sk.dropped[i + 1]) live += x(i + 1);  // already out of abar[i + 1]
@@ -328,7 +330,8 @@ struct Simulation {
   }
 
   void run(const Op& op) {
-    if (op.kind != OpKind::kLoss && op.layer >= n) bad_schedule("layer out of range");
+    if (op.kind != OpKind::kLoss && op.layer >= n)
+      bad_schedule({"error.internal.schedule.layerRange", {}});
     switch (op.kind) {
       case OpKind::kForwardAll:
         return forward_all(op);
@@ -344,9 +347,10 @@ struct Simulation {
 
   // Checks the schedule was complete, then fills in the costs.
   void finish() {
-    if (!loss_done) bad_schedule("no loss");
+    if (!loss_done) bad_schedule({"error.internal.schedule.noLoss", {}});
     for (uint32_t i = 0; i < n; ++i)
-      if (!done[i]) bad_schedule("layer " + std::to_string(i) + " never back-propagated");
+      if (!done[i])
+        bad_schedule({"error.internal.schedule.notBackward", {{"layer", std::to_string(i)}}});
     for (const Layer& L : chain.layers) r.forward_cost += L.forward_cost;
     r.recompute_cost = std::max(0.0, forward_work - r.forward_cost);
     r.total_cost = r.forward_cost + r.backward_cost + r.recompute_cost;
@@ -375,7 +379,7 @@ void read_plan(const std::vector<Op>& ops, uint32_t n, PlanResult* r) {
 }  // namespace
 
 PlanResult simulate(const Chain& chain, const std::vector<Op>& ops) {
-  if (chain.layers.empty()) bad_schedule("empty chain");
+  if (chain.layers.empty()) bad_schedule({"error.internal.schedule.emptyChain", {}});
   Simulation sim(chain, ops.size());
   for (const Op& op : ops) sim.run(op);
   sim.finish();

@@ -385,10 +385,12 @@ class Reader {
          Message{"error.snapshot.truncated",
                  {{"byte", std::to_string(b_.size())}, {"opcode", std::to_string(op_at_)}}});
   }
+  // what: the catalog's phrase (error.snapshot.what.*) for what there are too many of
   [[noreturn]] void limit(const char* what, uint64_t max) const {
     fail(code::kTooLarge, kField,
          Message{"error.snapshot.count",
-                 {{"max", std::to_string(max)}, {"what", what}, {"byte", std::to_string(op_at_)}}});
+                 {{"max", std::to_string(max)}, {"byte", std::to_string(op_at_)}}}
+             .with("what", {Message{what, {}}}));
   }
   // The working memory (what the reader builds, beside the file) stays within budget_: a
   // crafted file (memo indices far apart, endless lists of None) is refused, not grown into.
@@ -401,10 +403,11 @@ class Reader {
                     {"budget", std::to_string(budget_ >> 20)},
                     {"byte", std::to_string(op_at_)}}});
   }
+  // want: the catalog's phrase (error.snapshot.want.*) for what the field must be
   [[noreturn]] void type_error(const std::string& field, const char* want) const {
     fail(code::kInvalidType, field,
-         Message{"error.snapshot.type",
-                 {{"field", field}, {"want", want}, {"byte", std::to_string(pos_)}}});
+         Message{"error.snapshot.type", {{"field", field}, {"byte", std::to_string(pos_)}}}.with(
+             "want", {Message{want, {}}}));
   }
 
   // ---------------------------------------------------------------- input
@@ -435,12 +438,13 @@ class Reader {
         actions_counted_ |= 1u << a;
         pool_bytes_ += n;
         if (pool_bytes_ > kMaxStringPoolBytes)
-          limit("bytes of distinct strings", kMaxStringPoolBytes);
+          limit("error.snapshot.what.stringBytes", kMaxStringPoolBytes);
       }
       return it->second;
     }
     pool_bytes_ += n;
-    if (pool_bytes_ > kMaxStringPoolBytes) limit("bytes of distinct strings", kMaxStringPoolBytes);
+    if (pool_bytes_ > kMaxStringPoolBytes)
+      limit("error.snapshot.what.stringBytes", kMaxStringPoolBytes);
     work_bytes_ += n + kStringBytes;
     check_budget();
     strings_.emplace_back(p, n);
@@ -452,7 +456,7 @@ class Reader {
   void push(V v) { push(v.t, v.a, v.u); }
   // Writes the fields in place (a V built on the side and copied in stalled store forwarding).
   TM_HOT void push(T t, uint32_t a, uint64_t u) {
-    if (stack_.size() >= kMaxStackValues) limit("values on the unpickler stack", kMaxStackValues);
+    if (stack_.size() >= kMaxStackValues) limit("error.snapshot.what.stackValues", kMaxStackValues);
     V& v = stack_.emplace_back();
     v.t = t;
     v.a = a;
@@ -479,14 +483,15 @@ class Reader {
   }
 
   uint32_t new_container(T kind) {
-    if (containers_.size() >= kMaxContainers) limit("lists, dicts and tuples", kMaxContainers);
+    if (containers_.size() >= kMaxContainers)
+      limit("error.snapshot.what.containers", kMaxContainers);
     uint32_t slot;
     if (!free_slots_.empty()) {
       slot = free_slots_.back();
       free_slots_.pop_back();
     } else {
       if (slots_.size() >= kMaxOpenContainers)
-        limit("lists, dicts and tuples being built at once", kMaxOpenContainers);
+        limit("error.snapshot.what.openContainers", kMaxOpenContainers);
       slot = static_cast<uint32_t>(slots_.size());
       slots_.emplace_back();
       work_bytes_ += sizeof(Values);
@@ -632,7 +637,7 @@ class Reader {
     protocol_ = p;
   }
   TM_HOT void mark() {
-    if (marks_.size() >= kMaxNesting) limit("nested MARKs (nesting depth)", kMaxNesting);
+    if (marks_.size() >= kMaxNesting) limit("error.snapshot.what.marks", kMaxNesting);
     marks_.push_back(stack_.size());
   }
   void pop_top() {
@@ -777,7 +782,7 @@ class Reader {
     }
   }
   void str(T t, uint64_t n) {
-    if (n > kMaxStringBytes) limit("bytes in one string", kMaxStringBytes);
+    if (n > kMaxStringBytes) limit("error.snapshot.what.stringLength", kMaxStringBytes);
     const std::string_view s = take(n);
     push(t, intern(s.data(), s.size()), 0);
   }
@@ -785,7 +790,7 @@ class Reader {
     return t == T::kBool || t == T::kInt || t == T::kUInt || t == T::kFloat;
   }
   void memo_put(uint64_t i) {
-    if (i >= kMaxMemoEntries) limit("memo entries", kMaxMemoEntries);
+    if (i >= kMaxMemoEntries) limit("error.snapshot.what.memo", kMaxMemoEntries);
     if (i >= memo_.size()) memo_.grow(static_cast<size_t>(i) + 1);
     const V& v = top();
     Memo& m = memo_.at(static_cast<size_t>(i));
@@ -868,7 +873,7 @@ class Reader {
     if (v.t == T::kUInt || v.t == T::kBigInt)
       fail(code::kOutOfRange, field,
            Message{"error.snapshot.over64", {{"field", field}, {"byte", std::to_string(pos_)}}});
-    type_error(field, "a whole number");
+    type_error(field, "error.snapshot.want.integer");
   }
   uint64_t as_u64(const V& v, const char* field) {
     if (v.t == T::kUInt) return v.u;
@@ -883,7 +888,7 @@ class Reader {
     return static_cast<uint64_t>(as_int(v, field));
   }
   const std::string& as_str(const V& v, const char* field) {
-    if (v.t != T::kStr) type_error(field, "a string");
+    if (v.t != T::kStr) type_error(field, "error.snapshot.want.string");
     return strings_[v.a];
   }
   uint64_t req_u64(const V* v, const char* field) {
@@ -907,7 +912,7 @@ class Reader {
     if (it != frame_ids_.end()) {
       id = it->second;
     } else {
-      if (out_.frames.size() >= kNoRef) limit("distinct frames", kNoRef);
+      if (out_.frames.size() >= kNoRef) limit("error.snapshot.what.frames", kNoRef);
       id = static_cast<uint32_t>(out_.frames.size());
       out_.frames.push_back({file, line, name});
       work_bytes_ += sizeof(Frame) + file.size() + name.size() + 48;
@@ -920,10 +925,10 @@ class Reader {
   // A frames list (or None / absent) -> an interned stack index.
   uint32_t stack_of(const V* v, const char* field) {
     if (!v || v->t == T::kNone) return kNoStack;
-    if (v->t != T::kList) type_error(field, "a list of frames");
+    if (v->t != T::kList) type_error(field, "error.snapshot.want.frames");
     Container& c = containers_[v->a];
     if (c.conv == Conv::kStack) return c.ref == kNoRef ? kNoStack : c.ref;
-    if (c.conv != Conv::kNone) type_error(field, "a list of frames");
+    if (c.conv != Conv::kNone) type_error(field, "error.snapshot.want.frames");
     std::vector<uint32_t>& ids = stack_scratch_;
     ids.clear();
     Keys k;
@@ -933,14 +938,15 @@ class Reader {
         if (k[k_filename_] && k[k_name_]) to_frame(f.a, k);
       }
       if (f.t != T::kDict || containers_[f.a].conv != Conv::kFrame)
-        type_error(field, "a list of frames ({filename, line, name})");
+        type_error(field, "error.snapshot.want.framesFields");
       ids.push_back(containers_[f.a].ref);
     }
     if (ids.empty()) {
       release(v->a, Conv::kStack, kNoRef);
       return kNoStack;
     }
-    if (ids.size() > kMaxFramesPerStack) limit("frames in one traceback", kMaxFramesPerStack);
+    if (ids.size() > kMaxFramesPerStack)
+      limit("error.snapshot.what.framesPerStack", kMaxFramesPerStack);
     uint32_t id;
     if (ids == last_stack_) {  // consecutive entries often share a traceback
       id = last_stack_id_;
@@ -949,7 +955,7 @@ class Reader {
       if (it != stack_ids_.end()) {
         id = it->second;
       } else {
-        if (out_.stacks.size() >= kNoRef) limit("distinct tracebacks", kNoRef);
+        if (out_.stacks.size() >= kNoRef) limit("error.snapshot.what.stacks", kNoRef);
         id = static_cast<uint32_t>(out_.stacks.size());
         out_.stacks.push_back(ids);
         work_bytes_ += 48 + ids.size() * sizeof(uint32_t) * 2;  // (and its key in stack_ids_)
@@ -966,7 +972,7 @@ class Reader {
   uint32_t stream_index(int64_t s) {
     for (size_t i = 0; i < out_.streams.size(); ++i)
       if (out_.streams[i] == s) return static_cast<uint32_t>(i);
-    if (out_.streams.size() >= 4096) limit("distinct streams", 4096);
+    if (out_.streams.size() >= 4096) limit("error.snapshot.what.streams", 4096);
     out_.streams.push_back(s);
     return static_cast<uint32_t>(out_.streams.size() - 1);
   }
@@ -998,11 +1004,11 @@ class Reader {
       event_lists_.emplace_back();
       release(list, Conv::kEvents, static_cast<uint32_t>(event_lists_.size() - 1));
     }
-    if (++events_ > kMaxTraceEvents) limit("trace entries", kMaxTraceEvents);
+    if (++events_ > kMaxTraceEvents) limit("error.snapshot.what.traceEntries", kMaxTraceEvents);
     containers_[c].conv = Conv::kBusy;
     Event e;
     const V& av = *k[k_action_];
-    if (av.t != T::kStr) type_error("snapshot.device_traces.action", "a string");
+    if (av.t != T::kStr) type_error("snapshot.device_traces.action", "error.snapshot.want.string");
     // Interned by content: the action's string id names it.
     if (av.a - kFirstAction < kActionCount) e.action = kActions[av.a - kFirstAction].second;
     if (e.action == Action::kOom) {
@@ -1039,7 +1045,7 @@ class Reader {
   }
 
   void to_block(uint32_t c, const Keys& k) {
-    if (blocks_.size() >= kMaxBlocks) limit("blocks", kMaxBlocks);
+    if (blocks_.size() >= kMaxBlocks) limit("error.snapshot.what.blocks", kMaxBlocks);
     containers_[c].conv = Conv::kBusy;
     Block b;
     b.size = req_u64(k[k_size_], "snapshot.segments.blocks.size");
@@ -1056,7 +1062,7 @@ class Reader {
   }
 
   void to_segment(uint32_t c, const Keys& k) {
-    if (out_.segments.size() >= kMaxSegments) limit("segments", kMaxSegments);
+    if (out_.segments.size() >= kMaxSegments) limit("error.snapshot.what.segments", kMaxSegments);
     containers_[c].conv = Conv::kBusy;
     Segment s;
     s.total_size = req_u64(k[k_total_size_], "snapshot.segments.total_size");
@@ -1073,7 +1079,7 @@ class Reader {
     if (const V* e = k[k_is_expandable_]; e && e->t == T::kBool) s.expandable = e->u != 0;
     if (const V* bl = k[k_blocks_]; bl && bl->t != T::kNone) {
       if (bl->t != T::kList || containers_[bl->a].conv != Conv::kNone)
-        type_error("snapshot.segments.blocks", "a list of blocks");
+        type_error("snapshot.segments.blocks", "error.snapshot.want.blocks");
       uint64_t addr = s.address;  // blocks follow each other (memory_snapshot.cpp: address += size)
       Keys bk;
       for (const V& b : items(bl->a)) {
@@ -1082,7 +1088,7 @@ class Reader {
           to_block(b.a, bk);
         }
         if (b.t != T::kDict || containers_[b.a].conv != Conv::kBlock)
-          type_error("snapshot.segments.blocks", "a list of blocks ({size, state, …})");
+          type_error("snapshot.segments.blocks", "error.snapshot.want.blocksFields");
         Block blk = blocks_[containers_[b.a].ref];
         if (blk.address == 0) blk.address = addr;
         addr = blk.address + blk.size;
@@ -1103,8 +1109,7 @@ class Reader {
       return std::move(out_);
     }
     if (top.t != T::kDict || containers_[top.a].conv != Conv::kNone)
-      type_error("snapshot",
-                 "a dict {segments, device_traces, allocator_settings} (or a list of segments)");
+      type_error("snapshot", "error.snapshot.want.snapshot");
     const V* seg = find(top.a, k_segments_);
     const V* traces = find(top.a, k_device_traces_);
     if (!seg && !traces)
@@ -1112,12 +1117,11 @@ class Reader {
     if (seg) segments_from(*seg, "snapshot.segments");
     if (traces && traces->t != T::kNone) {
       if (traces->t != T::kList || containers_[traces->a].conv != Conv::kNone)
-        type_error("snapshot.device_traces", "a list (one trace per device)");
+        type_error("snapshot.device_traces", "error.snapshot.want.deviceTraces");
       const auto& devs = items(traces->a);
-      if (devs.size() > kMaxDevices) limit("device traces", kMaxDevices);
+      if (devs.size() > kMaxDevices) limit("error.snapshot.what.devices", kMaxDevices);
       for (const V& d : devs) {
-        if (d.t != T::kList)
-          type_error("snapshot.device_traces", "a list of lists of trace entries");
+        if (d.t != T::kList) type_error("snapshot.device_traces", "error.snapshot.want.traceLists");
         const Container& dc = containers_[d.a];
         if (dc.conv == Conv::kEvents) {
           std::vector<Event>& ev = event_lists_[dc.ref];
@@ -1126,7 +1130,7 @@ class Reader {
         } else if (dc.conv == Conv::kNone && items(d.a).empty())
           out_.device_traces.emplace_back();
         else
-          type_error("snapshot.device_traces", "a list of lists of trace entries");
+          type_error("snapshot.device_traces", "error.snapshot.want.traceLists");
       }
     }
     if (const V* s = find(top.a, k_allocator_settings_);
@@ -1153,7 +1157,7 @@ class Reader {
   void segments_from(const V& v, const char* field) {
     if (v.t == T::kNone) return;
     if (v.t != T::kList || containers_[v.a].conv != Conv::kNone)
-      type_error(field, "a list of segments");
+      type_error(field, "error.snapshot.want.segments");
     for (const V& s : items(v.a))
       if (s.t != T::kDict || containers_[s.a].conv != Conv::kSegment) {
         Keys k;
@@ -1161,7 +1165,7 @@ class Reader {
             (keys_of(s.a, &k), k[k_total_size_])) {
           to_segment(s.a, k);
         } else {
-          type_error(field, "a list of segments ({address, total_size, blocks, …})");
+          type_error(field, "error.snapshot.want.segmentsFields");
         }
       }
   }

@@ -37,6 +37,12 @@ std::string english(const Message& m) {
         found = true;
         break;
       }
+    for (size_t i = 0; !found && i < m.nested.size(); ++i)
+      if (m.nested[i].first == hole) {
+        found = true;
+        for (size_t k = 0; k < m.nested[i].second.size(); ++k)
+          out += (k ? "; " : "") + english(m.nested[i].second[k]);
+      }
     if (!found) out.append(p, close + 1);  // kept visible: a missing parameter is a bug
     p = close;
   }
