@@ -37,6 +37,8 @@ const UNREACHED = {
   'error.layout.noPeak': 'every GPU preset lists its dense fp32 and 16-bit peaks',
   'error.layout.tooMany':
     'reached by tests/cpp/test_layout_planner.cpp (720,720 GPUs and 720 heads): no preset has them',
+  'runtime.name.pytorch-cpu':
+    'the CPU profile neither simulates the allocator nor sums gradients in place (torch 1.13)',
   'runtime.context.noGpu':
     'every CUDA runtime profile has a context measurement or derivation for every GPU preset',
   'error.infeasible.stages':
@@ -428,11 +430,6 @@ const QUOTED = {
   'trace.note.noBf16.error error': "torch's error message, quoted as torch wrote it",
   'error.loraTargets.none layers':
     "the model's linear layers by their module names, one space apart",
-  // Not yet codes (CHANGELOG "Known gaps"): a runtime profile's name, from its data file
-  // (cpp/data/runtime-*.json "name"), written by peakMemory's device and tied-weight sentences.
-  'peak.assume.device runtime': 'a runtime profile name (data)',
-  'peak.assume.device.nccl runtime': 'a runtime profile name (data)',
-  'peak.assume.tied.inPlace runtime': 'a runtime profile name (data)',
 };
 const NUMBER_UNIT = /^[\d.,]+ ?(%|[KMGT]i?B|B)$/; // "18.5 %": a figure and its unit
 const NAME = String.raw`[^\s,]+(?: \(\d+\))?`; // "aten.add (2)": an op and how often it ran

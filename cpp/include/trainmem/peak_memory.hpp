@@ -21,7 +21,7 @@ namespace peak {
 
 struct Runtime {
   std::string id = "pytorch-cuda";
-  std::string name;
+  std::string name_code;  // the catalog's sentence that names the profile (its nameMessage)
   activations::RuntimeTraits traits;
   uint64_t context_bytes = 0;  // CUDA context + kernels (nvidia-smi terms), not in memory_allocated
   Text context_source;

@@ -246,7 +246,7 @@ Runtime runtime_profile(const std::string& id, const std::string& field) {
   const json& j = embedded_json(std::string("runtime-") + term->file + ".json");
   Runtime r;
   r.id = id;
-  r.name = json_at(j, "name").get<std::string>();
+  r.name_code = json_at(j, "nameMessage").get<std::string>();
   r.context_bytes = json_at(j, "contextBytes").get<uint64_t>();
   // the data names the catalog's sentence (cpp/data/messages.json) by its code
   r.context_source = Text(json_at(j, "contextMessage").get<std::string>(), {});

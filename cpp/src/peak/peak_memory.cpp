@@ -462,16 +462,16 @@ Result evaluate(const Request& rq) {
   // a tied weight's two gradients summed in place (runtime inputBufferInPlace): from the
   // source (torch/csrc/autograd/input_buffer.cpp after 1.13), not measured
   if (!s.params.tied.empty() && !rq.model.lora.enabled && rq.runtime.profile.input_buffer_in_place)
-    r.assumptions.push_back(
-        Text("peak.assume.tied.inPlace", {{"runtime", rq.runtime.profile.name}}));
+    r.assumptions.push_back(Text(Message{"peak.assume.tied.inPlace", {}}.with(
+        "runtime", {Message{rq.runtime.profile.name_code, {}}})));
   if (r.simulated)
     r.assumptions.push_back(
-        Text(r.nccl_bytes ? "peak.assume.device.nccl" : "peak.assume.device",
-             {{"steps", std::to_string(r.steps_simulated)},
-              {"runtime", rq.runtime.profile.name},
-              {"setToNone", rq.training.set_to_none ? "True" : "False"},
-              {"implementation",
-               vocab::name_for(vocab::kOptimizerImpls, rq.training.optimizer_implementation)}}));
+        Text(Message{r.nccl_bytes ? "peak.assume.device.nccl" : "peak.assume.device",
+                     {{"steps", std::to_string(r.steps_simulated)},
+                      {"setToNone", rq.training.set_to_none ? "True" : "False"},
+                      {"implementation", vocab::name_for(vocab::kOptimizerImpls,
+                                                         rq.training.optimizer_implementation)}}}
+                 .with("runtime", {Message{rq.runtime.profile.name_code, {}}})));
   if (rq.runtime.gpu_memory_bytes > 0) {
     r.has_device = true;
     const uint64_t judged = r.simulated ? r.device_used_bytes : r.peak_bytes;
