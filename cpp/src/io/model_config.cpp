@@ -92,6 +92,56 @@ void read_dropouts(const Obj& c, const char* hidden_key, const char* attention_k
   a.attention_dropout = c.num_or(attention_key, fallback, 0, 1);
 }
 
+// ---------------------------------------------------------------- gpt2 (configuration_gpt2.py)
+void read_gpt2(const Obj& c, const std::string& arch_override, ModelDescription& m) {
+  Architecture& a = m.arch;
+  a.hidden = c.u64("n_embd", 1, kMaxDim);
+  a.layers = c.u64("n_layer", 1, kMaxLayers);
+  a.heads = c.u64("n_head", 1, kMaxDim);
+  a.vocab = c.u64("vocab_size", 1, kMaxVocab);
+  a.max_positions = c.u64("n_positions", 1, kMaxVocab);
+  read_mha(c, "n_head", a);
+  a.intermediate = c.u64_or("n_inner", 4 * a.hidden, 1, kMaxDim);  // None -> 4 * n_embd
+  a.activation = c.str_or("activation_function", "gelu_new", 64);
+  read_dropouts(c, "resid_pdrop", "attn_pdrop", 0.1, a);
+  c.num_or("embd_pdrop", 0.1, 0, 1);
+  a.tied_embeddings = c.boolean_or("tie_word_embeddings", true);
+  hf::Gpt2Recipe r;
+  r.cross_attention = c.boolean_or("add_cross_attention", false);
+  m.architecture = pick_arch(c, arch_override, {"GPT2LMHeadModel", "GPT2Model"}, "GPT2LMHeadModel");
+  r.lm_head = m.architecture == "GPT2LMHeadModel";
+  hf::build_gpt2(r, &m);
+}
+
+// ---------------------------------------------------------------- bert (configuration_bert.py)
+void read_bert(const Obj& c, const std::string& arch_override, ModelDescription& m) {
+  Architecture& a = m.arch;
+  read_dims(c, a, 512, 1);
+  hf::BertRecipe r;
+  r.type_vocab = c.u64_or("type_vocab_size", 2, 1, kMaxVocab);
+  read_mha(c, "num_attention_heads", a);
+  a.activation = c.str_or("hidden_act", "gelu", 64);
+  read_dropouts(c, "hidden_dropout_prob", "attention_probs_dropout_prob", 0.1, a);
+  a.encoder_only = true;
+  const uint64_t labels = num_labels(c);
+  const char* fallback = c.has("num_labels") ? "BertForSequenceClassification" : "BertModel";
+  m.architecture = pick_arch(
+      c, arch_override,
+      {"BertModel", "BertForSequenceClassification", "BertForMaskedLM", "BertForPreTraining"},
+      fallback);
+  r.cls = m.architecture == "BertForSequenceClassification" ? hf::BertClass::sequence_classification
+          : m.architecture == "BertForMaskedLM"             ? hf::BertClass::masked_lm
+          : m.architecture == "BertForPreTraining"          ? hf::BertClass::pretraining
+                                                            : hf::BertClass::model;
+  const bool lm = r.cls == hf::BertClass::masked_lm || r.cls == hf::BertClass::pretraining;
+  a.tied_embeddings = lm && c.boolean_or("tie_word_embeddings", true);
+  if (!lm) c.mark_used("tie_word_embeddings");
+  if (r.cls == hf::BertClass::sequence_classification) a.num_labels = labels;
+  hf::build_bert(r, &m);
+}
+
+// ------------------------------------------------------------ Llama-style decoders
+// configuration_*.py of each type (the versions model/hf_decoder.cpp names).
 // The fields every Llama-style config has (configuration_llama.py), with the head size.
 void read_decoder_dims(const Obj& c, const std::string& type, Architecture& a) {
   read_dims(c, a, 0, 0);
@@ -217,55 +267,6 @@ hf::DecoderSpec decoder_spec(const Obj& c, const std::string& type, Architecture
   return s;
 }
 
-// ---------------------------------------------------------------- gpt2 (configuration_gpt2.py)
-void read_gpt2(const Obj& c, const std::string& arch_override, ModelDescription& m) {
-  Architecture& a = m.arch;
-  a.hidden = c.u64("n_embd", 1, kMaxDim);
-  a.layers = c.u64("n_layer", 1, kMaxLayers);
-  a.heads = c.u64("n_head", 1, kMaxDim);
-  a.vocab = c.u64("vocab_size", 1, kMaxVocab);
-  a.max_positions = c.u64("n_positions", 1, kMaxVocab);
-  read_mha(c, "n_head", a);
-  a.intermediate = c.u64_or("n_inner", 4 * a.hidden, 1, kMaxDim);  // None -> 4 * n_embd
-  a.activation = c.str_or("activation_function", "gelu_new", 64);
-  read_dropouts(c, "resid_pdrop", "attn_pdrop", 0.1, a);
-  c.num_or("embd_pdrop", 0.1, 0, 1);
-  a.tied_embeddings = c.boolean_or("tie_word_embeddings", true);
-  hf::Gpt2Recipe r;
-  r.cross_attention = c.boolean_or("add_cross_attention", false);
-  m.architecture = pick_arch(c, arch_override, {"GPT2LMHeadModel", "GPT2Model"}, "GPT2LMHeadModel");
-  r.lm_head = m.architecture == "GPT2LMHeadModel";
-  hf::build_gpt2(r, &m);
-}
-
-// ---------------------------------------------------------------- bert (configuration_bert.py)
-void read_bert(const Obj& c, const std::string& arch_override, ModelDescription& m) {
-  Architecture& a = m.arch;
-  read_dims(c, a, 512, 1);
-  hf::BertRecipe r;
-  r.type_vocab = c.u64_or("type_vocab_size", 2, 1, kMaxVocab);
-  read_mha(c, "num_attention_heads", a);
-  a.activation = c.str_or("hidden_act", "gelu", 64);
-  read_dropouts(c, "hidden_dropout_prob", "attention_probs_dropout_prob", 0.1, a);
-  a.encoder_only = true;
-  const uint64_t labels = num_labels(c);
-  const char* fallback = c.has("num_labels") ? "BertForSequenceClassification" : "BertModel";
-  m.architecture = pick_arch(
-      c, arch_override,
-      {"BertModel", "BertForSequenceClassification", "BertForMaskedLM", "BertForPreTraining"},
-      fallback);
-  r.cls = m.architecture == "BertForSequenceClassification" ? hf::BertClass::sequence_classification
-          : m.architecture == "BertForMaskedLM"             ? hf::BertClass::masked_lm
-          : m.architecture == "BertForPreTraining"          ? hf::BertClass::pretraining
-                                                            : hf::BertClass::model;
-  const bool lm = r.cls == hf::BertClass::masked_lm || r.cls == hf::BertClass::pretraining;
-  a.tied_embeddings = lm && c.boolean_or("tie_word_embeddings", true);
-  if (!lm) c.mark_used("tie_word_embeddings");
-  if (r.cls == hf::BertClass::sequence_classification) a.num_labels = labels;
-  hf::build_bert(r, &m);
-}
-
-// ------------------------------------------------------------ Llama-style decoders
 // The architecture class: the type's own (<Cls>ForCausalLM / <Cls>Model; Gemma3's bare text
 // model is Gemma3TextModel), or, for the generic recipe, whatever config.architectures says.
 std::string decoder_architecture(const Obj& c, const std::string& cls, const std::string& ov,

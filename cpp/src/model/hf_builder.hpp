@@ -1,6 +1,6 @@
-// Internal to the HuggingFace tensor recipes (model/hf_recipes.cpp, model/hf_decoder.cpp): a
-// builder that appends parameter tensors, buffers and modules to a model description, named as
-// the model's state_dict() and named_modules() name them.
+// Internal to the HuggingFace tensor recipes (model/hf_recipes.cpp, hf_decoder.cpp,
+// hf_llm_families.cpp): a builder that appends parameter tensors, buffers and modules to a model
+// description, named as the model's state_dict() and named_modules() name them.
 #pragma once
 #include <cstdint>
 #include <initializer_list>
@@ -59,9 +59,13 @@ struct Builder {
     t.output_head = true;
   }
   void layer_norm(const std::string& base, const char* sub, uint64_t n, bool bias = true) {
+    norm(base, sub, n, true, bias);
+  }
+  // A norm whose weight and bias may each be absent (OlmoLayerNorm has neither).
+  void norm(const std::string& base, const char* sub, uint64_t n, bool weight, bool bias) {
     scratch.assign(base).append(sub);
     mod(scratch);
-    param(scratch, ".weight", {n});
+    if (weight) param(scratch, ".weight", {n});
     if (bias) param(scratch, ".bias", {n});
   }
   void embedding(const std::string& base, const char* sub, uint64_t rows, uint64_t dim) {
@@ -76,6 +80,12 @@ struct Builder {
     b.dtype = dt;
     b.persistent = persistent;
     m.buffers.push_back(std::move(b));
+  }
+  // A rotary embedding module `name` with its inverse frequencies [dim / 2], registered
+  // persistent=False (not in state_dict).
+  void rotary(const std::string& name, uint64_t dim) {
+    mod(name);
+    buffer(name + ".inv_freq", {dim / 2}, DType::fp32, false);
   }
   // base + "." + sub (sub alone for an empty base) in a buffer of its own, so that a call
   // such as mod(join(p, "layers")) builds no temporary string.

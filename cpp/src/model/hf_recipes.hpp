@@ -81,6 +81,45 @@ struct DecoderRecipe {
 // assumption naming m->arch.model_type.
 void build_decoder(const DecoderRecipe& r, ModelDescription* m);
 
+// ------------------------------------------------------------ hf_llm_families.cpp
+// The decoder families whose layout is not Llama's (all *ForCausalLM, with lm_head), and
+// torch.nn.Transformer.
+
+// FalconForCausalLM (modeling_falcon.py): m->arch.kv_heads as the reader derived it from
+// new_decoder_architecture / multi_query / num_kv_heads; m->arch.parallel_block (parallel_attn).
+struct FalconRecipe {
+  bool new_decoder_architecture = false;  // query_key_value of (kv_heads x 2 + heads) x head_dim
+  bool multi_query = true;                // (old architecture) one k and v head
+  bool bias = false;                      // FalconConfig.bias: the linear layers' biases
+  uint64_t ln_in_parallel_attn = 1;       // num_ln_in_parallel_attn: 2 = ln_attn and ln_mlp
+};
+void build_falcon(const FalconRecipe& r, ModelDescription* m);
+
+// PhiForCausalLM (phi-1 / phi-1.5 / phi-2, modeling_phi.py).
+struct PhiRecipe {
+  bool qk_layernorm = false;  // PhiConfig.qk_layernorm: q_layernorm, k_layernorm
+};
+void build_phi(const PhiRecipe& r, ModelDescription* m);
+
+// GPTJForCausalLM (modeling_gptj.py): everything it needs is in m->arch.
+void build_gptj(ModelDescription* m);
+
+// Starcoder2, OLMo, OLMo 2 (modeling_starcoder2.py, modeling_olmo.py, modeling_olmo2.py):
+// Llama's layout with their norms and MLPs.
+enum class LlamaLikeFamily { starcoder2, olmo, olmo2 };
+struct LlamaLikeRecipe {
+  LlamaLikeFamily family = LlamaLikeFamily::olmo;
+  bool bias = false;  // Starcoder2Config.use_bias, OlmoConfig / Olmo2Config.attention_bias
+};
+void build_llama_like(const LlamaLikeRecipe& r, ModelDescription* m);
+
+// torch.nn.Transformer (torch/nn/modules/transformer.py): m->arch.encoder_layers, layers
+// (decoder), hidden (d_model), intermediate (dim_feedforward).
+struct TorchTransformerRecipe {
+  bool bias = true;  // the constructor's bias: linear and LayerNorm biases
+};
+void build_torch_transformer(const TorchTransformerRecipe& r, ModelDescription* m);
+
 // The HF class prefix of a model_type the Llama-style recipe covers exactly ("llama" ->
 // "Llama", "gemma3_text" -> "Gemma3", ...); "" for any other type (the generic recipe).
 const char* decoder_class(const std::string& model_type);
