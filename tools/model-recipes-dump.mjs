@@ -198,6 +198,14 @@ const families = [
   'olmo-1b',
   'olmo-2-7b',
   'torch-nn-transformer',
+  'sd3-medium-transformer',
+  'sd3.5-large-transformer',
+  'flux-1-dev-transformer',
+  'dit-xl-2-256',
+  'pixart-alpha-xl-2-1024',
+  'sd-1.5-unet',
+  'sdxl-base-unet',
+  'sd-vae',
 ];
 const bad = { zero: 0, minus: -1, huge: 2 ** 40, text: 'x', fraction: 1.5, list: [] };
 for (const id of families) {
