@@ -1,11 +1,12 @@
-// diffusers' transformer denoisers as tensor recipes: from a typed recipe (the sizes read from
+// diffusers' denoisers (UNet2DConditionModel and the transformers) and AutoencoderKL as tensor
+// recipes: from a typed recipe (the sizes read from
 // config.json, with the chain's diffusion::Net whose config fields the reader set), the exact
 // parameter tensor list (state_dict() order: a module's own parameters, then its buffers, then
 // its children in registration order) and the chain of units (stem, one unit per transformer
-// block, head). Reading config.json is io/diffusers_transformers.cpp's. Sources:
-// huggingface/diffusers@58eb52c0803ea9af3abec60841c2a093bdf1f951 src/diffusers/models/
+// block, head). Reading config.json is io/diffusers_transformers.cpp's and io/diffusers_unet.cpp's.
+// Sources: huggingface/diffusers@58eb52c0803ea9af3abec60841c2a093bdf1f951 src/diffusers/models/
 // transformers/transformer_sd3.py, transformer_flux.py, dit_transformer_2d.py,
-// pixart_transformer_2d.py.
+// pixart_transformer_2d.py; unets/unet_2d_condition.py; autoencoders/autoencoder_kl.py.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -46,6 +47,33 @@ struct DitRecipe {
   bool additional_conditions = false;  // PixArt: use_additional_conditions
 };
 ModelDescription build_dit(const DitRecipe& r, std::shared_ptr<diffusion::Net> net);
+
+// UNet2DConditionModel: per down block i (the up blocks mirror them), with the defaults of
+// UNet2DConditionModel.__init__. `net` holds cls, channels, temb, text and added-time sizes.
+struct UNetRecipe {
+  std::vector<uint64_t> boc;      // block_out_channels
+  std::vector<uint64_t> lpb;      // layers_per_block
+  std::vector<uint64_t> heads;    // num_attention_heads (or attention_head_dim, the config's name)
+  std::vector<uint64_t> cross;    // cross_attention_dim
+  std::vector<uint64_t> tlayers;  // transformer_layers_per_block
+  std::vector<bool> down_attn, up_attn;  // CrossAttn*Block2D (else the plain block)
+  bool linear = false;                   // use_linear_projection
+  bool text_time = false;                // addition_embed_type "text_time" (SDXL)
+  uint64_t in = 4, out = 4, groups = 32;
+  uint64_t temb = 0;           // time_embedding_dim
+  uint64_t cond = 0;           // time_cond_proj_dim (LCM-distilled UNets)
+  uint64_t kin = 3, kout = 3;  // conv_in_kernel, conv_out_kernel
+};
+ModelDescription build_unet(const UNetRecipe& u, std::shared_ptr<diffusion::Net> net);
+
+// AutoencoderKL. `net` holds cls, vae and the channels the reader set.
+struct VaeRecipe {
+  std::vector<uint64_t> block_out_channels;
+  uint64_t layers = 1;  // layers_per_block
+  uint64_t in = 3, out = 3, latent = 4;
+  bool quant_conv = true, post_quant_conv = true;  // use_quant_conv, use_post_quant_conv
+};
+ModelDescription build_vae(const VaeRecipe& r, std::shared_ptr<diffusion::Net> net);
 
 }  // namespace diffusers
 }  // namespace trainmem
