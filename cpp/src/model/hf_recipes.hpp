@@ -2,9 +2,10 @@
 // Architecture, already read from config.json, plus the few family flags), the exact parameter
 // tensor list (names and shapes as the model's state_dict() holds them in current transformers),
 // buffers and module count. Reading config.json (keys, defaults of absent keys, limits, errors)
-// is io/model_config.cpp's; these functions read no JSON and validate nothing the reader checks.
-// Sources: transformers/models/{gpt2,bert,llama,mistral,mixtral,qwen2,gpt_neox,t5,mt5}/
-// modeling_*.py (and the versions named in hf_decoder.cpp for the newer decoders).
+// is io/model_config.cpp's and io/llm_families.cpp's; these functions read no JSON and validate
+// nothing the reader checks. Sources: transformers/models/{gpt2,bert,llama,mistral,mixtral,qwen2,
+// gpt_neox,t5,mt5}/modeling_*.py (and the versions named in hf_decoder.cpp and
+// hf_llm_families.cpp for the other families).
 #pragma once
 #include <cstdint>
 #include <string>
