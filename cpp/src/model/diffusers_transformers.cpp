@@ -171,6 +171,18 @@ void finish(ModelDescription& m, std::shared_ptr<diffusion::Net> net, const char
   m.diffusion = std::move(net);
 }
 
+// Starts Flux's block i of the module list `list` (a unit of `kind`, RMS-normed q and k): the
+// block's module path.
+std::string start_flux_block(Builder& b, UnitKind kind, const char* list, uint64_t i, uint64_t hd,
+                             uint64_t heads) {
+  Unit u = block_unit(kind, heads * hd, heads, hd);
+  u.qk_norm = true;
+  b.start(u);
+  std::string p = std::string(list) + "." + std::to_string(i);
+  b.mod(p);
+  return p;
+}
+
 }  // namespace
 
 ModelDescription build_sd3(const Sd3Recipe& r, std::shared_ptr<diffusion::Net> net) {
@@ -220,11 +232,8 @@ ModelDescription build_flux(const FluxRecipe& r, std::shared_ptr<diffusion::Net>
   b.linear("x_embedder", in, dim);
   b.mod("transformer_blocks");
   for (uint64_t i = 0; i < r.double_layers; ++i) {
-    Unit u = block_unit(UnitKind::flux_double, dim, heads, hd);
-    u.qk_norm = true;
-    b.start(u);
-    const std::string p = "transformer_blocks." + std::to_string(i);
-    b.mod(p);
+    const std::string p =
+        start_flux_block(b, UnitKind::flux_double, "transformer_blocks", i, hd, heads);
     ada_norm(b, p + ".norm1", dim, 6, dim);
     ada_norm(b, p + ".norm1_context", dim, 6, dim);
     joint_attention(b, p + ".attn", {dim, hd, true, true, true, false, true});
@@ -235,11 +244,8 @@ ModelDescription build_flux(const FluxRecipe& r, std::shared_ptr<diffusion::Net>
   }
   b.mod("single_transformer_blocks");
   for (uint64_t i = 0; i < r.single_layers; ++i) {
-    Unit u = block_unit(UnitKind::flux_single, dim, heads, hd);
-    u.qk_norm = true;
-    b.start(u);
-    const std::string p = "single_transformer_blocks." + std::to_string(i);
-    b.mod(p);
+    const std::string p =
+        start_flux_block(b, UnitKind::flux_single, "single_transformer_blocks", i, hd, heads);
     ada_norm(b, p + ".norm", dim, 3, dim);
     b.linear(p + ".proj_mlp", dim, 4 * dim);
     b.mod(p + ".act_mlp");
