@@ -63,6 +63,20 @@ const INTENDED = [
       newOut.error?.field !== oldOut.error.field, // read, or refused for what is inside the note
   },
   {
+    name: 'a note that is neither form',
+    reason:
+      'a trace note that is neither an object nor a string: the error names both forms a note ' +
+      'takes (error.trace.noteType), where it asked for a string',
+    explains: (fn, oldOut, newOut) =>
+      !oldOut.ok &&
+      !newOut.ok &&
+      oldOut.error.code === 'invalid_type' &&
+      newOut.error.code === 'invalid_type' &&
+      /^model\.trace\.notes\[\d+\]$/.test(oldOut.error.field) &&
+      newOut.error.field === oldOut.error.field &&
+      newOut.error.messages?.[0]?.code === 'error.trace.noteType',
+  },
+  {
     name: 'phrases and inner errors as nested codes',
     reason:
       'a parameter that was an English phrase (the inner error of error.in, a JSON syntax fault, ' +

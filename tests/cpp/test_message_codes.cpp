@@ -160,6 +160,11 @@ TEST_CASE("a trace's notes: codes of the catalog, or an older file's own text", 
   const json missing = describe(json::parse(R"([{"code":"trace.note.keptAfter","params":{}}])"));
   CHECK(missing.at("error").at("code") == "missing_field");
   CHECK(missing.at("error").at("field") == "model.trace.notes[0].params.count");
+  // neither a note nor a sentence: the error says both forms it takes
+  const json number = describe(json::parse("[7]"));
+  CHECK(number.at("error").at("code") == "invalid_type");
+  CHECK(number.at("error").at("field") == "model.trace.notes[0]");
+  CHECK(number.at("error").at("messages").at(0).at("code") == "error.trace.noteType");
 }
 
 TEST_CASE("errors thrown with codes carry them in the envelope", "[messages]") {

@@ -21,11 +21,7 @@ const requests = [
 const tm = await load();
 
 // Text from data files, not the core's sentences: preset names and their citations.
-const DATA = [
-  /^presets:/,
-  /^describeModel:(sourceNote|name)$/,
-  /^planLayout:timeModel\.(intra|inter)NodeSource$/,
-];
+const DATA = [/^presets:/, /^describeModel:(sourceNote|name)$/];
 const NAMES = new Set(['name', 'field', 'id']);
 // Catalog entries that no request of the fixture reaches, with the reason.
 const UNREACHED = {
@@ -245,6 +241,21 @@ ERROR_REQUESTS.push(
   ['planLayout', { ...CLUSTER, explore: { expertParallel: 8 } }],
 );
 requests.push(['planLayout', CLUSTER]);
+// each GPU family's links, cited by a sentence of the catalog (cpp/data/interconnects.json)
+for (const gpu of [
+  'h100-80gb',
+  'h200-141gb',
+  'v100-32gb',
+  'a10',
+  'l4',
+  't4',
+  'rtx-3090',
+  'rtx-4090',
+])
+  requests.push([
+    'planLayout',
+    { model: { preset: 'gpt2' }, gpu, gpus: 2, globalBatch: 8, seqLen: 512, precision: 'fp32' },
+  ]);
 // expert parallelism with ZeRO (the experts' shard group) and the planner with CP and EP
 const MIXTRAL = { ...CLUSTER, model: { preset: 'mixtral-8x7b' }, seqLen: 4096, globalBatch: 256 };
 requests.push(

@@ -176,12 +176,41 @@ export function details(ctx, result) {
 }
 
 /**
+ * A copy of `value` with each sentence the core gave its codes for said in this language: the
+ * codes are the nearest enclosing result's `messages[path]` (a result inside a result has its
+ * own); a sentence this language does not translate stays as the core wrote it.
+ * @param {Ctx['t']} t
+ * @param {unknown} value
+ * @param {{ messages?: Record<string, unknown> } | null} res the enclosing result
+ * @param {string} path value's path in res, as its messages name it
+ * @returns {unknown}
+ */
+function sayAll(t, value, res, path) {
+  if (typeof value === 'string') return (res && t.coreText(res.messages?.[path])) ?? value;
+  if (Array.isArray(value)) return value.map((x, i) => sayAll(t, x, res, `${path}[${i}]`));
+  if (value === null || typeof value !== 'object') return value;
+  const own =
+    'messages' in value ? /** @type {{ messages?: Record<string, unknown> }} */ (value) : null;
+  /** @type {Record<string, unknown>} */
+  const out = {};
+  for (const [k, v] of Object.entries(value))
+    out[k] =
+      k === 'messages'
+        ? v
+        : own
+          ? sayAll(t, v, own, k)
+          : sayAll(t, v, res, path ? `${path}.${k}` : k);
+  return out;
+}
+
+/**
  * @param {Ctx} ctx
  * @param {object} result
  */
 export function detailsTable(ctx, result) {
   const { t } = ctx;
-  const rows = flatten(result).filter(([, v]) => v !== null && v !== undefined && v !== '');
+  const said = t.lang === 'en' ? result : sayAll(t, result, null, '');
+  const rows = flatten(said).filter(([, v]) => v !== null && v !== undefined && v !== '');
   return h(
     'table',
     { class: 'data' },

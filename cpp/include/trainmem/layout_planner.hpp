@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "trainmem/message.hpp"
 #include "trainmem/parallel.hpp"
 #include "trainmem/peak_memory.hpp"
 #include "trainmem/time_model.hpp"
@@ -42,7 +43,7 @@ const std::vector<Dimension>& extra_dimensions();
 // The GPUs' links: bytes per second per GPU, one direction, inside a node and across nodes.
 struct Network {
   double intra_node = 0, inter_node = 0;
-  std::string intra_source, inter_source;
+  Text intra_source, inter_source;  // the data's citation, or the request's field
 };
 
 struct Inputs {

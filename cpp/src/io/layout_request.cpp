@@ -94,15 +94,16 @@ layout::Network network_of(const Obj& req, const std::string& gpu) {
     const json& g = (*data)["gpus"][gpu];
     n.intra_node = g["intraNodeGBps"].get<double>() * 1e9;
     n.inter_node = g["interNodeGBps"].get<double>() * 1e9;
-    n.intra_source = n.inter_source = g["source"].get<std::string>();
+    // the data names the catalog's sentence (cpp/data/messages.json) by its code
+    n.intra_source = n.inter_source = Text(g["sourceMessage"].get<std::string>(), {});
   }
   if (req.has("intraNodeGBps")) {
     n.intra_node = req.num("intraNodeGBps", 0.001, 1e6) * 1e9;
-    n.intra_source = "intraNodeGBps";
+    n.intra_source = Text("intraNodeGBps");  // a field's name, no sentence
   }
   if (req.has("interNodeGBps")) {
     n.inter_node = req.num("interNodeGBps", 0.001, 1e6) * 1e9;
-    n.inter_source = "interNodeGBps";
+    n.inter_source = Text("interNodeGBps");
   }
   if (n.intra_node <= 0)
     fail(code::kMissingField, "intraNodeGBps", Message{"error.layout.links", {{"gpu", gpu}}});

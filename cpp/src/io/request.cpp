@@ -63,6 +63,8 @@ std::string printable(const std::string& s) {
 
 }  // namespace
 
+std::string json_type_name(const json& v) { return type_name(v); }
+
 std::string closest_match(const std::string& word, const std::vector<std::string>& candidates) {
   if (word.size() > 256) return "";
   std::string best;

@@ -105,5 +105,7 @@ uint64_t read_u64(const json& v, const std::string& path, uint64_t min = 0,
                   uint64_t max = UINT64_MAX);
 double read_num(const json& v, const std::string& path, double min, double max);
 std::string read_str(const json& v, const std::string& path, size_t max_len = 256);
+// The JSON type of v as the errors name it ("number", "string", "object", ...).
+std::string json_type_name(const json& v);
 
 }  // namespace trainmem

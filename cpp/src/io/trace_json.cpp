@@ -129,6 +129,9 @@ int64_t index_or_none(const Obj& o, const char* key, uint64_t bound, const char*
 // (trace.note.file), which a page shows as such.
 Message read_note(const json& v, const std::string& at) {
   if (v.is_string()) return Message{"trace.note.file", {{"note", read_str(v, at, 2000)}}};
+  if (!v.is_object())
+    fail(code::kInvalidType, at,
+         Message{"error.trace.noteType", {{"field", at}, {"type", json_type_name(v)}}});
   const Obj o(v, at);
   const std::string name = o.str("code", 64);
   const bool note = name.rfind("trace.note.", 0) == 0 && name != "trace.note.file";
