@@ -187,7 +187,13 @@ export function details(ctx, result) {
  */
 function sayAll(t, value, res, path) {
   if (typeof value === 'string') return (res && t.coreText(res.messages?.[path])) ?? value;
-  if (Array.isArray(value)) return value.map((x, i) => sayAll(t, x, res, `${path}[${i}]`));
+  if (Array.isArray(value)) {
+    const said = value.map((x, i) => sayAll(t, x, res, `${path}[${i}]`));
+    // a short list of sentences, one cell as the table shows it (format.js), joined as the
+    // language joins a list
+    const short = said.length <= 16 && said.every((x) => typeof x === 'string');
+    return short && said.length > 1 ? said.join(t.lang === 'ar' ? '، ' : ', ') : said;
+  }
   if (value === null || typeof value !== 'object') return value;
   const own =
     'messages' in value ? /** @type {{ messages?: Record<string, unknown> }} */ (value) : null;
