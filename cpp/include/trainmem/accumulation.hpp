@@ -1,8 +1,9 @@
 // Gradient accumulation: the batch arithmetic (forward mode) and the planner that enumerates
 // (microBatch, accumulationSteps) for a target global batch, with peak memory and step time.
-// Peak memory is injected (PeakMemoryFn) so that the planner is testable on its own; the JSON
-// entry (accumulation_json, io/accumulation_request.cpp) wires the real peak-memory calculator,
-// and io/accumulation_json.hpp writes the results.
+// Peak memory is injected (PeakMemoryFn) so that the planner is testable on its own;
+// accumulation/planner_run.hpp wires the real peak-memory calculator for a parsed run, the JSON
+// entry (accumulation_json, io/accumulation_request.cpp) reads the request, and
+// io/accumulation_json.hpp writes the results.
 #pragma once
 #include <cstdint>
 #include <functional>
