@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "peak/peak_trace_spec.hpp"
+#include "peak/step_counter.hpp"
 #include "trainmem/caching_allocator.hpp"
 #include "trainmem/error.hpp"
 
@@ -183,130 +184,6 @@ Figures count(const Request& rq, const Step& s, const trace::Trace& t) {
   return led.figures(s.acts);
 }
 
-[[noreturn]] void step_too_large() {
-  fail(code::kTooLarge, "microBatch", Message{"error.peak.over62", {}});
-}
-
-// The trace counted as it is built, without an allocator and without the timeline: the figures
-// count() gives, with no list of events. Each id's bytes and part are kept (to take them off
-// when it is freed; an allocation run's, its sums); the parts at the peak are copied when the
-// live bytes fall from a new peak.
-class Counter final : public trace::Sink {
- public:
-  struct Held {
-    uint64_t bytes = 0;    // requested
-    uint64_t counted = 0;  // what the ledger counts (the allocator's rounding, on CUDA)
-    uint64_t events = 1;   // allocations it stands for (an allocation run's n)
-    Part part = Part::weights;
-  };
-  Counter(const Request& rq, std::vector<Held>* ids)
-      : ids_(*ids),
-        cuda_(rq.runtime.profile.is_cuda()),
-        div_(rq.allocator.config.roundup_power2_divisions) {
-    ids_.assign(1, Held{});  // ids count from 1
-  }
-  void mark() override { ++marks_; }
-  void alloc(uint64_t id, uint64_t bytes, Part part) override {
-    check(bytes);
-    add(id, {bytes, counted(bytes), 1, part});
-  }
-  void alloc_run(uint64_t id, const uint64_t* bytes, size_t n, Part part) override {
-    Held h{0, 0, n, part};
-    for (size_t k = 0; k < n; ++k) {
-      check(bytes[k]);
-      h.bytes += bytes[k];
-      h.counted += counted(bytes[k]);
-    }
-    // each allocation's rounding is counted - bytes (round_size never rounds down), so the
-    // run's is the difference of its sums
-    add(id, h);
-  }
-  void transient(uint64_t bytes, Part part) override {
-    check(bytes);
-    const Held h{bytes, counted(bytes), 1, part};
-    raise(h);
-    take_peak();
-    lower(h);
-    events_ += 2;
-  }
-  uint64_t free(uint64_t id) override {
-    take_peak();
-    if (id >= ids_.size()) {
-      ++events_;
-      return 1;
-    }
-    const Held& h = ids_[id];
-    lower(h);
-    events_ += h.events;
-    return h.events;
-  }
-  uint64_t events() const { return events_; }
-  Figures figures(const std::vector<trace::Mark>& marks) {
-    take_peak();
-    Figures f;
-    f.allocated_peak = peak_;
-    if (marks.empty() || peak_ == 0) return f;
-    f.peak_phase = marks[peak_mark_].phase;
-    f.peak_layer = marks[peak_mark_].layer;
-    f.at_peak = at_peak_;
-    f.rounding_at_peak = rounding_at_peak_;
-    return f;
-  }
-
- private:
-  void add(uint64_t id, const Held& h) {
-    if (id == ids_.size())  // (ids come in order: one more each time)
-      ids_.push_back(h);
-    else if (id < ids_.size())
-      ids_[id] = h;
-    else
-      ids_.resize(id + 1, h);
-    events_ += h.events;
-    raise(h);
-  }
-  void raise(const Held& h) {
-    total_ += h.counted;
-    now_[static_cast<size_t>(h.part)] += h.bytes;
-    rounding_ += h.counted - std::min(h.counted, h.bytes);
-    if (total_ > peak_) {
-      peak_ = total_;
-      peak_mark_ = marks_ - 1;
-      fresh_ = true;
-    }
-  }
-  void lower(const Held& h) {
-    total_ -= h.counted;
-    now_[static_cast<size_t>(h.part)] -= h.bytes;
-    rounding_ -= h.counted - std::min(h.counted, h.bytes);
-  }
-  // The parts at the peak, taken when the live bytes first fall from it (every allocation
-  // adds bytes: until a free, the newest peak is the state now).
-  void take_peak() {
-    if (!fresh_) return;
-    at_peak_ = now_;
-    rounding_at_peak_ = rounding_;
-    fresh_ = false;
-  }
-  uint64_t counted(uint64_t bytes) const {
-    return cuda_ ? allocator::CachingAllocator::round_size(bytes, div_) : bytes;
-  }
-  // The step's allocations, all added up, stay below 2^62 B (check_step_bytes).
-  void check(uint64_t bytes) {
-    constexpr uint64_t kLimit = uint64_t{1} << 62;
-    all_ += std::min(bytes, kLimit);
-    if (all_ > kLimit) step_too_large();
-  }
-
-  std::vector<Held>& ids_;  // per id
-  bool cuda_;
-  uint32_t div_;
-  uint64_t events_ = 0, marks_ = 0, all_ = 0, total_ = 0, peak_ = 0, rounding_ = 0;
-  uint64_t rounding_at_peak_ = 0;
-  size_t peak_mark_ = 0;
-  bool fresh_ = false;  // the peak rose since the parts at it were taken
-  std::array<uint64_t, trace::kParts> now_{}, at_peak_{};
-};
-
 struct Replay {
   bool complete = false;  // ran every event (no OOM)
   Figures figures;
@@ -425,6 +302,8 @@ Figures simulate(const Request& rq, const Step& s, const trace::Trace& t, uint64
 
 }  // namespace
 
+void step_too_large() { fail(code::kTooLarge, "microBatch", Message{"error.peak.over62", {}}); }
+
 // The step's allocations, all added up, stay below 2^62 B: then no sum of live bytes in the
 // ledger or the allocator wraps, and the result's figures stay below the edge's 2^63 check.
 static void check_step_bytes(const trace::Trace& t) {
@@ -442,13 +321,7 @@ Figures run_step(const Request& rq, const Step& s, Result* r) {
   const trace::StepSpec spec = build_spec(rq, s, &managed);
   const bool replayed = rq.allocator.simulate && rq.runtime.profile.is_cuda();
   if (!replayed && !(rq.answer.timeline && !rq.answer.verdict_only)) {
-    // counted as it is built; the ids' table is kept for the next evaluation (the planner's
-    // candidates, the maxMicroBatch search's probes)
-    static thread_local std::vector<Counter::Held> ids;
-    Counter c(rq, &ids);
-    const trace::Trace t = trace::build_into(spec, &c);
-    r->trace_events = c.events();
-    Figures f = c.figures(t.marks);
+    Figures f = count_as_built(rq, spec, &r->trace_events);
     f.managed = managed;
     return f;
   }

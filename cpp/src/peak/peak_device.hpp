@@ -29,6 +29,9 @@ struct Figures {
 // Runs the step; fills the result's allocator fields when the allocator is simulated.
 Figures run_step(const Request& rq, const Step& s, Result* r);
 
+// The refusal of a step whose allocations, all added up, reach 2^62 B (too_large).
+[[noreturn]] void step_too_large();
+
 }  // namespace device
 }  // namespace peak
 }  // namespace trainmem
