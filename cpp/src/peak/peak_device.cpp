@@ -307,12 +307,11 @@ void step_too_large() { fail(code::kTooLarge, "microBatch", Message{"error.peak.
 // The step's allocations, all added up, stay below 2^62 B: then no sum of live bytes in the
 // ledger or the allocator wraps, and the result's figures stay below the edge's 2^63 check.
 static void check_step_bytes(const trace::Trace& t) {
-  constexpr uint64_t kLimit = uint64_t{1} << 62;
   uint64_t total = 0;
   for (const allocator::Event& e : t.events) {
     if (e.kind != allocator::Event::kAlloc) continue;
-    total += std::min(e.size, kLimit);
-    if (total > kLimit) step_too_large();
+    total += std::min(e.size, kStepBytesLimit);
+    if (total > kStepBytesLimit) step_too_large();
   }
 }
 

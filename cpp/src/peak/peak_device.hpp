@@ -29,7 +29,9 @@ struct Figures {
 // Runs the step; fills the result's allocator fields when the allocator is simulated.
 Figures run_step(const Request& rq, const Step& s, Result* r);
 
-// The refusal of a step whose allocations, all added up, reach 2^62 B (too_large).
+// The step's allocations, all added up, stay below this (check_step_bytes, the counter); a
+// step that reaches it is refused as too_large by step_too_large().
+constexpr uint64_t kStepBytesLimit = uint64_t{1} << 62;
 [[noreturn]] void step_too_large();
 
 }  // namespace device

@@ -119,9 +119,8 @@ class Counter final : public trace::Sink {
   }
   // The step's allocations, all added up, stay below 2^62 B (check_step_bytes).
   void check(uint64_t bytes) {
-    constexpr uint64_t kLimit = uint64_t{1} << 62;
-    all_ += std::min(bytes, kLimit);
-    if (all_ > kLimit) step_too_large();
+    all_ += std::min(bytes, kStepBytesLimit);
+    if (all_ > kStepBytesLimit) step_too_large();
   }
 
   std::vector<Held>& ids_;  // per id
